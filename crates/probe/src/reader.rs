@@ -1,0 +1,253 @@
+//! The reader: kernel files from injectable roots into typed values and Samples.
+
+use crate::cgroup::{self, CgroupSample, CgroupVersion};
+use crate::error::ProbeError;
+use crate::mountinfo::{self, CgroupMounts};
+use crate::sample::{PidSample, Psi, Sample, ZramSample, monotonic_ns};
+use crate::util::{read_into, read_parse};
+use crate::{meminfo, pid, pressure, stat, swaps, vmstat, zram};
+use std::path::{Path, PathBuf};
+
+/// Where the kernel's filesystems are. Tests point these at a fake tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    /// procfs, normally `/proc`.
+    pub proc: PathBuf,
+    /// sysfs, normally `/sys`.
+    pub sys: PathBuf,
+    /// Prefix for other absolute paths named in mountinfo (normally `/`).
+    pub fs: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots { proc: "/proc".into(), sys: "/sys".into(), fs: "/".into() }
+    }
+}
+
+impl Roots {
+    /// All three roots inside one directory (a fake tree with `proc/` and `sys/`).
+    pub fn under(dir: impl AsRef<Path>) -> Self {
+        let d = dir.as_ref();
+        Roots { proc: d.join("proc"), sys: d.join("sys"), fs: d.to_path_buf() }
+    }
+
+    /// Maps an absolute path as the kernel prints it (a mount point) into these roots.
+    pub fn rebase(&self, abs: &str) -> PathBuf {
+        let rel = |p: &str| p.trim_start_matches('/').to_string();
+        if abs == "/sys" || abs.starts_with("/sys/") {
+            self.sys.join(rel(&abs[4..]))
+        } else if abs == "/proc" || abs.starts_with("/proc/") {
+            self.proc.join(rel(&abs[5..]))
+        } else {
+            self.fs.join(rel(abs))
+        }
+    }
+}
+
+/// A memory cgroup to sample: its version and its directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupTarget {
+    pub version: CgroupVersion,
+    /// Absolute directory of the group (already rebased).
+    pub dir: PathBuf,
+    /// Path relative to the hierarchy root, for display.
+    pub name: String,
+}
+
+/// What to sample besides the system.
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    pub pids: Vec<i32>,
+    pub cgroup: Option<CgroupTarget>,
+    pub zram: Vec<u32>,
+    /// Also read smaps_rollup for each pid (expensive: it walks every mapping).
+    pub smaps: bool,
+}
+
+/// Reads kernel files. Holds a reusable text buffer so sampling does not allocate
+/// a new string per file.
+#[derive(Debug)]
+pub struct Probe {
+    roots: Roots,
+    buf: String,
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Probe::new(Roots::default())
+    }
+}
+
+impl Probe {
+    pub fn new(roots: Roots) -> Self {
+        Probe { roots, buf: String::with_capacity(16 * 1024) }
+    }
+
+    pub fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
+    fn proc(&self, rel: &str) -> PathBuf {
+        self.roots.proc.join(rel)
+    }
+
+    pub fn meminfo(&mut self) -> Result<Option<meminfo::Meminfo>, ProbeError> {
+        read_parse(&self.proc("meminfo"), &mut self.buf, meminfo::parse)
+    }
+    pub fn vmstat(&mut self) -> Result<Option<vmstat::Vmstat>, ProbeError> {
+        read_parse(&self.proc("vmstat"), &mut self.buf, vmstat::parse)
+    }
+    pub fn stat(&mut self) -> Result<Option<stat::Stat>, ProbeError> {
+        read_parse(&self.proc("stat"), &mut self.buf, stat::parse)
+    }
+    /// `which` is `memory`, `cpu` or `io`.
+    pub fn pressure(&mut self, which: &str) -> Result<Option<pressure::Pressure>, ProbeError> {
+        read_parse(&self.proc(&format!("pressure/{which}")), &mut self.buf, pressure::parse)
+    }
+    pub fn swaps(&mut self) -> Result<Option<Vec<swaps::SwapArea>>, ProbeError> {
+        read_parse(&self.proc("swaps"), &mut self.buf, swaps::parse)
+    }
+    pub fn pid_status(&mut self, pid: i32) -> Result<Option<pid::PidStatus>, ProbeError> {
+        read_parse(&self.proc(&format!("{pid}/status")), &mut self.buf, pid::parse_status)
+    }
+    pub fn pid_stat(&mut self, pid: i32) -> Result<Option<pid::PidStat>, ProbeError> {
+        read_parse(&self.proc(&format!("{pid}/stat")), &mut self.buf, pid::parse_stat)
+    }
+    pub fn pid_smaps_rollup(&mut self, pid: i32) -> Result<Option<pid::SmapsRollup>, ProbeError> {
+        read_parse(&self.proc(&format!("{pid}/smaps_rollup")), &mut self.buf, pid::parse_smaps_rollup)
+    }
+    pub fn mounts(&mut self) -> Result<Option<Vec<mountinfo::Mount>>, ProbeError> {
+        read_parse(&self.proc("self/mountinfo"), &mut self.buf, mountinfo::parse)
+    }
+    pub fn cgroup_mounts(&mut self) -> Result<CgroupMounts, ProbeError> {
+        Ok(self.mounts()?.map(|m| CgroupMounts::from_mounts(&m)).unwrap_or_default())
+    }
+
+    /// Where the memory controller lives: v1 hierarchy if one has it, else the
+    /// unified hierarchy if its root lists `memory` in cgroup.controllers.
+    pub fn memory_controller(&mut self) -> Result<Option<(CgroupVersion, PathBuf)>, ProbeError> {
+        let m = self.cgroup_mounts()?;
+        if let Some(v1) = &m.v1_memory {
+            return Ok(Some((CgroupVersion::V1, self.roots.rebase(v1))));
+        }
+        if let Some(u) = &m.unified {
+            let root = self.roots.rebase(u);
+            if self.unified_controllers(&root)?.iter().any(|c| c == "memory") {
+                return Ok(Some((CgroupVersion::V2, root)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Controllers listed in a unified hierarchy's `cgroup.controllers`.
+    pub fn unified_controllers(&mut self, dir: &Path) -> Result<Vec<String>, ProbeError> {
+        if !read_into(&dir.join("cgroup.controllers"), &mut self.buf)? {
+            return Ok(Vec::new());
+        }
+        Ok(self.buf.split_ascii_whitespace().map(str::to_string).collect())
+    }
+
+    /// zram devices present in /sys/block, by number.
+    pub fn zram_devices(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = std::fs::read_dir(self.roots.sys.join("block"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn zram_dir(&self, id: u32) -> PathBuf {
+        self.roots.sys.join(format!("block/zram{id}"))
+    }
+
+    pub fn zram_mm_stat(&mut self, id: u32) -> Result<Option<zram::MmStat>, ProbeError> {
+        let p = self.zram_dir(id).join("mm_stat");
+        read_parse(&p, &mut self.buf, zram::parse_mm_stat)
+    }
+    pub fn zram_io_stat(&mut self, id: u32) -> Result<Option<zram::IoStat>, ProbeError> {
+        let p = self.zram_dir(id).join("io_stat");
+        read_parse(&p, &mut self.buf, zram::parse_io_stat)
+    }
+    pub fn zram_comp_algorithm(&mut self, id: u32) -> Result<Option<zram::CompAlgorithm>, ProbeError> {
+        let p = self.zram_dir(id).join("comp_algorithm");
+        read_parse(&p, &mut self.buf, zram::parse_comp_algorithm)
+    }
+    pub fn zram_disksize(&mut self, id: u32) -> Result<Option<u64>, ProbeError> {
+        let p = self.zram_dir(id).join("disksize");
+        read_parse(&p, &mut self.buf, crate::util::parse_single_u64)
+    }
+
+    pub fn zram_sample(&mut self, id: u32) -> Result<ZramSample, ProbeError> {
+        let disksize = self.zram_disksize(id)?;
+        // mm_stat of an unset device is all zeros; still read it, it is cheap.
+        Ok(ZramSample {
+            id,
+            mm_stat: self.zram_mm_stat(id)?,
+            io_stat: self.zram_io_stat(id)?,
+            disksize,
+            comp_algorithm: self.zram_comp_algorithm(id)?.and_then(|c| c.selected),
+        })
+    }
+
+    /// Reads a memory cgroup's files according to its version.
+    pub fn cgroup_sample(&mut self, t: &CgroupTarget) -> Result<CgroupSample, ProbeError> {
+        let d = &t.dir;
+        let b = &mut self.buf;
+        let mut s = CgroupSample { version: Some(t.version), path: t.name.clone(), ..Default::default() };
+        match t.version {
+            CgroupVersion::V2 => {
+                s.usage_bytes = read_parse(&d.join("memory.current"), b, cgroup::parse_counter)?;
+                s.limit_bytes = read_parse(&d.join("memory.max"), b, cgroup::parse_v2_limit)?;
+                s.high_bytes = read_parse(&d.join("memory.high"), b, cgroup::parse_v2_limit)?;
+                s.swap_bytes = read_parse(&d.join("memory.swap.current"), b, cgroup::parse_counter)?;
+                s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
+                s.events = read_parse(&d.join("memory.events"), b, cgroup::parse_keyed)?;
+                s.pressure = read_parse(&d.join("memory.pressure"), b, pressure::parse)?;
+            }
+            CgroupVersion::V1 => {
+                s.usage_bytes = read_parse(&d.join("memory.usage_in_bytes"), b, cgroup::parse_counter)?;
+                s.limit_bytes = read_parse(&d.join("memory.limit_in_bytes"), b, cgroup::parse_v1_limit)?;
+                s.memsw_usage_bytes = read_parse(&d.join("memory.memsw.usage_in_bytes"), b, cgroup::parse_counter)?;
+                s.failcnt = read_parse(&d.join("memory.failcnt"), b, cgroup::parse_counter)?;
+                s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
+                s.events = read_parse(&d.join("memory.oom_control"), b, cgroup::parse_v1_oom_control)?;
+                s.swap_bytes = match (s.memsw_usage_bytes, s.usage_bytes) {
+                    (Some(sw), Some(u)) => Some(sw.saturating_sub(u)),
+                    _ => s.stat.as_ref().and_then(|m| m.get("total_swap").or_else(|| m.get("swap")).copied()),
+                };
+                // PSI per cgroup exists only on v2.
+            }
+        }
+        Ok(s)
+    }
+
+    /// Takes one full sample: the system, plus the requested targets.
+    pub fn sample(&mut self, targets: &Targets) -> Result<Sample, ProbeError> {
+        let t_ns = monotonic_ns();
+        let mut s = Sample {
+            t_ns,
+            meminfo: self.meminfo()?,
+            vmstat: self.vmstat()?,
+            stat: self.stat()?,
+            psi: Psi { memory: self.pressure("memory")?, cpu: self.pressure("cpu")?, io: self.pressure("io")? },
+            ..Default::default()
+        };
+        for &pid in &targets.pids {
+            let status = self.pid_status(pid)?;
+            let stat = self.pid_stat(pid)?;
+            let smaps_rollup = if targets.smaps && status.is_some() { self.pid_smaps_rollup(pid)? } else { None };
+            s.pids.push(PidSample { pid, status, stat, smaps_rollup });
+        }
+        if let Some(cg) = &targets.cgroup {
+            s.cgroup = Some(self.cgroup_sample(cg)?);
+        }
+        for &id in &targets.zram {
+            s.zram.push(self.zram_sample(id)?);
+        }
+        Ok(s)
+    }
+}

@@ -1,0 +1,144 @@
+//! The Probe against fake trees: files captured verbatim on a Debian 12 machine
+//! with the hybrid cgroup layout, and a pure cgroup-v2 tree written from
+//! Documentation/admin-guide/cgroup-v2.rst.
+
+use probe::cgroup::CgroupVersion;
+use probe::CgroupTarget;
+use probe::{Probe, Roots, Sample, Targets, cgroup, mountinfo};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Copies a fixture into a temporary directory so a test may damage it.
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(name), tmp.path());
+    tmp
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn hybrid_tree_full_sample() {
+    let mut p = Probe::new(Roots::under(fixture("hybrid")));
+    let (ver, dir) = p.memory_controller().unwrap().expect("memory controller");
+    assert_eq!(ver, CgroupVersion::V1);
+    assert!(dir.ends_with("sys/fs/cgroup/memory"), "{dir:?}");
+    assert_eq!(p.cgroup_mounts().unwrap().layout(), mountinfo::Layout::Hybrid);
+    assert_eq!(p.zram_devices(), vec![0]);
+    let targets = Targets {
+        pids: vec![4242, 99999],
+        cgroup: Some(CgroupTarget { version: ver, dir: dir.join("pagelab/eat-1"), name: "pagelab/eat-1".into() }),
+        zram: vec![0],
+        smaps: true,
+    };
+    let s = p.sample(&targets).unwrap();
+    assert!(s.meminfo.as_ref().unwrap().total().unwrap() > 1 << 30);
+    assert!(s.vmstat.as_ref().unwrap().get("pgfault").is_some());
+    assert_eq!(s.stat.as_ref().unwrap().cpus.len(), 2);
+    assert!(s.psi.memory.is_some() && s.psi.cpu.is_some() && s.psi.io.is_some());
+    assert!(s.pids[0].status.unwrap().vm_rss.is_some());
+    assert!(s.pids[0].smaps_rollup.as_ref().unwrap().get("Rss").is_some());
+    // A pid that is not there is missing data, not an error.
+    assert_eq!(s.pids[1].status, None);
+    let cg = s.cgroup.as_ref().unwrap();
+    assert_eq!(cg.limit_bytes, Some(cgroup::UNLIMITED));
+    assert!(cg.usage_bytes.unwrap() > 0);
+    assert_eq!(cg.oom_kills(), Some(0));
+    assert!(cg.anon_bytes().is_some());
+    assert_eq!(s.zram[0].comp_algorithm.as_deref(), Some("lzo-rle"));
+    assert_eq!(s.zram[0].disksize, Some(0));
+    // The sample survives a JSON round trip (it is the record format).
+    let back: Sample = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn pure_v2_tree() {
+    let mut p = Probe::new(Roots::under(fixture("v2")));
+    assert_eq!(p.cgroup_mounts().unwrap().layout(), mountinfo::Layout::V2);
+    let (ver, dir) = p.memory_controller().unwrap().expect("memory controller on v2");
+    assert_eq!(ver, CgroupVersion::V2);
+    let t = CgroupTarget { version: ver, dir: dir.join("pagelab/eat-1"), name: "pagelab/eat-1".into() };
+    let cg = p.cgroup_sample(&t).unwrap();
+    assert_eq!(cg.usage_bytes, Some(64 << 20));
+    assert_eq!(cg.limit_bytes, Some(128 << 20));
+    assert_eq!(cg.high_bytes, Some(cgroup::UNLIMITED));
+    assert_eq!(cg.swap_bytes, Some(8 << 20));
+    assert_eq!(cg.anon_bytes(), Some(48 << 20));
+    assert_eq!(cg.file_bytes(), Some(12 << 20), "file minus shmem");
+    assert_eq!(cg.oom_kills(), Some(1));
+    assert_eq!(cg.pressure.unwrap().full.unwrap().total_us, 100000);
+    assert!(p.zram_devices().is_empty());
+}
+
+#[test]
+fn v2_without_memory_controller_has_none() {
+    let tmp = copy_fixture("v2");
+    std::fs::write(tmp.path().join("sys/fs/cgroup/cgroup.controllers"), "cpu io pids\n").unwrap();
+    let mut p = Probe::new(Roots::under(tmp.path()));
+    assert_eq!(p.memory_controller().unwrap(), None);
+}
+
+#[test]
+fn missing_files_are_none() {
+    let tmp = copy_fixture("hybrid");
+    std::fs::remove_dir_all(tmp.path().join("proc/pressure")).unwrap();
+    std::fs::remove_file(tmp.path().join("proc/vmstat")).unwrap();
+    let mut p = Probe::new(Roots::under(tmp.path()));
+    let s = p.sample(&Targets::default()).unwrap();
+    assert!(s.psi.memory.is_none());
+    assert!(s.vmstat.is_none());
+    assert!(s.meminfo.is_some());
+}
+
+#[test]
+fn malformed_file_error_names_path_and_line() {
+    let tmp = copy_fixture("hybrid");
+    let path = tmp.path().join("proc/meminfo");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("Broken line without colon\n");
+    let bad_line = text.lines().count();
+    std::fs::write(&path, text).unwrap();
+    let mut p = Probe::new(Roots::under(tmp.path()));
+    let e = p.sample(&Targets::default()).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("proc/meminfo"), "{msg}");
+    assert!(msg.contains(&format!("line {bad_line}")), "{msg}");
+}
+
+#[test]
+fn overflowing_counter_in_cgroup_file_is_an_error() {
+    let tmp = copy_fixture("v2");
+    let d = tmp.path().join("sys/fs/cgroup/pagelab/eat-1");
+    std::fs::write(d.join("memory.current"), "99999999999999999999999\n").unwrap();
+    let mut p = Probe::new(Roots::under(tmp.path()));
+    let t = CgroupTarget { version: CgroupVersion::V2, dir: d, name: "x".into() };
+    let e = p.cgroup_sample(&t).unwrap_err();
+    assert!(e.to_string().contains("memory.current"), "{e}");
+}
+
+#[test]
+fn live_system_sample_if_linux_proc_present() {
+    if !Path::new("/proc/meminfo").exists() {
+        eprintln!("skipped: no /proc on this machine");
+        return;
+    }
+    let mut p = Probe::default();
+    let s = p.sample(&Targets { pids: vec![std::process::id() as i32], ..Default::default() }).unwrap();
+    assert!(s.meminfo.unwrap().total().unwrap() > 0);
+    assert!(s.pids[0].status.unwrap().vm_rss.unwrap() > 0);
+}
