@@ -1,1 +1,18 @@
-//! placeholder
+//! Time series of kernel counters, and run directories.
+//!
+//! - [`sampler`]: a deadline-scheduled, mlocked thread that takes a `Sample` every
+//!   interval and hands it to a sink;
+//! - [`derive`]: the one place where raw counters become per-interval values, rates
+//!   and memory categories (the live monitor and the report both use it);
+//! - [`rundir`]: the on-disk record (run.json, samples.jsonl, events.jsonl), written
+//!   as the run proceeds so that a run killed at any moment can still be read.
+//!
+//! This crate never prints and never changes the system.
+
+pub mod derive;
+pub mod rundir;
+pub mod sampler;
+pub mod stop;
+
+pub use rundir::{Event, RunDir, RunJson, RunRecord, RunStatus};
+pub use sampler::{Sampler, SamplerConfig, SamplerStats};

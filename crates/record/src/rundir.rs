@@ -1,0 +1,301 @@
+//! The run directory: the record format of DESIGN.md.
+//!
+//! ```text
+//! run.json       meta, environment, config, phases, results, status
+//! samples.jsonl  raw Samples, one per line, appended as they are taken
+//! events.jsonl   phase and user events, appended as they happen
+//! ```
+//!
+//! run.json is replaced atomically (write to a temporary file, then rename), so it is
+//! always whole. The JSONL files are written one line per `write(2)` with no user
+//! space buffering: a SIGKILL at any moment loses at most the line being written,
+//! and the reader skips a torn last line. A run.json that still says `running`
+//! while its process is gone is reported as `interrupted`.
+
+use probe::Sample;
+use probe::environment::Environment;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            State::Running => "running",
+            State::Complete => "complete",
+            State::Interrupted => "interrupted",
+            State::Failed => "failed",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStatus {
+    pub state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl RunStatus {
+    pub fn new(state: State, reason: Option<String>) -> Self {
+        RunStatus { state, reason }
+    }
+}
+
+/// A timed phase of a run (from the workload's events).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// 1-based marker number on charts.
+    pub index: u32,
+    pub name: String,
+    /// CLOCK_MONOTONIC, nanoseconds.
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+}
+
+/// Something that happened during a run: a phase boundary, a trim, a user mark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// CLOCK_MONOTONIC, nanoseconds.
+    pub t_ns: u64,
+    /// `phase_start`, `phase_end`, `mark`, `trim`, `info`, ...
+    pub kind: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub detail: serde_json::Value,
+}
+
+impl Event {
+    pub fn now(kind: &str, name: &str, detail: serde_json::Value) -> Self {
+        Event { t_ns: probe::sample::monotonic_ns(), kind: kind.into(), name: name.into(), detail }
+    }
+}
+
+/// run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunJson {
+    pub format: u32,
+    pub experiment: String,
+    pub pagelab_version: String,
+    pub command_line: Vec<String>,
+    /// The process that wrote the run, and its start time in clock ticks after boot
+    /// (together they tell whether the writer is still alive).
+    pub pid: u32,
+    pub pid_starttime: Option<u64>,
+    pub started_unix_ms: u64,
+    /// CLOCK_MONOTONIC at the start, nanoseconds: the zero of the run's time axis.
+    pub start_monotonic_ns: u64,
+    pub ended_unix_ms: Option<u64>,
+    pub environment: Environment,
+    pub config: serde_json::Value,
+    pub phases: Vec<Phase>,
+    pub results: serde_json::Value,
+    pub status: RunStatus,
+    pub sampler: Option<crate::sampler::SamplerStats>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl RunJson {
+    pub fn new(experiment: &str, version: &str, environment: Environment, config: serde_json::Value) -> Self {
+        let pid = std::process::id();
+        RunJson {
+            format: FORMAT_VERSION,
+            experiment: experiment.into(),
+            pagelab_version: version.into(),
+            command_line: std::env::args().collect(),
+            pid,
+            pid_starttime: probe::Probe::default().pid_stat(pid as i32).ok().flatten().map(|s| s.starttime),
+            started_unix_ms: probe::sample::realtime_ns() / 1_000_000,
+            start_monotonic_ns: probe::sample::monotonic_ns(),
+            ended_unix_ms: None,
+            environment,
+            config,
+            phases: Vec::new(),
+            results: serde_json::Value::Null,
+            status: RunStatus::new(State::Running, None),
+            sampler: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// One JSON value per line, each line a single write(2).
+#[derive(Debug)]
+pub struct JsonlWriter {
+    file: File,
+    line: Vec<u8>,
+}
+
+impl JsonlWriter {
+    pub fn open_append(path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(JsonlWriter { file, line: Vec::with_capacity(8192) })
+    }
+    pub fn write<T: Serialize>(&mut self, v: &T) -> std::io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, v)?;
+        self.line.push(b'\n');
+        self.file.write_all(&self.line)
+    }
+}
+
+/// A run directory being written.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    run: Mutex<RunJson>,
+    events: Mutex<JsonlWriter>,
+}
+
+impl RunDir {
+    /// Creates the directory and its files. Refuses a directory that already
+    /// holds a run.
+    pub fn create(path: &Path, run: RunJson) -> std::io::Result<RunDir> {
+        std::fs::create_dir_all(path)?;
+        if path.join("run.json").exists() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{} already holds a run (run.json); choose another --out", path.display()),
+            ));
+        }
+        write_atomic(&path.join("run.json"), &run)?;
+        File::create(path.join("samples.jsonl"))?;
+        let events = JsonlWriter::open_append(&path.join("events.jsonl"))?;
+        Ok(RunDir { path: path.to_path_buf(), run: Mutex::new(run), events: Mutex::new(events) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A writer for samples.jsonl, to move into the sampler's sink.
+    pub fn sample_writer(&self) -> std::io::Result<JsonlWriter> {
+        JsonlWriter::open_append(&self.path.join("samples.jsonl"))
+    }
+
+    /// Appends an event; phase events also update run.json's phase list.
+    pub fn event(&self, ev: &Event) -> std::io::Result<()> {
+        self.events.lock().expect("event writer").write(ev)?;
+        match ev.kind.as_str() {
+            "phase_start" => self.update(|r| {
+                let index = r.phases.len() as u32 + 1;
+                r.phases.push(Phase { index, name: ev.name.clone(), start_ns: ev.t_ns, end_ns: None });
+            }),
+            "phase_end" => self.update(|r| {
+                if let Some(p) = r.phases.iter_mut().rev().find(|p| p.name == ev.name && p.end_ns.is_none()) {
+                    p.end_ns = Some(ev.t_ns);
+                }
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Changes run.json and writes it out atomically.
+    pub fn update(&self, f: impl FnOnce(&mut RunJson)) -> std::io::Result<()> {
+        let mut r = self.run.lock().expect("run.json");
+        f(&mut r);
+        write_atomic(&self.path.join("run.json"), &*r)
+    }
+
+    pub fn snapshot(&self) -> RunJson {
+        self.run.lock().expect("run.json").clone()
+    }
+
+    /// Records the final status.
+    pub fn finish(&self, status: RunStatus) -> std::io::Result<()> {
+        self.update(|r| {
+            r.status = status;
+            r.ended_unix_ms = Some(probe::sample::realtime_ns() / 1_000_000);
+        })
+    }
+}
+
+fn write_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    {
+        let mut f = File::create(&tmp)?;
+        serde_json::to_writer_pretty(&mut f, v)?;
+        f.write_all(b"\n")?;
+        f.sync_data()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Errors reading a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a pagelab run.json ({source})")]
+    Json { path: PathBuf, source: serde_json::Error },
+}
+
+/// A run directory read back.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub dir: PathBuf,
+    pub run: RunJson,
+    pub samples: Vec<Sample>,
+    pub events: Vec<Event>,
+    /// Lines that could not be parsed (a torn last line after a kill, usually).
+    pub skipped_lines: usize,
+}
+
+impl RunRecord {
+    pub fn load(dir: &Path) -> Result<RunRecord, ReadError> {
+        let rj = dir.join("run.json");
+        let text = std::fs::read_to_string(&rj).map_err(|source| ReadError::Io { path: rj.clone(), source })?;
+        let mut run: RunJson = serde_json::from_str(&text).map_err(|source| ReadError::Json { path: rj, source })?;
+        let mut skipped = 0;
+        let samples = read_jsonl(&dir.join("samples.jsonl"), &mut skipped)?;
+        let events = read_jsonl(&dir.join("events.jsonl"), &mut skipped)?;
+        if run.status.state == State::Running && !writer_alive(&run) {
+            run.status = RunStatus::new(
+                State::Interrupted,
+                Some(format!("the recording process (pid {}) ended without finishing the run", run.pid)),
+            );
+        }
+        Ok(RunRecord { dir: dir.to_path_buf(), run, samples, events, skipped_lines: skipped })
+    }
+
+    /// The effective status (running runs whose writer is gone read as interrupted).
+    pub fn status(&self) -> &RunStatus {
+        &self.run.status
+    }
+}
+
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, skipped: &mut usize) -> Result<Vec<T>, ReadError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
+    };
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str(line) {
+            Ok(v) => out.push(v),
+            Err(_) => *skipped += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the process that wrote a run is still alive (same pid and start time).
+pub fn writer_alive(run: &RunJson) -> bool {
+    let Ok(Some(st)) = probe::Probe::default().pid_stat(run.pid as i32) else { return false };
+    run.pid_starttime.is_none_or(|t| t == st.starttime)
+}
