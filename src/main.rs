@@ -1,1 +1,258 @@
-fn main() {}
+//! pagelab: the binary is glue. It parses the command line, installs the signal
+//! and panic handlers, restores what crashed runs left behind, and dispatches to
+//! the crates that do the work.
+
+mod bench;
+mod cli;
+mod doctor;
+mod drill;
+mod record_cmd;
+mod report_cmd;
+mod units;
+mod worker;
+
+use clap::{CommandFactory, Parser};
+use cli::{Cli, Cmd};
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// An error that is the user's or the environment's (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The run was interrupted by the user (exit code 130).
+#[derive(Debug)]
+pub struct Interrupted;
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+impl std::error::Error for Interrupted {}
+
+/// A command's own exit code (`record` passes on the command's).
+#[derive(Debug)]
+pub struct ExitCode(pub i32);
+impl std::fmt::Display for ExitCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}", self.0)
+    }
+}
+impl std::error::Error for ExitCode {}
+
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+        record::stop::request_from_signal();
+    } else {
+        // Second signal: leave at once. The journal restores at the next start.
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installing a handler that only touches atomics and calls _exit.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        for line in sandbox::sandbox::restore_own_journals() {
+            eprintln!("pagelab: restored after panic: {line}");
+        }
+        default(info);
+    }));
+}
+
+/// Undoes what runs that died left behind, and says so.
+fn restore_stale_runs() {
+    let dir = std::path::Path::new(sandbox::journal::DEFAULT_DIR);
+    if !dir.exists() {
+        return;
+    }
+    let rep = sandbox::journal::restore_stale(dir, false);
+    for a in &rep.actions {
+        eprintln!("pagelab: restored after an earlier run that died: {a}");
+    }
+    for e in &rep.errors {
+        eprintln!("pagelab: {e}; run `pagelab restore` as root");
+    }
+}
+
+/// clap's errors span several lines; the convention here is one line.
+fn one_line_clap_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        }
+        if !l.is_empty() {
+            parts.push(l.to_string());
+        }
+    }
+    let mut s = parts.join(" ");
+    if !s.starts_with("error:") {
+        s = format!("error: {s}");
+    }
+    s
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                std::process::exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                });
+            }
+            eprintln!(
+                "pagelab: {} (see pagelab --help)",
+                one_line_clap_error(&e).trim_start_matches("error: ")
+            );
+            std::process::exit(2);
+        }
+    };
+    if let Cmd::Worker { kind, args } = &cli.command {
+        // Workers are controlled by their parent; the terminal's Ctrl-C is the parent's.
+        // SAFETY: setting a signal disposition.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+        std::process::exit(worker::main(kind, args));
+    }
+    install_signal_handlers();
+    install_panic_hook();
+    if !matches!(
+        cli.command,
+        Cmd::Restore(_) | Cmd::Completions { .. } | Cmd::Man { .. }
+    ) {
+        restore_stale_runs();
+    }
+    let r = match cli.command {
+        Cmd::Doctor(a) => doctor::run(&a),
+        Cmd::Record(a) => record_cmd::run(a),
+        Cmd::Report(a) => report_cmd::run(&a),
+        Cmd::Restore(a) => restore(&a),
+        Cmd::Bench(a) => bench::run(&a),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "pagelab",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Cmd::Man { out } => man(out),
+        Cmd::SandboxDrill(a) => drill::run(&a),
+        Cmd::Worker { .. } => unreachable!(),
+    };
+    let _ = std::io::stdout().flush();
+    match r {
+        Ok(()) => {}
+        Err(e) => {
+            let code = if let Some(ExitCode(c)) = e.downcast_ref::<ExitCode>() {
+                *c
+            } else if e.downcast_ref::<Interrupted>().is_some() {
+                eprintln!("pagelab: interrupted");
+                130
+            } else {
+                let usage = e.downcast_ref::<UsageError>().is_some()
+                    || e.chain().any(|c| {
+                        c.downcast_ref::<sandbox::SandboxError>()
+                            .is_some_and(|s| s.is_usage())
+                    });
+                let msg = e
+                    .chain()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                eprintln!("pagelab: {}", msg.replace('\n', " "));
+                if usage { 2 } else { 1 }
+            };
+            std::process::exit(code);
+        }
+    }
+}
+
+fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
+    let dir = std::path::Path::new(sandbox::journal::DEFAULT_DIR);
+    let rep = sandbox::journal::restore_stale(dir, a.dry_run);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        if rep.restored.is_empty() && rep.actions.is_empty() {
+            println!(
+                "nothing to restore: no journals of dead pagelab runs in {}",
+                dir.display()
+            );
+        }
+        for l in &rep.actions {
+            println!("{l}");
+        }
+        for l in &rep.live {
+            println!(
+                "left alone (its pagelab process is still running): {}",
+                l.display()
+            );
+        }
+        for e in &rep.errors {
+            eprintln!("pagelab: {e}");
+        }
+    }
+    if !rep.errors.is_empty() {
+        anyhow::bail!("{} change(s) could not be undone", rep.errors.len());
+    }
+    Ok(())
+}
+
+fn man(out: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let cmd = Cli::command();
+    match out {
+        None => {
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(&dir)?;
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(cmd.clone()).render(&mut buf)?;
+            std::fs::write(dir.join("pagelab.1"), &buf)?;
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let name = format!("pagelab-{}", sub.get_name());
+                let mut buf = Vec::new();
+                clap_mangen::Man::new(sub.clone().name(name.clone())).render(&mut buf)?;
+                std::fs::write(dir.join(format!("{name}.1")), &buf)?;
+            }
+            println!("wrote man pages to {}", dir.display());
+        }
+    }
+    Ok(())
+}

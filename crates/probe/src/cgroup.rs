@@ -34,13 +34,21 @@ const V1_UNLIMITED_FLOOR: u64 = 1 << 62;
 
 /// A v2 limit file (`memory.max`, `memory.high`, `memory.swap.max`): `max` or bytes.
 pub fn parse_v2_limit(text: &str) -> Result<u64, ParseError> {
-    if text.trim() == "max" { Ok(UNLIMITED) } else { parse_single_u64(text) }
+    if text.trim() == "max" {
+        Ok(UNLIMITED)
+    } else {
+        parse_single_u64(text)
+    }
 }
 
 /// A v1 limit file (`memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`).
 pub fn parse_v1_limit(text: &str) -> Result<u64, ParseError> {
     let v = parse_single_u64(text)?;
-    Ok(if v >= V1_UNLIMITED_FLOOR { UNLIMITED } else { v })
+    Ok(if v >= V1_UNLIMITED_FLOOR {
+        UNLIMITED
+    } else {
+        v
+    })
 }
 
 /// `memory.stat` (v1 and v2) and `memory.events`: "key value" maps.
@@ -98,7 +106,11 @@ impl CgroupSample {
             }
             CgroupVersion::V1 => {
                 let cache = *s.get("total_cache").or_else(|| s.get("cache"))?;
-                let shmem = s.get("total_shmem").or_else(|| s.get("shmem")).copied().unwrap_or(0);
+                let shmem = s
+                    .get("total_shmem")
+                    .or_else(|| s.get("shmem"))
+                    .copied()
+                    .unwrap_or(0);
                 Some(cache.saturating_sub(shmem))
             }
         }

@@ -39,7 +39,10 @@ pub fn parse(text: &str) -> Result<Meminfo, ParseError> {
             continue;
         }
         let Some((key, rest)) = line.split_once(':') else {
-            return Err(ParseError::new(n, format!("expected 'Key: value [kB]', found '{line}'")));
+            return Err(ParseError::new(
+                n,
+                format!("expected 'Key: value [kB]', found '{line}'"),
+            ));
         };
         let mut it = rest.split_ascii_whitespace();
         let value = it
@@ -52,7 +55,10 @@ pub fn parse(text: &str) -> Result<Meminfo, ParseError> {
             Some(unit) => return Err(ParseError::new(n, format!("{key}: unknown unit '{unit}'"))),
         };
         if it.next().is_some() {
-            return Err(ParseError::new(n, format!("{key}: trailing text in '{line}'")));
+            return Err(ParseError::new(
+                n,
+                format!("{key}: trailing text in '{line}'"),
+            ));
         }
         map.insert(key.trim().to_string(), value);
     }

@@ -21,7 +21,11 @@ pub struct Roots {
 
 impl Default for Roots {
     fn default() -> Self {
-        Roots { proc: "/proc".into(), sys: "/sys".into(), fs: "/".into() }
+        Roots {
+            proc: "/proc".into(),
+            sys: "/sys".into(),
+            fs: "/".into(),
+        }
     }
 }
 
@@ -29,7 +33,11 @@ impl Roots {
     /// All three roots inside one directory (a fake tree with `proc/` and `sys/`).
     pub fn under(dir: impl AsRef<Path>) -> Self {
         let d = dir.as_ref();
-        Roots { proc: d.join("proc"), sys: d.join("sys"), fs: d.to_path_buf() }
+        Roots {
+            proc: d.join("proc"),
+            sys: d.join("sys"),
+            fs: d.to_path_buf(),
+        }
     }
 
     /// Maps an absolute path as the kernel prints it (a mount point) into these roots.
@@ -81,7 +89,10 @@ impl Default for Probe {
 
 impl Probe {
     pub fn new(roots: Roots) -> Self {
-        Probe { roots, buf: String::with_capacity(16 * 1024) }
+        Probe {
+            roots,
+            buf: String::with_capacity(16 * 1024),
+        }
     }
 
     pub fn roots(&self) -> &Roots {
@@ -103,25 +114,48 @@ impl Probe {
     }
     /// `which` is `memory`, `cpu` or `io`.
     pub fn pressure(&mut self, which: &str) -> Result<Option<pressure::Pressure>, ProbeError> {
-        read_parse(&self.proc(&format!("pressure/{which}")), &mut self.buf, pressure::parse)
+        read_parse(
+            &self.proc(&format!("pressure/{which}")),
+            &mut self.buf,
+            pressure::parse,
+        )
     }
     pub fn swaps(&mut self) -> Result<Option<Vec<swaps::SwapArea>>, ProbeError> {
         read_parse(&self.proc("swaps"), &mut self.buf, swaps::parse)
     }
     pub fn pid_status(&mut self, pid: i32) -> Result<Option<pid::PidStatus>, ProbeError> {
-        read_parse(&self.proc(&format!("{pid}/status")), &mut self.buf, pid::parse_status)
+        read_parse(
+            &self.proc(&format!("{pid}/status")),
+            &mut self.buf,
+            pid::parse_status,
+        )
     }
     pub fn pid_stat(&mut self, pid: i32) -> Result<Option<pid::PidStat>, ProbeError> {
-        read_parse(&self.proc(&format!("{pid}/stat")), &mut self.buf, pid::parse_stat)
+        read_parse(
+            &self.proc(&format!("{pid}/stat")),
+            &mut self.buf,
+            pid::parse_stat,
+        )
     }
     pub fn pid_smaps_rollup(&mut self, pid: i32) -> Result<Option<pid::SmapsRollup>, ProbeError> {
-        read_parse(&self.proc(&format!("{pid}/smaps_rollup")), &mut self.buf, pid::parse_smaps_rollup)
+        read_parse(
+            &self.proc(&format!("{pid}/smaps_rollup")),
+            &mut self.buf,
+            pid::parse_smaps_rollup,
+        )
     }
     pub fn mounts(&mut self) -> Result<Option<Vec<mountinfo::Mount>>, ProbeError> {
-        read_parse(&self.proc("self/mountinfo"), &mut self.buf, mountinfo::parse)
+        read_parse(
+            &self.proc("self/mountinfo"),
+            &mut self.buf,
+            mountinfo::parse,
+        )
     }
     pub fn cgroup_mounts(&mut self) -> Result<CgroupMounts, ProbeError> {
-        Ok(self.mounts()?.map(|m| CgroupMounts::from_mounts(&m)).unwrap_or_default())
+        Ok(self
+            .mounts()?
+            .map(|m| CgroupMounts::from_mounts(&m))
+            .unwrap_or_default())
     }
 
     /// Where the memory controller lives: v1 hierarchy if one has it, else the
@@ -133,7 +167,11 @@ impl Probe {
         }
         if let Some(u) = &m.unified {
             let root = self.roots.rebase(u);
-            if self.unified_controllers(&root)?.iter().any(|c| c == "memory") {
+            if self
+                .unified_controllers(&root)?
+                .iter()
+                .any(|c| c == "memory")
+            {
                 return Ok(Some((CgroupVersion::V2, root)));
             }
         }
@@ -145,7 +183,11 @@ impl Probe {
         if !read_into(&dir.join("cgroup.controllers"), &mut self.buf)? {
             return Ok(Vec::new());
         }
-        Ok(self.buf.split_ascii_whitespace().map(str::to_string).collect())
+        Ok(self
+            .buf
+            .split_ascii_whitespace()
+            .map(str::to_string)
+            .collect())
     }
 
     /// zram devices present in /sys/block, by number.
@@ -172,7 +214,10 @@ impl Probe {
         let p = self.zram_dir(id).join("io_stat");
         read_parse(&p, &mut self.buf, zram::parse_io_stat)
     }
-    pub fn zram_comp_algorithm(&mut self, id: u32) -> Result<Option<zram::CompAlgorithm>, ProbeError> {
+    pub fn zram_comp_algorithm(
+        &mut self,
+        id: u32,
+    ) -> Result<Option<zram::CompAlgorithm>, ProbeError> {
         let p = self.zram_dir(id).join("comp_algorithm");
         read_parse(&p, &mut self.buf, zram::parse_comp_algorithm)
     }
@@ -197,27 +242,45 @@ impl Probe {
     pub fn cgroup_sample(&mut self, t: &CgroupTarget) -> Result<CgroupSample, ProbeError> {
         let d = &t.dir;
         let b = &mut self.buf;
-        let mut s = CgroupSample { version: Some(t.version), path: t.name.clone(), ..Default::default() };
+        let mut s = CgroupSample {
+            version: Some(t.version),
+            path: t.name.clone(),
+            ..Default::default()
+        };
         match t.version {
             CgroupVersion::V2 => {
                 s.usage_bytes = read_parse(&d.join("memory.current"), b, cgroup::parse_counter)?;
                 s.limit_bytes = read_parse(&d.join("memory.max"), b, cgroup::parse_v2_limit)?;
                 s.high_bytes = read_parse(&d.join("memory.high"), b, cgroup::parse_v2_limit)?;
-                s.swap_bytes = read_parse(&d.join("memory.swap.current"), b, cgroup::parse_counter)?;
+                s.swap_bytes =
+                    read_parse(&d.join("memory.swap.current"), b, cgroup::parse_counter)?;
                 s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
                 s.events = read_parse(&d.join("memory.events"), b, cgroup::parse_keyed)?;
                 s.pressure = read_parse(&d.join("memory.pressure"), b, pressure::parse)?;
             }
             CgroupVersion::V1 => {
-                s.usage_bytes = read_parse(&d.join("memory.usage_in_bytes"), b, cgroup::parse_counter)?;
-                s.limit_bytes = read_parse(&d.join("memory.limit_in_bytes"), b, cgroup::parse_v1_limit)?;
-                s.memsw_usage_bytes = read_parse(&d.join("memory.memsw.usage_in_bytes"), b, cgroup::parse_counter)?;
+                s.usage_bytes =
+                    read_parse(&d.join("memory.usage_in_bytes"), b, cgroup::parse_counter)?;
+                s.limit_bytes =
+                    read_parse(&d.join("memory.limit_in_bytes"), b, cgroup::parse_v1_limit)?;
+                s.memsw_usage_bytes = read_parse(
+                    &d.join("memory.memsw.usage_in_bytes"),
+                    b,
+                    cgroup::parse_counter,
+                )?;
                 s.failcnt = read_parse(&d.join("memory.failcnt"), b, cgroup::parse_counter)?;
                 s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
-                s.events = read_parse(&d.join("memory.oom_control"), b, cgroup::parse_v1_oom_control)?;
+                s.events = read_parse(
+                    &d.join("memory.oom_control"),
+                    b,
+                    cgroup::parse_v1_oom_control,
+                )?;
                 s.swap_bytes = match (s.memsw_usage_bytes, s.usage_bytes) {
                     (Some(sw), Some(u)) => Some(sw.saturating_sub(u)),
-                    _ => s.stat.as_ref().and_then(|m| m.get("total_swap").or_else(|| m.get("swap")).copied()),
+                    _ => s
+                        .stat
+                        .as_ref()
+                        .and_then(|m| m.get("total_swap").or_else(|| m.get("swap")).copied()),
                 };
                 // PSI per cgroup exists only on v2.
             }
@@ -233,14 +296,27 @@ impl Probe {
             meminfo: self.meminfo()?,
             vmstat: self.vmstat()?,
             stat: self.stat()?,
-            psi: Psi { memory: self.pressure("memory")?, cpu: self.pressure("cpu")?, io: self.pressure("io")? },
+            psi: Psi {
+                memory: self.pressure("memory")?,
+                cpu: self.pressure("cpu")?,
+                io: self.pressure("io")?,
+            },
             ..Default::default()
         };
         for &pid in &targets.pids {
             let status = self.pid_status(pid)?;
             let stat = self.pid_stat(pid)?;
-            let smaps_rollup = if targets.smaps && status.is_some() { self.pid_smaps_rollup(pid)? } else { None };
-            s.pids.push(PidSample { pid, status, stat, smaps_rollup });
+            let smaps_rollup = if targets.smaps && status.is_some() {
+                self.pid_smaps_rollup(pid)?
+            } else {
+                None
+            };
+            s.pids.push(PidSample {
+                pid,
+                status,
+                stat,
+                smaps_rollup,
+            });
         }
         if let Some(cg) = &targets.cgroup {
             s.cgroup = Some(self.cgroup_sample(cg)?);

@@ -7,14 +7,22 @@ use std::path::Path;
 
 /// Parses a decimal u64, naming the line on failure (including overflow).
 pub fn parse_u64(s: &str, line: usize, what: &str) -> Result<u64, ParseError> {
-    s.parse::<u64>()
-        .map_err(|e| ParseError::new(line, format!("{what}: cannot read '{s}' as an unsigned integer ({e})")))
+    s.parse::<u64>().map_err(|e| {
+        ParseError::new(
+            line,
+            format!("{what}: cannot read '{s}' as an unsigned integer ({e})"),
+        )
+    })
 }
 
 /// Parses a decimal i64 (some files, such as zram's mem_limit, may hold signed values).
 pub fn parse_i64(s: &str, line: usize, what: &str) -> Result<i64, ParseError> {
-    s.parse::<i64>()
-        .map_err(|e| ParseError::new(line, format!("{what}: cannot read '{s}' as an integer ({e})")))
+    s.parse::<i64>().map_err(|e| {
+        ParseError::new(
+            line,
+            format!("{what}: cannot read '{s}' as an integer ({e})"),
+        )
+    })
 }
 
 /// Multiplies kibibytes to bytes, failing on u64 overflow instead of wrapping.
@@ -35,7 +43,10 @@ pub fn parse_flat_keyed(text: &str) -> Result<BTreeMap<String, u64>, ParseError>
         }
         let mut it = line.split_ascii_whitespace();
         let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) else {
-            return Err(ParseError::new(n, format!("expected 'key value', found '{line}'")));
+            return Err(ParseError::new(
+                n,
+                format!("expected 'key value', found '{line}'"),
+            ));
         };
         map.insert(k.to_string(), parse_u64(v, n, k)?);
     }
@@ -49,12 +60,20 @@ pub fn read_into(path: &Path, buf: &mut String) -> Result<bool, ProbeError> {
     let mut f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if is_missing(&e) => return Ok(false),
-        Err(source) => return Err(ProbeError::Io { path: path.to_path_buf(), source }),
+        Err(source) => {
+            return Err(ProbeError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     };
     match f.read_to_string(buf) {
         Ok(_) => Ok(true),
         Err(e) if is_missing(&e) => Ok(false),
-        Err(source) => Err(ProbeError::Io { path: path.to_path_buf(), source }),
+        Err(source) => Err(ProbeError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -67,11 +86,17 @@ pub fn read_parse<T>(
     if !read_into(path, buf)? {
         return Ok(None);
     }
-    parse(buf).map(Some).map_err(|source| ProbeError::Parse { path: path.to_path_buf(), source })
+    parse(buf).map(Some).map_err(|source| ProbeError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn is_missing(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ESRCH) | Some(libc::ENODEV) | Some(libc::ENOTDIR))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ESRCH) | Some(libc::ENODEV) | Some(libc::ENOTDIR)
+    )
 }
 
 /// Parses a file that holds one unsigned number (memory.current, disksize, ...).

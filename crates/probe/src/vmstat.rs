@@ -18,7 +18,11 @@ impl Vmstat {
     }
     /// Sum of keys that start with `prefix` (e.g. `pgscan_` over kswapd/direct/khugepaged).
     pub fn sum_prefix(&self, prefix: &str) -> u64 {
-        self.0.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(_, v)| *v).sum()
+        self.0
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| *v)
+            .sum()
     }
 }
 

@@ -33,7 +33,10 @@ fn meminfo_overflow_is_an_error_not_a_wrap() {
 
 #[test]
 fn vmstat_is_a_map_and_rejects_bad_lines() {
-    let v = vmstat::parse("nr_free_pages 5\npswpin 7\npgscan_kswapd 3\npgscan_direct 4\npgscan_khugepaged 1\n").unwrap();
+    let v = vmstat::parse(
+        "nr_free_pages 5\npswpin 7\npgscan_kswapd 3\npgscan_direct 4\npgscan_khugepaged 1\n",
+    )
+    .unwrap();
     assert_eq!(v.get("pswpin"), Some(7));
     assert_eq!(v.sum_prefix("pgscan_"), 8);
     assert_eq!(v.get("absent"), None);
@@ -66,16 +69,30 @@ fn pressure_parses_some_and_full() {
     assert!((p.some.avg60 - 3.4).abs() < 1e-9);
     assert_eq!(p.full.unwrap().total_us, 123);
     // Old kernels' cpu file has no full line.
-    assert!(pressure::parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n").unwrap().full.is_none());
-    assert_eq!(pressure::parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nhalf x=1\n").unwrap_err().line, 2);
+    assert!(
+        pressure::parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
+            .unwrap()
+            .full
+            .is_none()
+    );
+    assert_eq!(
+        pressure::parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nhalf x=1\n")
+            .unwrap_err()
+            .line,
+        2
+    );
     assert!(pressure::parse("some avg10=0.00 total=1\n").is_err());
 }
 
 #[test]
 fn pid_stat_handles_parentheses_in_comm() {
-    let line = "1234 (evil) name) S 1 1234 1234 0 -1 4194560 111 0 2 0 15 7 0 0 20 0 1 0 5555 1000 50";
+    let line =
+        "1234 (evil) name) S 1 1234 1234 0 -1 4194560 111 0 2 0 15 7 0 0 20 0 1 0 5555 1000 50";
     let s = pid::parse_stat(line).unwrap();
-    assert_eq!((s.minflt, s.majflt, s.utime, s.stime, s.starttime), (111, 2, 15, 7, 5555));
+    assert_eq!(
+        (s.minflt, s.majflt, s.utime, s.stime, s.starttime),
+        (111, 2, 15, 7, 5555)
+    );
     assert!(pid::parse_stat("1234 (short) S 1 2").is_err());
     assert!(pid::parse_stat("1234 no-parens S").is_err());
 }
@@ -104,17 +121,27 @@ fn swaps_parse_and_unescape() {
     assert_eq!(v[1].priority, -2);
     assert!(swaps::parse("Filename Type Size Used Priority\n/dev/x partition 1 2\n").is_err());
     assert!(swaps::parse("garbage\n").is_err());
-    assert!(swaps::parse("Filename\tType\tSize\tUsed\tPriority\n").unwrap().is_empty());
+    assert!(
+        swaps::parse("Filename\tType\tSize\tUsed\tPriority\n")
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn zram_files() {
-    let mm = zram::parse_mm_stat("  4096000   123456   200000        0   200000      900        0       10        12\n").unwrap();
+    let mm = zram::parse_mm_stat(
+        "  4096000   123456   200000        0   200000      900        0       10        12\n",
+    )
+    .unwrap();
     assert_eq!(mm.orig_data_size, 4096000);
     assert_eq!(mm.same_pages, 900);
     assert_eq!(mm.huge_pages, Some(10));
     // Older kernels print 7 or 8 fields.
-    assert_eq!(zram::parse_mm_stat("1 2 3 0 4 5 6").unwrap().huge_pages, None);
+    assert_eq!(
+        zram::parse_mm_stat("1 2 3 0 4 5 6").unwrap().huge_pages,
+        None
+    );
     assert!(zram::parse_mm_stat("1 2 3").is_err());
     let io = zram::parse_io_stat("       0        0        0        7\n").unwrap();
     assert_eq!(io.notify_free, 7);
@@ -128,11 +155,17 @@ fn zram_files() {
 fn cgroup_limits_normalize_unlimited() {
     assert_eq!(cgroup::parse_v2_limit("max\n").unwrap(), cgroup::UNLIMITED);
     assert_eq!(cgroup::parse_v2_limit("33554432\n").unwrap(), 33554432);
-    assert_eq!(cgroup::parse_v1_limit("9223372036854771712\n").unwrap(), cgroup::UNLIMITED);
+    assert_eq!(
+        cgroup::parse_v1_limit("9223372036854771712\n").unwrap(),
+        cgroup::UNLIMITED
+    );
     assert_eq!(cgroup::parse_v1_limit("67108864\n").unwrap(), 67108864);
     assert!(cgroup::parse_v2_limit("lots\n").is_err());
     assert!(cgroup::parse_counter("").is_err());
-    assert!(cgroup::parse_counter("18446744073709551616").is_err(), "u64 overflow");
+    assert!(
+        cgroup::parse_counter("18446744073709551616").is_err(),
+        "u64 overflow"
+    );
 }
 
 #[test]
@@ -148,7 +181,12 @@ fn mountinfo_finds_each_layout() {
     let v1 = "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
     let m = mountinfo::CgroupMounts::from_mounts(&mountinfo::parse(v1).unwrap());
     assert_eq!(m.layout(), mountinfo::Layout::V1);
-    let m = mountinfo::CgroupMounts::from_mounts(&mountinfo::parse("28 1 8:1 / / rw - ext4 /dev/sda1 rw\n").unwrap());
+    let m = mountinfo::CgroupMounts::from_mounts(
+        &mountinfo::parse("28 1 8:1 / / rw - ext4 /dev/sda1 rw\n").unwrap(),
+    );
     assert_eq!(m.layout(), mountinfo::Layout::None);
-    assert_eq!(mountinfo::parse("28 1 8:1 / / rw ext4\n").unwrap_err().line, 1);
+    assert_eq!(
+        mountinfo::parse("28 1 8:1 / / rw ext4\n").unwrap_err().line,
+        1
+    );
 }

@@ -1,1 +1,7 @@
-//! placeholder
+//! Rendering run records: CSV, text summaries (and later charts and HTML).
+//!
+//! This crate reads run directories only; it never touches /proc or /sys. Every
+//! per-interval value comes from `record::derive`.
+
+pub mod summary;
+pub mod timeline;

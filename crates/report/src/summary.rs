@@ -1,0 +1,165 @@
+//! A short text summary of a run.
+
+use record::derive::Interval;
+use record::rundir::RunRecord;
+use serde::Serialize;
+
+/// Headline numbers of a recorded run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub experiment: String,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub samples: usize,
+    pub intervals: usize,
+    pub skipped_lines: usize,
+    /// Time covered by the samples, seconds.
+    pub duration_s: f64,
+    pub cpu_user_pct_mean: Option<f64>,
+    pub cpu_system_pct_mean: Option<f64>,
+    pub cpu_iowait_pct_mean: Option<f64>,
+    pub pswpin_total: u64,
+    pub pswpout_total: u64,
+    pub pgmajfault_total: u64,
+    pub psi_memory_some_pct_mean: Option<f64>,
+    pub psi_memory_full_pct_max: Option<f64>,
+    pub target_rss_max_bytes: u64,
+    pub target_swapped_max_bytes: u64,
+    pub compressed_store_max_bytes: u64,
+    pub free_min_bytes: Option<u64>,
+    pub sampler_lateness_p99_ms: Option<f64>,
+    pub phases: Vec<(String, f64)>,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut n, mut s) = (0usize, 0.0);
+    for x in v.filter(|x| x.is_finite()) {
+        n += 1;
+        s += x;
+    }
+    (n > 0).then(|| s / n as f64)
+}
+
+fn vm_total(rec: &RunRecord, key: &str) -> u64 {
+    let get = |s: &probe::Sample| s.vmstat.as_ref().and_then(|v| v.get(key));
+    match (
+        rec.samples.first().and_then(get),
+        rec.samples.last().and_then(get),
+    ) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    }
+}
+
+pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
+    let mut lateness: Vec<u64> = rec.samples.iter().filter_map(|s| s.lateness_ns).collect();
+    let span = match (rec.samples.first(), rec.samples.last()) {
+        (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9,
+        _ => 0.0,
+    };
+    Summary {
+        experiment: rec.run.experiment.clone(),
+        status: rec.status().state.to_string(),
+        status_reason: rec.status().reason.clone(),
+        samples: rec.samples.len(),
+        intervals: iv.len(),
+        skipped_lines: rec.skipped_lines,
+        duration_s: span,
+        cpu_user_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.user + c.nice))),
+        cpu_system_pct_mean: mean(
+            iv.iter()
+                .filter_map(|i| i.cpu.map(|c| c.system + c.irq + c.softirq)),
+        ),
+        cpu_iowait_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.iowait))),
+        pswpin_total: vm_total(rec, "pswpin"),
+        pswpout_total: vm_total(rec, "pswpout"),
+        pgmajfault_total: vm_total(rec, "pgmajfault"),
+        psi_memory_some_pct_mean: mean(iv.iter().filter_map(|i| i.psi_memory_some_pct)),
+        psi_memory_full_pct_max: iv
+            .iter()
+            .filter_map(|i| i.psi_memory_full_pct)
+            .reduce(f64::max),
+        target_rss_max_bytes: iv.iter().map(|i| i.mem.target_rss()).max().unwrap_or(0),
+        target_swapped_max_bytes: iv.iter().map(|i| i.mem.target_swapped).max().unwrap_or(0),
+        compressed_store_max_bytes: iv.iter().map(|i| i.mem.compressed_store).max().unwrap_or(0),
+        free_min_bytes: iv.iter().map(|i| i.mem.free).min(),
+        sampler_lateness_p99_ms: (!lateness.is_empty())
+            .then(|| record::sampler::percentile(&mut lateness, 0.99) / 1e6),
+        phases: rec
+            .run
+            .phases
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    p.name.clone(),
+                    p.end_ns?.saturating_sub(p.start_ns) as f64 / 1e9,
+                ))
+            })
+            .collect(),
+    }
+}
+
+/// Formats bytes with binary units (e.g. `1.50 GiB`).
+pub fn bytes(v: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = v as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i < U.len() - 1 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v} B")
+    } else {
+        format!("{x:.2} {}", U[i])
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1} %"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// The text a user sees after `pagelab report`.
+pub fn render_text(s: &Summary) -> String {
+    let mut o = String::new();
+    let status = match &s.status_reason {
+        Some(r) => format!("{} ({r})", s.status),
+        None => s.status.clone(),
+    };
+    o += &format!("run: {}  status: {status}\n", s.experiment);
+    o += &format!("samples: {} over {:.1} s", s.samples, s.duration_s);
+    if s.skipped_lines > 0 {
+        o += &format!(" ({} torn or unreadable lines skipped)", s.skipped_lines);
+    }
+    o.push('\n');
+    for (name, secs) in &s.phases {
+        o += &format!("phase {name}: {secs:.3} s\n");
+    }
+    o += &format!(
+        "cpu: user {}  system {}  iowait {}\n",
+        pct(s.cpu_user_pct_mean),
+        pct(s.cpu_system_pct_mean),
+        pct(s.cpu_iowait_pct_mean)
+    );
+    o += &format!(
+        "paging: {} pages swapped out, {} swapped in, {} major faults\n",
+        s.pswpout_total, s.pswpin_total, s.pgmajfault_total
+    );
+    o += &format!(
+        "memory: target RSS max {}, target swapped max {}, compressed store max {}, free min {}\n",
+        bytes(s.target_rss_max_bytes),
+        bytes(s.target_swapped_max_bytes),
+        bytes(s.compressed_store_max_bytes),
+        s.free_min_bytes.map(bytes).unwrap_or_else(|| "n/a".into())
+    );
+    o += &format!(
+        "pressure: memory some {} mean, full {} max\n",
+        pct(s.psi_memory_some_pct_mean),
+        pct(s.psi_memory_full_pct_max)
+    );
+    if let Some(l) = s.sampler_lateness_p99_ms {
+        o += &format!("sampler lateness p99: {l:.2} ms\n");
+    }
+    o
+}

@@ -1,0 +1,387 @@
+//! Memory cgroups, v1 and v2, behind one API.
+//!
+//! Groups are created under a `pagelab` parent in the hierarchy that has the memory
+//! controller. Knobs:
+//!
+//! | knob | v2 | v1 |
+//! | --- | --- | --- |
+//! | hard limit | memory.max | memory.limit_in_bytes |
+//! | throttle limit | memory.high | (none) |
+//! | swap limit | memory.swap.max | memory.memsw.limit_in_bytes (memory + swap) |
+//! | reclaim now | memory.reclaim | lower the limit, then restore it; memory.force_empty |
+//! | swappiness | (global vm.swappiness) | memory.swappiness |
+//!
+//! On v2, lowering `memory.max` below the current usage makes the kernel reclaim
+//! and, if it cannot get under the limit fast enough, OOM-kill inside the group.
+//! [`MemCgroup::set_max`] therefore lowers `memory.high` first: that throttles the
+//! group and reclaims in the background without killing, and only once usage is
+//! under the new value is `memory.max` lowered.
+
+use crate::error::{Result, SandboxError};
+use probe::cgroup::CgroupVersion;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which knobs the running kernel offers for a group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Knobs {
+    pub max: bool,
+    pub high: bool,
+    pub swap_max: bool,
+    pub reclaim: bool,
+    pub memsw: bool,
+    pub swappiness: bool,
+    pub force_empty: bool,
+}
+
+/// Limits to apply when a group is created. `None` leaves the kernel default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Hard limit on memory, bytes.
+    pub max: Option<u64>,
+    /// v2 throttling limit, bytes.
+    pub high: Option<u64>,
+    /// Swap the group may use, bytes (v2 memory.swap.max; on v1 memsw = max + this).
+    pub swap_max: Option<u64>,
+    /// v1 per-group swappiness (0..=200).
+    pub swappiness: Option<u32>,
+}
+
+/// A memory cgroup created by this sandbox.
+#[derive(Debug)]
+pub struct MemCgroup {
+    pub version: CgroupVersion,
+    /// Absolute directory.
+    pub dir: PathBuf,
+    /// Path relative to the hierarchy root, e.g. `pagelab/eat-812-1`.
+    pub name: String,
+    writes: Mutex<Vec<(String, String)>>,
+}
+
+fn write_file(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))
+}
+
+impl MemCgroup {
+    pub(crate) fn new(version: CgroupVersion, dir: PathBuf, name: String) -> Self {
+        MemCgroup {
+            version,
+            dir,
+            name,
+            writes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Writes one control file, remembering the write (file name, value) in order.
+    pub fn write(&self, file: &str, value: &str) -> Result<()> {
+        self.writes
+            .lock()
+            .expect("writes")
+            .push((file.to_string(), value.to_string()));
+        write_file(&self.dir.join(file), value)
+    }
+
+    /// Every write made through this handle, in order (for tests and logs).
+    pub fn writes(&self) -> Vec<(String, String)> {
+        self.writes.lock().expect("writes").clone()
+    }
+
+    pub fn knobs(&self) -> Knobs {
+        let has = |f: &str| self.dir.join(f).exists();
+        match self.version {
+            CgroupVersion::V2 => Knobs {
+                max: has("memory.max"),
+                high: has("memory.high"),
+                swap_max: has("memory.swap.max"),
+                reclaim: has("memory.reclaim"),
+                ..Default::default()
+            },
+            CgroupVersion::V1 => Knobs {
+                max: has("memory.limit_in_bytes"),
+                memsw: has("memory.memsw.limit_in_bytes"),
+                swappiness: has("memory.swappiness"),
+                force_empty: has("memory.force_empty"),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn read_u64(&self, file: &str) -> Option<u64> {
+        std::fs::read_to_string(self.dir.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Memory charged to the group, bytes.
+    pub fn usage(&self) -> Option<u64> {
+        match self.version {
+            CgroupVersion::V2 => self.read_u64("memory.current"),
+            CgroupVersion::V1 => self.read_u64("memory.usage_in_bytes"),
+        }
+    }
+
+    /// The hard limit in force, bytes (u64::MAX for none).
+    pub fn limit(&self) -> Option<u64> {
+        let t = match self.version {
+            CgroupVersion::V2 => std::fs::read_to_string(self.dir.join("memory.max")).ok()?,
+            CgroupVersion::V1 => {
+                std::fs::read_to_string(self.dir.join("memory.limit_in_bytes")).ok()?
+            }
+        };
+        match self.version {
+            CgroupVersion::V2 => probe::cgroup::parse_v2_limit(&t).ok(),
+            CgroupVersion::V1 => probe::cgroup::parse_v1_limit(&t).ok(),
+        }
+    }
+
+    /// OOM kills in the group so far.
+    pub fn oom_kills(&self) -> u64 {
+        let f = match self.version {
+            CgroupVersion::V2 => "memory.events",
+            CgroupVersion::V1 => "memory.oom_control",
+        };
+        std::fs::read_to_string(self.dir.join(f))
+            .ok()
+            .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
+            .and_then(|m| m.get("oom_kill").copied())
+            .unwrap_or(0)
+    }
+
+    /// Pids in the group.
+    pub fn procs(&self) -> Vec<i32> {
+        procs(&self.dir)
+    }
+
+    /// Applies creation-time limits in a safe order.
+    pub fn apply(&self, l: &Limits) -> Result<()> {
+        match self.version {
+            CgroupVersion::V2 => {
+                if let Some(h) = l.high.or(l.max) {
+                    self.write("memory.high", &h.to_string())?;
+                }
+                if let Some(m) = l.max {
+                    self.write("memory.max", &m.to_string())?;
+                }
+                if l.high.is_none() && l.max.is_some() {
+                    // memory.high was only a stepping stone: lift it again.
+                    self.write("memory.high", "max")?;
+                }
+                if let Some(s) = l.swap_max {
+                    if !self.knobs().swap_max {
+                        return Err(SandboxError::Unsupported(format!(
+                            "{}: memory.swap.max is missing (kernel without swap accounting)",
+                            self.dir.display()
+                        )));
+                    }
+                    self.write("memory.swap.max", &s.to_string())?;
+                }
+                if l.swappiness.is_some() {
+                    return Err(SandboxError::Unsupported(
+                        "per-cgroup swappiness exists only on cgroup v1; use vm.swappiness".into(),
+                    ));
+                }
+            }
+            CgroupVersion::V1 => {
+                if l.high.is_some() {
+                    return Err(SandboxError::Unsupported(
+                        "memory.high (throttling) exists only on cgroup v2; cgroup v1 has no equivalent".into(),
+                    ));
+                }
+                if let Some(m) = l.max {
+                    self.write("memory.limit_in_bytes", &m.to_string())?;
+                    if let Some(s) = l.swap_max {
+                        if !self.knobs().memsw {
+                            return Err(SandboxError::Unsupported(format!(
+                                "{}: memory.memsw.limit_in_bytes is missing (swap accounting off: boot with swapaccount=1)",
+                                self.dir.display()
+                            )));
+                        }
+                        self.write(
+                            "memory.memsw.limit_in_bytes",
+                            &m.saturating_add(s).to_string(),
+                        )?;
+                    }
+                }
+                if let Some(sw) = l.swappiness {
+                    self.write("memory.swappiness", &sw.to_string())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the hard limit. Lowering on v2 goes through memory.high first so that
+    /// the kernel reclaims instead of OOM-killing (see the module documentation).
+    pub fn set_max(&self, bytes: u64) -> Result<()> {
+        match self.version {
+            CgroupVersion::V2 => {
+                let lowering = self.usage().is_some_and(|u| u > bytes);
+                if lowering {
+                    self.write("memory.high", &bytes.to_string())?;
+                    let t0 = Instant::now();
+                    while self.usage().is_some_and(|u| u > bytes)
+                        && t0.elapsed() < Duration::from_secs(5)
+                    {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                self.write("memory.max", &bytes.to_string())?;
+                if lowering {
+                    self.write("memory.high", "max")?;
+                }
+                Ok(())
+            }
+            CgroupVersion::V1 => {
+                // memsw must stay >= limit: raise memsw first when growing.
+                let memsw = self.read_u64("memory.memsw.limit_in_bytes");
+                self.write("memory.limit_in_bytes", &bytes.to_string())
+                    .or_else(|e| match memsw {
+                        Some(ms) if ms < bytes => {
+                            self.write("memory.memsw.limit_in_bytes", &bytes.to_string())?;
+                            self.write("memory.limit_in_bytes", &bytes.to_string())
+                        }
+                        _ => Err(e),
+                    })
+            }
+        }
+    }
+
+    /// Sets v2 memory.high (throttling). v1 has no equivalent.
+    pub fn set_high(&self, bytes: Option<u64>) -> Result<()> {
+        match self.version {
+            CgroupVersion::V2 => self.write(
+                "memory.high",
+                &bytes.map(|b| b.to_string()).unwrap_or("max".into()),
+            ),
+            CgroupVersion::V1 => Err(SandboxError::Unsupported(
+                "memory.high (throttling) exists only on cgroup v2; cgroup v1 has no equivalent"
+                    .into(),
+            )),
+        }
+    }
+
+    /// Asks the kernel to reclaim `bytes` from the group now. v2 writes
+    /// memory.reclaim; v1 lowers the limit by `bytes` below the usage (the kernel
+    /// reclaims synchronously to get under it) and then restores the limit.
+    pub fn reclaim(&self, bytes: u64) -> Result<()> {
+        match self.version {
+            CgroupVersion::V2 => {
+                if !self.knobs().reclaim {
+                    return Err(SandboxError::Unsupported(
+                        "memory.reclaim needs Linux 5.19 or later".into(),
+                    ));
+                }
+                match self.write("memory.reclaim", &bytes.to_string()) {
+                    // EAGAIN: the kernel reclaimed less than asked; not a failure of ours.
+                    Err(SandboxError::Io { source, .. })
+                        if source.raw_os_error() == Some(libc::EAGAIN) =>
+                    {
+                        Ok(())
+                    }
+                    r => r,
+                }
+            }
+            CgroupVersion::V1 => {
+                let old = self.read_u64("memory.limit_in_bytes").ok_or_else(|| {
+                    SandboxError::Other("cannot read memory.limit_in_bytes".into())
+                })?;
+                let usage = self.usage().unwrap_or(0);
+                let target = usage.saturating_sub(bytes).max(1 << 20);
+                // EBUSY: the kernel could not get under the temporary limit; fine.
+                let r = self.write("memory.limit_in_bytes", &target.to_string());
+                let restore = self.write("memory.limit_in_bytes", &old.to_string());
+                match r {
+                    Err(SandboxError::Io { source, .. })
+                        if source.raw_os_error() == Some(libc::EBUSY) =>
+                    {
+                        restore
+                    }
+                    Err(e) => Err(e),
+                    Ok(()) => restore,
+                }
+            }
+        }
+    }
+}
+
+/// Pids listed in a cgroup's cgroup.procs.
+pub fn procs(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|t| {
+            t.split_ascii_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_cgroupfs(path: &Path) -> bool {
+    const CGROUP_SUPER_MAGIC: i64 = 0x27e0eb;
+    const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return false;
+    }
+    let t = s.f_type as i64;
+    t == CGROUP_SUPER_MAGIC || t == CGROUP2_SUPER_MAGIC
+}
+
+/// Kills every process in the group (they are pagelab's workers), reaps those that
+/// are our children, waits until the group is empty, then removes it. Also removes
+/// the `pagelab` parent if this left it empty. Returns how many were killed.
+pub fn kill_and_remove(dir: &Path) -> Result<usize> {
+    let mut killed = 0;
+    let t0 = Instant::now();
+    loop {
+        let pids = procs(dir);
+        if pids.is_empty() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            return Err(SandboxError::Other(format!(
+                "{}: processes {pids:?} did not exit within 10 s of SIGKILL",
+                dir.display()
+            )));
+        }
+        for p in pids {
+            // SAFETY: signalling a pid listed in our own cgroup.
+            if unsafe { libc::kill(p, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+            // Reap it if it is our child; ECHILD otherwise, which is fine.
+            // SAFETY: WNOHANG waitpid on a specific pid.
+            unsafe { libc::waitpid(p, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    remove_dir(dir)?;
+    if let Some(parent) = dir.parent()
+        && parent.file_name().is_some_and(|n| n == "pagelab")
+    {
+        // Busy (another pagelab run uses it) or already gone: both fine.
+        let _ = remove_dir(parent);
+    }
+    Ok(killed)
+}
+
+fn remove_dir(dir: &Path) -> Result<()> {
+    let r = if is_cgroupfs(dir) || !dir.to_string_lossy().contains("pagelab") {
+        std::fs::remove_dir(dir)
+    } else {
+        // A fake tree in tests: cgroupfs would drop the control files by itself.
+        std::fs::remove_dir_all(dir)
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(SandboxError::io("removing the cgroup", dir, e)),
+    }
+}

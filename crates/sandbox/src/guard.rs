@@ -1,0 +1,98 @@
+//! The host guard: pressure belongs inside a cgroup, never on the host.
+//!
+//! Before a run, the planned memory (cgroup limits plus uncontained allocations)
+//! must leave MemAvailable above a floor; during a run, the sampler checks
+//! MemAvailable against the same floor and aborts the run cleanly if it drops below.
+//! The floor defaults to the larger of 1 GiB and 10 % of RAM.
+
+use crate::error::{Result, SandboxError};
+use probe::meminfo::Meminfo;
+
+pub const MIN_FLOOR: u64 = 1 << 30;
+
+pub fn default_floor(mem_total: u64) -> u64 {
+    MIN_FLOOR.max(mem_total / 10)
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostGuard {
+    pub floor: u64,
+}
+
+impl HostGuard {
+    pub fn new(floor: Option<u64>, meminfo: &Meminfo) -> Self {
+        HostGuard {
+            floor: floor.unwrap_or_else(|| default_floor(meminfo.total().unwrap_or(0))),
+        }
+    }
+
+    /// Refuses a plan that would leave MemAvailable below the floor.
+    pub fn check_plan(&self, planned: u64, what: &str, meminfo: &Meminfo) -> Result<()> {
+        let avail = meminfo.available().unwrap_or(0);
+        let left = avail.saturating_sub(planned);
+        if avail < planned || left < self.floor {
+            return Err(SandboxError::HostGuard(format!(
+                "host guard: {what} plans {} but MemAvailable is {}, which would leave {} (below the floor of {}; set it with --host-floor)",
+                gib(planned),
+                gib(avail),
+                gib(left),
+                gib(self.floor)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks a live sample; returns why the run must stop, if it must.
+    pub fn check_sample(&self, s: &probe::Sample) -> Option<String> {
+        let avail = s.meminfo.as_ref()?.available()?;
+        (avail < self.floor).then(|| {
+            format!(
+                "host guard: MemAvailable fell to {} (floor {}); run aborted and restored",
+                gib(avail),
+                gib(self.floor)
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    fn mi(total: u64, avail: u64) -> Meminfo {
+        Meminfo(
+            [
+                ("MemTotal".to_string(), total),
+                ("MemAvailable".to_string(), avail),
+            ]
+            .into_iter()
+            .collect(),
+        )
+    }
+    #[test]
+    fn floor_and_plan() {
+        assert_eq!(default_floor(4 << 30), 1 << 30);
+        assert_eq!(default_floor(24 << 30), (24u64 << 30) / 10);
+        let m = mi(24 << 30, 20 << 30);
+        let g = HostGuard::new(None, &m);
+        assert!(g.check_plan(1 << 30, "x", &m).is_ok());
+        let e = g.check_plan(18 << 30, "eat", &m).unwrap_err().to_string();
+        assert!(
+            e.contains("eat plans 18.00 GiB") && e.contains("--host-floor"),
+            "{e}"
+        );
+        let s = probe::Sample {
+            meminfo: Some(mi(24 << 30, 1 << 30)),
+            ..Default::default()
+        };
+        assert!(g.check_sample(&s).is_some());
+        let s = probe::Sample {
+            meminfo: Some(m),
+            ..Default::default()
+        };
+        assert!(g.check_sample(&s).is_none());
+    }
+}

@@ -1,0 +1,556 @@
+//! The journal: what was there before each change, on disk before the change.
+//!
+//! One file per sandbox, `/run/pagelab/<pid>-<n>-<nanos>.journal`, of JSON lines:
+//!
+//! ```text
+//! {"journal":1,"pid":812,"starttime":4711,"boot_id":"…","label":"eat"}   header
+//! {"seq":1,"change":{"op":"cgroup_dir",…}}     written and fsynced before the change
+//! {"seq":1,"update":{"op":"zram_device",…}}    more facts learned after it (zram id)
+//! {"seq":1,"undone":true}                      after the undo succeeded
+//! ```
+//!
+//! The owner holds an exclusive `flock` on its journal for as long as it lives; the
+//! kernel drops the lock when the process dies, however it dies. A journal whose
+//! lock can be taken therefore belongs to a dead process, and its remaining changes
+//! are undone, newest first. A journal from an earlier boot (`boot_id` differs) is
+//! discarded: the reboot already undid its changes, and device numbers may now
+//! belong to someone else.
+//!
+//! Undo actions are idempotent, and the "undone" markers are read back from the file
+//! before each undo, so two undo passes (a panic hook, then a destructor) never
+//! undo twice.
+
+use crate::cgroup::kill_and_remove;
+use crate::error::{Result, SandboxError};
+use crate::fault;
+use crate::swap;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub const DEFAULT_DIR: &str = "/run/pagelab";
+
+/// Serializes every undo in this process.
+static UNDO_LOCK: Mutex<()> = Mutex::new(());
+
+/// One undoable change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Change {
+    /// A cgroup directory pagelab created. Undo: kill and reap its processes, rmdir.
+    CgroupDir { path: PathBuf },
+    /// A file pagelab overwrote (a sysctl, a zswap parameter). Undo: write `previous` back.
+    WriteFile { path: PathBuf, previous: String },
+    /// A zram device pagelab hot-added. `id` is unknown until hot_add answered; then
+    /// the new device is the one not in `before` that no live journal claims.
+    ZramDevice {
+        sys: PathBuf,
+        before: Vec<u32>,
+        id: Option<u32>,
+    },
+    /// A swap area pagelab activated. Undo: swapoff if still active.
+    SwapOn { path: PathBuf },
+    /// A swap file pagelab created. Undo: swapoff if active, delete.
+    SwapFile { path: PathBuf },
+    /// A device node pagelab created with mknod. Undo: delete.
+    DeviceNode { path: PathBuf },
+}
+
+impl Change {
+    pub fn describe(&self) -> String {
+        match self {
+            Change::CgroupDir { path } => format!("cgroup {}", path.display()),
+            Change::WriteFile { path, previous } => {
+                format!("{} (was '{}')", path.display(), previous.trim())
+            }
+            Change::ZramDevice { id: Some(id), .. } => format!("zram device zram{id}"),
+            Change::ZramDevice { id: None, .. } => "zram device (hot_add in progress)".to_string(),
+            Change::SwapOn { path } => format!("swap on {}", path.display()),
+            Change::SwapFile { path } => format!("swap file {}", path.display()),
+            Change::DeviceNode { path } => format!("device node {}", path.display()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Header {
+    journal: u32,
+    pid: u32,
+    starttime: Option<u64>,
+    boot_id: String,
+    label: String,
+    created_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Line {
+    seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    change: Option<Change>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    update: Option<Change>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    undone: bool,
+}
+
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// An open journal owned by this process.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    next_seq: u64,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn io<T>(what: &str, path: &Path, r: std::io::Result<T>) -> Result<T> {
+    r.map_err(|e| SandboxError::io(what, path, e))
+}
+
+fn fsync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+impl Journal {
+    /// Creates and locks a new journal in `dir` (created with mode 0700 if needed).
+    pub fn create(dir: &Path, label: &str) -> Result<Journal> {
+        if !dir.exists() {
+            let r = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+            io("creating the journal directory", dir, r)?;
+        }
+        let pid = std::process::id();
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let path = dir.join(format!(
+            "{pid}-{n}-{}.journal",
+            probe::sample::monotonic_ns()
+        ));
+        let file = io(
+            "creating the journal",
+            &path,
+            OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(&path),
+        )?;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(SandboxError::io(
+                "locking the journal",
+                &path,
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let mut j = Journal {
+            path,
+            file,
+            next_seq: 1,
+        };
+        let header = Header {
+            journal: 1,
+            pid,
+            starttime: probe::Probe::default()
+                .pid_stat(pid as i32)
+                .ok()
+                .flatten()
+                .map(|s| s.starttime),
+            boot_id: boot_id(),
+            label: label.to_string(),
+            created_unix_ms: probe::sample::realtime_ns() / 1_000_000,
+        };
+        j.append(&serde_json::to_value(&header).expect("header"))?;
+        fsync_dir(dir);
+        Ok(j)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn append<T: Serialize>(&mut self, v: &T) -> Result<()> {
+        let mut line = serde_json::to_vec(v).expect("journal line");
+        line.push(b'\n');
+        io(
+            "writing the journal",
+            &self.path,
+            self.file.write_all(&line),
+        )?;
+        io("syncing the journal", &self.path, self.file.sync_data())
+    }
+
+    /// Records a change before it is made. Returns its sequence number.
+    pub fn record(&mut self, change: Change) -> Result<u64> {
+        fault::point(&format!("before journaling {}", change.describe()));
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.append(&Line {
+            seq,
+            change: Some(change.clone()),
+            update: None,
+            undone: false,
+        })?;
+        fault::point(&format!("journaled, before making {}", change.describe()));
+        Ok(seq)
+    }
+
+    /// Records what was learned after making a change (e.g. the zram id).
+    pub fn update(&mut self, seq: u64, change: Change) -> Result<()> {
+        self.append(&Line {
+            seq,
+            change: None,
+            update: Some(change),
+            undone: false,
+        })
+    }
+
+    /// Undoes every change not yet undone, newest first. Returns what was done.
+    /// On failure the journal keeps the changes still to undo.
+    pub fn undo_all(&mut self) -> Result<Vec<String>> {
+        let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let text = io(
+            "reading the journal",
+            &self.path,
+            std::fs::read_to_string(&self.path),
+        )?;
+        let (_, pending) = parse(&text);
+        let mut log = Vec::new();
+        let mut first_err = None;
+        for (seq, change) in pending.into_iter().rev() {
+            fault::point(&format!("before undoing {}", change.describe()));
+            match undo(&change, &self.path, false) {
+                Ok(msg) => {
+                    log.push(msg);
+                    self.append(&Line {
+                        seq,
+                        change: None,
+                        update: None,
+                        undone: true,
+                    })?;
+                }
+                Err(e) => {
+                    log.push(format!("could not undo {}: {e}", change.describe()));
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(log),
+        }
+    }
+
+    /// Deletes the journal file (after a complete undo).
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Parses a journal: the header, and the changes not undone (with updates applied).
+fn parse(text: &str) -> (Option<Header>, Vec<(u64, Change)>) {
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .and_then(|l| serde_json::from_str::<Header>(l).ok());
+    let mut changes: Vec<(u64, Change)> = Vec::new();
+    for l in lines {
+        // A torn last line (killed mid-write) is skipped: its change was not made yet,
+        // because every change is made only after its line is fsynced.
+        let Ok(line) = serde_json::from_str::<Line>(l) else {
+            continue;
+        };
+        if let Some(c) = line.change {
+            changes.push((line.seq, c));
+        } else if let Some(u) = line.update {
+            if let Some(slot) = changes.iter_mut().find(|(s, _)| *s == line.seq) {
+                slot.1 = u;
+            }
+        } else if line.undone {
+            changes.retain(|(s, _)| *s != line.seq);
+        }
+    }
+    (header, changes)
+}
+
+/// zram ids claimed by journals other than `except`.
+fn claimed_zram_ids(dir: &Path, except: &Path) -> Vec<u32> {
+    let mut ids = Vec::new();
+    for p in journal_files(dir) {
+        if p == except {
+            continue;
+        }
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            for (_, c) in parse(&t).1 {
+                if let Change::ZramDevice { id: Some(id), .. } = c {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
+fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
+    let verb = if dry_run { "would undo" } else { "undid" };
+    match change {
+        Change::CgroupDir { path } => {
+            if !path.exists() {
+                return Ok(format!("cgroup {} already gone", path.display()));
+            }
+            if !dry_run {
+                let killed = kill_and_remove(path)?;
+                return Ok(format!(
+                    "removed cgroup {}{}",
+                    path.display(),
+                    if killed > 0 {
+                        format!(" (killed {killed} worker processes first)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            Ok(format!(
+                "would remove cgroup {} (killing its processes first)",
+                path.display()
+            ))
+        }
+        Change::WriteFile { path, previous } => {
+            let now = std::fs::read_to_string(path).unwrap_or_default();
+            if current_matches(&now, previous) {
+                return Ok(format!("{} already '{}'", path.display(), previous.trim()));
+            }
+            if !dry_run {
+                io(
+                    "restoring a setting",
+                    path,
+                    std::fs::write(path, previous.trim()),
+                )?;
+            }
+            Ok(format!(
+                "{verb} {}: '{}' -> '{}'",
+                path.display(),
+                selected(&now),
+                previous.trim()
+            ))
+        }
+        Change::SwapOn { path } => {
+            if !swap::is_active(path) {
+                return Ok(format!("swap on {} already off", path.display()));
+            }
+            if !dry_run {
+                swap::swapoff(path)?;
+            }
+            Ok(format!("{verb} swapon {} (swapoff)", path.display()))
+        }
+        Change::SwapFile { path } => {
+            if !dry_run {
+                if swap::is_active(path) {
+                    swap::swapoff(path)?;
+                }
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(format!("swap file {} already gone", path.display()));
+                    }
+                    Err(e) => return Err(SandboxError::io("deleting the swap file", path, e)),
+                }
+            }
+            Ok(format!("{verb} swap file {} (deleted)", path.display()))
+        }
+        Change::DeviceNode { path } => {
+            if !dry_run {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(format!("{verb} device node {}", path.display()))
+        }
+        Change::ZramDevice { sys, before, id } => {
+            let id = match id {
+                Some(id) => *id,
+                None => {
+                    // Crashed between hot_add and recording the id: the device is new,
+                    // unset (disksize 0), and claimed by no other journal.
+                    let claimed = claimed_zram_ids(
+                        journal.parent().unwrap_or(Path::new(DEFAULT_DIR)),
+                        journal,
+                    );
+                    let candidates: Vec<u32> = crate::zram::device_ids(sys)
+                        .into_iter()
+                        .filter(|i| !before.contains(i) && !claimed.contains(i))
+                        .filter(|i| crate::zram::disksize(sys, *i) == Some(0))
+                        .collect();
+                    match candidates.as_slice() {
+                        [] => {
+                            return Ok(
+                                "zram hot_add had not happened; nothing to remove".to_string()
+                            );
+                        }
+                        [one] => *one,
+                        _ => {
+                            return Ok(format!(
+                                "zram hot_add was interrupted and several new devices are unset ({candidates:?}); left alone"
+                            ));
+                        }
+                    }
+                }
+            };
+            if !sys.join(format!("block/zram{id}")).exists() {
+                return Ok(format!("zram{id} already removed"));
+            }
+            if !dry_run {
+                crate::zram::remove_device(sys, id)?;
+            }
+            Ok(format!("{verb} zram{id} (swapoff, reset, hot_remove)"))
+        }
+    }
+}
+
+fn selected(s: &str) -> String {
+    probe::environment::selected_choice(s).unwrap_or_else(|| s.trim().to_string())
+}
+
+/// Whether a settings file already holds `previous` ("a [b] c" files compare by selection).
+fn current_matches(now: &str, previous: &str) -> bool {
+    let p = previous.trim();
+    now.trim() == p || probe::environment::selected_choice(now).as_deref() == Some(p)
+}
+
+/// Journal files in `dir`, oldest first.
+pub fn journal_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "journal"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// What a restore found and did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct RestoreReport {
+    /// Journals of live pagelab processes, left alone.
+    pub live: Vec<PathBuf>,
+    /// Journals restored (or, with dry_run, that would be).
+    pub restored: Vec<PathBuf>,
+    /// One line per action.
+    pub actions: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// Undoes the journals of dead pagelab processes in `dir`.
+pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
+    let mut rep = RestoreReport::default();
+    let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for path in journal_files(dir) {
+        let Ok(mut file) = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+        else {
+            continue;
+        };
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            rep.live.push(path);
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let (header, pending) = parse(&text);
+        let who = header
+            .as_ref()
+            .map(|h| format!("pagelab {} (pid {})", h.label, h.pid))
+            .unwrap_or_else(|| "an unknown pagelab run".into());
+        if let Some(h) = &header
+            && !h.boot_id.is_empty()
+            && h.boot_id != boot_id()
+        {
+            rep.actions.push(format!(
+                "discarded journal of {who} from an earlier boot: the reboot undid its changes"
+            ));
+            if !dry_run {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        let mut ok = true;
+        for (seq, change) in pending.into_iter().rev() {
+            match undo(&change, &path, dry_run) {
+                Ok(msg) => {
+                    rep.actions.push(format!("{who}: {msg}"));
+                    if !dry_run {
+                        let mut line = serde_json::to_vec(&Line {
+                            seq,
+                            change: None,
+                            update: None,
+                            undone: true,
+                        })
+                        .unwrap();
+                        line.push(b'\n');
+                        let _ = file.write_all(&line).and_then(|_| file.sync_data());
+                    }
+                }
+                Err(e) => {
+                    ok = false;
+                    rep.errors
+                        .push(format!("{who}: could not undo {}: {e}", change.describe()));
+                }
+            }
+        }
+        if ok && !dry_run {
+            let _ = std::fs::remove_file(&path);
+        }
+        rep.restored.push(path);
+    }
+    rep
+}
+
+/// Undoes a journal owned by this very process (from the panic hook), without
+/// taking its lock, which this process holds through another descriptor.
+pub fn restore_own(path: &Path) -> Vec<String> {
+    let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let (_, pending) = parse(&text);
+    let mut out = Vec::new();
+    let mut file = OpenOptions::new().append(true).open(path).ok();
+    for (seq, change) in pending.into_iter().rev() {
+        match undo(&change, path, false) {
+            Ok(m) => {
+                out.push(m);
+                if let Some(f) = file.as_mut() {
+                    let mut line = serde_json::to_vec(&Line {
+                        seq,
+                        change: None,
+                        update: None,
+                        undone: true,
+                    })
+                    .unwrap();
+                    line.push(b'\n');
+                    let _ = f.write_all(&line).and_then(|_| f.sync_data());
+                }
+            }
+            Err(e) => out.push(format!("could not undo {}: {e}", change.describe())),
+        }
+    }
+    out
+}

@@ -1,0 +1,462 @@
+//! The `Sandbox`: the only way pagelab changes a system.
+
+use crate::cgroup::{Limits, MemCgroup};
+use crate::error::{Result, SandboxError};
+use crate::fault;
+use crate::journal::{self, Change, Journal};
+use crate::privilege::require_admin;
+use crate::swap;
+use crate::zram;
+use probe::cgroup::CgroupVersion;
+use probe::{Probe, Roots};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Journals owned by this process, for the panic hook.
+static ACTIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static GROUP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A zram swap device created by a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZramSwap {
+    pub id: u32,
+    pub device: PathBuf,
+    pub disksize: u64,
+    pub algorithm: String,
+    pub priority: i32,
+}
+
+/// What a zram swap should look like.
+#[derive(Debug, Clone)]
+pub struct ZramSpec {
+    pub disksize: u64,
+    /// `None`: the kernel's default.
+    pub algorithm: Option<String>,
+    /// Swap priority; high so that the run's pages go here before any user swap.
+    pub priority: i32,
+}
+
+/// Undoable changes to the system, journaled before they are made.
+pub struct Sandbox {
+    label: String,
+    journal_dir: PathBuf,
+    roots: Roots,
+    journal: Option<Journal>,
+    restored: bool,
+}
+
+impl Sandbox {
+    pub fn new(label: &str) -> Self {
+        Sandbox::with_journal_dir(label, Path::new(journal::DEFAULT_DIR))
+    }
+
+    pub fn with_journal_dir(label: &str, dir: &Path) -> Self {
+        Sandbox {
+            label: label.to_string(),
+            journal_dir: dir.to_path_buf(),
+            roots: Roots::default(),
+            journal: None,
+            restored: false,
+        }
+    }
+
+    /// Uses other proc/sys roots (fake trees in tests).
+    pub fn with_roots(mut self, roots: Roots) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The journal file, once a change was made.
+    pub fn journal_path(&self) -> Option<&Path> {
+        self.journal.as_ref().map(|j| j.path())
+    }
+
+    fn record(&mut self, change: Change) -> Result<u64> {
+        if self.journal.is_none() {
+            let j = Journal::create(&self.journal_dir, &self.label)?;
+            ACTIVE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(j.path().to_path_buf());
+            self.journal = Some(j);
+        }
+        self.restored = false;
+        self.journal.as_mut().expect("journal").record(change)
+    }
+
+    fn write_setting_inner(&mut self, path: &Path, value: &str) -> Result<()> {
+        let previous =
+            std::fs::read_to_string(path).map_err(|e| SandboxError::io("reading", path, e))?;
+        // "a [b] c" files (zswap compressor is plain, THP is bracketed) keep the selection.
+        let previous = probe::environment::selected_choice(&previous)
+            .unwrap_or_else(|| previous.trim().to_string());
+        self.record(Change::WriteFile {
+            path: path.to_path_buf(),
+            previous,
+        })?;
+        std::fs::write(path, value)
+            .map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))?;
+        fault::point(&format!("wrote {}", path.display()));
+        Ok(())
+    }
+
+    /// Sets a sysctl such as `vm.swappiness` (journaled; restored afterwards).
+    pub fn sysctl(&mut self, name: &str, value: &str) -> Result<()> {
+        if name.contains("..") || name.contains('/') {
+            return Err(SandboxError::Invalid(format!(
+                "'{name}' is not a sysctl name (e.g. vm.swappiness)"
+            )));
+        }
+        let path = self.roots.proc.join("sys").join(name.replace('.', "/"));
+        if !path.exists() {
+            return Err(SandboxError::Unsupported(format!(
+                "sysctl {name} does not exist on this kernel"
+            )));
+        }
+        require_admin(&format!("setting {name}"), "")?;
+        self.write_setting_inner(&path, value)
+    }
+
+    /// Sets a zswap parameter: `enabled`, `compressor` or `max_pool_percent`.
+    pub fn zswap(&mut self, param: &str, value: &str) -> Result<()> {
+        if ![
+            "enabled",
+            "compressor",
+            "max_pool_percent",
+            "shrinker_enabled",
+            "accept_threshold_percent",
+        ]
+        .contains(&param)
+        {
+            return Err(SandboxError::Invalid(format!(
+                "unknown zswap parameter '{param}': expected enabled, compressor or max_pool_percent"
+            )));
+        }
+        let path = self.roots.sys.join("module/zswap/parameters").join(param);
+        if !path.exists() {
+            return Err(SandboxError::Unsupported(
+                "zswap is not built into this kernel".into(),
+            ));
+        }
+        require_admin(&format!("setting zswap {param}"), "use --backing existing")?;
+        self.write_setting_inner(&path, value)
+    }
+
+    /// Creates a memory cgroup `pagelab/<name>-<pid>-<n>` with the given limits.
+    pub fn memory_cgroup(&mut self, name: &str, limits: &Limits) -> Result<MemCgroup> {
+        let ram = Probe::new(self.roots.clone())
+            .meminfo()
+            .ok()
+            .flatten()
+            .and_then(|m| m.total())
+            .unwrap_or(u64::MAX);
+        for (what, v) in [("limit", limits.max), ("high", limits.high)] {
+            match v {
+                Some(0) => {
+                    return Err(SandboxError::Invalid(format!(
+                        "a cgroup {what} of 0 bytes cannot hold a process"
+                    )));
+                }
+                Some(b) if b > ram => {
+                    return Err(SandboxError::Invalid(format!(
+                        "a cgroup {what} of {b} bytes is larger than this machine's RAM ({ram} bytes)"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if limits.swappiness.is_some_and(|s| s > 200) {
+            return Err(SandboxError::Invalid("swappiness must be 0..=200".into()));
+        }
+        let (version, root) = Probe::new(self.roots.clone())
+            .memory_controller()
+            .map_err(|e| SandboxError::Other(e.to_string()))?
+            .ok_or_else(|| {
+                SandboxError::Unsupported(
+                    "no memory cgroup controller is mounted (neither cgroup v1 'memory' nor cgroup2 with 'memory' in cgroup.controllers)"
+                        .into(),
+                )
+            })?;
+        require_admin(
+            "creating a memory cgroup",
+            "run as root or use --backing existing",
+        )?;
+        let parent = root.join("pagelab");
+        if version == CgroupVersion::V2 {
+            let sub =
+                std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
+            if !sub.split_ascii_whitespace().any(|c| c == "memory") {
+                return Err(SandboxError::Unsupported(format!(
+                    "the memory controller is not enabled for children of {} (cgroup.subtree_control lacks 'memory'); pagelab does not change settings it did not create",
+                    root.display()
+                )));
+            }
+        }
+        if !parent.exists() {
+            self.record(Change::CgroupDir {
+                path: parent.clone(),
+            })?;
+            match std::fs::create_dir(&parent) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(SandboxError::io("creating the cgroup", &parent, e)),
+            }
+        }
+        if version == CgroupVersion::V2 {
+            let sc = parent.join("cgroup.subtree_control");
+            let cur = std::fs::read_to_string(&sc).unwrap_or_default();
+            if !cur.split_ascii_whitespace().any(|c| c == "memory") {
+                std::fs::write(&sc, "+memory")
+                    .map_err(|e| SandboxError::io("enabling memory", &sc, e))?;
+            }
+        }
+        let n = GROUP_COUNTER.fetch_add(1, Ordering::SeqCst);
+        let leaf = format!("{name}-{}-{n}", std::process::id());
+        let dir = parent.join(&leaf);
+        self.record(Change::CgroupDir { path: dir.clone() })?;
+        std::fs::create_dir(&dir).map_err(|e| SandboxError::io("creating the cgroup", &dir, e))?;
+        fault::point(&format!("created cgroup {}", dir.display()));
+        let cg = MemCgroup::new(version, dir, format!("pagelab/{leaf}"));
+        cg.apply(limits)?;
+        fault::point(&format!("configured cgroup {}", cg.name));
+        Ok(cg)
+    }
+
+    /// Creates a zram device, makes it a swap area and turns it on. A new device is
+    /// always hot-added: an existing one is never reused, whether or not in use.
+    pub fn zram_swap(&mut self, spec: &ZramSpec) -> Result<ZramSwap> {
+        let sys = self.roots.sys.clone();
+        if spec.disksize < (1 << 20) {
+            return Err(SandboxError::Invalid(format!(
+                "a zram swap of {} bytes is too small (at least 1MiB)",
+                spec.disksize
+            )));
+        }
+        let control = zram::control_dir(&sys);
+        if !control.join("hot_add").exists() {
+            return Err(SandboxError::Unsupported(
+                "zram is not available (no /sys/class/zram-control/hot_add; the zram module is not loaded: modprobe zram)"
+                    .into(),
+            ));
+        }
+        if let (Some(alg), Some(avail)) = (&spec.algorithm, zram::algorithms(&sys))
+            && !avail.contains(alg)
+        {
+            return Err(SandboxError::Invalid(format!(
+                "unknown zram algorithm '{alg}': this kernel offers {}",
+                avail.join(", ")
+            )));
+        }
+        require_admin(
+            "creating a zram swap device",
+            "run as root or use --backing existing",
+        )?;
+        let before = zram::device_ids(&sys);
+        let seq = self.record(Change::ZramDevice {
+            sys: sys.clone(),
+            before: before.clone(),
+            id: None,
+        })?;
+        let text = std::fs::read_to_string(control.join("hot_add"))
+            .map_err(|e| SandboxError::io("zram hot_add", control.join("hot_add"), e))?;
+        let id: u32 = text
+            .trim()
+            .parse()
+            .map_err(|_| SandboxError::Other(format!("zram hot_add answered '{}'", text.trim())))?;
+        fault::point(&format!("hot-added zram{id}"));
+        self.journal.as_mut().expect("journal").update(
+            seq,
+            Change::ZramDevice {
+                sys: sys.clone(),
+                before,
+                id: Some(id),
+            },
+        )?;
+        let block = sys.join(format!("block/zram{id}"));
+        let w = |f: &str, v: &str| {
+            std::fs::write(block.join(f), v)
+                .map_err(|e| SandboxError::io(format!("writing '{v}'"), block.join(f), e))
+        };
+        if let Some(alg) = &spec.algorithm {
+            w("comp_algorithm", alg)?;
+        }
+        w("disksize", &spec.disksize.to_string())?;
+        fault::point(&format!("sized zram{id}"));
+        let device = zram::dev_path(id);
+        self.ensure_node(&device, &block)?;
+        swap::write_header(&device, spec.disksize)?;
+        self.record(Change::SwapOn {
+            path: device.clone(),
+        })?;
+        swap::swapon(&device, spec.priority)?;
+        fault::point(&format!("swapon zram{id}"));
+        let algorithm = std::fs::read_to_string(block.join("comp_algorithm"))
+            .ok()
+            .and_then(|t| probe::zram::parse_comp_algorithm(&t).ok())
+            .and_then(|c| c.selected)
+            .unwrap_or_default();
+        Ok(ZramSwap {
+            id,
+            device,
+            disksize: spec.disksize,
+            algorithm,
+            priority: spec.priority,
+        })
+    }
+
+    /// Waits for the kernel (devtmpfs/udev) to create a device node; creates it with
+    /// mknod (journaled) if nothing does within a second.
+    fn ensure_node(&mut self, device: &Path, block: &Path) -> Result<()> {
+        for _ in 0..100 {
+            if device.exists() {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let devnum = std::fs::read_to_string(block.join("dev"))
+            .map_err(|e| SandboxError::io("reading", block.join("dev"), e))?;
+        let (maj, min) = devnum
+            .trim()
+            .split_once(':')
+            .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+            .ok_or_else(|| {
+                SandboxError::Other(format!("unexpected device number '{}'", devnum.trim()))
+            })?;
+        self.record(Change::DeviceNode {
+            path: device.to_path_buf(),
+        })?;
+        let c = std::ffi::CString::new(device.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: valid C string; creating a block device node.
+        if unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(maj, min)) } != 0 {
+            return Err(SandboxError::io(
+                "mknod",
+                device,
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates a swap file of `size` bytes at `path` and turns it on.
+    pub fn swap_file(&mut self, path: &Path, size: u64, priority: i32) -> Result<PathBuf> {
+        if size < (1 << 20) {
+            return Err(SandboxError::Invalid(format!(
+                "a swap file of {size} bytes is too small (at least 1MiB)"
+            )));
+        }
+        if path.exists() {
+            return Err(SandboxError::Invalid(format!(
+                "{} already exists; pagelab only uses swap files it creates",
+                path.display()
+            )));
+        }
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        check_swap_fs(dir)?;
+        require_admin(
+            "creating a swap file",
+            "run as root or use --backing existing",
+        )?;
+        self.record(Change::SwapFile {
+            path: path.to_path_buf(),
+        })?;
+        {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| SandboxError::io("creating the swap file", path, e))?;
+            // Allocated, not sparse: swap cannot use files with holes.
+            // SAFETY: fd is valid for the lifetime of f.
+            if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) } != 0 {
+                return Err(SandboxError::io(
+                    "fallocate",
+                    path,
+                    std::io::Error::last_os_error(),
+                ));
+            }
+        }
+        fault::point("allocated swap file");
+        swap::write_header(path, size)?;
+        self.record(Change::SwapOn {
+            path: path.to_path_buf(),
+        })?;
+        swap::swapon(path, priority)?;
+        fault::point("swapon swap file");
+        Ok(path.to_path_buf())
+    }
+
+    /// Undoes every change, newest first. Safe to call more than once.
+    pub fn restore(&mut self) -> Result<Vec<String>> {
+        let Some(j) = self.journal.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let log = j.undo_all()?;
+        let j = self.journal.take().expect("journal");
+        ACTIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| p != j.path());
+        j.remove();
+        self.restored = true;
+        Ok(log)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if self.journal.is_some()
+            && let Err(e) = self.restore()
+        {
+            eprintln!("pagelab: restoring the system failed: {e}; run `pagelab restore`");
+        }
+    }
+}
+
+fn check_swap_fs(dir: &Path) -> Result<()> {
+    const TMPFS: i64 = 0x01021994;
+    const BTRFS: i64 = 0x9123683e;
+    const OVERLAY: i64 = 0x794c7630;
+    const NFS: i64 = 0x6969;
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(SandboxError::io(
+            "statfs",
+            dir,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let name = match s.f_type as i64 {
+        TMPFS => "tmpfs",
+        BTRFS => "btrfs (needs a NOCOW file)",
+        OVERLAY => "overlayfs",
+        NFS => "NFS",
+        _ => return Ok(()),
+    };
+    Err(SandboxError::Invalid(format!(
+        "{} is on {name}, which cannot hold a swap file; choose a directory on ext4 or xfs",
+        dir.display()
+    )))
+}
+
+/// Undoes this process's own live journals (for the panic hook and fatal signals).
+pub fn restore_own_journals() -> Vec<String> {
+    let paths: Vec<PathBuf> = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend(journal::restore_own(&p));
+    }
+    out
+}

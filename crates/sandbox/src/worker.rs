@@ -1,0 +1,471 @@
+//! Worker processes: the pagelab binary re-executed in a hidden worker mode.
+//!
+//! - The parent places the child in its cgroup before the child runs any code of
+//!   its own: between fork and exec the child writes `0` (itself) to the group's
+//!   `cgroup.procs`, through a descriptor the parent opened.
+//! - The child dies with its parent (`PR_SET_PDEATHSIG`, SIGKILL). The signal is
+//!   tied to the parent *thread*, so workers must be spawned from a thread that
+//!   outlives them (the main thread).
+//! - The child's stdout is the event pipe: JSON lines (phase start and end with
+//!   monotonic timestamps, results, errors). Its stdin is the control pipe: JSON
+//!   commands (`next`, `read`, `free`, `exit`, ...). Its stderr is inherited.
+//! - When a worker dies, [`Worker::failure`] says which phase it was in and why,
+//!   e.g. `killed by the OOM killer in cgroup pagelab/eat-1 (limit 64 MiB)`.
+
+use crate::cgroup::MemCgroup;
+use crate::error::{Result, SandboxError};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A message from a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerEvent {
+    /// CLOCK_MONOTONIC in the worker, nanoseconds (same clock as the parent's).
+    pub t_ns: u64,
+    /// `ready`, `phase_start`, `phase_end`, `result`, `error`, `info`.
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub data: serde_json::Value,
+}
+
+/// A command to a worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCommand {
+    pub cmd: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub arg: serde_json::Value,
+}
+
+/// How to start a worker.
+pub struct WorkerSpec<'a> {
+    /// The program (normally the pagelab binary itself).
+    pub exe: PathBuf,
+    pub args: Vec<String>,
+    pub cgroup: Option<&'a MemCgroup>,
+    pub env: Vec<(String, String)>,
+    /// Name used in messages (`eat`, `consumer 3`, ...).
+    pub label: String,
+}
+
+#[derive(Debug, Clone)]
+struct CgroupInfo {
+    name: String,
+    limit: Option<u64>,
+    dir: PathBuf,
+    version: probe::cgroup::CgroupVersion,
+    oom_before: u64,
+}
+
+/// Why a worker did not finish normally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerFailure {
+    pub label: String,
+    /// The phase it was in (the last phase_start without a phase_end).
+    pub phase: Option<String>,
+    pub reason: String,
+    /// True when the kernel's OOM killer ended it.
+    pub oom_killed: bool,
+}
+
+impl std::fmt::Display for WorkerFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "worker {}", self.label)?;
+        if let Some(p) = &self.phase {
+            write!(f, " (phase {p})")?;
+        }
+        write!(f, " {}", self.reason)
+    }
+}
+
+/// A running worker.
+pub struct Worker {
+    pub pid: i32,
+    pub label: String,
+    child: Child,
+    control: Option<ChildStdin>,
+    events: Receiver<WorkerEvent>,
+    phase: Arc<Mutex<Option<String>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+    cgroup: Option<CgroupInfo>,
+}
+
+impl Worker {
+    pub fn spawn(spec: WorkerSpec<'_>) -> Result<Worker> {
+        let mut cmd = Command::new(&spec.exe);
+        cmd.args(&spec.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
+        let procs = match spec.cgroup {
+            Some(cg) => {
+                let p = cg.dir.join("cgroup.procs");
+                Some(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_CLOEXEC)
+                        .open(&p)
+                        .map_err(|e| SandboxError::io("opening", p, e))?,
+                )
+            }
+            None => None,
+        };
+        let procs_fd = procs.as_ref().map(|f| f.as_raw_fd());
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid,
+        // write, _exit) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                if let Some(fd) = procs_fd
+                    && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let cgroup = spec.cgroup.map(|cg| CgroupInfo {
+            name: cg.name.clone(),
+            limit: cg.limit().filter(|l| *l != probe::cgroup::UNLIMITED),
+            dir: cg.dir.clone(),
+            version: cg.version,
+            oom_before: cg.oom_kills(),
+        });
+        let mut child = cmd.spawn().map_err(|e| {
+            SandboxError::Other(format!(
+                "starting worker {} ({}): {e}",
+                spec.label,
+                spec.exe.display()
+            ))
+        })?;
+        drop(procs);
+        let pid = child.id() as i32;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let control = child.stdin.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let phase = Arc::new(Mutex::new(None));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let (phase2, errors2) = (phase.clone(), errors.clone());
+        std::thread::Builder::new()
+            .name(format!("worker-{pid}-events"))
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let Ok(ev) = serde_json::from_str::<WorkerEvent>(&line) else {
+                        errors2
+                            .lock()
+                            .unwrap()
+                            .push(format!("unreadable worker output: {line}"));
+                        continue;
+                    };
+                    match ev.kind.as_str() {
+                        "phase_start" => *phase2.lock().unwrap() = Some(ev.name.clone()),
+                        "phase_end" => *phase2.lock().unwrap() = None,
+                        "error" => errors2.lock().unwrap().push(ev.name.clone()),
+                        _ => {}
+                    }
+                    if tx.send(ev).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| SandboxError::Other(format!("starting the event reader: {e}")))?;
+        Ok(Worker {
+            pid,
+            label: spec.label,
+            child,
+            control,
+            events: rx,
+            phase,
+            errors,
+            cgroup,
+        })
+    }
+
+    /// Sends a command on the control pipe.
+    pub fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+        let c = self
+            .control
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("control pipe closed"))?;
+        let mut line = serde_json::to_vec(&WorkerCommand {
+            cmd: cmd.into(),
+            arg,
+        })?;
+        line.push(b'\n');
+        c.write_all(&line)?;
+        c.flush()
+    }
+
+    /// The next event, waiting up to `timeout`. `Err` once the worker has exited
+    /// and every event was read.
+    pub fn recv(
+        &mut self,
+        timeout: Duration,
+    ) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
+        match self.events.recv_timeout(timeout) {
+            Ok(ev) => Ok(Some(ev)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(self.failure()),
+        }
+    }
+
+    /// Waits for an event of `kind` (and `name`, if given), passing every event seen
+    /// to `on_event`. Fails if the worker dies or `timeout` passes, or when a stop
+    /// was requested and `stop` returns true.
+    pub fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        mut on_event: impl FnMut(&WorkerEvent),
+        stop: impl Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure> {
+        let t0 = Instant::now();
+        loop {
+            if stop() {
+                return Err(WorkerFailure {
+                    label: self.label.clone(),
+                    phase: self.phase(),
+                    reason: "stopped: the run was interrupted".into(),
+                    oom_killed: false,
+                });
+            }
+            if t0.elapsed() > timeout {
+                return Err(WorkerFailure {
+                    label: self.label.clone(),
+                    phase: self.phase(),
+                    reason: format!(
+                        "did not send '{kind}' within {:.0} s",
+                        timeout.as_secs_f64()
+                    ),
+                    oom_killed: false,
+                });
+            }
+            if let Some(ev) = self.recv(Duration::from_millis(50))? {
+                on_event(&ev);
+                if ev.kind == "error" {
+                    return Err(WorkerFailure {
+                        label: self.label.clone(),
+                        phase: self.phase(),
+                        reason: format!("failed: {}", ev.name),
+                        oom_killed: false,
+                    });
+                }
+                if ev.kind == kind && name.is_none_or(|n| n == ev.name) {
+                    return Ok(ev);
+                }
+            }
+        }
+    }
+
+    /// The phase the worker is in.
+    pub fn phase(&self) -> Option<String> {
+        self.phase.lock().unwrap().clone()
+    }
+
+    /// Waits for the process to exit (up to `timeout`), then explains how it ended.
+    /// `Ok` for a clean exit with status 0.
+    pub fn finish(mut self, timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+        drop(self.control.take());
+        let t0 = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+            }
+        }
+        let f = self.failure();
+        if f.reason == "exited normally" {
+            Ok(())
+        } else {
+            Err(f)
+        }
+    }
+
+    /// Kills the worker (SIGKILL) and reaps it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// How the worker ended (reaping it if needed). Call once it has exited.
+    pub fn failure(&mut self) -> WorkerFailure {
+        let status = match self.child.try_wait() {
+            Ok(Some(s)) => Some(s),
+            _ => {
+                // The event pipe closed: the process is exiting; give it a moment.
+                let t0 = Instant::now();
+                loop {
+                    match self.child.try_wait() {
+                        Ok(Some(s)) => break Some(s),
+                        Ok(None) if t0.elapsed() < Duration::from_secs(2) => {
+                            std::thread::sleep(Duration::from_millis(5))
+                        }
+                        _ => break None,
+                    }
+                }
+            }
+        };
+        let phase = self.phase();
+        let errors = self.errors.lock().unwrap().clone();
+        let mut oom_killed = false;
+        let reason = match status {
+            None => "is still running".to_string(),
+            Some(s) if s.success() => "exited normally".to_string(),
+            Some(s) => match s.signal() {
+                Some(sig) => {
+                    let oom = self
+                        .cgroup
+                        .as_ref()
+                        .is_some_and(|c| oom_kills(c) > c.oom_before);
+                    if sig == libc::SIGKILL && oom {
+                        oom_killed = true;
+                        let c = self.cgroup.as_ref().expect("cgroup");
+                        match c.limit {
+                            Some(l) => format!(
+                                "was killed by the OOM killer in cgroup {} (limit {})",
+                                c.name,
+                                fmt_mib(l)
+                            ),
+                            None => format!("was killed by the OOM killer in cgroup {}", c.name),
+                        }
+                    } else {
+                        format!("was killed by signal {sig} ({})", signal_name(sig))
+                    }
+                }
+                None => match errors.last() {
+                    Some(e) => format!("failed: {e}"),
+                    None => format!("exited with status {}", s.code().unwrap_or(-1)),
+                },
+            },
+        };
+        WorkerFailure {
+            label: self.label.clone(),
+            phase,
+            reason,
+            oom_killed,
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn oom_kills(c: &CgroupInfo) -> u64 {
+    let f = match c.version {
+        probe::cgroup::CgroupVersion::V2 => "memory.events",
+        probe::cgroup::CgroupVersion::V1 => "memory.oom_control",
+    };
+    std::fs::read_to_string(c.dir.join(f))
+        .ok()
+        .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
+        .and_then(|m| m.get("oom_kill").copied())
+        .unwrap_or(0)
+}
+
+fn fmt_mib(b: u64) -> String {
+    if b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else {
+        format!("{b} bytes")
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        _ => "signal",
+    }
+}
+
+/// The worker's side of the pipes.
+pub mod child {
+    use super::{WorkerCommand, WorkerEvent};
+    use std::io::{BufRead, Write};
+
+    /// Event and control pipes of a worker process (its stdout and stdin).
+    pub struct WorkerIo {
+        out: std::io::Stdout,
+        input: std::io::StdinLock<'static>,
+    }
+
+    impl Default for WorkerIo {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl WorkerIo {
+        pub fn new() -> Self {
+            WorkerIo {
+                out: std::io::stdout(),
+                input: std::io::stdin().lock(),
+            }
+        }
+
+        /// Sends one event and flushes it.
+        pub fn emit(&mut self, kind: &str, name: &str, data: serde_json::Value) {
+            let ev = WorkerEvent {
+                t_ns: probe::sample::monotonic_ns(),
+                kind: kind.into(),
+                name: name.into(),
+                data,
+            };
+            let mut line = serde_json::to_vec(&ev).expect("event");
+            line.push(b'\n');
+            let mut o = self.out.lock();
+            // If the parent is gone the write fails; PDEATHSIG will end us anyway.
+            let _ = o.write_all(&line).and_then(|_| o.flush());
+        }
+
+        /// Blocks for the next command; `None` when the parent closed the pipe.
+        pub fn command(&mut self) -> Option<WorkerCommand> {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if self.input.read_line(&mut line).ok()? == 0 {
+                    return None;
+                }
+                if let Ok(c) = serde_json::from_str(line.trim()) {
+                    return Some(c);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `pagelab bench probe`: figures for pagelab's own targets, printed, not asserted
+//! (this machine is noisy; timed tests would be flaky).
+//!
+//! - the CPU time of one full Sample (system, this process, its memory cgroup, one
+//!   zram device), median over many, beside the cost of reading /proc/meminfo alone
+//!   measured in the same run;
+//! - the sampler's lateness at a given interval.
+
+use crate::cli::{BenchArgs, BenchWhat};
+use probe::{CgroupTarget, Probe, Targets};
+use record::sampler::{Sampler, SamplerConfig, Verdict, percentile};
+use serde_json::json;
+
+/// This process's memory cgroup, from /proc/self/cgroup.
+fn own_cgroup(p: &mut Probe) -> Option<CgroupTarget> {
+    let (version, root) = p.memory_controller().ok()??;
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = text.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let (_, ctrls, path) = (it.next()?, it.next()?, it.next()?);
+        let hit = match version {
+            probe::cgroup::CgroupVersion::V1 => ctrls.split(',').any(|c| c == "memory"),
+            probe::cgroup::CgroupVersion::V2 => ctrls.is_empty(),
+        };
+        hit.then(|| path.to_string())
+    })?;
+    let dir = root.join(rel.trim_start_matches('/'));
+    Some(CgroupTarget {
+        version,
+        dir,
+        name: rel,
+    })
+}
+
+fn stats(mut v: Vec<u64>) -> serde_json::Value {
+    json!({
+        "p50_us": percentile(&mut v, 0.5) / 1e3,
+        "p90_us": percentile(&mut v, 0.9) / 1e3,
+        "p99_us": percentile(&mut v, 0.99) / 1e3,
+        "n": v.len(),
+    })
+}
+
+pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
+    match a.what {
+        BenchWhat::Probe => probe_bench(a),
+    }
+}
+
+fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
+    let mut p = Probe::default();
+    let cg = own_cgroup(&mut p);
+    let zram = p.zram_devices().into_iter().next();
+    let targets = Targets {
+        pids: vec![std::process::id() as i32],
+        cgroup: cg.clone(),
+        zram: zram.into_iter().collect(),
+        smaps: false,
+    };
+    // Warm-up.
+    for _ in 0..20 {
+        p.sample(&targets)?;
+    }
+    let n = a.iterations as usize;
+    let (mut cpu, mut wall, mut base_cpu) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let timer_overhead = {
+        let mut v: Vec<u64> = (0..1000)
+            .map(|_| {
+                let a = probe::sample::thread_cpu_ns();
+                probe::sample::thread_cpu_ns() - a
+            })
+            .collect();
+        percentile(&mut v, 0.5)
+    };
+    for _ in 0..n {
+        let c0 = probe::sample::thread_cpu_ns();
+        let w0 = probe::sample::monotonic_ns();
+        std::hint::black_box(p.sample(&targets)?);
+        wall.push(probe::sample::monotonic_ns() - w0);
+        cpu.push(probe::sample::thread_cpu_ns() - c0);
+        let c0 = probe::sample::thread_cpu_ns();
+        std::hint::black_box(p.meminfo()?);
+        base_cpu.push(probe::sample::thread_cpu_ns() - c0);
+    }
+    let cpu_p50 = percentile(&mut cpu.clone(), 0.5);
+    let base_p50 = percentile(&mut base_cpu.clone(), 0.5);
+    if !a.json {
+        println!(
+            "full sample (system + pid {} + cgroup {} + zram {}), {} iterations:",
+            std::process::id(),
+            cg.as_ref().map(|c| c.name.as_str()).unwrap_or("none"),
+            zram.map(|z| format!("zram{z}")).unwrap_or("none".into()),
+            n
+        );
+        println!(
+            "  CPU per sample: median {:.1} µs (p90 {:.1}, p99 {:.1}); target <= 100 µs",
+            cpu_p50 / 1e3,
+            percentile(&mut cpu.clone(), 0.9) / 1e3,
+            percentile(&mut cpu.clone(), 0.99) / 1e3
+        );
+        println!(
+            "  wall per sample: median {:.1} µs",
+            percentile(&mut wall.clone(), 0.5) / 1e3
+        );
+        println!(
+            "  reference, /proc/meminfo alone: median {:.1} µs CPU (full sample = {:.1}x); timer overhead {:.2} µs",
+            base_p50 / 1e3,
+            cpu_p50 / base_p50.max(1.0),
+            timer_overhead / 1e3
+        );
+        println!(
+            "sampler lateness at {:?} for {:?} (mlocked) ...",
+            a.interval, a.duration
+        );
+    }
+    let sampler = Sampler::start(
+        SamplerConfig {
+            interval: a.interval,
+            ..Default::default()
+        },
+        targets.clone(),
+        |_| Verdict::Continue,
+    )?;
+    record::stop::sleep(a.duration);
+    let st = sampler.stop();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "sample_cpu": stats(cpu),
+                "sample_wall": stats(wall),
+                "meminfo_only_cpu": stats(base_cpu),
+                "timer_overhead_us": timer_overhead / 1e3,
+                "sampler": st,
+            }))?
+        );
+    } else {
+        println!(
+            "  {} samples: lateness p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; missed deadlines {}; target p99 <= 2 ms",
+            st.samples,
+            st.lateness_p50_ms,
+            st.lateness_p99_ms,
+            st.lateness_max_ms,
+            st.missed_deadlines
+        );
+        println!(
+            "  memory lock: {:?}",
+            st.lock.unwrap_or(record::sampler::LockStatus::NotRequested)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Command-line definitions (clap derive). Completions and the man page are
+//! generated from these same definitions.
+
+use crate::units;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pagelab",
+    version,
+    about = "A laboratory for operating-system memory behaviour",
+    long_about = "pagelab runs controlled experiments on the memory manager (compressed swap, \
+working-set caps, allocators, mapping calls, thrashing), records what the kernel reports \
+while they run, and renders tables, charts and comparisons.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Report what this machine supports and what pagelab can do here.
+    Doctor(DoctorArgs),
+    /// Record the system (and a target) while a command runs, or for a fixed time.
+    Record(RecordArgs),
+    /// Render a run directory: timeline.csv and a summary.
+    Report(ReportArgs),
+    /// Undo system changes left by pagelab runs that died (normally automatic).
+    Restore(RestoreArgs),
+    /// Print figures for pagelab's own performance targets.
+    Bench(BenchArgs),
+    /// Print shell completions.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one per command into a directory.
+    Man {
+        /// Write pagelab.1 and pagelab-<command>.1 into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Internal: run as a worker process for an experiment.
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        kind: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Internal: drive a sandbox through cgroup, zram and sysctl changes (crash tests).
+    #[command(name = "__sandbox-drill", hide = true)]
+    SandboxDrill(DrillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Sampling interval (10ms .. 1h).
+    #[arg(long, default_value = "1s", value_parser = units::parse_interval)]
+    pub interval: Duration,
+    /// Run directory to write (default: runs/<UTC timestamp>-record).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Target process to record besides the system.
+    #[arg(long, conflicts_with = "cgroup")]
+    pub pid: Option<i32>,
+    /// Target memory cgroup, relative to the memory hierarchy's root (e.g. system.slice/foo.service) or absolute.
+    #[arg(long)]
+    pub cgroup: Option<PathBuf>,
+    /// Record for this long instead of running a command.
+    #[arg(long, value_parser = units::parse_positive_duration)]
+    pub duration: Option<Duration>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run and record (after --).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Say what would be undone without undoing it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BenchWhat {
+    /// CPU cost of one full Sample, and sampler lateness.
+    Probe,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    pub what: BenchWhat,
+    /// Samples to time for the cost figure.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    pub iterations: u64,
+    /// Sampler interval for the lateness figure.
+    #[arg(long, default_value = "100ms", value_parser = units::parse_interval)]
+    pub interval: Duration,
+    /// How long to run the sampler for the lateness figure.
+    #[arg(long, default_value = "20s", value_parser = units::parse_positive_duration)]
+    pub duration: Duration,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DrillArgs {
+    /// Create a zram swap of this size.
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub zram: Option<u64>,
+    /// zram algorithm.
+    #[arg(long)]
+    pub algorithm: Option<String>,
+    /// Create a memory cgroup with this limit and run a worker in it.
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub cgroup: Option<u64>,
+    /// Worker allocation inside the cgroup.
+    #[arg(long, default_value = "16MiB", value_parser = units::parse_size)]
+    pub touch: u64,
+    /// Set vm.swappiness to this value.
+    #[arg(long)]
+    pub swappiness: Option<u32>,
+    /// Create a swap file at this path.
+    #[arg(long)]
+    pub swapfile: Option<PathBuf>,
+    /// Hold the changes this long before restoring.
+    #[arg(long, default_value = "0s", value_parser = units::parse_duration)]
+    pub hold: Duration,
+    /// Journal directory (tests use their own).
+    #[arg(long)]
+    pub journal_dir: Option<PathBuf>,
+}

@@ -1,0 +1,373 @@
+//! `pagelab doctor`: what this machine supports, and which experiments that affects.
+
+use crate::cli::DoctorArgs;
+use sandbox::privilege::{self, CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Avail {
+    Available,
+    Missing,
+    NeedsRoot,
+    Info,
+}
+
+impl Avail {
+    fn word(self) -> &'static str {
+        match self {
+            Avail::Available => "available",
+            Avail::Missing => "missing",
+            Avail::NeedsRoot => "needs root",
+            Avail::Info => "",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Avail,
+    pub detail: String,
+    /// Experiments that cannot run fully without this.
+    pub affects: Vec<&'static str>,
+}
+
+/// Everything doctor found: the checks for humans, the JSON for machines.
+pub struct Findings {
+    pub checks: Vec<Check>,
+    pub json: Value,
+}
+
+pub fn examine() -> Findings {
+    let mut p = probe::Probe::default();
+    let env = p.environment();
+    let root = privilege::is_root();
+    let caps = privilege::effective_caps();
+    let has = |c: u32| caps & (1 << c) != 0;
+    let mut checks = Vec::new();
+
+    checks.push(Check {
+        name: "kernel",
+        status: Avail::Info,
+        detail: env.kernel.clone(),
+        affects: vec![],
+    });
+
+    let capnames: Vec<&str> = [
+        (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
+        (CAP_SYS_NICE, "CAP_SYS_NICE"),
+        (CAP_IPC_LOCK, "CAP_IPC_LOCK"),
+        (CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE"),
+    ]
+    .iter()
+    .filter(|(c, _)| has(*c))
+    .map(|(_, n)| *n)
+    .collect();
+    checks.push(Check {
+        name: "root",
+        status: if root && has(CAP_SYS_ADMIN) {
+            Avail::Available
+        } else {
+            Avail::NeedsRoot
+        },
+        detail: format!(
+            "{} (capabilities: {})",
+            if root { "running as root" } else { "not root" },
+            if capnames.is_empty() {
+                "none of interest".to_string()
+            } else {
+                capnames.join(", ")
+            }
+        ),
+        affects: if root {
+            vec![]
+        } else {
+            vec!["eat (zram, cgroup trim)", "wscap", "thrash"]
+        },
+    });
+
+    // cgroups
+    let mounts = p.cgroup_mounts().unwrap_or_default();
+    let layout = mounts.layout();
+    let mc = p.memory_controller().ok().flatten();
+    let unified_ctrls = mounts
+        .unified
+        .as_ref()
+        .map(|u| {
+            p.unified_controllers(&p.roots().rebase(u))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    let layout_word = match layout {
+        probe::mountinfo::Layout::V1 => "cgroup v1",
+        probe::mountinfo::Layout::V2 => "cgroup v2 (unified)",
+        probe::mountinfo::Layout::Hybrid => "hybrid (v1 controllers plus a unified v2 mount)",
+        probe::mountinfo::Layout::None => "no cgroup filesystem",
+    };
+    let (cg_status, cg_detail) = match &mc {
+        Some((v, path)) => (
+            if root {
+                Avail::Available
+            } else {
+                Avail::NeedsRoot
+            },
+            format!("{layout_word}; memory controller {v} at {}", path.display()),
+        ),
+        None => (
+            Avail::Missing,
+            format!("{layout_word}; no memory controller mounted"),
+        ),
+    };
+    checks.push(Check {
+        name: "cgroup",
+        status: cg_status,
+        detail: cg_detail,
+        affects: if cg_status == Avail::Available {
+            vec![]
+        } else {
+            vec!["wscap", "thrash", "mapping --pressure", "eat --trim cgroup"]
+        },
+    });
+
+    // swap
+    let swap_detail = if env.swaps.is_empty() {
+        "no swap active".to_string()
+    } else {
+        env.swaps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({}, {}, prio {})",
+                    s.filename,
+                    s.kind,
+                    report::summary::bytes(s.size_bytes),
+                    s.priority
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    checks.push(Check {
+        name: "swap",
+        status: Avail::Info,
+        detail: swap_detail,
+        affects: vec![],
+    });
+
+    // zram
+    let sys = std::path::Path::new("/sys");
+    let hot_add = sys.join("class/zram-control/hot_add").exists();
+    let algs = sandbox::zram::algorithms(sys).unwrap_or_default();
+    let zram_present = hot_add || !env.zram.is_empty();
+    let zram_status = match (zram_present, hot_add, root) {
+        (false, _, _) => Avail::Missing,
+        (true, true, true) => Avail::Available,
+        (true, true, false) => Avail::NeedsRoot,
+        (true, false, _) => Avail::Missing,
+    };
+    checks.push(Check {
+        name: "zram",
+        status: zram_status,
+        detail: if zram_present {
+            format!(
+                "{}; hot_add {}; algorithms: {}",
+                if env.zram.is_empty() {
+                    "module loaded".to_string()
+                } else {
+                    format!("{} device(s)", env.zram.len())
+                },
+                if hot_add { "works" } else { "missing" },
+                if algs.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    algs.join(", ")
+                }
+            )
+        } else {
+            "not loaded (modprobe zram)".to_string()
+        },
+        affects: if zram_status == Avail::Available {
+            vec![]
+        } else {
+            vec!["eat --backing zram", "wscap", "thrash --backing zram"]
+        },
+    });
+
+    // zswap
+    let z = &env.zswap;
+    checks.push(Check {
+        name: "zswap",
+        status: if !z.present {
+            Avail::Missing
+        } else if root {
+            Avail::Available
+        } else {
+            Avail::NeedsRoot
+        },
+        detail: if z.present {
+            format!(
+                "present, {}; compressor {}; max_pool_percent {}",
+                if z.enabled == Some(true) {
+                    "enabled"
+                } else {
+                    "off"
+                },
+                z.compressor.as_deref().unwrap_or("?"),
+                z.max_pool_percent
+                    .map(|v| v.to_string())
+                    .unwrap_or("?".into())
+            )
+        } else {
+            "not built into this kernel".to_string()
+        },
+        affects: if z.present {
+            vec![]
+        } else {
+            vec!["eat --backing zswap"]
+        },
+    });
+
+    let psi_files: Vec<&str> = ["memory", "cpu", "io"]
+        .into_iter()
+        .filter(|f| std::path::Path::new("/proc/pressure").join(f).exists())
+        .collect();
+    checks.push(Check {
+        name: "psi",
+        status: if psi_files.len() == 3 {
+            Avail::Available
+        } else {
+            Avail::Missing
+        },
+        detail: if psi_files.is_empty() {
+            "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)".into()
+        } else {
+            format!("/proc/pressure/{{{}}}", psi_files.join(","))
+        },
+        affects: if psi_files.len() == 3 {
+            vec![]
+        } else {
+            vec!["thrash (PSI charts)", "monitor (PSI panel)"]
+        },
+    });
+
+    checks.push(Check {
+        name: "thp",
+        status: Avail::Info,
+        detail: env
+            .thp
+            .clone()
+            .map(|m| format!("transparent huge pages: {m}"))
+            .unwrap_or("not available".into()),
+        affects: vec![],
+    });
+
+    let pageout = workloads::mm::try_madvise_pageout();
+    checks.push(Check {
+        name: "madvise_pageout",
+        status: if pageout.is_ok() {
+            Avail::Available
+        } else {
+            Avail::Missing
+        },
+        detail: match &pageout {
+            Ok(()) => "MADV_PAGEOUT works on a private mapping".into(),
+            Err(e) => e.clone(),
+        },
+        affects: if pageout.is_ok() {
+            vec![]
+        } else {
+            vec!["eat --trim self", "wscap periodic-pageout"]
+        },
+    });
+    let pm = workloads::mm::try_process_madvise();
+    checks.push(Check {
+        name: "process_madvise",
+        status: if pm.is_ok() {
+            Avail::Available
+        } else {
+            Avail::Missing
+        },
+        detail: match &pm {
+            Ok(()) => format!(
+                "process_madvise(MADV_PAGEOUT) works; trimming other users' processes {}",
+                if has(CAP_SYS_NICE) {
+                    "allowed (CAP_SYS_NICE)"
+                } else {
+                    "needs CAP_SYS_NICE"
+                }
+            ),
+            Err(e) => e.clone(),
+        },
+        affects: if pm.is_ok() {
+            vec![]
+        } else {
+            vec![
+                "eat --trim external",
+                "monitor trim key",
+                "wscap periodic-*",
+            ]
+        },
+    });
+    checks.push(Check {
+        name: "memory",
+        status: Avail::Info,
+        detail: format!(
+            "page size {} B, RAM {}, {} CPUs",
+            env.page_size,
+            report::summary::bytes(env.ram_bytes),
+            env.cpus
+        ),
+        affects: vec![],
+    });
+
+    let json = json!({
+        "kernel": {"release": env.kernel},
+        "root": {
+            "is_root": root,
+            "capabilities": {
+                "cap_sys_admin": has(CAP_SYS_ADMIN),
+                "cap_sys_nice": has(CAP_SYS_NICE),
+                "cap_ipc_lock": has(CAP_IPC_LOCK),
+                "cap_sys_resource": has(CAP_SYS_RESOURCE),
+            },
+        },
+        "cgroup": {
+            "layout": layout,
+            "memory_controller": mc.as_ref().map(|(v, _)| v.to_string()),
+            "memory_root": mc.as_ref().map(|(_, p)| p.display().to_string()),
+            "v1_memory_mount": mounts.v1_memory,
+            "unified_mount": mounts.unified,
+            "unified_controllers": unified_ctrls,
+        },
+        "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
+        "zram": {"present": zram_present, "hot_add": hot_add, "algorithms": algs, "devices": env.zram},
+        "zswap": env.zswap,
+        "psi": {"present": psi_files.len() == 3, "files": psi_files},
+        "thp": env.thp,
+        "madvise_pageout": {"works": pageout.is_ok(), "error": pageout.err()},
+        "process_madvise": {"works": pm.is_ok(), "error": pm.err(), "other_processes_need": "CAP_SYS_NICE"},
+        "page_size": env.page_size,
+        "ram_bytes": env.ram_bytes,
+        "cpus": env.cpus,
+        "checks": checks,
+    });
+    Findings { checks, json }
+}
+
+pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
+    let f = examine();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&f.json)?);
+        return Ok(());
+    }
+    for c in &f.checks {
+        let status = c.status.word();
+        println!("{:<16} {:<11} {}", c.name, status, c.detail);
+        if !c.affects.is_empty() && c.status != Avail::Available {
+            println!("{:<16} {:<11} affects: {}", "", "", c.affects.join(", "));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! Parsing and printing sizes and durations as users type them.
+
+use std::time::Duration;
+
+pub const SIZE_FORMS: &str = "a number of bytes with an optional unit B, KiB, MiB, GiB, TiB (or K, M, G, KB, MB, GB as binary units), e.g. 4096, 512KiB, 64MiB, 1.5GiB";
+pub const DURATION_FORMS: &str = "a number with a unit ms, s, m or h, e.g. 100ms, 1s, 2.5s, 2m";
+
+/// Parses `64MiB`, `1.5GiB`, `4096`, `512KiB`. Units are binary (KiB = 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("'{s}' is not a size: expected {SIZE_FORMS}")),
+    };
+    if num.is_empty() || num.matches('.').count() > 1 {
+        return Err(format!("'{s}' is not a size: expected {SIZE_FORMS}"));
+    }
+    let bytes = if num.contains('.') {
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("'{s}' is not a size: expected {SIZE_FORMS}"))?;
+        let b = v * mult as f64;
+        if !b.is_finite() || b >= u64::MAX as f64 {
+            return Err(format!("'{s}' is too large"));
+        }
+        b.round() as u64
+    } else {
+        let v: u64 = num.parse().map_err(|_| format!("'{s}' is too large"))?;
+        v.checked_mul(mult)
+            .ok_or_else(|| format!("'{s}' is too large"))?
+    };
+    Ok(bytes)
+}
+
+/// A size that must be at least one byte.
+pub fn parse_nonzero_size(s: &str) -> Result<u64, String> {
+    match parse_size(s)? {
+        0 => Err(format!(
+            "'{s}': the size must be greater than zero ({SIZE_FORMS})"
+        )),
+        v => Ok(v),
+    }
+}
+
+/// Parses `100ms`, `1s`, `2.5s`, `2m`, `1h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || format!("'{s}' is not a duration: expected {DURATION_FORMS}");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(bad)?;
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => v / 1e3,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        "us" | "µs" => v / 1e6,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("'{s}' is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A duration that must be positive.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!(
+            "'{s}': the duration must be greater than zero ({DURATION_FORMS})"
+        )),
+        d => Ok(d),
+    }
+}
+
+/// A sampling interval: 10 ms .. 1 h.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(10) || d > Duration::from_secs(3600) {
+        return Err(format!(
+            "'{s}': the interval must be between 10ms and 1h ({DURATION_FORMS})"
+        ));
+    }
+    Ok(d)
+}
+
+/// `20261122T072500Z`, for default run directory names.
+pub fn utc_stamp() -> String {
+    let secs = probe::sample::realtime_ns() / 1_000_000_000;
+    let (days, rem) = (secs / 86400, secs % 86400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("512KiB").unwrap(), 512 << 10);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        for bad in [
+            "12XB",
+            "",
+            "MiB",
+            "-1",
+            "1.2.3MiB",
+            "99999999999999999999",
+            "20000000TiB",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_nonzero_size("0").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("100ms").unwrap(), Duration::from_millis(100));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("2.5s").unwrap(), Duration::from_millis(2500));
+        for bad in ["10", "s", "1x", "-1s", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_interval("5ms").is_err());
+        assert!(parse_positive_duration("0s").is_err());
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11016), (2000, 2, 29));
+    }
+}

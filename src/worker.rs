@@ -1,0 +1,74 @@
+//! The hidden worker mode: `pagelab __worker KIND ARGS...`. Each experiment's target
+//! work runs in such a process, so the parent can place it in a cgroup before it
+//! allocates, trim it from outside, and survive its death.
+
+use sandbox::worker::child::WorkerIo;
+use serde_json::json;
+
+/// Runs a worker and returns its exit code.
+pub fn main(kind: &str, args: &[String]) -> i32 {
+    let mut io = WorkerIo::new();
+    let r = match kind {
+        "hold" => hold(&mut io, args),
+        other => Err(format!("unknown worker kind '{other}'")),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            io.emit("error", &e, serde_json::Value::Null);
+            1
+        }
+    }
+}
+
+fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+fn self_status() -> serde_json::Value {
+    let s = probe::Probe::default()
+        .pid_status(std::process::id() as i32)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    json!({"rss_bytes": s.vm_rss, "swap_bytes": s.vm_swap, "hwm_bytes": s.vm_hwm})
+}
+
+/// Allocates and touches `--bytes`, reports `ready`, then obeys `touch` and `exit`.
+fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
+    let bytes: usize = arg(args, "--bytes")
+        .and_then(|v| v.parse().ok())
+        .ok_or("hold needs --bytes N")?;
+    let page = probe::environment::page_size() as usize;
+    let mut m = workloads::mm::Mapping::anon(bytes.max(page), 0)
+        .map_err(|e| format!("mmap of {bytes} bytes failed: {e}"))?;
+    io.emit("phase_start", "touch", json!({}));
+    let buf = m.as_mut_slice();
+    for (i, chunk) in buf.chunks_mut(page).enumerate() {
+        chunk[0] = (i as u8) | 1;
+    }
+    io.emit("phase_end", "touch", json!({}));
+    io.emit("ready", "", self_status());
+    while let Some(c) = io.command() {
+        match c.cmd.as_str() {
+            "touch" => {
+                let mut sum = 0u64;
+                for chunk in m.as_slice().chunks(page) {
+                    sum = sum.wrapping_add(chunk[0] as u64);
+                }
+                io.emit("touched", "", json!({"sum": sum, "status": self_status()}));
+            }
+            "status" => io.emit("status", "", self_status()),
+            "exit" => break,
+            other => io.emit(
+                "info",
+                &format!("unknown command '{other}'"),
+                serde_json::Value::Null,
+            ),
+        }
+    }
+    Ok(())
+}
