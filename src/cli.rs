@@ -66,7 +66,7 @@ pub struct DoctorArgs {
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Sampling interval (10ms .. 1h).
-    #[arg(long, default_value = "1s", value_parser = units::parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
     /// Run directory to write (default: runs/<UTC timestamp>-record).
     #[arg(long)]
@@ -78,7 +78,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub cgroup: Option<PathBuf>,
     /// Record for this long instead of running a command.
-    #[arg(long, value_parser = units::parse_positive_duration)]
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Print the summary as JSON.
     #[arg(long)]

@@ -86,11 +86,11 @@ fn install_panic_hook() {
 
 /// Undoes what runs that died left behind, and says so.
 fn restore_stale_runs() {
-    let dir = std::path::Path::new(sandbox::journal::DEFAULT_DIR);
+    let dir = sandbox::journal::dir();
     if !dir.exists() {
         return;
     }
-    let rep = sandbox::journal::restore_stale(dir, false);
+    let rep = sandbox::journal::restore_stale(&dir, false);
     for a in &rep.actions {
         eprintln!("pagelab: restored after an earlier run that died: {a}");
     }
@@ -204,8 +204,8 @@ fn main() {
 }
 
 fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
-    let dir = std::path::Path::new(sandbox::journal::DEFAULT_DIR);
-    let rep = sandbox::journal::restore_stale(dir, a.dry_run);
+    let dir = sandbox::journal::dir();
+    let rep = sandbox::journal::restore_stale(&dir, a.dry_run);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rep)?);
     } else {

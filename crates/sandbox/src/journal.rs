@@ -35,6 +35,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const DEFAULT_DIR: &str = "/run/pagelab";
 
+/// The journal directory: `PAGELAB_JOURNAL_DIR` if set (tests), else /run/pagelab.
+pub fn dir() -> PathBuf {
+    std::env::var_os("PAGELAB_JOURNAL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
+}
+
 /// Serializes every undo in this process.
 static UNDO_LOCK: Mutex<()> = Mutex::new(());
 
@@ -312,6 +319,37 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
         Change::CgroupDir { path } => {
             if !path.exists() {
                 return Ok(format!("cgroup {} already gone", path.display()));
+            }
+            if path.file_name().is_some_and(|n| n == "pagelab") {
+                // The shared parent: another pagelab run may still have a group in it;
+                // whoever removes the last child removes it (see kill_and_remove).
+                if dry_run {
+                    return Ok(format!("would remove cgroup {} if empty", path.display()));
+                }
+                return match std::fs::remove_dir(path) {
+                    Ok(()) => Ok(format!("removed cgroup {}", path.display())),
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::EBUSY) | Some(libc::ENOTEMPTY)
+                        ) =>
+                    {
+                        Ok(format!(
+                            "left cgroup {}: another pagelab run still uses it",
+                            path.display()
+                        ))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        Ok(format!("cgroup {} already gone", path.display()))
+                    }
+                    Err(e) if !path.join("cgroup.procs").exists() => {
+                        // A fake tree in tests.
+                        std::fs::remove_dir_all(path)
+                            .map_err(|_| SandboxError::io("removing the cgroup", path, e))?;
+                        Ok(format!("removed cgroup {}", path.display()))
+                    }
+                    Err(e) => Err(SandboxError::io("removing the cgroup", path, e)),
+                };
             }
             if !dry_run {
                 let killed = kill_and_remove(path)?;

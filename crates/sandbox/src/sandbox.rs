@@ -44,11 +44,13 @@ pub struct Sandbox {
     roots: Roots,
     journal: Option<Journal>,
     restored: bool,
+    /// False on fake trees (tests), where no privilege is needed.
+    check_privilege: bool,
 }
 
 impl Sandbox {
     pub fn new(label: &str) -> Self {
-        Sandbox::with_journal_dir(label, Path::new(journal::DEFAULT_DIR))
+        Sandbox::with_journal_dir(label, &journal::dir())
     }
 
     pub fn with_journal_dir(label: &str, dir: &Path) -> Self {
@@ -58,13 +60,23 @@ impl Sandbox {
             roots: Roots::default(),
             journal: None,
             restored: false,
+            check_privilege: true,
         }
     }
 
     /// Uses other proc/sys roots (fake trees in tests).
     pub fn with_roots(mut self, roots: Roots) -> Self {
+        self.check_privilege = roots == Roots::default();
         self.roots = roots;
         self
+    }
+
+    fn require_admin(&self, op: &str, hint: &str) -> Result<()> {
+        if self.check_privilege {
+            require_admin(op, hint)
+        } else {
+            Ok(())
+        }
     }
 
     pub fn label(&self) -> &str {
@@ -118,7 +130,7 @@ impl Sandbox {
                 "sysctl {name} does not exist on this kernel"
             )));
         }
-        require_admin(&format!("setting {name}"), "")?;
+        self.require_admin(&format!("setting {name}"), "")?;
         self.write_setting_inner(&path, value)
     }
 
@@ -143,7 +155,7 @@ impl Sandbox {
                 "zswap is not built into this kernel".into(),
             ));
         }
-        require_admin(&format!("setting zswap {param}"), "use --backing existing")?;
+        self.require_admin(&format!("setting zswap {param}"), "use --backing existing")?;
         self.write_setting_inner(&path, value)
     }
 
@@ -182,7 +194,7 @@ impl Sandbox {
                         .into(),
                 )
             })?;
-        require_admin(
+        self.require_admin(
             "creating a memory cgroup",
             "run as root or use --backing existing",
         )?;
@@ -252,7 +264,7 @@ impl Sandbox {
                 avail.join(", ")
             )));
         }
-        require_admin(
+        self.require_admin(
             "creating a zram swap device",
             "run as root or use --backing existing",
         )?;
@@ -360,7 +372,7 @@ impl Sandbox {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         check_swap_fs(dir)?;
-        require_admin(
+        self.require_admin(
             "creating a swap file",
             "run as root or use --backing existing",
         )?;

@@ -85,17 +85,33 @@ pub fn swapon(path: &Path, priority: i32) -> Result<()> {
 }
 
 /// swapoff(2). Pages in the area are read back into memory first, by the kernel.
+///
+/// ENOMEM means some swapped page could not be charged back to its memory cgroup,
+/// which happens when a group at its limit (not necessarily ours: any process may
+/// swap to any active area) has pages here. That often clears within moments, so
+/// it is retried a few times before giving up with an explanation.
 pub fn swapoff(path: &Path) -> Result<()> {
     let c = cpath(path);
-    // SAFETY: valid C string.
-    if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
-        return Err(SandboxError::io(
-            "swapoff",
-            path,
-            std::io::Error::last_os_error(),
-        ));
+    let mut attempt = 0;
+    loop {
+        // SAFETY: valid C string.
+        if unsafe { libc::swapoff(c.as_ptr()) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        attempt += 1;
+        if e.raw_os_error() == Some(libc::ENOMEM) && attempt < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            continue;
+        }
+        if e.raw_os_error() == Some(libc::ENOMEM) {
+            return Err(SandboxError::Other(format!(
+                "swapoff {}: the kernel could not bring swapped pages back (ENOMEM): a memory cgroup at its limit has pages in this area; run `pagelab restore` again once it has freed memory",
+                path.display()
+            )));
+        }
+        return Err(SandboxError::io("swapoff", path, e));
     }
-    Ok(())
 }
 
 /// Active swap areas, from /proc/swaps.
