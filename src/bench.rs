@@ -25,11 +25,7 @@ fn own_cgroup(p: &mut Probe) -> Option<CgroupTarget> {
         hit.then(|| path.to_string())
     })?;
     let dir = root.join(rel.trim_start_matches('/'));
-    Some(CgroupTarget {
-        version,
-        dir,
-        name: rel,
-    })
+    Some(CgroupTarget { version, dir, name: rel })
 }
 
 fn stats(mut v: Vec<u64>) -> serde_json::Value {
@@ -62,11 +58,7 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
         p.sample(&targets)?;
     }
     let n = a.iterations as usize;
-    let (mut cpu, mut wall, mut base_cpu) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
+    let (mut cpu, mut wall, mut base_cpu) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     let timer_overhead = {
         let mut v: Vec<u64> = (0..1000)
             .map(|_| {
@@ -102,29 +94,19 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
             percentile(&mut cpu.clone(), 0.9) / 1e3,
             percentile(&mut cpu.clone(), 0.99) / 1e3
         );
-        println!(
-            "  wall per sample: median {:.1} µs",
-            percentile(&mut wall.clone(), 0.5) / 1e3
-        );
+        println!("  wall per sample: median {:.1} µs", percentile(&mut wall.clone(), 0.5) / 1e3);
         println!(
             "  reference, /proc/meminfo alone: median {:.1} µs CPU (full sample = {:.1}x); timer overhead {:.2} µs",
             base_p50 / 1e3,
             cpu_p50 / base_p50.max(1.0),
             timer_overhead / 1e3
         );
-        println!(
-            "sampler lateness at {:?} for {:?} (mlocked) ...",
-            a.interval, a.duration
-        );
+        println!("sampler lateness at {:?} for {:?} (mlocked) ...", a.interval, a.duration);
     }
-    let sampler = Sampler::start(
-        SamplerConfig {
-            interval: a.interval,
-            ..Default::default()
-        },
-        targets.clone(),
-        |_| Verdict::Continue,
-    )?;
+    let sampler =
+        Sampler::start(SamplerConfig { interval: a.interval, ..Default::default() }, targets.clone(), |_| {
+            Verdict::Continue
+        })?;
     record::stop::sleep(a.duration);
     let st = sampler.stop();
     if a.json {
@@ -141,16 +123,9 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
     } else {
         println!(
             "  {} samples: lateness p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; missed deadlines {}; target p99 <= 2 ms",
-            st.samples,
-            st.lateness_p50_ms,
-            st.lateness_p99_ms,
-            st.lateness_max_ms,
-            st.missed_deadlines
+            st.samples, st.lateness_p50_ms, st.lateness_p99_ms, st.lateness_max_ms, st.missed_deadlines
         );
-        println!(
-            "  memory lock: {:?}",
-            st.lock.unwrap_or(record::sampler::LockStatus::NotRequested)
-        );
+        println!("  memory lock: {:?}", st.lock.unwrap_or(record::sampler::LockStatus::NotRequested));
     }
     Ok(())
 }

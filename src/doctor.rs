@@ -48,12 +48,7 @@ pub fn examine() -> Findings {
     let has = |c: u32| caps & (1 << c) != 0;
     let mut checks = Vec::new();
 
-    checks.push(Check {
-        name: "kernel",
-        status: Avail::Info,
-        detail: env.kernel.clone(),
-        affects: vec![],
-    });
+    checks.push(Check { name: "kernel", status: Avail::Info, detail: env.kernel.clone(), affects: vec![] });
 
     let capnames: Vec<&str> = [
         (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
@@ -67,25 +62,13 @@ pub fn examine() -> Findings {
     .collect();
     checks.push(Check {
         name: "root",
-        status: if root && has(CAP_SYS_ADMIN) {
-            Avail::Available
-        } else {
-            Avail::NeedsRoot
-        },
+        status: if root && has(CAP_SYS_ADMIN) { Avail::Available } else { Avail::NeedsRoot },
         detail: format!(
             "{} (capabilities: {})",
             if root { "running as root" } else { "not root" },
-            if capnames.is_empty() {
-                "none of interest".to_string()
-            } else {
-                capnames.join(", ")
-            }
+            if capnames.is_empty() { "none of interest".to_string() } else { capnames.join(", ") }
         ),
-        affects: if root {
-            vec![]
-        } else {
-            vec!["eat (zram, cgroup trim)", "wscap", "thrash"]
-        },
+        affects: if root { vec![] } else { vec!["eat (zram, cgroup trim)", "wscap", "thrash"] },
     });
 
     // cgroups
@@ -95,10 +78,7 @@ pub fn examine() -> Findings {
     let unified_ctrls = mounts
         .unified
         .as_ref()
-        .map(|u| {
-            p.unified_controllers(&p.roots().rebase(u))
-                .unwrap_or_default()
-        })
+        .map(|u| p.unified_controllers(&p.roots().rebase(u)).unwrap_or_default())
         .unwrap_or_default();
     let layout_word = match layout {
         probe::mountinfo::Layout::V1 => "cgroup v1",
@@ -108,17 +88,10 @@ pub fn examine() -> Findings {
     };
     let (cg_status, cg_detail) = match &mc {
         Some((v, path)) => (
-            if root {
-                Avail::Available
-            } else {
-                Avail::NeedsRoot
-            },
+            if root { Avail::Available } else { Avail::NeedsRoot },
             format!("{layout_word}; memory controller {v} at {}", path.display()),
         ),
-        None => (
-            Avail::Missing,
-            format!("{layout_word}; no memory controller mounted"),
-        ),
+        None => (Avail::Missing, format!("{layout_word}; no memory controller mounted")),
     };
     checks.push(Check {
         name: "cgroup",
@@ -138,23 +111,12 @@ pub fn examine() -> Findings {
         env.swaps
             .iter()
             .map(|s| {
-                format!(
-                    "{} ({}, {}, prio {})",
-                    s.filename,
-                    s.kind,
-                    report::summary::bytes(s.size_bytes),
-                    s.priority
-                )
+                format!("{} ({}, {}, prio {})", s.filename, s.kind, report::summary::bytes(s.size_bytes), s.priority)
             })
             .collect::<Vec<_>>()
             .join("; ")
     };
-    checks.push(Check {
-        name: "swap",
-        status: Avail::Info,
-        detail: swap_detail,
-        affects: vec![],
-    });
+    checks.push(Check { name: "swap", status: Avail::Info, detail: swap_detail, affects: vec![] });
 
     // zram
     let sys = std::path::Path::new("/sys");
@@ -173,17 +135,9 @@ pub fn examine() -> Findings {
         detail: if zram_present {
             format!(
                 "{}; hot_add {}; algorithms: {}",
-                if env.zram.is_empty() {
-                    "module loaded".to_string()
-                } else {
-                    format!("{} device(s)", env.zram.len())
-                },
+                if env.zram.is_empty() { "module loaded".to_string() } else { format!("{} device(s)", env.zram.len()) },
                 if hot_add { "works" } else { "missing" },
-                if algs.is_empty() {
-                    "unknown".to_string()
-                } else {
-                    algs.join(", ")
-                }
+                if algs.is_empty() { "unknown".to_string() } else { algs.join(", ") }
             )
         } else {
             "not loaded (modprobe zram)".to_string()
@@ -209,24 +163,14 @@ pub fn examine() -> Findings {
         detail: if z.present {
             format!(
                 "present, {}; compressor {}; max_pool_percent {}",
-                if z.enabled == Some(true) {
-                    "enabled"
-                } else {
-                    "off"
-                },
+                if z.enabled == Some(true) { "enabled" } else { "off" },
                 z.compressor.as_deref().unwrap_or("?"),
-                z.max_pool_percent
-                    .map(|v| v.to_string())
-                    .unwrap_or("?".into())
+                z.max_pool_percent.map(|v| v.to_string()).unwrap_or("?".into())
             )
         } else {
             "not built into this kernel".to_string()
         },
-        affects: if z.present {
-            vec![]
-        } else {
-            vec!["eat --backing zswap"]
-        },
+        affects: if z.present { vec![] } else { vec!["eat --backing zswap"] },
     });
 
     let psi_files: Vec<&str> = ["memory", "cpu", "io"]
@@ -235,80 +179,44 @@ pub fn examine() -> Findings {
         .collect();
     checks.push(Check {
         name: "psi",
-        status: if psi_files.len() == 3 {
-            Avail::Available
-        } else {
-            Avail::Missing
-        },
+        status: if psi_files.len() == 3 { Avail::Available } else { Avail::Missing },
         detail: if psi_files.is_empty() {
             "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)".into()
         } else {
             format!("/proc/pressure/{{{}}}", psi_files.join(","))
         },
-        affects: if psi_files.len() == 3 {
-            vec![]
-        } else {
-            vec!["thrash (PSI charts)", "monitor (PSI panel)"]
-        },
+        affects: if psi_files.len() == 3 { vec![] } else { vec!["thrash (PSI charts)", "monitor (PSI panel)"] },
     });
 
     checks.push(Check {
         name: "thp",
         status: Avail::Info,
-        detail: env
-            .thp
-            .clone()
-            .map(|m| format!("transparent huge pages: {m}"))
-            .unwrap_or("not available".into()),
+        detail: env.thp.clone().map(|m| format!("transparent huge pages: {m}")).unwrap_or("not available".into()),
         affects: vec![],
     });
 
     let pageout = workloads::mm::try_madvise_pageout();
     checks.push(Check {
         name: "madvise_pageout",
-        status: if pageout.is_ok() {
-            Avail::Available
-        } else {
-            Avail::Missing
-        },
+        status: if pageout.is_ok() { Avail::Available } else { Avail::Missing },
         detail: match &pageout {
             Ok(()) => "MADV_PAGEOUT works on a private mapping".into(),
             Err(e) => e.clone(),
         },
-        affects: if pageout.is_ok() {
-            vec![]
-        } else {
-            vec!["eat --trim self", "wscap periodic-pageout"]
-        },
+        affects: if pageout.is_ok() { vec![] } else { vec!["eat --trim self", "wscap periodic-pageout"] },
     });
     let pm = workloads::mm::try_process_madvise();
     checks.push(Check {
         name: "process_madvise",
-        status: if pm.is_ok() {
-            Avail::Available
-        } else {
-            Avail::Missing
-        },
+        status: if pm.is_ok() { Avail::Available } else { Avail::Missing },
         detail: match &pm {
             Ok(()) => format!(
                 "process_madvise(MADV_PAGEOUT) works; trimming other users' processes {}",
-                if has(CAP_SYS_NICE) {
-                    "allowed (CAP_SYS_NICE)"
-                } else {
-                    "needs CAP_SYS_NICE"
-                }
+                if has(CAP_SYS_NICE) { "allowed (CAP_SYS_NICE)" } else { "needs CAP_SYS_NICE" }
             ),
             Err(e) => e.clone(),
         },
-        affects: if pm.is_ok() {
-            vec![]
-        } else {
-            vec![
-                "eat --trim external",
-                "monitor trim key",
-                "wscap periodic-*",
-            ]
-        },
+        affects: if pm.is_ok() { vec![] } else { vec!["eat --trim external", "monitor trim key", "wscap periodic-*"] },
     });
     checks.push(Check {
         name: "memory",

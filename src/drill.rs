@@ -22,11 +22,7 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         out["swappiness"] = json!(v);
     }
     if let Some(size) = a.zram {
-        let z = sb.zram_swap(&ZramSpec {
-            disksize: size,
-            algorithm: a.algorithm.clone(),
-            priority: 32000,
-        })?;
+        let z = sb.zram_swap(&ZramSpec { disksize: size, algorithm: a.algorithm.clone(), priority: 32000 })?;
         out["zram"] = json!({"id": z.id, "device": z.device, "algorithm": z.algorithm});
     }
     if let Some(path) = &a.swapfile {
@@ -34,24 +30,12 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         out["swapfile"] = json!(path);
     }
     if let Some(limit) = a.cgroup {
-        let cg = sb.memory_cgroup(
-            "drill",
-            &Limits {
-                max: Some(limit),
-                ..Default::default()
-            },
-        )?;
-        out["cgroup"] =
-            json!({"name": cg.name, "version": cg.version.to_string(), "writes": cg.writes()});
+        let cg = sb.memory_cgroup("drill", &Limits { max: Some(limit), ..Default::default() })?;
+        out["cgroup"] = json!({"name": cg.name, "version": cg.version.to_string(), "writes": cg.writes()});
         let exe = std::env::current_exe()?;
         let mut w = Worker::spawn(WorkerSpec {
             exe,
-            args: vec![
-                "__worker".into(),
-                "hold".into(),
-                "--bytes".into(),
-                a.touch.to_string(),
-            ],
+            args: vec!["__worker".into(), "hold".into(), "--bytes".into(), a.touch.to_string()],
             cgroup: Some(&cg),
             env: vec![],
             label: "hold".into(),
@@ -59,13 +43,7 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         sandbox::fault::point("worker started");
         out["worker_pid"] = json!(w.pid);
         out["worker_in_cgroup"] = json!(cg.procs().contains(&w.pid));
-        match w.wait_for(
-            "ready",
-            None,
-            Duration::from_secs(60),
-            |_| {},
-            record::stop::requested,
-        ) {
+        match w.wait_for("ready", None, Duration::from_secs(60), |_| {}, record::stop::requested) {
             Ok(ev) => {
                 out["worker"] = json!({"outcome": "ready", "status": ev.data});
                 out["cgroup_usage_bytes"] = json!(cg.usage());

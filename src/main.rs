@@ -124,21 +124,11 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
                 let _ = e.print();
-                std::process::exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
-                    2
-                } else {
-                    0
-                });
+                std::process::exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            eprintln!(
-                "pagelab: {} (see pagelab --help)",
-                one_line_clap_error(&e).trim_start_matches("error: ")
-            );
+            eprintln!("pagelab: {} (see pagelab --help)", one_line_clap_error(&e).trim_start_matches("error: "));
             std::process::exit(2);
         }
     };
@@ -150,10 +140,7 @@ fn main() {
     }
     install_signal_handlers();
     install_panic_hook();
-    if !matches!(
-        cli.command,
-        Cmd::Restore(_) | Cmd::Completions { .. } | Cmd::Man { .. }
-    ) {
+    if !matches!(cli.command, Cmd::Restore(_) | Cmd::Completions { .. } | Cmd::Man { .. }) {
         restore_stale_runs();
     }
     let r = match cli.command {
@@ -163,12 +150,7 @@ fn main() {
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "pagelab",
-                &mut std::io::stdout(),
-            );
+            clap_complete::generate(shell, &mut Cli::command(), "pagelab", &mut std::io::stdout());
             Ok(())
         }
         Cmd::Man { out } => man(out),
@@ -186,15 +168,8 @@ fn main() {
                 130
             } else {
                 let usage = e.downcast_ref::<UsageError>().is_some()
-                    || e.chain().any(|c| {
-                        c.downcast_ref::<sandbox::SandboxError>()
-                            .is_some_and(|s| s.is_usage())
-                    });
-                let msg = e
-                    .chain()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(": ");
+                    || e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()));
+                let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
                 eprintln!("pagelab: {}", msg.replace('\n', " "));
                 if usage { 2 } else { 1 }
             };
@@ -210,19 +185,13 @@ fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&rep)?);
     } else {
         if rep.restored.is_empty() && rep.actions.is_empty() {
-            println!(
-                "nothing to restore: no journals of dead pagelab runs in {}",
-                dir.display()
-            );
+            println!("nothing to restore: no journals of dead pagelab runs in {}", dir.display());
         }
         for l in &rep.actions {
             println!("{l}");
         }
         for l in &rep.live {
-            println!(
-                "left alone (its pagelab process is still running): {}",
-                l.display()
-            );
+            println!("left alone (its pagelab process is still running): {}", l.display());
         }
         for e in &rep.errors {
             eprintln!("pagelab: {e}");

@@ -15,31 +15,20 @@ use std::time::{Duration, Instant};
 /// anything is created.
 pub fn resolve_program(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let exec = |p: &Path| {
-        p.is_file()
-            && p.metadata()
-                .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
-    };
+    let exec = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
     if name.contains('/') {
         let p = PathBuf::from(name);
         return exec(&p).then_some(p);
     }
     std::env::var_os("PATH")
-        .map(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(name))
-                .find(|p| exec(p))
-        })
+        .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| exec(p)))
         .unwrap_or(None)
 }
 
 /// Resolves `--cgroup` to a memory cgroup directory.
 pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget> {
     let (version, root) = p.memory_controller()?.ok_or_else(|| {
-        usage(format!(
-            "--cgroup {}: no memory cgroup controller is mounted on this machine",
-            path.display()
-        ))
+        usage(format!("--cgroup {}: no memory cgroup controller is mounted on this machine", path.display()))
     })?;
     let dir = if path.is_absolute() && path.starts_with(&root) {
         path.to_path_buf()
@@ -58,11 +47,7 @@ pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget
             root.display()
         )));
     }
-    let name = dir
-        .strip_prefix(&root)
-        .unwrap_or(&dir)
-        .display()
-        .to_string();
+    let name = dir.strip_prefix(&root).unwrap_or(&dir).display().to_string();
     Ok(CgroupTarget { version, dir, name })
 }
 
@@ -77,16 +62,12 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         ));
     }
     if !a.command.is_empty() && a.duration.is_some() {
-        return Err(usage(
-            "--duration cannot be combined with a command: the recording lasts as long as the command",
-        ));
+        return Err(usage("--duration cannot be combined with a command: the recording lasts as long as the command"));
     }
     if let Some(cmd) = a.command.first()
         && resolve_program(cmd).is_none()
     {
-        return Err(usage(format!(
-            "cannot run '{cmd}': not found or not executable (looked in PATH)"
-        )));
+        return Err(usage(format!("cannot run '{cmd}': not found or not executable (looked in PATH)")));
     }
     let mut p = Probe::default();
     if let Some(pid) = a.pid
@@ -94,19 +75,10 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     {
         return Err(usage(format!("--pid {pid}: no such process")));
     }
-    let cgroup = a
-        .cgroup
-        .as_deref()
-        .map(|c| resolve_cgroup(&mut p, c))
-        .transpose()?;
+    let cgroup = a.cgroup.as_deref().map(|c| resolve_cgroup(&mut p, c)).transpose()?;
     let out = a.out.clone().unwrap_or_else(|| default_out("record"));
     let env = p.environment();
-    let zram: Vec<u32> = env
-        .zram
-        .iter()
-        .filter(|z| z.disksize_bytes > 0)
-        .map(|z| z.id)
-        .collect();
+    let zram: Vec<u32> = env.zram.iter().filter(|z| z.disksize_bytes > 0).map(|z| z.id).collect();
     let config = serde_json::json!({
         "interval_s": a.interval.as_secs_f64(),
         "pid": a.pid,
@@ -114,10 +86,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         "duration_s": a.duration.map(|d| d.as_secs_f64()),
         "command": a.command,
     });
-    let rd = match RunDir::create(
-        &out,
-        RunJson::new("record", env!("CARGO_PKG_VERSION"), env, config),
-    ) {
+    let rd = match RunDir::create(&out, RunJson::new("record", env!("CARGO_PKG_VERSION"), env, config)) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             return Err(usage(format!("--out: {e}")));
@@ -126,24 +95,15 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
             return Err(e).with_context(|| format!("creating run directory {}", out.display()));
         }
     };
-    let targets = Targets {
-        pids: a.pid.into_iter().collect(),
-        cgroup: cgroup.clone(),
-        zram,
-        smaps: false,
-    };
+    let targets = Targets { pids: a.pid.into_iter().collect(), cgroup: cgroup.clone(), zram, smaps: false };
     let mut writer = rd.sample_writer()?;
-    let sampler = Sampler::start(
-        SamplerConfig {
-            interval: a.interval,
-            ..Default::default()
-        },
-        targets.clone(),
-        move |s| match writer.write(s) {
-            Ok(()) => Verdict::Continue,
-            Err(e) => Verdict::Abort(format!("writing samples.jsonl failed: {e}")),
-        },
-    )?;
+    let sampler =
+        Sampler::start(SamplerConfig { interval: a.interval, ..Default::default() }, targets.clone(), move |s| {
+            match writer.write(s) {
+                Ok(()) => Verdict::Continue,
+                Err(e) => Verdict::Abort(format!("writing samples.jsonl failed: {e}")),
+            }
+        })?;
     if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
         eprintln!("pagelab: warning: {why}");
     }
@@ -156,16 +116,9 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
             .spawn()
             .with_context(|| format!("starting '{}'", a.command[0]))?;
         let pid = child.id() as i32;
-        rd.event(&Event::now(
-            "info",
-            "command started",
-            serde_json::json!({"pid": pid, "command": a.command}),
-        ))?;
+        rd.event(&Event::now("info", "command started", serde_json::json!({"pid": pid, "command": a.command})))?;
         if a.pid.is_none() && cgroup.is_none() {
-            sampler.set_targets(Targets {
-                pids: vec![pid],
-                ..targets
-            });
+            sampler.set_targets(Targets { pids: vec![pid], ..targets });
         }
         let mut stop_seen: Option<Instant> = None;
         let st = loop {
@@ -184,16 +137,9 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         };
         let st = st.expect("child status");
         exit_code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
-        rd.event(&Event::now(
-            "info",
-            "command exited",
-            serde_json::json!({"exit_code": exit_code}),
-        ))?;
+        rd.event(&Event::now("info", "command exited", serde_json::json!({"exit_code": exit_code})))?;
         status = if record::stop::requested() {
-            RunStatus::new(
-                State::Interrupted,
-                Some(record::stop::reason().unwrap_or("interrupted by a signal".into())),
-            )
+            RunStatus::new(State::Interrupted, Some(record::stop::reason().unwrap_or("interrupted by a signal".into())))
         } else {
             RunStatus::new(State::Complete, None)
         };
@@ -201,10 +147,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         let d = a.duration.expect("duration");
         let stopped = record::stop::sleep(d);
         status = if stopped {
-            RunStatus::new(
-                State::Interrupted,
-                Some(record::stop::reason().unwrap_or("interrupted by a signal".into())),
-            )
+            RunStatus::new(State::Interrupted, Some(record::stop::reason().unwrap_or("interrupted by a signal".into())))
         } else {
             RunStatus::new(State::Complete, None)
         };
@@ -217,12 +160,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let summary = report::summary::summarize(&rec, &iv);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"dir": rd.path(), "summary": summary})
-            )?
-        );
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"dir": rd.path(), "summary": summary}))?);
     } else {
         eprint!("{}", report::summary::render_text(&summary));
         eprintln!(

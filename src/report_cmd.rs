@@ -9,10 +9,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         return Err(usage(format!("{}: no such run directory", a.dir.display())));
     }
     if !a.dir.join("run.json").exists() {
-        return Err(usage(format!(
-            "{}: not a pagelab run directory (no run.json)",
-            a.dir.display()
-        )));
+        return Err(usage(format!("{}: not a pagelab run directory (no run.json)", a.dir.display())));
     }
     let rec = record::RunRecord::load(&a.dir).map_err(|e| usage(e.to_string()))?;
     let iv = record::derive::intervals(&rec.samples);
@@ -21,10 +18,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"timeline_csv": path, "summary": s}))?
-        );
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"timeline_csv": path, "summary": s}))?);
     } else {
         print!("{}", report::summary::render_text(&s));
         println!("wrote {} ({} rows)", path.display(), iv.len());

@@ -8,9 +8,7 @@ pub const DURATION_FORMS: &str = "a number with a unit ms, s, m or h, e.g. 100ms
 /// Parses `64MiB`, `1.5GiB`, `4096`, `512KiB`. Units are binary (KiB = 1024).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -24,9 +22,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' is not a size: expected {SIZE_FORMS}"));
     }
     let bytes = if num.contains('.') {
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("'{s}' is not a size: expected {SIZE_FORMS}"))?;
+        let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a size: expected {SIZE_FORMS}"))?;
         let b = v * mult as f64;
         if !b.is_finite() || b >= u64::MAX as f64 {
             return Err(format!("'{s}' is too large"));
@@ -34,8 +30,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         b.round() as u64
     } else {
         let v: u64 = num.parse().map_err(|_| format!("'{s}' is too large"))?;
-        v.checked_mul(mult)
-            .ok_or_else(|| format!("'{s}' is too large"))?
+        v.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))?
     };
     Ok(bytes)
 }
@@ -43,9 +38,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// A size that must be at least one byte.
 pub fn parse_nonzero_size(s: &str) -> Result<u64, String> {
     match parse_size(s)? {
-        0 => Err(format!(
-            "'{s}': the size must be greater than zero ({SIZE_FORMS})"
-        )),
+        0 => Err(format!("'{s}': the size must be greater than zero ({SIZE_FORMS})")),
         v => Ok(v),
     }
 }
@@ -54,9 +47,7 @@ pub fn parse_nonzero_size(s: &str) -> Result<u64, String> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let bad = || format!("'{s}' is not a duration: expected {DURATION_FORMS}");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(bad)?;
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| bad())?;
     let secs = match unit {
@@ -76,9 +67,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// A duration that must be positive.
 pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
-        d if d.is_zero() => Err(format!(
-            "'{s}': the duration must be greater than zero ({DURATION_FORMS})"
-        )),
+        d if d.is_zero() => Err(format!("'{s}': the duration must be greater than zero ({DURATION_FORMS})")),
         d => Ok(d),
     }
 }
@@ -87,9 +76,7 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(10) || d > Duration::from_secs(3600) {
-        return Err(format!(
-            "'{s}': the interval must be between 10ms and 1h ({DURATION_FORMS})"
-        ));
+        return Err(format!("'{s}': the interval must be between 10ms and 1h ({DURATION_FORMS})"));
     }
     Ok(d)
 }
@@ -99,12 +86,7 @@ pub fn utc_stamp() -> String {
     let secs = probe::sample::realtime_ns() / 1_000_000_000;
     let (days, rem) = (secs / 86400, secs % 86400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
@@ -133,15 +115,7 @@ mod tests {
         assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
         assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
         assert_eq!(parse_size("2g").unwrap(), 2 << 30);
-        for bad in [
-            "12XB",
-            "",
-            "MiB",
-            "-1",
-            "1.2.3MiB",
-            "99999999999999999999",
-            "20000000TiB",
-        ] {
+        for bad in ["12XB", "", "MiB", "-1", "1.2.3MiB", "99999999999999999999", "20000000TiB"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
         assert!(parse_nonzero_size("0").is_err());

@@ -22,29 +22,20 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
 }
 
 fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
 fn self_status() -> serde_json::Value {
-    let s = probe::Probe::default()
-        .pid_status(std::process::id() as i32)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default();
     json!({"rss_bytes": s.vm_rss, "swap_bytes": s.vm_swap, "hwm_bytes": s.vm_hwm})
 }
 
 /// Allocates and touches `--bytes`, reports `ready`, then obeys `touch` and `exit`.
 fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
-    let bytes: usize = arg(args, "--bytes")
-        .and_then(|v| v.parse().ok())
-        .ok_or("hold needs --bytes N")?;
+    let bytes: usize = arg(args, "--bytes").and_then(|v| v.parse().ok()).ok_or("hold needs --bytes N")?;
     let page = probe::environment::page_size() as usize;
-    let mut m = workloads::mm::Mapping::anon(bytes.max(page), 0)
-        .map_err(|e| format!("mmap of {bytes} bytes failed: {e}"))?;
+    let mut m =
+        workloads::mm::Mapping::anon(bytes.max(page), 0).map_err(|e| format!("mmap of {bytes} bytes failed: {e}"))?;
     io.emit("phase_start", "touch", json!({}));
     let buf = m.as_mut_slice();
     for (i, chunk) in buf.chunks_mut(page).enumerate() {
@@ -63,11 +54,7 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
             }
             "status" => io.emit("status", "", self_status()),
             "exit" => break,
-            other => io.emit(
-                "info",
-                &format!("unknown command '{other}'"),
-                serde_json::Value::Null,
-            ),
+            other => io.emit("info", &format!("unknown command '{other}'"), serde_json::Value::Null),
         }
     }
     Ok(())

@@ -19,8 +19,7 @@ fn snapshot(cg_root: &std::path::Path) -> String {
         .map(|e| e.file_name().to_string_lossy().to_string())
         .filter(|n| n.starts_with("zram"))
         .map(|n| {
-            let size =
-                std::fs::read_to_string(format!("/sys/block/{n}/disksize")).unwrap_or_default();
+            let size = std::fs::read_to_string(format!("/sys/block/{n}/disksize")).unwrap_or_default();
             format!("{n}:{}", size.trim())
         })
         .collect();
@@ -30,13 +29,7 @@ fn snapshot(cg_root: &std::path::Path) -> String {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             if e.file_type().unwrap().is_dir() {
-                groups.push(
-                    e.path()
-                        .strip_prefix(cg_root)
-                        .unwrap()
-                        .display()
-                        .to_string(),
-                );
+                groups.push(e.path().strip_prefix(cg_root).unwrap().display().to_string());
                 if groups.len() < 10_000 {
                     stack.push(e.path());
                 }
@@ -44,12 +37,7 @@ fn snapshot(cg_root: &std::path::Path) -> String {
         }
     }
     groups.sort();
-    let sysctl = |n: &str| {
-        std::fs::read_to_string(format!("/proc/sys/vm/{n}"))
-            .unwrap()
-            .trim()
-            .to_string()
-    };
+    let sysctl = |n: &str| std::fs::read_to_string(format!("/proc/sys/vm/{n}")).unwrap().trim().to_string();
     format!(
         "swaps:\n{swaps}\nzram: {zram:?}\ncgroups: {groups:?}\nswappiness {} page-cluster {}",
         sysctl("swappiness"),
@@ -73,11 +61,7 @@ fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
     };
     let jdir = tempfile::tempdir().unwrap();
     let before = snapshot(&cg_root);
-    let current_swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness")
-        .unwrap()
-        .trim()
-        .parse::<u32>()
-        .unwrap();
+    let current_swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim().parse::<u32>().unwrap();
     let new_swappiness = if current_swappiness == 133 { 134 } else { 133 };
     let drill = |fault: Option<u32>| {
         let mut c = Command::new(bin());
@@ -104,22 +88,14 @@ fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
         let out = drill(Some(n));
         let was_killed = out.status.code().is_none();
         if !was_killed {
-            assert!(
-                out.status.success(),
-                "fault point {n}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "fault point {n}: {}", String::from_utf8_lossy(&out.stderr));
             break;
         }
         killed += 1;
         if snapshot(&cg_root) != before {
             changed_at_kill += 1;
         }
-        let r = Command::new(bin())
-            .env("PAGELAB_JOURNAL_DIR", jdir.path())
-            .arg("restore")
-            .output()
-            .unwrap();
+        let r = Command::new(bin()).env("PAGELAB_JOURNAL_DIR", jdir.path()).arg("restore").output().unwrap();
         assert!(
             r.status.success(),
             "restore after fault point {n} failed: {}{}",
@@ -127,14 +103,8 @@ fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
             String::from_utf8_lossy(&r.stderr)
         );
         let after = snapshot(&cg_root);
-        assert_eq!(
-            after, before,
-            "state after fault point {n} and restore differs from the snapshot"
-        );
-        assert!(
-            sandbox::journal::journal_files(jdir.path()).is_empty(),
-            "journal left after fault point {n}"
-        );
+        assert_eq!(after, before, "state after fault point {n} and restore differs from the snapshot");
+        assert!(sandbox::journal::journal_files(jdir.path()).is_empty(), "journal left after fault point {n}");
         n += 1;
         assert!(n < 200, "the drill never completed");
     }
@@ -142,9 +112,6 @@ fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
         "killed at {killed} checkpoints ({changed_at_kill} left changes that restore undid); all restored exactly"
     );
     assert!(killed >= 20, "only {killed} fault points");
-    assert!(
-        changed_at_kill >= 10,
-        "most kills should leave something to restore, got {changed_at_kill}"
-    );
+    assert!(changed_at_kill >= 10, "most kills should leave something to restore, got {changed_at_kill}");
     assert_eq!(snapshot(&cg_root), before);
 }

@@ -8,10 +8,7 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn journal_env() -> (&'static str, std::path::PathBuf) {
-    (
-        "PAGELAB_JOURNAL_DIR",
-        std::env::temp_dir().join("pagelab-record-test-journals"),
-    )
+    ("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-record-test-journals"))
 }
 
 #[test]
@@ -21,46 +18,19 @@ fn record_a_command_passes_its_exit_code_and_report_reads_it() {
     let (k, v) = journal_env();
     let out = Command::new(bin())
         .env(k, v)
-        .args([
-            "record",
-            "--interval",
-            "50ms",
-            "--out",
-            dir.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "sleep 0.6; exit 3",
-        ])
+        .args(["record", "--interval", "50ms", "--out", dir.to_str().unwrap(), "--", "sh", "-c", "sleep 0.6; exit 3"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["status"]["state"], "complete");
     assert_eq!(run["experiment"], "record");
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    assert!(
-        samples.lines().count() >= 5,
-        "{} samples",
-        samples.lines().count()
-    );
+    assert!(samples.lines().count() >= 5, "{} samples", samples.lines().count());
     // The command was the target: its pid appears in the samples.
     assert!(samples.contains("\"pids\""));
-    let out = Command::new(bin())
-        .args(["report", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(bin()).args(["report", dir.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(dir.join("timeline.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     for col in [
@@ -74,21 +44,10 @@ fn record_a_command_passes_its_exit_code_and_report_reads_it() {
     ] {
         assert!(header.split(',').any(|c| c == col), "column {col}");
     }
-    assert_eq!(
-        csv.lines().count(),
-        samples.lines().count(),
-        "one row per interval plus the header"
-    );
+    assert_eq!(csv.lines().count(), samples.lines().count(), "one row per interval plus the header");
     // Target RSS is non-zero while the shell runs.
-    let anon_col = header
-        .split(',')
-        .position(|c| c == "target_anon_bytes")
-        .unwrap();
-    assert!(
-        csv.lines()
-            .skip(1)
-            .any(|l| l.split(',').nth(anon_col).is_some_and(|v| v != "0"))
-    );
+    let anon_col = header.split(',').position(|c| c == "target_anon_bytes").unwrap();
+    assert!(csv.lines().skip(1).any(|l| l.split(',').nth(anon_col).is_some_and(|v| v != "0")));
 }
 
 #[test]
@@ -98,16 +57,7 @@ fn record_duration_json() {
     let (k, v) = journal_env();
     let out = Command::new(bin())
         .env(k, v)
-        .args([
-            "record",
-            "--duration",
-            "500ms",
-            "--interval",
-            "100ms",
-            "--json",
-            "--out",
-            dir.to_str().unwrap(),
-        ])
+        .args(["record", "--duration", "500ms", "--interval", "100ms", "--json", "--out", dir.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -115,10 +65,8 @@ fn record_duration_json() {
     assert_eq!(v["summary"]["status"], "complete");
     assert!(v["summary"]["samples"].as_u64().unwrap() >= 3);
     // A second run into the same directory is refused.
-    let out = Command::new(bin())
-        .args(["record", "--duration", "1s", "--out", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out =
+        Command::new(bin()).args(["record", "--duration", "1s", "--out", dir.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -129,15 +77,7 @@ fn sigkill_mid_run_leaves_a_readable_interrupted_run() {
     let (k, v) = journal_env();
     let mut child = std::process::Command::new(bin())
         .env(k, v)
-        .args([
-            "record",
-            "--duration",
-            "60s",
-            "--interval",
-            "20ms",
-            "--out",
-            dir.to_str().unwrap(),
-        ])
+        .args(["record", "--duration", "60s", "--interval", "20ms", "--out", dir.to_str().unwrap()])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -145,15 +85,8 @@ fn sigkill_mid_run_leaves_a_readable_interrupted_run() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
-    let out = Command::new(bin())
-        .args(["report", "--json", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(bin()).args(["report", "--json", dir.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["status"], "interrupted");
     assert!(v["summary"]["samples"].as_u64().unwrap() >= 10, "{v}");
@@ -167,15 +100,7 @@ fn sigint_stops_cleanly_with_status_interrupted_and_exit_130() {
     let (k, v) = journal_env();
     let mut child = std::process::Command::new(bin())
         .env(k, v)
-        .args([
-            "record",
-            "--duration",
-            "60s",
-            "--interval",
-            "50ms",
-            "--out",
-            dir.to_str().unwrap(),
-        ])
+        .args(["record", "--duration", "60s", "--interval", "50ms", "--out", dir.to_str().unwrap()])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -184,8 +109,7 @@ fn sigint_stops_cleanly_with_status_interrupted_and_exit_130() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130));
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["status"]["state"], "interrupted");
     assert!(run["sampler"]["samples"].as_u64().unwrap() > 0);
 }

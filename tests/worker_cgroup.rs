@@ -9,10 +9,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn drill(args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = Command::new(assert_cmd::cargo::cargo_bin("pagelab"))
-        .env(
-            "PAGELAB_JOURNAL_DIR",
-            std::env::temp_dir().join("pagelab-worker-test-journals"),
-        )
+        .env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-worker-test-journals"))
         .arg("__sandbox-drill")
         .args(args)
         .output()
@@ -27,12 +24,7 @@ fn skip() -> bool {
         eprintln!("skipped: needs root");
         return true;
     }
-    if probe::Probe::default()
-        .memory_controller()
-        .ok()
-        .flatten()
-        .is_none()
-    {
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
         eprintln!("skipped: no memory cgroup controller");
         return true;
     }
@@ -50,13 +42,8 @@ fn worker_is_placed_in_its_cgroup_and_the_limit_holds() {
     assert_eq!(v["worker_in_cgroup"], true, "{v}");
     assert_eq!(v["worker"]["outcome"], "ready", "{v}");
     let usage = v["cgroup_usage_bytes"].as_u64().unwrap();
-    assert!(usage >= 16 << 20 && usage <= 64 << 20, "usage {usage}");
-    assert!(
-        v["cgroup"]["name"]
-            .as_str()
-            .unwrap()
-            .starts_with("pagelab/drill-")
-    );
+    assert!(((16 << 20)..=(64 << 20)).contains(&usage), "usage {usage}");
+    assert!(v["cgroup"]["name"].as_str().unwrap().starts_with("pagelab/drill-"));
 }
 
 #[test]
@@ -65,15 +52,8 @@ fn exceeding_the_limit_without_swap_is_an_oom_kill_reported_with_phase_and_limit
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if std::fs::read_to_string("/proc/swaps")
-        .unwrap()
-        .lines()
-        .count()
-        > 1
-    {
-        eprintln!(
-            "skipped: a swap device is active, so the group would swap instead of being OOM-killed"
-        );
+    if std::fs::read_to_string("/proc/swaps").unwrap().lines().count() > 1 {
+        eprintln!("skipped: a swap device is active, so the group would swap instead of being OOM-killed");
         return;
     }
     let (code, v, err) = drill(&["--cgroup", "32MiB", "--touch", "96MiB"]);
@@ -81,19 +61,11 @@ fn exceeding_the_limit_without_swap_is_an_oom_kill_reported_with_phase_and_limit
     assert_eq!(v["worker"]["outcome"], "failed", "{v}");
     assert_eq!(v["worker"]["oom_killed"], true, "{v}");
     let msg = v["worker"]["message"].as_str().unwrap();
-    assert!(
-        msg.contains("killed by the OOM killer in cgroup pagelab/drill-"),
-        "{msg}"
-    );
+    assert!(msg.contains("killed by the OOM killer in cgroup pagelab/drill-"), "{msg}");
     assert!(msg.contains("(limit 32 MiB)"), "{msg}");
     assert!(msg.contains("phase touch"), "{msg}");
     let restored = v["restored"].as_array().unwrap();
-    assert!(
-        restored
-            .iter()
-            .any(|r| r.as_str().unwrap().contains("removed cgroup")),
-        "{v}"
-    );
+    assert!(restored.iter().any(|r| r.as_str().unwrap().contains("removed cgroup")), "{v}");
 }
 
 #[test]
@@ -103,21 +75,9 @@ fn with_zram_the_group_swaps_instead_and_stays_under_its_limit() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (code, v, err) = drill(&[
-        "--zram",
-        "128MiB",
-        "--cgroup",
-        "32MiB",
-        "--touch",
-        "64MiB",
-        "--swappiness",
-        "100",
-    ]);
+    let (code, v, err) = drill(&["--zram", "128MiB", "--cgroup", "32MiB", "--touch", "64MiB", "--swappiness", "100"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["worker"]["outcome"], "ready", "{v}");
     assert!(v["cgroup_usage_bytes"].as_u64().unwrap() <= 32 << 20, "{v}");
-    assert!(
-        v["worker"]["status"]["swap_bytes"].as_u64().unwrap() >= 24 << 20,
-        "{v}"
-    );
+    assert!(v["worker"]["status"]["swap_bytes"].as_u64().unwrap() >= 24 << 20, "{v}");
 }

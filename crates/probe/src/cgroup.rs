@@ -4,10 +4,10 @@
 //! Limits are normalized: v2's `max` and v1's "unlimited" sentinel (a value near
 //! 2^63 rounded to pages) both become `u64::MAX`.
 
+use crate::counters::{Counters, Keys};
 use crate::error::ParseError;
-use crate::util::{parse_flat_keyed, parse_single_u64};
+use crate::util::{parse_flat_keyed, parse_flat_keyed_with, parse_single_u64};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -34,26 +34,23 @@ const V1_UNLIMITED_FLOOR: u64 = 1 << 62;
 
 /// A v2 limit file (`memory.max`, `memory.high`, `memory.swap.max`): `max` or bytes.
 pub fn parse_v2_limit(text: &str) -> Result<u64, ParseError> {
-    if text.trim() == "max" {
-        Ok(UNLIMITED)
-    } else {
-        parse_single_u64(text)
-    }
+    if text.trim() == "max" { Ok(UNLIMITED) } else { parse_single_u64(text) }
 }
 
 /// A v1 limit file (`memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`).
 pub fn parse_v1_limit(text: &str) -> Result<u64, ParseError> {
     let v = parse_single_u64(text)?;
-    Ok(if v >= V1_UNLIMITED_FLOOR {
-        UNLIMITED
-    } else {
-        v
-    })
+    Ok(if v >= V1_UNLIMITED_FLOOR { UNLIMITED } else { v })
 }
 
 /// `memory.stat` (v1 and v2) and `memory.events`: "key value" maps.
-pub fn parse_keyed(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
+pub fn parse_keyed(text: &str) -> Result<Counters, ParseError> {
     parse_flat_keyed(text)
+}
+
+/// [`parse_keyed`], reusing the key table of a previous read.
+pub fn parse_keyed_with(text: &str, prev: Option<&Keys>) -> Result<Counters, ParseError> {
+    parse_flat_keyed_with(text, prev)
 }
 
 /// One counter file (`memory.current`, `memory.usage_in_bytes`, `memory.failcnt`, ...).
@@ -80,9 +77,9 @@ pub struct CgroupSample {
     /// v1 memory.failcnt: how often the limit was hit.
     pub failcnt: Option<u64>,
     /// memory.stat (v2 keys are bytes or event counts; v1 keys are bytes or counts).
-    pub stat: Option<BTreeMap<String, u64>>,
+    pub stat: Option<Counters>,
     /// v2 memory.events (low, high, max, oom, oom_kill, ...).
-    pub events: Option<BTreeMap<String, u64>>,
+    pub events: Option<Counters>,
     /// v2 memory.pressure.
     pub pressure: Option<crate::pressure::Pressure>,
 }
@@ -92,8 +89,8 @@ impl CgroupSample {
     pub fn anon_bytes(&self) -> Option<u64> {
         let s = self.stat.as_ref()?;
         match self.version? {
-            CgroupVersion::V2 => s.get("anon").copied(),
-            CgroupVersion::V1 => s.get("total_rss").or_else(|| s.get("rss")).copied(),
+            CgroupVersion::V2 => s.get("anon"),
+            CgroupVersion::V1 => s.get("total_rss").or_else(|| s.get("rss")),
         }
     }
     /// Page cache in the group, bytes, shmem excluded where the kernel allows.
@@ -101,31 +98,27 @@ impl CgroupSample {
         let s = self.stat.as_ref()?;
         match self.version? {
             CgroupVersion::V2 => {
-                let file = *s.get("file")?;
-                Some(file.saturating_sub(s.get("shmem").copied().unwrap_or(0)))
+                let file = s.get("file")?;
+                Some(file.saturating_sub(s.get("shmem").unwrap_or(0)))
             }
             CgroupVersion::V1 => {
-                let cache = *s.get("total_cache").or_else(|| s.get("cache"))?;
-                let shmem = s
-                    .get("total_shmem")
-                    .or_else(|| s.get("shmem"))
-                    .copied()
-                    .unwrap_or(0);
+                let cache = s.get("total_cache").or_else(|| s.get("cache"))?;
+                let shmem = s.get("total_shmem").or_else(|| s.get("shmem")).unwrap_or(0);
                 Some(cache.saturating_sub(shmem))
             }
         }
     }
     pub fn shmem_bytes(&self) -> Option<u64> {
         let s = self.stat.as_ref()?;
-        s.get("shmem").or_else(|| s.get("total_shmem")).copied()
+        s.get("shmem").or_else(|| s.get("total_shmem"))
     }
     /// OOM kills inside the group (v2 memory.events oom_kill; v1 from memory.oom_control).
     pub fn oom_kills(&self) -> Option<u64> {
-        self.events.as_ref()?.get("oom_kill").copied()
+        self.events.as_ref()?.get("oom_kill")
     }
 }
 
 /// v1 `memory.oom_control`: `oom_kill_disable 0`, `under_oom 0`, `oom_kill N`.
-pub fn parse_v1_oom_control(text: &str) -> Result<BTreeMap<String, u64>, ParseError> {
+pub fn parse_v1_oom_control(text: &str) -> Result<Counters, ParseError> {
     parse_flat_keyed(text)
 }

@@ -47,17 +47,13 @@ pub struct Environment {
 
 /// The bracketed choice in a sysfs "a [b] c" file.
 pub fn selected_choice(text: &str) -> Option<String> {
-    text.split_ascii_whitespace()
-        .find_map(|t| t.strip_prefix('[')?.strip_suffix(']').map(str::to_string))
+    text.split_ascii_whitespace().find_map(|t| t.strip_prefix('[')?.strip_suffix(']').map(str::to_string))
 }
 
 impl Probe {
     fn read_trim(&self, path: &std::path::Path) -> Option<String> {
         let mut s = String::new();
-        read_into(path, &mut s)
-            .ok()
-            .filter(|b| *b)
-            .map(|_| s.trim().to_string())
+        read_into(path, &mut s).ok().filter(|b| *b).map(|_| s.trim().to_string())
     }
 
     pub fn zswap(&self) -> Zswap {
@@ -67,35 +63,23 @@ impl Probe {
         }
         Zswap {
             present: true,
-            enabled: self
-                .read_trim(&d.join("enabled"))
-                .map(|v| v == "Y" || v == "1"),
+            enabled: self.read_trim(&d.join("enabled")).map(|v| v == "Y" || v == "1"),
             compressor: self.read_trim(&d.join("compressor")),
-            max_pool_percent: self
-                .read_trim(&d.join("max_pool_percent"))
-                .and_then(|v| v.parse().ok()),
+            max_pool_percent: self.read_trim(&d.join("max_pool_percent")).and_then(|v| v.parse().ok()),
         }
     }
 
     pub fn thp_mode(&self) -> Option<String> {
-        self.read_trim(
-            &self
-                .roots()
-                .sys
-                .join("kernel/mm/transparent_hugepage/enabled"),
-        )
-        .and_then(|t| selected_choice(&t))
+        self.read_trim(&self.roots().sys.join("kernel/mm/transparent_hugepage/enabled"))
+            .and_then(|t| selected_choice(&t))
     }
 
     pub fn sysctl_u64(&self, name: &str) -> Option<u64> {
-        self.read_trim(&self.roots().proc.join("sys").join(name.replace('.', "/")))?
-            .parse()
-            .ok()
+        self.read_trim(&self.roots().proc.join("sys").join(name.replace('.', "/")))?.parse().ok()
     }
 
     pub fn kernel_release(&self) -> String {
-        self.read_trim(&self.roots().proc.join("sys/kernel/osrelease"))
-            .unwrap_or_default()
+        self.read_trim(&self.roots().proc.join("sys/kernel/osrelease")).unwrap_or_default()
     }
 
     pub fn environment(&mut self) -> Environment {
@@ -104,45 +88,26 @@ impl Probe {
         let cpu_model = cpuinfo
             .lines()
             .find_map(|l| {
-                l.strip_prefix("model name")
-                    .and_then(|r| r.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
             })
             .unwrap_or_default();
         let mounts = self.cgroup_mounts().ok();
-        let memory_controller = self
-            .memory_controller()
-            .ok()
-            .flatten()
-            .map(|(v, _)| v.to_string());
+        let memory_controller = self.memory_controller().ok().flatten().map(|(v, _)| v.to_string());
         let zram = self
             .zram_devices()
             .into_iter()
             .map(|id| ZramDevice {
                 id,
                 disksize_bytes: self.zram_disksize(id).ok().flatten().unwrap_or(0),
-                algorithm: self
-                    .zram_comp_algorithm(id)
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.selected),
+                algorithm: self.zram_comp_algorithm(id).ok().flatten().and_then(|c| c.selected),
             })
             .collect();
         Environment {
-            hostname: self
-                .read_trim(&proc.join("sys/kernel/hostname"))
-                .unwrap_or_default(),
+            hostname: self.read_trim(&proc.join("sys/kernel/hostname")).unwrap_or_default(),
             kernel: self.kernel_release(),
             cpu_model,
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-            ram_bytes: self
-                .meminfo()
-                .ok()
-                .flatten()
-                .and_then(|m| m.total())
-                .unwrap_or(0),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            ram_bytes: self.meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(0),
             page_size: page_size(),
             thp: self.thp_mode(),
             swappiness: self.sysctl_u64("vm.swappiness"),

@@ -14,10 +14,7 @@ pub struct ParseError {
 
 impl ParseError {
     pub fn new(line: usize, message: impl Into<String>) -> Self {
-        ParseError {
-            line,
-            message: message.into(),
-        }
+        ParseError { line, message: message.into() }
     }
 }
 
@@ -27,10 +24,7 @@ pub enum ProbeError {
     #[error("{path}: {source}")]
     Parse { path: PathBuf, source: ParseError },
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 impl ProbeError {

@@ -13,6 +13,7 @@
 //! - no policy: this crate never writes to the system.
 
 pub mod cgroup;
+pub mod counters;
 pub mod environment;
 pub mod error;
 pub mod meminfo;

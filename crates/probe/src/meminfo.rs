@@ -4,20 +4,20 @@
 //! Values in `kB` are multiplied by 1024; unitless values (`HugePages_Total`, ...)
 //! are kept as counts.
 
+use crate::counters::{Counters, Keys, parse_lines};
 use crate::error::ParseError;
 use crate::util::{kib_to_bytes, parse_u64};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// /proc/meminfo as a map: key -> bytes (or a count for unitless keys).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Meminfo(pub BTreeMap<String, u64>);
+pub struct Meminfo(pub Counters);
 
 impl Meminfo {
     /// A value by its meminfo name, in bytes for `kB` fields.
     pub fn get(&self, key: &str) -> Option<u64> {
-        self.0.get(key).copied()
+        self.0.get(key)
     }
     pub fn total(&self) -> Option<u64> {
         self.get("MemTotal")
@@ -32,22 +32,20 @@ impl Meminfo {
 }
 
 pub fn parse(text: &str) -> Result<Meminfo, ParseError> {
-    let mut map = BTreeMap::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
+    parse_with(text, None)
+}
+
+/// [`parse`], reusing the key table of a previous read.
+pub fn parse_with(text: &str, prev: Option<&Keys>) -> Result<Meminfo, ParseError> {
+    let c = parse_lines(text, prev, |line, n| {
         if line.trim().is_empty() {
-            continue;
+            return Ok(None);
         }
         let Some((key, rest)) = line.split_once(':') else {
-            return Err(ParseError::new(
-                n,
-                format!("expected 'Key: value [kB]', found '{line}'"),
-            ));
+            return Err(ParseError::new(n, format!("expected 'Key: value [kB]', found '{line}'")));
         };
         let mut it = rest.split_ascii_whitespace();
-        let value = it
-            .next()
-            .ok_or_else(|| ParseError::new(n, format!("{key}: missing value")))?;
+        let value = it.next().ok_or_else(|| ParseError::new(n, format!("{key}: missing value")))?;
         let value = parse_u64(value, n, key)?;
         let value = match it.next() {
             None => value,
@@ -55,15 +53,12 @@ pub fn parse(text: &str) -> Result<Meminfo, ParseError> {
             Some(unit) => return Err(ParseError::new(n, format!("{key}: unknown unit '{unit}'"))),
         };
         if it.next().is_some() {
-            return Err(ParseError::new(
-                n,
-                format!("{key}: trailing text in '{line}'"),
-            ));
+            return Err(ParseError::new(n, format!("{key}: trailing text in '{line}'")));
         }
-        map.insert(key.trim().to_string(), value);
-    }
-    if map.is_empty() {
+        Ok(Some((key.trim(), value)))
+    })?;
+    if c.is_empty() {
         return Err(ParseError::new(0, "empty meminfo"));
     }
-    Ok(Meminfo(map))
+    Ok(Meminfo(c))
 }

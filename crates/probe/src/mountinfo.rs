@@ -37,10 +37,7 @@ pub fn parse(text: &str) -> Result<Vec<Mount>, ParseError> {
             mount_point: unescape_path(f[4]),
             fs_type: f[sep + 1].to_string(),
             source: f[sep + 2].to_string(),
-            super_options: f
-                .get(sep + 3)
-                .map(|s| s.split(',').map(str::to_string).collect())
-                .unwrap_or_default(),
+            super_options: f.get(sep + 3).map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default(),
         });
     }
     Ok(out)

@@ -27,10 +27,7 @@ pub fn parse_status(text: &str) -> Result<PidStatus, ParseError> {
             if line.trim().is_empty() {
                 continue;
             }
-            return Err(ParseError::new(
-                n,
-                format!("expected 'Key:\\tvalue', found '{line}'"),
-            ));
+            return Err(ParseError::new(n, format!("expected 'Key:\\tvalue', found '{line}'")));
         };
         if key == "Name" {
             saw_name = true;
@@ -46,10 +43,7 @@ pub fn parse_status(text: &str) -> Result<PidStatus, ParseError> {
         };
         let mut it = rest.split_ascii_whitespace();
         let (Some(v), Some("kB")) = (it.next(), it.next()) else {
-            return Err(ParseError::new(
-                n,
-                format!("{key}: expected '<number> kB', found '{}'", rest.trim()),
-            ));
+            return Err(ParseError::new(n, format!("{key}: expected '<number> kB', found '{}'", rest.trim())));
         };
         *slot = Some(kib_to_bytes(parse_u64(v, n, key)?, n, key)?);
     }
@@ -77,22 +71,14 @@ pub struct PidStat {
 pub fn parse_stat(text: &str) -> Result<PidStat, ParseError> {
     // The command name (field 2) is in parentheses and may itself contain spaces
     // and ')', so fields are counted from the last ')'.
-    let line = text
-        .lines()
-        .next()
-        .ok_or_else(|| ParseError::new(0, "empty stat file"))?;
-    let close = line
-        .rfind(')')
-        .ok_or_else(|| ParseError::new(1, "no ')' closing the command name"))?;
+    let line = text.lines().next().ok_or_else(|| ParseError::new(0, "empty stat file"))?;
+    let close = line.rfind(')').ok_or_else(|| ParseError::new(1, "no ')' closing the command name"))?;
     let rest: Vec<&str> = line[close + 1..].split_ascii_whitespace().collect();
     // rest[0] is field 3 (state); field k is rest[k - 3].
     let field = |k: usize, name: &str| -> Result<u64, ParseError> {
-        let s = rest.get(k - 3).ok_or_else(|| {
-            ParseError::new(
-                1,
-                format!("{name} (field {k}) missing: only {} fields", rest.len() + 2),
-            )
-        })?;
+        let s = rest
+            .get(k - 3)
+            .ok_or_else(|| ParseError::new(1, format!("{name} (field {k}) missing: only {} fields", rest.len() + 2)))?;
         parse_u64(s, 1, name)
     };
     Ok(PidStat {
@@ -128,27 +114,18 @@ pub fn parse_smaps_rollup(text: &str) -> Result<SmapsRollup, ParseError> {
             continue;
         }
         let Some((key, rest)) = line.split_once(':') else {
-            return Err(ParseError::new(
-                n,
-                format!("expected 'Key: value kB', found '{line}'"),
-            ));
+            return Err(ParseError::new(n, format!("expected 'Key: value kB', found '{line}'")));
         };
         let mut it = rest.split_ascii_whitespace();
         match (it.next(), it.next()) {
             (Some(v), Some("kB")) => {
-                map.insert(
-                    key.to_string(),
-                    kib_to_bytes(parse_u64(v, n, key)?, n, key)?,
-                );
+                map.insert(key.to_string(), kib_to_bytes(parse_u64(v, n, key)?, n, key)?);
             }
             (Some(v), None) => {
                 map.insert(key.to_string(), parse_u64(v, n, key)?);
             }
             _ => {
-                return Err(ParseError::new(
-                    n,
-                    format!("{key}: expected '<number> kB', found '{}'", rest.trim()),
-                ));
+                return Err(ParseError::new(n, format!("{key}: expected '<number> kB', found '{}'", rest.trim())));
             }
         }
     }

@@ -32,18 +32,13 @@ fn parse_line(fields: &[&str], n: usize) -> Result<PsiLine, ParseError> {
     let mut seen = 0u8;
     for f in fields {
         let Some((k, v)) = f.split_once('=') else {
-            return Err(ParseError::new(
-                n,
-                format!("expected key=value, found '{f}'"),
-            ));
+            return Err(ParseError::new(n, format!("expected key=value, found '{f}'")));
         };
         let avg = |v: &str| {
             v.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| {
-                    ParseError::new(n, format!("{k}: cannot read '{v}' as a percentage"))
-                })
+                .ok_or_else(|| ParseError::new(n, format!("{k}: cannot read '{v}' as a percentage")))
         };
         match k {
             "avg10" => out.avg10 = avg(v)?,
@@ -55,10 +50,7 @@ fn parse_line(fields: &[&str], n: usize) -> Result<PsiLine, ParseError> {
         seen += 1;
     }
     if seen < 4 {
-        return Err(ParseError::new(
-            n,
-            "expected avg10, avg60, avg300 and total",
-        ));
+        return Err(ParseError::new(n, "expected avg10, avg60, avg300 and total"));
     }
     Ok(out)
 }
@@ -75,10 +67,7 @@ pub fn parse(text: &str) -> Result<Pressure, ParseError> {
             "some" => some = Some(parse_line(&rest, n)?),
             "full" => full = Some(parse_line(&rest, n)?),
             other => {
-                return Err(ParseError::new(
-                    n,
-                    format!("expected 'some' or 'full', found '{other}'"),
-                ));
+                return Err(ParseError::new(n, format!("expected 'some' or 'full', found '{other}'")));
             }
         }
     }

@@ -1,10 +1,11 @@
 //! The reader: kernel files from injectable roots into typed values and Samples.
 
 use crate::cgroup::{self, CgroupSample, CgroupVersion};
+use crate::counters::Keys;
 use crate::error::ProbeError;
 use crate::mountinfo::{self, CgroupMounts};
 use crate::sample::{PidSample, Psi, Sample, ZramSample, monotonic_ns};
-use crate::util::{read_into, read_parse};
+use crate::util::{FileReader, read_parse};
 use crate::{meminfo, pid, pressure, stat, swaps, vmstat, zram};
 use std::path::{Path, PathBuf};
 
@@ -21,11 +22,7 @@ pub struct Roots {
 
 impl Default for Roots {
     fn default() -> Self {
-        Roots {
-            proc: "/proc".into(),
-            sys: "/sys".into(),
-            fs: "/".into(),
-        }
+        Roots { proc: "/proc".into(), sys: "/sys".into(), fs: "/".into() }
     }
 }
 
@@ -33,11 +30,7 @@ impl Roots {
     /// All three roots inside one directory (a fake tree with `proc/` and `sys/`).
     pub fn under(dir: impl AsRef<Path>) -> Self {
         let d = dir.as_ref();
-        Roots {
-            proc: d.join("proc"),
-            sys: d.join("sys"),
-            fs: d.to_path_buf(),
-        }
+        Roots { proc: d.join("proc"), sys: d.join("sys"), fs: d.to_path_buf() }
     }
 
     /// Maps an absolute path as the kernel prints it (a mount point) into these roots.
@@ -78,7 +71,19 @@ pub struct Targets {
 #[derive(Debug)]
 pub struct Probe {
     roots: Roots,
-    buf: String,
+    buf: FileReader,
+    /// Key tables of the map-shaped files from the previous read (see `counters`).
+    keys: KeyCache,
+    /// zram algorithms by device id: configuration, read once per device.
+    zram_alg: Vec<(u32, Option<String>)>,
+}
+
+#[derive(Debug, Default)]
+struct KeyCache {
+    meminfo: Option<Keys>,
+    vmstat: Option<Keys>,
+    cg_stat: Option<Keys>,
+    cg_events: Option<Keys>,
 }
 
 impl Default for Probe {
@@ -89,10 +94,7 @@ impl Default for Probe {
 
 impl Probe {
     pub fn new(roots: Roots) -> Self {
-        Probe {
-            roots,
-            buf: String::with_capacity(16 * 1024),
-        }
+        Probe { roots, buf: FileReader::new(), keys: KeyCache::default(), zram_alg: Vec::new() }
     }
 
     pub fn roots(&self) -> &Roots {
@@ -104,58 +106,41 @@ impl Probe {
     }
 
     pub fn meminfo(&mut self) -> Result<Option<meminfo::Meminfo>, ProbeError> {
-        read_parse(&self.proc("meminfo"), &mut self.buf, meminfo::parse)
+        let prev = self.keys.meminfo.take();
+        let r = read_parse(&self.proc("meminfo"), &mut self.buf, |t| meminfo::parse_with(t, prev.as_ref()))?;
+        self.keys.meminfo = r.as_ref().map(|m| m.0.keys().clone()).or(prev);
+        Ok(r)
     }
     pub fn vmstat(&mut self) -> Result<Option<vmstat::Vmstat>, ProbeError> {
-        read_parse(&self.proc("vmstat"), &mut self.buf, vmstat::parse)
+        let prev = self.keys.vmstat.take();
+        let r = read_parse(&self.proc("vmstat"), &mut self.buf, |t| vmstat::parse_with(t, prev.as_ref()))?;
+        self.keys.vmstat = r.as_ref().map(|m| m.0.keys().clone()).or(prev);
+        Ok(r)
     }
     pub fn stat(&mut self) -> Result<Option<stat::Stat>, ProbeError> {
         read_parse(&self.proc("stat"), &mut self.buf, stat::parse)
     }
     /// `which` is `memory`, `cpu` or `io`.
     pub fn pressure(&mut self, which: &str) -> Result<Option<pressure::Pressure>, ProbeError> {
-        read_parse(
-            &self.proc(&format!("pressure/{which}")),
-            &mut self.buf,
-            pressure::parse,
-        )
+        read_parse(&self.proc(&format!("pressure/{which}")), &mut self.buf, pressure::parse)
     }
     pub fn swaps(&mut self) -> Result<Option<Vec<swaps::SwapArea>>, ProbeError> {
         read_parse(&self.proc("swaps"), &mut self.buf, swaps::parse)
     }
     pub fn pid_status(&mut self, pid: i32) -> Result<Option<pid::PidStatus>, ProbeError> {
-        read_parse(
-            &self.proc(&format!("{pid}/status")),
-            &mut self.buf,
-            pid::parse_status,
-        )
+        read_parse(&self.proc(&format!("{pid}/status")), &mut self.buf, pid::parse_status)
     }
     pub fn pid_stat(&mut self, pid: i32) -> Result<Option<pid::PidStat>, ProbeError> {
-        read_parse(
-            &self.proc(&format!("{pid}/stat")),
-            &mut self.buf,
-            pid::parse_stat,
-        )
+        read_parse(&self.proc(&format!("{pid}/stat")), &mut self.buf, pid::parse_stat)
     }
     pub fn pid_smaps_rollup(&mut self, pid: i32) -> Result<Option<pid::SmapsRollup>, ProbeError> {
-        read_parse(
-            &self.proc(&format!("{pid}/smaps_rollup")),
-            &mut self.buf,
-            pid::parse_smaps_rollup,
-        )
+        read_parse(&self.proc(&format!("{pid}/smaps_rollup")), &mut self.buf, pid::parse_smaps_rollup)
     }
     pub fn mounts(&mut self) -> Result<Option<Vec<mountinfo::Mount>>, ProbeError> {
-        read_parse(
-            &self.proc("self/mountinfo"),
-            &mut self.buf,
-            mountinfo::parse,
-        )
+        read_parse(&self.proc("self/mountinfo"), &mut self.buf, mountinfo::parse)
     }
     pub fn cgroup_mounts(&mut self) -> Result<CgroupMounts, ProbeError> {
-        Ok(self
-            .mounts()?
-            .map(|m| CgroupMounts::from_mounts(&m))
-            .unwrap_or_default())
+        Ok(self.mounts()?.map(|m| CgroupMounts::from_mounts(&m)).unwrap_or_default())
     }
 
     /// Where the memory controller lives: v1 hierarchy if one has it, else the
@@ -167,11 +152,7 @@ impl Probe {
         }
         if let Some(u) = &m.unified {
             let root = self.roots.rebase(u);
-            if self
-                .unified_controllers(&root)?
-                .iter()
-                .any(|c| c == "memory")
-            {
+            if self.unified_controllers(&root)?.iter().any(|c| c == "memory") {
                 return Ok(Some((CgroupVersion::V2, root)));
             }
         }
@@ -180,14 +161,10 @@ impl Probe {
 
     /// Controllers listed in a unified hierarchy's `cgroup.controllers`.
     pub fn unified_controllers(&mut self, dir: &Path) -> Result<Vec<String>, ProbeError> {
-        if !read_into(&dir.join("cgroup.controllers"), &mut self.buf)? {
+        if !self.buf.read(&dir.join("cgroup.controllers"))? {
             return Ok(Vec::new());
         }
-        Ok(self
-            .buf
-            .split_ascii_whitespace()
-            .map(str::to_string)
-            .collect())
+        Ok(self.buf.text.split_ascii_whitespace().map(str::to_string).collect())
     }
 
     /// zram devices present in /sys/block, by number.
@@ -214,10 +191,7 @@ impl Probe {
         let p = self.zram_dir(id).join("io_stat");
         read_parse(&p, &mut self.buf, zram::parse_io_stat)
     }
-    pub fn zram_comp_algorithm(
-        &mut self,
-        id: u32,
-    ) -> Result<Option<zram::CompAlgorithm>, ProbeError> {
+    pub fn zram_comp_algorithm(&mut self, id: u32) -> Result<Option<zram::CompAlgorithm>, ProbeError> {
         let p = self.zram_dir(id).join("comp_algorithm");
         read_parse(&p, &mut self.buf, zram::parse_comp_algorithm)
     }
@@ -234,7 +208,14 @@ impl Probe {
             mm_stat: self.zram_mm_stat(id)?,
             io_stat: self.zram_io_stat(id)?,
             disksize,
-            comp_algorithm: self.zram_comp_algorithm(id)?.and_then(|c| c.selected),
+            comp_algorithm: match self.zram_alg.iter().find(|(i, _)| *i == id) {
+                Some((_, a)) => a.clone(),
+                None => {
+                    let a = self.zram_comp_algorithm(id)?.and_then(|c| c.selected);
+                    self.zram_alg.push((id, a.clone()));
+                    a
+                }
+            },
         })
     }
 
@@ -242,49 +223,36 @@ impl Probe {
     pub fn cgroup_sample(&mut self, t: &CgroupTarget) -> Result<CgroupSample, ProbeError> {
         let d = &t.dir;
         let b = &mut self.buf;
-        let mut s = CgroupSample {
-            version: Some(t.version),
-            path: t.name.clone(),
-            ..Default::default()
-        };
+        let (ks, ke) = (self.keys.cg_stat.take(), self.keys.cg_events.take());
+        let stat = |t: &str| cgroup::parse_keyed_with(t, ks.as_ref());
+        let events = |t: &str| cgroup::parse_keyed_with(t, ke.as_ref());
+        let mut s = CgroupSample { version: Some(t.version), path: t.name.clone(), ..Default::default() };
         match t.version {
             CgroupVersion::V2 => {
                 s.usage_bytes = read_parse(&d.join("memory.current"), b, cgroup::parse_counter)?;
                 s.limit_bytes = read_parse(&d.join("memory.max"), b, cgroup::parse_v2_limit)?;
                 s.high_bytes = read_parse(&d.join("memory.high"), b, cgroup::parse_v2_limit)?;
-                s.swap_bytes =
-                    read_parse(&d.join("memory.swap.current"), b, cgroup::parse_counter)?;
-                s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
-                s.events = read_parse(&d.join("memory.events"), b, cgroup::parse_keyed)?;
+                s.swap_bytes = read_parse(&d.join("memory.swap.current"), b, cgroup::parse_counter)?;
+                s.stat = read_parse(&d.join("memory.stat"), b, stat)?;
+                s.events = read_parse(&d.join("memory.events"), b, events)?;
                 s.pressure = read_parse(&d.join("memory.pressure"), b, pressure::parse)?;
             }
             CgroupVersion::V1 => {
-                s.usage_bytes =
-                    read_parse(&d.join("memory.usage_in_bytes"), b, cgroup::parse_counter)?;
-                s.limit_bytes =
-                    read_parse(&d.join("memory.limit_in_bytes"), b, cgroup::parse_v1_limit)?;
-                s.memsw_usage_bytes = read_parse(
-                    &d.join("memory.memsw.usage_in_bytes"),
-                    b,
-                    cgroup::parse_counter,
-                )?;
+                s.usage_bytes = read_parse(&d.join("memory.usage_in_bytes"), b, cgroup::parse_counter)?;
+                s.limit_bytes = read_parse(&d.join("memory.limit_in_bytes"), b, cgroup::parse_v1_limit)?;
+                s.memsw_usage_bytes = read_parse(&d.join("memory.memsw.usage_in_bytes"), b, cgroup::parse_counter)?;
                 s.failcnt = read_parse(&d.join("memory.failcnt"), b, cgroup::parse_counter)?;
-                s.stat = read_parse(&d.join("memory.stat"), b, cgroup::parse_keyed)?;
-                s.events = read_parse(
-                    &d.join("memory.oom_control"),
-                    b,
-                    cgroup::parse_v1_oom_control,
-                )?;
+                s.stat = read_parse(&d.join("memory.stat"), b, stat)?;
+                s.events = read_parse(&d.join("memory.oom_control"), b, events)?;
                 s.swap_bytes = match (s.memsw_usage_bytes, s.usage_bytes) {
                     (Some(sw), Some(u)) => Some(sw.saturating_sub(u)),
-                    _ => s
-                        .stat
-                        .as_ref()
-                        .and_then(|m| m.get("total_swap").or_else(|| m.get("swap")).copied()),
+                    _ => s.stat.as_ref().and_then(|m| m.get("total_swap").or_else(|| m.get("swap"))),
                 };
                 // PSI per cgroup exists only on v2.
             }
         }
+        self.keys.cg_stat = s.stat.as_ref().map(|c| c.keys().clone()).or(ks);
+        self.keys.cg_events = s.events.as_ref().map(|c| c.keys().clone()).or(ke);
         Ok(s)
     }
 
@@ -296,27 +264,14 @@ impl Probe {
             meminfo: self.meminfo()?,
             vmstat: self.vmstat()?,
             stat: self.stat()?,
-            psi: Psi {
-                memory: self.pressure("memory")?,
-                cpu: self.pressure("cpu")?,
-                io: self.pressure("io")?,
-            },
+            psi: Psi { memory: self.pressure("memory")?, cpu: self.pressure("cpu")?, io: self.pressure("io")? },
             ..Default::default()
         };
         for &pid in &targets.pids {
             let status = self.pid_status(pid)?;
             let stat = self.pid_stat(pid)?;
-            let smaps_rollup = if targets.smaps && status.is_some() {
-                self.pid_smaps_rollup(pid)?
-            } else {
-                None
-            };
-            s.pids.push(PidSample {
-                pid,
-                status,
-                stat,
-                smaps_rollup,
-            });
+            let smaps_rollup = if targets.smaps && status.is_some() { self.pid_smaps_rollup(pid)? } else { None };
+            s.pids.push(PidSample { pid, status, stat, smaps_rollup });
         }
         if let Some(cg) = &targets.cgroup {
             s.cgroup = Some(self.cgroup_sample(cg)?);

@@ -21,14 +21,7 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// All ticks (guest time is already included in user and nice).
     pub fn total(&self) -> u64 {
-        self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
+        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
     }
 }
 
@@ -50,10 +43,7 @@ pub struct Stat {
 fn parse_cpu(fields: &[&str], n: usize) -> Result<CpuTimes, ParseError> {
     // Old kernels had only 4 fields; steal arrived in 2.6.11. Missing ones are 0.
     if fields.len() < 4 {
-        return Err(ParseError::new(
-            n,
-            format!("cpu line has {} fields, expected at least 4", fields.len()),
-        ));
+        return Err(ParseError::new(n, format!("cpu line has {} fields, expected at least 4", fields.len())));
     }
     let mut v = [0u64; 8];
     for (slot, f) in v.iter_mut().zip(fields.iter()) {
@@ -89,10 +79,7 @@ pub fn parse(text: &str) -> Result<Stat, ParseError> {
             }
             "ctxt" | "procs_running" | "procs_blocked" => {
                 let [v] = rest.as_slice() else {
-                    return Err(ParseError::new(
-                        n,
-                        format!("{key}: expected one value, found '{line}'"),
-                    ));
+                    return Err(ParseError::new(n, format!("{key}: expected one value, found '{line}'")));
                 };
                 let v = parse_u64(v, n, key)?;
                 match key {

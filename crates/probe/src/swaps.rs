@@ -21,10 +21,7 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
             let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -44,9 +41,7 @@ pub fn parse(text: &str) -> Result<Vec<SwapArea>, ParseError> {
             if !line.starts_with("Filename") {
                 return Err(ParseError::new(
                     1,
-                    format!(
-                        "expected the 'Filename Type Size Used Priority' header, found '{line}'"
-                    ),
+                    format!("expected the 'Filename Type Size Used Priority' header, found '{line}'"),
                 ));
             }
             continue;
@@ -56,10 +51,7 @@ pub fn parse(text: &str) -> Result<Vec<SwapArea>, ParseError> {
         }
         let f: Vec<&str> = line.split_ascii_whitespace().collect();
         let [name, kind, size, used, prio] = f.as_slice() else {
-            return Err(ParseError::new(
-                n,
-                format!("expected 5 fields, found {}: '{line}'", f.len()),
-            ));
+            return Err(ParseError::new(n, format!("expected 5 fields, found {}: '{line}'", f.len())));
         };
         out.push(SwapArea {
             filename: unescape(name),

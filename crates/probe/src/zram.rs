@@ -31,16 +31,11 @@ pub struct MmStat {
 pub fn parse_mm_stat(text: &str) -> Result<MmStat, ParseError> {
     let f: Vec<&str> = text.split_ascii_whitespace().collect();
     if f.len() < 7 {
-        return Err(ParseError::new(
-            1,
-            format!("mm_stat has {} fields, expected at least 7", f.len()),
-        ));
+        return Err(ParseError::new(1, format!("mm_stat has {} fields, expected at least 7", f.len())));
     }
     let g = |i: usize, name: &str| parse_u64(f[i], 1, name);
     // mem_limit is printed as a signed long on some kernels; treat negatives as "none".
-    let mem_limit = parse_i64(f[3], 1, "mem_limit")
-        .map(|v| v.max(0) as u64)
-        .or_else(|_| g(3, "mem_limit"))?;
+    let mem_limit = parse_i64(f[3], 1, "mem_limit").map(|v| v.max(0) as u64).or_else(|_| g(3, "mem_limit"))?;
     Ok(MmStat {
         orig_data_size: g(0, "orig_data_size")?,
         compr_data_size: g(1, "compr_data_size")?,
@@ -49,14 +44,8 @@ pub fn parse_mm_stat(text: &str) -> Result<MmStat, ParseError> {
         mem_used_max: g(4, "mem_used_max")?,
         same_pages: g(5, "same_pages")?,
         pages_compacted: g(6, "pages_compacted")?,
-        huge_pages: f
-            .get(7)
-            .map(|s| parse_u64(s, 1, "huge_pages"))
-            .transpose()?,
-        huge_pages_since: f
-            .get(8)
-            .map(|s| parse_u64(s, 1, "huge_pages_since"))
-            .transpose()?,
+        huge_pages: f.get(7).map(|s| parse_u64(s, 1, "huge_pages")).transpose()?,
+        huge_pages_since: f.get(8).map(|s| parse_u64(s, 1, "huge_pages_since")).transpose()?,
     })
 }
 
@@ -72,10 +61,7 @@ pub struct IoStat {
 pub fn parse_io_stat(text: &str) -> Result<IoStat, ParseError> {
     let f: Vec<&str> = text.split_ascii_whitespace().collect();
     if f.len() < 4 {
-        return Err(ParseError::new(
-            1,
-            format!("io_stat has {} fields, expected at least 4", f.len()),
-        ));
+        return Err(ParseError::new(1, format!("io_stat has {} fields, expected at least 4", f.len())));
     }
     Ok(IoStat {
         failed_reads: parse_u64(f[0], 1, "failed_reads")?,
@@ -96,23 +82,15 @@ pub fn parse_comp_algorithm(text: &str) -> Result<CompAlgorithm, ParseError> {
     let mut out = CompAlgorithm::default();
     for tok in text.split_ascii_whitespace() {
         let name = if let Some(inner) = tok.strip_prefix('[') {
-            let inner = inner
-                .strip_suffix(']')
-                .ok_or_else(|| ParseError::new(1, format!("unbalanced bracket in '{tok}'")))?;
+            let inner =
+                inner.strip_suffix(']').ok_or_else(|| ParseError::new(1, format!("unbalanced bracket in '{tok}'")))?;
             out.selected = Some(inner.to_string());
             inner
         } else {
             tok
         };
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(ParseError::new(
-                1,
-                format!("unexpected algorithm name '{tok}'"),
-            ));
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(ParseError::new(1, format!("unexpected algorithm name '{tok}'")));
         }
         out.available.push(name.to_string());
     }

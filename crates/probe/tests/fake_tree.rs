@@ -8,9 +8,7 @@ use probe::{Probe, Roots, Sample, Targets, cgroup, mountinfo};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// Copies a fixture into a temporary directory so a test may damage it.
@@ -39,18 +37,11 @@ fn hybrid_tree_full_sample() {
     let (ver, dir) = p.memory_controller().unwrap().expect("memory controller");
     assert_eq!(ver, CgroupVersion::V1);
     assert!(dir.ends_with("sys/fs/cgroup/memory"), "{dir:?}");
-    assert_eq!(
-        p.cgroup_mounts().unwrap().layout(),
-        mountinfo::Layout::Hybrid
-    );
+    assert_eq!(p.cgroup_mounts().unwrap().layout(), mountinfo::Layout::Hybrid);
     assert_eq!(p.zram_devices(), vec![0]);
     let targets = Targets {
         pids: vec![4242, 99999],
-        cgroup: Some(CgroupTarget {
-            version: ver,
-            dir: dir.join("pagelab/eat-1"),
-            name: "pagelab/eat-1".into(),
-        }),
+        cgroup: Some(CgroupTarget { version: ver, dir: dir.join("pagelab/eat-1"), name: "pagelab/eat-1".into() }),
         zram: vec![0],
         smaps: true,
     };
@@ -60,14 +51,7 @@ fn hybrid_tree_full_sample() {
     assert_eq!(s.stat.as_ref().unwrap().cpus.len(), 2);
     assert!(s.psi.memory.is_some() && s.psi.cpu.is_some() && s.psi.io.is_some());
     assert!(s.pids[0].status.unwrap().vm_rss.is_some());
-    assert!(
-        s.pids[0]
-            .smaps_rollup
-            .as_ref()
-            .unwrap()
-            .get("Rss")
-            .is_some()
-    );
+    assert!(s.pids[0].smaps_rollup.as_ref().unwrap().get("Rss").is_some());
     // A pid that is not there is missing data, not an error.
     assert_eq!(s.pids[1].status, None);
     let cg = s.cgroup.as_ref().unwrap();
@@ -86,16 +70,9 @@ fn hybrid_tree_full_sample() {
 fn pure_v2_tree() {
     let mut p = Probe::new(Roots::under(fixture("v2")));
     assert_eq!(p.cgroup_mounts().unwrap().layout(), mountinfo::Layout::V2);
-    let (ver, dir) = p
-        .memory_controller()
-        .unwrap()
-        .expect("memory controller on v2");
+    let (ver, dir) = p.memory_controller().unwrap().expect("memory controller on v2");
     assert_eq!(ver, CgroupVersion::V2);
-    let t = CgroupTarget {
-        version: ver,
-        dir: dir.join("pagelab/eat-1"),
-        name: "pagelab/eat-1".into(),
-    };
+    let t = CgroupTarget { version: ver, dir: dir.join("pagelab/eat-1"), name: "pagelab/eat-1".into() };
     let cg = p.cgroup_sample(&t).unwrap();
     assert_eq!(cg.usage_bytes, Some(64 << 20));
     assert_eq!(cg.limit_bytes, Some(128 << 20));
@@ -111,11 +88,7 @@ fn pure_v2_tree() {
 #[test]
 fn v2_without_memory_controller_has_none() {
     let tmp = copy_fixture("v2");
-    std::fs::write(
-        tmp.path().join("sys/fs/cgroup/cgroup.controllers"),
-        "cpu io pids\n",
-    )
-    .unwrap();
+    std::fs::write(tmp.path().join("sys/fs/cgroup/cgroup.controllers"), "cpu io pids\n").unwrap();
     let mut p = Probe::new(Roots::under(tmp.path()));
     assert_eq!(p.memory_controller().unwrap(), None);
 }
@@ -153,11 +126,7 @@ fn overflowing_counter_in_cgroup_file_is_an_error() {
     let d = tmp.path().join("sys/fs/cgroup/pagelab/eat-1");
     std::fs::write(d.join("memory.current"), "99999999999999999999999\n").unwrap();
     let mut p = Probe::new(Roots::under(tmp.path()));
-    let t = CgroupTarget {
-        version: CgroupVersion::V2,
-        dir: d,
-        name: "x".into(),
-    };
+    let t = CgroupTarget { version: CgroupVersion::V2, dir: d, name: "x".into() };
     let e = p.cgroup_sample(&t).unwrap_err();
     assert!(e.to_string().contains("memory.current"), "{e}");
 }
@@ -169,12 +138,7 @@ fn live_system_sample_if_linux_proc_present() {
         return;
     }
     let mut p = Probe::default();
-    let s = p
-        .sample(&Targets {
-            pids: vec![std::process::id() as i32],
-            ..Default::default()
-        })
-        .unwrap();
+    let s = p.sample(&Targets { pids: vec![std::process::id() as i32], ..Default::default() }).unwrap();
     assert!(s.meminfo.unwrap().total().unwrap() > 0);
     assert!(s.pids[0].status.unwrap().vm_rss.unwrap() > 0);
 }

@@ -114,18 +114,8 @@ pub fn target_memory(s: &Sample) -> (u64, u64, u64, u64) {
 
 /// Bytes held by the compressed store: zram devices sampled plus zswap.
 pub fn compressed_store(s: &Sample) -> u64 {
-    let zram: u64 = s
-        .zram
-        .iter()
-        .filter_map(|z| z.mm_stat)
-        .map(|m| m.mem_used_total)
-        .sum();
-    let zswap = s
-        .meminfo
-        .as_ref()
-        .and_then(|m| m.get("Zswap"))
-        .or(s.zswap_pool_bytes)
-        .unwrap_or(0);
+    let zram: u64 = s.zram.iter().filter_map(|z| z.mm_stat).map(|m| m.mem_used_total).sum();
+    let zswap = s.meminfo.as_ref().and_then(|m| m.get("Zswap")).or(s.zswap_pool_bytes).unwrap_or(0);
     zram + zswap
 }
 
@@ -137,9 +127,7 @@ pub fn categories(s: &Sample) -> Categories {
     let free = m("MemFree");
     let dirty_writeback = m("Dirty") + m("Writeback");
     let file_lru = m("Active(file)") + m("Inactive(file)");
-    let page_cache = file_lru
-        .saturating_sub(dirty_writeback)
-        .saturating_sub(file);
+    let page_cache = file_lru.saturating_sub(dirty_writeback).saturating_sub(file);
     let compressed = compressed_store(s);
     let accounted = free + anon + file + shmem + page_cache + dirty_writeback + compressed;
     Categories {
@@ -158,11 +146,7 @@ pub fn categories(s: &Sample) -> Categories {
 }
 
 /// PSI stall share over an interval, percent of wall time (delta total µs / dt).
-fn psi_pct(
-    prev: Option<probe::pressure::PsiLine>,
-    cur: Option<probe::pressure::PsiLine>,
-    dt_s: f64,
-) -> Option<f64> {
+fn psi_pct(prev: Option<probe::pressure::PsiLine>, cur: Option<probe::pressure::PsiLine>, dt_s: f64) -> Option<f64> {
     Some(rate(prev?.total_us, cur?.total_us, dt_s)? / 1e4)
 }
 
@@ -236,21 +220,12 @@ fn cpu_pct(prev: &probe::stat::CpuTimes, cur: &probe::stat::CpuTimes) -> Option<
 }
 
 /// Sum of a per-pid counter over the pids present in both samples.
-fn pid_sum_delta(
-    prev: &Sample,
-    cur: &Sample,
-    f: impl Fn(&probe::pid::PidStat) -> u64,
-) -> Option<u64> {
+fn pid_sum_delta(prev: &Sample, cur: &Sample, f: impl Fn(&probe::pid::PidStat) -> u64) -> Option<u64> {
     let mut any = false;
     let mut sum = 0u64;
     for c in &cur.pids {
         let Some(cs) = c.stat else { continue };
-        let Some(ps) = prev
-            .pids
-            .iter()
-            .find(|p| p.pid == c.pid)
-            .and_then(|p| p.stat)
-        else {
+        let Some(ps) = prev.pids.iter().find(|p| p.pid == c.pid).and_then(|p| p.stat) else {
             continue;
         };
         // A different start time means the pid was reused: not the same process.
@@ -300,8 +275,7 @@ pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
         cgroup_psi_memory_full_pct: psi(|s| s.cgroup.as_ref()?.pressure.and_then(|p| p.full)),
         target_minflt_per_s: pid_sum_delta(prev, cur, |p| p.minflt).map(|d| d as f64 / dt_s),
         target_majflt_per_s: pid_sum_delta(prev, cur, |p| p.majflt).map(|d| d as f64 / dt_s),
-        target_cpu_pct: pid_sum_delta(prev, cur, |p| p.utime + p.stime)
-            .map(|d| d as f64 / ticks / dt_s * 100.0),
+        target_cpu_pct: pid_sum_delta(prev, cur, |p| p.utime + p.stime).map(|d| d as f64 / ticks / dt_s * 100.0),
         sampler_lateness_ms: cur.lateness_ns.map(|n| n as f64 / 1e6),
         mem: categories(cur),
     }
@@ -312,8 +286,5 @@ pub fn intervals(samples: &[Sample]) -> Vec<Interval> {
     let Some(first) = samples.first() else {
         return Vec::new();
     };
-    samples
-        .windows(2)
-        .map(|w| interval(&w[0], &w[1], first.t_ns))
-        .collect()
+    samples.windows(2).map(|w| interval(&w[0], &w[1], first.t_ns)).collect()
 }

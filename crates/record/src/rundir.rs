@@ -80,12 +80,7 @@ pub struct Event {
 
 impl Event {
     pub fn now(kind: &str, name: &str, detail: serde_json::Value) -> Self {
-        Event {
-            t_ns: probe::sample::monotonic_ns(),
-            kind: kind.into(),
-            name: name.into(),
-            detail,
-        }
+        Event { t_ns: probe::sample::monotonic_ns(), kind: kind.into(), name: name.into(), detail }
     }
 }
 
@@ -115,12 +110,7 @@ pub struct RunJson {
 }
 
 impl RunJson {
-    pub fn new(
-        experiment: &str,
-        version: &str,
-        environment: Environment,
-        config: serde_json::Value,
-    ) -> Self {
+    pub fn new(experiment: &str, version: &str, environment: Environment, config: serde_json::Value) -> Self {
         let pid = std::process::id();
         RunJson {
             format: FORMAT_VERSION,
@@ -128,11 +118,7 @@ impl RunJson {
             pagelab_version: version.into(),
             command_line: std::env::args().collect(),
             pid,
-            pid_starttime: probe::Probe::default()
-                .pid_stat(pid as i32)
-                .ok()
-                .flatten()
-                .map(|s| s.starttime),
+            pid_starttime: probe::Probe::default().pid_stat(pid as i32).ok().flatten().map(|s| s.starttime),
             started_unix_ms: probe::sample::realtime_ns() / 1_000_000,
             start_monotonic_ns: probe::sample::monotonic_ns(),
             ended_unix_ms: None,
@@ -157,10 +143,7 @@ pub struct JsonlWriter {
 impl JsonlWriter {
     pub fn open_append(path: &Path) -> std::io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(JsonlWriter {
-            file,
-            line: Vec::with_capacity(8192),
-        })
+        Ok(JsonlWriter { file, line: Vec::with_capacity(8192) })
     }
     pub fn write<T: Serialize>(&mut self, v: &T) -> std::io::Result<()> {
         self.line.clear();
@@ -186,20 +169,13 @@ impl RunDir {
         if path.join("run.json").exists() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
-                format!(
-                    "{} already holds a run (run.json); choose another --out",
-                    path.display()
-                ),
+                format!("{} already holds a run (run.json); choose another --out", path.display()),
             ));
         }
         write_atomic(&path.join("run.json"), &run)?;
         File::create(path.join("samples.jsonl"))?;
         let events = JsonlWriter::open_append(&path.join("events.jsonl"))?;
-        Ok(RunDir {
-            path: path.to_path_buf(),
-            run: Mutex::new(run),
-            events: Mutex::new(events),
-        })
+        Ok(RunDir { path: path.to_path_buf(), run: Mutex::new(run), events: Mutex::new(events) })
     }
 
     pub fn path(&self) -> &Path {
@@ -217,20 +193,10 @@ impl RunDir {
         match ev.kind.as_str() {
             "phase_start" => self.update(|r| {
                 let index = r.phases.len() as u32 + 1;
-                r.phases.push(Phase {
-                    index,
-                    name: ev.name.clone(),
-                    start_ns: ev.t_ns,
-                    end_ns: None,
-                });
+                r.phases.push(Phase { index, name: ev.name.clone(), start_ns: ev.t_ns, end_ns: None });
             }),
             "phase_end" => self.update(|r| {
-                if let Some(p) = r
-                    .phases
-                    .iter_mut()
-                    .rev()
-                    .find(|p| p.name == ev.name && p.end_ns.is_none())
-                {
+                if let Some(p) = r.phases.iter_mut().rev().find(|p| p.name == ev.name && p.end_ns.is_none()) {
                     p.end_ns = Some(ev.t_ns);
                 }
             }),
@@ -273,15 +239,9 @@ fn write_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a pagelab run.json ({source})")]
-    Json {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
+    Json { path: PathBuf, source: serde_json::Error },
 }
 
 /// A run directory read back.
@@ -298,31 +258,18 @@ pub struct RunRecord {
 impl RunRecord {
     pub fn load(dir: &Path) -> Result<RunRecord, ReadError> {
         let rj = dir.join("run.json");
-        let text = std::fs::read_to_string(&rj).map_err(|source| ReadError::Io {
-            path: rj.clone(),
-            source,
-        })?;
-        let mut run: RunJson =
-            serde_json::from_str(&text).map_err(|source| ReadError::Json { path: rj, source })?;
+        let text = std::fs::read_to_string(&rj).map_err(|source| ReadError::Io { path: rj.clone(), source })?;
+        let mut run: RunJson = serde_json::from_str(&text).map_err(|source| ReadError::Json { path: rj, source })?;
         let mut skipped = 0;
         let samples = read_jsonl(&dir.join("samples.jsonl"), &mut skipped)?;
         let events = read_jsonl(&dir.join("events.jsonl"), &mut skipped)?;
         if run.status.state == State::Running && !writer_alive(&run) {
             run.status = RunStatus::new(
                 State::Interrupted,
-                Some(format!(
-                    "the recording process (pid {}) ended without finishing the run",
-                    run.pid
-                )),
+                Some(format!("the recording process (pid {}) ended without finishing the run", run.pid)),
             );
         }
-        Ok(RunRecord {
-            dir: dir.to_path_buf(),
-            run,
-            samples,
-            events,
-            skipped_lines: skipped,
-        })
+        Ok(RunRecord { dir: dir.to_path_buf(), run, samples, events, skipped_lines: skipped })
     }
 
     /// The effective status (running runs whose writer is gone read as interrupted).
@@ -331,18 +278,12 @@ impl RunRecord {
     }
 }
 
-fn read_jsonl<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    skipped: &mut usize,
-) -> Result<Vec<T>, ReadError> {
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, skipped: &mut usize) -> Result<Vec<T>, ReadError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
-            return Err(ReadError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
+            return Err(ReadError::Io { path: path.to_path_buf(), source });
         }
     };
     let mut out = Vec::new();

@@ -30,11 +30,7 @@ pub struct SamplerConfig {
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig {
-            interval: Duration::from_secs(1),
-            roots: Roots::default(),
-            lock_memory: true,
-        }
+        SamplerConfig { interval: Duration::from_secs(1), roots: Roots::default(), lock_memory: true }
     }
 }
 
@@ -53,10 +49,7 @@ pub enum LockStatus {
 /// Without CAP_IPC_LOCK the lock is only attempted when RLIMIT_MEMLOCK is
 /// unlimited: with MCL_FUTURE and a small limit, later allocations would fail.
 pub fn lock_memory() -> LockStatus {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
     // SAFETY: no preconditions.
@@ -119,71 +112,57 @@ impl Sampler {
         mut sink: impl FnMut(&Sample) -> Verdict + Send + 'static,
     ) -> std::io::Result<Sampler> {
         let interval = cfg.interval.max(MIN_INTERVAL);
-        let lock = if cfg.lock_memory {
-            lock_memory()
-        } else {
-            LockStatus::NotRequested
-        };
+        let lock = if cfg.lock_memory { lock_memory() } else { LockStatus::NotRequested };
         let stop = Arc::new(AtomicBool::new(false));
         let targets = Arc::new(Mutex::new(targets));
         let (stop2, targets2) = (stop.clone(), targets.clone());
         let lock2 = lock.clone();
-        let handle = std::thread::Builder::new()
-            .name("pagelab-sampler".into())
-            .spawn(move || {
-                let lock = lock2;
-                let mut probe = Probe::new(cfg.roots);
-                let mut stats = SamplerStats {
-                    interval_ms: interval.as_secs_f64() * 1e3,
-                    lock: Some(lock),
-                    ..Default::default()
-                };
-                let mut lateness = Vec::with_capacity(4096);
-                let mut cpu = Vec::with_capacity(4096);
-                let step = interval.as_nanos() as u64;
-                let mut deadline = probe::sample::monotonic_ns();
-                while !stop2.load(Ordering::SeqCst) {
-                    let woke = probe::sample::monotonic_ns();
-                    let late = woke.saturating_sub(deadline);
-                    let c0 = probe::sample::thread_cpu_ns();
-                    let t = targets2.lock().map(|t| t.clone()).unwrap_or_default();
-                    match probe.sample(&t) {
-                        Ok(mut s) => {
-                            s.lateness_ns = Some(late);
-                            lateness.push(late);
-                            stats.samples += 1;
-                            cpu.push(probe::sample::thread_cpu_ns().saturating_sub(c0));
-                            if let Verdict::Abort(reason) = sink(&s) {
-                                crate::stop::request(reason);
-                                break;
-                            }
-                        }
-                        Err(e) => {
-                            stats.errors += 1;
-                            stats.last_error = Some(e.to_string());
+        let handle = std::thread::Builder::new().name("pagelab-sampler".into()).spawn(move || {
+            let lock = lock2;
+            let mut probe = Probe::new(cfg.roots);
+            let mut stats =
+                SamplerStats { interval_ms: interval.as_secs_f64() * 1e3, lock: Some(lock), ..Default::default() };
+            let mut lateness = Vec::with_capacity(4096);
+            let mut cpu = Vec::with_capacity(4096);
+            let step = interval.as_nanos() as u64;
+            let mut deadline = probe::sample::monotonic_ns();
+            while !stop2.load(Ordering::SeqCst) {
+                let woke = probe::sample::monotonic_ns();
+                let late = woke.saturating_sub(deadline);
+                let c0 = probe::sample::thread_cpu_ns();
+                let t = targets2.lock().map(|t| t.clone()).unwrap_or_default();
+                match probe.sample(&t) {
+                    Ok(mut s) => {
+                        s.lateness_ns = Some(late);
+                        lateness.push(late);
+                        stats.samples += 1;
+                        cpu.push(probe::sample::thread_cpu_ns().saturating_sub(c0));
+                        if let Verdict::Abort(reason) = sink(&s) {
+                            crate::stop::request(reason);
+                            break;
                         }
                     }
-                    deadline += step;
-                    let now = probe::sample::monotonic_ns();
-                    if now > deadline + step {
-                        let missed = (now - deadline) / step;
-                        stats.missed_deadlines += missed;
-                        deadline += missed * step;
+                    Err(e) => {
+                        stats.errors += 1;
+                        stats.last_error = Some(e.to_string());
                     }
-                    sleep_until(deadline, &stop2);
                 }
-                stats.lateness_p50_ms = percentile(&mut lateness, 0.50) / 1e6;
-                stats.lateness_p99_ms = percentile(&mut lateness, 0.99) / 1e6;
-                stats.lateness_max_ms = lateness.iter().copied().max().unwrap_or(0) as f64 / 1e6;
-                stats.cpu_us_per_sample_p50 = percentile(&mut cpu, 0.50) / 1e3;
-                stats
-            })?;
-        Ok(Sampler {
-            lock,
-            stop,
-            targets,
-            handle: Some(handle),
-        })
+                deadline += step;
+                let now = probe::sample::monotonic_ns();
+                if now > deadline + step {
+                    let missed = (now - deadline) / step;
+                    stats.missed_deadlines += missed;
+                    deadline += missed * step;
+                }
+                sleep_until(deadline, &stop2);
+            }
+            stats.lateness_p50_ms = percentile(&mut lateness, 0.50) / 1e6;
+            stats.lateness_p99_ms = percentile(&mut lateness, 0.99) / 1e6;
+            stats.lateness_max_ms = lateness.iter().copied().max().unwrap_or(0) as f64 / 1e6;
+            stats.cpu_us_per_sample_p50 = percentile(&mut cpu, 0.50) / 1e3;
+            stats
+        })?;
+        Ok(Sampler { lock, stop, targets, handle: Some(handle) })
     }
 
     /// Whether the process's memory is locked.
@@ -209,10 +188,7 @@ impl Sampler {
 
     fn stop_inner(&mut self) -> SamplerStats {
         self.stop.store(true, Ordering::SeqCst);
-        self.handle
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default()
+        self.handle.take().and_then(|h| h.join().ok()).unwrap_or_default()
     }
 }
 
@@ -233,24 +209,10 @@ fn sleep_until(deadline_ns: u64, stop: &AtomicBool) {
         if now >= deadline_ns || stop.load(Ordering::SeqCst) {
             return;
         }
-        let target = if deadline_ns - now > SLICE {
-            now + SLICE
-        } else {
-            deadline_ns
-        };
-        let ts = libc::timespec {
-            tv_sec: (target / 1_000_000_000) as _,
-            tv_nsec: (target % 1_000_000_000) as _,
-        };
+        let target = if deadline_ns - now > SLICE { now + SLICE } else { deadline_ns };
+        let ts = libc::timespec { tv_sec: (target / 1_000_000_000) as _, tv_nsec: (target % 1_000_000_000) as _ };
         // SAFETY: ts is valid; a null remainder is allowed with TIMER_ABSTIME.
-        unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
+        unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
     }
 }
 

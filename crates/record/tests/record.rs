@@ -4,10 +4,9 @@ use probe::vmstat::Vmstat;
 use probe::{Sample, Targets};
 use record::derive;
 use record::rundir::{Event, RunDir, RunJson, RunRecord, RunStatus, State};
-use std::collections::BTreeMap;
 
-fn map(kv: &[(&str, u64)]) -> BTreeMap<String, u64> {
-    kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+fn map(kv: &[(&str, u64)]) -> probe::counters::Counters {
+    probe::counters::Counters::from_pairs(kv.iter().copied())
 }
 
 fn sample(t_s: u64, pswpout: u64, pgfault: u64) -> Sample {
@@ -37,11 +36,7 @@ fn sample(t_s: u64, pswpout: u64, pgfault: u64) -> Sample {
 #[test]
 fn rates_and_backwards_counters() {
     assert_eq!(derive::delta(5, 7), Some(2));
-    assert_eq!(
-        derive::delta(7, 5),
-        None,
-        "a counter going backwards gives None"
-    );
+    assert_eq!(derive::delta(7, 5), None, "a counter going backwards gives None");
     assert_eq!(derive::rate(0, 10, 2.0), Some(5.0));
     assert_eq!(derive::rate(0, 10, 0.0), None);
     let a = sample(1, 100, 1000);
@@ -72,10 +67,7 @@ fn categories_are_disjoint_and_stack_to_total() {
     });
     s.zram.push(ZramSample {
         id: 1,
-        mm_stat: Some(probe::zram::MmStat {
-            mem_used_total: 11,
-            ..Default::default()
-        }),
+        mm_stat: Some(probe::zram::MmStat { mem_used_total: 11, ..Default::default() }),
         ..Default::default()
     });
     let c = derive::categories(&s);
@@ -93,34 +85,16 @@ fn categories_are_disjoint_and_stack_to_total() {
 fn pid_reuse_is_not_counted_as_a_delta() {
     let mut a = sample(1, 0, 0);
     let mut b = sample(2, 0, 0);
-    let st = |minflt, starttime| probe::pid::PidStat {
-        minflt,
-        starttime,
-        ..Default::default()
-    };
-    a.pids.push(PidSample {
-        pid: 9,
-        status: None,
-        stat: Some(st(10, 1)),
-        smaps_rollup: None,
-    });
-    b.pids.push(PidSample {
-        pid: 9,
-        status: None,
-        stat: Some(st(50, 1)),
-        smaps_rollup: None,
-    });
+    let st = |minflt, starttime| probe::pid::PidStat { minflt, starttime, ..Default::default() };
+    a.pids.push(PidSample { pid: 9, status: None, stat: Some(st(10, 1)), smaps_rollup: None });
+    b.pids.push(PidSample { pid: 9, status: None, stat: Some(st(50, 1)), smaps_rollup: None });
     assert_eq!(derive::interval(&a, &b, 0).target_minflt_per_s, Some(40.0));
     b.pids[0].stat = Some(st(50, 2));
     assert_eq!(derive::interval(&a, &b, 0).target_minflt_per_s, None);
 }
 
 fn new_run(dir: &std::path::Path) -> RunDir {
-    RunDir::create(
-        dir,
-        RunJson::new("test", "0", Default::default(), serde_json::json!({"x": 1})),
-    )
-    .unwrap()
+    RunDir::create(dir, RunJson::new("test", "0", Default::default(), serde_json::json!({"x": 1}))).unwrap()
 }
 
 #[test]
@@ -131,10 +105,8 @@ fn run_dir_round_trip_and_torn_line() {
     let mut w = rd.sample_writer().unwrap();
     w.write(&sample(1, 0, 0)).unwrap();
     w.write(&sample(2, 5, 5)).unwrap();
-    rd.event(&Event::now("phase_start", "fill", serde_json::Value::Null))
-        .unwrap();
-    rd.event(&Event::now("phase_end", "fill", serde_json::Value::Null))
-        .unwrap();
+    rd.event(&Event::now("phase_start", "fill", serde_json::Value::Null)).unwrap();
+    rd.event(&Event::now("phase_end", "fill", serde_json::Value::Null)).unwrap();
     // A torn last line, as left by a SIGKILL in the middle of a write.
     use std::io::Write;
     std::fs::OpenOptions::new()
@@ -151,16 +123,9 @@ fn run_dir_round_trip_and_torn_line() {
     assert_eq!(r.run.phases.len(), 1);
     assert!(r.run.phases[0].end_ns.is_some());
     rd.finish(RunStatus::new(State::Complete, None)).unwrap();
-    assert_eq!(
-        RunRecord::load(&dir).unwrap().status().state,
-        State::Complete
-    );
+    assert_eq!(RunRecord::load(&dir).unwrap().status().state, State::Complete);
     // A second run in the same directory is refused.
-    let e = RunDir::create(
-        &dir,
-        RunJson::new("test", "0", Default::default(), serde_json::Value::Null),
-    )
-    .unwrap_err();
+    let e = RunDir::create(&dir, RunJson::new("test", "0", Default::default(), serde_json::Value::Null)).unwrap_err();
     assert!(e.to_string().contains("already holds a run"));
 }
 
@@ -177,13 +142,7 @@ fn running_run_whose_writer_is_gone_reads_as_interrupted() {
     .unwrap();
     let r = RunRecord::load(&dir).unwrap();
     assert_eq!(r.status().state, State::Interrupted);
-    assert!(
-        r.status()
-            .reason
-            .as_deref()
-            .unwrap()
-            .contains("ended without finishing")
-    );
+    assert!(r.status().reason.as_deref().unwrap().contains("ended without finishing"));
 }
 
 #[test]
@@ -200,10 +159,7 @@ fn sampler_takes_samples_and_records_lateness() {
     };
     let s = record::Sampler::start(
         cfg,
-        Targets {
-            pids: vec![std::process::id() as i32],
-            ..Default::default()
-        },
+        Targets { pids: vec![std::process::id() as i32], ..Default::default() },
         move |s| {
             let _ = tx.send(s.clone());
             record::sampler::Verdict::Continue
@@ -231,10 +187,9 @@ fn sampler_abort_verdict_requests_a_stop() {
         lock_memory: false,
         ..Default::default()
     };
-    let s = record::Sampler::start(cfg, Targets::default(), |_| {
-        record::sampler::Verdict::Abort("guard tripped".into())
-    })
-    .unwrap();
+    let s =
+        record::Sampler::start(cfg, Targets::default(), |_| record::sampler::Verdict::Abort("guard tripped".into()))
+            .unwrap();
     let t0 = std::time::Instant::now();
     while !record::stop::requested() && t0.elapsed().as_secs() < 5 {
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -42,10 +42,7 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 
 fn vm_total(rec: &RunRecord, key: &str) -> u64 {
     let get = |s: &probe::Sample| s.vmstat.as_ref().and_then(|v| v.get(key));
-    match (
-        rec.samples.first().and_then(get),
-        rec.samples.last().and_then(get),
-    ) {
+    match (rec.samples.first().and_then(get), rec.samples.last().and_then(get)) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,
     }
@@ -66,35 +63,23 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
         skipped_lines: rec.skipped_lines,
         duration_s: span,
         cpu_user_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.user + c.nice))),
-        cpu_system_pct_mean: mean(
-            iv.iter()
-                .filter_map(|i| i.cpu.map(|c| c.system + c.irq + c.softirq)),
-        ),
+        cpu_system_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.system + c.irq + c.softirq))),
         cpu_iowait_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.iowait))),
         pswpin_total: vm_total(rec, "pswpin"),
         pswpout_total: vm_total(rec, "pswpout"),
         pgmajfault_total: vm_total(rec, "pgmajfault"),
         psi_memory_some_pct_mean: mean(iv.iter().filter_map(|i| i.psi_memory_some_pct)),
-        psi_memory_full_pct_max: iv
-            .iter()
-            .filter_map(|i| i.psi_memory_full_pct)
-            .reduce(f64::max),
+        psi_memory_full_pct_max: iv.iter().filter_map(|i| i.psi_memory_full_pct).reduce(f64::max),
         target_rss_max_bytes: iv.iter().map(|i| i.mem.target_rss()).max().unwrap_or(0),
         target_swapped_max_bytes: iv.iter().map(|i| i.mem.target_swapped).max().unwrap_or(0),
         compressed_store_max_bytes: iv.iter().map(|i| i.mem.compressed_store).max().unwrap_or(0),
         free_min_bytes: iv.iter().map(|i| i.mem.free).min(),
-        sampler_lateness_p99_ms: (!lateness.is_empty())
-            .then(|| record::sampler::percentile(&mut lateness, 0.99) / 1e6),
+        sampler_lateness_p99_ms: (!lateness.is_empty()).then(|| record::sampler::percentile(&mut lateness, 0.99) / 1e6),
         phases: rec
             .run
             .phases
             .iter()
-            .filter_map(|p| {
-                Some((
-                    p.name.clone(),
-                    p.end_ns?.saturating_sub(p.start_ns) as f64 / 1e9,
-                ))
-            })
+            .filter_map(|p| Some((p.name.clone(), p.end_ns?.saturating_sub(p.start_ns) as f64 / 1e9)))
             .collect(),
     }
 }
@@ -108,16 +93,11 @@ pub fn bytes(v: u64) -> String {
         x /= 1024.0;
         i += 1;
     }
-    if i == 0 {
-        format!("{v} B")
-    } else {
-        format!("{x:.2} {}", U[i])
-    }
+    if i == 0 { format!("{v} B") } else { format!("{x:.2} {}", U[i]) }
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1} %"))
-        .unwrap_or_else(|| "n/a".into())
+    v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "n/a".into())
 }
 
 /// The text a user sees after `pagelab report`.

@@ -88,11 +88,7 @@ fn u(out: &mut String, v: u64) {
 
 /// The phase running at monotonic time `t_ns`, if any.
 pub fn phase_at(phases: &[Phase], t_ns: u64) -> Option<&str> {
-    phases
-        .iter()
-        .rev()
-        .find(|p| p.start_ns <= t_ns && p.end_ns.is_none_or(|e| t_ns <= e))
-        .map(|p| p.name.as_str())
+    phases.iter().rev().find(|p| p.start_ns <= t_ns && p.end_ns.is_none_or(|e| t_ns <= e)).map(|p| p.name.as_str())
 }
 
 /// Renders the CSV text for a run.
@@ -102,12 +98,7 @@ pub fn csv(rec: &RunRecord, intervals: &[Interval]) -> String {
     let t0 = rec.samples.first().map(|s| s.t_ns).unwrap_or(0);
     for i in intervals {
         let t_ns = t0 + (i.t_s * 1e9) as u64;
-        let _ = write!(
-            out,
-            "{},{}",
-            (i.t_s * 1000.0).round() / 1000.0,
-            (i.dt_s * 1e6).round() / 1e6
-        );
+        let _ = write!(out, "{},{}", (i.t_s * 1000.0).round() / 1000.0, (i.dt_s * 1e6).round() / 1e6);
         out.push(',');
         if let Some(p) = phase_at(&rec.run.phases, t_ns) {
             out.push_str(&p.replace([',', '"', '\n'], " "));

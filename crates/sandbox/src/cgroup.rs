@@ -66,20 +66,12 @@ fn write_file(path: &Path, value: &str) -> Result<()> {
 
 impl MemCgroup {
     pub(crate) fn new(version: CgroupVersion, dir: PathBuf, name: String) -> Self {
-        MemCgroup {
-            version,
-            dir,
-            name,
-            writes: Mutex::new(Vec::new()),
-        }
+        MemCgroup { version, dir, name, writes: Mutex::new(Vec::new()) }
     }
 
     /// Writes one control file, remembering the write (file name, value) in order.
     pub fn write(&self, file: &str, value: &str) -> Result<()> {
-        self.writes
-            .lock()
-            .expect("writes")
-            .push((file.to_string(), value.to_string()));
+        self.writes.lock().expect("writes").push((file.to_string(), value.to_string()));
         write_file(&self.dir.join(file), value)
     }
 
@@ -109,11 +101,7 @@ impl MemCgroup {
     }
 
     fn read_u64(&self, file: &str) -> Option<u64> {
-        std::fs::read_to_string(self.dir.join(file))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        std::fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
     }
 
     /// Memory charged to the group, bytes.
@@ -128,9 +116,7 @@ impl MemCgroup {
     pub fn limit(&self) -> Option<u64> {
         let t = match self.version {
             CgroupVersion::V2 => std::fs::read_to_string(self.dir.join("memory.max")).ok()?,
-            CgroupVersion::V1 => {
-                std::fs::read_to_string(self.dir.join("memory.limit_in_bytes")).ok()?
-            }
+            CgroupVersion::V1 => std::fs::read_to_string(self.dir.join("memory.limit_in_bytes")).ok()?,
         };
         match self.version {
             CgroupVersion::V2 => probe::cgroup::parse_v2_limit(&t).ok(),
@@ -147,7 +133,7 @@ impl MemCgroup {
         std::fs::read_to_string(self.dir.join(f))
             .ok()
             .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
-            .and_then(|m| m.get("oom_kill").copied())
+            .and_then(|m| m.get("oom_kill"))
             .unwrap_or(0)
     }
 
@@ -200,10 +186,7 @@ impl MemCgroup {
                                 self.dir.display()
                             )));
                         }
-                        self.write(
-                            "memory.memsw.limit_in_bytes",
-                            &m.saturating_add(s).to_string(),
-                        )?;
+                        self.write("memory.memsw.limit_in_bytes", &m.saturating_add(s).to_string())?;
                     }
                 }
                 if let Some(sw) = l.swappiness {
@@ -223,9 +206,7 @@ impl MemCgroup {
                 if lowering {
                     self.write("memory.high", &bytes.to_string())?;
                     let t0 = Instant::now();
-                    while self.usage().is_some_and(|u| u > bytes)
-                        && t0.elapsed() < Duration::from_secs(5)
-                    {
+                    while self.usage().is_some_and(|u| u > bytes) && t0.elapsed() < Duration::from_secs(5) {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                 }
@@ -238,14 +219,13 @@ impl MemCgroup {
             CgroupVersion::V1 => {
                 // memsw must stay >= limit: raise memsw first when growing.
                 let memsw = self.read_u64("memory.memsw.limit_in_bytes");
-                self.write("memory.limit_in_bytes", &bytes.to_string())
-                    .or_else(|e| match memsw {
-                        Some(ms) if ms < bytes => {
-                            self.write("memory.memsw.limit_in_bytes", &bytes.to_string())?;
-                            self.write("memory.limit_in_bytes", &bytes.to_string())
-                        }
-                        _ => Err(e),
-                    })
+                self.write("memory.limit_in_bytes", &bytes.to_string()).or_else(|e| match memsw {
+                    Some(ms) if ms < bytes => {
+                        self.write("memory.memsw.limit_in_bytes", &bytes.to_string())?;
+                        self.write("memory.limit_in_bytes", &bytes.to_string())
+                    }
+                    _ => Err(e),
+                })
             }
         }
     }
@@ -253,13 +233,9 @@ impl MemCgroup {
     /// Sets v2 memory.high (throttling). v1 has no equivalent.
     pub fn set_high(&self, bytes: Option<u64>) -> Result<()> {
         match self.version {
-            CgroupVersion::V2 => self.write(
-                "memory.high",
-                &bytes.map(|b| b.to_string()).unwrap_or("max".into()),
-            ),
+            CgroupVersion::V2 => self.write("memory.high", &bytes.map(|b| b.to_string()).unwrap_or("max".into())),
             CgroupVersion::V1 => Err(SandboxError::Unsupported(
-                "memory.high (throttling) exists only on cgroup v2; cgroup v1 has no equivalent"
-                    .into(),
+                "memory.high (throttling) exists only on cgroup v2; cgroup v1 has no equivalent".into(),
             )),
         }
     }
@@ -271,35 +247,25 @@ impl MemCgroup {
         match self.version {
             CgroupVersion::V2 => {
                 if !self.knobs().reclaim {
-                    return Err(SandboxError::Unsupported(
-                        "memory.reclaim needs Linux 5.19 or later".into(),
-                    ));
+                    return Err(SandboxError::Unsupported("memory.reclaim needs Linux 5.19 or later".into()));
                 }
                 match self.write("memory.reclaim", &bytes.to_string()) {
                     // EAGAIN: the kernel reclaimed less than asked; not a failure of ours.
-                    Err(SandboxError::Io { source, .. })
-                        if source.raw_os_error() == Some(libc::EAGAIN) =>
-                    {
-                        Ok(())
-                    }
+                    Err(SandboxError::Io { source, .. }) if source.raw_os_error() == Some(libc::EAGAIN) => Ok(()),
                     r => r,
                 }
             }
             CgroupVersion::V1 => {
-                let old = self.read_u64("memory.limit_in_bytes").ok_or_else(|| {
-                    SandboxError::Other("cannot read memory.limit_in_bytes".into())
-                })?;
+                let old = self
+                    .read_u64("memory.limit_in_bytes")
+                    .ok_or_else(|| SandboxError::Other("cannot read memory.limit_in_bytes".into()))?;
                 let usage = self.usage().unwrap_or(0);
                 let target = usage.saturating_sub(bytes).max(1 << 20);
                 // EBUSY: the kernel could not get under the temporary limit; fine.
                 let r = self.write("memory.limit_in_bytes", &target.to_string());
                 let restore = self.write("memory.limit_in_bytes", &old.to_string());
                 match r {
-                    Err(SandboxError::Io { source, .. })
-                        if source.raw_os_error() == Some(libc::EBUSY) =>
-                    {
-                        restore
-                    }
+                    Err(SandboxError::Io { source, .. }) if source.raw_os_error() == Some(libc::EBUSY) => restore,
                     Err(e) => Err(e),
                     Ok(()) => restore,
                 }
@@ -311,11 +277,7 @@ impl MemCgroup {
 /// Pids listed in a cgroup's cgroup.procs.
 pub fn procs(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|t| {
-            t.split_ascii_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect()
-        })
+        .map(|t| t.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
         .unwrap_or_default()
 }
 

@@ -5,11 +5,7 @@ use std::path::PathBuf;
 pub enum SandboxError {
     /// The operation needs a privilege the process lacks. Nothing was changed.
     #[error("{op} needs {need}{hint}")]
-    NeedsPrivilege {
-        op: String,
-        need: String,
-        hint: String,
-    },
+    NeedsPrivilege { op: String, need: String, hint: String },
     /// The request itself is unacceptable (exit code 2). Nothing was changed.
     #[error("{0}")]
     Invalid(String),
@@ -20,22 +16,14 @@ pub enum SandboxError {
     #[error("{0}")]
     HostGuard(String),
     #[error("{what}: {path}: {source}")]
-    Io {
-        what: String,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { what: String, path: PathBuf, source: std::io::Error },
     #[error("{0}")]
     Other(String),
 }
 
 impl SandboxError {
     pub fn io(what: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        SandboxError::Io {
-            what: what.into(),
-            path: path.into(),
-            source,
-        }
+        SandboxError::Io { what: what.into(), path: path.into(), source }
     }
     /// Whether this is the user's or the environment's problem (exit 2) rather than
     /// a runtime failure (exit 1).

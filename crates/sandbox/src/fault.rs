@@ -12,11 +12,7 @@ static COUNT: AtomicU64 = AtomicU64::new(0);
 
 /// A point where a crash may be injected. `what` is printed to stderr just before.
 pub fn point(what: &str) {
-    let target = *TARGET.get_or_init(|| {
-        std::env::var("PAGELAB_FAULT_AT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    });
+    let target = *TARGET.get_or_init(|| std::env::var("PAGELAB_FAULT_AT").ok().and_then(|v| v.parse().ok()));
     let Some(t) = target else { return };
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     if std::env::var_os("PAGELAB_FAULT_TRACE").is_some() {

@@ -25,9 +25,7 @@ pub struct HostGuard {
 
 impl HostGuard {
     pub fn new(floor: Option<u64>, meminfo: &Meminfo) -> Self {
-        HostGuard {
-            floor: floor.unwrap_or_else(|| default_floor(meminfo.total().unwrap_or(0))),
-        }
+        HostGuard { floor: floor.unwrap_or_else(|| default_floor(meminfo.total().unwrap_or(0))) }
     }
 
     /// Refuses a plan that would leave MemAvailable below the floor.
@@ -63,14 +61,7 @@ impl HostGuard {
 mod tests {
     use super::*;
     fn mi(total: u64, avail: u64) -> Meminfo {
-        Meminfo(
-            [
-                ("MemTotal".to_string(), total),
-                ("MemAvailable".to_string(), avail),
-            ]
-            .into_iter()
-            .collect(),
-        )
+        Meminfo(probe::counters::Counters::from_pairs([("MemTotal", total), ("MemAvailable", avail)]))
     }
     #[test]
     fn floor_and_plan() {
@@ -80,19 +71,10 @@ mod tests {
         let g = HostGuard::new(None, &m);
         assert!(g.check_plan(1 << 30, "x", &m).is_ok());
         let e = g.check_plan(18 << 30, "eat", &m).unwrap_err().to_string();
-        assert!(
-            e.contains("eat plans 18.00 GiB") && e.contains("--host-floor"),
-            "{e}"
-        );
-        let s = probe::Sample {
-            meminfo: Some(mi(24 << 30, 1 << 30)),
-            ..Default::default()
-        };
+        assert!(e.contains("eat plans 18.00 GiB") && e.contains("--host-floor"), "{e}");
+        let s = probe::Sample { meminfo: Some(mi(24 << 30, 1 << 30)), ..Default::default() };
         assert!(g.check_sample(&s).is_some());
-        let s = probe::Sample {
-            meminfo: Some(m),
-            ..Default::default()
-        };
+        let s = probe::Sample { meminfo: Some(m), ..Default::default() };
         assert!(g.check_sample(&s).is_none());
     }
 }

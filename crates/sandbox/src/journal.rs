@@ -37,9 +37,7 @@ pub const DEFAULT_DIR: &str = "/run/pagelab";
 
 /// The journal directory: `PAGELAB_JOURNAL_DIR` if set (tests), else /run/pagelab.
 pub fn dir() -> PathBuf {
-    std::env::var_os("PAGELAB_JOURNAL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
+    std::env::var_os("PAGELAB_JOURNAL_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
 }
 
 /// Serializes every undo in this process.
@@ -55,11 +53,7 @@ pub enum Change {
     WriteFile { path: PathBuf, previous: String },
     /// A zram device pagelab hot-added. `id` is unknown until hot_add answered; then
     /// the new device is the one not in `before` that no live journal claims.
-    ZramDevice {
-        sys: PathBuf,
-        before: Vec<u32>,
-        id: Option<u32>,
-    },
+    ZramDevice { sys: PathBuf, before: Vec<u32>, id: Option<u32> },
     /// A swap area pagelab activated. Undo: swapoff if still active.
     SwapOn { path: PathBuf },
     /// A swap file pagelab created. Undo: swapoff if active, delete.
@@ -106,9 +100,7 @@ struct Line {
 }
 
 pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 /// An open journal owned by this process.
@@ -135,49 +127,26 @@ impl Journal {
     /// Creates and locks a new journal in `dir` (created with mode 0700 if needed).
     pub fn create(dir: &Path, label: &str) -> Result<Journal> {
         if !dir.exists() {
-            let r = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir);
+            let r = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
             io("creating the journal directory", dir, r)?;
         }
         let pid = std::process::id();
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let path = dir.join(format!(
-            "{pid}-{n}-{}.journal",
-            probe::sample::monotonic_ns()
-        ));
+        let path = dir.join(format!("{pid}-{n}-{}.journal", probe::sample::monotonic_ns()));
         let file = io(
             "creating the journal",
             &path,
-            OpenOptions::new()
-                .create_new(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(&path),
+            OpenOptions::new().create_new(true).append(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path),
         )?;
         // SAFETY: flock on an fd we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(SandboxError::io(
-                "locking the journal",
-                &path,
-                std::io::Error::last_os_error(),
-            ));
+            return Err(SandboxError::io("locking the journal", &path, std::io::Error::last_os_error()));
         }
-        let mut j = Journal {
-            path,
-            file,
-            next_seq: 1,
-        };
+        let mut j = Journal { path, file, next_seq: 1 };
         let header = Header {
             journal: 1,
             pid,
-            starttime: probe::Probe::default()
-                .pid_stat(pid as i32)
-                .ok()
-                .flatten()
-                .map(|s| s.starttime),
+            starttime: probe::Probe::default().pid_stat(pid as i32).ok().flatten().map(|s| s.starttime),
             boot_id: boot_id(),
             label: label.to_string(),
             created_unix_ms: probe::sample::realtime_ns() / 1_000_000,
@@ -194,11 +163,7 @@ impl Journal {
     fn append<T: Serialize>(&mut self, v: &T) -> Result<()> {
         let mut line = serde_json::to_vec(v).expect("journal line");
         line.push(b'\n');
-        io(
-            "writing the journal",
-            &self.path,
-            self.file.write_all(&line),
-        )?;
+        io("writing the journal", &self.path, self.file.write_all(&line))?;
         io("syncing the journal", &self.path, self.file.sync_data())
     }
 
@@ -207,35 +172,21 @@ impl Journal {
         fault::point(&format!("before journaling {}", change.describe()));
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.append(&Line {
-            seq,
-            change: Some(change.clone()),
-            update: None,
-            undone: false,
-        })?;
+        self.append(&Line { seq, change: Some(change.clone()), update: None, undone: false })?;
         fault::point(&format!("journaled, before making {}", change.describe()));
         Ok(seq)
     }
 
     /// Records what was learned after making a change (e.g. the zram id).
     pub fn update(&mut self, seq: u64, change: Change) -> Result<()> {
-        self.append(&Line {
-            seq,
-            change: None,
-            update: Some(change),
-            undone: false,
-        })
+        self.append(&Line { seq, change: None, update: Some(change), undone: false })
     }
 
     /// Undoes every change not yet undone, newest first. Returns what was done.
     /// On failure the journal keeps the changes still to undo.
     pub fn undo_all(&mut self) -> Result<Vec<String>> {
         let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let text = io(
-            "reading the journal",
-            &self.path,
-            std::fs::read_to_string(&self.path),
-        )?;
+        let text = io("reading the journal", &self.path, std::fs::read_to_string(&self.path))?;
         let (_, pending) = parse(&text);
         let mut log = Vec::new();
         let mut first_err = None;
@@ -244,12 +195,7 @@ impl Journal {
             match undo(&change, &self.path, false) {
                 Ok(msg) => {
                     log.push(msg);
-                    self.append(&Line {
-                        seq,
-                        change: None,
-                        update: None,
-                        undone: true,
-                    })?;
+                    self.append(&Line { seq, change: None, update: None, undone: true })?;
                 }
                 Err(e) => {
                     log.push(format!("could not undo {}: {e}", change.describe()));
@@ -272,9 +218,7 @@ impl Journal {
 /// Parses a journal: the header, and the changes not undone (with updates applied).
 fn parse(text: &str) -> (Option<Header>, Vec<(u64, Change)>) {
     let mut lines = text.lines();
-    let header = lines
-        .next()
-        .and_then(|l| serde_json::from_str::<Header>(l).ok());
+    let header = lines.next().and_then(|l| serde_json::from_str::<Header>(l).ok());
     let mut changes: Vec<(u64, Change)> = Vec::new();
     for l in lines {
         // A torn last line (killed mid-write) is skipped: its change was not made yet,
@@ -328,24 +272,15 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
                 }
                 return match std::fs::remove_dir(path) {
                     Ok(()) => Ok(format!("removed cgroup {}", path.display())),
-                    Err(e)
-                        if matches!(
-                            e.raw_os_error(),
-                            Some(libc::EBUSY) | Some(libc::ENOTEMPTY)
-                        ) =>
-                    {
-                        Ok(format!(
-                            "left cgroup {}: another pagelab run still uses it",
-                            path.display()
-                        ))
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::ENOTEMPTY)) => {
+                        Ok(format!("left cgroup {}: another pagelab run still uses it", path.display()))
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         Ok(format!("cgroup {} already gone", path.display()))
                     }
                     Err(e) if !path.join("cgroup.procs").exists() => {
                         // A fake tree in tests.
-                        std::fs::remove_dir_all(path)
-                            .map_err(|_| SandboxError::io("removing the cgroup", path, e))?;
+                        std::fs::remove_dir_all(path).map_err(|_| SandboxError::io("removing the cgroup", path, e))?;
                         Ok(format!("removed cgroup {}", path.display()))
                     }
                     Err(e) => Err(SandboxError::io("removing the cgroup", path, e)),
@@ -356,17 +291,10 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
                 return Ok(format!(
                     "removed cgroup {}{}",
                     path.display(),
-                    if killed > 0 {
-                        format!(" (killed {killed} worker processes first)")
-                    } else {
-                        String::new()
-                    }
+                    if killed > 0 { format!(" (killed {killed} worker processes first)") } else { String::new() }
                 ));
             }
-            Ok(format!(
-                "would remove cgroup {} (killing its processes first)",
-                path.display()
-            ))
+            Ok(format!("would remove cgroup {} (killing its processes first)", path.display()))
         }
         Change::WriteFile { path, previous } => {
             let now = std::fs::read_to_string(path).unwrap_or_default();
@@ -374,18 +302,9 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
                 return Ok(format!("{} already '{}'", path.display(), previous.trim()));
             }
             if !dry_run {
-                io(
-                    "restoring a setting",
-                    path,
-                    std::fs::write(path, previous.trim()),
-                )?;
+                io("restoring a setting", path, std::fs::write(path, previous.trim()))?;
             }
-            Ok(format!(
-                "{verb} {}: '{}' -> '{}'",
-                path.display(),
-                selected(&now),
-                previous.trim()
-            ))
+            Ok(format!("{verb} {}: '{}' -> '{}'", path.display(), selected(&now), previous.trim()))
         }
         Change::SwapOn { path } => {
             if !swap::is_active(path) {
@@ -423,10 +342,7 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
                 None => {
                     // Crashed between hot_add and recording the id: the device is new,
                     // unset (disksize 0), and claimed by no other journal.
-                    let claimed = claimed_zram_ids(
-                        journal.parent().unwrap_or(Path::new(DEFAULT_DIR)),
-                        journal,
-                    );
+                    let claimed = claimed_zram_ids(journal.parent().unwrap_or(Path::new(DEFAULT_DIR)), journal);
                     let candidates: Vec<u32> = crate::zram::device_ids(sys)
                         .into_iter()
                         .filter(|i| !before.contains(i) && !claimed.contains(i))
@@ -434,9 +350,7 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
                         .collect();
                     match candidates.as_slice() {
                         [] => {
-                            return Ok(
-                                "zram hot_add had not happened; nothing to remove".to_string()
-                            );
+                            return Ok("zram hot_add had not happened; nothing to remove".to_string());
                         }
                         [one] => *one,
                         _ => {
@@ -498,12 +412,7 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
     let mut rep = RestoreReport::default();
     let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for path in journal_files(dir) {
-        let Ok(mut file) = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&path)
-        else {
+        let Ok(mut file) = OpenOptions::new().read(true).append(true).custom_flags(libc::O_CLOEXEC).open(&path) else {
             continue;
         };
         // SAFETY: flock on an fd we own.
@@ -521,9 +430,7 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
             && !h.boot_id.is_empty()
             && h.boot_id != boot_id()
         {
-            rep.actions.push(format!(
-                "discarded journal of {who} from an earlier boot: the reboot undid its changes"
-            ));
+            rep.actions.push(format!("discarded journal of {who} from an earlier boot: the reboot undid its changes"));
             if !dry_run {
                 let _ = std::fs::remove_file(&path);
             }
@@ -535,21 +442,15 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
                 Ok(msg) => {
                     rep.actions.push(format!("{who}: {msg}"));
                     if !dry_run {
-                        let mut line = serde_json::to_vec(&Line {
-                            seq,
-                            change: None,
-                            update: None,
-                            undone: true,
-                        })
-                        .unwrap();
+                        let mut line =
+                            serde_json::to_vec(&Line { seq, change: None, update: None, undone: true }).unwrap();
                         line.push(b'\n');
                         let _ = file.write_all(&line).and_then(|_| file.sync_data());
                     }
                 }
                 Err(e) => {
                     ok = false;
-                    rep.errors
-                        .push(format!("{who}: could not undo {}: {e}", change.describe()));
+                    rep.errors.push(format!("{who}: could not undo {}: {e}", change.describe()));
                 }
             }
         }
@@ -576,13 +477,7 @@ pub fn restore_own(path: &Path) -> Vec<String> {
             Ok(m) => {
                 out.push(m);
                 if let Some(f) = file.as_mut() {
-                    let mut line = serde_json::to_vec(&Line {
-                        seq,
-                        change: None,
-                        update: None,
-                        undone: true,
-                    })
-                    .unwrap();
+                    let mut line = serde_json::to_vec(&Line { seq, change: None, update: None, undone: true }).unwrap();
                     line.push(b'\n');
                     let _ = f.write_all(&line).and_then(|_| f.sync_data());
                 }

@@ -16,9 +16,7 @@ pub fn effective_caps() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         })
         .unwrap_or(0)
 }
@@ -35,10 +33,6 @@ pub fn require_admin(op: &str, hint: &str) -> crate::error::Result<()> {
     Err(crate::SandboxError::NeedsPrivilege {
         op: op.to_string(),
         need: "root (CAP_SYS_ADMIN)".to_string(),
-        hint: if hint.is_empty() {
-            String::new()
-        } else {
-            format!("; {hint}")
-        },
+        hint: if hint.is_empty() { String::new() } else { format!("; {hint}") },
     })
 }

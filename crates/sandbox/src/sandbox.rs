@@ -72,11 +72,7 @@ impl Sandbox {
     }
 
     fn require_admin(&self, op: &str, hint: &str) -> Result<()> {
-        if self.check_privilege {
-            require_admin(op, hint)
-        } else {
-            Ok(())
-        }
+        if self.check_privilege { require_admin(op, hint) } else { Ok(()) }
     }
 
     pub fn label(&self) -> &str {
@@ -91,10 +87,7 @@ impl Sandbox {
     fn record(&mut self, change: Change) -> Result<u64> {
         if self.journal.is_none() {
             let j = Journal::create(&self.journal_dir, &self.label)?;
-            ACTIVE
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(j.path().to_path_buf());
+            ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).push(j.path().to_path_buf());
             self.journal = Some(j);
         }
         self.restored = false;
@@ -102,17 +95,11 @@ impl Sandbox {
     }
 
     fn write_setting_inner(&mut self, path: &Path, value: &str) -> Result<()> {
-        let previous =
-            std::fs::read_to_string(path).map_err(|e| SandboxError::io("reading", path, e))?;
+        let previous = std::fs::read_to_string(path).map_err(|e| SandboxError::io("reading", path, e))?;
         // "a [b] c" files (zswap compressor is plain, THP is bracketed) keep the selection.
-        let previous = probe::environment::selected_choice(&previous)
-            .unwrap_or_else(|| previous.trim().to_string());
-        self.record(Change::WriteFile {
-            path: path.to_path_buf(),
-            previous,
-        })?;
-        std::fs::write(path, value)
-            .map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))?;
+        let previous = probe::environment::selected_choice(&previous).unwrap_or_else(|| previous.trim().to_string());
+        self.record(Change::WriteFile { path: path.to_path_buf(), previous })?;
+        std::fs::write(path, value).map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))?;
         fault::point(&format!("wrote {}", path.display()));
         Ok(())
     }
@@ -120,15 +107,11 @@ impl Sandbox {
     /// Sets a sysctl such as `vm.swappiness` (journaled; restored afterwards).
     pub fn sysctl(&mut self, name: &str, value: &str) -> Result<()> {
         if name.contains("..") || name.contains('/') {
-            return Err(SandboxError::Invalid(format!(
-                "'{name}' is not a sysctl name (e.g. vm.swappiness)"
-            )));
+            return Err(SandboxError::Invalid(format!("'{name}' is not a sysctl name (e.g. vm.swappiness)")));
         }
         let path = self.roots.proc.join("sys").join(name.replace('.', "/"));
         if !path.exists() {
-            return Err(SandboxError::Unsupported(format!(
-                "sysctl {name} does not exist on this kernel"
-            )));
+            return Err(SandboxError::Unsupported(format!("sysctl {name} does not exist on this kernel")));
         }
         self.require_admin(&format!("setting {name}"), "")?;
         self.write_setting_inner(&path, value)
@@ -136,14 +119,8 @@ impl Sandbox {
 
     /// Sets a zswap parameter: `enabled`, `compressor` or `max_pool_percent`.
     pub fn zswap(&mut self, param: &str, value: &str) -> Result<()> {
-        if ![
-            "enabled",
-            "compressor",
-            "max_pool_percent",
-            "shrinker_enabled",
-            "accept_threshold_percent",
-        ]
-        .contains(&param)
+        if !["enabled", "compressor", "max_pool_percent", "shrinker_enabled", "accept_threshold_percent"]
+            .contains(&param)
         {
             return Err(SandboxError::Invalid(format!(
                 "unknown zswap parameter '{param}': expected enabled, compressor or max_pool_percent"
@@ -151,9 +128,7 @@ impl Sandbox {
         }
         let path = self.roots.sys.join("module/zswap/parameters").join(param);
         if !path.exists() {
-            return Err(SandboxError::Unsupported(
-                "zswap is not built into this kernel".into(),
-            ));
+            return Err(SandboxError::Unsupported("zswap is not built into this kernel".into()));
         }
         self.require_admin(&format!("setting zswap {param}"), "use --backing existing")?;
         self.write_setting_inner(&path, value)
@@ -161,18 +136,11 @@ impl Sandbox {
 
     /// Creates a memory cgroup `pagelab/<name>-<pid>-<n>` with the given limits.
     pub fn memory_cgroup(&mut self, name: &str, limits: &Limits) -> Result<MemCgroup> {
-        let ram = Probe::new(self.roots.clone())
-            .meminfo()
-            .ok()
-            .flatten()
-            .and_then(|m| m.total())
-            .unwrap_or(u64::MAX);
+        let ram = Probe::new(self.roots.clone()).meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(u64::MAX);
         for (what, v) in [("limit", limits.max), ("high", limits.high)] {
             match v {
                 Some(0) => {
-                    return Err(SandboxError::Invalid(format!(
-                        "a cgroup {what} of 0 bytes cannot hold a process"
-                    )));
+                    return Err(SandboxError::Invalid(format!("a cgroup {what} of 0 bytes cannot hold a process")));
                 }
                 Some(b) if b > ram => {
                     return Err(SandboxError::Invalid(format!(
@@ -194,14 +162,10 @@ impl Sandbox {
                         .into(),
                 )
             })?;
-        self.require_admin(
-            "creating a memory cgroup",
-            "run as root or use --backing existing",
-        )?;
+        self.require_admin("creating a memory cgroup", "run as root or use --backing existing")?;
         let parent = root.join("pagelab");
         if version == CgroupVersion::V2 {
-            let sub =
-                std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
+            let sub = std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
             if !sub.split_ascii_whitespace().any(|c| c == "memory") {
                 return Err(SandboxError::Unsupported(format!(
                     "the memory controller is not enabled for children of {} (cgroup.subtree_control lacks 'memory'); pagelab does not change settings it did not create",
@@ -210,9 +174,7 @@ impl Sandbox {
             }
         }
         if !parent.exists() {
-            self.record(Change::CgroupDir {
-                path: parent.clone(),
-            })?;
+            self.record(Change::CgroupDir { path: parent.clone() })?;
             match std::fs::create_dir(&parent) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -223,8 +185,7 @@ impl Sandbox {
             let sc = parent.join("cgroup.subtree_control");
             let cur = std::fs::read_to_string(&sc).unwrap_or_default();
             if !cur.split_ascii_whitespace().any(|c| c == "memory") {
-                std::fs::write(&sc, "+memory")
-                    .map_err(|e| SandboxError::io("enabling memory", &sc, e))?;
+                std::fs::write(&sc, "+memory").map_err(|e| SandboxError::io("enabling memory", &sc, e))?;
             }
         }
         let n = GROUP_COUNTER.fetch_add(1, Ordering::SeqCst);
@@ -264,35 +225,21 @@ impl Sandbox {
                 avail.join(", ")
             )));
         }
-        self.require_admin(
-            "creating a zram swap device",
-            "run as root or use --backing existing",
-        )?;
+        self.require_admin("creating a zram swap device", "run as root or use --backing existing")?;
         let before = zram::device_ids(&sys);
-        let seq = self.record(Change::ZramDevice {
-            sys: sys.clone(),
-            before: before.clone(),
-            id: None,
-        })?;
+        let seq = self.record(Change::ZramDevice { sys: sys.clone(), before: before.clone(), id: None })?;
         let text = std::fs::read_to_string(control.join("hot_add"))
             .map_err(|e| SandboxError::io("zram hot_add", control.join("hot_add"), e))?;
-        let id: u32 = text
-            .trim()
-            .parse()
-            .map_err(|_| SandboxError::Other(format!("zram hot_add answered '{}'", text.trim())))?;
+        let id: u32 =
+            text.trim().parse().map_err(|_| SandboxError::Other(format!("zram hot_add answered '{}'", text.trim())))?;
         fault::point(&format!("hot-added zram{id}"));
-        self.journal.as_mut().expect("journal").update(
-            seq,
-            Change::ZramDevice {
-                sys: sys.clone(),
-                before,
-                id: Some(id),
-            },
-        )?;
+        self.journal
+            .as_mut()
+            .expect("journal")
+            .update(seq, Change::ZramDevice { sys: sys.clone(), before, id: Some(id) })?;
         let block = sys.join(format!("block/zram{id}"));
         let w = |f: &str, v: &str| {
-            std::fs::write(block.join(f), v)
-                .map_err(|e| SandboxError::io(format!("writing '{v}'"), block.join(f), e))
+            std::fs::write(block.join(f), v).map_err(|e| SandboxError::io(format!("writing '{v}'"), block.join(f), e))
         };
         if let Some(alg) = &spec.algorithm {
             w("comp_algorithm", alg)?;
@@ -302,9 +249,7 @@ impl Sandbox {
         let device = zram::dev_path(id);
         self.ensure_node(&device, &block)?;
         swap::write_header(&device, spec.disksize)?;
-        self.record(Change::SwapOn {
-            path: device.clone(),
-        })?;
+        self.record(Change::SwapOn { path: device.clone() })?;
         swap::swapon(&device, spec.priority)?;
         fault::point(&format!("swapon zram{id}"));
         let algorithm = std::fs::read_to_string(block.join("comp_algorithm"))
@@ -312,13 +257,7 @@ impl Sandbox {
             .and_then(|t| probe::zram::parse_comp_algorithm(&t).ok())
             .and_then(|c| c.selected)
             .unwrap_or_default();
-        Ok(ZramSwap {
-            id,
-            device,
-            disksize: spec.disksize,
-            algorithm,
-            priority: spec.priority,
-        })
+        Ok(ZramSwap { id, device, disksize: spec.disksize, algorithm, priority: spec.priority })
     }
 
     /// Waits for the kernel (devtmpfs/udev) to create a device node; creates it with
@@ -336,20 +275,12 @@ impl Sandbox {
             .trim()
             .split_once(':')
             .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
-            .ok_or_else(|| {
-                SandboxError::Other(format!("unexpected device number '{}'", devnum.trim()))
-            })?;
-        self.record(Change::DeviceNode {
-            path: device.to_path_buf(),
-        })?;
+            .ok_or_else(|| SandboxError::Other(format!("unexpected device number '{}'", devnum.trim())))?;
+        self.record(Change::DeviceNode { path: device.to_path_buf() })?;
         let c = std::ffi::CString::new(device.as_os_str().as_encoded_bytes()).expect("path");
         // SAFETY: valid C string; creating a block device node.
         if unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(maj, min)) } != 0 {
-            return Err(SandboxError::io(
-                "mknod",
-                device,
-                std::io::Error::last_os_error(),
-            ));
+            return Err(SandboxError::io("mknod", device, std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -357,9 +288,7 @@ impl Sandbox {
     /// Creates a swap file of `size` bytes at `path` and turns it on.
     pub fn swap_file(&mut self, path: &Path, size: u64, priority: i32) -> Result<PathBuf> {
         if size < (1 << 20) {
-            return Err(SandboxError::Invalid(format!(
-                "a swap file of {size} bytes is too small (at least 1MiB)"
-            )));
+            return Err(SandboxError::Invalid(format!("a swap file of {size} bytes is too small (at least 1MiB)")));
         }
         if path.exists() {
             return Err(SandboxError::Invalid(format!(
@@ -367,18 +296,10 @@ impl Sandbox {
                 path.display()
             )));
         }
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         check_swap_fs(dir)?;
-        self.require_admin(
-            "creating a swap file",
-            "run as root or use --backing existing",
-        )?;
-        self.record(Change::SwapFile {
-            path: path.to_path_buf(),
-        })?;
+        self.require_admin("creating a swap file", "run as root or use --backing existing")?;
+        self.record(Change::SwapFile { path: path.to_path_buf() })?;
         {
             use std::os::fd::AsRawFd;
             use std::os::unix::fs::OpenOptionsExt;
@@ -391,18 +312,12 @@ impl Sandbox {
             // Allocated, not sparse: swap cannot use files with holes.
             // SAFETY: fd is valid for the lifetime of f.
             if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) } != 0 {
-                return Err(SandboxError::io(
-                    "fallocate",
-                    path,
-                    std::io::Error::last_os_error(),
-                ));
+                return Err(SandboxError::io("fallocate", path, std::io::Error::last_os_error()));
             }
         }
         fault::point("allocated swap file");
         swap::write_header(path, size)?;
-        self.record(Change::SwapOn {
-            path: path.to_path_buf(),
-        })?;
+        self.record(Change::SwapOn { path: path.to_path_buf() })?;
         swap::swapon(path, priority)?;
         fault::point("swapon swap file");
         Ok(path.to_path_buf())
@@ -415,10 +330,7 @@ impl Sandbox {
         };
         let log = j.undo_all()?;
         let j = self.journal.take().expect("journal");
-        ACTIVE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| p != j.path());
+        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| p != j.path());
         j.remove();
         self.restored = true;
         Ok(log)
@@ -444,11 +356,7 @@ fn check_swap_fs(dir: &Path) -> Result<()> {
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and out-pointer.
     if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(SandboxError::io(
-            "statfs",
-            dir,
-            std::io::Error::last_os_error(),
-        ));
+        return Err(SandboxError::io("statfs", dir, std::io::Error::last_os_error()));
     }
     let name = match s.f_type as i64 {
         TMPFS => "tmpfs",

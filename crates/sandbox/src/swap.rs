@@ -21,9 +21,8 @@ pub fn header(size_bytes: u64, page_size: usize, uuid: [u8; 16]) -> Result<Vec<u
             10 * page_size
         )));
     }
-    let last_page = u32::try_from(pages - 1).map_err(|_| {
-        SandboxError::Invalid(format!("swap area of {size_bytes} bytes is too large"))
-    })?;
+    let last_page = u32::try_from(pages - 1)
+        .map_err(|_| SandboxError::Invalid(format!("swap area of {size_bytes} bytes is too large")))?;
     let mut page = vec![0u8; page_size];
     page[1024..1028].copy_from_slice(&1u32.to_ne_bytes());
     page[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
@@ -38,10 +37,7 @@ pub fn header(size_bytes: u64, page_size: usize, uuid: [u8; 16]) -> Result<Vec<u
 /// A random version-4 UUID from /dev/urandom (or the clock when that fails).
 pub fn uuid() -> [u8; 16] {
     let mut u = [0u8; 16];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut u))
-        .is_err()
-    {
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut u)).is_err() {
         u[..8].copy_from_slice(&probe::sample::monotonic_ns().to_ne_bytes());
     }
     u[6] = (u[6] & 0x0f) | 0x40;
@@ -56,10 +52,8 @@ pub fn write_header(path: &Path, size_bytes: u64) -> Result<()> {
         .write(true)
         .open(path)
         .map_err(|e| SandboxError::io("opening for the swap header", path, e))?;
-    f.write_all(&page)
-        .map_err(|e| SandboxError::io("writing the swap header", path, e))?;
-    f.sync_all()
-        .map_err(|e| SandboxError::io("syncing the swap header", path, e))
+    f.write_all(&page).map_err(|e| SandboxError::io("writing the swap header", path, e))?;
+    f.sync_all().map_err(|e| SandboxError::io("syncing the swap header", path, e))
 }
 
 fn cpath(path: &Path) -> CString {
@@ -75,11 +69,7 @@ pub fn swapon(path: &Path, priority: i32) -> Result<()> {
     let c = cpath(path);
     // SAFETY: valid C string.
     if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
-        return Err(SandboxError::io(
-            "swapon",
-            path,
-            std::io::Error::last_os_error(),
-        ));
+        return Err(SandboxError::io("swapon", path, std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -116,11 +106,7 @@ pub fn swapoff(path: &Path) -> Result<()> {
 
 /// Active swap areas, from /proc/swaps.
 pub fn active() -> Vec<probe::swaps::SwapArea> {
-    probe::Probe::default()
-        .swaps()
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+    probe::Probe::default().swaps().ok().flatten().unwrap_or_default()
 }
 
 /// Whether `path` is an active swap area (compared by canonical path).
@@ -140,10 +126,7 @@ mod tests {
         assert_eq!(h.len(), 4096);
         assert_eq!(&h[4086..], b"SWAPSPACE2");
         assert_eq!(u32::from_ne_bytes(h[1024..1028].try_into().unwrap()), 1);
-        assert_eq!(
-            u32::from_ne_bytes(h[1028..1032].try_into().unwrap()),
-            (64 << 20) / 4096 - 1
-        );
+        assert_eq!(u32::from_ne_bytes(h[1028..1032].try_into().unwrap()), (64 << 20) / 4096 - 1);
         assert!(h[..1024].iter().all(|b| *b == 0));
         assert!(super::header(4096 * 5, 4096, [0; 16]).is_err());
     }

@@ -102,10 +102,7 @@ pub struct Worker {
 impl Worker {
     pub fn spawn(spec: WorkerSpec<'_>) -> Result<Worker> {
         let mut cmd = Command::new(&spec.exe);
-        cmd.args(&spec.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        cmd.args(&spec.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }
@@ -151,11 +148,7 @@ impl Worker {
             oom_before: cg.oom_kills(),
         });
         let mut child = cmd.spawn().map_err(|e| {
-            SandboxError::Other(format!(
-                "starting worker {} ({}): {e}",
-                spec.label,
-                spec.exe.display()
-            ))
+            SandboxError::Other(format!("starting worker {} ({}): {e}", spec.label, spec.exe.display()))
         })?;
         drop(procs);
         let pid = child.id() as i32;
@@ -171,10 +164,7 @@ impl Worker {
                 for line in BufReader::new(stdout).lines() {
                     let Ok(line) = line else { break };
                     let Ok(ev) = serde_json::from_str::<WorkerEvent>(&line) else {
-                        errors2
-                            .lock()
-                            .unwrap()
-                            .push(format!("unreadable worker output: {line}"));
+                        errors2.lock().unwrap().push(format!("unreadable worker output: {line}"));
                         continue;
                     };
                     match ev.kind.as_str() {
@@ -189,28 +179,13 @@ impl Worker {
                 }
             })
             .map_err(|e| SandboxError::Other(format!("starting the event reader: {e}")))?;
-        Ok(Worker {
-            pid,
-            label: spec.label,
-            child,
-            control,
-            events: rx,
-            phase,
-            errors,
-            cgroup,
-        })
+        Ok(Worker { pid, label: spec.label, child, control, events: rx, phase, errors, cgroup })
     }
 
     /// Sends a command on the control pipe.
     pub fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
-        let c = self
-            .control
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("control pipe closed"))?;
-        let mut line = serde_json::to_vec(&WorkerCommand {
-            cmd: cmd.into(),
-            arg,
-        })?;
+        let c = self.control.as_mut().ok_or_else(|| std::io::Error::other("control pipe closed"))?;
+        let mut line = serde_json::to_vec(&WorkerCommand { cmd: cmd.into(), arg })?;
         line.push(b'\n');
         c.write_all(&line)?;
         c.flush()
@@ -218,10 +193,7 @@ impl Worker {
 
     /// The next event, waiting up to `timeout`. `Err` once the worker has exited
     /// and every event was read.
-    pub fn recv(
-        &mut self,
-        timeout: Duration,
-    ) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
+    pub fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
         match self.events.recv_timeout(timeout) {
             Ok(ev) => Ok(Some(ev)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
@@ -254,10 +226,7 @@ impl Worker {
                 return Err(WorkerFailure {
                     label: self.label.clone(),
                     phase: self.phase(),
-                    reason: format!(
-                        "did not send '{kind}' within {:.0} s",
-                        timeout.as_secs_f64()
-                    ),
+                    reason: format!("did not send '{kind}' within {:.0} s", timeout.as_secs_f64()),
                     oom_killed: false,
                 });
             }
@@ -300,11 +269,7 @@ impl Worker {
             }
         }
         let f = self.failure();
-        if f.reason == "exited normally" {
-            Ok(())
-        } else {
-            Err(f)
-        }
+        if f.reason == "exited normally" { Ok(()) } else { Err(f) }
     }
 
     /// Kills the worker (SIGKILL) and reaps it.
@@ -339,19 +304,14 @@ impl Worker {
             Some(s) if s.success() => "exited normally".to_string(),
             Some(s) => match s.signal() {
                 Some(sig) => {
-                    let oom = self
-                        .cgroup
-                        .as_ref()
-                        .is_some_and(|c| oom_kills(c) > c.oom_before);
+                    let oom = self.cgroup.as_ref().is_some_and(|c| oom_kills(c) > c.oom_before);
                     if sig == libc::SIGKILL && oom {
                         oom_killed = true;
                         let c = self.cgroup.as_ref().expect("cgroup");
                         match c.limit {
-                            Some(l) => format!(
-                                "was killed by the OOM killer in cgroup {} (limit {})",
-                                c.name,
-                                fmt_mib(l)
-                            ),
+                            Some(l) => {
+                                format!("was killed by the OOM killer in cgroup {} (limit {})", c.name, fmt_mib(l))
+                            }
                             None => format!("was killed by the OOM killer in cgroup {}", c.name),
                         }
                     } else {
@@ -364,12 +324,7 @@ impl Worker {
                 },
             },
         };
-        WorkerFailure {
-            label: self.label.clone(),
-            phase,
-            reason,
-            oom_killed,
-        }
+        WorkerFailure { label: self.label.clone(), phase, reason, oom_killed }
     }
 }
 
@@ -390,16 +345,12 @@ fn oom_kills(c: &CgroupInfo) -> u64 {
     std::fs::read_to_string(c.dir.join(f))
         .ok()
         .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
-        .and_then(|m| m.get("oom_kill").copied())
+        .and_then(|m| m.get("oom_kill"))
         .unwrap_or(0)
 }
 
 fn fmt_mib(b: u64) -> String {
-    if b % (1 << 20) == 0 {
-        format!("{} MiB", b >> 20)
-    } else {
-        format!("{b} bytes")
-    }
+    if b % (1 << 20) == 0 { format!("{} MiB", b >> 20) } else { format!("{b} bytes") }
 }
 
 fn signal_name(sig: i32) -> &'static str {
@@ -433,20 +384,12 @@ pub mod child {
 
     impl WorkerIo {
         pub fn new() -> Self {
-            WorkerIo {
-                out: std::io::stdout(),
-                input: std::io::stdin().lock(),
-            }
+            WorkerIo { out: std::io::stdout(), input: std::io::stdin().lock() }
         }
 
         /// Sends one event and flushes it.
         pub fn emit(&mut self, kind: &str, name: &str, data: serde_json::Value) {
-            let ev = WorkerEvent {
-                t_ns: probe::sample::monotonic_ns(),
-                kind: kind.into(),
-                name: name.into(),
-                data,
-            };
+            let ev = WorkerEvent { t_ns: probe::sample::monotonic_ns(), kind: kind.into(), name: name.into(), data };
             let mut line = serde_json::to_vec(&ev).expect("event");
             line.push(b'\n');
             let mut o = self.out.lock();

@@ -6,19 +6,11 @@ use std::path::{Path, PathBuf};
 
 /// zram ids under `sys`/block.
 pub fn device_ids(sys: &Path) -> Vec<u32> {
-    probe::Probe::new(probe::Roots {
-        sys: sys.to_path_buf(),
-        ..Default::default()
-    })
-    .zram_devices()
+    probe::Probe::new(probe::Roots { sys: sys.to_path_buf(), ..Default::default() }).zram_devices()
 }
 
 pub fn disksize(sys: &Path, id: u32) -> Option<u64> {
-    std::fs::read_to_string(sys.join(format!("block/zram{id}/disksize")))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    std::fs::read_to_string(sys.join(format!("block/zram{id}/disksize"))).ok()?.trim().parse().ok()
 }
 
 pub fn control_dir(sys: &Path) -> PathBuf {
@@ -29,9 +21,7 @@ pub fn control_dir(sys: &Path) -> PathBuf {
 pub fn algorithms(sys: &Path) -> Option<Vec<String>> {
     device_ids(sys).into_iter().find_map(|id| {
         let t = std::fs::read_to_string(sys.join(format!("block/zram{id}/comp_algorithm"))).ok()?;
-        probe::zram::parse_comp_algorithm(&t)
-            .ok()
-            .map(|c| c.available)
+        probe::zram::parse_comp_algorithm(&t).ok().map(|c| c.available)
     })
 }
 
@@ -47,9 +37,7 @@ pub fn remove_device(sys: &Path, id: u32) -> Result<()> {
         crate::swap::swapoff(&dev)?;
     }
     let block = sys.join(format!("block/zram{id}"));
-    let w = |p: PathBuf, v: String| {
-        std::fs::write(&p, v).map_err(|e| SandboxError::io("writing", p, e))
-    };
+    let w = |p: PathBuf, v: String| std::fs::write(&p, v).map_err(|e| SandboxError::io("writing", p, e));
     // reset frees the memory; hot_remove then deletes the device.
     w(block.join("reset"), "1".into())?;
     w(control_dir(sys).join("hot_remove"), id.to_string())

@@ -14,22 +14,10 @@ fn fake_v2() -> tempfile::TempDir {
         "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
     )
     .unwrap();
-    std::fs::write(
-        r.join("proc/meminfo"),
-        "MemTotal:  4194304 kB\nMemAvailable: 3000000 kB\n",
-    )
-    .unwrap();
+    std::fs::write(r.join("proc/meminfo"), "MemTotal:  4194304 kB\nMemAvailable: 3000000 kB\n").unwrap();
     std::fs::create_dir_all(r.join("sys/fs/cgroup")).unwrap();
-    std::fs::write(
-        r.join("sys/fs/cgroup/cgroup.controllers"),
-        "cpu io memory pids\n",
-    )
-    .unwrap();
-    std::fs::write(
-        r.join("sys/fs/cgroup/cgroup.subtree_control"),
-        "cpu io memory pids\n",
-    )
-    .unwrap();
+    std::fs::write(r.join("sys/fs/cgroup/cgroup.controllers"), "cpu io memory pids\n").unwrap();
+    std::fs::write(r.join("sys/fs/cgroup/cgroup.subtree_control"), "cpu io memory pids\n").unwrap();
     t
 }
 
@@ -42,15 +30,7 @@ fn v2_create_writes_high_before_max_then_lifts_high() {
     let t = fake_v2();
     let jdir = t.path().join("journal");
     let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
-    let cg = sb
-        .memory_cgroup(
-            "eat",
-            &Limits {
-                max: Some(64 << 20),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let cg = sb.memory_cgroup("eat", &Limits { max: Some(64 << 20), ..Default::default() }).unwrap();
     assert_eq!(cg.version, probe::cgroup::CgroupVersion::V2);
     assert!(cg.name.starts_with("pagelab/eat-"), "{}", cg.name);
     assert_eq!(
@@ -62,42 +42,21 @@ fn v2_create_writes_high_before_max_then_lifts_high() {
         ]
     );
     // The parent delegates the memory controller to its children.
-    assert_eq!(
-        read(
-            &t.path()
-                .join("sys/fs/cgroup/pagelab/cgroup.subtree_control")
-        ),
-        "+memory"
-    );
+    assert_eq!(read(&t.path().join("sys/fs/cgroup/pagelab/cgroup.subtree_control")), "+memory");
     // The journal holds both directories before restore, and nothing after.
     let j = read(sb.journal_path().unwrap());
-    assert!(
-        j.contains("\"cgroup_dir\"") && j.contains("pagelab/eat-"),
-        "{j}"
-    );
+    assert!(j.contains("\"cgroup_dir\"") && j.contains("pagelab/eat-"), "{j}");
     sb.restore().unwrap();
     assert!(!cg.dir.exists());
-    assert!(
-        !t.path().join("sys/fs/cgroup/pagelab").exists(),
-        "empty pagelab parent removed"
-    );
+    assert!(!t.path().join("sys/fs/cgroup/pagelab").exists(), "empty pagelab parent removed");
     assert!(sandbox::journal::journal_files(&jdir).is_empty());
 }
 
 #[test]
 fn v2_lowering_max_goes_through_high() {
     let t = fake_v2();
-    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j"))
-        .with_roots(probe::Roots::under(t.path()));
-    let cg = sb
-        .memory_cgroup(
-            "w",
-            &Limits {
-                max: Some(128 << 20),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
+    let cg = sb.memory_cgroup("w", &Limits { max: Some(128 << 20), ..Default::default() }).unwrap();
     // Usage above the new limit: the kernel would OOM-kill on a direct memory.max write.
     std::fs::write(cg.dir.join("memory.current"), (100u64 << 20).to_string()).unwrap();
     let before = cg.writes().len();
@@ -115,63 +74,38 @@ fn v2_lowering_max_goes_through_high() {
     // Raising writes memory.max alone.
     std::fs::write(cg.dir.join("memory.current"), "0").unwrap();
     cg.set_max(256 << 20).unwrap();
-    assert_eq!(
-        cg.writes().last().unwrap(),
-        &("memory.max".to_string(), "268435456".to_string())
-    );
+    assert_eq!(cg.writes().last().unwrap(), &("memory.max".to_string(), "268435456".to_string()));
 }
 
 #[test]
 fn v2_swap_max_reclaim_and_unsupported_knobs() {
     let t = fake_v2();
-    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j"))
-        .with_roots(probe::Roots::under(t.path()));
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
     let cg = sb.memory_cgroup("s", &Limits::default()).unwrap();
     // Without the file, swap accounting is missing: a clear error, not a silent skip.
-    let e = cg
-        .apply(&Limits {
-            swap_max: Some(1 << 20),
-            ..Default::default()
-        })
-        .unwrap_err();
+    let e = cg.apply(&Limits { swap_max: Some(1 << 20), ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("memory.swap.max"), "{e}");
     std::fs::write(cg.dir.join("memory.swap.max"), "max").unwrap();
-    cg.apply(&Limits {
-        swap_max: Some(1 << 20),
-        ..Default::default()
-    })
-    .unwrap();
+    cg.apply(&Limits { swap_max: Some(1 << 20), ..Default::default() }).unwrap();
     assert_eq!(read(&cg.dir.join("memory.swap.max")), "1048576");
     std::fs::write(cg.dir.join("memory.reclaim"), "").unwrap();
     cg.reclaim(8 << 20).unwrap();
     assert_eq!(read(&cg.dir.join("memory.reclaim")), "8388608");
-    let e = cg
-        .apply(&Limits {
-            swappiness: Some(10),
-            ..Default::default()
-        })
-        .unwrap_err();
+    let e = cg.apply(&Limits { swappiness: Some(10), ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("only on cgroup v1"), "{e}");
 }
 
 #[test]
 fn v2_without_memory_in_root_subtree_control_is_refused_without_changes() {
     let t = fake_v2();
-    std::fs::write(
-        t.path().join("sys/fs/cgroup/cgroup.subtree_control"),
-        "cpu io\n",
-    )
-    .unwrap();
+    std::fs::write(t.path().join("sys/fs/cgroup/cgroup.subtree_control"), "cpu io\n").unwrap();
     let jdir = t.path().join("j");
     let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
     let e = sb.memory_cgroup("x", &Limits::default()).unwrap_err();
     assert!(e.is_usage());
     assert!(e.to_string().contains("cgroup.subtree_control"), "{e}");
     assert!(!t.path().join("sys/fs/cgroup/pagelab").exists());
-    assert!(
-        sandbox::journal::journal_files(&jdir).is_empty(),
-        "nothing journaled"
-    );
+    assert!(sandbox::journal::journal_files(&jdir).is_empty(), "nothing journaled");
 }
 
 #[test]
@@ -179,16 +113,7 @@ fn bad_limits_are_refused_before_any_change() {
     let t = fake_v2();
     let jdir = t.path().join("j");
     let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
-    for l in [
-        Limits {
-            max: Some(0),
-            ..Default::default()
-        },
-        Limits {
-            max: Some(1 << 40),
-            ..Default::default()
-        },
-    ] {
+    for l in [Limits { max: Some(0), ..Default::default() }, Limits { max: Some(1 << 40), ..Default::default() }] {
         let e = sb.memory_cgroup("x", &l).unwrap_err();
         assert!(e.is_usage(), "{e}");
     }
@@ -206,8 +131,7 @@ fn settings_are_journaled_and_restored() {
     std::fs::create_dir_all(&z).unwrap();
     std::fs::write(z.join("enabled"), "N\n").unwrap();
     std::fs::write(z.join("compressor"), "lzo\n").unwrap();
-    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j"))
-        .with_roots(probe::Roots::under(t.path()));
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
     sb.sysctl("vm.swappiness", "100").unwrap();
     sb.zswap("enabled", "Y").unwrap();
     sb.zswap("compressor", "lz4").unwrap();
@@ -240,11 +164,7 @@ fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
     let copy = jdir.join("dead-0-0.journal");
     std::fs::copy(&path, &copy).unwrap();
     let rep = sandbox::journal::restore_stale(&jdir, true);
-    assert!(
-        rep.actions.iter().any(|a| a.contains("would undo")),
-        "{:?}",
-        rep.actions
-    );
+    assert!(rep.actions.iter().any(|a| a.contains("would undo")), "{:?}", rep.actions);
     assert_eq!(read(&p.join("swappiness")), "10", "dry run changes nothing");
     let rep = sandbox::journal::restore_stale(&jdir, false);
     assert!(rep.restored.contains(&copy));

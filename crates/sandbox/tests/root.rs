@@ -33,37 +33,16 @@ fn zram_swap_goes_up_and_down() {
     let jdir = tempfile::tempdir().unwrap();
     let before_devices = sandbox::zram::device_ids(Path::new("/sys"));
     let mut sb = Sandbox::with_journal_dir("test-zram", jdir.path());
-    let z = sb
-        .zram_swap(&ZramSpec {
-            disksize: 32 << 20,
-            algorithm: Some("lz4".into()),
-            priority: 5,
-        })
-        .unwrap();
-    assert!(
-        !before_devices.contains(&z.id),
-        "a new device, never a reused one"
-    );
+    let z = sb.zram_swap(&ZramSpec { disksize: 32 << 20, algorithm: Some("lz4".into()), priority: 5 }).unwrap();
+    assert!(!before_devices.contains(&z.id), "a new device, never a reused one");
     assert_eq!(z.algorithm, "lz4");
     let s = swaps();
-    let line = s
-        .lines()
-        .find(|l| l.starts_with(&format!("/dev/zram{} ", z.id)))
-        .expect("zram in /proc/swaps");
-    assert!(
-        line.contains(&format!("{}", (32 << 20) / 1024 - 4)),
-        "size from our header: {line}"
-    );
-    assert_eq!(
-        sandbox::zram::disksize(Path::new("/sys"), z.id),
-        Some(32 << 20)
-    );
+    let line = s.lines().find(|l| l.starts_with(&format!("/dev/zram{} ", z.id))).expect("zram in /proc/swaps");
+    assert!(line.contains(&format!("{}", (32 << 20) / 1024 - 4)), "size from our header: {line}");
+    assert_eq!(sandbox::zram::disksize(Path::new("/sys"), z.id), Some(32 << 20));
     sb.restore().unwrap();
     assert!(!swaps().contains(&format!("/dev/zram{} ", z.id)));
-    assert!(
-        !Path::new(&format!("/sys/block/zram{}", z.id)).exists(),
-        "hot_removed"
-    );
+    assert!(!Path::new(&format!("/sys/block/zram{}", z.id)).exists(), "hot_removed");
     assert!(sandbox::journal::journal_files(jdir.path()).is_empty());
 }
 
@@ -75,18 +54,10 @@ fn unknown_zram_algorithm_changes_nothing() {
     let jdir = tempfile::tempdir().unwrap();
     let before = sandbox::zram::device_ids(Path::new("/sys"));
     let mut sb = Sandbox::with_journal_dir("test-zram-bad", jdir.path());
-    let e = sb
-        .zram_swap(&ZramSpec {
-            disksize: 32 << 20,
-            algorithm: Some("lzma9000".into()),
-            priority: 5,
-        })
-        .unwrap_err();
+    let e =
+        sb.zram_swap(&ZramSpec { disksize: 32 << 20, algorithm: Some("lzma9000".into()), priority: 5 }).unwrap_err();
     assert!(e.is_usage());
-    assert!(
-        e.to_string().contains("lzma9000") && e.to_string().contains("this kernel offers"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("lzma9000") && e.to_string().contains("this kernel offers"), "{e}");
     assert_eq!(sandbox::zram::device_ids(Path::new("/sys")), before);
     assert!(sandbox::journal::journal_files(jdir.path()).is_empty());
 }
@@ -123,12 +94,7 @@ fn two_sandboxes_at_once_do_not_collide() {
     if !zram_or_skip("two_sandboxes_at_once_do_not_collide") {
         return;
     }
-    if probe::Probe::default()
-        .memory_controller()
-        .ok()
-        .flatten()
-        .is_none()
-    {
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
         eprintln!("skipped two_sandboxes_at_once_do_not_collide: no memory cgroup controller");
         return;
     }
@@ -137,21 +103,9 @@ fn two_sandboxes_at_once_do_not_collide() {
         let jdir = jdir.path().to_path_buf();
         std::thread::spawn(move || {
             let mut sb = Sandbox::with_journal_dir(label, &jdir);
-            let z = sb
-                .zram_swap(&ZramSpec {
-                    disksize: 16 << 20,
-                    algorithm: None,
-                    priority: 3,
-                })
-                .unwrap();
+            let z = sb.zram_swap(&ZramSpec { disksize: 16 << 20, algorithm: None, priority: 3 }).unwrap();
             let cg = sb
-                .memory_cgroup(
-                    label,
-                    &sandbox::cgroup::Limits {
-                        max: Some(32 << 20),
-                        ..Default::default()
-                    },
-                )
+                .memory_cgroup(label, &sandbox::cgroup::Limits { max: Some(32 << 20), ..Default::default() })
                 .unwrap();
             let out = (z.id, cg.dir.clone());
             std::thread::sleep(std::time::Duration::from_millis(200));

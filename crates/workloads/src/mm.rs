@@ -91,27 +91,13 @@ impl Drop for PidFd {
 /// Returns the number of bytes advised. Another process needs CAP_SYS_NICE (and
 /// ptrace read access); one's own does not.
 pub fn process_madvise(pidfd: &PidFd, ranges: &[(usize, usize)], advice: i32) -> io::Result<usize> {
-    let iov: Vec<libc::iovec> = ranges
-        .iter()
-        .map(|&(addr, len)| libc::iovec {
-            iov_base: addr as *mut libc::c_void,
-            iov_len: len,
-        })
-        .collect();
+    let iov: Vec<libc::iovec> =
+        ranges.iter().map(|&(addr, len)| libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: len }).collect();
     let mut total = 0usize;
     // The kernel caps one call at UIO_MAXIOV (1024) ranges.
     for chunk in iov.chunks(1024) {
         // SAFETY: iovecs describe ranges in the target process; the kernel checks them.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                pidfd.0,
-                chunk.as_ptr(),
-                chunk.len(),
-                advice,
-                0u32,
-            )
-        };
+        let r = unsafe { libc::syscall(libc::SYS_process_madvise, pidfd.0, chunk.as_ptr(), chunk.len(), advice, 0u32) };
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -137,15 +123,10 @@ pub fn try_process_madvise() -> Result<(), String> {
     let mut m = Mapping::anon(4 * page, 0).map_err(|e| format!("mmap failed: {e}"))?;
     m.as_mut_slice().fill(1);
     // SAFETY: getpid has no preconditions.
-    let fd =
-        PidFd::open(unsafe { libc::getpid() }).map_err(|e| format!("pidfd_open failed: {e}"))?;
-    process_madvise(&fd, &[(m.ptr as usize, m.len)], MADV_PAGEOUT)
-        .map(|_| ())
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOSYS) => "process_madvise is missing (needs Linux 5.10)".to_string(),
-            Some(libc::EINVAL) => {
-                "process_madvise rejects MADV_PAGEOUT (needs Linux 5.10)".to_string()
-            }
-            _ => format!("process_madvise failed: {e}"),
-        })
+    let fd = PidFd::open(unsafe { libc::getpid() }).map_err(|e| format!("pidfd_open failed: {e}"))?;
+    process_madvise(&fd, &[(m.ptr as usize, m.len)], MADV_PAGEOUT).map(|_| ()).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOSYS) => "process_madvise is missing (needs Linux 5.10)".to_string(),
+        Some(libc::EINVAL) => "process_madvise rejects MADV_PAGEOUT (needs Linux 5.10)".to_string(),
+        _ => format!("process_madvise failed: {e}"),
+    })
 }
