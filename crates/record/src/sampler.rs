@@ -156,6 +156,14 @@ impl Sampler {
                 }
                 sleep_until(deadline, &stop2);
             }
+            // A closing sample, so the record covers the whole run.
+            if stats.samples > 0
+                && !crate::stop::requested()
+                && let Ok(s) = probe.sample(&targets2.lock().map(|t| t.clone()).unwrap_or_default())
+            {
+                stats.samples += 1;
+                let _ = sink(&s);
+            }
             stats.lateness_p50_ms = percentile(&mut lateness, 0.50) / 1e6;
             stats.lateness_p99_ms = percentile(&mut lateness, 0.99) / 1e6;
             stats.lateness_max_ms = lateness.iter().copied().max().unwrap_or(0) as f64 / 1e6;
