@@ -133,16 +133,16 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct DrillArgs {
     /// Create a zram swap of this size.
-    #[arg(long, value_parser = units::parse_nonzero_size)]
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub zram: Option<u64>,
     /// zram algorithm.
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Create a memory cgroup with this limit and run a worker in it.
-    #[arg(long, value_parser = units::parse_nonzero_size)]
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub cgroup: Option<u64>,
     /// Worker allocation inside the cgroup.
-    #[arg(long, default_value = "16MiB", value_parser = units::parse_size)]
+    #[arg(long, default_value = "16MiB", value_parser = units::parse_size, allow_hyphen_values = true)]
     pub touch: u64,
     /// Set vm.swappiness to this value.
     #[arg(long)]
@@ -156,4 +156,8 @@ pub struct DrillArgs {
     /// Journal directory (tests use their own).
     #[arg(long)]
     pub journal_dir: Option<PathBuf>,
+    /// Host guard floor: refuse if the plan would leave MemAvailable below this
+    /// (default: the larger of 1 GiB and 10 % of RAM).
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
 }

@@ -17,6 +17,14 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         None => Sandbox::new("drill"),
     };
     let mut out = json!({});
+    if let Some(limit) = a.cgroup {
+        sb.check_limits(&Limits { max: Some(limit), ..Default::default() })?;
+    }
+    // The host guard: the cgroup limit is the planned memory; refuse before any change.
+    let meminfo = probe::Probe::default().meminfo()?.unwrap_or_default();
+    let guard = sandbox::guard::HostGuard::new(a.host_floor, &meminfo);
+    let planned = a.cgroup.unwrap_or(0).max(if a.cgroup.is_some() { 0 } else { a.touch });
+    guard.check_plan(planned, "this drill", &meminfo)?;
     if let Some(v) = a.swappiness {
         sb.sysctl("vm.swappiness", &v.to_string())?;
         out["swappiness"] = json!(v);

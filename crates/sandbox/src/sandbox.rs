@@ -134,8 +134,8 @@ impl Sandbox {
         self.write_setting_inner(&path, value)
     }
 
-    /// Creates a memory cgroup `pagelab/<name>-<pid>-<n>` with the given limits.
-    pub fn memory_cgroup(&mut self, name: &str, limits: &Limits) -> Result<MemCgroup> {
+    /// Checks limits without changing anything: not zero, not above RAM.
+    pub fn check_limits(&self, limits: &Limits) -> Result<()> {
         let ram = Probe::new(self.roots.clone()).meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(u64::MAX);
         for (what, v) in [("limit", limits.max), ("high", limits.high)] {
             match v {
@@ -153,6 +153,12 @@ impl Sandbox {
         if limits.swappiness.is_some_and(|s| s > 200) {
             return Err(SandboxError::Invalid("swappiness must be 0..=200".into()));
         }
+        Ok(())
+    }
+
+    /// Creates a memory cgroup `pagelab/<name>-<pid>-<n>` with the given limits.
+    pub fn memory_cgroup(&mut self, name: &str, limits: &Limits) -> Result<MemCgroup> {
+        self.check_limits(limits)?;
         let (version, root) = Probe::new(self.roots.clone())
             .memory_controller()
             .map_err(|e| SandboxError::Other(e.to_string()))?

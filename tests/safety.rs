@@ -1,0 +1,112 @@
+//! Bad input and missing privilege: a one-line error, exit 2, and no change to
+//! the system (zram devices, swap areas, pagelab cgroups, sysctls).
+
+use std::process::Command;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("pagelab")
+}
+
+fn system_state() -> String {
+    let zram: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("zram"))
+        .collect();
+    let cg = probe::Probe::default()
+        .memory_controller()
+        .ok()
+        .flatten()
+        .map(|(_, root)| root.join("pagelab").exists())
+        .unwrap_or(false);
+    format!(
+        "{:?} {} pagelab-cgroup:{cg} swappiness:{}",
+        zram,
+        std::fs::read_to_string("/proc/swaps").unwrap(),
+        std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()
+    )
+}
+
+/// Runs the drill, expecting exit 2, one line on stderr containing `needle`, and
+/// no change to the system.
+fn refused(cmd: &mut Command, needle: &str) {
+    let before = system_state();
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "'{needle}' not in: {err}");
+    assert!(!err.contains("panicked"));
+    assert_eq!(system_state(), before, "the system changed");
+}
+
+fn drill(args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-safety-test-journals"));
+    c.arg("__sandbox-drill").args(args);
+    c
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn bad_input_changes_nothing() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: without root these requests are refused for lack of privilege instead");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    refused(&mut drill(&["--swappiness", "60", "--cgroup", "1TiB"]), "larger than this machine's RAM");
+    if std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+        refused(
+            &mut drill(&["--swappiness", "61", "--zram", "64MiB", "--algorithm", "zip9"]),
+            "unknown zram algorithm 'zip9'",
+        );
+        refused(&mut drill(&["--zram", "4KiB"]), "too small");
+    }
+    refused(&mut drill(&["--zram", "0"]), "greater than zero");
+    refused(&mut drill(&["--cgroup", "-5MiB"]), "--cgroup");
+}
+
+#[test]
+fn host_guard_refuses_a_plan_below_the_floor() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A floor larger than any machine's memory: every plan is refused, with numbers.
+    refused(&mut drill(&["--cgroup", "64MiB", "--host-floor", "100TiB"]), "host guard: this drill plans 0.06 GiB");
+}
+
+#[test]
+fn without_root_privileged_operations_fail_with_the_operation_named() {
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv to drop to an unprivileged user");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let nobody = |args: &[&str]| {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(bin()).args(args);
+        c
+    };
+    if std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+        refused(
+            &mut nobody(&["__sandbox-drill", "--zram", "64MiB"]),
+            "creating a zram swap device needs root (CAP_SYS_ADMIN)",
+        );
+    }
+    if probe::Probe::default().memory_controller().ok().flatten().is_some() {
+        refused(
+            &mut nobody(&["__sandbox-drill", "--cgroup", "64MiB"]),
+            "creating a memory cgroup needs root (CAP_SYS_ADMIN)",
+        );
+    }
+    refused(&mut nobody(&["__sandbox-drill", "--swappiness", "10"]), "setting vm.swappiness needs root");
+    // doctor works without root and says what needs it.
+    let out = nobody(&["doctor", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["root"]["is_root"], false);
+    let checks = v["checks"].as_array().unwrap();
+    let root_check = checks.iter().find(|c| c["name"] == "root").unwrap();
+    assert_eq!(root_check["status"], "needs_root");
+}
