@@ -29,6 +29,9 @@ pub enum Cmd {
     Record(RecordArgs),
     /// Render a run directory: timeline.csv and a summary.
     Report(ReportArgs),
+    /// Fill private memory with data of chosen compressibility, trim it into
+    /// (compressed) swap, read it back, and time each phase.
+    Eat(EatArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -160,4 +163,76 @@ pub struct DrillArgs {
     /// (default: the larger of 1 GiB and 10 % of RAM).
     #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     pub host_floor: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct EatArgs {
+    /// Private memory to fill, per pattern.
+    #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// random, semi, const, zero, all, or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = parse_patterns)]
+    pub pattern: PatternList,
+    /// Block size of the semi pattern, bytes.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub block: u32,
+    /// What takes the trimmed pages: auto, zram, zswap, swapfile, existing, none.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap compression algorithm, or `all` to compare every one the kernel offers.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// self (madvise in the worker), external (process_madvise from pagelab), cgroup (reclaim), none.
+    #[arg(long, default_value = "self", value_parser = parse_trim)]
+    pub trim: workloads::eat::Trim,
+    /// Runs per pattern.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// PRNG seed (recorded, so a run can be reproduced).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run directory (default: runs/<UTC timestamp>-eat).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Sampling interval of the timeline.
+    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    /// Refuse to run if MemAvailable would fall below this (default: max(1 GiB, 10 % of RAM)).
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    /// Directory for a swap file when one is needed.
+    #[arg(long, default_value = "/var/tmp")]
+    pub swapfile_dir: PathBuf,
+    /// Print {"experiment":"eat","results":[...]} on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct PatternList(pub Vec<workloads::fill::Pattern>);
+
+fn parse_patterns(s: &str) -> Result<PatternList, String> {
+    use workloads::fill::Pattern;
+    let mut v = Vec::new();
+    for part in s.split(',') {
+        match part.trim() {
+            "all" => v.extend(Pattern::ALL),
+            p => v.push(
+                Pattern::parse(p)
+                    .ok_or_else(|| format!("unknown pattern '{p}': expected random, semi, const, zero or all"))?,
+            ),
+        }
+    }
+    v.dedup();
+    Ok(PatternList(v))
+}
+
+fn parse_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
+    workloads::backing::BackingKind::parse(s)
+        .ok_or_else(|| format!("unknown backing '{s}': expected {}", workloads::backing::BackingKind::NAMES))
+}
+
+fn parse_trim(s: &str) -> Result<workloads::eat::Trim, String> {
+    workloads::eat::Trim::parse(s)
+        .ok_or_else(|| format!("unknown trim '{s}': expected {}", workloads::eat::Trim::NAMES))
 }

@@ -6,6 +6,8 @@ mod bench;
 mod cli;
 mod doctor;
 mod drill;
+mod eat_cmd;
+mod experiment;
 mod record_cmd;
 mod report_cmd;
 mod units;
@@ -146,6 +148,7 @@ fn main() {
     let r = match cli.command {
         Cmd::Doctor(a) => doctor::run(&a),
         Cmd::Record(a) => record_cmd::run(a),
+        Cmd::Eat(a) => eat_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),

@@ -3,5 +3,7 @@
 //! This crate reads run directories only; it never touches /proc or /sys. Every
 //! per-interval value comes from `record::derive`.
 
+pub mod charts;
+pub mod eat;
 pub mod summary;
 pub mod timeline;

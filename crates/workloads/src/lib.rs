@@ -1,4 +1,9 @@
 //! The experiments. They know nothing of output: each returns plain data and
-//! reports phases through callbacks; rendering is the `report` crate's job.
+//! reports progress through callbacks; rendering is the `report` crate's job.
 
+pub mod backing;
+pub mod compress;
+pub mod eat;
+pub mod fill;
 pub mod mm;
+pub mod procsnap;

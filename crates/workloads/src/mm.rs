@@ -7,6 +7,11 @@ pub const MADV_COLD: i32 = 20;
 /// MADV_PAGEOUT (Linux 5.4): reclaim pages now (swap out anon, drop clean file).
 pub const MADV_PAGEOUT: i32 = 21;
 
+/// The page size, bytes.
+pub fn page_size() -> usize {
+    probe::environment::page_size() as usize
+}
+
 /// An anonymous private mapping, unmapped on drop.
 pub struct Mapping {
     pub ptr: *mut u8,

@@ -1,0 +1,286 @@
+//! Charts, as SVG and PNG, with plotters and a bundled font.
+//!
+//! The font (DejaVu Sans, from the `dejavu` crate) is registered once at start:
+//! plotters' default font lookup needs fontconfig, which a server may not have.
+
+use plotters::prelude::*;
+use record::derive::Interval;
+use record::rundir::Phase;
+use std::path::Path;
+use std::sync::Once;
+
+static FONT: Once = Once::new();
+
+/// Registers the bundled font as "sans-serif".
+pub fn init_font() {
+    FONT.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+type DynErr = Box<dyn std::error::Error + Send + Sync>;
+
+/// A named, coloured line of (x, y) points.
+type Line<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+fn err<E: std::fmt::Display>(e: E) -> DynErr {
+    e.to_string().into()
+}
+
+/// Colours of the memory categories, bottom of the stack first.
+pub const CATEGORY_COLORS: [RGBColor; 8] = [
+    RGBColor(214, 39, 40),   // target anon
+    RGBColor(255, 127, 14),  // target file
+    RGBColor(227, 119, 194), // target shmem
+    RGBColor(148, 103, 189), // compressed store
+    RGBColor(140, 86, 75),   // dirty + writeback
+    RGBColor(31, 119, 180),  // page cache
+    RGBColor(127, 127, 127), // other used
+    RGBColor(44, 160, 44),   // free
+];
+
+fn gib(b: u64) -> f64 {
+    b as f64 / (1u64 << 30) as f64
+}
+
+/// Phase markers: (start time in seconds, number, name).
+pub fn markers(phases: &[Phase], t0_ns: u64) -> Vec<(f64, u32, String)> {
+    phases.iter().map(|p| (p.start_ns.saturating_sub(t0_ns) as f64 / 1e9, p.index, p.name.clone())).collect()
+}
+
+fn draw_timeline<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    iv: &[Interval],
+    marks: &[(f64, u32, String)],
+    include_free: bool,
+) -> Result<(), DynErr>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let (top, bottom) = root.split_vertically(root.dim_in_pixel().1 * 68 / 100);
+    let tmax = iv.last().map(|i| i.t_s).unwrap_or(1.0).max(0.001);
+    let stacks: Vec<[(&str, u64); 8]> = iv.iter().map(|i| i.mem.ram_stack()).collect();
+    let n_cat = if include_free { 8 } else { 7 };
+    let total = |s: &[(&str, u64); 8]| s[..n_cat].iter().map(|(_, v)| v).sum::<u64>();
+    let ymax = stacks.iter().map(total).max().unwrap_or(1).max(1);
+    let mut chart = ChartBuilder::on(&top)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..tmax, 0f64..gib(ymax) * 1.08)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .y_desc(if include_free { "RAM (GiB)" } else { "RAM in use (GiB; free not drawn)" })
+        .x_desc("time (s)")
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(err)?;
+    // Stacked areas: draw the cumulative sums, the tallest first.
+    for k in (0..n_cat).rev() {
+        let pts: Vec<(f64, f64)> =
+            iv.iter().zip(&stacks).map(|(i, s)| (i.t_s, gib(s[..=k].iter().map(|(_, v)| v).sum()))).collect();
+        let color = CATEGORY_COLORS[k];
+        let label = stacks.first().map(|s| s[k].0).unwrap_or("");
+        chart
+            .draw_series(AreaSeries::new(pts, 0.0, color.mix(0.85)))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    let ytop = gib(ymax) * 1.05;
+    // Every marker gets its line; labels go on three staggered rows, and a label
+    // that would collide with the previous one on its row is left out.
+    let mut last_on_row = [f64::NEG_INFINITY; 3];
+    let min_gap = tmax * 0.06;
+    for (i, (t, n, name)) in marks.iter().enumerate() {
+        chart.draw_series(LineSeries::new(vec![(*t, 0.0), (*t, ytop)], BLACK.mix(0.5))).map_err(err)?;
+        let row = i % 3;
+        if *t - last_on_row[row] >= min_gap {
+            last_on_row[row] = *t;
+            let y = gib(ymax) * (1.05 - 0.035 * row as f64);
+            chart
+                .draw_series(std::iter::once(Text::new(format!("{n} {name}"), (*t, y), ("sans-serif", 12).into_font())))
+                .map_err(err)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(err)?;
+
+    // Below: swap used, the target's swapped pages and the compressed store.
+    let lines: [Line; 3] = [
+        ("swap used", RGBColor(23, 190, 207), iv.iter().map(|i| (i.t_s, gib(i.mem.swap_used))).collect()),
+        ("target swapped", RGBColor(214, 39, 40), iv.iter().map(|i| (i.t_s, gib(i.mem.target_swapped))).collect()),
+        (
+            "compressed store",
+            RGBColor(148, 103, 189),
+            iv.iter().map(|i| (i.t_s, gib(i.mem.compressed_store))).collect(),
+        ),
+    ];
+    let lmax = lines.iter().flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y)).fold(0.0, f64::max).max(1.0 / 1024.0);
+    let mut c2 = ChartBuilder::on(&bottom)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..tmax, 0f64..lmax * 1.1)
+        .map_err(err)?;
+    c2.configure_mesh().y_desc("swap (GiB)").x_desc("time (s)").draw().map_err(err)?;
+    for (name, color, pts) in lines {
+        c2.draw_series(LineSeries::new(pts, color.stroke_width(2)))
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], color.stroke_width(2)));
+    }
+    for (t, _, _) in marks {
+        c2.draw_series(LineSeries::new(vec![(*t, 0.0), (*t, lmax * 1.05)], BLACK.mix(0.4))).map_err(err)?;
+    }
+    c2.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Writes a timeline chart to `stem.svg` and `stem.png`: stacked RAM categories
+/// with numbered phase markers, and swap below on the same time axis.
+pub fn timeline(stem: &Path, title: &str, iv: &[Interval], marks: &[(f64, u32, String)]) -> Result<(), DynErr> {
+    init_font();
+    if iv.is_empty() {
+        return Err("no intervals to draw (fewer than two samples)".into());
+    }
+    let svg = stem.with_extension("svg");
+    let png = stem.with_extension("png");
+    draw_timeline(SVGBackend::new(&svg, (1100, 700)).into_drawing_area(), title, iv, marks, false)?;
+    draw_timeline(BitMapBackend::new(&png, (1100, 700)).into_drawing_area(), title, iv, marks, false)?;
+    Ok(())
+}
+
+/// One group of bars.
+pub struct BarGroup {
+    pub label: String,
+    /// (series name, value)
+    pub bars: Vec<(String, f64)>,
+}
+
+fn draw_bars<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    y_desc: &str,
+    groups: &[BarGroup],
+    log: bool,
+) -> Result<(), DynErr>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let series: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for g in groups {
+            for (s, _) in &g.bars {
+                if !v.contains(s) {
+                    v.push(s.clone());
+                }
+            }
+        }
+        v
+    };
+    let ng = groups.len().max(1);
+    let ns = series.len().max(1);
+    let vals = groups.iter().flat_map(|g| g.bars.iter().map(|(_, v)| *v)).filter(|v| v.is_finite());
+    let vmax = vals.clone().fold(0.0, f64::max).max(1e-9);
+    let vmin_pos = vals.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let palette = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ];
+    let x_range = 0f64..ng as f64;
+    let labels: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
+    let fmt_x = move |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - i as f64 - 0.5).abs() < 0.01 { labels.get(i).cloned().unwrap_or_default() } else { String::new() }
+    };
+    macro_rules! body {
+        ($chart:expr, $y0:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(ng * 2 + 1)
+                .x_label_formatter(&fmt_x)
+                .y_desc(y_desc)
+                .draw()
+                .map_err(err)?;
+            for (si, s) in series.iter().enumerate() {
+                let color = palette[si % palette.len()];
+                let w = 0.8 / ns as f64;
+                let rects: Vec<Rectangle<(f64, f64)>> = groups
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(gi, g)| {
+                        let v = g.bars.iter().find(|(n, _)| n == s)?.1;
+                        if !v.is_finite() || (log && v <= 0.0) {
+                            return None;
+                        }
+                        let x0 = gi as f64 + 0.1 + si as f64 * w;
+                        Some(Rectangle::new([(x0, $y0), (x0 + w * 0.95, v)], color.filled()))
+                    })
+                    .collect();
+                chart
+                    .draw_series(rects)
+                    .map_err(err)?
+                    .label(s.as_str())
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .label_font(("sans-serif", 12))
+                .draw()
+                .map_err(err)?;
+        }};
+    }
+    let mut b = ChartBuilder::on(&root);
+    b.caption(title, ("sans-serif", 20)).margin(10).x_label_area_size(35).y_label_area_size(70);
+    if log {
+        let lo = if vmin_pos.is_finite() { vmin_pos / 2.0 } else { vmax / 1e3 };
+        let chart = b.build_cartesian_2d(x_range, (lo..vmax * 2.0).log_scale()).map_err(err)?;
+        body!(chart, lo);
+    } else {
+        let chart = b.build_cartesian_2d(x_range, 0f64..vmax * 1.15).map_err(err)?;
+        body!(chart, 0.0);
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Writes a grouped bar chart to `stem.svg` and `stem.png`.
+pub fn bars(stem: &Path, title: &str, y_desc: &str, groups: &[BarGroup], log: bool) -> Result<(), DynErr> {
+    init_font();
+    let svg = stem.with_extension("svg");
+    let png = stem.with_extension("png");
+    draw_bars(SVGBackend::new(&svg, (900, 520)).into_drawing_area(), title, y_desc, groups, log)?;
+    draw_bars(BitMapBackend::new(&png, (900, 520)).into_drawing_area(), title, y_desc, groups, log)?;
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! What backs an experiment's trimmed pages: a zram swap made for the run, zswap
+//! in front of a swap area, a swap file, the user's existing swap, or nothing.
+//!
+//! `auto` follows the rule of the eat issue: as root with no swap active, a zram
+//! swap sized for the run is created through the sandbox; with a user swap active,
+//! that swap is used and named. pagelab never changes swap areas it did not make.
+
+use sandbox::error::SandboxError;
+use sandbox::sandbox::ZramSpec;
+use sandbox::{Sandbox, privilege};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackingKind {
+    Auto,
+    Zram,
+    Zswap,
+    Swapfile,
+    Existing,
+    None,
+}
+
+impl BackingKind {
+    pub const NAMES: &'static str = "auto, zram, zswap, swapfile, existing, none";
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => BackingKind::Auto,
+            "zram" => BackingKind::Zram,
+            "zswap" => BackingKind::Zswap,
+            "swapfile" => BackingKind::Swapfile,
+            "existing" => BackingKind::Existing,
+            "none" => BackingKind::None,
+            _ => return None,
+        })
+    }
+}
+
+/// The backing a run actually got.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Backing {
+    /// `zram`, `zswap`, `swapfile`, `existing` or `none`.
+    pub kind: String,
+    /// The compression algorithm of the store, if any.
+    pub compressor: Option<String>,
+    /// The zram device made for the run.
+    pub zram_id: Option<u32>,
+    /// The swap areas active during the run (ours and the user's).
+    pub swap_areas: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Backing {
+    /// Whether trimmed anonymous pages have somewhere to go.
+    pub fn has_swap(&self) -> bool {
+        !self.swap_areas.is_empty()
+    }
+    pub fn compressed(&self) -> bool {
+        matches!(self.kind.as_str(), "zram" | "zswap")
+    }
+}
+
+/// Compression algorithms the kernel's crypto API offers (for zswap).
+pub fn crypto_compressors() -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/crypto").unwrap_or_default();
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let get = |k: &str| {
+            block.lines().find_map(|l| {
+                let (a, b) = l.split_once(':')?;
+                (a.trim() == k).then(|| b.trim().to_string())
+            })
+        };
+        if let (Some(name), Some(ty)) = (get("name"), get("type"))
+            && matches!(ty.as_str(), "compression" | "scomp" | "acomp")
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Algorithms `--compressor all` means for a backing.
+pub fn all_compressors(kind: BackingKind) -> Vec<String> {
+    match kind {
+        BackingKind::Zswap => crypto_compressors(),
+        _ => sandbox::zram::algorithms(Path::new("/sys")).unwrap_or_default(),
+    }
+}
+
+fn active_areas() -> Vec<String> {
+    sandbox::swap::active().into_iter().map(|a| format!("{} ({}, prio {})", a.filename, a.kind, a.priority)).collect()
+}
+
+/// Resolves `auto` without changing anything.
+pub fn resolve(kind: BackingKind) -> BackingKind {
+    if kind != BackingKind::Auto {
+        return kind;
+    }
+    if !sandbox::swap::active().is_empty() {
+        BackingKind::Existing
+    } else if privilege::is_root() && Path::new("/sys/class/zram-control/hot_add").exists() {
+        BackingKind::Zram
+    } else {
+        BackingKind::None
+    }
+}
+
+/// Checks a request without changing anything (so bad input exits before any change).
+pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), SandboxError> {
+    let kind = resolve(kind);
+    match (kind, compressor) {
+        (BackingKind::Zram, Some(c)) => {
+            let algs = sandbox::zram::algorithms(Path::new("/sys")).unwrap_or_default();
+            if !algs.is_empty() && !algs.iter().any(|a| a == c) {
+                return Err(SandboxError::Invalid(format!(
+                    "--compressor {c}: unknown zram algorithm; this kernel offers {}",
+                    algs.join(", ")
+                )));
+            }
+        }
+        (BackingKind::Zswap, Some(c)) => {
+            let algs = crypto_compressors();
+            if !algs.iter().any(|a| a == c) {
+                return Err(SandboxError::Invalid(format!(
+                    "--compressor {c}: unknown zswap compressor; this kernel offers {}",
+                    algs.join(", ")
+                )));
+            }
+        }
+        (BackingKind::Existing | BackingKind::Swapfile | BackingKind::None, Some(c)) => {
+            return Err(SandboxError::Invalid(format!(
+                "--compressor {c} needs --backing zram or zswap (or auto, which picks zram as root without swap)"
+            )));
+        }
+        _ => {}
+    }
+    if kind == BackingKind::Existing && sandbox::swap::active().is_empty() {
+        return Err(SandboxError::Invalid("--backing existing: no swap is active on this machine".into()));
+    }
+    let op = match kind {
+        BackingKind::Zram => Some(("creating a zram swap device", "run as root or use --backing existing")),
+        BackingKind::Zswap => Some(("enabling zswap", "run as root or use --backing existing")),
+        BackingKind::Swapfile => Some(("creating a swap file", "run as root or use --backing existing")),
+        _ => None,
+    };
+    if let Some((op, hint)) = op {
+        privilege::require_admin(op, hint)?;
+    }
+    Ok(())
+}
+
+/// Sets up the backing through the sandbox. `capacity` is how much data it must
+/// be able to take (uncompressed).
+pub fn setup(
+    sb: &mut Sandbox,
+    kind: BackingKind,
+    compressor: Option<&str>,
+    capacity: u64,
+    swapfile_dir: &Path,
+) -> Result<Backing, SandboxError> {
+    let kind = resolve(kind);
+    let mut b = Backing::default();
+    let page = probe::environment::page_size();
+    // Room for the data plus a margin, rounded to pages.
+    let size = (capacity + capacity / 8 + (16 << 20)).div_ceil(page) * page;
+    match kind {
+        BackingKind::Zram => {
+            let z = sb.zram_swap(&ZramSpec {
+                disksize: size,
+                algorithm: compressor.map(str::to_string),
+                priority: i16::MAX as i32,
+            })?;
+            b.kind = "zram".into();
+            b.compressor = Some(z.algorithm.clone());
+            b.zram_id = Some(z.id);
+            if sandbox::swap::active().len() > 1 {
+                b.notes.push(format!(
+                    "other swap areas are active; zram{} has the highest priority, so the run's pages go there first",
+                    z.id
+                ));
+            }
+        }
+        BackingKind::Zswap => {
+            if sandbox::swap::active().is_empty() {
+                let path = swapfile_dir.join(format!("pagelab-{}.swap", std::process::id()));
+                sb.swap_file(&path, size, 10)?;
+                b.notes.push(format!("zswap needs a swap area behind it: created {}", path.display()));
+            }
+            sb.zswap("enabled", "Y")?;
+            if let Some(c) = compressor {
+                sb.zswap("compressor", c)?;
+            }
+            b.kind = "zswap".into();
+            b.compressor = probe::Probe::default().zswap().compressor;
+        }
+        BackingKind::Swapfile => {
+            let path: PathBuf = swapfile_dir.join(format!("pagelab-{}.swap", std::process::id()));
+            sb.swap_file(&path, size, i16::MAX as i32)?;
+            b.kind = "swapfile".into();
+        }
+        BackingKind::Existing => {
+            b.kind = "existing".into();
+            let z = probe::Probe::default().zswap();
+            if z.enabled == Some(true) {
+                b.compressor = z.compressor;
+                b.notes.push("zswap is enabled in front of the existing swap".into());
+            }
+        }
+        BackingKind::None | BackingKind::Auto => {
+            b.kind = "none".into();
+        }
+    }
+    b.swap_areas = active_areas();
+    Ok(b)
+}

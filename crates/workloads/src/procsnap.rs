@@ -1,0 +1,58 @@
+//! A process's fault counters and memory at one moment (for phase deltas).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSnap {
+    pub t_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub rss_bytes: u64,
+    pub anon_bytes: u64,
+    pub swap_bytes: u64,
+}
+
+impl ProcSnap {
+    pub fn of(pid: i32) -> ProcSnap {
+        let mut p = probe::Probe::default();
+        let st = p.pid_stat(pid).ok().flatten().unwrap_or_default();
+        let s = p.pid_status(pid).ok().flatten().unwrap_or_default();
+        ProcSnap {
+            t_ns: probe::sample::monotonic_ns(),
+            minflt: st.minflt,
+            majflt: st.majflt,
+            rss_bytes: s.vm_rss.unwrap_or(0),
+            anon_bytes: s.rss_anon.unwrap_or(0),
+            swap_bytes: s.vm_swap.unwrap_or(0),
+        }
+    }
+    pub fn own() -> ProcSnap {
+        ProcSnap::of(std::process::id() as i32)
+    }
+}
+
+/// One timed phase: duration, fault deltas, memory before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub seconds: f64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub rss_before_bytes: u64,
+    pub rss_after_bytes: u64,
+    pub swap_before_bytes: u64,
+    pub swap_after_bytes: u64,
+}
+
+impl PhaseResult {
+    pub fn between(a: &ProcSnap, b: &ProcSnap) -> PhaseResult {
+        PhaseResult {
+            seconds: b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9,
+            minor_faults: b.minflt.saturating_sub(a.minflt),
+            major_faults: b.majflt.saturating_sub(a.majflt),
+            rss_before_bytes: a.rss_bytes,
+            rss_after_bytes: b.rss_bytes,
+            swap_before_bytes: a.swap_bytes,
+            swap_after_bytes: b.swap_bytes,
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `pagelab eat`: glue between the CLI, the experiment, the run directory and the
+//! report.
+
+use crate::cli::EatArgs;
+use crate::experiment::ExperimentRun;
+use crate::{Interrupted, usage};
+use workloads::eat::{EatConfig, EatError, EatResult, Observer};
+
+struct Obs<'a> {
+    run: &'a ExperimentRun,
+    quiet: bool,
+}
+
+impl Observer for Obs<'_> {
+    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
+        self.run.event(kind, name, t_ns, detail.clone());
+        if !self.quiet && kind == "phase_end" {
+            let secs = detail["seconds"].as_f64().unwrap_or(0.0);
+            eprintln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
+        }
+    }
+    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
+        self.run.targets(pids, cgroup, zram);
+    }
+    fn result(&mut self, r: &EatResult) {
+        self.run.push_result(r);
+    }
+    fn note(&mut self, msg: &str) {
+        self.run.note(msg);
+    }
+}
+
+pub fn run(a: &EatArgs) -> anyhow::Result<()> {
+    let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
+        None => vec![None],
+        Some("all") => {
+            let all = workloads::backing::all_compressors(workloads::backing::resolve(a.backing));
+            if all.is_empty() {
+                return Err(usage(
+                    "--compressor all: this backing offers no compression algorithms (use --backing zram or zswap)",
+                ));
+            }
+            all.into_iter().map(Some).collect()
+        }
+        Some(c) => vec![Some(c.to_string())],
+    };
+    let cfg = EatConfig {
+        size: a.size,
+        patterns: a.pattern.0.clone(),
+        block: a.block as usize,
+        backing: a.backing,
+        compressors,
+        trim: a.trim,
+        repeat: a.repeat,
+        seed: a.seed,
+        exe: std::env::current_exe()?,
+        host_floor: a.host_floor,
+        settle_max: std::time::Duration::from_secs(10),
+        swapfile_dir: a.swapfile_dir.clone(),
+    };
+    // Everything that can be refused is refused here, before any change.
+    workloads::eat::validate(&cfg)?;
+    let config = serde_json::json!({
+        "size_bytes": cfg.size,
+        "patterns": cfg.patterns,
+        "block_bytes": cfg.block,
+        "backing": cfg.backing,
+        "compressors": cfg.compressors,
+        "trim": cfg.trim,
+        "repeat": cfg.repeat,
+        "seed": cfg.seed,
+        "interval_s": a.interval.as_secs_f64(),
+    });
+    let mut run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor)?;
+    let r = {
+        let mut obs = Obs { run: &run, quiet: a.json };
+        workloads::eat::run(&cfg, &mut obs, record::stop::requested).map_err(|e| match e {
+            EatError::Interrupted => anyhow::Error::new(Interrupted),
+            EatError::Sandbox(s) => anyhow::Error::new(s),
+            EatError::Worker(w) => anyhow::anyhow!(w),
+        })
+    };
+    run.finish(ExperimentRun::status_for(&r))?;
+    let rec = record::RunRecord::load(run.dir.path())?;
+    let results = rec.run.results.as_array().cloned().unwrap_or_default();
+    match report::eat::render(&rec) {
+        Ok(files) if !a.json => {
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"experiment": "eat", "dir": run.dir.path(), "results": results})
+            )?
+        );
+    } else if !results.is_empty() {
+        print!("{}", report::eat::text_table(&results));
+        println!("\nfill bandwidth (GB/s) beside memset of the same region, same worker:");
+        print!("{}", report::eat::fill_table(&results));
+        println!("\npublished figures beside ours:");
+        print!("{}", report::eat::reference_markdown(&results).split("\n\n").next().unwrap_or(""));
+        println!("\nrun directory: {}", run.dir.path().display());
+    }
+    r.map(|_| ())
+}

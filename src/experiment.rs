@@ -1,0 +1,111 @@
+//! What every experiment command shares: a run directory, the mlocked sampler
+//! with the host guard in its sink, events and results written as they happen,
+//! and the final status.
+
+use crate::usage;
+use anyhow::Context;
+use probe::{CgroupTarget, Probe, Targets};
+use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
+use record::sampler::{Sampler, SamplerConfig, Verdict};
+use sandbox::guard::HostGuard;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub struct ExperimentRun {
+    pub dir: RunDir,
+    sampler: Option<Sampler>,
+}
+
+impl ExperimentRun {
+    /// Creates the run directory and starts sampling. The sampler aborts the run
+    /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
+    pub fn start(
+        experiment: &str,
+        out: Option<PathBuf>,
+        config: serde_json::Value,
+        interval: Duration,
+        host_floor: Option<u64>,
+    ) -> anyhow::Result<ExperimentRun> {
+        let out = out.unwrap_or_else(|| crate::record_cmd::default_out(experiment));
+        let mut p = Probe::default();
+        let env = p.environment();
+        let meminfo = p.meminfo()?.unwrap_or_default();
+        let guard = HostGuard::new(host_floor, &meminfo);
+        let dir = match RunDir::create(&out, RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config)) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(usage(format!("--out: {e}"))),
+            Err(e) => return Err(e).with_context(|| format!("creating run directory {}", out.display())),
+        };
+        dir.update(|r| r.notes.push(format!("host guard floor: {} bytes of MemAvailable", guard.floor)))?;
+        let mut w = dir.sample_writer()?;
+        let sampler = Sampler::start(SamplerConfig { interval, ..Default::default() }, Targets::default(), move |s| {
+            if let Err(e) = w.write(s) {
+                return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
+            }
+            match guard.check_sample(s) {
+                Some(reason) => Verdict::Abort(reason),
+                None => Verdict::Continue,
+            }
+        })?;
+        if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
+            eprintln!("pagelab: warning: {why}");
+        }
+        Ok(ExperimentRun { dir, sampler: Some(sampler) })
+    }
+
+    pub fn event(&self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
+        let _ = self.dir.event(&Event { t_ns, kind: kind.into(), name: name.into(), detail });
+    }
+
+    pub fn targets(&self, pids: Vec<i32>, cgroup: Option<CgroupTarget>, zram: Vec<u32>) {
+        if let Some(s) = &self.sampler {
+            s.set_targets(Targets { pids, cgroup, zram, smaps: false });
+        }
+    }
+
+    /// Appends one result to run.json's `results` array, now.
+    pub fn push_result<T: serde::Serialize>(&self, r: &T) {
+        let v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+        let _ = self.dir.update(|run| match &mut run.results {
+            serde_json::Value::Array(a) => a.push(v),
+            other => *other = serde_json::Value::Array(vec![v]),
+        });
+    }
+
+    /// A warning or a fact about the run: always on stderr (stdout may carry
+    /// JSON), and kept in run.json.
+    pub fn note(&self, msg: &str) {
+        eprintln!("pagelab: {msg}");
+        let _ = self.dir.update(|r| r.notes.push(msg.to_string()));
+    }
+
+    /// Stops the sampler and records the final status.
+    pub fn finish(&mut self, status: RunStatus) -> anyhow::Result<()> {
+        if let Some(s) = self.sampler.take() {
+            let st = s.stop();
+            self.dir.update(|r| r.sampler = Some(st))?;
+        }
+        self.dir.finish(status)?;
+        Ok(())
+    }
+
+    /// The status for an outcome: complete, interrupted (with the stop reason) or failed.
+    pub fn status_for<T>(r: &anyhow::Result<T>) -> RunStatus {
+        match r {
+            Ok(_) => RunStatus::new(State::Complete, None),
+            Err(_) if record::stop::requested() => RunStatus::new(
+                State::Interrupted,
+                Some(record::stop::reason().unwrap_or_else(|| "interrupted by a signal".into())),
+            ),
+            Err(e) => RunStatus::new(State::Failed, Some(format!("{e:#}"))),
+        }
+    }
+}
+
+impl Drop for ExperimentRun {
+    fn drop(&mut self) {
+        if self.sampler.is_some() {
+            let _ = self.finish(RunStatus::new(State::Failed, Some("ended without a status".into())));
+        }
+    }
+}
