@@ -172,7 +172,17 @@ fn main() {
             } else {
                 let usage = e.downcast_ref::<UsageError>().is_some()
                     || e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()));
-                let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
+                // Some errors already print their cause; do not repeat it.
+                let mut msg = String::new();
+                for c in e.chain() {
+                    let t = c.to_string();
+                    if !msg.contains(&t) {
+                        if !msg.is_empty() {
+                            msg.push_str(": ");
+                        }
+                        msg.push_str(&t);
+                    }
+                }
                 eprintln!("pagelab: {}", msg.replace('\n', " "));
                 if usage { 2 } else { 1 }
             };

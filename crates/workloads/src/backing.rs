@@ -61,7 +61,26 @@ impl Backing {
     }
 }
 
-/// Compression algorithms the kernel's crypto API offers (for zswap).
+/// Compression algorithms zswap can use: those the crypto API has loaded
+/// (/proc/crypto) plus compression modules installed for this kernel, which it
+/// loads on demand. The kernel's answer to the write of `compressor` is the final
+/// check. (zram's list is no guide: since Linux 6.12 zram has its own backends.)
+pub fn zswap_compressors() -> Vec<String> {
+    let mut v = crypto_compressors();
+    let release = probe::Probe::default().kernel_release();
+    let dir = Path::new("/lib/modules").join(release).join("kernel/crypto");
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let stem = name.split(".ko").next().unwrap_or("").to_string();
+        if ["lz4", "lz4hc", "zstd", "842", "lzo", "lzo-rle", "deflate"].contains(&stem.as_str()) && !v.contains(&stem) {
+            v.push(stem);
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Compression algorithms the kernel's crypto API has loaded.
 pub fn crypto_compressors() -> Vec<String> {
     let text = std::fs::read_to_string("/proc/crypto").unwrap_or_default();
     let mut out = Vec::new();
@@ -86,7 +105,7 @@ pub fn crypto_compressors() -> Vec<String> {
 /// Algorithms `--compressor all` means for a backing.
 pub fn all_compressors(kind: BackingKind) -> Vec<String> {
     match kind {
-        BackingKind::Zswap => crypto_compressors(),
+        BackingKind::Zswap => zswap_compressors(),
         _ => sandbox::zram::algorithms(Path::new("/sys")).unwrap_or_default(),
     }
 }
@@ -123,7 +142,7 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), Sandb
             }
         }
         (BackingKind::Zswap, Some(c)) => {
-            let algs = crypto_compressors();
+            let algs = zswap_compressors();
             if !algs.iter().any(|a| a == c) {
                 return Err(SandboxError::Invalid(format!(
                     "--compressor {c}: unknown zswap compressor; this kernel offers {}",
