@@ -110,7 +110,7 @@ where
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::MiddleRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 12))
