@@ -96,6 +96,9 @@ pub struct StoreStats {
     pub zswapped_bytes: Option<u64>,
     /// Pages zswap has taken in since boot (vmstat `zswpout`).
     pub zswpout_pages: Option<u64>,
+    /// Zero-filled pages the swap layer swapped out without writing them to any
+    /// device, since boot (vmstat `swpout_zero`, on kernels that have it).
+    pub swpout_zero_pages: Option<u64>,
     /// The worker's swapped-out bytes (VmSwap).
     pub swapped_bytes: u64,
     /// The worker's resident anonymous bytes (RssAnon).
@@ -225,6 +228,7 @@ fn store_stats(b: &Backing, pid: i32) -> StoreStats {
     }
     if let Ok(Some(v)) = p.vmstat() {
         s.zswpout_pages = v.get("zswpout");
+        s.swpout_zero_pages = v.get("swpout_zero");
     }
     s
 }
