@@ -32,6 +32,8 @@ pub enum Cmd {
     /// Fill private memory with data of chosen compressibility, trim it into
     /// (compressed) swap, read it back, and time each phase.
     Eat(EatArgs),
+    /// What a working-set cap costs: scans/s under hard caps against periodic reclaim.
+    Wscap(WscapArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -235,4 +237,63 @@ fn parse_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
 fn parse_trim(s: &str) -> Result<workloads::eat::Trim, String> {
     workloads::eat::Trim::parse(s)
         .ok_or_else(|| format!("unknown trim '{s}': expected {}", workloads::eat::Trim::NAMES))
+}
+
+#[derive(Debug, Args)]
+pub struct WscapArgs {
+    /// Memory the worker allocates and scans (one byte per page).
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// The working-set cap for the cap modes.
+    #[arg(long, default_value = "32MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub cap: u64,
+    /// Scan window per mode.
+    #[arg(long, default_value = "5s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Comma-separated: none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim (none always runs, as the reference).
+    #[arg(long, default_value = "none,cap-max,cap-high,periodic-pageout,periodic-cold,periodic-reclaim", value_parser = parse_modes)]
+    pub modes: ModeList,
+    /// Period of the periodic modes.
+    #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub period: Duration,
+    /// write (one byte per page, as the original) or read.
+    #[arg(long, default_value = "write", value_parser = ["write", "read"])]
+    pub access: String,
+    /// What takes the pages the cap pushes out: auto, zram, zswap, swapfile, existing.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap algorithm.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// Runs per mode.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
+    #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size)]
+    pub sweep_cap: Vec<u64>,
+    /// Run directory (default: runs/<UTC timestamp>-wscap).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value = "250ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    #[arg(long, default_value = "/var/tmp")]
+    pub swapfile_dir: PathBuf,
+    /// Print {"experiment":"wscap","results":[...]} on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModeList(pub Vec<workloads::wscap::Mode>);
+
+fn parse_modes(s: &str) -> Result<ModeList, String> {
+    s.split(',')
+        .map(|m| {
+            workloads::wscap::Mode::parse(m.trim())
+                .ok_or_else(|| format!("unknown mode '{m}': expected {}", workloads::wscap::Mode::NAMES))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(ModeList)
 }

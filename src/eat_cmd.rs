@@ -4,11 +4,12 @@
 use crate::cli::EatArgs;
 use crate::experiment::ExperimentRun;
 use crate::{Interrupted, usage};
-use workloads::eat::{EatConfig, EatError, EatResult, Observer};
+use workloads::eat::{EatConfig, EatError};
+use workloads::observe::Observer;
 
-struct Obs<'a> {
-    run: &'a ExperimentRun,
-    quiet: bool,
+pub struct Obs<'a> {
+    pub run: &'a ExperimentRun,
+    pub quiet: bool,
 }
 
 impl Observer for Obs<'_> {
@@ -22,8 +23,8 @@ impl Observer for Obs<'_> {
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
         self.run.targets(pids, cgroup, zram);
     }
-    fn result(&mut self, r: &EatResult) {
-        self.run.push_result(r);
+    fn result(&mut self, r: serde_json::Value) {
+        self.run.push_result(&r);
     }
     fn note(&mut self, msg: &str) {
         self.run.note(msg);

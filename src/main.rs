@@ -12,6 +12,7 @@ mod record_cmd;
 mod report_cmd;
 mod units;
 mod worker;
+mod wscap_cmd;
 
 use clap::{CommandFactory, Parser};
 use cli::{Cli, Cmd};
@@ -149,6 +150,7 @@ fn main() {
         Cmd::Doctor(a) => doctor::run(&a),
         Cmd::Record(a) => record_cmd::run(a),
         Cmd::Eat(a) => eat_cmd::run(&a),
+        Cmd::Wscap(a) => wscap_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),

@@ -284,3 +284,86 @@ pub fn bars(stem: &Path, title: &str, y_desc: &str, groups: &[BarGroup], log: bo
     draw_bars(BitMapBackend::new(&png, (900, 520)).into_drawing_area(), title, y_desc, groups, log)?;
     Ok(())
 }
+
+/// Writes a line chart (points joined, one line per series) to `stem.svg`/`.png`.
+pub fn lines(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log_y: bool,
+) -> Result<(), DynErr> {
+    init_font();
+    fn draw<DB: DrawingBackend>(
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        title: &str,
+        x_desc: &str,
+        y_desc: &str,
+        series: &[(String, Vec<(f64, f64)>)],
+        log_y: bool,
+    ) -> Result<(), DynErr>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(err)?;
+        let pts = series.iter().flat_map(|(_, p)| p.iter().copied());
+        let xmax = pts.clone().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
+        let xmin = pts.clone().map(|p| p.0).fold(f64::INFINITY, f64::min).min(xmax);
+        let ymax = pts.clone().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
+        let ymin = pts.map(|p| p.1).filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min);
+        let palette = [RGBColor(214, 39, 40), RGBColor(31, 119, 180), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(40).y_label_area_size(70);
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(err)?;
+                for (i, (name, p)) in series.iter().enumerate() {
+                    let c = palette[i % palette.len()];
+                    let p: Vec<(f64, f64)> = p.iter().copied().filter(|(_, y)| !log_y || *y > 0.0).collect();
+                    chart
+                        .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
+                        .map_err(err)?
+                        .label(name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
+                    chart.draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled()))).map_err(err)?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperRight)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font(("sans-serif", 12))
+                    .draw()
+                    .map_err(err)?;
+            }};
+        }
+        let xr = (xmin - (xmax - xmin) * 0.05).max(0.0)..xmax * 1.05;
+        if log_y {
+            let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
+            body!(b.build_cartesian_2d(xr, (lo..ymax * 2.0).log_scale()).map_err(err)?);
+        } else {
+            body!(b.build_cartesian_2d(xr, 0f64..ymax * 1.1).map_err(err)?);
+        }
+        root.present().map_err(err)?;
+        Ok(())
+    }
+    draw(
+        SVGBackend::new(&stem.with_extension("svg"), (900, 520)).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        series,
+        log_y,
+    )?;
+    draw(
+        BitMapBackend::new(&stem.with_extension("png"), (900, 520)).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        series,
+        log_y,
+    )?;
+    Ok(())
+}

@@ -7,3 +7,4 @@ pub mod charts;
 pub mod eat;
 pub mod summary;
 pub mod timeline;
+pub mod wscap;

@@ -151,17 +151,7 @@ pub struct EatResult {
     pub notes: Vec<String>,
 }
 
-/// What the experiment tells its caller as it goes.
-pub trait Observer {
-    /// A phase boundary or other event, with the monotonic time it happened.
-    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: Value);
-    /// What to sample besides the system (the worker, its cgroup, the zram device).
-    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>);
-    /// A finished result (write it out now: a later part may fail).
-    fn result(&mut self, r: &EatResult);
-    /// A line of progress or a warning.
-    fn note(&mut self, msg: &str);
-}
+pub use crate::observe::Observer;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EatError {
@@ -258,7 +248,8 @@ struct Reply {
 impl<O: Observer> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
     fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, EatError> {
-        w.send(cmd, Value::Null).map_err(|e| EatError::Worker(format!("worker {}: {e}", w.label)))?;
+        // A failed send means the worker is gone: say how it ended, not "broken pipe".
+        w.send(cmd, Value::Null).map_err(|_| EatError::Worker(w.failure().to_string()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
         let r = w.wait_for(
@@ -504,7 +495,7 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
                 ));
                 let mut run = Run { cfg, obs, stop };
                 let r = run.one(p, repeat, &back, cg.as_ref())?;
-                obs.result(&r);
+                obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
                 results.push(r);
             }
         }

@@ -6,4 +6,6 @@ pub mod compress;
 pub mod eat;
 pub mod fill;
 pub mod mm;
+pub mod observe;
 pub mod procsnap;
+pub mod wscap;

@@ -1,0 +1,14 @@
+//! How an experiment tells its caller what happens, as it happens.
+
+use serde_json::Value;
+
+pub trait Observer {
+    /// A phase boundary or other event, with the monotonic time it happened.
+    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: Value);
+    /// What to sample besides the system (the worker, its cgroup, the zram device).
+    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>);
+    /// A finished result: write it out now, a later part may fail.
+    fn result(&mut self, r: Value);
+    /// A line of progress or a warning.
+    fn note(&mut self, msg: &str);
+}

@@ -1,0 +1,601 @@
+//! `wscap`: what a working-set cap costs a process that touches more than the cap,
+//! and whether periodic reclaim is a better idea.
+//!
+//! Reproduces Dawson's "32 MiB Working Sets on a 64 GiB machine": a process
+//! allocates SIZE and walks over it, one byte per page, again and again; the scans
+//! per second with and without a cap are compared. On Linux the cap is a memory
+//! cgroup limit (`memory.max`, v1 `memory.limit_in_bytes`) or v2 throttling
+//! (`memory.high`); the alternative the original author argued for, trimming once
+//! per period instead of at every fault, is `process_madvise(MADV_PAGEOUT)` or
+//! `MADV_COLD` on the region, or a `memory.reclaim` write, every PERIOD.
+
+use crate::backing::{self, Backing, BackingKind};
+use crate::eat::EatError;
+use crate::mm;
+use crate::observe::Observer;
+use crate::procsnap::ProcSnap;
+use probe::cgroup::CgroupVersion;
+use sandbox::Sandbox;
+use sandbox::cgroup::{Limits, MemCgroup};
+use sandbox::error::SandboxError;
+use sandbox::worker::{Worker, WorkerSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    None,
+    CapMax,
+    CapHigh,
+    PeriodicPageout,
+    PeriodicCold,
+    PeriodicReclaim,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 6] =
+        [Mode::None, Mode::CapMax, Mode::CapHigh, Mode::PeriodicPageout, Mode::PeriodicCold, Mode::PeriodicReclaim];
+    pub const NAMES: &'static str = "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim";
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::CapMax => "cap-max",
+            Mode::CapHigh => "cap-high",
+            Mode::PeriodicPageout => "periodic-pageout",
+            Mode::PeriodicCold => "periodic-cold",
+            Mode::PeriodicReclaim => "periodic-reclaim",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WscapConfig {
+    pub size: u64,
+    pub cap: u64,
+    pub duration: Duration,
+    pub modes: Vec<Mode>,
+    pub period: Duration,
+    /// Write one byte per page (true) or read it.
+    pub write: bool,
+    pub backing: BackingKind,
+    pub compressor: Option<String>,
+    pub repeat: u32,
+    /// Extra cap-max runs at these caps, for the slowdown curve.
+    pub sweep_caps: Vec<u64>,
+    pub exe: PathBuf,
+    pub host_floor: Option<u64>,
+    pub swapfile_dir: PathBuf,
+}
+
+/// System-wide reclaim counters over a mode's window (vmstat deltas, pages).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reclaim {
+    pub pgscan: u64,
+    pub pgsteal: u64,
+    pub workingset_refault: u64,
+    pub pswpin: u64,
+    pub pswpout: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WscapResult {
+    pub mode: String,
+    /// False when this kernel or cgroup version cannot do the mode (see `reason`).
+    pub supported: bool,
+    pub reason: Option<String>,
+    /// `ok`, or `OOM-killed inside the cap`.
+    pub outcome: String,
+    /// Part of a `--sweep-cap` series.
+    pub sweep: bool,
+    pub size_bytes: u64,
+    /// The cap in force (cap modes), bytes.
+    pub cap_bytes: Option<u64>,
+    pub period_s: Option<f64>,
+    pub access: String,
+    pub repeat: u32,
+    pub backing: String,
+    pub compressor: Option<String>,
+    pub duration_s: f64,
+    pub scans: u64,
+    pub scans_per_sec: f64,
+    pub ms_per_scan_p50: f64,
+    pub ms_per_scan_p99: f64,
+    pub ms_per_scan_max: f64,
+    /// scans/s without a cap ÷ scans/s in this mode (same run).
+    pub slowdown: Option<f64>,
+    pub minor_faults_per_scan: f64,
+    pub major_faults_per_scan: f64,
+    /// The worker's resident set during the window (VmRSS), bytes.
+    pub rss_median_bytes: u64,
+    pub rss_max_bytes: u64,
+    /// The worker's resident anonymous memory, max, bytes.
+    pub rss_anon_max_bytes: u64,
+    /// Memory charged to the worker's cgroup, max, bytes.
+    pub charged_max_bytes: Option<u64>,
+    pub swap_max_bytes: u64,
+    /// The compressed store (zram mem_used_total), max, bytes.
+    pub store_max_bytes: Option<u64>,
+    /// The worker's CPU over the window, seconds.
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub reclaim: Reclaim,
+    /// Minimal scan loop over the same buffer (no per-scan timing), scans/s, median
+    /// of ten windows alternated with `instrumented_scans_per_sec`; `none` only.
+    pub minimal_scans_per_sec: Option<f64>,
+    /// The instrumented loop (a timestamp per scan) in those alternating windows.
+    pub instrumented_scans_per_sec: Option<f64>,
+    /// Median over neighbouring window pairs of instrumented ÷ minimal.
+    pub instrumented_vs_minimal: Option<f64>,
+    /// Scans per second, second by second.
+    pub scans_per_second_series: Vec<u64>,
+    pub notes: Vec<String>,
+}
+
+pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
+    if cfg.size == 0 {
+        return Err(SandboxError::Invalid("--size must be greater than zero".into()));
+    }
+    if cfg.cap == 0 || cfg.sweep_caps.contains(&0) {
+        return Err(SandboxError::Invalid("--cap must be greater than zero".into()));
+    }
+    if backing::resolve(cfg.backing) == BackingKind::None {
+        return Err(SandboxError::Invalid(
+            "wscap needs swap behind the cap (a capped working set has nowhere to go otherwise): run as root for a zram swap, or use --backing existing/swapfile"
+                .into(),
+        ));
+    }
+    backing::validate(cfg.backing, cfg.compressor.as_deref())?;
+    sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));
+    }
+    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
+    guard.check_plan(2 * cfg.size + (64 << 20), "wscap", &meminfo)?;
+    Ok(())
+}
+
+fn reclaim_counters() -> Reclaim {
+    let v = probe::Probe::default().vmstat().ok().flatten().unwrap_or_default();
+    Reclaim {
+        pgscan: v.sum_prefix("pgscan_"),
+        pgsteal: v.sum_prefix("pgsteal_"),
+        workingset_refault: v.sum_prefix("workingset_refault"),
+        pswpin: v.get("pswpin").unwrap_or(0),
+        pswpout: v.get("pswpout").unwrap_or(0),
+    }
+}
+
+fn percentile_u(v: &mut [u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+struct Ctx<'a, O: Observer> {
+    cfg: &'a WscapConfig,
+    obs: &'a mut O,
+    stop: fn() -> bool,
+    back: &'a Backing,
+    sb: &'a mut Sandbox,
+    headroom_limit: u64,
+}
+
+impl<O: Observer> Ctx<'_, O> {
+    fn worker(&mut self, cg: &MemCgroup) -> Result<(Worker, (usize, usize)), EatError> {
+        let cfg = self.cfg;
+        let mut w = Worker::spawn(WorkerSpec {
+            exe: cfg.exe.clone(),
+            args: vec![
+                "__worker".into(),
+                "wscap".into(),
+                "--size".into(),
+                cfg.size.to_string(),
+                "--access".into(),
+                if cfg.write { "write".into() } else { "read".into() },
+            ],
+            cgroup: Some(cg),
+            env: vec![],
+            label: "wscap".into(),
+        })?;
+        self.obs.targets(
+            vec![w.pid],
+            Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
+            self.back.zram_id.into_iter().collect(),
+        );
+        let setup = self.call(&mut w, "setup", Value::Null, Duration::from_secs(600))?;
+        Ok((w, (setup["addr"].as_u64().unwrap_or(0) as usize, setup["len"].as_u64().unwrap_or(0) as usize)))
+    }
+
+    fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, EatError> {
+        // A failed send means the worker is gone: say how it ended, not "broken pipe".
+        w.send(cmd, arg).map_err(|_| EatError::Worker(w.failure().to_string()))?;
+        let stop = self.stop;
+        w.wait_for("done", Some(cmd), timeout, |_| {}, stop)
+            .map(|e| e.data)
+            .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })
+    }
+
+    /// One mode's window. `cap` is the cap for cap modes.
+    fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, EatError> {
+        let cfg = self.cfg;
+        let mut r = WscapResult {
+            mode: mode.name().into(),
+            supported: true,
+            outcome: "ok".into(),
+            sweep,
+            size_bytes: cfg.size,
+            access: if cfg.write { "write".into() } else { "read".into() },
+            repeat,
+            backing: self.back.kind.clone(),
+            compressor: self.back.compressor.clone(),
+            ..Default::default()
+        };
+        let version = probe::Probe::default().memory_controller().ok().flatten().map(|(v, _)| v);
+        if mode == Mode::CapHigh && version == Some(CgroupVersion::V1) {
+            r.supported = false;
+            r.outcome = "unsupported".into();
+            r.reason = Some("cgroup v1 has no memory.high (throttling without OOM); only cgroup v2 does".into());
+            return Ok(r);
+        }
+        // A fresh group per mode, created with its limit: an empty new group always
+        // accepts the limit (a used one may refuse with EBUSY on v1), and a cap too
+        // small to run in ends as the kernel's OOM kill while the worker touches its
+        // memory.
+        let limits = match mode {
+            Mode::CapMax => Limits { max: Some(cap), ..Default::default() },
+            Mode::CapHigh => Limits { high: Some(cap), max: Some(self.headroom_limit.max(cap)), ..Default::default() },
+            _ => Limits { max: Some(self.headroom_limit), ..Default::default() },
+        };
+        if matches!(mode, Mode::CapMax | Mode::CapHigh) {
+            r.cap_bytes = Some(cap);
+        }
+        let cg = self.sb.memory_cgroup("wscap", &limits)?;
+        let (mut w, region) = match self.worker(&cg) {
+            Ok(x) => x,
+            Err(EatError::Worker(msg)) if msg.contains("OOM killer") => {
+                r.outcome = "OOM-killed inside the cap".into();
+                r.notes.push(msg);
+                return Ok(r);
+            }
+            Err(e) => return Err(e),
+        };
+        let pid = w.pid;
+        let t_start = probe::sample::monotonic_ns();
+        match mode {
+            Mode::CapMax | Mode::CapHigh => {}
+            Mode::PeriodicPageout | Mode::PeriodicCold | Mode::PeriodicReclaim => {
+                r.period_s = Some(cfg.period.as_secs_f64());
+            }
+            Mode::None => {}
+        }
+        if matches!(mode, Mode::CapMax | Mode::CapHigh) && cap >= cfg.size {
+            r.notes.push(format!(
+                "the cap ({cap} bytes) is not below the size ({} bytes): no slowdown is expected unless the worker's own other pages push its working set over the cap",
+                cfg.size
+            ));
+        }
+        if mode == Mode::PeriodicReclaim && cg.version == CgroupVersion::V1 {
+            r.notes.push(
+                "cgroup v1 has no memory.reclaim: each period lowers the limit below usage and restores it".into(),
+            );
+        }
+        self.obs.event("phase_start", mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
+        let before = reclaim_counters();
+        let pidfd = mm::PidFd::open(pid).ok();
+        w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
+            .map_err(|_| EatError::Worker(w.failure().to_string()))?;
+        let mut rss = Vec::new();
+        let (mut anon_max, mut swap_max, mut charged_max, mut store_max) = (0u64, 0u64, None::<u64>, None::<u64>);
+        let mut next_action = Instant::now() + cfg.period;
+        let mut last_poll = Instant::now() - Duration::from_secs(1);
+        let deadline = Instant::now() + cfg.duration + Duration::from_secs(120);
+        let done = loop {
+            if (self.stop)() {
+                w.kill();
+                return Err(EatError::Interrupted);
+            }
+            if Instant::now() > deadline {
+                return Err(EatError::Worker("wscap worker did not finish its scan window".into()));
+            }
+            if last_poll.elapsed() >= Duration::from_millis(50) {
+                last_poll = Instant::now();
+                let s = ProcSnap::of(pid);
+                if s.rss_bytes > 0 {
+                    rss.push(s.rss_bytes);
+                }
+                anon_max = anon_max.max(s.anon_bytes);
+                swap_max = swap_max.max(s.swap_bytes);
+                if let Some(u) = cg.usage() {
+                    charged_max = Some(charged_max.unwrap_or(0).max(u));
+                }
+                if let Some(id) = self.back.zram_id
+                    && let Ok(Some(m)) = probe::Probe::default().zram_mm_stat(id)
+                {
+                    store_max = Some(store_max.unwrap_or(0).max(m.mem_used_total));
+                }
+            }
+            if Instant::now() >= next_action {
+                next_action += cfg.period;
+                let t = probe::sample::monotonic_ns();
+                let res = match (mode, &pidfd) {
+                    (Mode::PeriodicPageout, Some(fd)) => {
+                        mm::process_madvise(fd, &[region], mm::MADV_PAGEOUT).map(|_| ())
+                    }
+                    (Mode::PeriodicCold, Some(fd)) => mm::process_madvise(fd, &[region], mm::MADV_COLD).map(|_| ()),
+                    (Mode::PeriodicReclaim, _) => cg.reclaim(cfg.size).map_err(std::io::Error::other),
+                    _ => Ok(()),
+                };
+                if matches!(mode, Mode::PeriodicPageout | Mode::PeriodicCold | Mode::PeriodicReclaim) {
+                    self.obs.event("trim", mode.name(), t, json!({"ok": res.is_ok()}));
+                    if let Err(e) = res {
+                        r.notes.push(format!("{} failed: {e}", mode.name()));
+                    }
+                }
+            }
+            match w.recv(Duration::from_millis(10)) {
+                Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(ev.data),
+                Ok(Some(ev)) if ev.kind == "error" => {
+                    return Err(EatError::Worker(format!("worker wscap failed: {}", ev.name)));
+                }
+                Ok(_) => {}
+                Err(f) if f.oom_killed => {
+                    r.outcome = "OOM-killed inside the cap".into();
+                    r.notes.push(f.to_string());
+                    break None;
+                }
+                Err(f) => return Err(EatError::Worker(f.to_string())),
+            }
+        };
+        let after = reclaim_counters();
+        self.obs.event("phase_end", mode.name(), probe::sample::monotonic_ns(), Value::Null);
+        r.reclaim = Reclaim {
+            pgscan: after.pgscan.saturating_sub(before.pgscan),
+            pgsteal: after.pgsteal.saturating_sub(before.pgsteal),
+            workingset_refault: after.workingset_refault.saturating_sub(before.workingset_refault),
+            pswpin: after.pswpin.saturating_sub(before.pswpin),
+            pswpout: after.pswpout.saturating_sub(before.pswpout),
+        };
+        r.rss_median_bytes = percentile_u(&mut rss.clone(), 0.5);
+        r.rss_max_bytes = rss.iter().copied().max().unwrap_or(0);
+        r.rss_anon_max_bytes = anon_max;
+        r.swap_max_bytes = swap_max;
+        r.charged_max_bytes = charged_max;
+        r.store_max_bytes = store_max;
+        if let Some(d) = done {
+            r.duration_s = d["seconds"].as_f64().unwrap_or(0.0);
+            r.scans = d["scans"].as_u64().unwrap_or(0);
+            r.scans_per_sec = if r.duration_s > 0.0 { r.scans as f64 / r.duration_s } else { 0.0 };
+            r.ms_per_scan_p50 = d["p50_ns"].as_f64().unwrap_or(0.0) / 1e6;
+            r.ms_per_scan_p99 = d["p99_ns"].as_f64().unwrap_or(0.0) / 1e6;
+            r.ms_per_scan_max = d["max_ns"].as_f64().unwrap_or(0.0) / 1e6;
+            let n = r.scans.max(1) as f64;
+            r.minor_faults_per_scan = d["minflt"].as_f64().unwrap_or(0.0) / n;
+            r.major_faults_per_scan = d["majflt"].as_f64().unwrap_or(0.0) / n;
+            r.cpu_user_s = d["utime_s"].as_f64().unwrap_or(0.0);
+            r.cpu_system_s = d["stime_s"].as_f64().unwrap_or(0.0);
+            r.scans_per_second_series = serde_json::from_value(d["per_second"].clone()).unwrap_or_default();
+            if mode == Mode::None {
+                // The same buffer, a minimal loop without per-scan timing.
+                let b = self.call(
+                    &mut w,
+                    "baseline",
+                    json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
+                    Duration::from_secs(600),
+                )?;
+                r.minimal_scans_per_sec = b["minimal_scans_per_sec"].as_f64();
+                r.instrumented_scans_per_sec = b["instrumented_scans_per_sec"].as_f64();
+                r.instrumented_vs_minimal = b["instrumented_vs_minimal"].as_f64();
+            }
+            let _ = w.send("exit", Value::Null);
+            let _ = w.finish(Duration::from_secs(10));
+        }
+        Ok(r)
+    }
+}
+
+/// Runs every mode (`none` first, as the reference), `repeat` times, then the sweep.
+pub fn run<O: Observer>(cfg: &WscapConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<WscapResult>, EatError> {
+    let mut sb = Sandbox::new("wscap");
+    let back = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), cfg.size, &cfg.swapfile_dir)?;
+    obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
+    for n in &back.notes {
+        obs.note(n);
+    }
+    let headroom_limit = cfg.size + cfg.size / 8 + (64 << 20);
+    let mut modes = vec![Mode::None];
+    modes.extend(cfg.modes.iter().copied().filter(|m| *m != Mode::None));
+    let mut results: Vec<WscapResult> = Vec::new();
+    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, headroom_limit };
+    let mut plan: Vec<(Mode, u64, bool)> = Vec::new();
+    for _ in 0..cfg.repeat {
+        for &m in &modes {
+            plan.push((m, cfg.cap, false));
+        }
+    }
+    for &c in &cfg.sweep_caps {
+        plan.push((Mode::CapMax, c, true));
+    }
+    let mut rep = std::collections::HashMap::new();
+    for (m, cap, sweep) in plan {
+        let n = rep.entry((m.name(), cap, sweep)).or_insert(0u32);
+        *n += 1;
+        ctx.obs.note(&format!(
+            "wscap {}{} ({} s)",
+            m.name(),
+            if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", cap >> 20) } else { String::new() },
+            cfg.duration.as_secs_f64()
+        ));
+        let mut r = ctx.mode(m, cap, *n, sweep)?;
+        let base: Vec<f64> =
+            results.iter().filter(|x| x.mode == "none" && x.scans_per_sec > 0.0).map(|x| x.scans_per_sec).collect();
+        if m == Mode::None {
+            // The reference itself.
+            r.slowdown = Some(1.0);
+        } else if let Some(b) = median(base)
+            && r.scans_per_sec > 0.0
+        {
+            r.slowdown = Some(b / r.scans_per_sec);
+        }
+        ctx.obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
+        results.push(r);
+    }
+    ctx.obs.targets(vec![], None, vec![]);
+    sb.restore()?;
+    Ok(results)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Some(v[v.len() / 2])
+}
+
+// ---------------------------------------------------------------------------
+// The worker's side.
+
+fn rusage() -> (u64, u64, f64, f64) {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (u.ru_minflt as u64, u.ru_majflt as u64, tv(u.ru_utime), tv(u.ru_stime))
+}
+
+/// One scan: one byte per page, written or read.
+#[inline(always)]
+fn scan(buf: *mut u8, len: usize, page: usize, write: bool) -> u64 {
+    let mut sum = 0u64;
+    let mut off = 0;
+    while off < len {
+        // SAFETY: off < len within our mapping; volatile so every page is touched.
+        unsafe {
+            let p = buf.add(off);
+            let v = std::ptr::read_volatile(p);
+            if write {
+                std::ptr::write_volatile(p, v.wrapping_add(1));
+            }
+            sum = sum.wrapping_add(v as u64);
+        }
+        off += page;
+    }
+    sum
+}
+
+/// `pagelab __worker wscap --size N --access write|read`: commands setup, scan,
+/// baseline, exit; each ends with a `done` event.
+pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
+    let arg = |n: &str| args.iter().position(|a| a == n).and_then(|i| args.get(i + 1)).cloned();
+    let size: usize = arg("--size").and_then(|v| v.parse().ok()).ok_or("wscap worker needs --size")?;
+    let write = arg("--access").as_deref() != Some("read");
+    let page = mm::page_size();
+    let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
+    while let Some(c) = io.command() {
+        let done = match c.cmd.as_str() {
+            "setup" => {
+                for (i, p) in m.as_mut_slice().chunks_mut(page).enumerate() {
+                    p[0] = i as u8;
+                }
+                json!({"addr": m.ptr as usize, "len": m.len})
+            }
+            "scan" => {
+                let dur = Duration::from_secs_f64(c.arg["duration_s"].as_f64().unwrap_or(5.0));
+                let mut times: Vec<u64> = Vec::with_capacity(1 << 16);
+                let mut per_second = vec![0u64];
+                let (f0, j0, u0, s0) = rusage();
+                let t0 = probe::sample::monotonic_ns();
+                let end = t0 + dur.as_nanos() as u64;
+                let mut sink = 0u64;
+                loop {
+                    let a = probe::sample::monotonic_ns();
+                    if a >= end {
+                        break;
+                    }
+                    sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                    let b = probe::sample::monotonic_ns();
+                    times.push(b - a);
+                    let sec = ((b - t0) / 1_000_000_000) as usize;
+                    if per_second.len() <= sec {
+                        per_second.resize(sec + 1, 0);
+                    }
+                    per_second[sec] += 1;
+                }
+                let t1 = probe::sample::monotonic_ns();
+                let (f1, j1, u1, s1) = rusage();
+                // Whole seconds only: the last bucket holds the window's final moments.
+                per_second.truncate(dur.as_secs().max(1) as usize);
+                std::hint::black_box(sink);
+                let scans = times.len() as u64;
+                json!({
+                    "scans": scans,
+                    "seconds": (t1 - t0) as f64 / 1e9,
+                    "p50_ns": percentile_u(&mut times, 0.5),
+                    "p99_ns": percentile_u(&mut times, 0.99),
+                    "max_ns": times.last().copied().unwrap_or(0),
+                    "minflt": f1 - f0,
+                    "majflt": j1 - j0,
+                    "utime_s": u1 - u0,
+                    "stime_s": s1 - s0,
+                    "per_second": per_second,
+                })
+            }
+            "baseline" => {
+                // Alternating short windows of the instrumented loop (a timestamp per
+                // scan, as in `scan`) and a minimal loop (no per-scan timing), so both
+                // see the same conditions on a noisy machine; medians of each.
+                let dur = c.arg["duration_s"].as_f64().unwrap_or(2.0);
+                let pairs = 20;
+                let slot = Duration::from_secs_f64(dur / (2 * pairs) as f64);
+                let (mut inst, mut min) = (Vec::new(), Vec::new());
+                let mut sink = 0u64;
+                let mut times: Vec<u64> = Vec::with_capacity(1 << 14);
+                for _ in 0..pairs {
+                    times.clear();
+                    let t0 = Instant::now();
+                    while t0.elapsed() < slot {
+                        let a = probe::sample::monotonic_ns();
+                        sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                        times.push(probe::sample::monotonic_ns() - a);
+                    }
+                    inst.push(times.len() as f64 / t0.elapsed().as_secs_f64());
+                    let t0 = Instant::now();
+                    let mut n = 0u64;
+                    while t0.elapsed() < slot {
+                        for _ in 0..16 {
+                            sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                        }
+                        n += 16;
+                    }
+                    min.push(n as f64 / t0.elapsed().as_secs_f64());
+                }
+                std::hint::black_box(sink);
+                let med = |mut v: Vec<f64>| {
+                    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                    v[v.len() / 2]
+                };
+                // Neighbouring windows share conditions: the median of their ratios
+                // cancels slow drifts that a ratio of medians would keep.
+                let ratios: Vec<f64> = inst.iter().zip(&min).map(|(i, m)| i / m).collect();
+                json!({
+                    "instrumented_scans_per_sec": med(inst),
+                    "minimal_scans_per_sec": med(min),
+                    "instrumented_vs_minimal": med(ratios),
+                })
+            }
+            "exit" => break,
+            other => return Err(format!("unknown command '{other}'")),
+        };
+        io.emit("done", &c.cmd, done);
+    }
+    Ok(())
+}
