@@ -230,6 +230,17 @@ impl MemCgroup {
         }
     }
 
+    /// v1 `memory.force_empty`: reclaim as much of the group's memory as possible
+    /// now. v2 has no such file; `reclaim` with a large amount does the same there.
+    pub fn force_empty(&self) -> Result<()> {
+        match self.version {
+            CgroupVersion::V1 => self.write("memory.force_empty", "0"),
+            CgroupVersion::V2 => Err(SandboxError::Unsupported(
+                "memory.force_empty exists only on cgroup v1; use reclaim (memory.reclaim) on v2".into(),
+            )),
+        }
+    }
+
     /// Sets v2 memory.high (throttling). v1 has no equivalent.
     pub fn set_high(&self, bytes: Option<u64>) -> Result<()> {
         match self.version {

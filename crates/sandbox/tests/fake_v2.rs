@@ -91,6 +91,7 @@ fn v2_swap_max_reclaim_and_unsupported_knobs() {
     std::fs::write(cg.dir.join("memory.reclaim"), "").unwrap();
     cg.reclaim(8 << 20).unwrap();
     assert_eq!(read(&cg.dir.join("memory.reclaim")), "8388608");
+    assert!(cg.force_empty().unwrap_err().is_usage(), "force_empty is v1 only");
     let e = cg.apply(&Limits { swappiness: Some(10), ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("only on cgroup v1"), "{e}");
 }
