@@ -34,6 +34,8 @@ pub enum Cmd {
     Eat(EatArgs),
     /// What a working-set cap costs: scans/s under hard caps against periodic reclaim.
     Wscap(WscapArgs),
+    /// What each way of obtaining and releasing memory costs, step by step.
+    Mapping(MappingArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -296,4 +298,41 @@ fn parse_modes(s: &str) -> Result<ModeList, String> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map(ModeList)
+}
+
+#[derive(Debug, Args)]
+pub struct MappingArgs {
+    /// Region size.
+    #[arg(long, default_value = "300MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// Distance between touched bytes for --touch first-byte (a multiple of the page size).
+    #[arg(long, default_value = "64KiB", value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub stride: u64,
+    /// all (memset of the region), first-byte (first byte of every stride), page (first byte of every page).
+    #[arg(long, default_value = "all", value_parser = ["all", "first-byte", "page"])]
+    pub touch: String,
+    /// Counted iterations per method.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub iterations: u32,
+    /// Warm-up iterations, not counted.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
+    /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
+    #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
+    pub methods: Vec<String>,
+    /// Transparent huge pages for the regions: never or madvise.
+    #[arg(long, default_value = "never", value_parser = ["never", "madvise"])]
+    pub hugepages: String,
+    /// Run each method in a memory cgroup too small to keep released pages (needs root).
+    #[arg(long)]
+    pub pressure: bool,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    /// Print {"experiment":"mapping","baseline":{...},"results":[...]} on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

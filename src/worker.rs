@@ -12,6 +12,7 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
         "hold" => hold(&mut io, args),
         "eat" => workloads::eat::worker_main(&mut io, args),
         "wscap" => workloads::wscap::worker_main(&mut io, args),
+        "mapping" => workloads::mapping::worker_main(&mut io, args),
         other => Err(format!("unknown worker kind '{other}'")),
     };
     match r {

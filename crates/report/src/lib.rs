@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod eat;
+pub mod mapping;
 pub mod summary;
 pub mod timeline;
 pub mod wscap;
