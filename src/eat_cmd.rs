@@ -2,9 +2,9 @@
 //! report.
 
 use crate::cli::EatArgs;
-use crate::experiment::ExperimentRun;
-use crate::{Interrupted, usage};
-use workloads::eat::{EatConfig, EatError};
+use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::usage;
+use workloads::eat::EatConfig;
 use workloads::observe::Observer;
 
 pub struct Obs<'a> {
@@ -72,41 +72,24 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         "seed": cfg.seed,
         "interval_s": a.interval.as_secs_f64(),
     });
-    let mut run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor)?;
     let r = {
         let mut obs = Obs { run: &run, quiet: a.json };
-        workloads::eat::run(&cfg, &mut obs, record::stop::requested).map_err(|e| match e {
-            EatError::Interrupted => anyhow::Error::new(Interrupted),
-            EatError::Sandbox(s) => anyhow::Error::new(s),
-            EatError::Worker(w) => anyhow::anyhow!(w),
-        })
+        workloads::eat::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
-    run.finish(ExperimentRun::status_for(&r))?;
-    let rec = record::RunRecord::load(run.dir.path())?;
-    let results = rec.run.results.as_array().cloned().unwrap_or_default();
-    match report::eat::render(&rec) {
-        Ok(files) if !a.json => {
-            for f in files {
-                eprintln!("wrote {}", f.display());
-            }
-        }
-        Ok(_) => {}
-        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
-    }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"experiment": "eat", "dir": run.dir.path(), "results": results})
-            )?
-        );
-    } else if !results.is_empty() {
-        print!("{}", report::eat::text_table(&results));
-        println!("\nfill bandwidth (GB/s) beside memset of the same region, same worker:");
-        print!("{}", report::eat::fill_table(&results));
-        println!("\npublished figures beside ours:");
-        print!("{}", report::eat::reference_markdown(&results).split("\n\n").next().unwrap_or(""));
-        println!("\nrun directory: {}", run.dir.path().display());
-    }
-    r.map(|_| ())
+    conclude(
+        run,
+        r,
+        a.json,
+        report::eat::render,
+        |results| serde_json::json!({"experiment": "eat", "results": results}),
+        |results| {
+            format!(
+                "{}\nfill bandwidth (GB/s) beside memset of the same region, same worker:\n{}\npublished figures beside ours:\n{}",
+                report::eat::text_table(results),
+                report::eat::fill_table(results),
+                report::eat::reference_markdown(results).split("\n\n").next().unwrap_or("")
+            )
+        },
+    )
 }

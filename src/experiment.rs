@@ -2,7 +2,7 @@
 //! with the host guard in its sink, events and results written as they happen,
 //! and the final status.
 
-use crate::usage;
+use crate::{Interrupted, usage};
 use anyhow::Context;
 use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
@@ -108,4 +108,45 @@ impl Drop for ExperimentRun {
             let _ = self.finish(RunStatus::new(State::Failed, Some("ended without a status".into())));
         }
     }
+}
+
+/// An experiment's error as the binary reports it (exit codes follow from the kind).
+pub fn exp_error(e: workloads::eat::EatError) -> anyhow::Error {
+    use workloads::eat::EatError;
+    match e {
+        EatError::Interrupted => anyhow::Error::new(Interrupted),
+        EatError::Sandbox(s) => anyhow::Error::new(s),
+        EatError::Worker(w) => anyhow::anyhow!(w),
+    }
+}
+
+type Render = fn(&record::RunRecord) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What every experiment command does after the run: record the status, render
+/// the charts, then print JSON (`json_doc` of the results) or text (`text`).
+pub fn conclude<T>(
+    mut run: ExperimentRun,
+    r: anyhow::Result<T>,
+    json: bool,
+    render: Render,
+    json_doc: impl FnOnce(&[serde_json::Value]) -> serde_json::Value,
+    text: impl FnOnce(&[serde_json::Value]) -> String,
+) -> anyhow::Result<()> {
+    run.finish(ExperimentRun::status_for(&r))?;
+    let rec = record::RunRecord::load(run.dir.path())?;
+    let results = rec.run.results.as_array().cloned().unwrap_or_default();
+    match render(&rec) {
+        Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
+        Ok(_) => {}
+        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
+    }
+    if json {
+        let mut doc = json_doc(&results);
+        doc["dir"] = serde_json::json!(run.dir.path());
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if !results.is_empty() {
+        print!("{}", text(&results));
+        println!("\nrun directory: {}", run.dir.path().display());
+    }
+    r.map(|_| ())
 }

@@ -3,9 +3,8 @@
 
 use crate::cli::WscapArgs;
 use crate::eat_cmd::Obs;
-use crate::experiment::ExperimentRun;
-use crate::{Interrupted, usage};
-use workloads::eat::EatError;
+use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::usage;
 use workloads::wscap::WscapConfig;
 
 pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
@@ -33,35 +32,23 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         "modes": cfg.modes, "period_s": cfg.period.as_secs_f64(), "access": a.access, "backing": cfg.backing,
         "compressor": cfg.compressor, "repeat": cfg.repeat, "sweep_caps": cfg.sweep_caps,
     });
-    let mut run = ExperimentRun::start("wscap", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("wscap", a.out.clone(), config, a.interval, a.host_floor)?;
     let r = {
         let mut obs = Obs { run: &run, quiet: true };
-        workloads::wscap::run(&cfg, &mut obs, record::stop::requested).map_err(|e| match e {
-            EatError::Interrupted => anyhow::Error::new(Interrupted),
-            EatError::Sandbox(s) => anyhow::Error::new(s),
-            EatError::Worker(w) => anyhow::anyhow!(w),
-        })
+        workloads::wscap::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
-    run.finish(ExperimentRun::status_for(&r))?;
-    let rec = record::RunRecord::load(run.dir.path())?;
-    let results = rec.run.results.as_array().cloned().unwrap_or_default();
-    match report::wscap::render(&rec) {
-        Ok(files) if !a.json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
-        Ok(_) => {}
-        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
-    }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"experiment": "wscap", "dir": run.dir.path(), "results": results})
-            )?
-        );
-    } else if !results.is_empty() {
-        print!("{}", report::wscap::text_table(&results));
-        println!("\npublished figures beside ours:");
-        print!("{}", report::wscap::reference_markdown(&results).split("\n\n").next().unwrap_or(""));
-        println!("\nrun directory: {}", run.dir.path().display());
-    }
-    r.map(|_| ())
+    conclude(
+        run,
+        r,
+        a.json,
+        report::wscap::render,
+        |results| serde_json::json!({"experiment": "wscap", "results": results}),
+        |results| {
+            format!(
+                "{}\npublished figures beside ours:\n{}",
+                report::wscap::text_table(results),
+                report::wscap::reference_markdown(results).split("\n\n").next().unwrap_or("")
+            )
+        },
+    )
 }

@@ -4,20 +4,8 @@
 
 use std::process::Command;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("pagelab")
-}
-
-fn state() -> String {
-    let zram: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("zram"))
-        .collect();
-    let cg = probe::Probe::default().memory_controller().ok().flatten().map(|(_, r)| r.join("pagelab").exists());
-    format!("{zram:?} {} {cg:?}", std::fs::read_to_string("/proc/swaps").unwrap())
-}
+mod common;
+use common::{bin, system_state};
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -41,7 +29,7 @@ fn zram_patterns_meet_the_stored_fraction_thresholds_and_verify() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = state();
+    let before = system_state();
     let (code, v, err) = eat(&["--size", "64MiB", "--pattern", "all", "--backing", "zram", "--repeat", "1"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(v["experiment"], "eat");
@@ -70,7 +58,7 @@ fn zram_patterns_meet_the_stored_fraction_thresholds_and_verify() {
         assert!(r[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(r["estimated_ratio"]["lz4"].as_f64().is_some() && r["estimated_ratio"]["zstd"].as_f64().is_some());
-    assert_eq!(state(), before, "everything made for the run is gone");
+    assert_eq!(system_state(), before, "everything made for the run is gone");
 }
 
 #[test]
@@ -135,12 +123,12 @@ fn bad_eat_input_exits_2_with_the_valid_forms() {
     ];
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for (args, needle) in cases {
-        let before = state();
+        let before = system_state();
         let out = Command::new(bin()).arg("eat").args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
-        assert_eq!(state(), before, "{args:?} changed the system");
+        assert_eq!(system_state(), before, "{args:?} changed the system");
     }
 }

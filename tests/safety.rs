@@ -3,30 +3,8 @@
 
 use std::process::Command;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("pagelab")
-}
-
-fn system_state() -> String {
-    let zram: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("zram"))
-        .collect();
-    let cg = probe::Probe::default()
-        .memory_controller()
-        .ok()
-        .flatten()
-        .map(|(_, root)| root.join("pagelab").exists())
-        .unwrap_or(false);
-    format!(
-        "{:?} {} pagelab-cgroup:{cg} swappiness:{}",
-        zram,
-        std::fs::read_to_string("/proc/swaps").unwrap(),
-        std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()
-    )
-}
+mod common;
+use common::{bin, system_state};
 
 /// Runs the drill, expecting exit 2, one line on stderr containing `needle`, and
 /// no change to the system.

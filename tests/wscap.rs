@@ -4,20 +4,8 @@
 
 use std::process::Command;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("pagelab")
-}
-
-fn state() -> String {
-    let zram: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("zram"))
-        .collect();
-    let cg = probe::Probe::default().memory_controller().ok().flatten().map(|(_, r)| r.join("pagelab").exists());
-    format!("{zram:?} {} {cg:?}", std::fs::read_to_string("/proc/swaps").unwrap())
-}
+mod common;
+use common::{bin, system_state};
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -28,7 +16,7 @@ fn cap_max_slows_the_scan_by_at_least_20x_and_holds_the_cap() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = state();
+    let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-wscap-test-journals"))
@@ -67,7 +55,7 @@ fn cap_max_slows_the_scan_by_at_least_20x_and_holds_the_cap() {
     }
     assert!(none["minimal_scans_per_sec"].as_f64().unwrap() > 0.0);
     assert!(tmp.path().join("run/scans.svg").exists() && tmp.path().join("run/timeline.png").exists());
-    assert_eq!(state(), before, "everything made for the run is gone");
+    assert_eq!(system_state(), before, "everything made for the run is gone");
 }
 
 #[test]
@@ -77,7 +65,7 @@ fn a_cap_too_small_to_run_in_is_reported_not_a_failure() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = state();
+    let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(bin())
         .args(["wscap", "--size", "16MiB", "--cap", "64KiB", "--modes", "cap-max", "--duration", "1s", "--json"])
@@ -91,7 +79,7 @@ fn a_cap_too_small_to_run_in_is_reported_not_a_failure() {
     // Either the kernel OOM-kills the worker inside the cap, or it crawls; never a pagelab failure.
     let outcome = cap["outcome"].as_str().unwrap();
     assert!(outcome == "OOM-killed inside the cap" || cap["slowdown"].as_f64().unwrap() > 20.0, "{cap}");
-    assert_eq!(state(), before);
+    assert_eq!(system_state(), before);
 }
 
 #[test]
@@ -105,12 +93,12 @@ fn bad_wscap_input_exits_2() {
         (&["--period", "1ms"][..], "--period"),
         (&["--size", "100TiB"][..], "host guard"),
     ] {
-        let before = state();
+        let before = system_state();
         let out = Command::new(bin()).arg("wscap").args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
-        assert_eq!(state(), before);
+        assert_eq!(system_state(), before);
     }
 }

@@ -2,7 +2,7 @@
 //! and the published figures of Mangan's study beside ours.
 
 use crate::charts::{self, BarGroup};
-use crate::summary::bytes;
+use crate::summary::{bytes, median};
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -17,16 +17,6 @@ pub const REFERENCE: &[(&str, &str)] = &[
     ("trim time, const ÷ semi", "about 0.5"),
     ("read-back time across patterns", "similar"),
 ];
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
-}
 
 fn f(v: &Value, path: &[&str]) -> Option<f64> {
     let mut x = v;

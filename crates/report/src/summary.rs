@@ -31,6 +31,17 @@ pub struct Summary {
     pub phases: Vec<(String, f64)>,
 }
 
+/// Median of the finite values, `None` when there are none.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut n, mut s) = (0usize, 0.0);
     for x in v.filter(|x| x.is_finite()) {

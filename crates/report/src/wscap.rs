@@ -2,20 +2,10 @@
 //! timeline, the slowdown-against-cap sweep, and Dawson's figures beside ours.
 
 use crate::charts::{self, BarGroup};
-use crate::summary::bytes;
+use crate::summary::{bytes, median};
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::fmt::Write as _;
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
-}
 
 fn by_mode(results: &[Value]) -> Vec<(String, Vec<&Value>)> {
     let mut out: Vec<(String, Vec<&Value>)> = Vec::new();

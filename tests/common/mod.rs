@@ -1,0 +1,23 @@
+//! Helpers shared by the integration tests.
+
+/// The pagelab binary under test.
+pub fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("pagelab")
+}
+
+/// What pagelab may change, as one comparable string: zram devices, active swap,
+/// whether a `pagelab` memory cgroup exists, and vm.swappiness.
+pub fn system_state() -> String {
+    let zram: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("zram"))
+        .collect();
+    let cg = probe::Probe::default().memory_controller().ok().flatten().map(|(_, root)| root.join("pagelab").exists());
+    format!(
+        "{zram:?} {} pagelab-cgroup:{cg:?} swappiness:{}",
+        std::fs::read_to_string("/proc/swaps").unwrap(),
+        std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()
+    )
+}
