@@ -21,6 +21,20 @@ pub fn init_font() {
 
 type DynErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// The series legend every chart uses, at `pos`.
+macro_rules! legend {
+    ($chart:expr, $pos:expr) => {
+        $chart
+            .configure_series_labels()
+            .position($pos)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(err)?
+    };
+}
+
 /// A named, coloured line of (x, y) points.
 type Line<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
 
@@ -108,14 +122,7 @@ where
                 .map_err(err)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::MiddleRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(err)?;
+    legend!(chart, SeriesLabelPosition::MiddleRight);
 
     // Below: swap used, the target's swapped pages and the compressed store.
     let lines: [Line; 3] = [
@@ -144,13 +151,7 @@ where
     for (t, _, _) in marks {
         c2.draw_series(LineSeries::new(vec![(*t, 0.0), (*t, lmax * 1.05)], BLACK.mix(0.4))).map_err(err)?;
     }
-    c2.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(err)?;
+    legend!(c2, SeriesLabelPosition::UpperLeft);
     root.present().map_err(err)?;
     Ok(())
 }
@@ -251,14 +252,7 @@ where
                     .label(s.as_str())
                     .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 12))
-                .draw()
-                .map_err(err)?;
+            legend!(chart, SeriesLabelPosition::UpperRight);
         }};
     }
     let mut b = ChartBuilder::on(&root);
@@ -329,14 +323,7 @@ pub fn lines(
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
                     chart.draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled()))).map_err(err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperRight)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", 12))
-                    .draw()
-                    .map_err(err)?;
+                legend!(chart, SeriesLabelPosition::UpperRight);
             }};
         }
         let xr = (xmin - (xmax - xmin) * 0.05).max(0.0)..xmax * 1.05;
