@@ -36,6 +36,8 @@ pub enum Cmd {
     Wscap(WscapArgs),
     /// What each way of obtaining and releasing memory costs, step by step.
     Mapping(MappingArgs),
+    /// How allocators scale with threads: per-call time, tail latency, peak memory.
+    Heap(HeapArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -333,6 +335,58 @@ pub struct MappingArgs {
     #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     pub host_floor: Option<u64>,
     /// Print {"experiment":"mapping","baseline":{...},"results":[...]} on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a thread count: expected e.g. 1,2,4,8"))?;
+    if n == 0 || n > workloads::heap::MAX_THREADS {
+        return Err(format!("{n} threads: expected 1 to {}", workloads::heap::MAX_THREADS));
+    }
+    Ok(n)
+}
+
+fn parse_allocator(s: &str) -> Result<workloads::heap::alloc::Allocator, String> {
+    workloads::heap::alloc::Allocator::parse(s.trim())
+}
+
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// Comma-separated thread counts. Counts above the core count still run:
+    /// oversubscription is part of the question.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128", value_parser = parse_threads)]
+    pub threads: Vec<u32>,
+    /// Comma-separated: glibc, mimalloc, jemalloc (linked in), preload:PATH.so (any
+    /// allocator library, through LD_PRELOAD in the worker).
+    #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator)]
+    pub allocators: Vec<workloads::heap::alloc::Allocator>,
+    /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
+    /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
+    #[arg(long, default_value = "default", value_parser = ["default", "shared", "per-thread"])]
+    pub heap_mode: String,
+    /// The allocation pattern.
+    #[arg(long, default_value = "containers", value_parser = ["containers"])]
+    pub workload: String,
+    /// Allocations per thread (each is freed too).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub ops: u64,
+    /// Runs per configuration, each in a fresh worker; figures are their mean.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Seed of the workload script (every thread runs the same script).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The allocator the relative table compares against.
+    #[arg(long, default_value = "glibc")]
+    pub baseline: String,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    /// Print {"experiment":"heap","timer_overhead_ns":...,"results":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
 }

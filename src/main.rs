@@ -8,6 +8,7 @@ mod doctor;
 mod drill;
 mod eat_cmd;
 mod experiment;
+mod heap_cmd;
 mod mapping_cmd;
 mod record_cmd;
 mod report_cmd;
@@ -153,6 +154,7 @@ fn main() {
         Cmd::Eat(a) => eat_cmd::run(&a),
         Cmd::Wscap(a) => wscap_cmd::run(&a),
         Cmd::Mapping(a) => mapping_cmd::run(&a),
+        Cmd::Heap(a) => heap_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),

@@ -13,6 +13,7 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
         "eat" => workloads::eat::worker_main(&mut io, args),
         "wscap" => workloads::wscap::worker_main(&mut io, args),
         "mapping" => workloads::mapping::worker_main(&mut io, args),
+        "heap" => workloads::heap::worker_main(&mut io, args),
         other => Err(format!("unknown worker kind '{other}'")),
     };
     match r {

@@ -5,6 +5,7 @@ pub fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("pagelab")
 }
 
+#[allow(dead_code)] // not every test binary checks the system state
 /// What pagelab may change, as one comparable string: zram devices, active swap,
 /// whether a `pagelab` memory cgroup exists, and vm.swappiness.
 pub fn system_state() -> String {

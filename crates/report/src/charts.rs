@@ -279,6 +279,14 @@ pub fn bars(stem: &Path, title: &str, y_desc: &str, groups: &[BarGroup], log: bo
     Ok(())
 }
 
+/// The axes of a line chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    LogY,
+    LogLog,
+}
+
 /// Writes a line chart (points joined, one line per series) to `stem.svg`/`.png`.
 pub fn lines(
     stem: &Path,
@@ -286,7 +294,7 @@ pub fn lines(
     x_desc: &str,
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
-    log_y: bool,
+    scale: Scale,
 ) -> Result<(), DynErr> {
     init_font();
     fn draw<DB: DrawingBackend>(
@@ -295,12 +303,13 @@ pub fn lines(
         x_desc: &str,
         y_desc: &str,
         series: &[(String, Vec<(f64, f64)>)],
-        log_y: bool,
+        scale: Scale,
     ) -> Result<(), DynErr>
     where
         DB::ErrorType: 'static,
     {
         root.fill(&WHITE).map_err(err)?;
+        let log_y = scale != Scale::Linear;
         let pts = series.iter().flat_map(|(_, p)| p.iter().copied());
         let xmax = pts.clone().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
         let xmin = pts.clone().map(|p| p.0).fold(f64::INFINITY, f64::min).min(xmax);
@@ -327,8 +336,11 @@ pub fn lines(
             }};
         }
         let xr = (xmin - (xmax - xmin) * 0.05).max(0.0)..xmax * 1.05;
-        if log_y {
-            let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
+        let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
+        if scale == Scale::LogLog {
+            let xr = (xmin.max(1e-9) / 1.3)..(xmax * 1.3);
+            body!(b.build_cartesian_2d(xr.log_scale(), (lo..ymax * 2.0).log_scale()).map_err(err)?);
+        } else if log_y {
             body!(b.build_cartesian_2d(xr, (lo..ymax * 2.0).log_scale()).map_err(err)?);
         } else {
             body!(b.build_cartesian_2d(xr, 0f64..ymax * 1.1).map_err(err)?);
@@ -342,7 +354,7 @@ pub fn lines(
         x_desc,
         y_desc,
         series,
-        log_y,
+        scale,
     )?;
     draw(
         BitMapBackend::new(&stem.with_extension("png"), (900, 520)).into_drawing_area(),
@@ -350,7 +362,7 @@ pub fn lines(
         x_desc,
         y_desc,
         series,
-        log_y,
+        scale,
     )?;
     Ok(())
 }

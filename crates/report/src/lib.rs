@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod eat;
+pub mod heap;
 pub mod mapping;
 pub mod summary;
 pub mod timeline;

@@ -171,7 +171,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             "cap ÷ size",
             "slowdown (×, log)",
             &[("cap-max".into(), sweep)],
-            true,
+            charts::Scale::LogY,
         )?;
         written.extend([dir.join("sweep.svg"), dir.join("sweep.png")]);
     }

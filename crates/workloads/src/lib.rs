@@ -5,6 +5,7 @@ pub mod backing;
 pub mod compress;
 pub mod eat;
 pub mod fill;
+pub mod heap;
 pub mod mapping;
 pub mod mm;
 pub mod observe;

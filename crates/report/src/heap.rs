@@ -1,0 +1,209 @@
+//! Rendering `heap` runs: the per-allocator tables (ns per call and the
+//! original's ms per million, tails, peak RSS), the relative table against a
+//! baseline allocator, the charts, and HeapPerf's published figures beside ours.
+
+use crate::charts::{self, Scale};
+use crate::summary::bytes;
+use record::rundir::RunRecord;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// HeapPerf ("Windows 7 Heap Performance Analysis"): ms per 1M allocations / frees,
+/// averaged over 10 runs: (system, heap, 1 thread alloc, free, 128 threads alloc, free).
+pub const REFERENCE: &[(&str, &str, f64, f64, f64, f64)] = &[
+    ("Windows 7", "default", 121.0, 92.0, 2717.0, 2018.0),
+    ("Windows 7", "lock-free", 55.0, 45.0, 1475.0, 1277.0),
+    ("Ubuntu 10.10", "glibc default", 80.0, 79.0, 3155.0, 2123.0),
+];
+
+fn results(all: &[Value]) -> Vec<&Value> {
+    all.iter().filter_map(|r| r.get("result")).collect()
+}
+
+fn unsupported(all: &[Value]) -> Vec<&Value> {
+    all.iter().filter_map(|r| r.get("unsupported")).collect()
+}
+
+fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or(f64::NAN)
+}
+
+pub fn text_table(all: &[Value]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<24} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>7}",
+        "allocator",
+        "mode",
+        "threads",
+        "alloc ns",
+        "free ns",
+        "alloc ms/M",
+        "free ms/M",
+        "alloc p99",
+        "a p99.9",
+        "free p99",
+        "f p99.9",
+        "peak RSS",
+        "CV",
+    );
+    for r in results(all) {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>10} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>11} {:>6.1}%",
+            r["allocator"].as_str().unwrap_or("?"),
+            r["heap_mode"].as_str().unwrap_or("?"),
+            r["threads"].as_u64().unwrap_or(0),
+            num(r, "alloc_ns_mean"),
+            num(r, "free_ns_mean"),
+            num(r, "alloc_ms_per_million"),
+            num(r, "free_ms_per_million"),
+            num(r, "alloc_ns_p99"),
+            num(r, "alloc_ns_p999"),
+            num(r, "free_ns_p99"),
+            num(r, "free_ns_p999"),
+            bytes(r["peak_rss_bytes"].as_u64().unwrap_or(0)),
+            100.0 * num(r, "alloc_ns_mean_cv").max(num(r, "free_ns_mean_cv")),
+        );
+    }
+    for u in unsupported(all) {
+        let _ = writeln!(
+            s,
+            "{} in heap mode {}: unsupported ({})",
+            u["allocator"].as_str().unwrap_or("?"),
+            u["heap_mode"].as_str().unwrap_or("?"),
+            u["reason"].as_str().unwrap_or("")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "ns = mean per call over all threads and repeats, timer overhead subtracted; ms/M = ms per million calls (the study's unit); \
+p99/p99.9 in ns; CV = the larger of the alloc and free CVs across repeats"
+    );
+    s
+}
+
+/// (B − A)/A in % against the baseline allocator, per thread count, as the study's
+/// relative tables.
+pub fn relative_table(all: &[Value], baseline: &str) -> String {
+    let rs = results(all);
+    let mut s = format!("relative to {baseline}, (B − A)/A: negative is faster / smaller\n");
+    let _ = writeln!(
+        s,
+        "{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}",
+        "allocator", "threads", "alloc", "free", "alloc p99", "peak RSS"
+    );
+    for r in &rs {
+        if r["allocator"] == baseline {
+            continue;
+        }
+        let Some(b) = rs.iter().find(|b| b["allocator"] == baseline && b["threads"] == r["threads"]) else { continue };
+        let rel = |k: &str| {
+            let (x, y) = (num(r, k), num(b, k));
+            if y > 0.0 { format!("{:+.0}%", 100.0 * (x - y) / y) } else { "-".into() }
+        };
+        let _ = writeln!(
+            s,
+            "{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}",
+            r["allocator"].as_str().unwrap_or("?"),
+            r["threads"].as_u64().unwrap_or(0),
+            rel("alloc_ns_mean"),
+            rel("free_ns_mean"),
+            rel("alloc_ns_p99"),
+            rel("peak_rss_bytes"),
+        );
+    }
+    s
+}
+
+pub fn reference_markdown(all: &[Value]) -> String {
+    let rs = results(all);
+    let mut s = String::from(
+        "| system | heap | 1 thread: alloc / free ms per 1M | 128 threads: alloc / free ms per 1M |\n|---|---|---|---|\n",
+    );
+    for (sys, heap, a1, f1, a128, f128) in REFERENCE {
+        let _ = writeln!(s, "| {sys} (HeapPerf) | {heap} | {a1:.0} / {f1:.0} | {a128:.0} / {f128:.0} |");
+    }
+    let mut allocs: Vec<(&str, &str)> = Vec::new();
+    for r in &rs {
+        let k = (r["allocator"].as_str().unwrap_or("?"), r["heap_mode"].as_str().unwrap_or("?"));
+        if !allocs.contains(&k) {
+            allocs.push(k);
+        }
+    }
+    let cell = |a: &str, t: u64| {
+        rs.iter()
+            .find(|r| r["allocator"] == a && r["threads"].as_u64() == Some(t))
+            .map(|r| format!("{:.0} / {:.0}", num(r, "alloc_ms_per_million"), num(r, "free_ms_per_million")))
+            .unwrap_or_else(|| "not run".into())
+    };
+    let most = rs.iter().filter_map(|r| r["threads"].as_u64()).max().unwrap_or(0);
+    for (a, m) in &allocs {
+        let hi = if most == 128 { cell(a, 128) } else { format!("not run (most: {most} threads: {})", cell(a, most)) };
+        let _ = writeln!(s, "| this machine | {a} ({m}) | {} | {hi} |", cell(a, 1));
+    }
+    s += "\nHeapPerf's container workload, machine and timer differ from ours, so compare the shape (how time per \
+call grows with threads, and how heaps rank), not the milliseconds. Past the core count, a call's time includes \
+any preemption inside it, which is part of why the study found that too many threads are bad.\n";
+    s
+}
+
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// One line per allocator: (threads, value) for key `k`.
+fn series(rs: &[&Value], k: &str) -> Series {
+    let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in rs {
+        let name = format!("{} ({})", r["allocator"].as_str().unwrap_or("?"), r["heap_mode"].as_str().unwrap_or("?"));
+        let p = (r["threads"].as_f64().unwrap_or(0.0), num(r, k));
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(p),
+            None => out.push((name, vec![p])),
+        }
+    }
+    out
+}
+
+pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
+    let rs = results(&all);
+    let dir = &rec.dir;
+    let mut written = Vec::new();
+    let cores = rec.run.config["cores"].as_u64().unwrap_or(0);
+    if !rs.is_empty() {
+        let mut alloc_free = series(&rs, "alloc_ns_mean");
+        for (n, _) in alloc_free.iter_mut() {
+            *n = format!("{n} alloc");
+        }
+        for (n, p) in series(&rs, "free_ns_mean") {
+            alloc_free.push((format!("{n} free"), p));
+        }
+        let charts: [(&str, String, &str, Series); 3] = [
+            ("time_per_op", format!("pagelab heap: mean ns per call ({cores} cores)"), "ns per call (log)", alloc_free),
+            (
+                "p99",
+                format!("pagelab heap: p99 ns per allocation ({cores} cores)"),
+                "p99 ns (log)",
+                series(&rs, "alloc_ns_p99"),
+            ),
+            ("peak_rss", "pagelab heap: peak RSS (VmHWM)".into(), "bytes (log)", series(&rs, "peak_rss_bytes")),
+        ];
+        for (stem, title, y, s) in charts {
+            charts::lines(&dir.join(stem), &title, "threads (log)", y, &s, Scale::LogLog)?;
+            written.extend([dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png"))]);
+        }
+    }
+    let baseline = rec.run.config["baseline"].as_str().unwrap_or("glibc");
+    std::fs::write(
+        dir.join("heap.md"),
+        format!(
+            "# pagelab heap\n\n{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
+            rec.run.config["timer_overhead_ns"].as_f64().unwrap_or(f64::NAN),
+            text_table(&all),
+            relative_table(&all, baseline),
+            reference_markdown(&all)
+        ),
+    )?;
+    written.push(dir.join("heap.md"));
+    Ok(written)
+}

@@ -1,0 +1,246 @@
+//! The allocators and heap modes `pagelab heap` can compare, behind one small
+//! per-thread interface so that the workload is compiled once per allocator.
+//!
+//! | allocator | default | shared | per-thread |
+//! | --- | --- | --- | --- |
+//! | glibc | malloc/free | `M_ARENA_MAX=1` (one arena for all threads) | unsupported: glibc has no explicit heap handle |
+//! | mimalloc (linked) | mi_malloc/mi_free | unsupported: a `mi_heap_t` belongs to one thread | one `mi_heap_new()` per thread |
+//! | jemalloc (linked, prefixed `_rjem_`) | malloc/free | one created arena, every thread bound to it | one created arena per thread |
+//! | preload:PATH | plain malloc/free resolved to PATH via LD_PRELOAD | unsupported | unsupported |
+
+use std::ffi::c_void;
+
+/// An allocator as named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allocator {
+    Glibc,
+    Mimalloc,
+    Jemalloc,
+    Preload(std::path::PathBuf),
+}
+
+pub const ALLOCATOR_FORMS: &str = "glibc, mimalloc, jemalloc, preload:PATH.so";
+pub const MODES: [&str; 3] = ["default", "shared", "per-thread"];
+
+impl Allocator {
+    pub fn parse(s: &str) -> Result<Allocator, String> {
+        match s {
+            "glibc" => Ok(Allocator::Glibc),
+            "mimalloc" => Ok(Allocator::Mimalloc),
+            "jemalloc" => Ok(Allocator::Jemalloc),
+            _ => match s.strip_prefix("preload:") {
+                Some(p) if !p.is_empty() => Ok(Allocator::Preload(p.into())),
+                _ => Err(format!("unknown allocator '{s}': expected {ALLOCATOR_FORMS}")),
+            },
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Allocator::Glibc => "glibc".into(),
+            Allocator::Mimalloc => "mimalloc".into(),
+            Allocator::Jemalloc => "jemalloc".into(),
+            Allocator::Preload(p) => format!("preload:{}", p.display()),
+        }
+    }
+
+    /// None if the allocator can run in this mode, else why not.
+    pub fn unsupported(&self, mode: &str) -> Option<&'static str> {
+        match (self, mode) {
+            (_, "default") => None,
+            (Allocator::Glibc, "shared") | (Allocator::Jemalloc, _) => None,
+            (Allocator::Mimalloc, "per-thread") => None,
+            (Allocator::Glibc, _) => Some("glibc has no per-thread heap handle (its arenas are assigned implicitly)"),
+            (Allocator::Mimalloc, _) => {
+                Some("a mimalloc heap (mi_heap_t) may only allocate from the thread that made it")
+            }
+            (Allocator::Preload(_), _) => Some("a preloaded allocator is reached only through plain malloc/free"),
+        }
+    }
+}
+
+/// One thread's view of a heap. `alloc`/`free` are the timed calls.
+pub trait ThreadHeap {
+    /// # Safety
+    /// Returns memory the caller frees with `free` of the same heap kind.
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8;
+    /// # Safety
+    /// `p` came from `alloc` of this heap kind (any thread for the shared kinds).
+    unsafe fn free(&mut self, p: *mut u8);
+}
+
+pub struct Libc;
+impl ThreadHeap for Libc {
+    #[inline(always)]
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
+        // SAFETY: plain malloc.
+        unsafe { libc::malloc(size).cast() }
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: *mut u8) {
+        // SAFETY: p came from malloc.
+        unsafe { libc::free(p.cast()) }
+    }
+}
+
+pub struct MiDefault;
+impl ThreadHeap for MiDefault {
+    #[inline(always)]
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
+        // SAFETY: mimalloc's malloc.
+        unsafe { libmimalloc_sys::mi_malloc(size).cast() }
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: *mut u8) {
+        // SAFETY: p came from mimalloc.
+        unsafe { libmimalloc_sys::mi_free(p.cast()) }
+    }
+}
+
+/// A mimalloc heap owned by this thread.
+pub struct MiHeap(*mut libmimalloc_sys::mi_heap_t);
+impl MiHeap {
+    pub fn new() -> Result<MiHeap, String> {
+        // SAFETY: creates a heap owned by the calling thread.
+        let h = unsafe { libmimalloc_sys::mi_heap_new() };
+        if h.is_null() { Err("mi_heap_new failed".into()) } else { Ok(MiHeap(h)) }
+    }
+}
+impl ThreadHeap for MiHeap {
+    #[inline(always)]
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
+        // SAFETY: allocating from our own thread's heap.
+        unsafe { libmimalloc_sys::mi_heap_malloc(self.0, size).cast() }
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: *mut u8) {
+        // SAFETY: p came from a mimalloc heap.
+        unsafe { libmimalloc_sys::mi_free(p.cast()) }
+    }
+}
+impl Drop for MiHeap {
+    fn drop(&mut self) {
+        // SAFETY: the heap is ours; delete moves any live blocks to the default heap.
+        unsafe { libmimalloc_sys::mi_heap_delete(self.0) }
+    }
+}
+
+/// jemalloc through its prefixed entry points. Binding the thread to an arena (see
+/// [`je_create_arena`], [`je_bind`]) happens before the first timed call.
+pub struct Je;
+impl ThreadHeap for Je {
+    #[inline(always)]
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
+        // SAFETY: jemalloc's malloc.
+        unsafe { tikv_jemalloc_sys::malloc(size).cast() }
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: *mut u8) {
+        // SAFETY: p came from jemalloc.
+        unsafe { tikv_jemalloc_sys::free(p.cast()) }
+    }
+}
+
+/// Creates a jemalloc arena and returns its index.
+pub fn je_create_arena() -> Result<u32, String> {
+    let mut idx: libc::c_uint = 0;
+    let mut len = std::mem::size_of::<libc::c_uint>();
+    // SAFETY: "arenas.create" writes an unsigned into idx.
+    let r = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"arenas.create".as_ptr(),
+            (&mut idx as *mut libc::c_uint).cast::<c_void>(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if r != 0 { Err(format!("jemalloc mallctl(arenas.create) failed: error {r}")) } else { Ok(idx) }
+}
+
+/// Binds the calling thread to jemalloc arena `idx`.
+pub fn je_bind(idx: u32) -> Result<(), String> {
+    let mut v: libc::c_uint = idx;
+    // SAFETY: "thread.arena" reads an unsigned from v.
+    let r = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.arena".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            (&mut v as *mut libc::c_uint).cast::<c_void>(),
+            std::mem::size_of::<libc::c_uint>(),
+        )
+    };
+    if r != 0 { Err(format!("jemalloc mallctl(thread.arena={idx}) failed: error {r}")) } else { Ok(()) }
+}
+
+/// The arena the calling thread is bound to.
+pub fn je_thread_arena() -> Option<u32> {
+    let mut idx: libc::c_uint = 0;
+    let mut len = std::mem::size_of::<libc::c_uint>();
+    // SAFETY: reading "thread.arena" into idx.
+    let r = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.arena".as_ptr(),
+            (&mut idx as *mut libc::c_uint).cast::<c_void>(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    (r == 0).then_some(idx)
+}
+
+/// The file that the process's `malloc` symbol resolves to (dladdr), which shows
+/// whether an LD_PRELOAD took effect.
+pub fn malloc_provider() -> Option<String> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: looking up the dynamic symbol "malloc" in the global scope.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };
+    if sym.is_null() {
+        return None;
+    }
+    // SAFETY: sym is a valid address; info is a valid out-pointer.
+    if unsafe { libc::dladdr(sym, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    Some(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_support_matrix() {
+        assert_eq!(Allocator::parse("glibc").unwrap(), Allocator::Glibc);
+        assert_eq!(Allocator::parse("preload:/x.so").unwrap(), Allocator::Preload("/x.so".into()));
+        assert!(Allocator::parse("preload:").is_err());
+        assert!(Allocator::parse("tcmalloc").unwrap_err().contains("preload:PATH"));
+        assert!(Allocator::Glibc.unsupported("per-thread").is_some());
+        assert!(Allocator::Mimalloc.unsupported("shared").is_some());
+        assert!(Allocator::Jemalloc.unsupported("per-thread").is_none());
+    }
+
+    #[test]
+    fn jemalloc_arenas_bind_per_thread() {
+        let a = je_create_arena().unwrap();
+        let b = je_create_arena().unwrap();
+        assert_ne!(a, b);
+        std::thread::spawn(move || {
+            je_bind(b).unwrap();
+            assert_eq!(je_thread_arena(), Some(b));
+        })
+        .join()
+        .unwrap();
+        je_bind(a).unwrap();
+        assert_eq!(je_thread_arena(), Some(a));
+    }
+
+    #[test]
+    fn malloc_resolves_to_libc_without_preload() {
+        let p = malloc_provider().expect("dladdr of malloc");
+        assert!(p.contains("libc"), "malloc comes from {p}");
+    }
+}
