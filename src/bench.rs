@@ -40,7 +40,54 @@ fn stats(mut v: Vec<u64>) -> serde_json::Value {
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     match a.what {
         BenchWhat::Probe => probe_bench(a),
+        BenchWhat::Timer => timer_bench(a),
     }
+}
+
+/// 21 calibrations of the heap timer, each over 100k empty pairs; beside them, the
+/// cost of an empty CLOCK_MONOTONIC pair measured the same way in the same run.
+fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
+    use workloads::heap::timer;
+    let cals: Vec<timer::Calibration> = (0..21).map(|_| timer::calibrate(30, 100_000)).collect();
+    let mut oh: Vec<u64> = cals.iter().map(|c| (c.overhead_ns * 1000.0) as u64).collect();
+    let mut ratio: Vec<u64> = cals.iter().map(|c| (c.ns_per_tick * 1e6) as u64).collect();
+    let mut mono: Vec<u64> = (0..100_000)
+        .map(|_| {
+            let a = probe::sample::monotonic_ns();
+            probe::sample::monotonic_ns() - a
+        })
+        .collect();
+    let (oh50, oh_min, oh_max) = (percentile(&mut oh, 0.5) / 1e3, oh[0] as f64 / 1e3, oh[oh.len() - 1] as f64 / 1e3);
+    let (r50, r_min, r_max) =
+        (percentile(&mut ratio, 0.5) / 1e6, ratio[0] as f64 / 1e6, ratio[ratio.len() - 1] as f64 / 1e6);
+    let mono50 = percentile(&mut mono, 0.5);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "source": cals[0].source, "invariant": cals[0].invariant, "calibrations": cals.len(),
+                "overhead_ns_p50": oh50, "overhead_ns_min": oh_min, "overhead_ns_max": oh_max,
+                "ns_per_tick_p50": r50, "ns_per_tick_min": r_min, "ns_per_tick_max": r_max,
+                "clock_monotonic_pair_ns_p50": mono50,
+            }))?
+        );
+    } else {
+        println!(
+            "heap per-call timer ({}, invariant: {}), {} calibrations:",
+            cals[0].source,
+            cals[0].invariant,
+            cals.len()
+        );
+        println!(
+            "  overhead of an empty pair: median {oh50:.1} ns (min {oh_min:.1}, max {oh_max:.1}); target <= 30 ns"
+        );
+        println!("  ns per tick: median {r50:.4} (min {r_min:.4}, max {r_max:.4})");
+        println!(
+            "  reference, an empty CLOCK_MONOTONIC pair: median {mono50:.1} ns (the timer costs {:.2}x)",
+            oh50 / mono50.max(1.0)
+        );
+    }
+    Ok(())
 }
 
 fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {

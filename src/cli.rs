@@ -120,6 +120,9 @@ pub struct RestoreArgs {
 pub enum BenchWhat {
     /// CPU cost of one full Sample, and sampler lateness.
     Probe,
+    /// The per-call timer of `pagelab heap`: its overhead (target <= 30 ns) against
+    /// a CLOCK_MONOTONIC pair, and the stability of its calibration.
+    Timer,
 }
 
 #[derive(Debug, Args)]
@@ -369,7 +372,7 @@ pub struct HeapArgs {
     #[arg(long, default_value = "containers", value_parser = ["containers"])]
     pub workload: String,
     /// Allocations per thread (each is freed too).
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub ops: u64,
     /// Runs per configuration, each in a fresh worker; figures are their mean.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]

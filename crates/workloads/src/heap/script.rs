@@ -11,7 +11,7 @@
 //!   allocates the new size, copies, and frees the old buffer; one in ten
 //!   vectors lives long, the rest are freed at once;
 //! - 15 %: an object of 16..256 B; one in five lives long (a pool of at most
-//!   16384, a full pool frees a random member), the rest are short-lived.
+//!   4096, a full pool frees a random member), the rest are short-lived.
 //!
 //! The script stops after `ops` allocations; then everything still live is freed,
 //! so every allocation has its timed free.
@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 
 const NODES: usize = 4096;
 const RING: usize = 64;
-const LONG: usize = 16384;
+const LONG: usize = 4096;
 
 /// splitmix64: tiny, seedable, and the same on every platform.
 struct Rng(u64);
