@@ -38,6 +38,9 @@ pub enum Cmd {
     Mapping(MappingArgs),
     /// How allocators scale with threads: per-call time, tail latency, peak memory.
     Heap(HeapArgs),
+    /// Many processes whose working sets exceed their memory, in a cgroup: paging,
+    /// CPU, PSI, responsiveness inside and outside, and recovery.
+    Thrash(ThrashArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -390,6 +393,90 @@ pub struct HeapArgs {
     #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     pub host_floor: Option<u64>,
     /// Print {"experiment":"heap","timer_overhead_ns":...,"results":[...]} on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct PresetList(pub Vec<String>);
+
+fn parse_preset_list(s: &str) -> Result<PresetList, String> {
+    workloads::thrash::parse_presets(s).map(PresetList)
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
+        _ => Err(format!("'{s}' is not a scale: expected a factor above 0 and at most 10, e.g. 0.1")),
+    }
+}
+
+fn parse_nonzero_u32(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+fn parse_nonzero_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ThrashArgs {
+    /// The study's experiments: e1, e2, e3, e4, a comma-separated list, or all.
+    /// Flags below override a preset's values.
+    #[arg(long, default_value = "e2", value_parser = parse_preset_list)]
+    pub preset: PresetList,
+    /// Consumer processes N (study: 25).
+    #[arg(long, value_parser = parse_nonzero_u32)]
+    pub consumers: Option<u32>,
+    /// Memory per consumer S (study: 100 MB; here 100 MiB).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: Option<u64>,
+    /// Random byte writes per cycle W.
+    #[arg(long, value_parser = parse_nonzero_u64)]
+    pub writes: Option<u64>,
+    /// Sleep after each cycle's writes, t_s.
+    #[arg(long, value_parser = units::parse_positive_duration)]
+    pub sleep: Option<Duration>,
+    /// Stagger between consumer starts, t_c (activity lasts N t_c + t_c).
+    #[arg(long, value_parser = units::parse_positive_duration)]
+    pub stagger: Option<Duration>,
+    /// Sleep before the first consumer starts.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
+    pub initial_delay: Duration,
+    /// Memory limit of the consumers' cgroup (default: the idle workers' usage plus
+    /// N × S ÷ 2.5, the study's ratio).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub limit: Option<u64>,
+    /// What takes the paged-out memory: zram, swapfile, existing (or auto).
+    #[arg(long, default_value = "zram", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// Multiply sizes (S, W) and times (t_c, the initial delay) by F; t_s keeps its
+    /// value so that a consumer's write rate per byte is the study's. 1 = the study.
+    #[arg(long, default_value = "1", value_parser = parse_scale)]
+    pub scale: f64,
+    /// Runs per preset.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
+    #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
+    pub smooth: String,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The collector's interval (the study: 1 s).
+    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    /// Directory for a swap file (--backing swapfile).
+    #[arg(long, default_value = "/var/tmp")]
+    pub swapfile_dir: PathBuf,
+    /// Print {"experiment":"thrash","results":[...],"summary":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
 }

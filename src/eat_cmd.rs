@@ -29,6 +29,9 @@ impl Observer for Obs<'_> {
     fn note(&mut self, msg: &str) {
         self.run.note(msg);
     }
+    fn samples(&mut self) -> Vec<probe::Sample> {
+        record::RunRecord::load(self.run.dir.path()).map(|r| r.samples).unwrap_or_default()
+    }
 }
 
 pub fn run(a: &EatArgs) -> anyhow::Result<()> {

@@ -12,6 +12,7 @@ mod heap_cmd;
 mod mapping_cmd;
 mod record_cmd;
 mod report_cmd;
+mod thrash_cmd;
 mod units;
 mod worker;
 mod wscap_cmd;
@@ -155,6 +156,7 @@ fn main() {
         Cmd::Wscap(a) => wscap_cmd::run(&a),
         Cmd::Mapping(a) => mapping_cmd::run(&a),
         Cmd::Heap(a) => heap_cmd::run(&a),
+        Cmd::Thrash(a) => thrash_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),

@@ -14,6 +14,9 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
         "wscap" => workloads::wscap::worker_main(&mut io, args),
         "mapping" => workloads::mapping::worker_main(&mut io, args),
         "heap" => workloads::heap::worker_main(&mut io, args),
+        "thrash-consumer" => workloads::thrash::consumer_main(&mut io, args),
+        "thrash-probe" => workloads::thrash::probe_main(&mut io, args),
+        "sampler" => sampler(&mut io, args),
         other => Err(format!("unknown worker kind '{other}'")),
     };
     match r {
@@ -61,5 +64,33 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
             other => io.emit("info", &format!("unknown command '{other}'"), serde_json::Value::Null),
         }
     }
+    Ok(())
+}
+
+/// An unlocked sampler (no mlockall), for comparison with the experiment's locked
+/// collector: samples until `exit`, then reports each sample's lateness.
+fn sampler(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
+    use record::sampler::{Sampler, SamplerConfig, Verdict};
+    let ms: u64 = arg(args, "--interval-ms").and_then(|v| v.parse().ok()).ok_or("sampler needs --interval-ms N")?;
+    let lat = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
+    let l2 = lat.clone();
+    let cfg =
+        SamplerConfig { interval: std::time::Duration::from_millis(ms), lock_memory: false, ..Default::default() };
+    let s = Sampler::start(cfg, probe::Targets::default(), move |smp| {
+        if let Ok(mut v) = l2.lock() {
+            v.push((smp.t_ns, smp.lateness_ns.unwrap_or(0) as f64 / 1e6));
+        }
+        Verdict::Continue
+    })
+    .map_err(|e| format!("starting the sampler: {e}"))?;
+    io.emit("ready", "", serde_json::Value::Null);
+    while let Some(c) = io.command() {
+        if c.cmd == "exit" {
+            break;
+        }
+    }
+    let st = s.stop();
+    let v = lat.lock().map(|v| v.clone()).unwrap_or_default();
+    io.emit("done", "", json!({"lateness": v, "stats": st}));
     Ok(())
 }

@@ -366,3 +366,104 @@ pub fn lines(
     )?;
     Ok(())
 }
+
+/// One series of a [`traces`] chart: a line, optionally faint (raw data behind a
+/// smoothed line), with an optional min..max band (x, lo, hi) behind it.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Shown in the legend unless empty.
+    pub name: String,
+    pub color: usize,
+    pub points: Vec<(f64, f64)>,
+    pub faint: bool,
+    pub band: Vec<(f64, f64, f64)>,
+}
+
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(127, 127, 127),
+];
+
+/// Writes a chart of traces (bands, then faint lines, then lines) to `stem.svg`/`.png`.
+pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace], log_y: bool) -> Result<(), DynErr> {
+    init_font();
+    fn draw<DB: DrawingBackend>(
+        root: DrawingArea<DB, plotters::coord::Shift>,
+        title: &str,
+        x_desc: &str,
+        y_desc: &str,
+        tr: &[Trace],
+        log_y: bool,
+    ) -> Result<(), DynErr>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(err)?;
+        let xs = tr.iter().flat_map(|t| t.points.iter().map(|p| p.0).chain(t.band.iter().map(|b| b.0)));
+        let xmax = xs.clone().fold(f64::NEG_INFINITY, f64::max);
+        let xmin = xs.fold(f64::INFINITY, f64::min);
+        let (xmin, xmax) = if xmin.is_finite() && xmax > xmin { (xmin, xmax) } else { (0.0, 1.0) };
+        let ys = tr.iter().flat_map(|t| t.points.iter().map(|p| p.1).chain(t.band.iter().map(|b| b.2)));
+        let ymax = ys.clone().filter(|y| y.is_finite()).fold(0.0, f64::max).max(1e-9);
+        let ymin = ys.filter(|y| y.is_finite() && *y > 0.0).fold(f64::INFINITY, f64::min);
+        let mut b = ChartBuilder::on(&root);
+        b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(40).y_label_area_size(70);
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(err)?;
+                let ok = |y: f64| y.is_finite() && (!log_y || y > 0.0);
+                for t in tr.iter().filter(|t| !t.band.is_empty()) {
+                    let c = PALETTE[t.color % PALETTE.len()];
+                    let mut poly: Vec<(f64, f64)> = t.band.iter().filter(|b| ok(b.2)).map(|b| (b.0, b.2)).collect();
+                    poly.extend(t.band.iter().rev().filter(|b| ok(b.1)).map(|b| (b.0, b.1)));
+                    chart.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.18).filled()))).map_err(err)?;
+                }
+                for t in tr.iter().filter(|t| t.faint) {
+                    let c = PALETTE[t.color % PALETTE.len()];
+                    let p: Vec<(f64, f64)> = t.points.iter().copied().filter(|p| ok(p.1)).collect();
+                    chart.draw_series(LineSeries::new(p, c.mix(0.35).stroke_width(1))).map_err(err)?;
+                }
+                for t in tr.iter().filter(|t| !t.faint) {
+                    let c = PALETTE[t.color % PALETTE.len()];
+                    let p: Vec<(f64, f64)> = t.points.iter().copied().filter(|p| ok(p.1)).collect();
+                    let s = chart.draw_series(LineSeries::new(p, c.stroke_width(2))).map_err(err)?;
+                    if !t.name.is_empty() {
+                        s.label(t.name.as_str())
+                            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
+                    }
+                }
+                legend!(chart, SeriesLabelPosition::UpperRight);
+            }};
+        }
+        if log_y {
+            let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
+            body!(b.build_cartesian_2d(xmin..xmax, (lo..ymax * 2.0).log_scale()).map_err(err)?);
+        } else {
+            body!(b.build_cartesian_2d(xmin..xmax, 0f64..ymax * 1.1).map_err(err)?);
+        }
+        root.present().map_err(err)?;
+        Ok(())
+    }
+    draw(
+        SVGBackend::new(&stem.with_extension("svg"), (900, 480)).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        tr,
+        log_y,
+    )?;
+    draw(
+        BitMapBackend::new(&stem.with_extension("png"), (900, 480)).into_drawing_area(),
+        title,
+        x_desc,
+        y_desc,
+        tr,
+        log_y,
+    )?;
+    Ok(())
+}

@@ -8,5 +8,6 @@ pub mod eat;
 pub mod heap;
 pub mod mapping;
 pub mod summary;
+pub mod thrash;
 pub mod timeline;
 pub mod wscap;

@@ -10,4 +10,5 @@ pub mod mapping;
 pub mod mm;
 pub mod observe;
 pub mod procsnap;
+pub mod thrash;
 pub mod wscap;

@@ -11,4 +11,9 @@ pub trait Observer {
     fn result(&mut self, r: Value);
     /// A line of progress or a warning.
     fn note(&mut self, msg: &str);
+    /// The samples recorded so far (for experiments that analyse their own
+    /// collector's record); none where nothing records.
+    fn samples(&mut self) -> Vec<probe::Sample> {
+        Vec::new()
+    }
 }

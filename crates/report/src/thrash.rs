@@ -1,0 +1,431 @@
+//! Rendering `thrash` runs: a table per preset (repeats, median, CV), the
+//! check of the study's findings, and charts like the study's (CPU user and
+//! system %, page-in and page-out per second against time), raw and smoothed, with
+//! the min..max band across repeats; plus PSI and responsiveness charts.
+//!
+//! Smoothers (documented in docs/thrash.md):
+//! - `ma`: a centred moving average over 5 points (5 s at the 1 s collector);
+//! - `bezier`: one Bézier curve with every point as a control point, as gnuplot's
+//!   `smooth bezier` that the study's curves look like: very smooth, and it
+//!   flattens peaks.
+
+use crate::charts::{self, Trace};
+use record::rundir::RunRecord;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The study's setup: (preset, W, t_s ms, t_c s).
+pub const STUDY: [(&str, u64, u64, u64); 4] =
+    [("e1", 1_000, 100, 30), ("e2", 10_000, 100, 30), ("e3", 10_000, 1_000, 30), ("e4", 10_000, 100, 1)];
+
+/// Headline metrics: (key in a result, label). Probe windows use "a.b.c" paths.
+pub const HEADLINE: [(&str, &str); 14] = [
+    ("pswpout_total", "pages swapped out"),
+    ("pswpin_total", "pages swapped in"),
+    ("pswpout_per_s_peak", "peak swap-outs/s"),
+    ("cpu_user_pct_mean", "CPU user % (thrash)"),
+    ("cpu_system_pct_mean", "CPU system % (thrash)"),
+    ("psi_some_pct_mean", "memory PSI some % (thrash)"),
+    ("progress_ratio_min", "progress ratio, min"),
+    ("progress_ratio_median", "progress ratio, median"),
+    ("lateness_max_s", "consumer lateness max, s"),
+    ("recovery_s", "recovery, s"),
+    ("collector_lateness_p99_ms", "collector lateness p99, ms (mlocked)"),
+    ("unlocked_lateness_p99_ms", "sampler lateness p99, ms (unlocked, in the cgroup)"),
+    ("probe_outside_ms.during.p99", "probe outside p99 during, ms"),
+    ("probe_inside_ms.during.p99", "probe inside p99 during, ms"),
+];
+
+fn results(all: &[Value]) -> Vec<&Value> {
+    all.iter().filter_map(|r| r.get("result")).collect()
+}
+
+fn get(v: &Value, path: &str) -> Option<f64> {
+    path.split('.').try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
+}
+
+fn presets<'a>(rs: &[&'a Value]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for r in rs {
+        let p = r["preset"].as_str().unwrap_or("?");
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    crate::summary::median(std::mem::take(&mut v))
+}
+
+fn cv(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    if m == 0.0 {
+        return Some(0.0);
+    }
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some(var.sqrt() / m.abs())
+}
+
+/// Per preset: for each headline metric, the median across repeats, min, max and CV.
+pub fn summary(all: &[Value]) -> Value {
+    let rs = results(all);
+    let mut out = Vec::new();
+    for p in presets(&rs) {
+        let reps: Vec<&&Value> = rs.iter().filter(|r| r["preset"] == p).collect();
+        let mut m = serde_json::Map::new();
+        for (k, _) in HEADLINE {
+            let v: Vec<f64> = reps.iter().filter_map(|r| get(r, k)).collect();
+            m.insert(
+                k.to_string(),
+                json!({
+                    "median": median(v.clone()),
+                    "min": v.iter().cloned().reduce(f64::min),
+                    "max": v.iter().cloned().reduce(f64::max),
+                    "cv": cv(&v),
+                    "n": v.len(),
+                }),
+            );
+        }
+        let completed: u64 = reps.iter().filter_map(|r| r["consumers_completed"].as_u64()).sum();
+        let consumers: u64 = reps.iter().filter_map(|r| r["consumers"].as_u64()).sum();
+        out.push(json!({"preset": p, "repeats": reps.len(), "consumers_completed": completed, "consumers": consumers, "metrics": m}));
+    }
+    Value::Array(out)
+}
+
+fn fmt(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+pub fn text_table(all: &[Value]) -> String {
+    let rs = results(all);
+    let mut s = String::new();
+    for p in presets(&rs) {
+        let reps: Vec<&&Value> = rs.iter().filter(|r| r["preset"] == p).collect();
+        let first = reps[0];
+        let plan = &first["plan"];
+        let _ = writeln!(
+            s,
+            "preset {p}: {} consumers × {:.1} MiB in {:.1} MiB ({} backing), W={} t_s={} ms t_c={} ms, scale {}",
+            plan["consumers"],
+            plan["size_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+            first["limit_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+            first["backing"].as_str().unwrap_or("?"),
+            plan["writes"],
+            plan["sleep_ms"],
+            plan["stagger_ms"],
+            plan["scale"]
+        );
+        let _ = write!(s, "{:<50}", "metric");
+        for r in &reps {
+            let _ = write!(s, " {:>9}", format!("run {}", r["repeat_index"].as_u64().unwrap_or(0) + 1));
+        }
+        let _ = writeln!(s, " {:>9} {:>7}", "median", "CV");
+        let _ = write!(s, "{:<50}", "consumers completed");
+        for r in &reps {
+            let _ = write!(s, " {:>9}", format!("{}/{}", r["consumers_completed"], r["consumers"]));
+        }
+        let _ = writeln!(s);
+        for (k, label) in HEADLINE {
+            let v: Vec<Option<f64>> = reps.iter().map(|r| get(r, k)).collect();
+            let _ = write!(s, "{label:<50}");
+            for x in &v {
+                let _ = write!(s, " {:>9}", fmt(*x));
+            }
+            let have: Vec<f64> = v.iter().flatten().copied().collect();
+            let _ = writeln!(
+                s,
+                " {:>9} {:>7}",
+                fmt(median(have.clone())),
+                cv(&have).map(|c| format!("{:.0}%", c * 100.0)).unwrap_or("-".into())
+            );
+        }
+        for w in ["before", "during", "after"] {
+            let _ = write!(s, "{:<50}", format!("probe p50/p99/max ms {w}: outside | inside"));
+            for r in &reps {
+                let o = &r["probe_outside_ms"][w];
+                let i = &r["probe_inside_ms"][w];
+                let _ = write!(
+                    s,
+                    "  {}/{}/{} | {}/{}/{}",
+                    fmt(o["p50"].as_f64()),
+                    fmt(o["p99"].as_f64()),
+                    fmt(o["max"].as_f64()),
+                    fmt(i["p50"].as_f64()),
+                    fmt(i["p99"].as_f64()),
+                    fmt(i["max"].as_f64())
+                );
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn med_of(rs: &[&Value], preset: &str, k: &str) -> Option<f64> {
+    median(rs.iter().filter(|r| r["preset"] == preset).filter_map(|r| get(r, k)).collect())
+}
+
+/// The study's three findings, checked on this machine's runs.
+pub fn findings_markdown(all: &[Value]) -> String {
+    let rs = results(all);
+    let mut s = String::from("| the study found | compared | here (medians) | holds here? |\n|---|---|---|---|\n");
+    let rows: [(&str, &str, &str, &str, bool); 3] = [
+        ("more writes per cycle means more paging", "e2 vs e1", "pswpout_total", "e2 > e1", true),
+        ("a longer sleep means less paging", "e3 vs e2", "pswpout_total", "e3 < e2", false),
+        ("a faster stagger means more aggressive thrashing", "e4 vs e2", "pswpout_per_s_peak", "e4 > e2", true),
+    ];
+    for (finding, pair, key, want, greater) in rows {
+        let (a, b) = pair.split_once(" vs ").unwrap();
+        let (x, y) = (med_of(&rs, a, key), med_of(&rs, b, key));
+        let cell = match (x, y) {
+            (Some(x), Some(y)) => {
+                let holds = if greater { x > y } else { x < y };
+                (
+                    format!("{key}: {a} {} vs {b} {} ({want})", fmt(Some(x)), fmt(Some(y))),
+                    if holds { "yes" } else { "no" }.to_string(),
+                )
+            }
+            _ => ("not run".into(), format!("not checked: run `--preset {a},{b}`")),
+        };
+        let _ = writeln!(s, "| {finding} | {pair} | {} | {} |", cell.0, cell.1);
+    }
+    let _ = writeln!(
+        s,
+        "\nThe study (N = 25, S = 100 MB, 1 GB machines, Linux 2.6.35 among four systems) also found that Linux kept \
+the most user CPU during the thrash and recovered fastest; here, CPU user % and recovery are in the table per preset. \
+Its setups, as (W, t_s, t_c): {}.",
+        STUDY.iter().map(|(p, w, ts, tc)| format!("{p} ({w}, {ts} ms, {tc} s)")).collect::<Vec<_>>().join(", ")
+    );
+    s
+}
+
+/// Centred moving average over `k` points (shorter at the ends).
+pub fn moving_average(v: &[(f64, f64)], k: usize) -> Vec<(f64, f64)> {
+    let h = k / 2;
+    (0..v.len())
+        .map(|i| {
+            let lo = i.saturating_sub(h);
+            let hi = (i + h + 1).min(v.len());
+            let ys: Vec<f64> = v[lo..hi].iter().map(|p| p.1).filter(|y| y.is_finite()).collect();
+            (v[i].0, if ys.is_empty() { f64::NAN } else { ys.iter().sum::<f64>() / ys.len() as f64 })
+        })
+        .collect()
+}
+
+/// One Bézier curve through `n_out` parameter steps with every point as a control
+/// point (de Casteljau).
+pub fn bezier(v: &[(f64, f64)], n_out: usize) -> Vec<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = v.iter().copied().filter(|p| p.1.is_finite()).collect();
+    if pts.len() < 3 {
+        return pts;
+    }
+    let mut buf = pts.clone();
+    (0..n_out)
+        .map(|j| {
+            let t = j as f64 / (n_out - 1).max(1) as f64;
+            buf.copy_from_slice(&pts);
+            for level in (1..buf.len()).rev() {
+                for i in 0..level {
+                    buf[i] = (buf[i].0 + t * (buf[i + 1].0 - buf[i].0), buf[i].1 + t * (buf[i + 1].1 - buf[i].1));
+                }
+            }
+            buf[0]
+        })
+        .collect()
+}
+
+fn smooth(v: &[(f64, f64)], how: &str) -> Vec<(f64, f64)> {
+    if how == "bezier" { bezier(v, 300) } else { moving_average(v, 5) }
+}
+
+fn xy(r: &Value, key: &str) -> Vec<(f64, f64)> {
+    let t = r["series"]["t_s"].as_array().cloned().unwrap_or_default();
+    let y = r["series"][key].as_array().cloned().unwrap_or_default();
+    t.iter().zip(y.iter()).filter_map(|(t, y)| Some((t.as_f64()?, y.as_f64().unwrap_or(f64::NAN)))).collect()
+}
+
+/// Median line and min..max band across repeats of the moving-average-smoothed
+/// series, on a 1 s grid (bins of rounded seconds).
+/// (x, min, max) across repeats.
+type Band = Vec<(f64, f64, f64)>;
+
+fn across(reps: &[&&Value], key: &str) -> (Vec<(f64, f64)>, Band) {
+    let mut bins: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+    for r in reps {
+        for (t, y) in moving_average(&xy(r, key), 5) {
+            if y.is_finite() {
+                bins.entry(t.round() as i64).or_default().push(y);
+            }
+        }
+    }
+    let mut mid = Vec::new();
+    let mut band = Vec::new();
+    for (t, v) in bins {
+        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        band.push((t as f64, lo, hi));
+        mid.push((t as f64, median(v).unwrap_or(f64::NAN)));
+    }
+    (mid, band)
+}
+
+pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
+    let rs = results(&all);
+    let dir = &rec.dir;
+    let how = rec.run.config["smooth"].as_str().unwrap_or("ma");
+    let mut written = Vec::new();
+    for p in presets(&rs) {
+        let reps: Vec<&&Value> = rs.iter().filter(|r| r["preset"] == p).collect();
+        let first = reps[0];
+        let n = reps.len();
+        let band_note = if n > 1 { format!(", band: min..max of {n} runs") } else { String::new() };
+        let pair = |a: (&str, &str), b: (&str, &str)| -> Vec<Trace> {
+            let mut t = Vec::new();
+            for (c, (key, name)) in [a, b].into_iter().enumerate() {
+                let raw = xy(first, key);
+                t.push(Trace { name: String::new(), color: c, points: raw.clone(), faint: true, band: vec![] });
+                let (mid, band) = across(&reps, key);
+                let line =
+                    if n > 1 { if how == "bezier" { bezier(&mid, 300) } else { mid } } else { smooth(&raw, how) };
+                t.push(Trace {
+                    name: format!("{name} ({})", if how == "bezier" { "Bézier" } else { "5 s moving average" }),
+                    color: c,
+                    points: line,
+                    faint: false,
+                    band: if n > 1 { band } else { vec![] },
+                });
+            }
+            t
+        };
+        let stem = dir.join(format!("thrash-{p}-cpu"));
+        charts::traces(
+            &stem,
+            &format!("pagelab thrash {p}: CPU (faint: raw, run 1{band_note})"),
+            "seconds since the start signal",
+            "% of all CPUs",
+            &pair(("cpu_user_pct", "user"), ("cpu_system_pct", "system")),
+            false,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+        let stem = dir.join(format!("thrash-{p}-paging"));
+        charts::traces(
+            &stem,
+            &format!("pagelab thrash {p}: paging (faint: raw, run 1{band_note})"),
+            "seconds since the start signal",
+            "pages per second",
+            &pair(("pswpin_per_s", "page-in (pswpin)"), ("pswpout_per_s", "page-out (pswpout)")),
+            false,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+        let mut psi = pair(("psi_some_pct", "memory some"), ("psi_full_pct", "memory full"));
+        if xy(first, "cgroup_psi_some_pct").iter().any(|p| p.1.is_finite()) {
+            psi.push(Trace {
+                name: "cgroup memory some".into(),
+                color: 3,
+                points: moving_average(&xy(first, "cgroup_psi_some_pct"), 5),
+                ..Default::default()
+            });
+        }
+        let stem = dir.join(format!("thrash-{p}-psi"));
+        charts::traces(
+            &stem,
+            &format!("pagelab thrash {p}: memory pressure (PSI, system){band_note}"),
+            "seconds since the start signal",
+            "% of time stalled",
+            &psi,
+            false,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+        let pts = |k: &str| -> Vec<(f64, f64)> {
+            first["series"][k]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()?))).collect())
+                .unwrap_or_default()
+        };
+        let (ts, te) = (first["thrash_start_s"].as_f64().unwrap_or(0.0), first["thrash_end_s"].as_f64().unwrap_or(0.0));
+        let stem = dir.join(format!("thrash-{p}-probes"));
+        let mut probe_tr = Vec::new();
+        for (c, (k, name)) in
+            [("probe_outside", "outside the cgroup"), ("probe_inside", "inside the cgroup")].iter().enumerate()
+        {
+            let raw = pts(k);
+            probe_tr.push(Trace { name: String::new(), color: c, points: raw.clone(), faint: true, band: vec![] });
+            probe_tr.push(Trace {
+                name: (*name).into(),
+                color: c,
+                points: moving_average(&raw, 11),
+                ..Default::default()
+            });
+        }
+        charts::traces(
+            &stem,
+            &format!("pagelab thrash {p}: probe wake-up to done (run 1; thrash {ts:.0}..{te:.0} s)"),
+            "seconds since the start signal",
+            "ms (log; line: 11-point moving average)",
+            &probe_tr,
+            true,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+    }
+    std::fs::write(
+        dir.join("thrash.md"),
+        format!(
+            "# pagelab thrash\n\n```\n{}```\n\n## The study's findings, checked here\n\n{}\nRecovery rule: {}.\n",
+            text_table(&all),
+            findings_markdown(&all),
+            rec.run.config["recovery_rule"].as_str().unwrap_or("")
+        ),
+    )?;
+    written.push(dir.join("thrash.md"));
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moving_average_is_centred_and_bezier_keeps_the_ends() {
+        let v: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, if i == 5 { 10.0 } else { 0.0 })).collect();
+        let m = moving_average(&v, 5);
+        assert_eq!(m[5].1, 2.0);
+        assert_eq!(m[3].1, 2.0);
+        assert_eq!(m[2].1, 0.0);
+        let b = bezier(&v, 50);
+        assert_eq!(b.first().copied(), Some((0.0, 0.0)));
+        assert_eq!(b.last().copied(), Some((9.0, 0.0)));
+        assert!(b.iter().all(|p| p.1 >= 0.0 && p.1 < 10.0), "a Bézier curve stays inside its control polygon's hull");
+    }
+
+    #[test]
+    fn findings_compare_medians_of_the_right_presets() {
+        let r = |p: &str, out: f64, peak: f64| json!({"result": {"preset": p, "pswpout_total": out, "pswpout_per_s_peak": peak}});
+        let all = vec![
+            r("e1", 100.0, 10.0),
+            r("e2", 500.0, 50.0),
+            r("e2", 700.0, 60.0),
+            r("e3", 200.0, 20.0),
+            r("e4", 400.0, 90.0),
+        ];
+        let md = findings_markdown(&all);
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| the")).collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.ends_with("| yes |")), "{md}");
+        let md = findings_markdown(&[r("e1", 900.0, 1.0), r("e2", 500.0, 50.0)]);
+        assert!(md.contains("| no |") && md.contains("not checked"), "{md}");
+    }
+}

@@ -1,0 +1,98 @@
+//! `pagelab thrash` at tiny scale, as root with zram: 6 consumers × 32 MiB in a
+//! 96 MiB cgroup page, all complete, the host keeps its floor, and everything is
+//! restored. Bad input exits 2 without changing anything.
+
+use std::process::Command;
+
+mod common;
+use common::{bin, system_state};
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn journals() -> std::path::PathBuf {
+    std::env::temp_dir().join("pagelab-thrash-test-journals")
+}
+
+#[test]
+fn tiny_thrash_pages_completes_and_restores() {
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+        println!("SKIP tiny_thrash_pages_completes_and_restores: needs root and zram");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["thrash", "--consumers", "6", "--size", "32MiB", "--limit", "96MiB", "--writes", "2000"])
+        .args(["--sleep", "100ms", "--stagger", "1s", "--initial-delay", "1s", "--repeat", "1", "--backing", "zram"])
+        .args(["--json", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["experiment"], "thrash");
+    let r = &v["results"][0];
+    assert_eq!(r["consumers"], 6);
+    assert_eq!(r["consumers_completed"], 6, "{r}");
+    assert_eq!(r["limit_bytes"], 96u64 << 20);
+    // Paging happened: 192 MiB of consumers do not fit in 96 MiB.
+    assert!(r["pswpout_total"].as_u64().unwrap() > 1000, "{r}");
+    assert!(r["pswpin_total"].as_u64().unwrap() > 0, "{r}");
+    // The host never fell below the guard's floor.
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let floor: u64 = run["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|n| n.as_str()?.strip_prefix("host guard floor: ")?.split(' ').next()?.parse().ok())
+        .expect("the floor is noted");
+    let min = r["host_mem_available_min_bytes"].as_u64().unwrap();
+    assert!(min > floor, "MemAvailable fell to {min} (floor {floor})");
+    // Every consumer made progress and said how late it was.
+    for c in r["consumer_details"].as_array().unwrap() {
+        assert!(c["cycles"].as_u64().unwrap() > 0, "{c}");
+        let p = c["progress_ratio"].as_f64().unwrap();
+        assert!(p > 0.0 && p <= 1.0, "{c}");
+    }
+    for k in ["probe_outside_ms", "probe_inside_ms"] {
+        for w in ["before", "during", "after"] {
+            assert!(r[k][w]["n"].as_u64().unwrap() > 0, "{k}.{w}: {r}");
+            assert!(r[k][w]["p99"].as_f64().unwrap() >= r[k][w]["p50"].as_f64().unwrap());
+        }
+    }
+    assert!(r["collector_lateness_p99_ms"].as_f64().is_some());
+    assert!(r["recovery_s"].as_f64().is_some(), "no recovery within 60 s: {r}");
+    assert!(dir.join("thrash-e2-custom-paging.png").exists());
+    assert_eq!(run["status"]["state"], "complete");
+}
+
+#[test]
+fn bad_thrash_input_exits_2_without_changes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--consumers", "0"], "at least 1"),
+        (vec!["--size", "0"], "greater than zero"),
+        (vec!["--preset", "e9"], "e1, e2, e3, e4"),
+        (vec!["--scale", "0"], "--scale"),
+        (vec!["--writes", "0"], "at least 1"),
+    ];
+    if root {
+        cases.push((vec!["--consumers", "4", "--size", "16MiB", "--limit", "64MiB"], "no thrashing would occur"));
+        cases.push((vec!["--host-floor", "100TiB"], "MemAvailable"));
+    }
+    for (args, needle) in cases {
+        let out =
+            Command::new(bin()).env("PAGELAB_JOURNAL_DIR", journals()).arg("thrash").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
+    }
+    assert_eq!(system_state(), before);
+}
