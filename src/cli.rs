@@ -41,6 +41,9 @@ pub enum Cmd {
     /// Many processes whose working sets exceed their memory, in a cgroup: paging,
     /// CPU, PSI, responsiveness inside and outside, and recovery.
     Thrash(ThrashArgs),
+    /// A live memory timeline of the system, a process or a cgroup, with trim,
+    /// reclaim and numbered marks (a terminal UI).
+    Monitor(MonitorArgs),
     /// Undo system changes left by pagelab runs that died (normally automatic).
     Restore(RestoreArgs),
     /// Print figures for pagelab's own performance targets.
@@ -55,6 +58,15 @@ pub enum Cmd {
         /// Write pagelab.1 and pagelab-<command>.1 into this directory.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Internal: render the monitor's demo state to a PNG (for the docs).
+    #[command(name = "__monitor-demo", hide = true)]
+    MonitorDemo {
+        #[arg(long)]
+        png: PathBuf,
+        /// Show a process target.
+        #[arg(long)]
+        process: bool,
     },
     /// Internal: run as a worker process for an experiment.
     #[command(name = "__worker", hide = true)]
@@ -479,4 +491,26 @@ pub struct ThrashArgs {
     /// Print {"experiment":"thrash","results":[...],"summary":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Follow this process.
+    #[arg(long, conflicts_with_all = ["name", "cgroup"])]
+    pub pid: Option<i32>,
+    /// Follow the largest process with this name (as in /proc/PID/comm).
+    #[arg(long, conflicts_with = "cgroup")]
+    pub name: Option<String>,
+    /// Follow this memory cgroup (a path under the memory controller's mount, or absolute).
+    #[arg(long)]
+    pub cgroup: Option<PathBuf>,
+    /// Sampling interval.
+    #[arg(long, default_value = "500ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    /// Time window shown (+ and - zoom).
+    #[arg(long, default_value = "5m", value_parser = units::parse_positive_duration)]
+    pub window: Duration,
+    /// Also write a run directory (render it later with pagelab report).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
 }

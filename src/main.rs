@@ -10,6 +10,7 @@ mod eat_cmd;
 mod experiment;
 mod heap_cmd;
 mod mapping_cmd;
+mod monitor;
 mod record_cmd;
 mod report_cmd;
 mod thrash_cmd;
@@ -157,6 +158,8 @@ fn main() {
         Cmd::Mapping(a) => mapping_cmd::run(&a),
         Cmd::Heap(a) => heap_cmd::run(&a),
         Cmd::Thrash(a) => thrash_cmd::run(&a),
+        Cmd::Monitor(a) => monitor::run(&a),
+        Cmd::MonitorDemo { png, process } => monitor::demo_png(&png, process),
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),

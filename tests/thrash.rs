@@ -1,6 +1,11 @@
 //! `pagelab thrash` at tiny scale, as root with zram: 6 consumers × 32 MiB in a
-//! 96 MiB cgroup page, all complete, the host keeps its floor, and everything is
+//! 128 MiB cgroup page, all complete, the host keeps its floor, and everything is
 //! restored. Bad input exits 2 without changing anything.
+//!
+//! 128 MiB rather than the example of 96: on this project's kernel (6.18,
+//! cgroup v1) a 96 MiB group under this load OOM-kills a consumer in about one run
+//! in five (swap-in charge fails after reclaim retries), which the experiment
+//! reports (`oom_kills`, the consumer's failure) but a test cannot expect.
 
 use std::process::Command;
 
@@ -25,7 +30,7 @@ fn tiny_thrash_pages_completes_and_restores() {
     let dir = tmp.path().join("run");
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", journals())
-        .args(["thrash", "--consumers", "6", "--size", "32MiB", "--limit", "96MiB", "--writes", "2000"])
+        .args(["thrash", "--consumers", "6", "--size", "32MiB", "--limit", "128MiB", "--writes", "2000"])
         .args(["--sleep", "100ms", "--stagger", "1s", "--initial-delay", "1s", "--repeat", "1", "--backing", "zram"])
         .args(["--json", "--out", dir.to_str().unwrap()])
         .output()
@@ -38,8 +43,8 @@ fn tiny_thrash_pages_completes_and_restores() {
     let r = &v["results"][0];
     assert_eq!(r["consumers"], 6);
     assert_eq!(r["consumers_completed"], 6, "{r}");
-    assert_eq!(r["limit_bytes"], 96u64 << 20);
-    // Paging happened: 192 MiB of consumers do not fit in 96 MiB.
+    assert_eq!(r["limit_bytes"], 128u64 << 20);
+    // Paging happened: 192 MiB of consumers do not fit in 128 MiB.
     assert!(r["pswpout_total"].as_u64().unwrap() > 1000, "{r}");
     assert!(r["pswpin_total"].as_u64().unwrap() > 0, "{r}");
     // The host never fell below the guard's floor.

@@ -467,3 +467,27 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
     )?;
     Ok(())
 }
+
+/// Renders terminal cells (symbol, fg, bg), row by row, to a PNG.
+pub fn terminal_png(path: &Path, w: usize, h: usize, cells: &[(String, [u8; 3], [u8; 3])]) -> Result<(), DynErr> {
+    init_font();
+    let (cw, ch) = (9i32, 18i32);
+    let root = BitMapBackend::new(path, ((w as i32 * cw) as u32, (h as i32 * ch) as u32)).into_drawing_area();
+    root.fill(&RGBColor(24, 24, 28)).map_err(err)?;
+    for (i, (sym, fg, bg)) in cells.iter().enumerate().take(w * h) {
+        let (x, y) = ((i % w) as i32 * cw, (i / w) as i32 * ch);
+        let bgc = RGBColor(bg[0], bg[1], bg[2]);
+        let fgc = RGBColor(fg[0], fg[1], fg[2]);
+        if sym == "█" {
+            root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], fgc.filled())).map_err(err)?;
+            continue;
+        }
+        root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], bgc.filled())).map_err(err)?;
+        if sym != " " {
+            let style = TextStyle::from(("sans-serif", 15).into_font()).color(&fgc);
+            root.draw(&Text::new(sym.clone(), (x, y + 1), style)).map_err(err)?;
+        }
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}

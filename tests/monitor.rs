@@ -1,0 +1,90 @@
+//! `pagelab monitor` used for real, under tmux: as root with a zram swap, follow a
+//! process that holds memory, press `t`, quit, and check from the recorded run
+//! that the target's RSS dropped and the compressed store grew.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::bin;
+
+fn tmux(args: &[&str]) -> bool {
+    Command::new("tmux").args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+#[test]
+fn trim_under_tmux_drops_rss_into_zram() {
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+        println!("SKIP trim_under_tmux_drops_rss_into_zram: needs root and zram");
+        return;
+    }
+    if !tmux(&["-V"]) {
+        println!("SKIP trim_under_tmux_drops_rss_into_zram: tmux is not installed (Debian: tmux)");
+        return;
+    }
+    let jdir = tempfile::tempdir().unwrap();
+    let mut sb = sandbox::Sandbox::with_journal_dir("monitor-test", jdir.path());
+    sb.zram_swap(&sandbox::sandbox::ZramSpec { disksize: 256 << 20, algorithm: None, priority: 32767 }).unwrap();
+    // A process holding 64 MiB, each page written.
+    let mut holder = Command::new(bin())
+        .args(["__worker", "hold", "--bytes", &(64u64 << 20).to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(holder.stdout.as_mut().unwrap());
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap() > 0 && !line.contains("\"ready\"") {
+            line.clear();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rec");
+    let session = format!("pagelab-test-{}", std::process::id());
+    let cmd = format!("{} monitor --pid {} --interval 200ms --record {}", bin().display(), holder.id(), dir.display());
+    assert!(tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "48", &cmd]), "tmux new-session");
+    std::thread::sleep(Duration::from_millis(2500));
+    let screen = Command::new("tmux").args(["capture-pane", "-p", "-t", &session]).output().unwrap();
+    let screen = String::from_utf8_lossy(&screen.stdout).to_string();
+    assert!(tmux(&["send-keys", "-t", &session, "t"]));
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(tmux(&["send-keys", "-t", &session, "q"]));
+    let t = Instant::now();
+    while tmux(&["has-session", "-t", &session]) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let still = tmux(&["has-session", "-t", &session]);
+    if still {
+        tmux(&["kill-session", "-t", &session]);
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    sb.restore().unwrap();
+    assert!(!still, "monitor did not quit on q");
+    assert!(screen.contains("RAM by category") && screen.contains(&format!("pid {}", holder.id())), "{screen}");
+    let rec = record::RunRecord::load(&dir).unwrap();
+    assert_eq!(rec.run.status.state, record::rundir::State::Complete);
+    let trim = rec.events.iter().find(|e| e.kind == "action" && e.name.starts_with("trim: RSS")).expect("a trim event");
+    let rss = |s: &probe::Sample| s.pids.first().and_then(|p| p.status).and_then(|st| st.vm_rss).unwrap_or(0);
+    let stored = |s: &probe::Sample| s.zram.iter().filter_map(|z| z.mm_stat.map(|m| m.orig_data_size)).sum::<u64>();
+    let before: Vec<&probe::Sample> = rec.samples.iter().filter(|s| s.t_ns < trim.t_ns).collect();
+    let after: Vec<&probe::Sample> = rec.samples.iter().filter(|s| s.t_ns > trim.t_ns + 300_000_000).collect();
+    assert!(!before.is_empty() && !after.is_empty(), "samples around the trim");
+    let (b, a) = (before.last().unwrap(), after.last().unwrap());
+    assert!(rss(a) < rss(b) / 2, "RSS {} -> {}", rss(b), rss(a));
+    assert!(stored(a) >= stored(b) + (32 << 20), "zram stored {} -> {}", stored(b), stored(a));
+}
+
+#[test]
+fn monitor_without_a_terminal_refuses_with_a_hint() {
+    let out = Command::new(bin()).arg("monitor").stdout(Stdio::piped()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("pagelab record"), "{err}");
+    let out = Command::new(bin()).args(["monitor", "--pid", "999999999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
+}
