@@ -599,6 +599,31 @@ pub fn on_key(app: &mut App, code: crossterm::event::KeyCode, ctrl: bool, mut em
     true
 }
 
+/// Waits up to 100 ms for terminal input. With the terminal on stdin, polls it
+/// directly, so that a hang-up (the window or tmux session closed) ends the
+/// monitor: crossterm's reader would spin on the dead terminal's end-of-file.
+fn wait_input(stdin_tty: bool) -> std::io::Result<bool> {
+    if !stdin_tty {
+        return crossterm::event::poll(Duration::from_millis(100));
+    }
+    let mut fds = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let r = unsafe { libc::poll(&mut fds, 1, 100) };
+    if r > 0 && fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        record::stop::request("the terminal hung up");
+        return Ok(false);
+    }
+    if r > 0 { crossterm::event::poll(Duration::ZERO) } else { Ok(false) }
+}
+
+/// True once the terminal has hung up (its window or tmux session closed without a
+/// SIGHUP reaching us): terminal calls then fail with EIO, and polling it would spin.
+fn terminal_gone() -> bool {
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr on our stdout with a valid out-pointer.
+    unsafe { libc::tcgetattr(1, &mut t) != 0 }
+}
+
 /// Restores the terminal: on drop, and from the panic hook.
 fn restore_terminal() {
     let _ = crossterm::terminal::disable_raw_mode();
@@ -707,10 +732,11 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
     let _guard = TermGuard;
     crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen, crossterm::cursor::Hide)?;
     let mut term = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+    let stdin_tty = std::io::stdin().is_terminal();
     let mut cur_target = target;
     let mut redraw = true;
     loop {
-        if record::stop::requested() {
+        if record::stop::requested() || terminal_gone() {
             break;
         }
         if let Ok(mut r) = ring.lock() {
@@ -727,7 +753,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
             term.draw(|f| draw(f, &mut app))?;
             redraw = false;
         }
-        if crossterm::event::poll(Duration::from_millis(100))? {
+        if wait_input(stdin_tty)? {
             if let crossterm::event::Event::Key(k) = crossterm::event::read()? {
                 if k.kind != crossterm::event::KeyEventKind::Press {
                     continue;
