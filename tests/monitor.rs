@@ -45,11 +45,27 @@ fn trim_under_tmux_drops_rss_into_zram() {
     let session = format!("pagelab-test-{}", std::process::id());
     let cmd = format!("{} monitor --pid {} --interval 200ms --record {}", bin().display(), holder.id(), dir.display());
     assert!(tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "48", &cmd]), "tmux new-session");
-    std::thread::sleep(Duration::from_millis(2500));
-    let screen = Command::new("tmux").args(["capture-pane", "-p", "-t", &session]).output().unwrap();
-    let screen = String::from_utf8_lossy(&screen.stdout).to_string();
+    // Wait until the monitor has drawn and sampled for a while (a loaded machine
+    // may take seconds to start it), then trim, and wait for the trim's event.
+    let capture = || {
+        let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &session]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let t = Instant::now();
+    let mut screen = capture();
+    while !screen.contains("faults/s") && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        screen = capture();
+    }
+    std::thread::sleep(Duration::from_millis(1000));
     assert!(tmux(&["send-keys", "-t", &session, "t"]));
-    std::thread::sleep(Duration::from_millis(2000));
+    let t = Instant::now();
+    while !std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default().contains("trim: RSS")
+        && t.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(tmux(&["send-keys", "-t", &session, "q"]));
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session]) && t.elapsed() < Duration::from_secs(10) {
