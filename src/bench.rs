@@ -7,26 +7,9 @@
 //! - the sampler's lateness at a given interval.
 
 use crate::cli::{BenchArgs, BenchWhat};
-use probe::{CgroupTarget, Probe, Targets};
+use probe::{Probe, Targets};
 use record::sampler::{Sampler, SamplerConfig, Verdict, percentile};
 use serde_json::json;
-
-/// This process's memory cgroup, from /proc/self/cgroup.
-fn own_cgroup(p: &mut Probe) -> Option<CgroupTarget> {
-    let (version, root) = p.memory_controller().ok()??;
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let rel = text.lines().find_map(|l| {
-        let mut it = l.splitn(3, ':');
-        let (_, ctrls, path) = (it.next()?, it.next()?, it.next()?);
-        let hit = match version {
-            probe::cgroup::CgroupVersion::V1 => ctrls.split(',').any(|c| c == "memory"),
-            probe::cgroup::CgroupVersion::V2 => ctrls.is_empty(),
-        };
-        hit.then(|| path.to_string())
-    })?;
-    let dir = root.join(rel.trim_start_matches('/'));
-    Some(CgroupTarget { version, dir, name: rel })
-}
 
 fn stats(mut v: Vec<u64>) -> serde_json::Value {
     json!({
@@ -92,7 +75,7 @@ fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
 
 fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
     let mut p = Probe::default();
-    let cg = own_cgroup(&mut p);
+    let cg = crate::record_cmd::memory_cgroup_of(&mut p, None);
     let zram = p.zram_devices().into_iter().next();
     let targets = Targets {
         pids: vec![std::process::id() as i32],

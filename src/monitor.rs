@@ -488,28 +488,12 @@ pub fn advise(pid: i32, cold: bool) -> Result<String, String> {
     Ok(format!("{what}: RSS {} → {} in {:.1} s", human(before), human(after), t.elapsed().as_secs_f64()))
 }
 
-/// The memory cgroup of a process, from /proc/PID/cgroup.
-fn cgroup_of(pid: i32) -> Option<CgroupTarget> {
-    let mut p = Probe::default();
-    let (version, root) = p.memory_controller().ok()??;
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let rel = text.lines().find_map(|l| {
-        let mut it = l.splitn(3, ':');
-        let (_, ctrls, path) = (it.next()?, it.next()?, it.next()?);
-        let hit = match version {
-            probe::cgroup::CgroupVersion::V1 => ctrls.split(',').any(|c| c == "memory"),
-            probe::cgroup::CgroupVersion::V2 => ctrls.is_empty(),
-        };
-        hit.then(|| path.to_string())
-    })?;
-    Some(CgroupTarget { version, dir: root.join(rel.trim_start_matches('/')), name: rel })
-}
-
 /// Reclaims from the target's cgroup (v2 memory.reclaim); returns the mark text.
 pub fn reclaim(t: &TargetKind) -> Result<String, String> {
     let cg = match t {
         TargetKind::Cgroup(c) => c.clone(),
-        TargetKind::Pid { pid, .. } => cgroup_of(*pid).ok_or("reclaim: the target's memory cgroup was not found")?,
+        TargetKind::Pid { pid, .. } => crate::record_cmd::memory_cgroup_of(&mut Probe::default(), Some(*pid))
+            .ok_or("reclaim: the target's memory cgroup was not found")?,
         TargetKind::System => return Err("reclaim needs a target (press p, or start with --pid or --cgroup)".into()),
     };
     if cg.version == probe::cgroup::CgroupVersion::V1 {

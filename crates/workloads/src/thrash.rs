@@ -762,13 +762,7 @@ pub fn run<O: crate::observe::Observer>(
 /// The consumer: `__worker thrash-consumer --index i --size S --writes W
 /// --sleep-us T --delay-us D --active-us P --seed X`. Waits for `start` {t0_ns}.
 pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let num = |n: &str| {
-        args.iter()
-            .position(|a| a == n)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .ok_or_else(|| format!("thrash consumer needs {n} N"))
-    };
+    let num = |n: &str| num_arg(args, n, "thrash consumer");
     let (index, size, writes) = (num("--index")?, num("--size")? as usize, num("--writes")?);
     let (sleep_ns, delay_ns, active_ns, seed) =
         (num("--sleep-us")? * 1000, num("--delay-us")? * 1000, num("--active-us")? * 1000, num("--seed")?);
@@ -832,6 +826,15 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     Ok(())
 }
 
+/// The number after `name` in a worker's arguments.
+fn num_arg(args: &[String], name: &str, who: &str) -> Result<u64, String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| format!("{who} needs {name} N"))
+}
+
 fn sleep_until(t_ns: u64) {
     let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as _ };
     // SAFETY: absolute sleep on CLOCK_MONOTONIC; EINTR just returns early and we loop.
@@ -862,13 +865,7 @@ pub fn wait_input_until(t_ns: u64) -> bool {
 /// period it wakes at its planned time, writes one byte in each page of its working
 /// set, and records planned-wake-to-done; on `exit` it reports every sample.
 pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let num = |n: &str| {
-        args.iter()
-            .position(|a| a == n)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .ok_or_else(|| format!("thrash probe needs {n} N"))
-    };
+    let num = |n: &str| num_arg(args, n, "thrash probe");
     let (ws, period) = (num("--ws")? as usize, num("--period-ms")? * 1_000_000);
     let page = crate::mm::page_size();
     let mut m = crate::mm::Mapping::anon(ws, 0).map_err(|e| format!("allocating {ws} bytes: {e}"))?;
