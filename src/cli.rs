@@ -27,8 +27,15 @@ pub enum Cmd {
     Doctor(DoctorArgs),
     /// Record the system (and a target) while a command runs, or for a fixed time.
     Record(RecordArgs),
-    /// Render a run directory: timeline.csv and a summary.
+    /// The main job: run every experiment at a scale fitted to this machine and
+    /// write one directory with all runs and a self-contained report.html.
+    Lab(LabArgs),
+    /// Render a run or lab directory: timeline.csv and a summary, report.html
+    /// (--html), or the tables as Markdown (--markdown).
     Report(ReportArgs),
+    /// Compare runs or labs: headline metrics side by side, the % change, and
+    /// whether it exceeds the run-to-run noise (Welch's t-test on the repeats).
+    Compare(CompareArgs),
     /// Fill private memory with data of chosen compressibility, trim it into
     /// (compressed) swap, read it back, and time each phase.
     Eat(EatArgs),
@@ -114,11 +121,88 @@ pub struct RecordArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The run directory.
+    /// A run directory, or a lab directory (written by `pagelab lab`).
     pub dir: PathBuf,
     /// Print the summary as JSON.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Re-render the charts and write DIR/report.html (self-contained).
+    #[arg(long)]
+    pub html: bool,
+    /// Print the report's tables as Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// The default: every experiment in about 5 minutes on a 2-core VM.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// Closer to the original studies' sizes and durations (the expected time is
+    /// printed before it starts; about 40 minutes on a 2-core VM).
+    #[arg(long)]
+    pub full: bool,
+    /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash.
+    #[arg(long, value_delimiter = ',', value_parser = parse_experiment)]
+    pub only: Vec<String>,
+    /// The lab directory (default: runs/<UTC timestamp>-lab).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print lab.json (with the report's path) on stdout at the end.
     #[arg(long)]
     pub json: bool,
+    /// Print the plan and exit without running anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn parse_experiment(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if report::lab::EXPERIMENTS.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown experiment '{s}': expected {}", report::lab::EXPERIMENTS.join(", ")))
+    }
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err(format!("'{s}': expected a level between 0 and 1, e.g. 0.05")),
+    }
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(f) if (0.0..=1000.0).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}': expected a percentage from 0 to 1000, e.g. 2 or 2%")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more run or lab directories; each is compared with the first.
+    #[arg(required = true, num_args = 2..)]
+    pub dirs: Vec<PathBuf>,
+    /// Print Markdown.
+    #[arg(long, conflicts_with_all = ["html", "json"])]
+    pub markdown: bool,
+    /// Print a self-contained HTML page.
+    #[arg(long, conflicts_with = "json")]
+    pub html: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Family-wise significance level (Holm's correction over the metrics).
+    #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
+    pub alpha: f64,
+    /// The smallest change of the medians, in %, that is called a difference.
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub min_change: f64,
+    /// Also write the output to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

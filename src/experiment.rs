@@ -120,15 +120,13 @@ pub fn exp_error(e: workloads::eat::EatError) -> anyhow::Error {
     }
 }
 
-type Render = fn(&record::RunRecord) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>>;
-
 /// What every experiment command does after the run: record the status, render
 /// the charts, then print JSON (`json_doc` of the results) or text (`text`).
 pub fn conclude<T>(
     mut run: ExperimentRun,
     r: anyhow::Result<T>,
     json: bool,
-    render: Render,
+    render: report::html::Renderer,
     json_doc: impl FnOnce(&[serde_json::Value]) -> serde_json::Value,
     text: impl FnOnce(&[serde_json::Value]) -> String,
 ) -> anyhow::Result<()> {

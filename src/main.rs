@@ -4,11 +4,13 @@
 
 mod bench;
 mod cli;
+mod compare_cmd;
 mod doctor;
 mod drill;
 mod eat_cmd;
 mod experiment;
 mod heap_cmd;
+mod lab;
 mod mapping_cmd;
 mod monitor;
 mod record_cmd;
@@ -161,6 +163,8 @@ fn main() {
         Cmd::Monitor(a) => monitor::run(&a),
         Cmd::MonitorDemo { png, process } => monitor::demo_png(&png, process),
         Cmd::Report(a) => report_cmd::run(&a),
+        Cmd::Compare(a) => compare_cmd::run(&a),
+        Cmd::Lab(a) => lab::run(&a),
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Completions { shell } => {

@@ -1,15 +1,44 @@
-//! `pagelab report DIR`: timeline.csv and a summary, for complete and interrupted runs.
+//! `pagelab report DIR`: timeline.csv and a summary, for complete and interrupted
+//! runs; report.html (`--html`) and Markdown tables (`--markdown`) for run and
+//! lab directories.
 
 use crate::cli::ReportArgs;
 use crate::usage;
 use anyhow::Context;
+use std::path::Path;
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
-        return Err(usage(format!("{}: no such run directory", a.dir.display())));
+        return Err(usage(format!("{}: no such run or lab directory", a.dir.display())));
     }
-    if !a.dir.join("run.json").exists() {
-        return Err(usage(format!("{}: not a pagelab run directory (no run.json)", a.dir.display())));
+    let is_lab = a.dir.join(report::lab::FILE).exists();
+    if !is_lab && !a.dir.join("run.json").exists() {
+        return Err(usage(format!(
+            "{}: not a pagelab run directory (no run.json) or lab directory (no lab.json)",
+            a.dir.display()
+        )));
+    }
+    if a.html || a.markdown || is_lab {
+        let r = report::html::Report::load(
+            &a.dir,
+            if a.html { report::html::Render::Always } else { report::html::Render::IfMissing },
+        )
+        .map_err(usage)?;
+        if a.markdown {
+            print!("{}", report::html::markdown(&r));
+        }
+        if a.html || (is_lab && !a.markdown) {
+            let path = write_html(&r, &a.dir)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report_html": path}))?);
+            } else if !a.markdown {
+                print!("{}", summary_text(&r));
+                println!("wrote {}", path.display());
+            } else {
+                eprintln!("wrote {}", path.display());
+            }
+        }
+        return Ok(());
     }
     let rec = record::RunRecord::load(&a.dir).map_err(|e| usage(e.to_string()))?;
     let iv = record::derive::intervals(&rec.samples);
@@ -24,4 +53,44 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         println!("wrote {} ({} rows)", path.display(), iv.len());
     }
     Ok(())
+}
+
+/// Writes DIR/report.html and returns its path.
+pub fn write_html(r: &report::html::Report, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let path = dir.join("report.html");
+    std::fs::write(&path, report::html::html(r)).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// The headline table as aligned text.
+pub fn summary_text(r: &report::html::Report) -> String {
+    let rows = report::html::summary_rows(r);
+    let head = report::html::SUMMARY_HEAD;
+    let mut w = [0usize; 5];
+    for (i, h) in head.iter().enumerate() {
+        w[i] = h.chars().count();
+    }
+    for row in &rows {
+        for (i, c) in row.iter().enumerate().take(3) {
+            w[i] = w[i].max(c.chars().count().min(60));
+        }
+    }
+    let mut o = String::new();
+    let line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i < 3 {
+                let pad = w[i].saturating_sub(c.chars().count());
+                s += &format!("{c}{}  ", " ".repeat(pad));
+            } else if i == 3 {
+                s += &format!("{c}  [{}]", cells[4]);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    o += &line([head[0], head[1], head[2], head[3], head[4]]);
+    for row in &rows {
+        o += &line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    }
+    o
 }

@@ -4,10 +4,16 @@
 //! per-interval value comes from `record::derive`.
 
 pub mod charts;
+pub mod compare;
 pub mod eat;
+pub mod headline;
 pub mod heap;
+pub mod html;
+pub mod lab;
 pub mod mapping;
+pub mod stats;
 pub mod summary;
 pub mod thrash;
 pub mod timeline;
+pub mod verdict;
 pub mod wscap;

@@ -62,6 +62,10 @@ pub struct MappingResult {
     pub total_ms_p50: f64,
     /// total minus the touch-only baseline (touch of resident memory).
     pub normalized_ms_p50: f64,
+    /// obtain + touch + release (+ re-touch) of each counted iteration, in order
+    /// (what `compare` tests across runs).
+    #[serde(default)]
+    pub total_ms: Vec<f64>,
     pub rss_after_release_bytes: u64,
     pub notes: Vec<String>,
 }
@@ -322,6 +326,7 @@ pub fn run_method(
     }
     unmap(b, size);
     base.drain(..warmup as usize);
+    let per_iteration = totals.clone();
     totals.sort_by(|a, c| a.partial_cmp(c).unwrap());
     base.sort_by(|a, c| a.partial_cmp(c).unwrap());
     let med = |v: &[f64]| if v.is_empty() { 0.0 } else { v[v.len() / 2] };
@@ -331,6 +336,7 @@ pub fn run_method(
         "release": Series { steps: re }.stats(size),
         "retouch": (!rt.is_empty()).then(|| Series { steps: rt }.stats(size)),
         "total_ms_p50": med(&totals),
+        "totals_ms": per_iteration,
         "baseline_touch_ms_p50": med(&base),
         "baseline_touch_ms_min": base.first().copied().unwrap_or(0.0),
         "baseline_touch_ms_max": base.last().copied().unwrap_or(0.0),
@@ -477,6 +483,10 @@ pub fn run<O: crate::observe::Observer>(
             retouch_ms_p50: retouch.as_ref().map(|s| s.ms_p50),
             rss_after_release_bytes: release.rss_after_bytes,
             total_ms_p50: total,
+            total_ms: d["totals_ms"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default(),
             normalized_ms_p50: total - base * if retouch.is_some() { 2.0 } else { 1.0 },
             obtain,
             touch_step,

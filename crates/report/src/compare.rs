@@ -1,0 +1,425 @@
+//! `pagelab compare`: the headline metrics of two or more runs (or labs) side by
+//! side, with the % change and whether it exceeds the run-to-run noise (Welch's
+//! t-test on the repeats, Holm-corrected across the metrics of a comparison).
+
+use crate::headline::Metric;
+use crate::html::{Report, esc};
+use crate::stats;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    /// The difference exceeds the noise (significant after Holm) and the minimum change.
+    Differs,
+    /// Significant, but smaller than the minimum change that matters.
+    TooSmall,
+    /// Within the run-to-run noise.
+    Same,
+    /// Fewer than two values on a side: no test possible.
+    Untested,
+    OnlyA,
+    OnlyB,
+}
+
+impl Call {
+    pub fn word(self) -> &'static str {
+        match self {
+            Call::Differs => "DIFFERS",
+            Call::TooSmall => "below min change",
+            Call::Same => "within noise",
+            Call::Untested => "one run: untested",
+            Call::OnlyA => "only in A",
+            Call::OnlyB => "only in B",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub experiment: String,
+    pub group: String,
+    pub metric: String,
+    pub unit: String,
+    pub lower_is_better: bool,
+    pub a_median: Option<f64>,
+    pub b_median: Option<f64>,
+    pub a_n: usize,
+    pub b_n: usize,
+    /// (B − A) ÷ A of the medians, in %.
+    pub change_pct: Option<f64>,
+    pub welch_t: Option<f64>,
+    pub welch_df: Option<f64>,
+    pub p: Option<f64>,
+    pub call: Call,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub alpha: f64,
+    pub min_change_pct: f64,
+    /// Environment fields that differ between A and B, as (field, A, B).
+    pub environment: Vec<(String, String, String)>,
+    pub rows: Vec<Row>,
+}
+
+impl Comparison {
+    pub fn differing(&self) -> usize {
+        self.rows.iter().filter(|r| r.call == Call::Differs).count()
+    }
+}
+
+/// Every headline metric of a report (all its runs).
+pub fn all_metrics(r: &Report) -> Vec<Metric> {
+    r.sections.iter().flat_map(|s| s.metrics()).collect()
+}
+
+fn env_of(r: &Report) -> Value {
+    r.sections
+        .iter()
+        .find_map(|s| s.record.as_ref())
+        .and_then(|x| serde_json::to_value(&x.run.environment).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The configuration that tells runs apart beyond the environment: the store
+/// each run used (backing and compressor), per experiment.
+fn stores(r: &Report) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for s in &r.sections {
+        for x in s.results() {
+            let x = x.get("result").unwrap_or(&x);
+            if let Some(b) = x["backing"].as_str() {
+                let c = x["compressor"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
+                let e = (format!("{} store", s.experiment), format!("{b}{c}"));
+                if !v.contains(&e) {
+                    v.push(e);
+                }
+            }
+        }
+    }
+    v
+}
+
+fn env_diff(a: &Report, b: &Report) -> Vec<(String, String, String)> {
+    let (ea, eb) = (env_of(a), env_of(b));
+    let mut out = Vec::new();
+    for k in ["hostname", "kernel", "cpu_model", "cpus", "ram_bytes", "thp", "swappiness", "memory_controller", "zswap"]
+    {
+        let (x, y) = (ea.get(k).cloned().unwrap_or(Value::Null), eb.get(k).cloned().unwrap_or(Value::Null));
+        if x != y {
+            out.push((k.to_string(), x.to_string(), y.to_string()));
+        }
+    }
+    let (sa, sb) = (stores(a), stores(b));
+    let join = |v: &[(String, String)], k: &str| {
+        v.iter().filter(|(n, _)| n == k).map(|(_, s)| s.clone()).collect::<Vec<_>>().join(", ")
+    };
+    let mut keys: Vec<String> = sa.iter().chain(&sb).map(|(k, _)| k.clone()).collect();
+    keys.dedup();
+    for k in keys {
+        let (x, y) = (join(&sa, &k), join(&sb, &k));
+        if x != y {
+            out.push((k, x, y));
+        }
+    }
+    out
+}
+
+/// Compares B against A. `alpha` is the family-wise level of the Holm
+/// correction; `min_change_pct` the smallest change of the medians called a difference.
+pub fn compare(a: &Report, b: &Report, alpha: f64, min_change_pct: f64) -> Comparison {
+    let (ma, mb) = (all_metrics(a), all_metrics(b));
+    let mut rows = Vec::new();
+    let mut tests = Vec::new();
+    for x in &ma {
+        let y = mb.iter().find(|y| y.key() == x.key());
+        let w = y.and_then(|y| stats::welch(&x.values, &y.values));
+        tests.push(w.map(|w| w.p));
+        rows.push(row(x, y, w));
+    }
+    for y in mb.iter().filter(|y| !ma.iter().any(|x| x.key() == y.key())) {
+        let mut r = row(y, None, None);
+        std::mem::swap(&mut r.a_median, &mut r.b_median);
+        std::mem::swap(&mut r.a_n, &mut r.b_n);
+        r.call = Call::OnlyB;
+        tests.push(None);
+        rows.push(r);
+    }
+    let significant = stats::holm(&tests, alpha);
+    for (r, sig) in rows.iter_mut().zip(significant) {
+        if r.call == Call::Untested && r.p.is_some() {
+            r.call = if !sig {
+                Call::Same
+            } else if r.change_pct.is_some_and(|c| c.abs() >= min_change_pct) {
+                Call::Differs
+            } else {
+                Call::TooSmall
+            };
+        }
+    }
+    Comparison {
+        a: a.dir.display().to_string(),
+        b: b.dir.display().to_string(),
+        alpha,
+        min_change_pct,
+        environment: env_diff(a, b),
+        rows,
+    }
+}
+
+fn row(x: &Metric, y: Option<&Metric>, w: Option<stats::Welch>) -> Row {
+    let (am, bm) = (x.median(), y.and_then(Metric::median));
+    Row {
+        experiment: x.experiment.clone(),
+        group: x.group.clone(),
+        metric: x.name.to_string(),
+        unit: x.unit.to_string(),
+        lower_is_better: x.lower_is_better,
+        a_median: am,
+        b_median: bm,
+        a_n: x.values.len(),
+        b_n: y.map(|y| y.values.len()).unwrap_or(0),
+        change_pct: match (am, bm) {
+            (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
+            (Some(a), Some(b)) if a == b => Some(0.0),
+            _ => None,
+        },
+        welch_t: w.map(|w| w.t),
+        welch_df: w.map(|w| w.df),
+        p: w.map(|w| w.p),
+        call: if y.is_none() { Call::OnlyA } else { Call::Untested },
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
+        Some(v) if v.abs() >= 0.1 => format!("{v:.3}"),
+        Some(v) => format!("{v:.4}"),
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|c| format!("{c:+.1}%")).unwrap_or("-".into())
+}
+
+fn pval(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 0.0001 => "<0.0001".into(),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+/// Whether the change is for the better, for a reader scanning the table.
+fn direction(r: &Row) -> &'static str {
+    match (r.change_pct, r.call) {
+        (Some(c), Call::Differs) if (c < 0.0) == r.lower_is_better => " (better)",
+        (Some(_), Call::Differs) => " (worse)",
+        _ => "",
+    }
+}
+
+const HEAD: [&str; 9] =
+    ["experiment", "configuration", "metric", "A median", "B median", "change", "n A/B", "p", "call"];
+
+fn cells(r: &Row) -> [String; 9] {
+    [
+        r.experiment.clone(),
+        r.group.clone(),
+        r.metric.clone(),
+        num(r.a_median),
+        num(r.b_median),
+        pct(r.change_pct),
+        format!("{}/{}", r.a_n, r.b_n),
+        pval(r.p),
+        format!("{}{}", r.call.word(), direction(r)),
+    ]
+}
+
+fn legend(c: &Comparison) -> String {
+    format!(
+        "p: Welch's t-test on the repeats (two-sided); DIFFERS: significant at α = {} after Holm's correction over \
+the {} tested metrics, and the medians differ by at least {}%.",
+        c.alpha,
+        c.rows.iter().filter(|r| r.p.is_some()).count(),
+        c.min_change_pct
+    )
+}
+
+pub fn text(c: &Comparison) -> String {
+    let mut o = format!("A: {}\nB: {}\n", c.a, c.b);
+    for (k, x, y) in &c.environment {
+        let _ = writeln!(o, "  {k}: {x} → {y}");
+    }
+    let rows: Vec<[String; 9]> = c.rows.iter().map(cells).collect();
+    let mut w = HEAD.map(|h| h.chars().count());
+    for r in &rows {
+        for (i, x) in r.iter().enumerate() {
+            w[i] = w[i].max(x.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, x) in cells.iter().enumerate() {
+            let pad = w[i] - x.chars().count();
+            if (3..8).contains(&i) {
+                s += &format!("{}{x}  ", " ".repeat(pad));
+            } else {
+                s += &format!("{x}{}  ", " ".repeat(pad));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    o += &line(&HEAD.map(String::from));
+    for r in &rows {
+        o += &line(r);
+    }
+    let _ = writeln!(o, "{} of {} metrics differ. {}", c.differing(), c.rows.len(), legend(c));
+    o
+}
+
+pub fn markdown(c: &Comparison) -> String {
+    let mut o = format!("## `{}` → `{}`\n\n", c.a, c.b);
+    if !c.environment.is_empty() {
+        o += "| what differs | A | B |\n|---|---|---|\n";
+        for (k, x, y) in &c.environment {
+            let _ = writeln!(o, "| {k} | {} | {} |", x.replace('|', "/"), y.replace('|', "/"));
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "| {} |\n|{}", HEAD.join(" | "), "---|".repeat(HEAD.len()));
+    for r in &c.rows {
+        let mut cs = cells(r);
+        if r.call == Call::Differs {
+            cs[8] = format!("**{}**", cs[8]);
+        }
+        let _ = writeln!(o, "| {} |", cs.join(" | "));
+    }
+    let _ = writeln!(o, "\n{} of {} metrics differ. {}", c.differing(), c.rows.len(), legend(c));
+    o
+}
+
+/// A self-contained HTML page of one or more comparisons.
+pub fn html(cs: &[Comparison]) -> String {
+    let mut o = String::from(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+<title>pagelab compare</title><style>body{font:14px/1.45 system-ui,sans-serif;margin:24px 40px;color:#1d1f23}\
+table{border-collapse:collapse;margin:8px 0 16px}th,td{border:1px solid #d8dce3;padding:3px 8px;text-align:left}\
+th{background:#f6f7f9}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.differs td{background:#fdecea}\
+.muted{color:#5b6270}</style></head><body>\n<h1>pagelab compare</h1>\n",
+    );
+    for c in cs {
+        let _ = writeln!(o, "<section class=\"comparison\"><h2>A: {} → B: {}</h2>", esc(&c.a), esc(&c.b));
+        if !c.environment.is_empty() {
+            o += "<table><tr><th>what differs</th><th>A</th><th>B</th></tr>";
+            for (k, x, y) in &c.environment {
+                let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(k), esc(x), esc(y));
+            }
+            o += "</table>\n";
+        }
+        o += "<table><tr>";
+        for h in HEAD {
+            let _ = write!(o, "<th>{}</th>", esc(h));
+        }
+        o += "</tr>\n";
+        for r in &c.rows {
+            let class = if r.call == Call::Differs { " class=\"differs\"" } else { "" };
+            let _ = write!(o, "<tr{class}>");
+            for (i, x) in cells(r).iter().enumerate() {
+                let _ = write!(o, "<td{}>{}</td>", if (3..8).contains(&i) { " class=\"n\"" } else { "" }, esc(x));
+            }
+            o += "</tr>\n";
+        }
+        let _ = writeln!(
+            o,
+            "</table><p class=\"muted\">{} of {} metrics differ. {}</p></section>",
+            c.differing(),
+            c.rows.len(),
+            esc(&legend(c))
+        );
+    }
+    o += "</body></html>\n";
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::Section;
+    use std::path::PathBuf;
+
+    fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
+        // A report with one section whose results are given; no run directory.
+        let dir = tempfile::tempdir().unwrap();
+        let run =
+            record::rundir::RunJson::new(experiment, "0", probe::Probe::default().environment(), serde_json::json!({}));
+        let rd = record::rundir::RunDir::create(&dir.path().join("r"), run).unwrap();
+        rd.update(|r| r.results = Value::Array(metrics_json)).unwrap();
+        let rec = record::RunRecord::load(rd.path()).unwrap();
+        // The record is in memory now; the directory can go.
+        Report {
+            dir: PathBuf::from(format!("{experiment}-run")),
+            lab: None,
+            sections: vec![Section {
+                experiment: experiment.into(),
+                state: "complete".into(),
+                reason: None,
+                seconds: None,
+                dir: None,
+                record: Some(rec),
+            }],
+        }
+    }
+
+    fn eat(fr: &[f64], trim: &[f64]) -> Vec<Value> {
+        fr.iter()
+            .zip(trim)
+            .map(|(f, t)| {
+                serde_json::json!({"pattern": "semi", "backing": "zram", "compressor": "lz4",
+                    "stored_fraction": f, "trim_us_per_page": t})
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_clear_shift_differs_and_noise_does_not() {
+        let a = report("eat", eat(&[0.20, 0.20, 0.20], &[5.0, 5.5, 4.8]));
+        let b = report("eat", eat(&[0.25, 0.25, 0.25], &[5.2, 4.9, 5.4]));
+        let c = compare(&a, &b, 0.05, 2.0);
+        let call = |m: &str| c.rows.iter().find(|r| r.metric == m).unwrap().call;
+        assert_eq!(call("stored fraction"), Call::Differs);
+        assert_eq!(call("trim µs/page"), Call::Same);
+        assert_eq!(c.differing(), 1);
+        let md = markdown(&c);
+        assert!(md.contains("**DIFFERS (worse)**"), "{md}");
+        assert!(html(&[c]).contains("class=\"differs\""));
+    }
+
+    #[test]
+    fn single_runs_are_untested_and_missing_metrics_are_marked() {
+        let a = report("eat", eat(&[0.2], &[5.0]));
+        let b = report("heap", vec![]);
+        let c = compare(&a, &b, 0.05, 2.0);
+        assert!(c.rows.iter().all(|r| r.call == Call::OnlyA), "{:?}", c.rows);
+        let b = report("eat", eat(&[0.3], &[5.0]));
+        let c = compare(&a, &b, 0.05, 2.0);
+        assert!(c.rows.iter().all(|r| r.call == Call::Untested));
+    }
+
+    #[test]
+    fn tiny_but_certain_changes_are_below_min_change() {
+        let a = report("eat", eat(&[0.2000, 0.2000], &[5.0, 5.0]));
+        let b = report("eat", eat(&[0.2010, 0.2010], &[5.0, 5.0]));
+        let c = compare(&a, &b, 0.05, 2.0);
+        assert_eq!(c.rows.iter().find(|r| r.metric == "stored fraction").unwrap().call, Call::TooSmall);
+    }
+}

@@ -1,0 +1,784 @@
+//! The self-contained HTML report: one file, inline CSS and SVG, no scripts and
+//! nothing fetched when it is opened (a Content-Security-Policy says so to the
+//! browser, too). Also the Markdown of the same tables.
+
+use crate::headline::{Metric, metrics};
+use crate::lab::Lab;
+use crate::verdict::{self, Outcome, Verdict};
+use record::rundir::RunRecord;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+type DynErr = Box<dyn std::error::Error + Send + Sync>;
+
+/// One experiment's part of the report.
+pub struct Section {
+    pub experiment: String,
+    pub state: String,
+    pub reason: Option<String>,
+    pub seconds: Option<f64>,
+    pub dir: Option<PathBuf>,
+    pub record: Option<RunRecord>,
+}
+
+impl Section {
+    pub fn results(&self) -> Vec<Value> {
+        self.record.as_ref().and_then(|r| r.run.results.as_array().cloned()).unwrap_or_default()
+    }
+
+    pub fn metrics(&self) -> Vec<Metric> {
+        metrics(&self.experiment, &self.results())
+    }
+
+    pub fn verdicts(&self) -> Vec<Verdict> {
+        if self.record.is_none() { Vec::new() } else { verdict::verdicts(&self.experiment, &self.results()) }
+    }
+}
+
+/// What a report is made of: a lab directory, or a single run directory.
+pub struct Report {
+    pub dir: PathBuf,
+    pub lab: Option<Lab>,
+    pub sections: Vec<Section>,
+}
+
+/// Writes an experiment's charts and `<experiment>.md` into its run directory,
+/// returning the files written.
+pub type Renderer = fn(&RunRecord) -> Result<Vec<PathBuf>, DynErr>;
+
+/// The renderer of each experiment.
+pub fn renderer(experiment: &str) -> Option<Renderer> {
+    Some(match experiment {
+        "eat" => crate::eat::render,
+        "wscap" => crate::wscap::render,
+        "heap" => crate::heap::render,
+        "mapping" => crate::mapping::render,
+        "thrash" => crate::thrash::render,
+        _ => return None,
+    })
+}
+
+fn run_state(rec: &RunRecord) -> (String, Option<String>) {
+    let s = &rec.run.status;
+    match s.state {
+        // A run directory still saying "running" belongs to a process that died.
+        record::rundir::State::Running => {
+            ("interrupted".into(), Some("the run ended without a status (its process died)".into()))
+        }
+        st => (st.to_string(), s.reason.clone()),
+    }
+}
+
+/// Whether loading a report writes charts and Markdown into the run directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// Read only (compare).
+    Never,
+    /// Render runs that have no `<experiment>.md` yet.
+    IfMissing,
+    /// Render every run anew.
+    Always,
+}
+
+impl Report {
+    /// Loads a lab directory (lab.json) or a run directory (run.json).
+    pub fn load(dir: &Path, render: Render) -> Result<Report, String> {
+        let load_run = |d: &Path| -> Result<RunRecord, String> {
+            let rec = RunRecord::load(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            if let Some(r) = renderer(&rec.run.experiment) {
+                let md = d.join(format!("{}.md", rec.run.experiment));
+                if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
+                    r(&rec).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
+                }
+            }
+            Ok(rec)
+        };
+        if dir.join(crate::lab::FILE).exists() {
+            let lab = Lab::load(dir)?;
+            let mut sections = Vec::new();
+            for s in &lab.steps {
+                let path = s.dir.as_ref().map(|d| dir.join(d));
+                let record = match &path {
+                    Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
+                    _ => None,
+                };
+                sections.push(Section {
+                    experiment: s.experiment.clone(),
+                    state: s.state.word().to_string(),
+                    reason: s.reason.clone(),
+                    seconds: s.seconds,
+                    dir: path,
+                    record,
+                });
+            }
+            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections })
+        } else if dir.join("run.json").exists() {
+            let rec = load_run(dir)?;
+            let (state, reason) = run_state(&rec);
+            let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
+            Ok(Report {
+                dir: dir.to_path_buf(),
+                lab: None,
+                sections: vec![Section {
+                    experiment: rec.run.experiment.clone(),
+                    state,
+                    reason,
+                    seconds,
+                    dir: Some(dir.to_path_buf()),
+                    record: Some(rec),
+                }],
+            })
+        } else {
+            Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
+        }
+    }
+
+    fn environment(&self) -> Option<Value> {
+        self.sections.iter().find_map(|s| s.record.as_ref()).and_then(|r| serde_json::to_value(&r.run.environment).ok())
+    }
+}
+
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// `code` and **bold** inside escaped text.
+fn inline(s: &str) -> String {
+    let e = esc(s);
+    let mut o = String::new();
+    let mut code = false;
+    for (i, part) in e.split('`').enumerate() {
+        if i > 0 {
+            o.push_str(if code { "</code>" } else { "<code>" });
+            code = !code;
+        }
+        if code {
+            o.push_str(part);
+        } else {
+            let mut bold = false;
+            for (j, p) in part.split("**").enumerate() {
+                if j > 0 {
+                    o.push_str(if bold { "</strong>" } else { "<strong>" });
+                    bold = !bold;
+                }
+                o.push_str(p);
+            }
+            if bold {
+                o.push_str("</strong>");
+            }
+        }
+    }
+    if code {
+        o.push_str("</code>");
+    }
+    o
+}
+
+fn cells(line: &str) -> Vec<&str> {
+    let t = line.trim().trim_start_matches('|').trim_end_matches('|');
+    t.split('|').map(str::trim).collect()
+}
+
+/// The subset of Markdown that pagelab writes: headings, pipe tables, fenced
+/// blocks, lists and paragraphs. Headings are shifted down by `shift` levels.
+pub fn markdown_to_html(md: &str, shift: usize) -> String {
+    let mut o = String::new();
+    let lines: Vec<&str> = md.lines().collect();
+    let mut i = 0;
+    let mut para: Vec<&str> = Vec::new();
+    let flush = |para: &mut Vec<&str>, o: &mut String| {
+        if !para.is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", inline(&para.join(" ")));
+            para.clear();
+        }
+    };
+    while i < lines.len() {
+        let l = lines[i];
+        let t = l.trim_start();
+        if t.starts_with("```") {
+            flush(&mut para, &mut o);
+            o.push_str("<pre>");
+            i += 1;
+            while i < lines.len() && !lines[i].trim_start().starts_with("```") {
+                o.push_str(&esc(lines[i]));
+                o.push('\n');
+                i += 1;
+            }
+            o.push_str("</pre>\n");
+        } else if let Some(level) = t.strip_prefix('#').map(|r| 1 + r.chars().take_while(|c| *c == '#').count()) {
+            flush(&mut para, &mut o);
+            let text = t.trim_start_matches('#').trim();
+            let h = (level + shift).min(6);
+            let _ = writeln!(o, "<h{h}>{}</h{h}>", inline(text));
+        } else if t.starts_with('|') {
+            flush(&mut para, &mut o);
+            let head = cells(t);
+            let mut rows = Vec::new();
+            i += 1;
+            if i < lines.len() && lines[i].trim_start().starts_with("|-") {
+                i += 1;
+            }
+            while i < lines.len() && lines[i].trim_start().starts_with('|') {
+                rows.push(cells(lines[i]));
+                i += 1;
+            }
+            o.push_str("<div class=\"scroll\"><table><thead><tr>");
+            for c in &head {
+                let _ = write!(o, "<th>{}</th>", inline(c));
+            }
+            o.push_str("</tr></thead><tbody>\n");
+            for r in rows {
+                o.push_str("<tr>");
+                for c in r {
+                    let _ = write!(o, "<td>{}</td>", inline(c));
+                }
+                o.push_str("</tr>\n");
+            }
+            o.push_str("</tbody></table></div>\n");
+            continue;
+        } else if let Some(item) = t.strip_prefix("- ") {
+            flush(&mut para, &mut o);
+            o.push_str("<ul>");
+            let _ = write!(o, "<li>{}</li>", inline(item));
+            i += 1;
+            while i < lines.len() && lines[i].trim_start().starts_with("- ") {
+                let _ = write!(o, "<li>{}</li>", inline(&lines[i].trim_start()[2..]));
+                i += 1;
+            }
+            o.push_str("</ul>\n");
+            continue;
+        } else if t.is_empty() {
+            flush(&mut para, &mut o);
+        } else {
+            para.push(t);
+        }
+        i += 1;
+    }
+    flush(&mut para, &mut o);
+    o
+}
+
+/// The SVG charts of a run directory: the experiment's own first, the timeline last.
+pub fn charts(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "svg")).collect())
+        .unwrap_or_default();
+    v.sort_by_key(|p| (p.file_stem().is_some_and(|s| s == "timeline"), p.clone()));
+    v
+}
+
+fn fmt_num(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    if s >= 90.0 { format!("{:.0} min {:02.0} s", (s / 60.0).floor(), s % 60.0) } else { format!("{s:.1} s") }
+}
+
+/// A few figures that say what a run found, for the summary table.
+pub fn headline(s: &Section) -> String {
+    let m = s.metrics();
+    let med = |g: &str, n: &str| m.iter().find(|x| x.group.starts_with(g) && x.name == n).and_then(Metric::median);
+    let parts: Vec<String> = match s.experiment.as_str() {
+        "eat" => ["random", "semi", "const"]
+            .iter()
+            .filter_map(|p| {
+                let f = med(p, "stored fraction");
+                let t = med(p, "trim µs/page")?;
+                Some(match f {
+                    Some(f) => format!("{p}: stored {f:.3}, trim {t:.1} µs/page"),
+                    None => format!("{p}: trim {t:.1} µs/page"),
+                })
+            })
+            .collect(),
+        "wscap" => {
+            let none = med("none", "scans/s");
+            ["none", "cap-max", "periodic-pageout"]
+                .iter()
+                .filter_map(|g| {
+                    let x = med(g, "scans/s")?;
+                    Some(match none {
+                        Some(n) if *g != "none" && x > 0.0 && n / x >= 10.0 => {
+                            format!("{g}: {x:.1} scans/s ({:.0}× slower)", n / x)
+                        }
+                        Some(n) if *g != "none" && x > 0.0 => format!("{g}: {x:.0} scans/s ({:.2}× slower)", n / x),
+                        _ => format!("{g}: {x:.0} scans/s"),
+                    })
+                })
+                .collect()
+        }
+        "heap" => {
+            let mut v: Vec<String> = Vec::new();
+            let most = m.iter().filter_map(|x| x.group.rsplit_once(" ×")?.1.parse::<u64>().ok()).max();
+            for t in [Some(1), most] {
+                let Some(t) = t else { continue };
+                let here: Vec<String> = m
+                    .iter()
+                    .filter(|x| x.name == "alloc ns" && x.group.ends_with(&format!(" ×{t}")))
+                    .filter_map(|x| Some(format!("{} {:.0}", x.group.split(' ').next()?, x.median()?)))
+                    .collect();
+                if !here.is_empty() && !v.iter().any(|s| s.starts_with(&format!("×{t}:"))) {
+                    v.push(format!("×{t}: {} ns/alloc", here.join(", ")));
+                }
+            }
+            v
+        }
+        "mapping" => {
+            let mut v: Vec<(String, f64)> = m
+                .iter()
+                .filter(|x| x.name == "total ms")
+                .filter_map(|x| Some((x.group.clone(), x.median()?)))
+                .collect();
+            v.sort_by(|a, b| a.1.total_cmp(&b.1));
+            v.iter().take(4).map(|(g, x)| format!("{g} {x:.1} ms")).collect()
+        }
+        "thrash" => {
+            let mut v = Vec::new();
+            let mut seen: Vec<&str> = Vec::new();
+            for x in &m {
+                if seen.contains(&x.group.as_str()) {
+                    continue;
+                }
+                seen.push(&x.group);
+                let g = &x.group;
+                let mut p = format!("{g}:");
+                if let Some(y) = med(g, "pages swapped out") {
+                    p += &format!(" {y:.0} pages out");
+                }
+                if let Some(y) = med(g, "peak swap-outs/s") {
+                    p += &format!(", peak {y:.0}/s");
+                }
+                if let Some(y) = med(g, "recovery s") {
+                    p += &format!(", recovery {y:.1} s");
+                }
+                v.push(p);
+            }
+            v
+        }
+        _ => Vec::new(),
+    };
+    parts.join("; ")
+}
+
+fn verdict_counts(v: &[Verdict]) -> String {
+    let n = |o: Outcome| v.iter().filter(|x| x.outcome == o).count();
+    if v.is_empty() {
+        return "-".into();
+    }
+    let mut s = format!("{} of {} match", n(Outcome::Matches), v.len() - n(Outcome::NotChecked));
+    if n(Outcome::NotChecked) > 0 {
+        s += &format!(", {} not checked", n(Outcome::NotChecked));
+    }
+    s
+}
+
+/// The headline table as (columns, rows), shared by HTML, Markdown and text.
+pub fn summary_rows(r: &Report) -> Vec<[String; 5]> {
+    r.sections
+        .iter()
+        .map(|s| {
+            let status = match &s.reason {
+                Some(why) if s.state != "complete" => format!("{}: {why}", s.state),
+                _ => s.state.clone(),
+            };
+            [
+                s.experiment.clone(),
+                status,
+                s.seconds.map(fmt_secs).unwrap_or_else(|| "-".into()),
+                headline(s),
+                verdict_counts(&s.verdicts()),
+            ]
+        })
+        .collect()
+}
+
+pub const SUMMARY_HEAD: [&str; 5] = ["experiment", "status", "time", "headline figures (medians)", "published study"];
+
+fn metrics_table(m: &[Metric]) -> String {
+    let mut o = String::from("| configuration | metric | median | min .. max | n |\n|---|---|---|---|---|\n");
+    for x in m {
+        let lo = x.values.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = x.values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} .. {} | {} |",
+            x.group,
+            x.name,
+            x.median().map(fmt_num).unwrap_or("-".into()),
+            fmt_num(lo),
+            fmt_num(hi),
+            x.values.len()
+        );
+    }
+    o
+}
+
+fn verdict_markdown(v: &[Verdict]) -> String {
+    let mut o = String::from("| the study found | study | this run | | why |\n|---|---|---|---|---|\n");
+    for x in v {
+        let _ = writeln!(o, "| {} | {} | {} | {} | {} |", x.claim, x.study, x.ours, x.outcome.word(), x.why);
+    }
+    o
+}
+
+/// The report's tables as Markdown (`pagelab report DIR --markdown`).
+pub fn markdown(r: &Report) -> String {
+    let mut o = String::from("# pagelab report\n\n");
+    if let Some(lab) = &r.lab {
+        let _ = writeln!(
+            o,
+            "`pagelab lab --{}`, {} CPUs, {:.1} GiB RAM, {}; {}\n",
+            lab.mode,
+            lab.cpus,
+            lab.ram_bytes as f64 / (1u64 << 30) as f64,
+            if lab.root { "as root" } else { "without root" },
+            lab.wall_s.map(|w| format!("wall time {}", fmt_secs(w))).unwrap_or("not finished".into())
+        );
+    }
+    let _ = writeln!(o, "| {} |\n|---|---|---|---|---|", SUMMARY_HEAD.join(" | "));
+    for row in summary_rows(r) {
+        let _ = writeln!(o, "| {} |", row.iter().map(|c| c.replace('|', "/")).collect::<Vec<_>>().join(" | "));
+    }
+    for s in &r.sections {
+        let _ = writeln!(o, "\n## {}\n", s.experiment);
+        if s.record.is_none() {
+            let _ = writeln!(o, "{}: {}\n", s.state, s.reason.as_deref().unwrap_or("no run"));
+            continue;
+        }
+        let _ = writeln!(o, "Against the published study ({}):\n", verdict::study(&s.experiment));
+        o += &verdict_markdown(&s.verdicts());
+        o += "\nHeadline metrics:\n\n";
+        o += &metrics_table(&s.metrics());
+    }
+    o
+}
+
+const CSS: &str = "
+:root{--fg:#1d1f23;--muted:#5b6270;--line:#d8dce3;--bg:#fff;--panel:#f6f7f9;--ok:#1a7f37;--bad:#b3261e;--na:#8a6d00}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);background:var(--bg)}
+header{padding:28px 40px 12px;border-bottom:1px solid var(--line)}
+header h1{margin:0 0 4px;font-size:26px}
+header p{margin:0;color:var(--muted)}
+nav{padding:8px 40px;border-bottom:1px solid var(--line);position:sticky;top:0;background:var(--bg);z-index:1}
+nav a{margin-right:18px;color:#0b57d0;text-decoration:none}
+main{padding:0 40px 40px;max-width:1280px}
+section{margin-top:28px}
+h2{font-size:21px;border-bottom:2px solid var(--line);padding-bottom:4px}
+h3{font-size:17px;margin-top:22px}
+h4{font-size:15px}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:13.5px}
+th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{background:var(--panel)}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.scroll{overflow-x:auto}
+pre{background:var(--panel);padding:10px;overflow-x:auto;font-size:12px;line-height:1.35}
+code{background:var(--panel);padding:0 3px;border-radius:3px}
+.status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:13px;font-weight:600}
+.complete,.matches{color:var(--ok)}
+.failed,.interrupted,.differs{color:var(--bad)}
+.skipped,.not-checked{color:var(--na)}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+figure{margin:0;flex:1 1 560px;max-width:900px;border:1px solid var(--line);padding:6px;background:#fff}
+figure svg{width:100%;height:auto;display:block}
+figcaption{color:var(--muted);font-size:12px}
+.muted{color:var(--muted)}
+";
+
+fn env_table(env: &Value) -> String {
+    let mut o = String::from("<table>");
+    let row = |k: &str, v: String| format!("<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    let g = |k: &str| env.get(k).cloned().unwrap_or(Value::Null);
+    let s = |v: Value| match v {
+        Value::String(s) => s,
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    o += &row("host", s(g("hostname")));
+    o += &row("kernel", s(g("kernel")));
+    o += &row("CPU", format!("{} × {}", s(g("cpus")), s(g("cpu_model"))));
+    o += &row("RAM", env["ram_bytes"].as_u64().map(crate::summary::bytes).unwrap_or("-".into()));
+    o += &row("page size", s(g("page_size")));
+    o += &row("transparent huge pages", s(g("thp")));
+    o += &row("swappiness / page-cluster", format!("{} / {}", s(g("swappiness")), s(g("page_cluster"))));
+    o += &row("cgroups", format!("{}, memory controller {}", s(g("cgroup_layout")), s(g("memory_controller"))));
+    o += &row("PSI", s(g("psi")));
+    let swaps = env["swaps"].as_array().map(|a| a.len()).unwrap_or(0);
+    o += &row("swap areas at the start", swaps.to_string());
+    let z = &env["zswap"];
+    o += &row(
+        "zswap",
+        if z["present"] == true {
+            format!(
+                "present, {}, compressor {}, max pool {} %",
+                if z["enabled"] == true { "on" } else { "off" },
+                s(z["compressor"].clone()),
+                s(z["max_pool_percent"].clone())
+            )
+        } else {
+            "absent".into()
+        },
+    );
+    o += "</table>\n";
+    o
+}
+
+fn doctor_table(d: &Value) -> String {
+    let mut o = String::from(
+        "<table><thead><tr><th>check</th><th>status</th><th>detail</th><th>affects</th></tr></thead><tbody>",
+    );
+    for c in d["checks"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let st = c["status"].as_str().unwrap_or("");
+        let affects: Vec<&str> =
+            c["affects"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default();
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(c["name"].as_str().unwrap_or("")),
+            esc(&st.replace('_', " ")),
+            esc(c["detail"].as_str().unwrap_or("")),
+            esc(&affects.join(", "))
+        );
+    }
+    o += "</tbody></table>\n";
+    o
+}
+
+/// The whole self-contained page.
+pub fn html(r: &Report) -> String {
+    let env = r.environment().unwrap_or(Value::Null);
+    let host = env["hostname"].as_str().unwrap_or("?").to_string();
+    let when = r
+        .lab
+        .as_ref()
+        .map(|l| l.started_unix_ms)
+        .or_else(|| r.sections.iter().find_map(|s| s.record.as_ref().map(|x| x.run.started_unix_ms)))
+        .map(utc)
+        .unwrap_or_default();
+    let title = match &r.lab {
+        Some(l) => format!("pagelab lab --{} on {host}", l.mode),
+        None => format!("pagelab {} on {host}", r.sections.first().map(|s| s.experiment.as_str()).unwrap_or("run")),
+    };
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"pagelab {}\">\n\
+<title>{}</title>\n<style>{CSS}</style></head>\n<body>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(&title)
+    );
+    let _ = writeln!(o, "<header><h1>{}</h1>", esc(&title));
+    let mut sub =
+        format!("{when} · kernel {} · {}", env["kernel"].as_str().unwrap_or("?"), esc(&r.dir.display().to_string()));
+    if let Some(l) = &r.lab {
+        sub += &format!(
+            " · {} · {}",
+            if l.root { "as root" } else { "without root" },
+            l.wall_s.map(|w| format!("wall time {}", fmt_secs(w))).unwrap_or("not finished".into())
+        );
+    }
+    let _ = writeln!(o, "<p>{}</p></header>", esc(&sub));
+    o += "<nav><a href=\"#summary\">Summary</a><a href=\"#environment\">Environment</a>";
+    for s in &r.sections {
+        let _ = write!(o, "<a href=\"#exp-{0}\">{0}</a>", esc(&s.experiment));
+    }
+    o += "</nav>\n<main>\n";
+
+    // Summary.
+    o += "<section id=\"summary\"><h2>Summary</h2>\n<div class=\"scroll\"><table id=\"headline\"><thead><tr>";
+    for h in SUMMARY_HEAD {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o += "</tr></thead><tbody>\n";
+    for (row, s) in summary_rows(r).iter().zip(&r.sections) {
+        let _ = writeln!(
+            o,
+            "<tr><td><a href=\"#exp-{0}\">{0}</a></td><td class=\"{1}\">{2}</td><td>{3}</td><td>{4}</td><td>{5}</td></tr>",
+            esc(&row[0]),
+            esc(&s.state),
+            esc(&row[1]),
+            esc(&row[2]),
+            esc(&row[3]),
+            esc(&row[4])
+        );
+    }
+    o += "</tbody></table></div>\n";
+    if let Some(l) = &r.lab {
+        for n in &l.notes {
+            let _ = writeln!(o, "<p class=\"muted\">{}</p>", esc(n));
+        }
+    }
+    o += "</section>\n";
+
+    // Environment.
+    o += "<section id=\"environment\"><h2>Environment</h2>\n";
+    o += &env_table(&env);
+    if let Some(l) = &r.lab {
+        let _ = writeln!(
+            o,
+            "<p>Command: <code>{}</code>. Planned for {} CPUs and {} of RAM, {}.</p>",
+            esc(&l.command_line.join(" ")),
+            l.cpus,
+            crate::summary::bytes(l.ram_bytes),
+            if l.root { "as root" } else { "without root" }
+        );
+        let limited = l.doctor["checks"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["affects"].as_array().is_some_and(|a| !a.is_empty())));
+        let _ = writeln!(
+            o,
+            "<details{}><summary>pagelab doctor: {}</summary>",
+            if limited { " open" } else { "" },
+            if limited { "some experiments are limited on this machine" } else { "everything is available" }
+        );
+        o += &doctor_table(&l.doctor);
+        o += "</details>\n";
+    }
+    o += "</section>\n";
+
+    for s in &r.sections {
+        section_html(&mut o, s, r.lab.as_ref());
+    }
+    o += "</main>\n</body></html>\n";
+    o
+}
+
+fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
+    let _ = writeln!(
+        o,
+        "<section id=\"exp-{0}\" class=\"experiment\" data-experiment=\"{0}\" data-state=\"{1}\">\n<h2>{0} <span class=\"status {1}\">{1}</span></h2>",
+        esc(&s.experiment),
+        esc(&s.state)
+    );
+    let _ = writeln!(o, "<p class=\"muted\">Reproduces: {}.</p>", esc(verdict::study(&s.experiment)));
+    if let Some(why) = &s.reason {
+        let _ = writeln!(o, "<p><strong>{}:</strong> {}</p>", esc(&s.state), esc(why));
+    }
+    if let Some(step) = lab.and_then(|l| l.steps.iter().find(|x| x.experiment == s.experiment)) {
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">Command: <code>pagelab {} {}</code>{}</p>",
+            esc(&step.experiment),
+            esc(&step.args.join(" ")),
+            s.seconds.map(|x| format!("; took {}", fmt_secs(x))).unwrap_or_default()
+        );
+    }
+    let Some(rec) = &s.record else {
+        o.push_str("</section>\n");
+        return;
+    };
+    let v = s.verdicts();
+    if !v.is_empty() {
+        o.push_str("<h3>Against the published study</h3>\n<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>the study found</th><th>study</th><th>this run</th><th></th><th>why</th></tr></thead><tbody>\n");
+        for x in &v {
+            let class = x.outcome.word().replace(' ', "-");
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+                esc(x.claim),
+                esc(x.study),
+                esc(&x.ours),
+                x.outcome.word(),
+                esc(&x.why)
+            );
+        }
+        o.push_str("</tbody></table></div>\n");
+    }
+    let dir = s.dir.clone().unwrap_or_default();
+    let svgs = charts(&dir);
+    if !svgs.is_empty() {
+        o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
+        for p in &svgs {
+            let Ok(svg) = std::fs::read_to_string(p) else { continue };
+            let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or("");
+            let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let _ = writeln!(o, "<figure class=\"chart\">{body}<figcaption>{}</figcaption></figure>", esc(&name));
+        }
+        o.push_str("</div>\n");
+    }
+    let m = s.metrics();
+    if !m.is_empty() {
+        o.push_str("<h3>Headline metrics</h3>\n");
+        o.push_str(&markdown_to_html(&metrics_table(&m), 0));
+    }
+    if let Ok(md) = std::fs::read_to_string(dir.join(format!("{}.md", s.experiment))) {
+        o.push_str("<h3>Tables</h3>\n");
+        o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
+    }
+    if !rec.run.notes.is_empty() {
+        o.push_str("<details><summary>Run notes</summary><ul>");
+        for n in &rec.run.notes {
+            let _ = write!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul></details>\n");
+    }
+    o.push_str("</section>\n");
+}
+
+/// Unix milliseconds as an ISO-8601 UTC time.
+pub fn utc(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_tables_code_and_escapes() {
+        let md = "# pagelab eat\n\n## Store\n\n| a | b<c |\n|---|---|\n| `x` | **1** |\n\n```\nraw <table>\n```\ntext & more\n- one\n- two\n";
+        let h = markdown_to_html(md, 1);
+        assert!(h.contains("<h2>pagelab eat</h2>"), "{h}");
+        assert!(h.contains("<h3>Store</h3>"));
+        assert!(h.contains("<th>b&lt;c</th>"));
+        assert!(h.contains("<td><code>x</code></td><td><strong>1</strong></td>"));
+        assert!(h.contains("<pre>raw &lt;table&gt;\n</pre>"));
+        assert!(h.contains("<p>text &amp; more</p>"));
+        assert!(h.contains("<ul><li>one</li><li>two</li></ul>"));
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        // 2026-11-22 10:05 UTC
+        assert_eq!(utc(1_795_341_900_000), "2026-11-22 10:05 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00 UTC");
+    }
+}

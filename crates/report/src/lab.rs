@@ -1,0 +1,98 @@
+//! `lab.json`: what `pagelab lab` planned, ran and skipped. A lab directory holds
+//! it, `doctor.json`, one run directory per experiment, their logs and
+//! `report.html`.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const FILE: &str = "lab.json";
+
+/// The experiments in the order the lab runs them.
+pub const EXPERIMENTS: [&str; 5] = ["eat", "wscap", "heap", "mapping", "thrash"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    Planned,
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+    Skipped,
+}
+
+impl StepState {
+    pub fn word(self) -> &'static str {
+        match self {
+            StepState::Planned => "planned",
+            StepState::Running => "running",
+            StepState::Complete => "complete",
+            StepState::Interrupted => "interrupted",
+            StepState::Failed => "failed",
+            StepState::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub experiment: String,
+    /// The arguments after `pagelab <experiment>` (without --out).
+    pub args: Vec<String>,
+    /// The plan's estimate of the wall time, seconds.
+    pub expect_s: f64,
+    pub state: StepState,
+    /// Why it was skipped, failed or interrupted; or what ran only in part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Wall time, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// The run directory, relative to the lab directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// What ran only in part on this machine, and why (e.g. no store without root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Lab {
+    pub format: u32,
+    pub kind: String,
+    pub mode: String,
+    pub pagelab_version: String,
+    pub command_line: Vec<String>,
+    pub started_unix_ms: u64,
+    #[serde(default)]
+    pub ended_unix_ms: Option<u64>,
+    #[serde(default)]
+    pub wall_s: Option<f64>,
+    pub root: bool,
+    pub cpus: u32,
+    pub ram_bytes: u64,
+    /// The plan's total estimate, seconds.
+    pub expect_s: f64,
+    /// `pagelab doctor --json`, taken before the plan.
+    pub doctor: serde_json::Value,
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Lab {
+    pub fn load(dir: &Path) -> Result<Lab, String> {
+        let p = dir.join(FILE);
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a pagelab lab record: {e}", p.display()))
+    }
+
+    /// Writes lab.json atomically (a rename), so a reader never sees half a file.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        let tmp = dir.join(".lab.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(tmp, dir.join(FILE))
+    }
+}

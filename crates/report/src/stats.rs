@@ -1,0 +1,119 @@
+//! The statistics `compare` uses: Welch's unequal-variance t-test and Holm's
+//! step-down correction for testing many metrics at once.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Mean and sample variance (n − 1). None for fewer than two values.
+pub fn mean_var(v: &[f64]) -> Option<(f64, f64)> {
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    Some((m, var))
+}
+
+/// The outcome of Welch's t-test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    /// Welch–Satterthwaite degrees of freedom.
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Welch's t-test of `a` against `b` (two-sided). None when either side has fewer
+/// than two values. When both sides have no spread at all, the p-value is 1 for
+/// equal means and 0 for different ones (a deterministic quantity that changed).
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    let (ma, va) = mean_var(a)?;
+    let (mb, vb) = mean_var(b)?;
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    if se2 <= 0.0 || !se2.is_finite() {
+        let same = (ma - mb).abs() <= f64::EPSILON * ma.abs().max(mb.abs()).max(1.0);
+        return Some(Welch {
+            t: if same { 0.0 } else { f64::INFINITY.copysign(ma - mb) },
+            df: na + nb - 2.0,
+            p: if same { 1.0 } else { 0.0 },
+        });
+    }
+    let t = (ma - mb) / se2.sqrt();
+    let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
+    Some(Welch { t, df, p })
+}
+
+/// Holm–Bonferroni: for p-values of m simultaneous tests, whether each is
+/// significant at family-wise level `alpha`. `None` entries (no test) stay false
+/// and do not count towards m.
+pub fn holm(ps: &[Option<f64>], alpha: f64) -> Vec<bool> {
+    let mut idx: Vec<(usize, f64)> = ps.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p))).collect();
+    idx.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let m = idx.len();
+    let mut out = vec![false; ps.len()];
+    for (rank, (i, p)) in idx.into_iter().enumerate() {
+        if p <= alpha / (m - rank) as f64 {
+            out[i] = true;
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+/// The median of a slice (None when empty).
+pub fn median(v: &[f64]) -> Option<f64> {
+    crate::summary::median(v.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Welch's own example data as printed in many textbooks; the reference figures
+    // (t, df, p) were computed with scipy.stats.ttest_ind(a, b, equal_var=False).
+    const A: [f64; 15] = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4];
+    const B: [f64; 15] = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4];
+
+    #[test]
+    fn welch_matches_scipy() {
+        let w = welch(&A, &B).unwrap();
+        assert!((w.t - REF_T).abs() < 1e-6, "t = {}", w.t);
+        assert!((w.df - REF_DF).abs() < 1e-6, "df = {}", w.df);
+        assert!((w.p - REF_P).abs() < 1e-6, "p = {}", w.p);
+    }
+
+    const REF_T: f64 = -2.455356398286006;
+    const REF_DF: f64 = 24.988529290231416;
+    const REF_P: f64 = 0.021378001462866992;
+
+    #[test]
+    fn welch_is_symmetric_and_needs_two_values() {
+        let ab = welch(&A, &B).unwrap();
+        let ba = welch(&B, &A).unwrap();
+        assert!((ab.t + ba.t).abs() < 1e-12 && (ab.p - ba.p).abs() < 1e-12);
+        assert!(welch(&[1.0], &B).is_none());
+        assert!(welch(&A, &[]).is_none());
+    }
+
+    #[test]
+    fn welch_without_spread() {
+        assert_eq!(welch(&[2.0, 2.0], &[2.0, 2.0, 2.0]).unwrap().p, 1.0);
+        assert_eq!(welch(&[2.0, 2.0], &[3.0, 3.0]).unwrap().p, 0.0);
+    }
+
+    #[test]
+    fn holm_steps_down() {
+        // m = 4: thresholds 0.0125, 0.0167, 0.025, 0.05.
+        let ps = [Some(0.01), Some(0.04), None, Some(0.015), Some(0.03)];
+        assert_eq!(holm(&ps, 0.05), vec![true, false, false, true, false]);
+        // The same p-values alone would each pass 0.05; Holm stops at the first failure.
+        let ps = [Some(0.013), Some(0.001)];
+        assert_eq!(holm(&ps, 0.05), vec![true, true]);
+        assert_eq!(holm(&[Some(0.2), Some(0.001)], 0.05), vec![false, true]);
+    }
+}

@@ -1,0 +1,88 @@
+//! `pagelab compare`: two eat runs that differ on purpose (zram lz4 against
+//! lzo-rle) are flagged as different; two runs of the same configuration are not.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+use common::bin;
+
+fn journals() -> std::path::PathBuf {
+    std::env::temp_dir().join("pagelab-compare-test-journals")
+}
+
+fn eat(dir: &Path, compressor: &str) {
+    let out = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["eat", "--size", "32MiB", "--pattern", "random,semi,const", "--repeat", "3", "--backing", "zram"])
+        .args(["--compressor", compressor, "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn compare(dirs: &[&Path], flag: &str) -> (String, i32) {
+    let out = Command::new(bin()).arg("compare").args(dirs).arg(flag).output().unwrap();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+}
+
+fn supported(alg: &str) -> bool {
+    // zram lists its algorithms only per device; the kernel's crypto list is global.
+    std::fs::read_to_string("/proc/crypto")
+        .is_ok_and(|c| c.lines().any(|l| l.trim() == format!("name         : {alg}")))
+}
+
+#[test]
+fn lz4_against_lzo_rle_differs_and_a_repeat_does_not() {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control/hot_add").exists() {
+        println!("SKIP compare test: needs root and zram");
+        return;
+    }
+    if !supported("lz4") || !supported("lzo-rle") {
+        println!("SKIP compare test: the kernel lacks lz4 or lzo-rle");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, a2, b) = (tmp.path().join("lzo-rle"), tmp.path().join("lzo-rle-again"), tmp.path().join("lz4"));
+    eat(&a, "lzo-rle");
+    eat(&a2, "lzo-rle");
+    eat(&b, "lz4");
+
+    let (json, code) = compare(&[&a, &b, &a2], "--json");
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let cs = v["comparisons"].as_array().unwrap();
+    assert_eq!(cs.len(), 2);
+    let row = |c: &Value, group: &str, metric: &str| {
+        c["rows"].as_array().unwrap().iter().find(|r| r["group"] == group && r["metric"] == metric).unwrap().clone()
+    };
+    // lz4 against lzo-rle: the semi pattern's stored fraction changes, with a p-value.
+    let semi = row(&cs[0], "semi", "stored fraction");
+    assert_eq!(semi["call"], "differs", "{semi}");
+    assert!(semi["p"].as_f64().unwrap() < 0.05);
+    assert!(semi["change_pct"].as_f64().unwrap().abs() >= 2.0);
+    // The store is named as what differs between the runs.
+    let env = cs[0]["environment"].to_string();
+    assert!(env.contains("lzo-rle") && env.contains("lz4"), "{env}");
+    // Random data is stored as-is by both: no difference there.
+    assert_ne!(row(&cs[0], "random", "stored fraction")["call"], "differs");
+    // The same configuration twice: nothing exceeds the noise.
+    let flagged: Vec<String> = cs[1]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["call"] == "differs")
+        .map(|r| format!("{} {} p={} change={}%", r["group"], r["metric"], r["p"], r["change_pct"]))
+        .collect();
+    assert!(flagged.is_empty(), "a repeat of the same configuration was flagged: {flagged:?}");
+    assert!(cs[1]["environment"].as_array().unwrap().is_empty(), "{}", cs[1]["environment"]);
+
+    // The other formats carry the same verdicts.
+    let (md, _) = compare(&[&a, &b], "--markdown");
+    assert!(md.contains("| eat | semi | stored fraction |") && md.contains("**DIFFERS"), "{md}");
+    let (html, _) = compare(&[&a, &b], "--html");
+    assert!(html.starts_with("<!doctype html>") && html.contains("class=\"differs\""));
+    let (text, _) = compare(&[&a, &b], "--alpha=0.05");
+    assert!(text.contains("DIFFERS") && text.contains("Welch"), "{text}");
+}

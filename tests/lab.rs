@@ -1,0 +1,164 @@
+//! `pagelab lab`: the quick suite as root writes a report that a real browser
+//! opens offline (no console errors, no network requests, every experiment's
+//! section and charts present); without root the same command completes and the
+//! report says what was skipped and why. Bad input exits 2.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+#[path = "common/browser.rs"]
+mod browser;
+mod common;
+use common::{bin, system_state};
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn journals() -> std::path::PathBuf {
+    std::env::temp_dir().join("pagelab-lab-test-journals")
+}
+
+fn lab_json(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("lab.json")).unwrap()).unwrap()
+}
+
+const PAGE_FACTS: &str = r#"JSON.stringify({
+  sections: [...document.querySelectorAll('section.experiment')].map(s => ({
+    id: s.dataset.experiment, state: s.dataset.state,
+    charts: s.querySelectorAll('figure.chart svg').length,
+    verdicts: s.querySelectorAll('table.verdicts tbody tr').length,
+    tables: s.querySelectorAll('table').length })),
+  headline: document.querySelectorAll('#headline tbody tr').length,
+  environment: !!document.querySelector('#environment table'),
+  title: document.title })"#;
+
+/// Opens report.html in headless Chromium and checks it; returns the page facts.
+fn browse(report: &Path, shot: &Path) -> Option<Value> {
+    let Some(exe) = browser::chromium() else {
+        println!("SKIP browser check: chromium is not installed (.ci/run installs it)");
+        return None;
+    };
+    let c = browser::check_page(&exe, report, PAGE_FACTS, 1280, 1500);
+    assert!(c.console_errors.is_empty(), "console errors: {:#?}", c.console_errors);
+    let remote: Vec<&String> =
+        c.requests.iter().filter(|u| !u.starts_with("file:") && !u.starts_with("data:")).collect();
+    assert!(remote.is_empty(), "network requests: {remote:?}");
+    assert!(c.png.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
+    std::fs::write(shot, &c.png).unwrap();
+    println!("screenshot: {} ({} bytes)", shot.display(), c.png.len());
+    Some(c.value)
+}
+
+#[test]
+fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control/hot_add").exists() {
+        println!("SKIP quick_lab_as_root: needs root and zram");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lab");
+    let out = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["lab", "--quick", "--json", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(system_state(), before, "the lab left changes behind");
+    // Plain progress lines (stdout is not a terminal), on stderr because of --json.
+    assert!(err.contains("[1/5] eat: running") && err.contains("[5/5] thrash: complete"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "quick");
+    let lab = lab_json(&dir);
+    for s in lab["steps"].as_array().unwrap() {
+        assert_eq!(s["state"], "complete", "{s}");
+        assert!(dir.join(s["dir"].as_str().unwrap()).join("run.json").exists());
+    }
+    let report = dir.join("report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("xmlns=\"http://").count());
+    assert!(!html.contains("https://"), "the report links out");
+    let Some(page) = browse(&report, &dir.join("report.png")) else { return };
+    let shot = std::env::var_os("PAGELAB_SCREENSHOT");
+    if let Some(p) = shot {
+        std::fs::copy(dir.join("report.png"), p).unwrap();
+    }
+    assert_eq!(page["headline"], 5, "{page}");
+    assert_eq!(page["environment"], true);
+    let sections = page["sections"].as_array().unwrap();
+    let ids: Vec<&str> = sections.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash"]);
+    for s in sections {
+        assert_eq!(s["state"], "complete", "{s}");
+        assert!(s["charts"].as_u64().unwrap() >= 2, "too few charts: {s}");
+        assert!(s["verdicts"].as_u64().unwrap() >= 2, "no comparison with the study: {s}");
+    }
+}
+
+#[test]
+fn lab_without_root_completes_and_reports_what_it_skipped() {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        println!("SKIP lab_without_root: needs root (to drop to an unprivileged user) and setpriv");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let dir = tmp.path().join("lab");
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(bin())
+        .args(["lab", "--quick", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(system_state(), before);
+    let lab = lab_json(&dir);
+    assert_eq!(lab["root"], false);
+    let step = |n: &str| lab["steps"].as_array().unwrap().iter().find(|s| s["experiment"] == n).unwrap().clone();
+    let swap_active = std::fs::read_to_string("/proc/swaps").unwrap().lines().count() > 1;
+    let thrash = step("thrash");
+    assert_eq!(thrash["state"], "skipped");
+    assert!(thrash["reason"].as_str().unwrap().contains("needs root"));
+    if !swap_active {
+        assert_eq!(step("wscap")["state"], "skipped");
+        assert!(step("eat")["note"].as_str().unwrap().contains("root"));
+    }
+    for n in ["eat", "heap", "mapping"] {
+        assert_eq!(step(n)["state"], "complete", "{n}: {}", step(n));
+    }
+    // The text summary and the report both say what was skipped and why.
+    assert!(text.contains("skipped: needs root"), "{text}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("data-experiment=\"thrash\" data-state=\"skipped\""));
+    assert!(html.contains("the consumers must be contained in a memory cgroup"));
+    assert!(html.contains("without root"));
+}
+
+#[test]
+fn bad_lab_input_exits_2_without_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("x"), "").unwrap();
+    for (args, want) in [
+        (vec!["lab", "--only", "eat,disk"], "unknown experiment 'disk'"),
+        (vec!["lab", "--quick", "--full"], "--full"),
+        (vec!["lab", "--out", full.to_str().unwrap()], "exists and is not empty"),
+        (vec!["report", tmp.path().to_str().unwrap(), "--html"], "not a pagelab run directory"),
+        (vec!["compare", tmp.path().to_str().unwrap()], "required"),
+        (vec!["compare", "/nonexistent-a", "/nonexistent-b"], "no such run or lab directory"),
+        (vec!["compare", "a", "b", "--alpha", "2"], "expected a level between 0 and 1"),
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "--out was written to");
+}
