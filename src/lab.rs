@@ -83,8 +83,8 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
     if !m.root && !m.swap_active {
         eat_args.extend([s("--backing"), s("none")]);
         eat_note = Some(
-            "ran without a compressed store: creating zram needs root and no swap is active, so the store \
-             figures (stored fraction) are missing; fill, trim and read-back times are measured"
+            "ran without swap: creating zram needs root and no swap is active, so nothing could be trimmed \
+             and the store figures are missing; the fill and read-back are measured"
                 .to_string(),
         );
     } else if !m.root {

@@ -373,6 +373,7 @@ mod tests {
                 experiment: experiment.into(),
                 state: "complete".into(),
                 reason: None,
+                note: None,
                 seconds: None,
                 dir: None,
                 record: Some(rec),

@@ -17,6 +17,8 @@ pub struct Section {
     pub experiment: String,
     pub state: String,
     pub reason: Option<String>,
+    /// What ran only in part, and why (from lab.json).
+    pub note: Option<String>,
     pub seconds: Option<f64>,
     pub dir: Option<PathBuf>,
     pub record: Option<RunRecord>,
@@ -107,6 +109,7 @@ impl Report {
                     experiment: s.experiment.clone(),
                     state: s.state.word().to_string(),
                     reason: s.reason.clone(),
+                    note: s.note.clone(),
                     seconds: s.seconds,
                     dir: path,
                     record,
@@ -124,6 +127,7 @@ impl Report {
                     experiment: rec.run.experiment.clone(),
                     state,
                     reason,
+                    note: None,
                     seconds,
                     dir: Some(dir.to_path_buf()),
                     record: Some(rec),
@@ -306,10 +310,12 @@ pub fn headline(s: &Section) -> String {
             .iter()
             .filter_map(|p| {
                 let f = med(p, "stored fraction");
-                let t = med(p, "trim µs/page")?;
-                Some(match f {
-                    Some(f) => format!("{p}: stored {f:.3}, trim {t:.1} µs/page"),
-                    None => format!("{p}: trim {t:.1} µs/page"),
+                let t = med(p, "trim µs/page");
+                Some(match (f, t) {
+                    (Some(f), Some(t)) => format!("{p}: stored {f:.3}, trim {t:.1} µs/page"),
+                    (None, Some(t)) => format!("{p}: trim {t:.1} µs/page"),
+                    // No store (no root, no swap): only the fill is measured.
+                    _ => format!("{p}: fill {:.2} GB/s, nothing trimmed", med(p, "fill GB/s")?),
                 })
             })
             .collect(),
@@ -387,6 +393,9 @@ fn verdict_counts(v: &[Verdict]) -> String {
     if v.is_empty() {
         return "-".into();
     }
+    if n(Outcome::NotChecked) == v.len() {
+        return "not checked: this run measured none of the study's figures".into();
+    }
     let mut s = format!("{} of {} match", n(Outcome::Matches), v.len() - n(Outcome::NotChecked));
     if n(Outcome::NotChecked) > 0 {
         s += &format!(", {} not checked", n(Outcome::NotChecked));
@@ -399,8 +408,9 @@ pub fn summary_rows(r: &Report) -> Vec<[String; 5]> {
     r.sections
         .iter()
         .map(|s| {
-            let status = match &s.reason {
-                Some(why) if s.state != "complete" => format!("{}: {why}", s.state),
+            let status = match (&s.reason, &s.note) {
+                (Some(why), _) if s.state != "complete" => format!("{}: {why}", s.state),
+                (_, Some(note)) => format!("{}, in part: {note}", s.state),
                 _ => s.state.clone(),
             };
             [
@@ -677,6 +687,9 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     let _ = writeln!(o, "<p class=\"muted\">Reproduces: {}.</p>", esc(verdict::study(&s.experiment)));
     if let Some(why) = &s.reason {
         let _ = writeln!(o, "<p><strong>{}:</strong> {}</p>", esc(&s.state), esc(why));
+    }
+    if let Some(note) = &s.note {
+        let _ = writeln!(o, "<p><strong>In part:</strong> {}</p>", esc(note));
     }
     if let Some(step) = lab.and_then(|l| l.steps.iter().find(|x| x.experiment == s.experiment)) {
         let _ = writeln!(

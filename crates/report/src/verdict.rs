@@ -41,7 +41,9 @@ pub fn study(experiment: &str) -> &'static str {
         "wscap" => "Dawson, working-set caps on Windows: a 64 MiB scan under a 32 MiB cap",
         "heap" => "HeapPerf, Windows 7 default and lock-free heaps, 1 to 128 threads",
         "mapping" => "Gerstmann, Memory Mapping on Windows: 300 MiB regions on an i7-5960X",
-        "thrash" => "Thrashing study of four OSes (Linux 2.6.35 among them): 25 consumers × 100 MB on 1 GB machines",
+        "thrash" => {
+            "Maziero et al., thrashing on four OSes (Linux 2.6.35 among them): 25 consumers × 100 MB on 1 GB machines"
+        }
         _ => "",
     }
 }
