@@ -8,6 +8,7 @@ use anyhow::Context;
 use report::lab::{Lab, Step, StepState};
 use sandbox::privilege;
 use std::io::IsTerminal;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -445,16 +446,26 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
 /// progress against the plan's estimate. Forwards a stop to the child.
 fn run_child(exe: &Path, s: &Step, dir: &Path, log: &Path, p: &Progress, done_ms: u64) -> anyhow::Result<i32> {
     let f = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let mut child = Command::new(exe)
-        .arg(&s.experiment)
+    let mut cmd = Command::new(exe);
+    cmd.arg(&s.experiment)
         .args(&s.args)
         .arg("--out")
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(f.try_clone()?)
         .stderr(f)
-        .spawn()
-        .with_context(|| format!("starting {}", exe.display()))?;
+        // Its own process group: a Ctrl-C on the terminal reaches the lab only,
+        // which passes exactly one SIGINT on (a second signal makes a pagelab
+        // process leave at once, without its final status).
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe. If the lab dies, the child is told to stop.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().with_context(|| format!("starting {}", exe.display()))?;
     let expect_ms = (s.expect_s * 1e3) as u64;
     let bar = p.step_bar(&s.experiment, expect_ms);
     let started = Instant::now();
@@ -466,7 +477,7 @@ fn run_child(exe: &Path, s: &Step, dir: &Path, log: &Path, p: &Progress, done_ms
         }
         if record::stop::requested() && !forwarded {
             // SAFETY: sending a signal to our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
             forwarded = true;
         }
         let el = started.elapsed();

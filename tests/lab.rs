@@ -162,3 +162,37 @@ fn bad_lab_input_exits_2_without_running() {
     }
     assert_eq!(std::fs::read_dir(&full).unwrap().count(), 1, "--out was written to");
 }
+
+#[test]
+fn an_interrupted_lab_still_writes_its_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lab");
+    let mut child = Command::new(bin())
+        .args(["lab", "--only", "heap,mapping", "--out", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until heap has written its first result, then Ctrl-C the lab alone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let started = std::fs::read_to_string(dir.join("heap/run.json")).is_ok_and(|t| t.contains("\"result\""));
+        if started {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "heap never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let lab = lab_json(&dir);
+    assert_eq!(lab["steps"][0]["state"], "interrupted", "{lab}");
+    assert_eq!(lab["steps"][1]["state"], "skipped");
+    // The child stopped cleanly (one signal), so its own record says so too.
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("heap/run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"]["state"], "interrupted", "{}", run["status"]);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("data-experiment=\"heap\" data-state=\"interrupted\""));
+}

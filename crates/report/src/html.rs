@@ -62,14 +62,9 @@ pub fn renderer(experiment: &str) -> Option<Renderer> {
 }
 
 fn run_state(rec: &RunRecord) -> (String, Option<String>) {
-    let s = &rec.run.status;
-    match s.state {
-        // A run directory still saying "running" belongs to a process that died.
-        record::rundir::State::Running => {
-            ("interrupted".into(), Some("the run ended without a status (its process died)".into()))
-        }
-        st => (st.to_string(), s.reason.clone()),
-    }
+    // RunRecord::load has already turned "running" into "interrupted" when the
+    // process that wrote the run is gone.
+    (rec.run.status.state.to_string(), rec.run.status.reason.clone())
 }
 
 /// Whether loading a report writes charts and Markdown into the run directories.
@@ -105,10 +100,21 @@ impl Report {
                     Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
                     _ => None,
                 };
+                // A step still "running" in lab.json: the run's own record knows
+                // whether its process is alive (running) or died (interrupted).
+                let (state, reason) = match (&record, s.state) {
+                    (Some(rec), crate::lab::StepState::Running) => run_state(rec),
+                    (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
+                        if lab.ended_unix_ms.is_none() =>
+                    {
+                        ("not run".into(), Some("the lab ended before this experiment finished".into()))
+                    }
+                    _ => (s.state.word().to_string(), s.reason.clone()),
+                };
                 sections.push(Section {
                     experiment: s.experiment.clone(),
-                    state: s.state.word().to_string(),
-                    reason: s.reason.clone(),
+                    state,
+                    reason,
                     note: s.note.clone(),
                     seconds: s.seconds,
                     dir: path,
