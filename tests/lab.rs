@@ -168,7 +168,7 @@ fn an_interrupted_lab_still_writes_its_report() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("lab");
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .args(["lab", "--only", "heap,mapping", "--out", dir.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
