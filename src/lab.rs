@@ -5,6 +5,7 @@
 use crate::cli::LabArgs;
 use crate::usage;
 use anyhow::Context;
+use report::html::fmt_secs as fmt_s;
 use report::lab::{Lab, Step, StepState};
 use sandbox::privilege;
 use std::io::IsTerminal;
@@ -200,10 +201,6 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         steps.retain(|s| only.contains(&s.experiment));
     }
     steps
-}
-
-fn fmt_s(s: f64) -> String {
-    if s >= 90.0 { format!("{:.0} min {:02.0} s", (s / 60.0).floor(), s % 60.0) } else { format!("{s:.0} s") }
 }
 
 /// Progress on the terminal (indicatif bars) or as plain lines.

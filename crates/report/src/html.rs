@@ -303,7 +303,8 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-fn fmt_secs(s: f64) -> String {
+/// Seconds as `12.3 s` or `2 min 51 s`.
+pub fn fmt_secs(s: f64) -> String {
     if s >= 90.0 { format!("{:.0} min {:02.0} s", (s / 60.0).floor(), s % 60.0) } else { format!("{s:.1} s") }
 }
 
