@@ -39,7 +39,7 @@ fn malformed_invocations_exit_2_with_one_line() {
     bad(&["record", "--cgroup", "no/such/group/here", "--duration", "1s"], "--cgroup");
     bad(&["record", "--bogus-flag"], "--bogus-flag");
     bad(&["report"], "DIR");
-    bad(&["report", "/nonexistent/run/dir"], "no such run directory");
+    bad(&["report", "/nonexistent/run/dir"], "no such run or lab directory");
     bad(&["report", "/"], "not a pagelab run directory");
     bad(&["completions", "tcsh"], "tcsh");
     bad(&["bench", "everything"], "everything");
