@@ -143,10 +143,10 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, 2 * c, (8 * c).min(64)] };
     threads.sort_unstable();
     threads.dedup();
-    let (ops, hrep) = if full { (250_000u64, 3u32) } else { (100_000u64, 5u32) };
+    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 5u32) };
     let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
     let heap_expect =
-        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 + ops as f64 * thread_ops * 200e-9 / c as f64);
+        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 + ops as f64 * thread_ops * 60e-9 / c as f64);
     steps.push(step(
         "heap",
         vec![s("--threads"), list(&threads), s("--ops"), ops.to_string(), s("--repeat"), hrep.to_string()],

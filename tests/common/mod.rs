@@ -22,3 +22,9 @@ pub fn system_state() -> String {
         std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()
     )
 }
+
+/// The CPUs this test process may run on (as the heap worker counts them).
+#[allow(dead_code)]
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

@@ -16,6 +16,7 @@ pub mod cgroup;
 pub mod counters;
 pub mod environment;
 pub mod error;
+pub mod kmsg;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;

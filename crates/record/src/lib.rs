@@ -12,6 +12,7 @@
 pub mod derive;
 pub mod rundir;
 pub mod sampler;
+pub mod stats;
 pub mod stop;
 
 pub use rundir::{Event, RunDir, RunJson, RunRecord, RunStatus};

@@ -48,6 +48,11 @@ pub struct Row {
     pub b_median: Option<f64>,
     pub a_n: usize,
     pub b_n: usize,
+    /// CV across each side's repeats (None for one repeat).
+    pub a_cv: Option<f64>,
+    pub b_cv: Option<f64>,
+    /// Both sides meet the stability contract (n ≥ 2, CV ≤ 5 %).
+    pub stable: bool,
     /// (B − A) ÷ A of the medians, in %.
     pub change_pct: Option<f64>,
     pub welch_t: Option<f64>,
@@ -184,6 +189,9 @@ fn row(x: &Metric, y: Option<&Metric>, w: Option<stats::Welch>) -> Row {
         b_median: bm,
         a_n: x.values.len(),
         b_n: y.map(|y| y.values.len()).unwrap_or(0),
+        a_cv: x.cv(),
+        b_cv: y.and_then(Metric::cv),
+        stable: x.stable() && y.is_some_and(Metric::stable),
         change_pct: match (am, bm) {
             (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
             (Some(a), Some(b)) if a == b => Some(0.0),
@@ -227,10 +235,15 @@ fn direction(r: &Row) -> &'static str {
     }
 }
 
-const HEAD: [&str; 9] =
-    ["experiment", "configuration", "metric", "A median", "B median", "change", "n A/B", "p", "call"];
+const HEAD: [&str; 10] =
+    ["experiment", "configuration", "metric", "A median", "B median", "change", "n A/B", "CV A/B", "p", "call"];
 
-fn cells(r: &Row) -> [String; 9] {
+fn cvs(r: &Row) -> String {
+    let c = |x: Option<f64>| x.map(|c| format!("{:.1}%", 100.0 * c)).unwrap_or("-".into());
+    format!("{}/{}{}", c(r.a_cv), c(r.b_cv), if r.stable || r.b_n == 0 { "" } else { " unstable" })
+}
+
+fn cells(r: &Row) -> [String; 10] {
     [
         r.experiment.clone(),
         r.group.clone(),
@@ -239,6 +252,7 @@ fn cells(r: &Row) -> [String; 9] {
         num(r.b_median),
         pct(r.change_pct),
         format!("{}/{}", r.a_n, r.b_n),
+        cvs(r),
         pval(r.p),
         format!("{}{}", r.call.word(), direction(r)),
     ]
@@ -246,7 +260,8 @@ fn cells(r: &Row) -> [String; 9] {
 
 fn legend(c: &Comparison) -> String {
     format!(
-        "p: Welch's t-test on the repeats (two-sided); DIFFERS: significant at α = {} after Holm's correction over \
+        "CV: across each side's repeats; 'unstable' where either is above 5 % (or has one repeat): such a \
+change is shown but is no finding. p: Welch's t-test on the repeats (two-sided); DIFFERS: significant at α = {} after Holm's correction over \
 the {} tested metrics, and the medians differ by at least {}%.",
         c.alpha,
         c.rows.iter().filter(|r| r.p.is_some()).count(),
@@ -259,7 +274,7 @@ pub fn text(c: &Comparison) -> String {
     for (k, x, y) in &c.environment {
         let _ = writeln!(o, "  {k}: {x} → {y}");
     }
-    let rows: Vec<[String; 9]> = c.rows.iter().map(cells).collect();
+    let rows: Vec<[String; 10]> = c.rows.iter().map(cells).collect();
     let mut w = HEAD.map(|h| h.chars().count());
     for r in &rows {
         for (i, x) in r.iter().enumerate() {
@@ -299,7 +314,7 @@ pub fn markdown(c: &Comparison) -> String {
     for r in &c.rows {
         let mut cs = cells(r);
         if r.call == Call::Differs {
-            cs[8] = format!("**{}**", cs[8]);
+            cs[9] = format!("**{}**", cs[9]);
         }
         let _ = writeln!(o, "| {} |", cs.join(" | "));
     }

@@ -15,6 +15,9 @@ pub struct Metric {
     pub unit: &'static str,
     pub lower_is_better: bool,
     pub values: Vec<f64>,
+    /// The absolute spread below which differences mean nothing (0: none).
+    #[serde(skip)]
+    pub resolution: f64,
 }
 
 impl Metric {
@@ -24,7 +27,31 @@ impl Metric {
     }
 
     pub fn median(&self) -> Option<f64> {
-        crate::summary::median(self.values.clone())
+        record::stats::median(&self.values)
+    }
+
+    /// The CV across the values (None for fewer than two).
+    pub fn cv(&self) -> Option<f64> {
+        record::stats::cv(&self.values)
+    }
+
+    /// The stability contract: at least two values, and a CV at most 5 % or a
+    /// spread (max − min) within the metric's absolute resolution (a stored
+    /// fraction of 0.0001 against 0.0002 is the same "nothing").
+    pub fn stable(&self) -> bool {
+        let spread = self.values.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+            - self.values.iter().cloned().fold(f64::INFINITY, f64::min);
+        self.values.len() >= 2 && (record::stats::stable(&self.values) || spread <= self.resolution)
+    }
+
+    /// "median (CV 3.1 %, n = 5)", or "median (unstable: CV 12 %, n = 5)".
+    pub fn with_spread(&self, fmt: impl Fn(f64) -> String) -> String {
+        let Some(m) = self.median() else { return "-".into() };
+        match self.cv() {
+            None => format!("{} (n = 1)", fmt(m)),
+            Some(c) if self.stable() => format!("{} (CV {:.1} %, n = {})", fmt(m), 100.0 * c, self.values.len()),
+            Some(c) => format!("{} (unstable: CV {:.1} %, n = {})", fmt(m), 100.0 * c, self.values.len()),
+        }
     }
 }
 
@@ -53,6 +80,7 @@ impl Builder {
                 unit,
                 lower_is_better: lower,
                 values: vec![v],
+                resolution: if name == "stored fraction" { 0.005 } else { 0.0 },
             }),
         }
     }

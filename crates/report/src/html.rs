@@ -350,7 +350,10 @@ pub fn headline(s: &Section) -> String {
                 let here: Vec<String> = m
                     .iter()
                     .filter(|x| x.name == "alloc ns" && x.group.ends_with(&format!(" ×{t}")))
-                    .filter_map(|x| Some(format!("{} {:.0}", x.group.split(' ').next()?, x.median()?)))
+                    .filter_map(|x| {
+                        let flag = if x.stable() { "" } else { " (unstable)" };
+                        Some(format!("{} {:.1}{flag}", x.group.split(' ').next()?, x.median()?))
+                    })
                     .collect();
                 if !here.is_empty() && !v.iter().any(|s| s.starts_with(&format!("×{t}:"))) {
                     v.push(format!("×{t}: {} ns/alloc", here.join(", ")));
@@ -392,7 +395,13 @@ pub fn headline(s: &Section) -> String {
         }
         _ => Vec::new(),
     };
-    parts.join("; ")
+    let mut out = parts.join("; ");
+    let shaky = m.iter().filter(|x| !x.stable()).count();
+    if shaky > 0 {
+        out +=
+            &format!(" — {shaky} of {} figures unstable (one repeat, or CV > 5 %): no verdict rests on them", m.len());
+    }
+    out
 }
 
 fn verdict_counts(v: &[Verdict]) -> String {
@@ -401,11 +410,14 @@ fn verdict_counts(v: &[Verdict]) -> String {
         return "-".into();
     }
     if n(Outcome::NotChecked) == v.len() {
-        return "not checked: this run measured none of the study's figures".into();
+        return "not checked: this run tested none of the study's findings".into();
     }
-    let mut s = format!("{} of {} match", n(Outcome::Matches), v.len() - n(Outcome::NotChecked));
-    if n(Outcome::NotChecked) > 0 {
-        s += &format!(", {} not checked", n(Outcome::NotChecked));
+    let judged = n(Outcome::Matches) + n(Outcome::Differs);
+    let mut s = format!("{} of {judged} judged match", n(Outcome::Matches));
+    for o in [Outcome::Unstable, Outcome::OutsideProtocol, Outcome::NotChecked] {
+        if n(o) > 0 {
+            s += &format!(", {} {}", n(o), o.word());
+        }
     }
     s
 }
@@ -434,19 +446,22 @@ pub fn summary_rows(r: &Report) -> Vec<[String; 5]> {
 pub const SUMMARY_HEAD: [&str; 5] = ["experiment", "status", "time", "headline figures (medians)", "published study"];
 
 fn metrics_table(m: &[Metric]) -> String {
-    let mut o = String::from("| configuration | metric | median | min .. max | n |\n|---|---|---|---|---|\n");
+    let mut o =
+        String::from("| configuration | metric | median | min .. max | n | CV | |\n|---|---|---|---|---|---|---|\n");
     for x in m {
         let lo = x.values.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = x.values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} .. {} | {} |",
+            "| {} | {} | {} | {} .. {} | {} | {} | {} |",
             x.group,
             x.name,
             x.median().map(fmt_num).unwrap_or("-".into()),
             fmt_num(lo),
             fmt_num(hi),
-            x.values.len()
+            x.values.len(),
+            x.cv().map(|c| format!("{:.1} %", 100.0 * c)).unwrap_or("-".into()),
+            if x.stable() { "" } else { "unstable" }
         );
     }
     o

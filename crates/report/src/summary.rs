@@ -32,14 +32,8 @@ pub struct Summary {
 }
 
 /// Median of the finite values, `None` when there are none.
-pub fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+pub fn median(v: Vec<f64>) -> Option<f64> {
+    record::stats::median(&v)
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {

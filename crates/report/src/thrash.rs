@@ -61,15 +61,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 fn cv(v: &[f64]) -> Option<f64> {
-    if v.len() < 2 {
-        return None;
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    if m == 0.0 {
-        return Some(0.0);
-    }
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-    Some(var.sqrt() / m.abs())
+    record::stats::cv(v)
 }
 
 /// Per preset: for each headline metric, the median across repeats, min, max and CV.

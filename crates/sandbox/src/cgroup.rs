@@ -137,6 +137,36 @@ impl MemCgroup {
             .unwrap_or(0)
     }
 
+    /// v1 `memory.oom_control`: with the OOM killer disabled, a task whose charge
+    /// cannot be met sleeps at the end of its page fault until memory is freed or
+    /// the limit is raised, instead of being killed. Only for groups pagelab made.
+    pub fn set_oom_kill_disable(&self, disable: bool) -> Result<()> {
+        match self.version {
+            CgroupVersion::V1 => self.write("memory.oom_control", if disable { "1" } else { "0" }),
+            CgroupVersion::V2 => Err(SandboxError::Unsupported(
+                "memory.oom_control exists only on cgroup v1; v2 throttles with memory.high instead".into(),
+            )),
+        }
+    }
+
+    /// v1: the group is in an OOM condition right now (its tasks wait, since the
+    /// OOM killer is disabled). Always false on v2.
+    pub fn under_oom(&self) -> bool {
+        self.keyed("memory.oom_control").and_then(|m| m.get("under_oom")).unwrap_or(0) == 1
+    }
+
+    /// v2 `memory.events` (low, high, max, oom, oom_kill, ...); v1 has none.
+    pub fn events(&self) -> Option<probe::counters::Counters> {
+        match self.version {
+            CgroupVersion::V2 => self.keyed("memory.events"),
+            CgroupVersion::V1 => None,
+        }
+    }
+
+    fn keyed(&self, file: &str) -> Option<probe::counters::Counters> {
+        std::fs::read_to_string(self.dir.join(file)).ok().and_then(|t| probe::cgroup::parse_keyed(&t).ok())
+    }
+
     /// Pids in the group.
     pub fn procs(&self) -> Vec<i32> {
         procs(&self.dir)

@@ -34,11 +34,20 @@ pub struct HeapConfig {
 
 pub const MAX_THREADS: u32 = 1024;
 
-/// What one worker (one repeat of one configuration) measured.
+/// What one worker (one repeat of one configuration) measured. The means are
+/// from batch timing in the warm phase (see [`script`]); the percentiles from
+/// the rounds timed call by call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Repeat {
+    /// Warm heap: mean ns per allocation / free, from batches of
+    /// [`script::ROUND`] calls between two counter reads; the median of the
+    /// [`script::BLOCKS`] blocks' means (all threads' calls in each block).
     pub alloc_ns_mean: f64,
     pub free_ns_mean: f64,
+    /// The plain mean over every counted batch of the warm phase.
+    pub alloc_ns_mean_plain: f64,
+    pub free_ns_mean_plain: f64,
     pub alloc_ns_p50: f64,
     pub alloc_ns_p99: f64,
     pub alloc_ns_p999: f64,
@@ -47,23 +56,41 @@ pub struct Repeat {
     pub free_ns_p99: f64,
     pub free_ns_p999: f64,
     pub free_ns_max: f64,
+    /// Growth, from an empty heap until the live set is full: mean ns per call
+    /// (batch-timed) and the minor page faults taken meanwhile, all threads.
+    pub growth_alloc_ns_mean: f64,
+    pub growth_free_ns_mean: f64,
+    pub growth_allocs: u64,
+    pub growth_minor_faults: u64,
+    /// Minor page faults during the warm phase, all threads.
+    pub warm_minor_faults: u64,
+    /// Every allocation and free made (growth, warm, and the final frees).
     pub allocs: u64,
     pub frees: u64,
+    /// Warm batches timed, and those left out because their thread was preempted.
+    pub batches: u64,
+    pub batches_preempted: u64,
     pub peak_rss_bytes: u64,
     pub baseline_rss_bytes: u64,
     /// Wall time of the slowest thread.
     pub wall_ms: f64,
-    /// The largest share of a thread's wall time spent inside timed calls (≤ 1).
+    /// The largest share of a thread's warm wall time spent inside timed batches (≤ 1).
     pub timed_fraction_max: f64,
+    /// The counter pair's cost as a share of the mean batch it brackets (the
+    /// largest over threads and over alloc/free): the method's own error.
+    pub timer_share_max: f64,
     pub timer_overhead_ns: f64,
+    /// Each thread was pinned to its own CPU (threads ≤ CPUs allowed).
+    pub pinned: bool,
     pub minor_faults: u64,
     pub malloc_provider: Option<String>,
     pub preload_mapped: Option<bool>,
 }
 
-/// One allocator × heap mode × thread count, averaged over its repeats (the study's
-/// "averages over 10 runs").
+/// One allocator × heap mode × thread count over its repeats: each headline is
+/// the median of the per-repeat figures, with its CV across repeats.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HeapResult {
     pub allocator: String,
     pub heap_mode: String,
@@ -71,6 +98,7 @@ pub struct HeapResult {
     pub threads: u32,
     pub ops_per_thread: u64,
     pub repeat: u32,
+    /// Median over repeats of the warm mean ns per call.
     pub alloc_ns_mean: f64,
     pub alloc_ns_p50: f64,
     pub alloc_ns_p99: f64,
@@ -85,12 +113,19 @@ pub struct HeapResult {
     /// the mean ns per call).
     pub alloc_ms_per_million: f64,
     pub free_ms_per_million: f64,
+    /// Medians over repeats of the growth phase.
+    pub growth_alloc_ns_mean: f64,
+    pub growth_free_ns_mean: f64,
+    pub growth_minor_faults: u64,
     pub peak_rss_bytes: u64,
-    /// Coefficient of variation of the per-repeat means, across repeats.
-    pub alloc_ns_mean_cv: f64,
-    pub free_ns_mean_cv: f64,
+    /// Coefficient of variation (sample sd ÷ mean) of the per-repeat warm means;
+    /// null with a single repeat (no spread to judge).
+    pub alloc_ns_mean_cv: Option<f64>,
+    pub free_ns_mean_cv: Option<f64>,
     pub timed_fraction_max: f64,
+    pub timer_share_max: f64,
     pub timer_overhead_ns: f64,
+    pub pinned: bool,
     pub malloc_provider: Option<String>,
     pub runs: Vec<Repeat>,
 }
@@ -180,28 +215,53 @@ fn minflt() -> u64 {
     u.ru_minflt as u64
 }
 
-/// Runs `threads` threads of the script, each with a heap from `make`.
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// Pins the calling thread to one CPU.
+fn pin_to(cpu: usize) -> Result<(), String> {
+    // SAFETY: as above; 0 is the calling thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(format!("pinning a thread to CPU {cpu}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Runs `threads` threads of the script, each with a heap from `make`; each
+/// thread is pinned to its own CPU when there are no more threads than CPUs.
 fn run_threads<H: ThreadHeap, F>(
     threads: u32,
     ops: u64,
     seed: u64,
     overhead: u64,
     make: F,
-) -> Result<Vec<script::ThreadStats>, String>
+) -> Result<(Vec<script::ThreadStats>, bool), String>
 where
     F: Fn(usize) -> Result<H, String> + Sync,
 {
+    let cpus = allowed_cpus();
+    let pin = !cpus.is_empty() && threads as usize <= cpus.len();
     let barrier = Arc::new(Barrier::new(threads as usize));
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as usize)
             .map(|i| {
                 let b = barrier.clone();
                 let make = &make;
+                let cpu = pin.then(|| cpus[i]);
                 std::thread::Builder::new()
                     .name(format!("heap-{i}"))
                     .stack_size(256 << 10)
                     .spawn_scoped(s, move || {
-                        let heap = make(i);
+                        let heap = cpu.map(pin_to).transpose().and_then(|_| make(i));
                         match heap {
                             Ok(mut h) => script::run(&mut h, ops, seed, overhead, || {
                                 b.wait();
@@ -219,7 +279,7 @@ where
         for h in handles {
             out.push(h?.join().map_err(|_| "a workload thread panicked".to_string())??);
         }
-        Ok(out)
+        Ok((out, pin))
     })
 }
 
@@ -236,7 +296,7 @@ pub fn run_config(
     let oh = cal.overhead_ticks;
     let base_rss = status_kb("VmRSS:");
     let f0 = minflt();
-    let stats = match (allocator, mode) {
+    let (stats, pinned) = match (allocator, mode) {
         ("glibc" | "preload", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
         ("glibc", "shared") => {
             // SAFETY: mallopt before any workload thread exists.
@@ -260,20 +320,50 @@ pub fn run_config(
     let faults = minflt() - f0;
     let mut ah = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
     let mut fh = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
-    let (mut allocs, mut frees, mut at, mut ft, mut wall, mut frac) = (0u64, 0u64, 0u64, 0u64, 0u64, 0f64);
+    let (mut g, mut w) = (script::PhaseStats::default(), script::PhaseStats::default());
+    let (mut allocs, mut frees, mut wall, mut frac, mut share) = (0u64, 0u64, 0u64, 0f64, 0f64);
+    let ns = cal.ns_per_tick;
     for s in &stats {
         ah.add(&s.alloc_hist).map_err(|e| e.to_string())?;
         fh.add(&s.free_hist).map_err(|e| e.to_string())?;
-        allocs += s.allocs;
-        frees += s.frees;
-        at += s.alloc_ticks;
-        ft += s.free_ticks;
+        allocs += s.allocs_total;
+        frees += s.frees_total;
+        for (sum, p) in [(&mut g, &s.growth), (&mut w, &s.warm)] {
+            sum.allocs += p.allocs;
+            sum.frees += p.frees;
+            sum.alloc_ticks += p.alloc_ticks;
+            sum.free_ticks += p.free_ticks;
+            sum.batches += p.batches;
+            sum.batches_preempted += p.batches_preempted;
+            sum.minor_faults += p.minor_faults;
+        }
         wall = wall.max(s.wall_ns);
-        let timed = (s.alloc_ticks + s.free_ticks) as f64 * cal.ns_per_tick;
-        frac = frac.max(timed / s.wall_ns.max(1) as f64);
+        let timed = (s.warm.alloc_ticks + s.warm.free_ticks) as f64 * ns;
+        frac = frac.max(timed / s.warm_wall_ns.max(1) as f64);
+        // Batches per kind: half of the counted ones each (alloc, free).
+        let counted = ((s.warm.batches - s.warm.batches_preempted) as f64 / 2.0).max(1.0);
+        for t in [s.warm.alloc_ticks, s.warm.free_ticks] {
+            if t > 0 {
+                share = share.max(oh as f64 / (t as f64 / counted));
+            }
+        }
     }
-    let a = stat_line(&ah, cal.ns_per_tick);
-    let f = stat_line(&fh, cal.ns_per_tick);
+    let per = |ticks: u64, calls: u64| if calls == 0 { f64::NAN } else { ticks as f64 * ns / calls as f64 };
+    // Median of means: each block's calls over all threads.
+    let block_means = |k: usize| -> Option<f64> {
+        let v: Vec<f64> = (0..script::BLOCKS)
+            .map(|b| {
+                let (t, c) = stats.iter().fold((0u64, 0u64), |acc, s| {
+                    let x = s.warm.blocks.get(b).copied().unwrap_or_default();
+                    (acc.0 + x[k], acc.1 + x[k + 1])
+                });
+                per(t, c)
+            })
+            .collect();
+        record::stats::median(&v)
+    };
+    let a = stat_line(&ah, ns);
+    let f = stat_line(&fh, ns);
     let provider = alloc::malloc_provider();
     let preload_mapped = preload.map(|p| {
         let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
@@ -281,8 +371,10 @@ pub fn run_config(
         maps.lines().any(|l| l.split_whitespace().nth(5).is_some_and(|f| std::path::Path::new(f) == want))
     });
     Ok(Repeat {
-        alloc_ns_mean: at as f64 * cal.ns_per_tick / allocs.max(1) as f64,
-        free_ns_mean: ft as f64 * cal.ns_per_tick / frees.max(1) as f64,
+        alloc_ns_mean: block_means(0).unwrap_or(f64::NAN),
+        free_ns_mean: block_means(2).unwrap_or(f64::NAN),
+        alloc_ns_mean_plain: per(w.alloc_ticks, w.allocs),
+        free_ns_mean_plain: per(w.free_ticks, w.frees),
         alloc_ns_p50: a[0],
         alloc_ns_p99: a[1],
         alloc_ns_p999: a[2],
@@ -291,36 +383,37 @@ pub fn run_config(
         free_ns_p99: f[1],
         free_ns_p999: f[2],
         free_ns_max: f[3],
+        growth_alloc_ns_mean: per(g.alloc_ticks, g.allocs),
+        growth_free_ns_mean: per(g.free_ticks, g.frees),
+        growth_allocs: g.allocs,
+        growth_minor_faults: g.minor_faults,
+        warm_minor_faults: w.minor_faults,
         allocs,
         frees,
+        batches: w.batches,
+        batches_preempted: w.batches_preempted,
         peak_rss_bytes: status_kb("VmHWM:"),
         baseline_rss_bytes: base_rss,
         wall_ms: wall as f64 / 1e6,
         timed_fraction_max: frac,
+        timer_share_max: share,
         timer_overhead_ns: cal.overhead_ns,
+        pinned,
         minor_faults: faults,
         malloc_provider: provider,
         preload_mapped,
     })
 }
 
-fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+/// The median over repeats of one figure (NaN-free; the mean of the middle two
+/// for an even count).
+fn med(runs: &[Repeat], f: fn(&Repeat) -> f64) -> f64 {
+    record::stats::median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
 }
 
-/// Sample standard deviation over the mean.
-pub fn cv(v: &[f64]) -> f64 {
-    let m = mean(v);
-    if v.len() < 2 || m == 0.0 {
-        return 0.0;
-    }
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-    var.sqrt() / m
-}
-
-/// Averages the repeats of one configuration.
+/// Summarizes the repeats of one configuration: medians, and the CV of the
+/// warm means across repeats.
 pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Vec<Repeat>) -> HeapResult {
-    let m = |f: fn(&Repeat) -> f64| mean(&runs.iter().map(f).collect::<Vec<_>>());
     let alloc_means: Vec<f64> = runs.iter().map(|r| r.alloc_ns_mean).collect();
     let free_means: Vec<f64> = runs.iter().map(|r| r.free_ns_mean).collect();
     HeapResult {
@@ -330,23 +423,28 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
         threads,
         ops_per_thread: cfg.ops,
         repeat: runs.len() as u32,
-        alloc_ns_mean: m(|r| r.alloc_ns_mean),
-        alloc_ns_p50: m(|r| r.alloc_ns_p50),
-        alloc_ns_p99: m(|r| r.alloc_ns_p99),
-        alloc_ns_p999: m(|r| r.alloc_ns_p999),
+        alloc_ns_mean: med(&runs, |r| r.alloc_ns_mean),
+        alloc_ns_p50: med(&runs, |r| r.alloc_ns_p50),
+        alloc_ns_p99: med(&runs, |r| r.alloc_ns_p99),
+        alloc_ns_p999: med(&runs, |r| r.alloc_ns_p999),
         alloc_ns_max: runs.iter().map(|r| r.alloc_ns_max).fold(0.0, f64::max),
-        free_ns_mean: m(|r| r.free_ns_mean),
-        free_ns_p50: m(|r| r.free_ns_p50),
-        free_ns_p99: m(|r| r.free_ns_p99),
-        free_ns_p999: m(|r| r.free_ns_p999),
+        free_ns_mean: med(&runs, |r| r.free_ns_mean),
+        free_ns_p50: med(&runs, |r| r.free_ns_p50),
+        free_ns_p99: med(&runs, |r| r.free_ns_p99),
+        free_ns_p999: med(&runs, |r| r.free_ns_p999),
         free_ns_max: runs.iter().map(|r| r.free_ns_max).fold(0.0, f64::max),
-        alloc_ms_per_million: m(|r| r.alloc_ns_mean),
-        free_ms_per_million: m(|r| r.free_ns_mean),
-        peak_rss_bytes: m(|r| r.peak_rss_bytes as f64) as u64,
-        alloc_ns_mean_cv: cv(&alloc_means),
-        free_ns_mean_cv: cv(&free_means),
+        alloc_ms_per_million: med(&runs, |r| r.alloc_ns_mean),
+        free_ms_per_million: med(&runs, |r| r.free_ns_mean),
+        growth_alloc_ns_mean: med(&runs, |r| r.growth_alloc_ns_mean),
+        growth_free_ns_mean: med(&runs, |r| r.growth_free_ns_mean),
+        growth_minor_faults: med(&runs, |r| r.growth_minor_faults as f64) as u64,
+        peak_rss_bytes: med(&runs, |r| r.peak_rss_bytes as f64) as u64,
+        alloc_ns_mean_cv: record::stats::cv(&alloc_means),
+        free_ns_mean_cv: record::stats::cv(&free_means),
         timed_fraction_max: runs.iter().map(|r| r.timed_fraction_max).fold(0.0, f64::max),
-        timer_overhead_ns: m(|r| r.timer_overhead_ns),
+        timer_share_max: runs.iter().map(|r| r.timer_share_max).fold(0.0, f64::max),
+        timer_overhead_ns: med(&runs, |r| r.timer_overhead_ns),
+        pinned: runs.iter().all(|r| r.pinned),
         malloc_provider: runs.first().and_then(|r| r.malloc_provider.clone()),
         runs,
     }

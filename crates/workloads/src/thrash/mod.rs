@@ -19,6 +19,8 @@
 //! - recovery: the time from the last consumer's exit until paging and memory
 //!   stalls are back at baseline (see [`RECOVERY`]).
 
+pub mod guard;
+
 use crate::backing::{self, BackingKind};
 use crate::eat::EatError;
 use serde::{Deserialize, Serialize};
@@ -50,6 +52,12 @@ pub const PROBE_WS: u64 = 4 << 20;
 /// system's memory PSI "some" stays at most 1 % of the interval.
 pub const RECOVERY: &str =
     "paging (pswpin+pswpout) <= max(2 x baseline, 16 pages/s) and memory PSI some <= 1 % for 3 consecutive seconds";
+/// Deep thrashing, as this project defines it (docs/thrash.md): the median
+/// consumer completed at most this share of the cycles it would have completed
+/// unthrashed (its progress ratio). The study's defining observation is that
+/// processes progress slowly while user CPU falls; at 0.5 a consumer loses at
+/// least as much time to paging as it spends on its own work and sleep.
+pub const DEEP_PROGRESS: f64 = 0.5;
 /// The longest wait for recovery after the last consumer exits.
 pub const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
@@ -308,6 +316,17 @@ pub struct ThrashResult {
     pub consumer_details: Vec<Consumer>,
     pub series: Series,
     pub notes: Vec<String>,
+    /// What kept the run inside the study's protocol (see [`guard`]).
+    pub guard: guard::GuardReport,
+    /// The study's protocol held: every consumer completed, none was OOM-killed.
+    pub protocol_held: bool,
+    /// Why it did not, each in a sentence (with the kernel's OOM cause).
+    pub protocol_breaks: Vec<String>,
+    /// Depth: user CPU as a share of the busy CPU (user + system + iowait)
+    /// during the thrash; it falls as paging takes over.
+    pub cpu_user_share: f64,
+    /// progress_ratio_median ≤ DEEP_PROGRESS.
+    pub deep: bool,
 }
 
 fn pct(sorted: &[f64], q: f64) -> Option<f64> {
@@ -416,6 +435,8 @@ fn analyze(
     r.cpu_user_pct_mean = sum[0] / n;
     r.cpu_system_pct_mean = sum[1] / n;
     r.cpu_iowait_pct_mean = sum[2] / n;
+    let busy = sum[0] + sum[1] + sum[2];
+    r.cpu_user_share = if busy > 0.0 { sum[0] / busy } else { 0.0 };
     r.psi_some_pct_mean = sum[3] / n;
     r.psi_full_pct_mean = sum[4] / n;
     r.cgroup_psi_some_pct_mean = (cg_n > 0).then(|| cg_sum / cg_n as f64);
@@ -565,7 +586,7 @@ fn run_once<O: crate::observe::Observer>(
     std::thread::sleep(Duration::from_millis(200));
     r.idle_usage_bytes = cg.usage().unwrap_or(0);
     r.limit_bytes = plan.limit_bytes.unwrap_or(r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64);
-    cg.set_max(r.limit_bytes)?;
+    let mut guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
     obs.targets(pids, Some(cg_target), zram);
@@ -631,14 +652,16 @@ planned {:.0} s plus recovery",
         if pending == 0 {
             break;
         }
+        guard.tick(&cg);
         if probe::sample::monotonic_ns() > give_up {
             for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
                 c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
             }
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
+    r.guard = guard.finish(&cg);
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
     let last_exit = cons
         .iter()
@@ -662,10 +685,30 @@ planned {:.0} s plus recovery",
         r.consumer_details.push(x);
     }
     r.consumers_completed = r.consumer_details.iter().filter(|c| c.completed).count() as u32;
+    if r.oom_kills > 0 {
+        let why = probe::kmsg::read_kmsg()
+            .map(|t| probe::kmsg::oom_reports(&t, &cg.name))
+            .and_then(|v| v.last().map(probe::kmsg::OomReport::line))
+            .unwrap_or_else(|| "the kernel log could not be read".into());
+        r.protocol_breaks.push(format!("{} consumer(s) OOM-killed by the kernel ({why})", r.oom_kills));
+        if r.guard.gave_up {
+            r.protocol_breaks.push(format!(
+                "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target)",
+                r.guard.limit_max_bytes as f64 / 1048576.0,
+                guard::MAX_RAISE
+            ));
+        }
+    }
+    let not_done = r.consumers - r.consumers_completed;
+    if not_done > 0 {
+        r.protocol_breaks.push(format!("{not_done} of {} consumers did not complete", r.consumers));
+    }
+    r.protocol_held = r.protocol_breaks.is_empty();
     let mut prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
     prog.sort_by(|a, b| a.partial_cmp(b).unwrap());
     r.progress_ratio_min = prog.first().copied().unwrap_or(0.0);
-    r.progress_ratio_median = pct(&prog, 0.5).unwrap_or(0.0);
+    r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
+    r.deep = !prog.is_empty() && r.progress_ratio_median <= DEEP_PROGRESS;
     r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
     // Recovery: watch paging and PSI each second until calm for 3 s (or the maximum).
     let rec_t = probe::sample::monotonic_ns();
@@ -742,15 +785,23 @@ pub fn run<O: crate::observe::Observer>(
             }
             let r = run_once(cfg, &plan, rep, obs, stop)?;
             obs.note(&format!(
-                "thrash {} repeat {}: {}/{} consumers completed, pswpout {} pswpin {}, progress min {:.2}, recovery {}",
+                "thrash {} repeat {}: {}/{} consumers completed, pswpout {} pswpin {}, progress median {:.2}{}, \
+recovery {}, {} OOM stalls held by the guard{}",
                 r.preset,
                 rep + 1,
                 r.consumers_completed,
                 r.consumers,
                 r.pswpout_total,
                 r.pswpin_total,
-                r.progress_ratio_min,
-                r.recovery_s.map(|s| format!("{s:.0} s")).unwrap_or("not within 60 s".into())
+                r.progress_ratio_median,
+                if r.deep { " (deep)" } else { "" },
+                r.recovery_s.map(|s| format!("{s:.0} s")).unwrap_or("not within 60 s".into()),
+                r.guard.oom_stalls,
+                if r.protocol_held {
+                    String::new()
+                } else {
+                    format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
+                }
             ));
             obs.result(json!({"result": r}));
             out.push(r);
