@@ -340,6 +340,28 @@ fn parse_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
         .ok_or_else(|| format!("unknown backing '{s}': expected {}", workloads::backing::BackingKind::NAMES))
 }
 
+/// Thrash's stores: a comma-separated list, each run in turn.
+#[derive(Debug, Clone)]
+pub struct BackingList(pub Vec<workloads::backing::BackingKind>);
+
+fn parse_thrash_backings(s: &str) -> Result<BackingList, String> {
+    use workloads::backing::BackingKind as K;
+    let mut v = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        match K::parse(p) {
+            Some(k @ (K::Zram | K::Swapfile | K::Existing | K::Auto)) if !v.contains(&k) => v.push(k),
+            Some(K::Zram | K::Swapfile | K::Existing | K::Auto) => return Err(format!("'{p}' is listed twice")),
+            _ => {
+                return Err(format!(
+                    "unknown backing '{p}': expected zram, swapfile, existing or auto, or a comma-separated list \
+                     such as zram,swapfile"
+                ));
+            }
+        }
+    }
+    Ok(BackingList(v))
+}
+
 fn parse_trim(s: &str) -> Result<workloads::eat::Trim, String> {
     workloads::eat::Trim::parse(s)
         .ok_or_else(|| format!("unknown trim '{s}': expected {}", workloads::eat::Trim::NAMES))
@@ -486,7 +508,10 @@ pub struct HeapArgs {
     pub baseline: String,
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    /// The collector's interval. 1 s by default: the collector takes CPU
+    /// time, and where the threads fill every CPU each of its samples lands on
+    /// a timed thread.
+    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
     #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     pub host_floor: Option<u64>,
@@ -500,6 +525,11 @@ pub struct PresetList(pub Vec<String>);
 
 fn parse_preset_list(s: &str) -> Result<PresetList, String> {
     workloads::thrash::parse_presets(s).map(PresetList)
+}
+
+fn parse_time_scale(s: &str) -> Result<f64, String> {
+    parse_scale(s)
+        .map_err(|_| format!("'{s}' is not a time scale: expected a factor above 0 and at most 10, e.g. 0.05"))
 }
 
 fn parse_scale(s: &str) -> Result<f64, String> {
@@ -551,13 +581,19 @@ pub struct ThrashArgs {
     /// N × S ÷ 2.5, the study's ratio).
     #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub limit: Option<u64>,
-    /// What takes the paged-out memory: zram, swapfile, existing (or auto).
-    #[arg(long, default_value = "zram", value_parser = parse_backing)]
-    pub backing: workloads::backing::BackingKind,
-    /// Multiply sizes (S, W) and times (t_c, the initial delay) by F; t_s keeps its
-    /// value so that a consumer's write rate per byte is the study's. 1 = the study.
+    /// What takes the paged-out memory: zram, swapfile (a swap file on disk, the
+    /// study's setup), existing or auto; a comma-separated list runs every preset
+    /// on each, e.g. zram,swapfile.
+    #[arg(long, default_value = "zram", value_parser = parse_thrash_backings)]
+    pub backing: BackingList,
+    /// Multiply sizes (S, W) by F, and the times (t_s, t_c, the initial delay)
+    /// by F too unless --time-scale is given: W × f writes every t_s × f keep the
+    /// study's paging demand per second. 1 = the study.
     #[arg(long, default_value = "1", value_parser = parse_scale)]
     pub scale: f64,
+    /// Multiply the times (t_s, t_c, the initial delay) by F instead of --scale.
+    #[arg(long, value_parser = parse_time_scale)]
+    pub time_scale: Option<f64>,
     /// Runs per preset.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,

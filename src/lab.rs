@@ -143,10 +143,14 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, 2 * c, (8 * c).min(64)] };
     threads.sort_unstable();
     threads.dedup();
-    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 5u32) };
+    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
     let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
+    // Each repeat runs PROCS processes, each with its own growth phase (about
+    // 300 000 allocations per thread) before its share of the warm calls.
+    let procs = workloads::heap::PROCS as f64;
+    let calls = ops as f64 + procs * 300_000.0;
     let heap_expect =
-        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 + ops as f64 * thread_ops * 60e-9 / c as f64);
+        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
     steps.push(step(
         "heap",
         vec![s("--threads"), list(&threads), s("--ops"), ops.to_string(), s("--repeat"), hrep.to_string()],
@@ -163,8 +167,12 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         1.0 + 7.0 * (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009,
     ));
 
-    // thrash: the study's e2 at 1/20 of its sizes and times with 12 consumers
-    // (quick), or all four presets at a quarter scale with 25 (full).
+    // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
+    // sizes and a twentieth of its times, on a swap file (the study's store:
+    // a disk makes each fault expensive, so e2 thrashes deeply at this scale).
+    // Full: all four at a quarter (or a tenth) on zram and on a swap file,
+    // side by side. t_s scales with W, so the paging demand per second is the
+    // study's (docs/thrash.md).
     let thrash = if !m.root {
         skip(
             step("thrash", vec![], 0.0),
@@ -172,27 +180,44 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         )
     } else if full {
         let scale = if ram_mib >= 8 * 1024 { 0.25 } else { 0.1 };
-        let per = |tc: f64| 26.0 * tc * scale + 10.0 * scale + 25.0;
-        step(
-            "thrash",
-            vec![s("--preset"), s("all"), s("--scale"), scale.to_string(), s("--repeat"), s("2")],
-            2.0 * (3.0 * per(30.0) + per(1.0)),
-        )
-    } else {
-        let (n, scale, rep) = (12u32, 0.05, 2u32);
+        // Per run: the initial delay, N - 1 staggers and t_p = (N + 1) t_c, plus
+        // the baseline, after window and setup.
+        let per = |tc: f64| (50.0 * tc + 10.0) * scale + 12.0;
         step(
             "thrash",
             vec![
                 s("--preset"),
-                s("e2"),
+                s("all"),
                 s("--scale"),
                 scale.to_string(),
+                s("--backing"),
+                s("zram,swapfile"),
+                s("--repeat"),
+                s("2"),
+            ],
+            2.0 * 2.0 * (3.0 * per(30.0) + per(1.0)),
+        )
+    } else {
+        let (n, scale, time_scale, rep) = (6u32, 0.1, 0.05, 2u32);
+        // Per run: the baseline and after windows (3 s each), the plan, setup.
+        let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
+        step(
+            "thrash",
+            vec![
+                s("--preset"),
+                s("all"),
+                s("--scale"),
+                scale.to_string(),
+                s("--time-scale"),
+                time_scale.to_string(),
                 s("--consumers"),
                 n.to_string(),
+                s("--backing"),
+                s("swapfile"),
                 s("--repeat"),
                 rep.to_string(),
             ],
-            rep as f64 * ((n + 1) as f64 * 30.0 * scale + 10.0 * scale + 25.0),
+            rep as f64 * (3.0 * per(30.0) + per(1.0)),
         )
     };
     steps.push(thrash);
@@ -517,6 +542,13 @@ mod tests {
         assert!(total > 60.0 && total < 270.0, "{total}");
         let heap = p.iter().find(|s| s.experiment == "heap").unwrap();
         assert!(heap.args.join(" ").contains("--threads 1,2,4,16"), "{:?}", heap.args);
+        // All four thrash presets (the findings compare e1, e3 and e4 with e2),
+        // repeated, on the study's store.
+        let t = p.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
+        assert!(t.contains("--preset all") && t.contains("--backing swapfile") && t.contains("--repeat 2"), "{t}");
+        let full = plan(&machine(true, false), true, &[]);
+        let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
+        assert!(t.contains("--backing zram,swapfile"), "{t}");
     }
 
     #[test]

@@ -22,8 +22,9 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         stagger: a.stagger,
         initial_delay: a.initial_delay,
         limit: a.limit,
-        backing: a.backing,
+        backings: a.backing.0.clone(),
         scale: a.scale,
+        time_scale: a.time_scale,
         repeat: a.repeat,
         exe: std::env::current_exe()?,
         host_floor: a.host_floor,
@@ -32,19 +33,22 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
     let plans = workloads::thrash::validate(&cfg)?;
     let expected_s: f64 = plans
         .iter()
-        .map(|p| (workloads::thrash::BASELINE.as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
-        .sum();
+        .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
+        .sum::<f64>()
+        * a.backing.0.len() as f64;
     let config = serde_json::json!({
-        "plans": plans, "repeat": a.repeat, "backing": format!("{:?}", a.backing).to_lowercase(), "scale": a.scale,
+        "plans": plans, "repeat": a.repeat, "backing": a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect::<Vec<_>>(), "scale": a.scale,
+        "time_scale": a.time_scale.unwrap_or(a.scale),
         "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.interval.as_millis() as u64,
         "probe_period_ms": workloads::thrash::PROBE_PERIOD.as_millis() as u64, "probe_ws_bytes": workloads::thrash::PROBE_WS,
     });
     let run = ExperimentRun::start("thrash", a.out.clone(), config, a.interval, a.host_floor)?;
     run.note(&format!(
-        "expected time: about {:.0} min ({} preset(s) × {} repeat(s)); Ctrl-C stops and restores everything",
+        "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,
         plans.len(),
-        a.repeat
+        a.repeat,
+        a.backing.0.len()
     ));
     let r = {
         let mut obs = Obs { run: &run, quiet: true };

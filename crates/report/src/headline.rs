@@ -55,6 +55,17 @@ impl Metric {
     }
 }
 
+/// The absolute resolution of a figure: a spread within it is not instability.
+/// The stored fraction is read to 0.005; thrash's recovery is found on the
+/// collector's 1 s intervals.
+fn resolution(name: &str) -> f64 {
+    match name {
+        "stored fraction" => 0.005,
+        "recovery s" => 1.0,
+        _ => 0.0,
+    }
+}
+
 fn num(v: &Value, path: &[&str]) -> Option<f64> {
     let mut x = v;
     for p in path {
@@ -80,7 +91,7 @@ impl Builder {
                 unit,
                 lower_is_better: lower,
                 values: vec![v],
-                resolution: if name == "stored fraction" { 0.005 } else { 0.0 },
+                resolution: resolution(name),
             }),
         }
     }
@@ -142,11 +153,12 @@ pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
             }
         }
         "thrash" => {
-            for r in results.iter().filter_map(|r| r.get("result")) {
-                let g = r["preset"].as_str().unwrap_or("?").to_string();
+            let rs: Vec<&Value> = results.iter().filter_map(|r| r.get("result")).collect();
+            for &r in &rs {
+                let g = crate::thrash::group(r, &rs);
                 b.push(&g, "pages swapped out", "pages", true, num(r, &["pswpout_total"]));
-                b.push(&g, "peak swap-outs/s", "/s", true, num(r, &["pswpout_per_s_peak"]));
-                b.push(&g, "progress ratio median", "", false, num(r, &["progress_ratio_median"]));
+                b.push(&g, "swap-outs/s while active", "/s", true, num(r, &["pswpout_per_s_active"]));
+                b.push(&g, "progress while overcommitted", "", false, num(r, &["progress_overcommitted_median"]));
                 b.push(&g, "probe p99 outside, ms", "ms", true, num(r, &["probe_outside_ms", "during", "p99"]));
                 b.push(&g, "recovery s", "s", true, num(r, &["recovery_s"]));
             }
@@ -160,6 +172,16 @@ pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn thrash_recovery_is_judged_at_the_collectors_one_second() {
+        let r = |rec: f64| json!({"result": {"preset": "e2", "backing": "swapfile", "recovery_s": rec}});
+        let m = metrics("thrash", &[r(0.4), r(1.3)]);
+        let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
+        assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 1 s: the same figure");
+        let m = metrics("thrash", &[r(0.4), r(2.5)]);
+        assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable());
+    }
 
     #[test]
     fn eat_repeats_collect_per_group() {

@@ -383,8 +383,11 @@ pub fn headline(s: &Section) -> String {
                 if let Some(y) = med(g, "pages swapped out") {
                     p += &format!(" {y:.0} pages out");
                 }
-                if let Some(y) = med(g, "peak swap-outs/s") {
-                    p += &format!(", peak {y:.0}/s");
+                if let Some(y) = med(g, "swap-outs/s while active") {
+                    p += &format!(", {y:.0}/s while active");
+                }
+                if let Some(y) = med(g, "progress while overcommitted") {
+                    p += &format!(", progress {y:.2} while overcommitted");
                 }
                 if let Some(y) = med(g, "recovery s") {
                     p += &format!(", recovery {y:.1} s");

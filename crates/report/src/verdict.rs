@@ -430,8 +430,8 @@ fn thrash<'a>(m: &Ms<'a>) -> Vec<Verdict> {
         }
     };
     let out = |p: &str| m.metric(p, "pages swapped out");
-    let peak = |p: &str| m.metric(p, "peak swap-outs/s");
-    let prog = m.metric("e2", "progress ratio median");
+    let rate = |p: &str| m.metric(p, "swap-outs/s while active");
+    let prog = m.metric("e2", "progress while overcommitted");
     let rec = m.metric("e2", "recovery s");
     let med = |x: Option<&Metric>| x.and_then(Metric::median);
     let cmp = |a: Option<&Metric>, b: Option<&Metric>, what: &str| match (med(a), med(b)) {
@@ -451,10 +451,13 @@ fn thrash<'a>(m: &Ms<'a>) -> Vec<Verdict> {
         judge(
             "the consumers thrash deeply: they progress slowly",
             "deep thrashing by design (parameters chosen to reach it without exhausting memory)",
-            med(prog).map(|x| format!("e2: median progress ratio {x:.2} (deep ≤ 0.5)")).unwrap_or_default(),
+            med(prog)
+                .map(|x| format!("e2: median progress while overcommitted {x:.2} (deep ≤ 0.5)"))
+                .unwrap_or_default(),
             deep,
             med(prog).map(|x| x <= 0.5),
-            "the median consumer completed at most half the cycles it would have unthrashed",
+            "while memory was overcommitted the median consumer completed at most half the cycles it would have \
+             unthrashed",
             "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each fault cheap)",
         ),
         judge(
@@ -478,11 +481,11 @@ fn thrash<'a>(m: &Ms<'a>) -> Vec<Verdict> {
         judge(
             "a faster stagger means more aggressive thrashing",
             "e4 (t_c = 1 s) reaches a higher paging rate than e2 (t_c = 30 s)",
-            cmp(peak("e4"), peak("e2"), "peak swap-outs/s: e4"),
-            with(vec![peak("e4"), peak("e2")], "e4"),
-            med(peak("e4")).zip(med(peak("e2"))).map(|(a, b)| a > b),
+            cmp(rate("e4"), rate("e2"), "swap-outs/s while the consumers ran: e4"),
+            with(vec![rate("e4"), rate("e2")], "e4"),
+            med(rate("e4")).zip(med(rate("e2"))).map(|(a, b)| a > b),
             "consumers that start close together overcommit memory at once",
-            "at this scale e4's consumers live too briefly for the thrash to build up",
+            "e4's consumers paged no faster than e2's while they ran",
         ),
         judge(
             "Linux recovers fastest once the load ends",
@@ -617,7 +620,7 @@ mod tests {
 
     fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
         json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
-            "oom_kills": 0, "pswpout_total": out, "pswpout_per_s_peak": peak, "progress_ratio_median": progress,
+            "oom_kills": 0, "pswpout_total": out, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
             "recovery_s": 1.0, "protocol_breaks": breaks}})
     }
 

@@ -34,6 +34,14 @@ pub struct HeapConfig {
 
 pub const MAX_THREADS: u32 = 1024;
 
+/// Fresh processes per repeat, each making 1/[`PROCS`] of the warm calls. A
+/// process's figure can be off for its whole life (a disturbance of the host
+/// that outlasts it, or its address-space layout): on the project's 2-vCPU VM,
+/// mimalloc at 2 threads spread 5.2–7.2 ns over the processes of one run. So a
+/// repeat's figure is the trimmed mean of its processes' (the highest and the
+/// lowest left out), and the processes of a repeat run far apart in time.
+pub const PROCS: u32 = 7;
+
 /// What one worker (one repeat of one configuration) measured. The means are
 /// from batch timing in the warm phase (see [`script`]); the percentiles from
 /// the rounds timed call by call.
@@ -41,7 +49,7 @@ pub const MAX_THREADS: u32 = 1024;
 #[serde(default)]
 pub struct Repeat {
     /// Warm heap: mean ns per allocation / free, from batches of
-    /// [`script::ROUND`] calls between two counter reads; the median of the
+    /// [`script::ROUND`] calls between two counter reads; the lowest of the
     /// [`script::BLOCKS`] blocks' means (all threads' calls in each block).
     pub alloc_ns_mean: f64,
     pub free_ns_mean: f64,
@@ -85,6 +93,77 @@ pub struct Repeat {
     pub minor_faults: u64,
     pub malloc_provider: Option<String>,
     pub preload_mapped: Option<bool>,
+    /// The worker processes this repeat's figures come from ([`PROCS`]).
+    pub processes: u32,
+}
+
+/// The mean of `v` without its lowest and highest fifth (rounded down: one
+/// each of 5 to 9 values, none of fewer than 5); NaN values are left out.
+pub fn trimmed_mean(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let k = v.len() / 5;
+    record::stats::mean(&v[k..v.len() - k])
+}
+
+impl Repeat {
+    /// One repeat from its processes: the headline means are the processes'
+    /// trimmed mean ([`trimmed_mean`]), the percentiles their medians, the plain
+    /// and growth means their means (each made the same number of calls), the
+    /// maxima their maxima, and the counts their sums.
+    pub fn merge(procs: &[Repeat]) -> Repeat {
+        let n = procs.len().max(1) as f64;
+        let mean = |f: fn(&Repeat) -> f64| procs.iter().map(f).sum::<f64>() / n;
+        let median = |f: fn(&Repeat) -> f64| {
+            let v: Vec<f64> = procs.iter().map(f).collect();
+            record::stats::median(&v).unwrap_or(0.0)
+        };
+        let max = |f: fn(&Repeat) -> f64| procs.iter().map(f).fold(0.0, f64::max);
+        let trim = |f: fn(&Repeat) -> f64| {
+            let v: Vec<f64> = procs.iter().map(f).collect();
+            trimmed_mean(&v).unwrap_or(f64::NAN)
+        };
+        let sum = |f: fn(&Repeat) -> u64| procs.iter().map(f).sum::<u64>();
+        let umax = |f: fn(&Repeat) -> u64| procs.iter().map(f).max().unwrap_or(0);
+        Repeat {
+            alloc_ns_mean: trim(|r| r.alloc_ns_mean),
+            free_ns_mean: trim(|r| r.free_ns_mean),
+            alloc_ns_mean_plain: mean(|r| r.alloc_ns_mean_plain),
+            free_ns_mean_plain: mean(|r| r.free_ns_mean_plain),
+            alloc_ns_p50: median(|r| r.alloc_ns_p50),
+            alloc_ns_p99: median(|r| r.alloc_ns_p99),
+            alloc_ns_p999: median(|r| r.alloc_ns_p999),
+            alloc_ns_max: max(|r| r.alloc_ns_max),
+            free_ns_p50: median(|r| r.free_ns_p50),
+            free_ns_p99: median(|r| r.free_ns_p99),
+            free_ns_p999: median(|r| r.free_ns_p999),
+            free_ns_max: max(|r| r.free_ns_max),
+            growth_alloc_ns_mean: mean(|r| r.growth_alloc_ns_mean),
+            growth_free_ns_mean: mean(|r| r.growth_free_ns_mean),
+            growth_allocs: sum(|r| r.growth_allocs),
+            growth_minor_faults: sum(|r| r.growth_minor_faults),
+            warm_minor_faults: sum(|r| r.warm_minor_faults),
+            allocs: sum(|r| r.allocs),
+            frees: sum(|r| r.frees),
+            batches: sum(|r| r.batches),
+            batches_preempted: sum(|r| r.batches_preempted),
+            peak_rss_bytes: umax(|r| r.peak_rss_bytes),
+            baseline_rss_bytes: umax(|r| r.baseline_rss_bytes),
+            wall_ms: procs.iter().map(|r| r.wall_ms).sum(),
+            timed_fraction_max: max(|r| r.timed_fraction_max),
+            timer_share_max: max(|r| r.timer_share_max),
+            timer_overhead_ns: mean(|r| r.timer_overhead_ns),
+            pinned: procs.iter().all(|r| r.pinned),
+            minor_faults: sum(|r| r.minor_faults),
+            malloc_provider: procs.iter().find_map(|r| r.malloc_provider.clone()),
+            preload_mapped: procs
+                .iter()
+                .map(|r| r.preload_mapped)
+                .collect::<Option<Vec<bool>>>()
+                .map(|v| v.iter().all(|&b| b)),
+            processes: procs.iter().map(|r| r.processes.max(1)).sum(),
+        }
+    }
 }
 
 /// One allocator × heap mode × thread count over its repeats: each headline is
@@ -349,18 +428,17 @@ pub fn run_config(
         }
     }
     let per = |ticks: u64, calls: u64| if calls == 0 { f64::NAN } else { ticks as f64 * ns / calls as f64 };
-    // Median of means: each block's calls over all threads.
+    // Each thread's lowest block mean (see script::BLOCKS), then the mean of
+    // those over threads: a disturbance on one CPU then spoils blocks of that
+    // thread only, which its own lowest block leaves out.
     let block_means = |k: usize| -> Option<f64> {
-        let v: Vec<f64> = (0..script::BLOCKS)
-            .map(|b| {
-                let (t, c) = stats.iter().fold((0u64, 0u64), |acc, s| {
-                    let x = s.warm.blocks.get(b).copied().unwrap_or_default();
-                    (acc.0 + x[k], acc.1 + x[k + 1])
-                });
-                per(t, c)
+        let v: Vec<f64> = stats
+            .iter()
+            .filter_map(|s| {
+                s.warm.blocks.iter().map(|x| per(x[k], x[k + 1])).filter(|x| x.is_finite()).reduce(f64::min)
             })
             .collect();
-        record::stats::median(&v)
+        record::stats::mean(&v)
     };
     let a = stat_line(&ah, ns);
     let f = stat_line(&fh, ns);
@@ -402,6 +480,7 @@ pub fn run_config(
         minor_faults: faults,
         malloc_provider: provider,
         preload_mapped,
+        processes: 1,
     })
 }
 
@@ -465,71 +544,86 @@ pub fn run<O: crate::observe::Observer>(
         obs.result(json!({"unsupported": {"allocator": a.name(), "heap_mode": cfg.heap_mode, "reason": why}}));
     }
     let mut out = Vec::new();
-    let total = cfg.threads.len() * cfg.repeat as usize * supported.len();
+    let total = cfg.threads.len() * cfg.repeat as usize * PROCS as usize * supported.len();
     let mut done = 0usize;
     for &threads in &cfg.threads {
-        let mut runs: Vec<Vec<Repeat>> = vec![Vec::new(); supported.len()];
-        for rep in 0..cfg.repeat {
-            for (k, a) in supported.iter().enumerate() {
-                if stop() {
-                    return Err(EatError::Interrupted);
+        // Per allocator and repeat, its processes. A repeat's processes are
+        // spread over the whole sweep (process 1 of every repeat, then process
+        // 2 of every repeat, ...), so that a disturbance of a few seconds hits
+        // one process of several repeats rather than every process of one, and
+        // each repeat's trimmed mean sets it aside.
+        let mut procs: Vec<Vec<Vec<Repeat>>> = vec![vec![Vec::new(); cfg.repeat as usize]; supported.len()];
+        let proc_ops = cfg.ops.div_ceil(PROCS as u64);
+        for sub in 0..PROCS {
+            for rep in 0..cfg.repeat {
+                for (k, a) in supported.iter().enumerate() {
+                    if stop() {
+                        return Err(EatError::Interrupted);
+                    }
+                    let (name, env, preload) = match a {
+                        Allocator::Preload(p) => (
+                            "preload".to_string(),
+                            vec![("LD_PRELOAD".to_string(), p.display().to_string())],
+                            Some(p.display().to_string()),
+                        ),
+                        other => (other.name(), vec![], None),
+                    };
+                    let mut args: Vec<String> = vec![
+                        "__worker".into(),
+                        "heap".into(),
+                        "--allocator".into(),
+                        name,
+                        "--mode".into(),
+                        cfg.heap_mode.clone(),
+                        "--threads".into(),
+                        threads.to_string(),
+                        "--ops".into(),
+                        proc_ops.to_string(),
+                        "--seed".into(),
+                        cfg.seed.to_string(),
+                    ];
+                    if let Some(p) = &preload {
+                        args.extend(["--preload".into(), p.clone()]);
+                    }
+                    let label = format!(
+                        "heap {} {} threads, repeat {} process {}/{PROCS}",
+                        a.name(),
+                        threads,
+                        rep + 1,
+                        sub + 1
+                    );
+                    let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+                        exe: cfg.exe.clone(),
+                        args,
+                        cgroup: None,
+                        env,
+                        label: label.clone(),
+                    })?;
+                    obs.targets(vec![w.pid], None, vec![]);
+                    let t0 = probe::sample::monotonic_ns();
+                    obs.event("phase_start", &label, t0, Value::Null);
+                    let d = w
+                        .wait_for("done", Some("heap"), std::time::Duration::from_secs(3600), |_| {}, stop)
+                        .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })?
+                        .data;
+                    let _ = w.finish(std::time::Duration::from_secs(10));
+                    obs.event("phase_end", &label, probe::sample::monotonic_ns(), Value::Null);
+                    let r: Repeat =
+                        serde_json::from_value(d).map_err(|e| EatError::Worker(format!("{label}: bad report: {e}")))?;
+                    done += 1;
+                    obs.note(&format!(
+                        "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",
+                        r.alloc_ns_mean,
+                        r.free_ns_mean,
+                        r.peak_rss_bytes as f64 / 1048576.0
+                    ));
+                    procs[k][rep as usize].push(r);
                 }
-                let (name, env, preload) = match a {
-                    Allocator::Preload(p) => (
-                        "preload".to_string(),
-                        vec![("LD_PRELOAD".to_string(), p.display().to_string())],
-                        Some(p.display().to_string()),
-                    ),
-                    other => (other.name(), vec![], None),
-                };
-                let mut args: Vec<String> = vec![
-                    "__worker".into(),
-                    "heap".into(),
-                    "--allocator".into(),
-                    name,
-                    "--mode".into(),
-                    cfg.heap_mode.clone(),
-                    "--threads".into(),
-                    threads.to_string(),
-                    "--ops".into(),
-                    cfg.ops.to_string(),
-                    "--seed".into(),
-                    cfg.seed.to_string(),
-                ];
-                if let Some(p) = &preload {
-                    args.extend(["--preload".into(), p.clone()]);
-                }
-                let label = format!("heap {} {} threads, repeat {}", a.name(), threads, rep + 1);
-                let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
-                    exe: cfg.exe.clone(),
-                    args,
-                    cgroup: None,
-                    env,
-                    label: label.clone(),
-                })?;
-                obs.targets(vec![w.pid], None, vec![]);
-                let t0 = probe::sample::monotonic_ns();
-                obs.event("phase_start", &label, t0, Value::Null);
-                let d = w
-                    .wait_for("done", Some("heap"), std::time::Duration::from_secs(3600), |_| {}, stop)
-                    .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })?
-                    .data;
-                let _ = w.finish(std::time::Duration::from_secs(10));
-                obs.event("phase_end", &label, probe::sample::monotonic_ns(), Value::Null);
-                let r: Repeat =
-                    serde_json::from_value(d).map_err(|e| EatError::Worker(format!("{label}: bad report: {e}")))?;
-                done += 1;
-                obs.note(&format!(
-                    "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",
-                    r.alloc_ns_mean,
-                    r.free_ns_mean,
-                    r.peak_rss_bytes as f64 / 1048576.0
-                ));
-                runs[k].push(r);
             }
         }
         for (k, a) in supported.iter().enumerate() {
-            let r = aggregate(cfg, a, threads, std::mem::take(&mut runs[k]));
+            let runs: Vec<Repeat> = procs[k].iter().map(|p| Repeat::merge(p)).collect();
+            let r = aggregate(cfg, a, threads, runs);
             obs.result(json!({"result": r}));
             out.push(r);
         }

@@ -47,10 +47,12 @@ const LONG: usize = 4096;
 pub const ROUND: usize = 1024;
 /// In the warm phase, one round in this many is timed call by call.
 pub const TAIL_EVERY: u64 = 4;
-/// The warm phase is cut into this many blocks of rounds; a repeat's figure is
-/// the median of the blocks' mean costs (median of means), so that a transient
-/// disturbance of the host (steal time, an interrupt storm) in one block does
-/// not move it, while each block's mean still carries every call's cost.
+/// The warm phase is cut into this many blocks of rounds; a process's figure is
+/// the lowest of the blocks' mean costs. A disturbance of the host (steal time,
+/// an interrupt storm, a neighbour's burst) only ever adds time, so the lowest
+/// block mean is the estimate least moved by it (Chen and Revels, "Robust
+/// benchmarking in noisy environments", 2016), while each block's mean still
+/// carries every one of its calls' cost, slow ones included.
 pub const BLOCKS: usize = 9;
 /// Rounds past this many in growth end it anyway (a safety net: the pools fill
 /// after about 150 rounds with the mix above).

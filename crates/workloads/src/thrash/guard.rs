@@ -17,8 +17,10 @@
 //! - **v1**: the OOM killer is disabled (`memory.oom_control`); a consumer whose
 //!   charge cannot be met then sleeps at the end of its fault. The guard sees
 //!   `under_oom`, records the stall, and raises the limit by one step so the
-//!   fault completes; once the group has been calm for [`CALM`], it lowers the
-//!   limit back to the target (the write makes the kernel reclaim down to it).
+//!   fault completes; after each [`CALM`] period without a stall it lowers the
+//!   limit one step back towards the target (the write makes the kernel
+//!   reclaim down to it), so the group spends as little time above the target
+//!   as the kernel allows.
 //!   If the limit would pass [`MAX_RAISE`] × the target, the guard hands the
 //!   decision back to the kernel (OOM killer on again): that run is outside
 //!   the protocol and says so.
@@ -32,10 +34,10 @@ use sandbox::cgroup::MemCgroup;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// How long the group must be out of OOM before the limit goes back down.
-pub const CALM: Duration = Duration::from_millis(1000);
+/// How long the group must be out of OOM before the limit goes one step back down.
+pub const CALM: Duration = Duration::from_millis(100);
 /// The limit never goes above this multiple of the target.
-pub const MAX_RAISE: f64 = 1.5;
+pub const MAX_RAISE: f64 = 2.0;
 /// v2: memory.max = target × this.
 pub const V2_HEADROOM: f64 = 1.25;
 
@@ -138,11 +140,16 @@ impl Guard {
         if self.limit > self.target {
             let since = *self.calm_since.get_or_insert(t);
             if t - since >= CALM.as_nanos() as u64 {
-                // Back to the target; EBUSY (could not reclaim down) just waits for the next calm second.
-                if cg.set_max(self.target).is_ok() {
-                    self.limit = self.target;
-                    if let Some(r) = self.raised_at.take() {
-                        self.report.above_target_s += (t - r) as f64 / 1e9;
+                // One step back towards the target (the write makes the kernel
+                // reclaim down to it); EBUSY (could not reclaim down) just waits
+                // for the next calm period.
+                let down = self.limit.saturating_sub(self.step).max(self.target);
+                if cg.set_max(down).is_ok() {
+                    self.limit = down;
+                    if down == self.target {
+                        if let Some(r) = self.raised_at.take() {
+                            self.report.above_target_s += (t - r) as f64 / 1e9;
+                        }
                     }
                 }
                 self.calm_since = None;

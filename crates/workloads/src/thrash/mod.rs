@@ -40,8 +40,10 @@ pub const DEFAULT_CONSUMERS: u32 = 25;
 pub const DEFAULT_SIZE: u64 = 100 << 20;
 /// N × S ÷ limit in the study (25 × 100 MB on 1 GB, about 2.5 after the OS's share).
 pub const OVERCOMMIT: f64 = 2.5;
-/// The quiet window recorded before the consumers start (not scaled).
+/// The quiet window recorded before the consumers start: a sixth of the plan,
+/// between [`BASELINE_MIN`] and this (5 s at the study's scale).
 pub const BASELINE: Duration = Duration::from_secs(5);
+pub const BASELINE_MIN: Duration = Duration::from_secs(3);
 /// The probes' period and working set.
 pub const PROBE_PERIOD: Duration = Duration::from_millis(100);
 pub const PROBE_WS: u64 = 4 << 20;
@@ -52,12 +54,19 @@ pub const PROBE_WS: u64 = 4 << 20;
 /// system's memory PSI "some" stays at most 1 % of the interval.
 pub const RECOVERY: &str =
     "paging (pswpin+pswpout) <= max(2 x baseline, 16 pages/s) and memory PSI some <= 1 % for 3 consecutive seconds";
-/// Deep thrashing, as this project defines it (docs/thrash.md): the median
-/// consumer completed at most this share of the cycles it would have completed
-/// unthrashed (its progress ratio). The study's defining observation is that
-/// processes progress slowly while user CPU falls; at 0.5 a consumer loses at
-/// least as much time to paging as it spends on its own work and sleep.
+/// Deep thrashing, as this project defines it (docs/thrash.md): while memory is
+/// overcommitted (the running consumers' sizes exceed the room under the
+/// limit), the median consumer completes at most this share of the cycles it
+/// would have completed unthrashed (its progress ratio in that window). The
+/// study's defining observation is that processes progress slowly while user CPU
+/// falls; at 0.5 a consumer loses at least as much time to paging as it spends on
+/// its own work and sleep.
 pub const DEEP_PROGRESS: f64 = 0.5;
+/// The consumers count their cycles in bins of this width.
+pub const BIN_MS: u64 = 100;
+/// A consumer counts towards the overcommitted progress when it ran at least
+/// this long while memory was overcommitted.
+pub const MIN_OVERCOMMIT_S: f64 = 0.5;
 /// The longest wait for recovery after the last consumer exits.
 pub const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
@@ -72,8 +81,11 @@ pub struct ThrashConfig {
     pub stagger: Option<Duration>,
     pub initial_delay: Duration,
     pub limit: Option<u64>,
-    pub backing: BackingKind,
+    /// The stores to run each plan on, in order (each run gets its own).
+    pub backings: Vec<BackingKind>,
     pub scale: f64,
+    /// Multiplies the times (t_s, t_c, the initial delay); None: `scale`.
+    pub time_scale: Option<f64>,
     pub repeat: u32,
     pub exe: std::path::PathBuf,
     pub host_floor: Option<u64>,
@@ -94,11 +106,27 @@ pub struct Plan {
     /// t_p = N × t_c + t_c.
     pub active_ms: f64,
     pub scale: f64,
+    /// The factor on t_s, t_c and the initial delay.
+    #[serde(default = "one")]
+    pub time_scale: f64,
     /// The cgroup limit requested (None: computed from the idle workers' usage
     /// plus N × S ÷ 2.5 once they run).
     pub limit_bytes: Option<u64>,
     /// When the last consumer should end, from the start signal.
     pub planned_duration_ms: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Plan {
+    /// The quiet window before the consumers start (and the shortest "after" window).
+    pub fn baseline(&self) -> Duration {
+        Duration::from_secs_f64(
+            (self.planned_duration_ms / 6e3).clamp(BASELINE_MIN.as_secs_f64(), BASELINE.as_secs_f64()),
+        )
+    }
 }
 
 impl ThrashConfig {
@@ -116,13 +144,14 @@ impl ThrashConfig {
             .map(|name| {
                 let p = PRESETS.iter().find(|p| p.0 == name.as_str()).copied().unwrap_or(PRESETS[1]);
                 let f = self.scale;
+                let ft = self.time_scale.unwrap_or(f);
                 let page = crate::mm::page_size() as u64;
                 let n = self.consumers.unwrap_or(DEFAULT_CONSUMERS);
                 let size = ((self.size.unwrap_or(DEFAULT_SIZE) as f64 * f) as u64).div_ceil(page).max(1) * page;
                 let writes = ((self.writes.unwrap_or(p.1) as f64 * f).round() as u64).max(1);
-                let sleep = self.sleep.unwrap_or(p.2).as_secs_f64() * 1e3;
-                let stagger = self.stagger.unwrap_or(p.3).as_secs_f64() * 1e3 * f;
-                let initial = self.initial_delay.as_secs_f64() * 1e3 * f;
+                let sleep = self.sleep.unwrap_or(p.2).as_secs_f64() * 1e3 * ft;
+                let stagger = self.stagger.unwrap_or(p.3).as_secs_f64() * 1e3 * ft;
+                let initial = self.initial_delay.as_secs_f64() * 1e3 * ft;
                 let active = n as f64 * stagger + stagger;
                 Plan {
                     preset: if custom { format!("{name}-custom") } else { name.clone() },
@@ -134,6 +163,7 @@ impl ThrashConfig {
                     initial_delay_ms: initial,
                     active_ms: active,
                     scale: f,
+                    time_scale: ft,
                     limit_bytes: self.limit,
                     planned_duration_ms: initial + (n.saturating_sub(1)) as f64 * stagger + active,
                 }
@@ -167,6 +197,14 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
     if !(cfg.scale > 0.0 && cfg.scale <= 10.0) {
         return Err(Invalid(format!("--scale {}: expected a factor above 0 and at most 10, e.g. 0.1", cfg.scale)));
     }
+    if let Some(t) = cfg.time_scale {
+        if !(t > 0.0 && t <= 10.0) {
+            return Err(Invalid(format!("--time-scale {t}: expected a factor above 0 and at most 10, e.g. 0.05")));
+        }
+    }
+    if cfg.backings.is_empty() {
+        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::NAMES)));
+    }
     if cfg.consumers == Some(0) {
         return Err(Invalid("--consumers 0: expected at least 1 consumer (the study used 25)".into()));
     }
@@ -188,7 +226,14 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
             "pagelab thrash needs a memory cgroup controller; none is mounted".into(),
         ));
     }
-    backing::validate(cfg.backing, None)?;
+    for b in &cfg.backings {
+        if matches!(b, BackingKind::Zswap | BackingKind::None) {
+            return Err(Invalid(
+                "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
+            ));
+        }
+        backing::validate(*b, None)?;
+    }
     let plans = cfg.plans();
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
@@ -245,6 +290,17 @@ pub struct Consumer {
     pub cycle_ms_p50: f64,
     pub cycle_ms_max: f64,
     pub failure: Option<String>,
+    /// This consumer's progress ratio over the bins in which memory was
+    /// overcommitted (the consumers' planned sizes exceeded the room the limit
+    /// leaves), when it ran at least [`MIN_OVERCOMMIT_S`] of them.
+    pub progress_overcommitted: Option<f64>,
+    /// Allocation and end, seconds from the start signal.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Cycles completed per [`BIN_MS`] bin from the start signal (used for the
+    /// overcommitted progress; not stored).
+    #[serde(skip_serializing)]
+    pub bins: Vec<u32>,
 }
 
 /// A time series for the charts, one point per collector interval; t in seconds
@@ -297,6 +353,17 @@ pub struct ThrashResult {
     pub pswpout_per_s_peak: f64,
     pub progress_ratio_min: f64,
     pub progress_ratio_median: f64,
+    /// The median consumer's progress ratio while memory was overcommitted
+    /// (None when no consumer ran long enough in that window).
+    pub progress_overcommitted_median: Option<f64>,
+    /// Seconds (from the start signal) during which the running consumers' sizes
+    /// exceeded the room under the limit.
+    pub overcommitted_s: f64,
+    /// Swap-outs from the start signal to the last consumer's exit, and their
+    /// rate over the consumers' span (first allocation to last exit): a paging rate
+    /// that does not depend on the collector's interval.
+    pub pswpout_active: u64,
+    pub pswpout_per_s_active: f64,
     pub lateness_max_s: f64,
     pub recovery_s: Option<f64>,
     pub recovery_rule: String,
@@ -325,7 +392,7 @@ pub struct ThrashResult {
     /// Depth: user CPU as a share of the busy CPU (user + system + iowait)
     /// during the thrash; it falls as paging takes over.
     pub cpu_user_share: f64,
-    /// progress_ratio_median ≤ DEEP_PROGRESS.
+    /// progress_overcommitted_median ≤ DEEP_PROGRESS.
     pub deep: bool,
 }
 
@@ -459,6 +526,42 @@ fn analyze(
     r.thrash_end_s = te;
 }
 
+/// The progress while memory was overcommitted: for each [`BIN_MS`] bin, the
+/// consumers running through all of it; the bin is overcommitted when their
+/// sizes exceed `room`. Sets each completed consumer's `progress_overcommitted`
+/// (cycles in its overcommitted bins ÷ the cycles its fastest cycle would have
+/// fitted in them) and returns the median over consumers and the overcommitted
+/// seconds.
+pub fn overcommitted(cs: &mut [Consumer], size: u64, room: u64) -> (Option<f64>, f64) {
+    let bin_s = BIN_MS as f64 / 1e3;
+    let done: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].completed).collect();
+    let last = done.iter().map(|&i| cs[i].end_s).fold(0.0, f64::max);
+    let nbins = (last / bin_s).ceil().max(0.0) as usize;
+    let runs = |c: &Consumer, b: usize| c.start_s <= b as f64 * bin_s && c.end_s >= (b + 1) as f64 * bin_s;
+    let over: Vec<bool> = (0..nbins)
+        .map(|b| {
+            let n = done.iter().filter(|&&i| runs(&cs[i], b)).count() as u64;
+            n.saturating_mul(size) > room
+        })
+        .collect();
+    let mut ratios = Vec::new();
+    for &i in &done {
+        let c = &mut cs[i];
+        let mine: Vec<usize> = (0..nbins).filter(|&b| over[b] && runs(c, b)).collect();
+        let secs = mine.len() as f64 * bin_s;
+        c.progress_overcommitted = None;
+        if secs + 1e-9 < MIN_OVERCOMMIT_S || c.cycle_ms_min <= 0.0 {
+            continue;
+        }
+        let cycles: u64 = mine.iter().map(|&b| c.bins.get(b).copied().unwrap_or(0) as u64).sum();
+        let expected = secs * 1e3 / c.cycle_ms_min;
+        let r = (cycles as f64 / expected).min(1.0);
+        c.progress_overcommitted = Some(r);
+        ratios.push(r);
+    }
+    (record::stats::median(&ratios), over.iter().filter(|&&o| o).count() as f64 * bin_s)
+}
+
 /// What the parent keeps of a worker while the run goes on.
 struct Running {
     w: sandbox::worker::Worker,
@@ -513,13 +616,14 @@ fn probe_points(d: &Option<Value>, t0_ns: u64) -> Vec<(f64, f64)> {
 fn run_once<O: crate::observe::Observer>(
     cfg: &ThrashConfig,
     plan: &Plan,
+    kind: BackingKind,
     rep: u32,
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<ThrashResult, EatError> {
     let mut sb = sandbox::Sandbox::new("thrash");
     let total = plan.consumers as u64 * plan.size_bytes;
-    let back = backing::setup(&mut sb, cfg.backing, None, total, &cfg.swapfile_dir)?;
+    let back = backing::setup(&mut sb, kind, None, total, &cfg.swapfile_dir)?;
     for n in &back.notes {
         obs.note(n);
     }
@@ -602,14 +706,14 @@ planned {:.0} s plus recovery",
         plan.writes,
         plan.sleep_ms,
         plan.stagger_ms,
-        (BASELINE.as_secs_f64() + plan.planned_duration_ms / 1e3)
+        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
     ));
     // Baseline: the probes and the collector with nothing else going on.
     let base_t = probe::sample::monotonic_ns();
     let vm = || probe::Probe::default().vmstat().ok().flatten();
     let v0 = vm();
     obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
-    record::stop::sleep(BASELINE);
+    record::stop::sleep(plan.baseline());
     if stop() {
         return Err(EatError::Interrupted);
     }
@@ -621,6 +725,7 @@ planned {:.0} s plus recovery",
     let baseline_paging = paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3);
     // Go: every consumer counts its delay from now.
     let t0 = probe::sample::monotonic_ns();
+    let out_t0 = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
         c.w.send("start", json!({"t0_ns": t0})).map_err(|e| EatError::Worker(format!("consumer {}: {e}", c.index)))?;
@@ -661,6 +766,7 @@ planned {:.0} s plus recovery",
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let out_end = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
     r.guard = guard.finish(&cg);
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
     let last_exit = cons
@@ -685,6 +791,12 @@ planned {:.0} s plus recovery",
         r.consumer_details.push(x);
     }
     r.consumers_completed = r.consumer_details.iter().filter(|c| c.completed).count() as u32;
+    r.pswpout_active = out_end.saturating_sub(out_t0);
+    let span = (last_exit as f64 - first_alloc as f64) / 1e9;
+    r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
+    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
+    (r.progress_overcommitted_median, r.overcommitted_s) =
+        overcommitted(&mut r.consumer_details, plan.size_bytes, room);
     if r.oom_kills > 0 {
         let why = probe::kmsg::read_kmsg()
             .map(|t| probe::kmsg::oom_reports(&t, &cg.name))
@@ -708,7 +820,7 @@ planned {:.0} s plus recovery",
     prog.sort_by(|a, b| a.partial_cmp(b).unwrap());
     r.progress_ratio_min = prog.first().copied().unwrap_or(0.0);
     r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
-    r.deep = !prog.is_empty() && r.progress_ratio_median <= DEEP_PROGRESS;
+    r.deep = r.progress_overcommitted_median.is_some_and(|p| p <= DEEP_PROGRESS);
     r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
     // Recovery: watch paging and PSI each second until calm for 3 s (or the maximum).
     let rec_t = probe::sample::monotonic_ns();
@@ -725,7 +837,7 @@ planned {:.0} s plus recovery",
         prev = cur;
         calm_run = if rate <= (2.0 * baseline_paging).max(16.0) && psi <= 1.0 { calm_run + 1 } else { 0 };
         // Three calm seconds, and at least as long an "after" window as the baseline.
-        if calm_run >= 3 && probe::sample::monotonic_ns() - rec_t >= BASELINE.as_nanos() as u64 {
+        if calm_run >= 3 && probe::sample::monotonic_ns() - rec_t >= plan.baseline().as_nanos() as u64 {
             break;
         }
     }
@@ -778,22 +890,25 @@ pub fn run<O: crate::observe::Observer>(
     stop: fn() -> bool,
 ) -> Result<Vec<ThrashResult>, EatError> {
     let mut out = Vec::new();
-    for plan in cfg.plans() {
-        for rep in 0..cfg.repeat {
-            if stop() {
-                return Err(EatError::Interrupted);
-            }
-            let r = run_once(cfg, &plan, rep, obs, stop)?;
-            obs.note(&format!(
-                "thrash {} repeat {}: {}/{} consumers completed, pswpout {} pswpin {}, progress median {:.2}{}, \
-recovery {}, {} OOM stalls held by the guard{}",
+    for &kind in &cfg.backings {
+        for plan in cfg.plans() {
+            for rep in 0..cfg.repeat {
+                if stop() {
+                    return Err(EatError::Interrupted);
+                }
+                let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
+                obs.note(&format!(
+                "thrash {} on {} repeat {}: {}/{} consumers completed, pswpout {} pswpin {}, progress median {:.2}, \
+while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
                 r.preset,
+                r.backing,
                 rep + 1,
                 r.consumers_completed,
                 r.consumers,
                 r.pswpout_total,
                 r.pswpin_total,
                 r.progress_ratio_median,
+                r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),
                 if r.deep { " (deep)" } else { "" },
                 r.recovery_s.map(|s| format!("{s:.0} s")).unwrap_or("not within 60 s".into()),
                 r.guard.oom_stalls,
@@ -803,8 +918,9 @@ recovery {}, {} OOM stalls held by the guard{}",
                     format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
                 }
             ));
-            obs.result(json!({"result": r}));
-            out.push(r);
+                obs.result(json!({"result": r}));
+                out.push(r);
+            }
         }
     }
     Ok(out)
@@ -812,7 +928,51 @@ recovery {}, {} OOM stalls held by the guard{}",
 
 /// The consumer: `__worker thrash-consumer --index i --size S --writes W
 /// --sleep-us T --delay-us D --active-us P --seed X`. Waits for `start` {t0_ns}.
+/// Writes "thrash consumer: SIGSEGV at 0x…, code N" to stderr, then dies of the
+/// signal as it would have: a consumer the kernel kills with a fault signal
+/// says where (the run reports it outside the protocol either way).
+extern "C" fn fault_report(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let mut buf = [0u8; 96];
+    let mut n = 0;
+    let mut put = |b: &[u8]| {
+        for &c in b {
+            if n < buf.len() {
+                buf[n] = c;
+                n += 1;
+            }
+        }
+    };
+    put(if sig == libc::SIGBUS { b"thrash consumer: SIGBUS at 0x" } else { b"thrash consumer: SIGSEGV at 0x" });
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let (addr, code) = unsafe { ((*info).si_addr() as usize, (*info).si_code) };
+    for i in (0..16).rev() {
+        put(&[b"0123456789abcdef"[(addr >> (i * 4)) & 0xf]]);
+    }
+    put(b", code ");
+    put(&[b'0' + (code.unsigned_abs() % 10) as u8]);
+    put(b"\n");
+    // SAFETY: write(2), signal(2) and raise(3) are async-signal-safe.
+    unsafe {
+        libc::write(2, buf.as_ptr().cast(), n);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+fn report_fault_signals() {
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: installs a handler that only calls async-signal-safe functions.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = fault_report as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
 pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
+    report_fault_signals();
     let num = |n: &str| num_arg(args, n, "thrash consumer");
     let (index, size, writes) = (num("--index")?, num("--size")? as usize, num("--writes")?);
     let (sleep_ns, delay_ns, active_ns, seed) =
@@ -835,6 +995,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let mut x = seed | 1;
     let mut cycles = 0u64;
     let mut cycle_ns: Vec<u64> = Vec::new();
+    let mut bins: Vec<u32> = Vec::new();
     // Until t_p has passed (counted from the allocation, as the study's consumer does).
     let end_at = alloc_ns + active_ns;
     while probe::sample::monotonic_ns() < end_at {
@@ -851,7 +1012,13 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
         }
         sleep_until(probe::sample::monotonic_ns() + sleep_ns);
         cycles += 1;
-        cycle_ns.push(probe::sample::monotonic_ns() - c0);
+        let now = probe::sample::monotonic_ns();
+        cycle_ns.push(now - c0);
+        let b = ((now.saturating_sub(t0)) / (BIN_MS * 1_000_000)) as usize;
+        if bins.len() <= b {
+            bins.resize(b + 1, 0);
+        }
+        bins[b] += 1;
     }
     drop(m);
     let end_ns = probe::sample::monotonic_ns();
@@ -872,6 +1039,9 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
             "cycle_ms_p50": cycle_ns.get(cycle_ns.len() / 2).copied().unwrap_or(0) as f64 / 1e6,
             "cycle_ms_max": cycle_ns.last().copied().unwrap_or(0) as f64 / 1e6,
             "end_ns": end_ns,
+            "start_s": (alloc_ns as f64 - t0 as f64) / 1e9,
+            "end_s": (end_ns as f64 - t0 as f64) / 1e9,
+            "bins": bins,
         }),
     );
     Ok(())
@@ -967,7 +1137,8 @@ mod tests {
             stagger: None,
             initial_delay: Duration::from_secs(10),
             limit: None,
-            backing: BackingKind::Zram,
+            backings: vec![BackingKind::Zram],
+            time_scale: None,
             scale: 1.0,
             repeat: 1,
             exe: "/bin/true".into(),
@@ -991,8 +1162,13 @@ mod tests {
         assert_eq!(q.size_bytes, 10 << 20);
         assert_eq!(q.writes, 1000);
         assert_eq!(q.stagger_ms, 100.0);
-        assert_eq!(q.sleep_ms, 100.0, "t_s keeps its value: the per-byte write rate is the study's");
+        assert!((q.sleep_ms - 10.0).abs() < 1e-9, "t_s scales with W: the paging demand per second is the study's");
         assert!((q.initial_delay_ms - 1000.0).abs() < 1e-9);
+        // A separate time scale: sizes at 0.1, times at 0.5.
+        c.time_scale = Some(0.5);
+        let t = &c.plans()[0];
+        assert_eq!((t.size_bytes, t.writes), (10 << 20, 1000));
+        assert_eq!((t.sleep_ms, t.stagger_ms, t.time_scale), (50.0, 500.0, 0.5));
         assert_eq!(parse_presets("all").unwrap().len(), 4);
         assert!(parse_presets("e5").unwrap_err().contains("e1, e2"));
     }
@@ -1004,6 +1180,48 @@ mod tests {
         assert_eq!((w.before.n, w.during.n, w.after.n), (30, 30, 40));
         assert_eq!(w.during.p50, Some(50.0));
         assert_eq!(w.before.max, Some(1.0));
+    }
+
+    fn consumer(start_s: f64, end_s: f64, per_bin: u32, cycle_ms_min: f64) -> Consumer {
+        let bins =
+            (0..(end_s / 0.1).ceil() as usize).map(|b| if b as f64 * 0.1 >= start_s { per_bin } else { 0 }).collect();
+        Consumer { completed: true, start_s, end_s, bins, cycle_ms_min, ..Default::default() }
+    }
+
+    #[test]
+    fn progress_counts_only_the_overcommitted_bins() {
+        // Three consumers of 10 bytes in a room of 25: overcommitted only while
+        // all three run (2 s to 4 s). Consumer 0 runs 0-4 s at full speed (10
+        // cycles per bin of a 10 ms cycle) until 2 s, then at a quarter.
+        let mut c0 = consumer(0.0, 4.0, 10, 10.0);
+        for b in 20..40 {
+            c0.bins[b] = 2;
+        }
+        let c1 = consumer(1.0, 5.0, 10, 10.0);
+        let mut c2 = consumer(2.0, 6.0, 10, 10.0);
+        for b in 20..40 {
+            c2.bins[b] = 5;
+        }
+        let mut cs = vec![c0, c1, c2];
+        let (median, secs) = overcommitted(&mut cs, 10, 25);
+        assert!((secs - 2.0).abs() < 1e-9, "{secs}");
+        assert!((cs[0].progress_overcommitted.unwrap() - 0.2).abs() < 1e-9);
+        assert_eq!(cs[1].progress_overcommitted, Some(1.0));
+        assert!((cs[2].progress_overcommitted.unwrap() - 0.5).abs() < 1e-9);
+        assert!((median.unwrap() - 0.5).abs() < 1e-9);
+        // With room for all, nothing is overcommitted and no ratio is given.
+        let (median, secs) = overcommitted(&mut cs, 10, 30);
+        assert_eq!((median, secs), (None, 0.0));
+        assert!(cs.iter().all(|c| c.progress_overcommitted.is_none()));
+        // A consumer that did not complete neither counts nor occupies a bin.
+        cs[2].completed = false;
+        // Room 15: consumers 0 and 1 overlap from 1 s to 4 s; consumer 0 did
+        // 10 × 10 + 20 × 2 = 140 of 300 cycles there, consumer 1 all 300.
+        let (median, secs) = overcommitted(&mut cs, 10, 15);
+        assert!((secs - 3.0).abs() < 1e-9, "{secs}");
+        assert!((cs[0].progress_overcommitted.unwrap() - 140.0 / 300.0).abs() < 1e-9);
+        assert_eq!(cs[2].progress_overcommitted, None);
+        assert!((median.unwrap() - (140.0 / 300.0 + 1.0) / 2.0).abs() < 1e-9);
     }
 
     #[test]
