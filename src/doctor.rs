@@ -121,7 +121,18 @@ pub fn examine() -> Findings {
     // zram
     let sys = std::path::Path::new("/sys");
     let hot_add = sys.join("class/zram-control/hot_add").exists();
-    let algs = sandbox::zram::algorithms(sys).unwrap_or_default();
+    // Only a device can say which algorithms zram offers: with none, as root,
+    // pagelab adds one of its own for the reading and removes it at once.
+    let (algs, algs_from) = match sandbox::zram::algorithms(sys) {
+        Some(a) => (a, "an existing device"),
+        None if root && hot_add => {
+            let mut sb = sandbox::Sandbox::new("doctor");
+            let a = sb.zram_algorithms().unwrap_or_default();
+            let _ = sb.restore();
+            (a, "a device pagelab added for the reading and removed")
+        }
+        None => (Vec::new(), "no device to ask (root would add one for the reading)"),
+    };
     let zram_present = hot_add || !env.zram.is_empty();
     let zram_status = match (zram_present, hot_add, root) {
         (false, _, _) => Avail::Missing,
@@ -137,7 +148,11 @@ pub fn examine() -> Findings {
                 "{}; hot_add {}; algorithms: {}",
                 if env.zram.is_empty() { "module loaded".to_string() } else { format!("{} device(s)", env.zram.len()) },
                 if hot_add { "works" } else { "missing" },
-                if algs.is_empty() { "unknown".to_string() } else { algs.join(", ") }
+                if algs.is_empty() {
+                    format!("unknown ({algs_from})")
+                } else {
+                    format!("{} (from {algs_from})", algs.join(", "))
+                }
             )
         } else {
             "not loaded (modprobe zram)".to_string()
@@ -171,6 +186,46 @@ pub fn examine() -> Findings {
             "not built into this kernel".to_string()
         },
         affects: if z.present { vec![] } else { vec!["eat --backing zswap"] },
+    });
+
+    // MGLRU: which reclaim the experiments meet.
+    checks.push(Check {
+        name: "mglru",
+        status: Avail::Info,
+        detail: match &env.mglru {
+            None => "not in this kernel (the classic active/inactive LRU)".to_string(),
+            Some(m) => format!(
+                "{} (lru_gen enabled 0x{:04x}{})",
+                if m.enabled { "on" } else { "off" },
+                m.mask,
+                m.min_ttl_ms.map(|t| format!(", min_ttl_ms {t}")).unwrap_or_default()
+            ),
+        },
+        affects: vec![],
+    });
+
+    // DAMON: a running kdamond with a scheme moves pages behind an experiment's
+    // back. pagelab never writes to DAMON's admin files.
+    let movers: Vec<&probe::environment::Kdamond> = env.damon.iter().filter(|k| k.moves_pages()).collect();
+    checks.push(Check {
+        name: "damon",
+        status: Avail::Info,
+        detail: if env.damon.is_empty() {
+            "no DAMON worker configured through sysfs".to_string()
+        } else {
+            format!(
+                "{}{}",
+                env.damon.iter().map(|k| k.describe()).collect::<Vec<_>>().join("; "),
+                if movers.is_empty() {
+                    String::new()
+                } else {
+                    "; not pagelab's: it moves pages behind an experiment's back (each run records it; pagelab \
+                     never writes to it)"
+                        .to_string()
+                }
+            )
+        },
+        affects: if movers.is_empty() { vec![] } else { vec!["eat", "wscap", "thrash", "mapping --pressure"] },
     });
 
     let psi_files: Vec<&str> = ["memory", "cpu", "io"]
@@ -252,6 +307,9 @@ pub fn examine() -> Findings {
         "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
         "zram": {"present": zram_present, "hot_add": hot_add, "algorithms": algs, "devices": env.zram},
         "zswap": env.zswap,
+        "mglru": env.mglru.as_ref().map(|m| json!({"present": true, "enabled": m.enabled, "mask": m.mask, "min_ttl_ms": m.min_ttl_ms}))
+            .unwrap_or_else(|| json!({"present": false, "enabled": false})),
+        "damon": {"kdamonds": env.damon, "moving_pages": movers.len()},
         "psi": {"present": psi_files.len() == 3, "files": psi_files},
         "thp": env.thp,
         "madvise_pageout": {"works": pageout.is_ok(), "error": pageout.err()},

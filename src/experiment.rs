@@ -29,6 +29,7 @@ impl ExperimentRun {
         let out = out.unwrap_or_else(|| crate::record_cmd::default_out(experiment));
         let mut p = Probe::default();
         let env = p.environment();
+        let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();
         let guard = HostGuard::new(host_floor, &meminfo);
         let dir = match RunDir::create(&out, RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config)) {
@@ -37,6 +38,13 @@ impl ExperimentRun {
             Err(e) => return Err(e).with_context(|| format!("creating run directory {}", out.display())),
         };
         dir.update(|r| r.notes.push(format!("host guard floor: {} bytes of MemAvailable", guard.floor)))?;
+        for k in damon {
+            let msg = format!(
+                "a DAMON worker that is not pagelab's is running ({k}): it may move this run's pages behind its back"
+            );
+            eprintln!("pagelab: {msg}");
+            dir.update(|r| r.notes.push(msg))?;
+        }
         let mut w = dir.sample_writer()?;
         let sampler = Sampler::start(SamplerConfig { interval, ..Default::default() }, Targets::default(), move |s| {
             if let Err(e) = w.write(s) {

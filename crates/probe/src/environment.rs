@@ -23,6 +23,63 @@ pub struct Zswap {
     pub max_pool_percent: Option<u64>,
 }
 
+/// The multi-generational LRU (/sys/kernel/mm/lru_gen), when the kernel has it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mglru {
+    /// The `enabled` bitmask (0x0001 the core, 0x0002 and 0x0004 its page-table
+    /// walks); MGLRU is on when it is not 0.
+    pub mask: u32,
+    pub enabled: bool,
+    pub min_ttl_ms: Option<u64>,
+}
+
+/// One DAMON worker thread configured through /sys/kernel/mm/damon/admin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kdamond {
+    pub index: u32,
+    /// `on` or `off`.
+    pub state: String,
+    pub pid: Option<i64>,
+    pub contexts: Vec<DamonContext>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DamonContext {
+    /// `vaddr`, `fvaddr` or `paddr` (physical: every page of the machine).
+    pub operations: String,
+    /// Each scheme's action (`pageout`, `lru_prio`, `stat`, ...).
+    pub schemes: Vec<String>,
+}
+
+impl Kdamond {
+    /// Running, with a scheme that moves pages (anything but `stat`).
+    pub fn moves_pages(&self) -> bool {
+        self.state == "on" && self.contexts.iter().any(|c| c.schemes.iter().any(|a| a != "stat"))
+    }
+
+    /// "kdamond 0 (pid 76): paddr, schemes pageout".
+    pub fn describe(&self) -> String {
+        let ctx: Vec<String> = self
+            .contexts
+            .iter()
+            .map(|c| {
+                if c.schemes.is_empty() {
+                    format!("{}, no scheme", c.operations)
+                } else {
+                    format!("{}, scheme {}", c.operations, c.schemes.join("+"))
+                }
+            })
+            .collect();
+        format!(
+            "kdamond {}{} {}: {}",
+            self.index,
+            self.pid.filter(|&p| p > 0).map(|p| format!(" (pid {p})")).unwrap_or_default(),
+            self.state,
+            if ctx.is_empty() { "no context".to_string() } else { ctx.join("; ") }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     pub hostname: String,
@@ -43,6 +100,13 @@ pub struct Environment {
     /// `v1` or `v2`: where the memory controller is, if anywhere.
     pub memory_controller: Option<String>,
     pub psi: bool,
+    /// None: the kernel has no MGLRU.
+    #[serde(default)]
+    pub mglru: Option<Mglru>,
+    /// DAMON workers configured through sysfs (pagelab never writes to them; a
+    /// running one with a pageout scheme moves pages behind an experiment's back).
+    #[serde(default)]
+    pub damon: Vec<Kdamond>,
 }
 
 /// The bracketed choice in a sysfs "a [b] c" file.
@@ -67,6 +131,48 @@ impl Probe {
             compressor: self.read_trim(&d.join("compressor")),
             max_pool_percent: self.read_trim(&d.join("max_pool_percent")).and_then(|v| v.parse().ok()),
         }
+    }
+
+    pub fn mglru(&self) -> Option<Mglru> {
+        let d = self.roots().sys.join("kernel/mm/lru_gen");
+        let t = self.read_trim(&d.join("enabled"))?;
+        let mask = u32::from_str_radix(t.trim_start_matches("0x"), 16).ok()?;
+        Some(Mglru {
+            mask,
+            enabled: mask != 0,
+            min_ttl_ms: self.read_trim(&d.join("min_ttl_ms")).and_then(|v| v.parse().ok()),
+        })
+    }
+
+    /// The kdamonds under /sys/kernel/mm/damon/admin, read only.
+    pub fn damon(&self) -> Vec<Kdamond> {
+        let d = self.roots().sys.join("kernel/mm/damon/admin/kdamonds");
+        let n: u32 = self.read_trim(&d.join("nr_kdamonds")).and_then(|v| v.parse().ok()).unwrap_or(0);
+        (0..n.min(64))
+            .map(|i| {
+                let k = d.join(i.to_string());
+                let nc: u32 = self.read_trim(&k.join("contexts/nr_contexts")).and_then(|v| v.parse().ok()).unwrap_or(0);
+                let contexts = (0..nc.min(64))
+                    .map(|c| {
+                        let cd = k.join(format!("contexts/{c}"));
+                        let ns: u32 =
+                            self.read_trim(&cd.join("schemes/nr_schemes")).and_then(|v| v.parse().ok()).unwrap_or(0);
+                        DamonContext {
+                            operations: self.read_trim(&cd.join("operations")).unwrap_or_default(),
+                            schemes: (0..ns.min(64))
+                                .filter_map(|j| self.read_trim(&cd.join(format!("schemes/{j}/action"))))
+                                .collect(),
+                        }
+                    })
+                    .collect();
+                Kdamond {
+                    index: i,
+                    state: self.read_trim(&k.join("state")).unwrap_or_default(),
+                    pid: self.read_trim(&k.join("pid")).and_then(|v| v.parse().ok()),
+                    contexts,
+                }
+            })
+            .collect()
     }
 
     pub fn thp_mode(&self) -> Option<String> {
@@ -118,6 +224,8 @@ impl Probe {
             cgroup_layout: mounts.map(|m| m.layout()),
             memory_controller,
             psi: proc.join("pressure/memory").exists(),
+            mglru: self.mglru(),
+            damon: self.damon(),
         }
     }
 }

@@ -142,3 +142,40 @@ fn live_system_sample_if_linux_proc_present() {
     assert!(s.meminfo.unwrap().total().unwrap() > 0);
     assert!(s.pids[0].status.unwrap().vm_rss.unwrap() > 0);
 }
+
+#[test]
+fn mglru_and_damon_are_read_from_sysfs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sys = tmp.path().join("sys");
+    let w = |p: &str, v: &str| {
+        let f = sys.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, v).unwrap();
+    };
+    // No lru_gen and no DAMON: None and empty.
+    let p = Probe::new(Roots::under(tmp.path()));
+    assert_eq!(p.mglru(), None);
+    assert!(p.damon().is_empty());
+    w("kernel/mm/lru_gen/enabled", "0x0007\n");
+    w("kernel/mm/lru_gen/min_ttl_ms", "0\n");
+    // The host's kdamond as this VM has it: physical addresses, a pageout scheme.
+    w("kernel/mm/damon/admin/kdamonds/nr_kdamonds", "2\n");
+    w("kernel/mm/damon/admin/kdamonds/0/state", "on\n");
+    w("kernel/mm/damon/admin/kdamonds/0/pid", "76\n");
+    w("kernel/mm/damon/admin/kdamonds/0/contexts/nr_contexts", "1\n");
+    w("kernel/mm/damon/admin/kdamonds/0/contexts/0/operations", "paddr\n");
+    w("kernel/mm/damon/admin/kdamonds/0/contexts/0/schemes/nr_schemes", "1\n");
+    w("kernel/mm/damon/admin/kdamonds/0/contexts/0/schemes/0/action", "pageout\n");
+    w("kernel/mm/damon/admin/kdamonds/1/state", "off\n");
+    w("kernel/mm/damon/admin/kdamonds/1/pid", "-1\n");
+    w("kernel/mm/damon/admin/kdamonds/1/contexts/nr_contexts", "0\n");
+    let m = p.mglru().unwrap();
+    assert_eq!((m.mask, m.enabled, m.min_ttl_ms), (7, true, Some(0)));
+    w("kernel/mm/lru_gen/enabled", "0x0000\n");
+    assert!(!p.mglru().unwrap().enabled);
+    let d = p.damon();
+    assert_eq!(d.len(), 2);
+    assert!(d[0].moves_pages() && !d[1].moves_pages());
+    assert_eq!(d[0].describe(), "kdamond 0 (pid 76) on: paddr, scheme pageout");
+    assert_eq!(d[1].describe(), "kdamond 1 off: no context");
+}

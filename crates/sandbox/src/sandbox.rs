@@ -266,6 +266,34 @@ impl Sandbox {
         Ok(ZramSwap { id, device, disksize: spec.disksize, algorithm, priority: spec.priority })
     }
 
+    /// The algorithms zram offers, read from a device hot-added for the purpose
+    /// (journaled; [`Sandbox::restore`] removes it). Only a device can say: up to
+    /// 6.11 zram asks the crypto API, whose modules load on demand, and from 6.12
+    /// it has its own compiled-in backends.
+    pub fn zram_algorithms(&mut self) -> Result<Vec<String>> {
+        let sys = self.roots.sys.clone();
+        let control = zram::control_dir(&sys);
+        if !control.join("hot_add").exists() {
+            return Err(SandboxError::Unsupported("zram is not loaded (modprobe zram)".into()));
+        }
+        self.require_admin("adding a zram device to read its algorithms", "run as root")?;
+        let before = zram::device_ids(&sys);
+        let seq = self.record(Change::ZramDevice { sys: sys.clone(), before: before.clone(), id: None })?;
+        let text = std::fs::read_to_string(control.join("hot_add"))
+            .map_err(|e| SandboxError::io("zram hot_add", control.join("hot_add"), e))?;
+        let id: u32 =
+            text.trim().parse().map_err(|_| SandboxError::Other(format!("zram hot_add answered '{}'", text.trim())))?;
+        self.journal
+            .as_mut()
+            .expect("journal")
+            .update(seq, Change::ZramDevice { sys: sys.clone(), before, id: Some(id) })?;
+        let f = sys.join(format!("block/zram{id}/comp_algorithm"));
+        let t = std::fs::read_to_string(&f).map_err(|e| SandboxError::io("reading", &f, e))?;
+        probe::zram::parse_comp_algorithm(&t)
+            .map(|c| c.available)
+            .map_err(|e| SandboxError::Other(format!("{}: {e}", f.display())))
+    }
+
     /// Waits for the kernel (devtmpfs/udev) to create a device node; creates it with
     /// mknod (journaled) if nothing does within a second.
     fn ensure_node(&mut self, device: &Path, block: &Path) -> Result<()> {

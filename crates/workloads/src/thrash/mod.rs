@@ -67,6 +67,16 @@ pub const BIN_MS: u64 = 100;
 /// A consumer counts towards the overcommitted progress when it ran at least
 /// this long while memory was overcommitted.
 pub const MIN_OVERCOMMIT_S: f64 = 0.5;
+/// glibc registers an rseq area for every thread, and the kernel writes the
+/// task's CPU into it on each return to user space after a migration or
+/// preemption. In a group at its limit with the OOM killer off (v1), that
+/// kernel-mode write can meet a swapped-out page whose charge fails: the fault
+/// cannot wait for the guard as a user fault does, the write fails, and the
+/// kernel kills the task with SIGSEGV (`force_sigsegv` in kernel/rseq.c).
+/// Three consumers died so in 32 quick-lab thrash runs here, with no OOM
+/// report. The consumers make no use of rseq, so the thrashing group's workers
+/// run with it off.
+pub const NO_RSEQ: (&str, &str) = ("GLIBC_TUNABLES", "glibc.pthread.rseq=0");
 /// The longest wait for recovery after the last consumer exits.
 pub const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
@@ -580,11 +590,14 @@ fn spawn(
 ) -> Result<sandbox::worker::Worker, EatError> {
     let mut a = vec!["__worker".to_string(), kind.to_string()];
     a.extend(args);
+    // Workers in the thrashing group run without glibc's rseq registration
+    // ([`NO_RSEQ`]).
+    let env = if cg.is_some() { vec![(NO_RSEQ.0.to_string(), NO_RSEQ.1.to_string())] } else { vec![] };
     Ok(sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
         exe: cfg.exe.clone(),
         args: a,
         cgroup: cg,
-        env: vec![],
+        env,
         label,
     })?)
 }

@@ -1,0 +1,555 @@
+//! Real kernels: Debian's 6.1 (classic LRU) and 6.12 (pure cgroup v2, MGLRU,
+//! zswap built in), booted under qemu with software emulation, with pagelab in
+//! an initramfs and an ext4 virtio disk for swap files and results.
+//!
+//! `cargo test --test vm -- --nocapture` (also run by `.ci/run`). It fetches only
+//! Debian packages (`apt-get download`), caches them under `target/vm-cache`, so
+//! a second run needs no network, and skips with a printed reason when qemu, the
+//! tools or the packages cannot be had. Timing under emulation means nothing:
+//! every assertion is about semantics (supported, completed, restored, stored
+//! fraction, counts), never speed.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The kernels: (label, apt-cache pattern of the image package).
+const KERNELS: [(&str, &str); 2] =
+    [("6.1", r"^linux-image-6\.1\.0-[0-9]+-amd64$"), ("6.12", r"^linux-image-6\.12\.[0-9]+\+deb12-amd64$")];
+
+/// Modules each guest loads (with their dependencies from modules.dep) when
+/// the kernel has them as modules rather than built in.
+const MODULES: [&str; 16] = [
+    "virtio_pci",
+    "virtio_blk",
+    "crc32c_generic",
+    "ext4",
+    "zsmalloc",
+    "zbud",
+    "z3fold",
+    "lzo",
+    "lzo_rle",
+    "lz4_compress",
+    "lz4hc_compress",
+    "lz4",
+    "lz4hc",
+    "zstd",
+    "zram",
+    "loop",
+];
+
+/// The longest a guest may run (boot, scenarios, power-off) before it is killed.
+const GUEST_LIMIT: Duration = Duration::from_secs(900);
+
+fn skip(why: &str) {
+    println!("SKIPPED vm: {why}");
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+fn cache_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("vm-cache")
+}
+
+/// The newest package matching `pattern` (version sort), or the cached one.
+fn package(cache: &Path, pattern: &str, prefix: &str) -> Result<PathBuf, String> {
+    let cached = |cache: &Path| -> Option<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(cache)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().to_string();
+                n.starts_with(prefix) && n.ends_with("_amd64.deb") && !n.contains("-dbg")
+            })
+            .collect();
+        v.sort();
+        v.pop()
+    };
+    if let Some(p) = cached(cache) {
+        return Ok(p);
+    }
+    let names = run(Command::new("apt-cache").args(["search", "--names-only", pattern]))?;
+    let mut names: Vec<String> = names.lines().filter_map(|l| l.split_whitespace().next()).map(String::from).collect();
+    if names.is_empty() {
+        return Err(format!("no package matches {pattern} (apt-get update?)"));
+    }
+    names.sort_by_key(|a| version_key(a));
+    let name = names.pop().unwrap();
+    run(Command::new("apt-get").args(["download", "-q", &name]).current_dir(cache))
+        .map_err(|e| format!("apt-get download {name}: {e}"))?;
+    cached(cache).ok_or_else(|| format!("apt-get download {name} left no .deb in {}", cache.display()))
+}
+
+/// Numbers in a package name, for a version sort.
+fn version_key(s: &str) -> Vec<u64> {
+    s.split(|c: char| !c.is_ascii_digit()).filter(|x| !x.is_empty()).filter_map(|x| x.parse().ok()).collect()
+}
+
+fn unpack(deb: &Path, into: &Path) -> Result<(), String> {
+    if into.join(".done").exists() {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(into);
+    std::fs::create_dir_all(into).map_err(|e| e.to_string())?;
+    run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(into))?;
+    std::fs::write(into.join(".done"), "").map_err(|e| e.to_string())
+}
+
+/// Every module file of a release: name (with '-' as '_') → path relative to
+/// the release's directory.
+fn module_index(moddir: &Path) -> std::collections::HashMap<String, String> {
+    fn walk(dir: &Path, base: &Path, out: &mut std::collections::HashMap<String, String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else if let Some(n) = p.file_name().map(|n| n.to_string_lossy().to_string()) {
+                if let Some(stem) = n.strip_suffix(".ko.xz").or_else(|| n.strip_suffix(".ko")) {
+                    let rel = p.strip_prefix(base).unwrap().to_string_lossy().to_string();
+                    out.insert(stem.replace('-', "_"), rel);
+                }
+            }
+        }
+    }
+    let mut out = std::collections::HashMap::new();
+    walk(&moddir.join("kernel"), moddir, &mut out);
+    out
+}
+
+/// A module's file, uncompressed.
+fn module_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    if path.extension().is_some_and(|e| e == "xz") {
+        let out = Command::new("xz").arg("-dc").arg(path).output().map_err(|e| format!("xz: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("xz -dc {}: {}", path.display(), String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(out.stdout)
+    } else {
+        std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The `depends=` entry of a module's .modinfo (the packages carry no
+/// modules.dep: depmod makes it at install time).
+fn depends(bytes: &[u8]) -> Vec<String> {
+    let key = b"depends=";
+    let Some(i) = bytes.windows(key.len()).position(|w| w == key) else { return Vec::new() };
+    let rest = &bytes[i + key.len()..];
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end]).split(',').filter(|d| !d.is_empty()).map(|d| d.replace('-', "_")).collect()
+}
+
+/// The wanted modules that are modules in this release, dependencies first:
+/// (path relative to the release dir, uncompressed bytes).
+fn load_order(moddir: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let index = module_index(moddir);
+    let mut order: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    fn visit(
+        name: &str,
+        moddir: &Path,
+        index: &std::collections::HashMap<String, String>,
+        seen: &mut std::collections::HashSet<String>,
+        order: &mut Vec<(String, Vec<u8>)>,
+    ) -> Result<(), String> {
+        if !seen.insert(name.to_string()) {
+            return Ok(());
+        }
+        let Some(rel) = index.get(name) else { return Ok(()) }; // built in, or absent
+        let bytes = module_bytes(&moddir.join(rel))?;
+        for d in depends(&bytes) {
+            visit(&d, moddir, index, seen, order)?;
+        }
+        order.push((rel.trim_end_matches(".xz").to_string(), bytes));
+        Ok(())
+    }
+    for m in MODULES {
+        visit(m, moddir, &index, &mut seen, &mut order)?;
+    }
+    Ok(order)
+}
+
+/// Libraries the binary needs, as `ldd` lists them.
+fn libraries(bin: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = run(Command::new("ldd").arg(bin))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let p = if let Some((_, r)) = l.split_once("=>") {
+                r.split_whitespace().next()?
+            } else {
+                l.split_whitespace().next()?
+            };
+            p.starts_with('/').then(|| PathBuf::from(p))
+        })
+        .collect())
+}
+
+fn copy_into(root: &Path, src: &Path) -> Result<(), String> {
+    let dst = root.join(src.strip_prefix("/").unwrap_or(src));
+    std::fs::create_dir_all(dst.parent().unwrap()).map_err(|e| e.to_string())?;
+    std::fs::copy(src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+    Ok(())
+}
+
+/// The guest's /init: mounts, modules, the disk, the scenarios, power-off.
+const INIT: &str = r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin
+mkdir -p /proc /sys /dev /tmp /run /var/tmp /mnt/disk
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+for m in $(cat /modules.order); do insmod /lib/modules/$m || echo "PAGELAB-VM insmod $m failed"; done
+mkdir -p /sys/fs/cgroup
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+echo "PAGELAB-VM kernel $(uname -r)"
+mount -t ext4 /dev/vda /mnt/disk || echo "PAGELAB-VM no disk"
+sh /scenarios.sh > /mnt/disk/scenarios.log 2>&1
+echo "PAGELAB-VM scenarios exit $?"
+sync
+umount /mnt/disk
+echo "PAGELAB-VM done"
+poweroff -f
+"#;
+
+/// What runs inside each guest. Every step leaves its output on the disk under
+/// /mnt/disk/out; the host asserts on it.
+const SCENARIOS: &str = r#"set -x
+O=/mnt/disk/out
+mkdir -p $O
+P=/pagelab
+S=/mnt/disk
+state() {
+  { echo "swaps:"; tail -n +2 /proc/swaps | awk '{print $1}';
+    echo "zram:"; ls /sys/block | grep zram;
+    echo "cgroups:"; ls /sys/fs/cgroup | grep pagelab;
+    echo "zswap:"; cat /sys/module/zswap/parameters/enabled /sys/module/zswap/parameters/compressor /sys/module/zswap/parameters/max_pool_percent 2>/dev/null;
+    echo "swappiness:"; cat /proc/sys/vm/swappiness; } > $1
+}
+state $O/state-before
+$P doctor --json > $O/doctor.json; echo $? > $O/doctor.rc
+$P eat --size 24MiB --repeat 1 --pattern random,semi --backing zram --out $O/eat-zram; echo $? > $O/eat-zram.rc
+$P eat --size 24MiB --repeat 1 --pattern random,semi --backing zswap --swapfile-dir $S --out $O/eat-zswap; echo $? > $O/eat-zswap.rc
+$P eat --size 24MiB --repeat 1 --pattern random,semi --backing swapfile --swapfile-dir $S --out $O/eat-swapfile; echo $? > $O/eat-swapfile.rc
+$P wscap --size 16MiB --cap 8MiB --duration 1s --repeat 1 --out $O/wscap; echo $? > $O/wscap.rc
+$P thrash --preset e2 --scale 0.02 --consumers 4 --repeat 1 --out $O/thrash; echo $? > $O/thrash.rc
+$P mapping --size 16MiB --iterations 3 --warmup 1 --pressure --out $O/mapping; echo $? > $O/mapping.rc
+# record --cgroup: a group of the guest's own, with a process in it.
+mkdir /sys/fs/cgroup/vmrec
+sh -c 'echo $$ > /sys/fs/cgroup/vmrec/cgroup.procs; exec sleep 8' &
+rec=$!
+sleep 1
+$P record --cgroup vmrec --duration 3s --out $O/record; echo $? > $O/record.rc
+kill $rec; wait $rec; rmdir /sys/fs/cgroup/vmrec
+# The sandbox killed with SIGKILL at several points, then restored.
+for t in 0.3 1.5 4; do
+  $P eat --size 64MiB --repeat 3 --pattern random --backing zswap --swapfile-dir $S --out $O/kill-$t > /dev/null 2>&1 &
+  pid=$!; sleep $t; kill -9 $pid; wait $pid
+  $P restore > $O/restore-$t.txt 2>&1; echo $? > $O/restore-$t.rc
+  state $O/state-after-kill-$t
+done
+state $O/state-after
+# As an unprivileged user: the lab runs what it can and names what it skipped.
+mkdir -p /etc
+echo 'root:x:0:0:root:/:/bin/sh' > /etc/passwd
+echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >> /etc/passwd
+echo 'root:x:0:' > /etc/group
+echo 'nogroup:x:65534:' >> /etc/group
+mkdir -p $O/user && chmod 777 $O/user
+su -s /bin/sh nobody -c "$P lab --quick --only eat,wscap,thrash --json --out $O/user/lab > $O/user/lab.json 2> $O/user/lab.err"
+echo $? > $O/user-lab.rc
+"#;
+
+struct Guest {
+    release: String,
+    out: PathBuf,
+    console: String,
+}
+
+fn boot(cache: &Path, label: &str, deb: &Path, busybox: &Path, pagelab: &Path) -> Result<Guest, String> {
+    let kdir = cache.join(format!("kernel-{label}"));
+    unpack(deb, &kdir)?;
+    let vmlinuz = std::fs::read_dir(kdir.join("boot"))
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("vmlinuz-"))
+        .ok_or("no vmlinuz in the package")?;
+    let release = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
+    let moddir = kdir.join("lib/modules").join(&release);
+    // The initramfs tree.
+    let work = cache.join(format!("guest-{label}"));
+    let _ = std::fs::remove_dir_all(&work);
+    let root = work.join("root");
+    std::fs::create_dir_all(root.join("bin")).map_err(|e| e.to_string())?;
+    std::fs::copy(busybox, root.join("bin/busybox")).map_err(|e| e.to_string())?;
+    std::fs::copy(pagelab, root.join("pagelab")).map_err(|e| e.to_string())?;
+    for lib in libraries(pagelab)? {
+        copy_into(&root, &lib)?;
+    }
+    let mut loaded = Vec::new();
+    for (rel, bytes) in load_order(&moddir)? {
+        let dst = root.join("lib/modules").join(&rel);
+        std::fs::create_dir_all(dst.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&dst, bytes).map_err(|e| e.to_string())?;
+        loaded.push(rel);
+    }
+    std::fs::write(root.join("modules.order"), loaded.join("\n")).map_err(|e| e.to_string())?;
+    std::fs::write(root.join("init"), INIT).map_err(|e| e.to_string())?;
+    std::fs::write(root.join("scenarios.sh"), SCENARIOS).map_err(|e| e.to_string())?;
+    run(Command::new("chmod").args(["755"]).arg(root.join("init")).arg(root.join("bin/busybox")))?;
+    let initrd = work.join("initrd.cpio");
+    run(Command::new("sh").arg("-c").arg(format!(
+        "cd '{}' && find . | cpio -o -H newc --quiet > '{}'",
+        root.display(),
+        initrd.display()
+    )))?;
+    // The virtio disk: ext4, for swap files and results.
+    let disk = work.join("disk.img");
+    run(Command::new("truncate").args(["-s", "1G"]).arg(&disk))?;
+    run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&disk))?;
+    println!("vm: booting Debian's {label} kernel, release {release} (software emulation)");
+    let t0 = Instant::now();
+    let mut child = Command::new("qemu-system-x86_64")
+        .args(["-accel", "tcg,thread=multi", "-cpu", "max", "-m", "3072", "-smp", "2"])
+        .args(["-nographic", "-no-reboot", "-kernel"])
+        .arg(&vmlinuz)
+        .arg("-initrd")
+        .arg(&initrd)
+        .args(["-append", "console=ttyS0 quiet panic=-1"])
+        .arg("-drive")
+        .arg(format!("file={},format=raw,if=virtio", disk.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("qemu-system-x86_64: {e}"))?;
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+        s
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(s);
+        }
+        if t0.elapsed() > GUEST_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let console = reader.join().unwrap_or_default();
+    println!("vm: {label} ran {:.0} s (qemu {status:?})", t0.elapsed().as_secs_f64());
+    if status.is_none() {
+        return Err(format!(
+            "the {label} guest did not finish within {} s; console tail:\n{}",
+            GUEST_LIMIT.as_secs(),
+            tail(&console)
+        ));
+    }
+    // Results: read the disk back without mounting it.
+    let out = work.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    run(Command::new("debugfs").args(["-R", &format!("rdump /out /scenarios.log {}", out.display())]).arg(&disk))?;
+    Ok(Guest { release, out: out.join("out"), console })
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn rc(g: &Guest, name: &str) -> i32 {
+    read(&g.out.join(format!("{name}.rc"))).trim().parse().unwrap_or(-1)
+}
+
+fn results(g: &Guest, name: &str) -> Vec<Value> {
+    let rec = record::rundir::RunRecord::load(&g.out.join(name))
+        .unwrap_or_else(|e| panic!("{name} in the {} guest: {e}", g.release));
+    assert_eq!(rec.status().state, record::rundir::State::Complete, "{name}: {:?}", rec.status());
+    let all = rec.run.results.as_array().cloned().unwrap_or_default();
+    // thrash wraps each result as {"result": ...}; eat and wscap do not.
+    all.into_iter().map(|r| r.get("result").cloned().unwrap_or(r)).collect()
+}
+
+/// Everything the guest's scenarios must have shown.
+fn check(g: &Guest, label: &str) {
+    let log = read(&g.out.parent().unwrap().join("scenarios.log"));
+    let ctx = format!("{label} ({}); scenarios.log tail:\n{}", g.release, tail(&log));
+    assert!(g.console.contains(&format!("PAGELAB-VM kernel {}", g.release)), "{}", tail(&g.console));
+    // doctor: pure v2 with the memory controller, zswap present.
+    assert_eq!(rc(g, "doctor"), 0, "{ctx}");
+    let d: Value = serde_json::from_str(&read(&g.out.join("doctor.json"))).expect("doctor JSON");
+    assert_eq!(d["cgroup"]["memory_controller"], "v2", "{ctx}");
+    assert_eq!(d["cgroup"]["layout"], "v2", "{ctx}");
+    assert_eq!(d["zswap"]["present"], true, "{ctx}");
+    let mglru = d["mglru"]["enabled"].as_bool();
+    println!("vm: {label}: doctor says cgroup v2, zswap present, MGLRU {mglru:?}");
+    // eat on zram, zswap in front of a swap file, and a disk swap file. zram
+    // keeps random pages at their full size; zswap rejects them as
+    // incompressible and they go on to its swap file (0 in its pool); a plain
+    // swap file stores every page whole. Semi-compressible pages take a
+    // fraction in both compressed stores (zswap's zbud on 6.1 packs at most
+    // two per page: 0.5).
+    for (name, store) in [("eat-zram", "zram"), ("eat-zswap", "zswap"), ("eat-swapfile", "swapfile")] {
+        assert_eq!(rc(g, name), 0, "{name}: {ctx}");
+        let rs = results(g, name);
+        for r in &rs {
+            // Every page trimmed out to the store, and read back intact.
+            assert_eq!(r["trimmed_bytes"], r["size_bytes"], "{name}: {r}: {ctx}");
+            assert_eq!(r["verified"], true, "{name}: {r}: {ctx}");
+            assert_eq!(r["backing"], store, "{name}: {r}");
+        }
+        if store == "swapfile" {
+            // No compressed store: nothing to measure a fraction of.
+            assert!(rs.iter().all(|r| r["stored_fraction"].is_null()), "{rs:?}");
+            println!("vm: {label}: {name}: every page trimmed to the swap file and read back intact");
+            continue;
+        }
+        let frac = |p: &str| -> f64 {
+            rs.iter()
+                .find(|r| r["pattern"] == p)
+                .and_then(|r| r["stored_fraction"].as_f64())
+                .unwrap_or_else(|| panic!("{name} {p}: no stored fraction in {rs:?}"))
+        };
+        let (random, semi) = (frac("random"), frac("semi"));
+        println!("vm: {label}: {name}: stored fraction random {random:.3}, semi {semi:.3}");
+        match store {
+            "zswap" => assert!(random < 0.05, "{name}: random stored {random} (zswap rejects them): {ctx}"),
+            _ => assert!(random > 0.9, "{name}: random stored {random}: {ctx}"),
+        }
+        assert!(semi > 0.05 && semi <= 0.6, "{name}: semi stored {semi}: {ctx}");
+    }
+    // Every wscap mode, caps included.
+    assert_eq!(rc(g, "wscap"), 0, "{ctx}");
+    let ws = results(g, "wscap");
+    for m in ["none", "cap-max", "cap-high", "periodic-reclaim", "periodic-pageout", "periodic-cold"] {
+        let r = ws.iter().find(|r| r["mode"] == m).unwrap_or_else(|| panic!("wscap mode {m} missing: {ctx}"));
+        assert_eq!(r["supported"], true, "wscap {m}: {r}: {ctx}");
+        assert!(r["scans"].as_f64().is_some_and(|s| s > 0.0), "wscap {m} scanned nothing: {r}");
+        println!("vm: {label}: wscap {m}: slowdown {:?}", r["slowdown"].as_f64());
+    }
+    // thrash on v2: memory.high as the guard, cgroup PSI, every consumer done.
+    assert_eq!(rc(g, "thrash"), 0, "{ctx}");
+    for r in results(g, "thrash") {
+        assert_eq!(r["consumers_completed"], r["consumers"], "{r}");
+        assert_eq!(r["guard"]["method"], "memory.high", "{ctx}");
+        assert!(r["cgroup_psi_some_pct_mean"].is_number(), "cgroup PSI on v2: {ctx}");
+        println!("vm: {label}: thrash {}/{} consumers completed", r["consumers_completed"], r["consumers"]);
+    }
+    assert_eq!(rc(g, "mapping"), 0, "{ctx}");
+    let m = results(g, "mapping");
+    assert!(!m.is_empty(), "mapping --pressure: no results: {ctx}");
+    // record --cgroup: v2 samples of the guest's group, with its usage.
+    assert_eq!(rc(g, "record"), 0, "{ctx}");
+    let rec = record::rundir::RunRecord::load(&g.out.join("record")).expect("record run");
+    let cg: Vec<&probe::cgroup::CgroupSample> = rec.samples.iter().filter_map(|s| s.cgroup.as_ref()).collect();
+    assert!(cg.len() >= 2, "record --cgroup: {} samples with the group: {ctx}", cg.len());
+    assert!(
+        cg.iter().all(|c| c.version == Some(probe::cgroup::CgroupVersion::V2) && c.usage_bytes.is_some_and(|u| u > 0)),
+        "record --cgroup: {:?}",
+        cg.first()
+    );
+    // Killed at three points and restored: the state is the one before.
+    let before = read(&g.out.join("state-before"));
+    for t in ["0.3", "1.5", "4"] {
+        assert_eq!(rc(g, &format!("restore-{t}")), 0, "restore after a kill at {t} s: {ctx}");
+        assert_eq!(read(&g.out.join(format!("state-after-kill-{t}"))), before, "state after a kill at {t} s: {ctx}");
+    }
+    assert_eq!(read(&g.out.join("state-after")), before, "{ctx}");
+    // Unprivileged: eat ran (without swap), wscap and thrash were skipped, with reasons.
+    let lab: Value = serde_json::from_str(&read(&g.out.join("user/lab.json")))
+        .unwrap_or_else(|e| panic!("lab --json as nobody: {e}; {}", read(&g.out.join("user/lab.err"))));
+    let step = |n: &str| -> Value {
+        lab["steps"].as_array().and_then(|a| a.iter().find(|s| s["experiment"] == n).cloned()).unwrap_or_default()
+    };
+    assert_eq!(step("eat")["state"], "complete", "{lab}");
+    for n in ["wscap", "thrash"] {
+        assert_eq!(step(n)["state"], "skipped", "{lab}");
+        assert!(step(n)["reason"].as_str().is_some_and(|r| r.contains("root")), "{lab}");
+    }
+    println!("vm: {label}: as nobody, lab --quick ran eat and skipped wscap and thrash (needs root)");
+}
+
+#[test]
+fn real_kernels_under_qemu() {
+    for tool in ["qemu-system-x86_64", "cpio", "dpkg-deb", "apt-get", "apt-cache", "xz", "mkfs.ext4", "debugfs", "ldd"]
+    {
+        if !have(tool) {
+            return skip(&format!("{tool} is not installed (.ci/run installs qemu-system-x86, cpio, e2fsprogs)"));
+        }
+    }
+    let cache = cache_dir();
+    if let Err(e) = std::fs::create_dir_all(&cache) {
+        return skip(&format!("{}: {e}", cache.display()));
+    }
+    let busybox_deb = match package(&cache, "^busybox-static$", "busybox-static_") {
+        Ok(p) => p,
+        Err(e) => return skip(&format!("busybox-static could not be fetched: {e}")),
+    };
+    let bb = cache.join("busybox");
+    if let Err(e) = unpack(&busybox_deb, &bb) {
+        return skip(&format!("busybox-static: {e}"));
+    }
+    // A stripped copy of the binary under test keeps the initramfs small.
+    let pagelab = cache.join("pagelab");
+    if run(Command::new("objcopy").arg("--strip-debug").arg(common::bin()).arg(&pagelab)).is_err() {
+        std::fs::copy(common::bin(), &pagelab).expect("copy pagelab");
+    }
+    let mut guests = Vec::new();
+    for (label, pattern) in KERNELS {
+        let prefix = if label == "6.1" { "linux-image-6.1.0-" } else { "linux-image-6.12." };
+        let deb = match package(&cache, pattern, prefix) {
+            Ok(p) => p,
+            Err(e) => return skip(&format!("the {label} kernel could not be fetched: {e}")),
+        };
+        let g = boot(&cache, label, &deb, &bb.join("bin/busybox"), &pagelab)
+            .unwrap_or_else(|e| panic!("the {label} guest: {e}"));
+        check(&g, label);
+        guests.push(g);
+    }
+    // The two kernels' runs compare as two runs here do.
+    let out = Command::new(common::bin())
+        .arg("compare")
+        .arg(guests[0].out.join("eat-zram"))
+        .arg(guests[1].out.join("eat-zram"))
+        .output()
+        .expect("pagelab compare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "compare: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("stored fraction"), "{text}");
+}
