@@ -249,8 +249,8 @@ state() {
   { echo "swaps:"; tail -n +2 /proc/swaps | awk '{print $1}';
     echo "zram:"; ls /sys/block | grep zram;
     echo "cgroups:"; ls /sys/fs/cgroup | grep pagelab;
-    echo "zswap:"; cat /sys/module/zswap/parameters/enabled /sys/module/zswap/parameters/compressor /sys/module/zswap/parameters/max_pool_percent 2>/dev/null;
-    echo "swappiness:"; cat /proc/sys/vm/swappiness; } > $1
+    echo "zswap:"; grep -r . /sys/module/zswap/parameters/ | sort;
+    echo "sysctls:"; cat /proc/sys/vm/swappiness /proc/sys/vm/page-cluster /proc/sys/vm/overcommit_memory; } > $1
 }
 state $O/state-before
 $P doctor --json > $O/doctor.json; echo $? > $O/doctor.rc
@@ -274,6 +274,16 @@ for t in 0.3 1.5 4; do
   $P restore > $O/restore-$t.txt 2>&1; echo $? > $O/restore-$t.rc
   state $O/state-after-kill-$t
 done
+# Runs with a v2 cgroup killed too: thrash (zram, memory.high, consumers left
+# running in the group) and wscap (cap-high).
+$P thrash --preset e2 --scale 0.02 --consumers 4 --repeat 1 --out $O/kill-thrash > /dev/null 2>&1 &
+pid=$!; sleep 6; kill -9 $pid; wait $pid
+$P restore > $O/restore-thrash.txt 2>&1; echo $? > $O/restore-thrash.rc
+state $O/state-after-kill-thrash
+$P wscap --size 16MiB --cap 8MiB --duration 2s --repeat 1 --modes none,cap-high --out $O/kill-wscap > /dev/null 2>&1 &
+pid=$!; sleep 4; kill -9 $pid; wait $pid
+$P restore > $O/restore-wscap.txt 2>&1; echo $? > $O/restore-wscap.rc
+state $O/state-after-kill-wscap
 state $O/state-after
 # As an unprivileged user: the lab runs what it can and names what it skipped.
 mkdir -p /etc
@@ -486,10 +496,14 @@ fn check(g: &Guest, label: &str) {
     );
     // Killed at three points and restored: the state is the one before.
     let before = read(&g.out.join("state-before"));
-    for t in ["0.3", "1.5", "4"] {
-        assert_eq!(rc(g, &format!("restore-{t}")), 0, "restore after a kill at {t} s: {ctx}");
-        assert_eq!(read(&g.out.join(format!("state-after-kill-{t}"))), before, "state after a kill at {t} s: {ctx}");
+    assert!(before.contains("zswap:\n/sys/module/zswap/parameters/"), "{before}");
+    for t in ["0.3", "1.5", "4", "thrash", "wscap"] {
+        assert_eq!(rc(g, &format!("restore-{t}")), 0, "restore after the kill ({t}): {ctx}");
+        assert_eq!(read(&g.out.join(format!("state-after-kill-{t}"))), before, "state after the kill ({t}): {ctx}");
     }
+    println!(
+        "vm: {label}: killed with SIGKILL 5 times (eat on zswap at 0.3, 1.5, 4 s; thrash; wscap), restored to the state before each time"
+    );
     assert_eq!(read(&g.out.join("state-after")), before, "{ctx}");
     // Unprivileged: eat ran (without swap), wscap and thrash were skipped, with reasons.
     let lab: Value = serde_json::from_str(&read(&g.out.join("user/lab.json")))
