@@ -166,6 +166,22 @@ impl Repeat {
     }
 }
 
+/// Processes per repeat for `ops` warm calls per thread: [`PROCS`], or fewer
+/// so that each process makes at least [`MIN_PROC_OPS`] (a tiny run is one
+/// process per repeat, as it always was).
+pub fn procs_for(ops: u64) -> u32 {
+    (ops / MIN_PROC_OPS).clamp(1, PROCS as u64) as u32
+}
+
+/// The fewest warm calls a process makes when a repeat is split: 8 rounds.
+pub const MIN_PROC_OPS: u64 = 8 * script::ROUND as u64;
+
+const TOO_FEW: &str = "too few warm allocations to time a mean (raise --ops)";
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
 /// One allocator × heap mode × thread count over its repeats: each headline is
 /// the median of the per-repeat figures, with its CV across repeats.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -449,8 +465,8 @@ pub fn run_config(
         maps.lines().any(|l| l.split_whitespace().nth(5).is_some_and(|f| std::path::Path::new(f) == want))
     });
     Ok(Repeat {
-        alloc_ns_mean: block_means(0).unwrap_or(f64::NAN),
-        free_ns_mean: block_means(2).unwrap_or(f64::NAN),
+        alloc_ns_mean: block_means(0).or(finite(per(w.alloc_ticks, w.allocs))).ok_or(TOO_FEW)?,
+        free_ns_mean: block_means(2).or(finite(per(w.free_ticks, w.frees))).ok_or(TOO_FEW)?,
         alloc_ns_mean_plain: per(w.alloc_ticks, w.allocs),
         free_ns_mean_plain: per(w.free_ticks, w.frees),
         alloc_ns_p50: a[0],
@@ -544,7 +560,7 @@ pub fn run<O: crate::observe::Observer>(
         obs.result(json!({"unsupported": {"allocator": a.name(), "heap_mode": cfg.heap_mode, "reason": why}}));
     }
     let mut out = Vec::new();
-    let total = cfg.threads.len() * cfg.repeat as usize * PROCS as usize * supported.len();
+    let total = cfg.threads.len() * cfg.repeat as usize * procs_for(cfg.ops) as usize * supported.len();
     let mut done = 0usize;
     for &threads in &cfg.threads {
         // Per allocator and repeat, its processes. A repeat's processes are
@@ -553,8 +569,9 @@ pub fn run<O: crate::observe::Observer>(
         // one process of several repeats rather than every process of one, and
         // each repeat's trimmed mean sets it aside.
         let mut procs: Vec<Vec<Vec<Repeat>>> = vec![vec![Vec::new(); cfg.repeat as usize]; supported.len()];
-        let proc_ops = cfg.ops.div_ceil(PROCS as u64);
-        for sub in 0..PROCS {
+        let nprocs = procs_for(cfg.ops);
+        let proc_ops = cfg.ops.div_ceil(nprocs as u64);
+        for sub in 0..nprocs {
             for rep in 0..cfg.repeat {
                 for (k, a) in supported.iter().enumerate() {
                     if stop() {
@@ -586,7 +603,7 @@ pub fn run<O: crate::observe::Observer>(
                         args.extend(["--preload".into(), p.clone()]);
                     }
                     let label = format!(
-                        "heap {} {} threads, repeat {} process {}/{PROCS}",
+                        "heap {} {} threads, repeat {} process {}/{nprocs}",
                         a.name(),
                         threads,
                         rep + 1,
@@ -646,4 +663,26 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     )?;
     io.emit("done", "heap", serde_json::to_value(&r).map_err(|e| e.to_string())?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_split_into_processes_only_when_each_gets_eight_rounds() {
+        assert_eq!(procs_for(3_000), 1);
+        assert_eq!(procs_for(2 * MIN_PROC_OPS), 2);
+        assert_eq!(procs_for(1_000_000), PROCS);
+        assert_eq!(procs_for(2_000_000), PROCS);
+    }
+
+    #[test]
+    fn the_trimmed_mean_drops_one_from_each_end_of_five_to_nine() {
+        assert_eq!(trimmed_mean(&[1.0, 2.0, 3.0]), Some(2.0));
+        assert_eq!(trimmed_mean(&[10.0, 1.0, 2.0, 3.0, 100.0]), Some(5.0));
+        assert_eq!(trimmed_mean(&[9.0, 5.0, 5.0, 5.0, 5.0, 5.0, 1.0]), Some(5.0));
+        assert_eq!(trimmed_mean(&[f64::NAN, 4.0]), Some(4.0));
+        assert_eq!(trimmed_mean(&[]), None);
+    }
 }
