@@ -24,7 +24,7 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
     let meminfo = probe::Probe::default().meminfo()?.unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(a.host_floor, &meminfo);
     let planned = a.cgroup.unwrap_or(0).max(if a.cgroup.is_some() { 0 } else { a.touch });
-    guard.check_plan(planned, "this drill", &meminfo)?;
+    guard.check_plan(planned as u128, "this drill", &meminfo)?;
     if let Some(v) = a.swappiness {
         sb.sysctl("vm.swappiness", &v.to_string())?;
         out["swappiness"] = json!(v);

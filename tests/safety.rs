@@ -88,3 +88,28 @@ fn without_root_privileged_operations_fail_with_the_operation_named() {
     let root_check = checks.iter().find(|c| c["name"] == "root").unwrap();
     assert_eq!(root_check["status"], "needs_root");
 }
+
+/// The review's overflow cases: sizes whose plan wrapped a u64 sum to something
+/// small. Each must be refused by the host guard, exit 2, before any change.
+#[test]
+fn sizes_that_would_overflow_a_plan_are_refused_before_any_change() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: without root these runs are refused for lack of privilege first");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 4] = [
+        &["eat", "--size", "9223372036854775808", "--repeat", "1", "--pattern", "zero"],
+        &["wscap", "--size", "9223372036854775808"],
+        &["mapping", "--size", "6148914691236517206"],
+        &["thrash", "--consumers", "4", "--size", "4611686018427387904", "--repeat", "1"],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let dir = out.path().join(format!("r{i}"));
+        let mut c = Command::new(bin());
+        c.args(*args).arg("--out").arg(&dir);
+        refused(&mut c, "host guard");
+        assert!(!dir.exists(), "a refused run left {} behind", dir.display());
+    }
+}

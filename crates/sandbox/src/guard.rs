@@ -14,8 +14,8 @@ pub fn default_floor(mem_total: u64) -> u64 {
     MIN_FLOOR.max(mem_total / 10)
 }
 
-fn gib(b: u64) -> String {
-    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+fn gib(b: impl Into<u128>) -> String {
+    format!("{:.2} GiB", b.into() as f64 / (1u64 << 30) as f64)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +29,14 @@ impl HostGuard {
     }
 
     /// Refuses a plan that would leave MemAvailable below the floor.
-    pub fn check_plan(&self, planned: u64, what: &str, meminfo: &Meminfo) -> Result<()> {
+    ///
+    /// `planned` is a u128 so that a plan's arithmetic (sizes times counts, plus
+    /// stores and overheads) cannot wrap: any sum of a few u64 products fits, and
+    /// a plan that would have wrapped in u64 is simply larger than RAM.
+    pub fn check_plan(&self, planned: u128, what: &str, meminfo: &Meminfo) -> Result<()> {
         let avail = meminfo.available().unwrap_or(0);
-        let left = avail.saturating_sub(planned);
-        if avail < planned || left < self.floor {
+        let left = (avail as u128).saturating_sub(planned);
+        if (avail as u128) < planned || left < self.floor as u128 {
             return Err(SandboxError::HostGuard(format!(
                 "host guard: {what} plans {} but MemAvailable is {}, which would leave {} (below the floor of {}; set it with --host-floor)",
                 gib(planned),
@@ -71,10 +75,29 @@ mod tests {
         let g = HostGuard::new(None, &m);
         assert!(g.check_plan(1 << 30, "x", &m).is_ok());
         let e = g.check_plan(18 << 30, "eat", &m).unwrap_err().to_string();
+        // Sizes that would wrap a u64 sum are refused, not wrapped to something small.
+        let huge = 2 * (1u128 << 63) + (64 << 20);
+        assert!(g.check_plan(huge, "eat", &m).is_err());
         assert!(e.contains("eat plans 18.00 GiB") && e.contains("--host-floor"), "{e}");
         let s = probe::Sample { meminfo: Some(mi(24 << 30, 1 << 30)), ..Default::default() };
         assert!(g.check_sample(&s).is_some());
         let s = probe::Sample { meminfo: Some(m), ..Default::default() };
         assert!(g.check_sample(&s).is_none());
+    }
+
+    proptest::proptest! {
+        /// A plan passes exactly when it leaves MemAvailable at or above the floor,
+        /// whatever its size: nothing wraps.
+        #[test]
+        fn a_plan_passes_only_if_it_leaves_the_floor(
+            planned in 0u128..=(8 * u64::MAX as u128),
+            avail in 0u64..(1 << 46),
+            floor in 0u64..(1 << 40),
+        ) {
+            let m = mi(avail.saturating_mul(2), avail);
+            let g = HostGuard { floor };
+            let ok = g.check_plan(planned, "p", &m).is_ok();
+            proptest::prop_assert_eq!(ok, planned + floor as u128 <= avail as u128);
+        }
     }
 }

@@ -188,11 +188,17 @@ pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
     }
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
-    // The worker's region, plus a compressed store that may hold as much again
-    // (random data does not compress) and lives outside the worker's cgroup.
-    let store = if backing::resolve(cfg.backing) == BackingKind::None { 0 } else { cfg.size };
-    guard.check_plan(cfg.size + store + (64 << 20), "eat", &meminfo)?;
+    let store = backing::resolve(cfg.backing) != BackingKind::None;
+    guard.check_plan(planned_bytes(cfg.size, store), "eat", &meminfo)?;
     Ok(())
+}
+
+/// What a run takes from the host at most: the worker's region, plus a compressed
+/// store that may hold as much again (random data does not compress) and lives
+/// outside the worker's cgroup, plus 64 MiB for the worker itself. In u128, so
+/// that no size wraps it.
+pub fn planned_bytes(size: u64, store: bool) -> u128 {
+    size as u128 * if store { 2 } else { 1 } + (64 << 20)
 }
 
 fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {

@@ -386,9 +386,14 @@ pub fn validate(cfg: &MappingConfig) -> Result<(), sandbox::SandboxError> {
     }
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
-    // A region, the touch baseline's region, and with --pressure the pressure region.
-    guard.check_plan(3 * cfg.size + (64 << 20), "mapping", &meminfo)?;
+    guard.check_plan(planned_bytes(cfg.size), "mapping", &meminfo)?;
     Ok(())
+}
+
+/// A region, the touch baseline's region, and with --pressure the pressure
+/// region, plus 64 MiB for the worker (u128: no size wraps it).
+pub fn planned_bytes(size: u64) -> u128 {
+    3 * size as u128 + (64 << 20)
 }
 
 fn stats_of(v: &Value) -> StepStats {

@@ -157,8 +157,14 @@ pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
     }
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
-    guard.check_plan(2 * cfg.size + (64 << 20), "wscap", &meminfo)?;
+    guard.check_plan(planned_bytes(cfg.size), "wscap", &meminfo)?;
     Ok(())
+}
+
+/// What a run takes from the host at most: the worker's region, a store that may
+/// hold all of it, and 64 MiB for the worker (u128: no size wraps it).
+pub fn planned_bytes(size: u64) -> u128 {
+    2 * size as u128 + (64 << 20)
 }
 
 fn reclaim_counters() -> Reclaim {

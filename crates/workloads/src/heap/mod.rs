@@ -280,7 +280,7 @@ pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
     // A thread's live set settles near 5 MiB (4096 long-lived objects, a third of
     // them vectors of 3 KiB on average; see script.rs), plus its stack.
     let most = *cfg.threads.iter().max().unwrap() as u64;
-    guard.check_plan(most * (8 << 20) + (64 << 20), "heap", &meminfo)?;
+    guard.check_plan((most * (8 << 20) + (64 << 20)) as u128, "heap", &meminfo)?;
     Ok(())
 }
 

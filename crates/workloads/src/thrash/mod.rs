@@ -131,6 +131,20 @@ fn one() -> f64 {
 }
 
 impl Plan {
+    /// N × S, in u128: no count or size wraps it.
+    pub fn total_bytes(&self) -> u128 {
+        self.consumers as u128 * self.size_bytes as u128
+    }
+
+    /// What the plan takes from the host at most: the group's memory, a swap
+    /// store that may hold every consumer's data, and the workers' overhead.
+    pub fn planned_bytes(&self) -> u128 {
+        let total = self.total_bytes();
+        let limit = self.limit_bytes.map(u128::from).unwrap_or((total as f64 / OVERCOMMIT) as u128);
+        let overhead = (self.consumers as u128 + 3) * WORKER_OVERHEAD as u128 + 2 * PROBE_WS as u128;
+        limit + total + overhead
+    }
+
     /// The quiet window before the consumers start (and the shortest "after" window).
     pub fn baseline(&self) -> Duration {
         Duration::from_secs_f64(
@@ -157,7 +171,9 @@ impl ThrashConfig {
                 let ft = self.time_scale.unwrap_or(f);
                 let page = crate::mm::page_size() as u64;
                 let n = self.consumers.unwrap_or(DEFAULT_CONSUMERS);
-                let size = ((self.size.unwrap_or(DEFAULT_SIZE) as f64 * f) as u64).div_ceil(page).max(1) * page;
+                // `as u64` saturates; the page rounding must not wrap either.
+                let size =
+                    ((self.size.unwrap_or(DEFAULT_SIZE) as f64 * f) as u64).div_ceil(page).max(1).saturating_mul(page);
                 let writes = ((self.writes.unwrap_or(p.1) as f64 * f).round() as u64).max(1);
                 let sleep = self.sleep.unwrap_or(p.2).as_secs_f64() * 1e3 * ft;
                 let stagger = self.stagger.unwrap_or(p.3).as_secs_f64() * 1e3 * ft;
@@ -248,9 +264,9 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     for p in &plans {
-        let total = p.consumers as u64 * p.size_bytes;
+        let total = p.total_bytes();
         if let Some(l) = p.limit_bytes {
-            if total <= l {
+            if total <= l as u128 {
                 return Err(Invalid(format!(
                     "--limit {l} bytes holds all {} consumers × {} bytes = {total} bytes: no thrashing would occur; \
 give a limit below {total} (the study's ratio is N × S ≈ 2.5 × limit), or omit --limit",
@@ -258,10 +274,7 @@ give a limit below {total} (the study's ratio is N × S ≈ 2.5 × limit), or om
                 )));
             }
         }
-        // The group's memory plus a swap store that may hold every consumer's data.
-        let limit = p.limit_bytes.unwrap_or((total as f64 / OVERCOMMIT) as u64);
-        let overhead = (p.consumers as u64 + 3) * WORKER_OVERHEAD + 2 * PROBE_WS;
-        guard.check_plan(limit + total + overhead, &format!("thrash {}", p.preset), &meminfo)?;
+        guard.check_plan(p.planned_bytes(), &format!("thrash {}", p.preset), &meminfo)?;
     }
     Ok(plans)
 }
