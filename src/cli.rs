@@ -87,6 +87,15 @@ pub enum Cmd {
     SandboxDrill(DrillArgs),
 }
 
+/// What an experiment does when another pagelab run holds the machine.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Refuse at once (exit 2) if another pagelab run is in progress, instead of
+    /// waiting for it. Two runs never share the machine: their stores and figures would mix.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON instead of a table.
@@ -155,6 +164,8 @@ pub struct LabArgs {
     /// Print the plan and exit without running anything.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 fn parse_experiment(s: &str) -> Result<String, String> {
@@ -314,6 +325,8 @@ pub struct EatArgs {
     /// Print {"experiment":"eat","results":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -411,6 +424,8 @@ pub struct WscapArgs {
     /// Print {"experiment":"wscap","results":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -461,6 +476,8 @@ pub struct MappingArgs {
     /// Print {"experiment":"mapping","baseline":{...},"results":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -518,6 +535,8 @@ pub struct HeapArgs {
     /// Print {"experiment":"heap","timer_overhead_ns":...,"results":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -613,6 +632,8 @@ pub struct ThrashArgs {
     /// Print {"experiment":"thrash","results":[...],"summary":[...]} on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Args)]

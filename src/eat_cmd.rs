@@ -75,7 +75,7 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         "seed": cfg.seed,
         "interval_s": a.interval.as_secs_f64(),
     });
-    let run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
     let r = {
         let mut obs = Obs { run: &run, quiet: a.json };
         workloads::eat::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)

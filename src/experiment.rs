@@ -14,6 +14,20 @@ use std::time::Duration;
 pub struct ExperimentRun {
     pub dir: RunDir,
     sampler: Option<Sampler>,
+    /// Held for the whole run: no other pagelab run's store or figures mix with ours.
+    _lock: sandbox::runlock::RunLock,
+}
+
+/// Takes the machine's run lock for `what`, waiting for another run (and saying
+/// so) unless `no_wait`; then undoes anything a run that died while we waited
+/// left behind, so that `--backing auto` never mistakes it for the user's swap.
+pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlock::RunLock> {
+    let lock = sandbox::runlock::acquire(what, !no_wait, &record::stop::requested, &mut |h| {
+        eprintln!("pagelab: waiting for {} to finish (--no-wait refuses instead)", h.describe());
+    })
+    .map_err(|e| if record::stop::requested() { anyhow::Error::new(Interrupted) } else { anyhow::Error::new(e) })?;
+    crate::restore_stale_runs();
+    Ok(lock)
 }
 
 impl ExperimentRun {
@@ -25,7 +39,9 @@ impl ExperimentRun {
         config: serde_json::Value,
         interval: Duration,
         host_floor: Option<u64>,
+        no_wait: bool,
     ) -> anyhow::Result<ExperimentRun> {
+        let lock = take_run_lock(experiment, no_wait)?;
         let out = out.unwrap_or_else(|| crate::record_cmd::default_out(experiment));
         let mut p = Probe::default();
         let env = p.environment();
@@ -58,7 +74,7 @@ impl ExperimentRun {
         if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
             eprintln!("pagelab: warning: {why}");
         }
-        Ok(ExperimentRun { dir, sampler: Some(sampler) })
+        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock })
     }
 
     pub fn event(&self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {

@@ -29,7 +29,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         "ops_per_thread": cfg.ops, "repeat": cfg.repeat, "seed": cfg.seed, "baseline": cfg.baseline,
         "cores": cores, "timer": timer, "timer_overhead_ns": timer.overhead_ns,
     });
-    let run = ExperimentRun::start("heap", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("heap", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
     run.note(&format!(
         "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",
         timer.source,

@@ -342,6 +342,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         return Ok(());
     }
 
+    // One lab at a time, and no other experiment beside it; its children run
+    // under this lock (they inherit it), and nobody else's run slips in between steps.
+    let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
     std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
     std::fs::write(out.join("doctor.json"), serde_json::to_vec_pretty(&findings.json)?)?;
     let mut lab = Lab {
@@ -393,13 +396,24 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         lab.steps = steps.clone();
         lab.save(&out)?;
         let started = Instant::now();
-        let r = run_child(&exe, &s, &out.join(&rel), &log, &progress, done_ms);
+        let r = run_child(&exe, &s, &out.join(&rel), &log, &progress, done_ms, lock.for_child());
         let secs = started.elapsed().as_secs_f64();
         let st = &mut steps[i];
         st.seconds = Some(secs);
         match r {
-            Ok(code) => {
+            Ok((code, Some(sig))) if !record::stop::requested() => {
+                // Killed by someone other than the lab (the OOM killer, a user's
+                // kill -9): a failure, not an interruption. Whatever it changed is
+                // undone now, through its journal, before the next step.
                 st.exit_code = Some(code);
+                st.state = StepState::Failed;
+                st.reason = Some(format!("killed by signal {sig} ({})", signal_name(sig)));
+                crate::restore_stale_runs();
+            }
+            Ok((code, _)) => {
+                st.exit_code = Some(code);
+                // A child that died without restoring (a signal) left its journal.
+                crate::restore_stale_runs();
                 let status = record::RunRecord::load(&out.join(&rel)).ok().map(|r| r.run.status);
                 match (code, status) {
                     (0, _) => st.state = StepState::Complete,
@@ -464,9 +478,31 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
 /// Runs one experiment as a child process with its output in `log`, and shows its
-/// progress against the plan's estimate. Forwards a stop to the child.
-fn run_child(exe: &Path, s: &Step, dir: &Path, log: &Path, p: &Progress, done_ms: u64) -> anyhow::Result<i32> {
+/// progress against the plan's estimate. Forwards a stop to the child. Returns
+/// its exit code (128 + the signal for a signal) and the signal that killed it.
+fn run_child(
+    exe: &Path,
+    s: &Step,
+    dir: &Path,
+    log: &Path,
+    p: &Progress,
+    done_ms: u64,
+    lock_env: (&str, String),
+) -> anyhow::Result<(i32, Option<i32>)> {
     let f = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(exe);
     cmd.arg(&s.experiment)
@@ -476,6 +512,7 @@ fn run_child(exe: &Path, s: &Step, dir: &Path, log: &Path, p: &Progress, done_ms
         .stdin(Stdio::null())
         .stdout(f.try_clone()?)
         .stderr(f)
+        .env(lock_env.0, lock_env.1)
         // Its own process group: a Ctrl-C on the terminal reaches the lab only,
         // which passes exactly one SIGINT on (a second signal makes a pagelab
         // process leave at once, without its final status).
@@ -521,7 +558,7 @@ fn run_child(exe: &Path, s: &Step, dir: &Path, log: &Path, p: &Progress, done_ms
         b.finish_and_clear();
     }
     use std::os::unix::process::ExitStatusExt;
-    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+    Ok((status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)), status.signal()))
 }
 
 #[cfg(test)]

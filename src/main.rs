@@ -94,7 +94,7 @@ fn install_panic_hook() {
 }
 
 /// Undoes what runs that died left behind, and says so.
-fn restore_stale_runs() {
+pub fn restore_stale_runs() {
     let dir = sandbox::journal::dir();
     if !dir.exists() {
         return;

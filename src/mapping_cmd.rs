@@ -24,7 +24,7 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
         "size_bytes": cfg.size, "stride_bytes": cfg.stride, "touch": cfg.touch, "iterations": cfg.iterations,
         "warmup": cfg.warmup, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
     });
-    let run = ExperimentRun::start("mapping", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("mapping", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
     let r = {
         let mut obs = Obs { run: &run, quiet: true };
         workloads::mapping::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)

@@ -42,7 +42,7 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.interval.as_millis() as u64,
         "probe_period_ms": workloads::thrash::PROBE_PERIOD.as_millis() as u64, "probe_ws_bytes": workloads::thrash::PROBE_WS,
     });
-    let run = ExperimentRun::start("thrash", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("thrash", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
     run.note(&format!(
         "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,

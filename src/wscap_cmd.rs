@@ -32,7 +32,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         "modes": cfg.modes, "period_s": cfg.period.as_secs_f64(), "access": a.access, "backing": cfg.backing,
         "compressor": cfg.compressor, "repeat": cfg.repeat, "sweep_caps": cfg.sweep_caps,
     });
-    let run = ExperimentRun::start("wscap", a.out.clone(), config, a.interval, a.host_floor)?;
+    let run = ExperimentRun::start("wscap", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
     let r = {
         let mut obs = Obs { run: &run, quiet: true };
         workloads::wscap::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)

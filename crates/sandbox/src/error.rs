@@ -15,6 +15,9 @@ pub enum SandboxError {
     /// The host guard refused the plan (exit code 2).
     #[error("{0}")]
     HostGuard(String),
+    /// Another pagelab run holds the machine (exit code 2). Nothing was changed.
+    #[error("{0}")]
+    Busy(String),
     #[error("{what}: {path}: {source}")]
     Io { what: String, path: PathBuf, source: std::io::Error },
     #[error("{0}")]
@@ -34,6 +37,7 @@ impl SandboxError {
                 | SandboxError::Invalid(_)
                 | SandboxError::Unsupported(_)
                 | SandboxError::HostGuard(_)
+                | SandboxError::Busy(_)
         )
     }
 }

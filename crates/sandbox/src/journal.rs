@@ -382,6 +382,22 @@ fn current_matches(now: &str, previous: &str) -> bool {
     now.trim() == p || probe::environment::selected_choice(now).as_deref() == Some(p)
 }
 
+/// The swap areas that pagelab runs (live or dead) turned on and have not yet
+/// turned off, from every journal in `dir`: none of them is the user's swap.
+pub fn pagelab_swaps(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for p in journal_files(dir) {
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            for (_, c) in parse(&t).1 {
+                if let Change::SwapOn { path } | Change::SwapFile { path } = c {
+                    v.push(path);
+                }
+            }
+        }
+    }
+    v
+}
+
 /// Journal files in `dir`, oldest first.
 pub fn journal_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)

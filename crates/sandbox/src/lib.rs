@@ -19,6 +19,7 @@ pub mod fault;
 pub mod guard;
 pub mod journal;
 pub mod privilege;
+pub mod runlock;
 pub mod sandbox;
 pub mod swap;
 pub mod worker;

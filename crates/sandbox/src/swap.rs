@@ -109,6 +109,14 @@ pub fn active() -> Vec<probe::swaps::SwapArea> {
     probe::Probe::default().swaps().ok().flatten().unwrap_or_default()
 }
 
+/// Active swap areas that are not pagelab's (a run's zram or swap file, live or
+/// left by a dead run): the user's own swap.
+pub fn user_areas() -> Vec<probe::swaps::SwapArea> {
+    let ours = crate::journal::pagelab_swaps(&crate::journal::dir());
+    let same = |a: &Path, b: &Path| a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
+    active().into_iter().filter(|a| !ours.iter().any(|o| same(Path::new(&a.filename), o))).collect()
+}
+
 /// Whether `path` is an active swap area (compared by canonical path).
 pub fn is_active(path: &Path) -> bool {
     let want = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());

@@ -119,7 +119,9 @@ pub fn resolve(kind: BackingKind) -> BackingKind {
     if kind != BackingKind::Auto {
         return kind;
     }
-    if !sandbox::swap::active().is_empty() {
+    // Another pagelab run's store is not the user's swap (that run holds the run
+    // lock; this one waits for it, and its store is gone by then).
+    if !sandbox::swap::user_areas().is_empty() {
         BackingKind::Existing
     } else if privilege::is_root() && Path::new("/sys/class/zram-control/hot_add").exists() {
         BackingKind::Zram
@@ -157,8 +159,13 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), Sandb
         }
         _ => {}
     }
-    if kind == BackingKind::Existing && sandbox::swap::active().is_empty() {
-        return Err(SandboxError::Invalid("--backing existing: no swap is active on this machine".into()));
+    if kind == BackingKind::Existing && sandbox::swap::user_areas().is_empty() {
+        let why = if sandbox::swap::active().is_empty() {
+            "no swap is active on this machine"
+        } else {
+            "the only active swap is another pagelab run's store, which is not this run's to use"
+        };
+        return Err(SandboxError::Invalid(format!("--backing existing: {why}")));
     }
     let op = match kind {
         BackingKind::Zram => Some(("creating a zram swap device", "run as root or use --backing existing")),
@@ -170,6 +177,15 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), Sandb
         privilege::require_admin(op, hint)?;
     }
     Ok(())
+}
+
+/// A swap file name no other run (or earlier store of this run) has:
+/// `pagelab-<pid>-<n>.swap`. The sandbox creates it with O_EXCL, so a name that
+/// exists anyway is refused, never reused.
+fn swapfile_path(dir: &Path) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!("pagelab-{}-{n}.swap", std::process::id()))
 }
 
 /// Sets up the backing through the sandbox. `capacity` is how much data it must
@@ -204,8 +220,8 @@ pub fn setup(
             }
         }
         BackingKind::Zswap => {
-            if sandbox::swap::active().is_empty() {
-                let path = swapfile_dir.join(format!("pagelab-{}.swap", std::process::id()));
+            if sandbox::swap::user_areas().is_empty() {
+                let path = swapfile_path(swapfile_dir);
                 sb.swap_file(&path, size, 10)?;
                 b.notes.push(format!("zswap needs a swap area behind it: created {}", path.display()));
             }
@@ -217,7 +233,7 @@ pub fn setup(
             b.compressor = probe::Probe::default().zswap().compressor;
         }
         BackingKind::Swapfile => {
-            let path: PathBuf = swapfile_dir.join(format!("pagelab-{}.swap", std::process::id()));
+            let path: PathBuf = swapfile_path(swapfile_dir);
             sb.swap_file(&path, size, i16::MAX as i32)?;
             b.kind = "swapfile".into();
         }

@@ -1,0 +1,139 @@
+//! Two pagelab runs at once (issue 17, items 1 and 3). A run owns the machine's
+//! stores exclusively: the second waits for the first (or, with --no-wait,
+//! refuses), so neither takes the other's swap file or zram for its own, zswap
+//! ends as it began, and both runs' figures are their own.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::{bin, system_state};
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn eat(out: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("eat").args(args).arg("--json").arg("--out").arg(out);
+    c
+}
+
+fn start(mut c: Command) -> Child {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+fn result<'a>(v: &'a serde_json::Value, pattern: &str) -> &'a serde_json::Value {
+    v["results"].as_array().unwrap().iter().find(|r| r["pattern"] == pattern).unwrap()
+}
+
+fn root_with(feature: &str) -> bool {
+    if unsafe { libc::geteuid() } != 0 || !Path::new(feature).exists() {
+        println!("SKIP: needs root and {feature}");
+        return false;
+    }
+    true
+}
+
+fn our_swap_files() -> Vec<String> {
+    std::fs::read_dir("/var/tmp")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("pagelab-") && n.ends_with(".swap"))
+        .collect()
+}
+
+/// The review's reproduction of item 1.
+#[test]
+fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
+    if !root_with("/sys/module/zswap/parameters/enabled") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let zswap = || std::fs::read_to_string("/sys/module/zswap/parameters/enabled").unwrap();
+    let (before, zswap_before) = (system_state(), zswap());
+    let tmp = tempfile::tempdir().unwrap();
+    let a = start(eat(
+        &tmp.path().join("A"),
+        &["--size", "64MiB", "--backing", "zswap", "--repeat", "1", "--pattern", "random"],
+    ));
+    std::thread::sleep(Duration::from_millis(100));
+    let b = eat(
+        &tmp.path().join("B"),
+        &["--size", "128MiB", "--backing", "zswap", "--repeat", "1", "--pattern", "random,semi"],
+    )
+    .output()
+    .unwrap();
+    let a = a.wait_with_output().unwrap();
+    let (ea, eb) = (String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+    assert_eq!(a.status.code(), Some(0), "{ea}");
+    assert_eq!(b.status.code(), Some(0), "{eb}");
+    assert!(eb.contains("waiting for `pagelab eat`"), "the second run says whom it waits for: {eb}");
+    let (va, vb) = (json(&a), json(&b));
+    // Each run had its own swap file behind zswap, and trimmed its own pages.
+    for (v, size) in [(&va, 64u64 << 20), (&vb, 128 << 20)] {
+        let r = result(v, "random");
+        assert!(r["trimmed_bytes"].as_u64().unwrap() >= size * 9 / 10, "{r}");
+        let f = r["stored_fraction"].as_f64().unwrap();
+        assert!(f >= 0.95, "random stored_fraction {f}");
+    }
+    let semi = result(&vb, "semi")["stored_fraction"].as_f64().unwrap();
+    assert!((0.12..=0.35).contains(&semi), "semi stored_fraction {semi}");
+    assert_eq!(zswap(), zswap_before, "zswap must end as it began");
+    assert_eq!(system_state(), before);
+    assert!(our_swap_files().is_empty(), "swap files left: {:?}", our_swap_files());
+}
+
+/// The review's reproduction of item 3: two zram runs, the second with
+/// `--backing auto`, which took the first run's zram for the user's swap.
+#[test]
+fn two_zram_runs_at_once_never_mix_their_figures() {
+    if !root_with("/sys/class/zram-control/hot_add") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["--size", "128MiB", "--repeat", "1", "--pattern", "random,semi"];
+    let a = start(eat(&tmp.path().join("A"), &[&args[..], &["--backing", "zram"]].concat()));
+    std::thread::sleep(Duration::from_millis(300));
+    let b = eat(&tmp.path().join("B"), &args).output().unwrap();
+    let a = a.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(b.status.code(), Some(0), "{}", String::from_utf8_lossy(&b.stderr));
+    for v in [json(&a), json(&b)] {
+        let r = result(&v, "random");
+        assert_eq!(r["backing"], "zram", "auto must not take another run's zram as existing swap: {r}");
+        let f = r["stored_fraction"].as_f64().unwrap();
+        assert!(f >= 0.95, "random stored_fraction {f} (truth 1.0)");
+        let s = result(&v, "semi")["stored_fraction"].as_f64().unwrap();
+        assert!((0.12..=0.35).contains(&s), "semi stored_fraction {s} (truth about 0.21)");
+    }
+    assert_eq!(system_state(), before);
+}
+
+#[test]
+fn no_wait_refuses_while_another_run_holds_the_machine() {
+    if !root_with("/sys/class/zram-control/hot_add") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = start(eat(
+        &tmp.path().join("A"),
+        &["--size", "64MiB", "--repeat", "2", "--pattern", "random", "--backing", "zram"],
+    ));
+    std::thread::sleep(Duration::from_millis(300));
+    let dir = tmp.path().join("B");
+    let b = eat(&dir, &["--size", "64MiB", "--repeat", "1", "--no-wait"]).output().unwrap();
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("another pagelab run holds the machine: `pagelab eat` (pid"), "{err}");
+    assert!(!dir.exists(), "a refused run leaves no run directory");
+    assert!(a.wait().unwrap().success());
+}
