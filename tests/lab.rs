@@ -196,3 +196,50 @@ fn an_interrupted_lab_still_writes_its_report() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("data-experiment=\"heap\" data-state=\"interrupted\""));
 }
+
+/// Issue 17 item 4: a child killed by someone else (here kill -9 after 15 s, in
+/// the middle of thrash, with its swap file and cgroup in place) is a failed
+/// step with its signal, not an interruption; the lab undoes what the child left
+/// before it goes on, and exits 1, not 130.
+#[test]
+fn a_killed_lab_child_is_a_failed_step_and_its_changes_are_undone() {
+    if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        println!("SKIP a_killed_lab_child: needs root and a memory cgroup controller");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lab");
+    let lab = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["lab", "--quick", "--only", "thrash", "--out", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The child: the lab's only child process; wait until thrash's store is on.
+    let children = format!("/proc/{0}/task/{0}/children", lab.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let child: i32 = loop {
+        let kids = std::fs::read_to_string(&children).unwrap_or_default();
+        let swapping = std::fs::read_to_string("/proc/swaps").unwrap().contains("pagelab-");
+        if let (Some(pid), true) = (kids.split_whitespace().next(), swapping) {
+            break pid.parse().unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "thrash never turned its swap file on");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    assert_ne!(system_state(), before, "thrash has its store and cgroup in place");
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    let out = lab.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lab = lab_json(&dir);
+    let step = &lab["steps"][0];
+    assert_eq!(step["state"], "failed", "{lab}");
+    assert_eq!(step["reason"], "killed by signal 9 (SIGKILL)", "{step}");
+    assert_eq!(system_state(), before, "the lab undid what its killed child left");
+    assert!(dir.join("report.html").exists());
+}
