@@ -147,7 +147,11 @@ fn main() {
         unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
         std::process::exit(worker::main(kind, args));
     }
-    install_signal_handlers();
+    // Commands that only read files keep the default dispositions: a signal ends
+    // them at once (they have nothing to restore, and no stop to honour).
+    if !matches!(cli.command, Cmd::Report(_) | Cmd::Compare(_) | Cmd::Completions { .. } | Cmd::Man { .. }) {
+        install_signal_handlers();
+    }
     install_panic_hook();
     if !matches!(cli.command, Cmd::Restore(_) | Cmd::Completions { .. } | Cmd::Man { .. }) {
         restore_stale_runs();

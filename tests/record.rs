@@ -113,3 +113,59 @@ fn sigint_stops_cleanly_with_status_interrupted_and_exit_130() {
     assert_eq!(run["status"]["state"], "interrupted");
     assert!(run["sampler"]["samples"].as_u64().unwrap() > 0);
 }
+
+/// Issue 17 item 5: `report` reads only regular files, with a size bound, and
+/// says what a run directory lacks. A FIFO hung it forever; /dev/zero ran it out
+/// of memory; a missing samples.jsonl read as a complete run with 0 samples.
+#[test]
+fn report_refuses_fifos_and_devices_and_names_missing_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let (k, v) = journal_env();
+    let out = Command::new(bin())
+        .env(k, v)
+        .args(["record", "--interval", "50ms", "--duration", "300ms", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let samples = dir.join("samples.jsonl");
+    let report = |want: Option<i32>, needle: &str| {
+        let mut child = std::process::Command::new(bin())
+            .args(["report", dir.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("report did not finish in 20 s ({needle})");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), want, "{text}");
+        assert!(text.contains(needle), "'{needle}' not in: {text}");
+        assert!(!text.contains("panicked"));
+    };
+    // A FIFO with no writer.
+    std::fs::remove_file(&samples).unwrap();
+    let c = std::ffi::CString::new(samples.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    report(Some(2), "samples.jsonl: not a regular file");
+    // A link to an endless device.
+    std::fs::remove_file(&samples).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &samples).unwrap();
+    report(Some(2), "samples.jsonl: not a regular file");
+    // Missing: said, not silently a complete run with no samples.
+    std::fs::remove_file(&samples).unwrap();
+    report(Some(0), "missing: samples.jsonl (no timeline");
+    // run.json as a FIFO too.
+    let rj = dir.join("run.json");
+    std::fs::remove_file(&rj).unwrap();
+    let c = std::ffi::CString::new(rj.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    report(Some(2), "run.json: not a regular file");
+}

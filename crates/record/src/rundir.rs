@@ -242,6 +242,44 @@ pub enum ReadError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a pagelab run.json ({source})")]
     Json { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: {why}")]
+    Refused { path: PathBuf, why: String },
+}
+
+/// The largest run.json or lab.json pagelab reads (a real one is a few MiB).
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+/// The largest samples.jsonl or events.jsonl pagelab reads: a day of samples
+/// every 100 ms is about 2.5 GiB; 4 GiB leaves room and still ends.
+pub const MAX_JSONL_BYTES: u64 = 4 << 30;
+
+/// Reads a file of a run or lab directory: only a regular file (a FIFO, a
+/// device such as /dev/zero, or a directory is refused without blocking), and at
+/// most `limit` bytes (a larger file is refused, not read until memory runs out).
+/// `Ok(None)` when it does not exist.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = |why: String| ReadError::Refused { path: path.to_path_buf(), why };
+    // O_NONBLOCK: opening a FIFO with no writer must not wait.
+    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
+    };
+    let meta = f.metadata().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    if !meta.file_type().is_file() {
+        return Err(refused("not a regular file; pagelab reads only the files a run writes".into()));
+    }
+    if meta.len() > limit {
+        return Err(refused(format!("{} bytes, more than the {limit} bytes pagelab reads from such a file", meta.len())));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    // The file may still grow (a live run): read no more than the limit.
+    f.take(limit + 1).read_to_end(&mut buf).map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    if buf.len() as u64 > limit {
+        return Err(refused(format!("grew past the {limit} bytes pagelab reads from such a file")));
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
 /// A run directory read back.
@@ -253,23 +291,29 @@ pub struct RunRecord {
     pub events: Vec<Event>,
     /// Lines that could not be parsed (a torn last line after a kill, usually).
     pub skipped_lines: usize,
+    /// Files a run writes that this directory lacks (`samples.jsonl`, `events.jsonl`).
+    pub missing: Vec<String>,
 }
 
 impl RunRecord {
     pub fn load(dir: &Path) -> Result<RunRecord, ReadError> {
         let rj = dir.join("run.json");
-        let text = std::fs::read_to_string(&rj).map_err(|source| ReadError::Io { path: rj.clone(), source })?;
+        let text = read_bounded(&rj, MAX_JSON_BYTES)?.ok_or_else(|| ReadError::Io {
+            path: rj.clone(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
         let mut run: RunJson = serde_json::from_str(&text).map_err(|source| ReadError::Json { path: rj, source })?;
         let mut skipped = 0;
-        let samples = read_jsonl(&dir.join("samples.jsonl"), &mut skipped)?;
-        let events = read_jsonl(&dir.join("events.jsonl"), &mut skipped)?;
+        let mut missing = Vec::new();
+        let samples = read_jsonl(&dir.join("samples.jsonl"), &mut skipped, &mut missing)?;
+        let events = read_jsonl(&dir.join("events.jsonl"), &mut skipped, &mut missing)?;
         if run.status.state == State::Running && !writer_alive(&run) {
             run.status = RunStatus::new(
                 State::Interrupted,
                 Some(format!("the recording process (pid {}) ended without finishing the run", run.pid)),
             );
         }
-        Ok(RunRecord { dir: dir.to_path_buf(), run, samples, events, skipped_lines: skipped })
+        Ok(RunRecord { dir: dir.to_path_buf(), run, samples, events, skipped_lines: skipped, missing })
     }
 
     /// The effective status (running runs whose writer is gone read as interrupted).
@@ -278,13 +322,14 @@ impl RunRecord {
     }
 }
 
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, skipped: &mut usize) -> Result<Vec<T>, ReadError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(ReadError::Io { path: path.to_path_buf(), source });
-        }
+fn read_jsonl<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    skipped: &mut usize,
+    missing: &mut Vec<String>,
+) -> Result<Vec<T>, ReadError> {
+    let Some(text) = read_bounded(path, MAX_JSONL_BYTES)? else {
+        missing.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -751,7 +751,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     if !svgs.is_empty() {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
         for p in &svgs {
-            let Ok(svg) = std::fs::read_to_string(p) else { continue };
+            let Ok(Some(svg)) = record::rundir::read_bounded(p, record::rundir::MAX_JSON_BYTES) else { continue };
             let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or("");
             let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
             let _ = writeln!(o, "<figure class=\"chart\">{body}<figcaption>{}</figcaption></figure>", esc(&name));
@@ -763,7 +763,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Headline metrics</h3>\n");
         o.push_str(&markdown_to_html(&metrics_table(&m), 0));
     }
-    if let Ok(md) = std::fs::read_to_string(dir.join(format!("{}.md", s.experiment))) {
+    if let Ok(Some(md)) = record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), record::rundir::MAX_JSON_BYTES) {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
     }

@@ -85,7 +85,9 @@ pub struct Lab {
 impl Lab {
     pub fn load(dir: &Path) -> Result<Lab, String> {
         let p = dir.join(FILE);
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{}: no such file", p.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: not a pagelab lab record: {e}", p.display()))
     }
 

@@ -13,6 +13,8 @@ pub struct Summary {
     pub samples: usize,
     pub intervals: usize,
     pub skipped_lines: usize,
+    /// Files a run writes that the directory lacks.
+    pub missing_files: Vec<String>,
     /// Time covered by the samples, seconds.
     pub duration_s: f64,
     pub cpu_user_pct_mean: Option<f64>,
@@ -66,6 +68,7 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
         samples: rec.samples.len(),
         intervals: iv.len(),
         skipped_lines: rec.skipped_lines,
+        missing_files: rec.missing.clone(),
         duration_s: span,
         cpu_user_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.user + c.nice))),
         cpu_system_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.system + c.irq + c.softirq))),
@@ -113,6 +116,10 @@ pub fn render_text(s: &Summary) -> String {
         None => s.status.clone(),
     };
     o += &format!("run: {}  status: {status}\n", s.experiment);
+    for f in &s.missing_files {
+        let what = if f == "samples.jsonl" { "no timeline: every system figure below is empty" } else { "no events" };
+        o += &format!("missing: {f} ({what})\n");
+    }
     o += &format!("samples: {} over {:.1} s", s.samples, s.duration_s);
     if s.skipped_lines > 0 {
         o += &format!(" ({} torn or unreadable lines skipped)", s.skipped_lines);
