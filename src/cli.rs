@@ -112,7 +112,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Target process to record besides the system.
-    #[arg(long, conflicts_with = "cgroup")]
+    #[arg(long, conflicts_with = "cgroup", allow_hyphen_values = true)]
     pub pid: Option<i32>,
     /// Target memory cgroup, relative to the memory hierarchy's root (e.g. system.slice/foo.service) or absolute.
     #[arg(long)]
@@ -136,7 +136,7 @@ pub struct ReportArgs {
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Re-render the charts and write DIR/report.html (self-contained).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub html: bool,
     /// Print the report's tables as Markdown.
     #[arg(long)]
@@ -206,10 +206,10 @@ pub struct CompareArgs {
     #[arg(long)]
     pub json: bool,
     /// Family-wise significance level (Holm's correction over the metrics).
-    #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
+    #[arg(long, default_value = "0.05", value_parser = parse_fraction, allow_hyphen_values = true)]
     pub alpha: f64,
     /// The smallest change of the medians, in %, that is called a difference.
-    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    #[arg(long, default_value = "2", value_parser = parse_percent, allow_hyphen_values = true)]
     pub min_change: f64,
     /// Also write the output to this file.
     #[arg(long)]
@@ -239,13 +239,13 @@ pub enum BenchWhat {
 pub struct BenchArgs {
     pub what: BenchWhat,
     /// Samples to time for the cost figure.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    #[arg(long, default_value_t = 2000, value_parser = units::uint64::<10, 1_000_000>, allow_hyphen_values = true)]
     pub iterations: u64,
     /// Sampler interval for the lateness figure.
-    #[arg(long, default_value = "100ms", value_parser = units::parse_interval)]
+    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
     /// How long to run the sampler for the lateness figure.
-    #[arg(long, default_value = "20s", value_parser = units::parse_positive_duration)]
+    #[arg(long, default_value = "20s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub duration: Duration,
     /// Print JSON.
     #[arg(long)]
@@ -267,13 +267,13 @@ pub struct DrillArgs {
     #[arg(long, default_value = "16MiB", value_parser = units::parse_size, allow_hyphen_values = true)]
     pub touch: u64,
     /// Set vm.swappiness to this value.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub swappiness: Option<u32>,
     /// Create a swap file at this path.
     #[arg(long)]
     pub swapfile: Option<PathBuf>,
     /// Hold the changes this long before restoring.
-    #[arg(long, default_value = "0s", value_parser = units::parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = units::parse_duration, allow_hyphen_values = true)]
     pub hold: Duration,
     /// Journal directory (tests use their own).
     #[arg(long)]
@@ -293,7 +293,7 @@ pub struct EatArgs {
     #[arg(long, default_value = "all", value_parser = parse_patterns)]
     pub pattern: PatternList,
     /// Block size of the semi pattern, bytes.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 4096>, allow_hyphen_values = true)]
     pub block: u32,
     /// What takes the trimmed pages: auto, zram, zswap, swapfile, existing, none.
     #[arg(long, default_value = "auto", value_parser = parse_backing)]
@@ -305,10 +305,10 @@ pub struct EatArgs {
     #[arg(long, default_value = "self", value_parser = parse_trim)]
     pub trim: workloads::eat::Trim,
     /// Runs per pattern.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// PRNG seed (recorded, so a run can be reproduced).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
     pub seed: u64,
     /// Run directory (default: runs/<UTC timestamp>-eat).
     #[arg(long)]
@@ -407,10 +407,10 @@ pub struct WscapArgs {
     #[arg(long)]
     pub compressor: Option<String>,
     /// Runs per mode.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 1, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
-    #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size)]
+    #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub sweep_cap: Vec<u64>,
     /// Run directory (default: runs/<UTC timestamp>-wscap).
     #[arg(long)]
@@ -453,10 +453,10 @@ pub struct MappingArgs {
     #[arg(long, default_value = "all", value_parser = ["all", "first-byte", "page"])]
     pub touch: String,
     /// Counted iterations per method.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100000))]
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 100000>, allow_hyphen_values = true)]
     pub iterations: u32,
     /// Warm-up iterations, not counted.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<0, 1000>, allow_hyphen_values = true)]
     pub warmup: u32,
     /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
     #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
@@ -496,7 +496,7 @@ fn parse_allocator(s: &str) -> Result<workloads::heap::alloc::Allocator, String>
 pub struct HeapArgs {
     /// Comma-separated thread counts. Counts above the core count still run:
     /// oversubscription is part of the question.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128", value_parser = parse_threads)]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128", value_parser = parse_threads, allow_hyphen_values = true)]
     pub threads: Vec<u32>,
     /// Comma-separated: glibc, mimalloc, jemalloc (linked in), preload:PATH.so (any
     /// allocator library, through LD_PRELOAD in the worker).
@@ -511,18 +511,19 @@ pub struct HeapArgs {
     pub workload: String,
     /// Allocations per thread in the warm phase, after the heap has grown to its
     /// steady live set (each is freed too; timed in batches of 1024 calls).
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, default_value_t = 2_000_000, value_parser = units::uint64::<1, 1_000_000_000>, allow_hyphen_values = true)]
     pub ops: u64,
     /// Runs per configuration, each in a fresh worker; figures are their median,
     /// with the CV across them.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 10, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Seed of the workload script (every thread runs the same script).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
     pub seed: u64,
-    /// The allocator the relative table compares against.
-    #[arg(long, default_value = "glibc")]
-    pub baseline: String,
+    /// The allocator the relative table compares against (default: glibc if it
+    /// runs, else the first of --allocators).
+    #[arg(long)]
+    pub baseline: Option<String>,
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// The collector's interval. 1 s by default: the collector takes CPU
@@ -579,22 +580,22 @@ pub struct ThrashArgs {
     #[arg(long, default_value = "e2", value_parser = parse_preset_list)]
     pub preset: PresetList,
     /// Consumer processes N (study: 25).
-    #[arg(long, value_parser = parse_nonzero_u32)]
+    #[arg(long, value_parser = parse_nonzero_u32, allow_hyphen_values = true)]
     pub consumers: Option<u32>,
     /// Memory per consumer S (study: 100 MB; here 100 MiB).
     #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub size: Option<u64>,
     /// Random byte writes per cycle W.
-    #[arg(long, value_parser = parse_nonzero_u64)]
+    #[arg(long, value_parser = parse_nonzero_u64, allow_hyphen_values = true)]
     pub writes: Option<u64>,
     /// Sleep after each cycle's writes, t_s.
-    #[arg(long, value_parser = units::parse_positive_duration)]
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub sleep: Option<Duration>,
     /// Stagger between consumer starts, t_c (activity lasts N t_c + t_c).
-    #[arg(long, value_parser = units::parse_positive_duration)]
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub stagger: Option<Duration>,
     /// Sleep before the first consumer starts.
-    #[arg(long, default_value = "10s", value_parser = units::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
     pub initial_delay: Duration,
     /// Memory limit of the consumers' cgroup (default: the idle workers' usage plus
     /// N × S ÷ 2.5, the study's ratio).
@@ -608,13 +609,13 @@ pub struct ThrashArgs {
     /// Multiply sizes (S, W) by F, and the times (t_s, t_c, the initial delay)
     /// by F too unless --time-scale is given: W × f writes every t_s × f keep the
     /// study's paging demand per second. 1 = the study.
-    #[arg(long, default_value = "1", value_parser = parse_scale)]
+    #[arg(long, default_value = "1", value_parser = parse_scale, allow_hyphen_values = true)]
     pub scale: f64,
     /// Multiply the times (t_s, t_c, the initial delay) by F instead of --scale.
-    #[arg(long, value_parser = parse_time_scale)]
+    #[arg(long, value_parser = parse_time_scale, allow_hyphen_values = true)]
     pub time_scale: Option<f64>,
     /// Runs per preset.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
     #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
@@ -639,7 +640,7 @@ pub struct ThrashArgs {
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
     /// Follow this process.
-    #[arg(long, conflicts_with_all = ["name", "cgroup"])]
+    #[arg(long, conflicts_with_all = ["name", "cgroup"], allow_hyphen_values = true)]
     pub pid: Option<i32>,
     /// Follow the largest process with this name (as in /proc/PID/comm).
     #[arg(long, conflicts_with = "cgroup")]
@@ -651,7 +652,7 @@ pub struct MonitorArgs {
     #[arg(long, default_value = "500ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
     /// Time window shown (+ and - zoom).
-    #[arg(long, default_value = "5m", value_parser = units::parse_positive_duration)]
+    #[arg(long, default_value = "5m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub window: Duration,
     /// Also write a run directory (render it later with pagelab report).
     #[arg(long)]

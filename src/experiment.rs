@@ -2,8 +2,7 @@
 //! with the host guard in its sink, events and results written as they happen,
 //! and the final status.
 
-use crate::{Interrupted, usage};
-use anyhow::Context;
+use crate::Interrupted;
 use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
@@ -42,17 +41,16 @@ impl ExperimentRun {
         no_wait: bool,
     ) -> anyhow::Result<ExperimentRun> {
         let lock = take_run_lock(experiment, no_wait)?;
-        let out = out.unwrap_or_else(|| crate::record_cmd::default_out(experiment));
         let mut p = Probe::default();
         let env = p.environment();
         let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();
         let guard = HostGuard::new(host_floor, &meminfo);
-        let dir = match RunDir::create(&out, RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config)) {
-            Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(usage(format!("--out: {e}"))),
-            Err(e) => return Err(e).with_context(|| format!("creating run directory {}", out.display())),
-        };
+        let dir = crate::record_cmd::create_run_dir(
+            out.as_deref(),
+            "--out",
+            RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config),
+        )?;
         dir.update(|r| r.notes.push(format!("host guard floor: {} bytes of MemAvailable", guard.floor)))?;
         for k in damon {
             let msg = format!(

@@ -15,7 +15,10 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         ops: a.ops,
         repeat: a.repeat,
         seed: a.seed,
-        baseline: a.baseline.clone(),
+        baseline: a.baseline.clone().unwrap_or_else(|| {
+            let names: Vec<String> = a.allocators.iter().map(|x| x.name()).collect();
+            if names.iter().any(|n| n == "glibc") { "glibc".into() } else { names.first().cloned().unwrap_or_default() }
+        }),
         exe: std::env::current_exe()?,
         host_floor: a.host_floor,
     };

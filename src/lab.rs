@@ -306,9 +306,12 @@ fn last_line(p: &Path) -> Option<String> {
 pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     let full = a.full;
     let mode = if full { "full" } else { "quick" };
-    let out = a.out.clone().unwrap_or_else(|| crate::record_cmd::default_out("lab"));
-    if out.exists() && std::fs::read_dir(&out).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        return Err(usage(format!("--out: {} exists and is not empty; give a new directory", out.display())));
+    if let Some(out) = &a.out
+        && out.exists()
+        && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true)
+    {
+        let what = if out.is_dir() { "exists and is not empty" } else { "exists and is not a directory" };
+        return Err(usage(format!("--out {}: {what}; give a new directory", out.display())));
     }
     let m = Machine::here();
     let findings = crate::doctor::examine();
@@ -345,7 +348,11 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     // One lab at a time, and no other experiment beside it; its children run
     // under this lock (they inherit it), and nobody else's run slips in between steps.
     let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
-    std::fs::create_dir_all(out.join("logs")).with_context(|| format!("creating {}", out.display()))?;
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => crate::record_cmd::default_out("lab")?,
+    };
+    std::fs::create_dir_all(out.join("logs")).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
     std::fs::write(out.join("doctor.json"), serde_json::to_vec_pretty(&findings.json)?)?;
     let mut lab = Lab {
         format: 1,

@@ -212,6 +212,15 @@ fn main() {
 
 fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
     let dir = sandbox::journal::dir();
+    if dir.exists()
+        && let Err(e) = std::fs::read_dir(&dir)
+    {
+        // Not "nothing to restore": we cannot know.
+        return Err(usage(format!(
+            "cannot read the journal directory {}: {e}; run pagelab restore as root",
+            dir.display()
+        )));
+    }
     let rep = sandbox::journal::restore_stale(&dir, a.dry_run);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rep)?);

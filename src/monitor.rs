@@ -667,11 +667,11 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
         Some(out) => {
             let env = p.environment();
             let cfg = serde_json::json!({"target": target_line(&target), "interval_ms": a.interval.as_millis() as u64});
-            let d = record::rundir::RunDir::create(
-                out,
+            let d = crate::record_cmd::create_run_dir(
+                Some(out),
+                "--record",
                 record::rundir::RunJson::new("monitor", env!("CARGO_PKG_VERSION"), env, cfg),
-            )
-            .map_err(|e| usage(format!("--record {}: {e}", out.display())))?;
+            )?;
             app.recording = Some(out.clone());
             Some(Arc::new(d))
         }

@@ -69,8 +69,27 @@ pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget
     Ok(CgroupTarget { version, dir, name })
 }
 
-pub fn default_out(experiment: &str) -> PathBuf {
-    PathBuf::from("runs").join(format!("{}-{experiment}", crate::units::utc_stamp()))
+/// Creates the run directory: `--out` as given (flag named in every error, exit
+/// 2), or a new `runs/<UTC timestamp>-<experiment>[-n]`, unique even for runs
+/// started in the same second.
+pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> anyhow::Result<RunDir> {
+    let path = match out {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let stem = format!("{}-{}", crate::units::utc_stamp(), run.experiment);
+            record::rundir::create_unique_dir(Path::new("runs"), &stem).map_err(|e| {
+                usage(format!("cannot create the default run directory under runs/ ({e}); give one with {flag}"))
+            })?
+        }
+    };
+    RunDir::create(&path, run).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))
+}
+
+/// A new default directory `runs/<UTC timestamp>-<what>[-n]` (for lab).
+pub fn default_out(what: &str) -> anyhow::Result<PathBuf> {
+    let stem = format!("{}-{what}", crate::units::utc_stamp());
+    record::rundir::create_unique_dir(Path::new("runs"), &stem)
+        .map_err(|e| usage(format!("cannot create the default directory under runs/ ({e}); give one with --out")))
 }
 
 pub fn run(a: RecordArgs) -> anyhow::Result<()> {
@@ -94,7 +113,6 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         return Err(usage(format!("--pid {pid}: no such process")));
     }
     let cgroup = a.cgroup.as_deref().map(|c| resolve_cgroup(&mut p, c)).transpose()?;
-    let out = a.out.clone().unwrap_or_else(|| default_out("record"));
     let env = p.environment();
     let zram: Vec<u32> = env.zram.iter().filter(|z| z.disksize_bytes > 0).map(|z| z.id).collect();
     let config = serde_json::json!({
@@ -104,15 +122,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         "duration_s": a.duration.map(|d| d.as_secs_f64()),
         "command": a.command,
     });
-    let rd = match RunDir::create(&out, RunJson::new("record", env!("CARGO_PKG_VERSION"), env, config)) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(usage(format!("--out: {e}")));
-        }
-        Err(e) => {
-            return Err(e).with_context(|| format!("creating run directory {}", out.display()));
-        }
-    };
+    let rd = create_run_dir(a.out.as_deref(), "--out", RunJson::new("record", env!("CARGO_PKG_VERSION"), env, config))?;
     let targets = Targets { pids: a.pid.into_iter().collect(), cgroup: cgroup.clone(), zram, smaps: false };
     let mut writer = rd.sample_writer()?;
     let sampler =

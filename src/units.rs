@@ -35,6 +35,31 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// A whole number from LO to HI, with a message that says so (negative numbers
+/// reach here: clap would otherwise call `-3` an unexpected argument).
+pub fn uint64<const LO: u64, const HI: u64>(s: &str) -> Result<u64, String> {
+    whole(s, LO, HI)
+}
+
+/// [`uint64`] for u32 settings.
+pub fn uint32<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
+    whole(s, LO as u64, HI as u64).map(|n| n as u32)
+}
+
+fn whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    let range = if hi == u64::MAX && lo == 0 {
+        "(0 or more)".to_string()
+    } else if hi == u64::MAX {
+        format!("of at least {lo}")
+    } else {
+        format!("from {lo} to {hi}")
+    };
+    match s.trim().replace('_', "").parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number {range}")),
+    }
+}
+
 /// A size that must be at least one byte.
 pub fn parse_nonzero_size(s: &str) -> Result<u64, String> {
     match parse_size(s)? {

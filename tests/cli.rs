@@ -99,3 +99,100 @@ fn doctor_json_has_the_documented_keys() {
     assert!(v["page_size"].as_u64().unwrap() >= 4096);
     assert_eq!(v["root"]["is_root"].as_bool().unwrap(), unsafe { libc::geteuid() } == 0);
 }
+
+/// Issue 17 item 7: negative numbers name the flag and the accepted forms (clap
+/// called them "unexpected argument '-1'"), `--out` errors name the flag and the
+/// path, a preloaded non-library is refused as itself, not blamed on --baseline.
+#[test]
+fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
+    for (args, want) in [
+        (&["eat", "--repeat", "-3"][..], "'--repeat <REPEAT>': '-3': expected a whole number from 1 to 1000"),
+        (&["heap", "--threads", "-1"], "'--threads <THREADS>': '-1' is not a thread count"),
+        (&["heap", "--ops", "-5"], "'--ops <OPS>': '-5': expected a whole number"),
+        (&["thrash", "--scale", "-1"], "'--scale <SCALE>': '-1' is not a scale: expected a factor"),
+        (&["thrash", "--consumers", "-4"], "'--consumers <CONSUMERS>'"),
+        (&["compare", "--alpha", "-0.1", "a", "b"], "'--alpha <ALPHA>': '-0.1': expected a level between 0 and 1"),
+        (&["mapping", "--iterations", "-2"], "'--iterations <ITERATIONS>': '-2'"),
+        (&["mapping", "--warmup", "-1"], "'--warmup <WARMUP>': '-1'"),
+        (&["wscap", "--repeat", "-1"], "'--repeat <REPEAT>'"),
+        (&["eat", "--seed", "-1"], "'--seed <SEED>': '-1': expected a whole number (0 or more)"),
+        (&["bench", "probe", "--iterations", "-3"], "'--iterations <ITERATIONS>'"),
+        (&["report", "--html", "--markdown", "x"], "'--html' cannot be used with '--markdown'"),
+        (&["thrash", "--backing", "zswap"], "unknown backing 'zswap'"),
+    ] {
+        bad(args, want);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let f = file.to_str().unwrap();
+    bad(&["record", "--duration", "100ms", "--out", f], &format!("--out {f}: exists and is not a directory"));
+    bad(&["record", "--duration", "100ms", "--out", "/proc/x"], "--out /proc/x: No such file or directory");
+    bad(&["lab", "--only", "heap", "--out", f], &format!("--out {f}: exists and is not a directory"));
+    bad(
+        &["heap", "--allocators", "preload:/etc/passwd", "--threads", "1", "--ops", "1000", "--repeat", "1"],
+        "--allocators preload:/etc/passwd: not a shared library (no ELF header)",
+    );
+    if unsafe { libc::geteuid() } == 0 {
+        for b in ["swapfile", "zswap"] {
+            bad(
+                &["eat", "--size", "4MiB", "--repeat", "1", "--backing", b, "--swapfile-dir", "/nonexistent"],
+                "--swapfile-dir /nonexistent: no such directory",
+            );
+        }
+    }
+}
+
+/// Issue 17 item 7: `restore` that cannot read the journal directory says so
+/// (it said "nothing to restore").
+#[test]
+fn restore_that_cannot_read_the_journals_says_so() {
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        println!("SKIP restore_that_cannot_read_the_journals: needs root and setpriv");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let jd = tmp.path().join("journals");
+    std::fs::create_dir(&jd).unwrap();
+    std::fs::set_permissions(&jd, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin("pagelab"))
+        .arg("restore")
+        .env("PAGELAB_JOURNAL_DIR", &jd)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot read the journal directory") && err.contains("Permission denied"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("nothing to restore"));
+}
+
+/// Issue 17 item 6: runs started in the same second get their own default
+/// directories (one failed with "No such file or directory" and no path).
+#[test]
+fn runs_started_in_the_same_second_get_their_own_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kids: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("pagelab"))
+                .current_dir(tmp.path())
+                .env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-cli-test-journals"))
+                .args(["record", "--duration", "300ms", "--interval", "50ms"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let dirs: Vec<_> = std::fs::read_dir(tmp.path().join("runs")).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 4, "four runs, four directories");
+    for d in dirs {
+        assert!(d.path().join("run.json").is_file(), "{}", d.path().display());
+    }
+}

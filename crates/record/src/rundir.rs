@@ -165,15 +165,23 @@ impl RunDir {
     /// Creates the directory and its files. Refuses a directory that already
     /// holds a run.
     pub fn create(path: &Path, run: RunJson) -> std::io::Result<RunDir> {
+        use std::io::{Error, ErrorKind};
+        if path.exists() && !path.is_dir() {
+            return Err(Error::new(ErrorKind::AlreadyExists, "exists and is not a directory; give a new directory"));
+        }
         std::fs::create_dir_all(path)?;
+        let taken = || Error::new(ErrorKind::AlreadyExists, "already holds a run (run.json); give a new directory");
         if path.join("run.json").exists() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                format!("{} already holds a run (run.json); choose another --out", path.display()),
-            ));
+            return Err(taken());
+        }
+        // The claim: samples.jsonl made with O_EXCL. Of two processes given the
+        // same directory, exactly one gets it; the other is refused here.
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(path.join("samples.jsonl")) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(taken()),
+            Err(e) => return Err(e),
         }
         write_atomic(&path.join("run.json"), &run)?;
-        File::create(path.join("samples.jsonl"))?;
         let events = JsonlWriter::open_append(&path.join("events.jsonl"))?;
         Ok(RunDir { path: path.to_path_buf(), run: Mutex::new(run), events: Mutex::new(events) })
     }
@@ -225,7 +233,8 @@ impl RunDir {
 }
 
 fn write_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
+    // Per process: two writers never rename each other's half-written file.
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     {
         let mut f = File::create(&tmp)?;
         serde_json::to_writer_pretty(&mut f, v)?;
@@ -233,6 +242,22 @@ fn write_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
         f.sync_data()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// Creates a new directory `<parent>/<stem>`, or `<stem>-2`, `<stem>-3`, … when
+/// that exists: two runs started in the same second each get their own.
+pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    for n in 1..10_000u32 {
+        let name = if n == 1 { stem.to_string() } else { format!("{stem}-{n}") };
+        let p = parent.join(name);
+        match std::fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("{stem}-2 … {stem}-9999 all exist")))
 }
 
 /// Errors reading a run directory.
@@ -271,7 +296,10 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError
         return Err(refused("not a regular file; pagelab reads only the files a run writes".into()));
     }
     if meta.len() > limit {
-        return Err(refused(format!("{} bytes, more than the {limit} bytes pagelab reads from such a file", meta.len())));
+        return Err(refused(format!(
+            "{} bytes, more than the {limit} bytes pagelab reads from such a file",
+            meta.len()
+        )));
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     // The file may still grow (a live run): read no more than the limit.

@@ -763,7 +763,9 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Headline metrics</h3>\n");
         o.push_str(&markdown_to_html(&metrics_table(&m), 0));
     }
-    if let Ok(Some(md)) = record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), record::rundir::MAX_JSON_BYTES) {
+    if let Ok(Some(md)) =
+        record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), record::rundir::MAX_JSON_BYTES)
+    {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
     }

@@ -381,7 +381,16 @@ impl Drop for Sandbox {
     }
 }
 
-fn check_swap_fs(dir: &Path) -> Result<()> {
+/// Whether `dir` can hold a swap file: an existing directory on a filesystem
+/// that supports swap files (not tmpfs, overlayfs, NFS, or btrfs without NOCOW).
+pub fn check_swap_fs(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(SandboxError::Invalid(format!(
+            "--swapfile-dir {}: {}; give an existing directory on ext4 or xfs",
+            dir.display(),
+            if dir.exists() { "not a directory" } else { "no such directory" }
+        )));
+    }
     const TMPFS: i64 = 0x01021994;
     const BTRFS: i64 = 0x9123683e;
     const OVERLAY: i64 = 0x794c7630;

@@ -130,6 +130,21 @@ pub fn resolve(kind: BackingKind) -> BackingKind {
     }
 }
 
+/// Checks a request, with the directory a swap file would go in, without
+/// changing anything.
+pub fn validate_with_dir(kind: BackingKind, compressor: Option<&str>, swapfile_dir: &Path) -> Result<(), SandboxError> {
+    validate(kind, compressor)?;
+    let needs_file = match resolve(kind) {
+        BackingKind::Swapfile => true,
+        BackingKind::Zswap => sandbox::swap::user_areas().is_empty(),
+        _ => false,
+    };
+    if needs_file {
+        sandbox::sandbox::check_swap_fs(swapfile_dir)?;
+    }
+    Ok(())
+}
+
 /// Checks a request without changing anything (so bad input exits before any change).
 pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), SandboxError> {
     let kind = resolve(kind);

@@ -173,10 +173,10 @@ pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
         return Err(SandboxError::Invalid(format!("--size {} is smaller than one page ({page} bytes)", cfg.size)));
     }
     for c in &cfg.compressors {
-        backing::validate(cfg.backing, c.as_deref())?;
+        backing::validate_with_dir(cfg.backing, c.as_deref(), &cfg.swapfile_dir)?;
     }
     if cfg.compressors.is_empty() {
-        backing::validate(cfg.backing, None)?;
+        backing::validate_with_dir(cfg.backing, None, &cfg.swapfile_dir)?;
     }
     if cfg.trim == Trim::Cgroup {
         sandbox::privilege::require_admin("--trim cgroup (creating a memory cgroup)", "use --trim self or external")?;

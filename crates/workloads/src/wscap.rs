@@ -150,7 +150,7 @@ pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
                 .into(),
         ));
     }
-    backing::validate(cfg.backing, cfg.compressor.as_deref())?;
+    backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir)?;
     sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;
     if probe::Probe::default().memory_controller().ok().flatten().is_none() {
         return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));

@@ -258,7 +258,7 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
                 "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
             ));
         }
-        backing::validate(*b, None)?;
+        backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
     }
     let plans = cfg.plans();
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
