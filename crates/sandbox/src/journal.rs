@@ -257,7 +257,88 @@ fn claimed_zram_ids(dir: &Path, except: &Path) -> Vec<u32> {
     ids
 }
 
+/// Whether `path` lies under the system's temporary directory: fake /sys,
+/// /proc and cgroup trees of tests live there, and nothing of the host does.
+fn in_temp_dir(path: &Path) -> bool {
+    let tmp = std::fs::canonicalize(std::env::temp_dir()).unwrap_or_else(|_| std::env::temp_dir());
+    path.starts_with(&tmp) || path.starts_with(std::env::temp_dir())
+}
+
+fn zram_node(path: &Path) -> bool {
+    path.parent() == Some(Path::new("/dev"))
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("zram"))
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn pagelab_swap_file(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pagelab-") && n.ends_with(".swap"))
+}
+
+/// Checks that a journaled change is one pagelab makes, before undoing it: a
+/// journal is a file, and `restore` kills processes, removes directories and
+/// deletes files on its word. Only these shapes are accepted (fake trees of
+/// tests only under the temp directory):
+/// - a cgroup named `pagelab`, or a child of one, under /sys/fs/cgroup;
+/// - a setting under /proc/sys/vm/ or /sys/module/zswap/parameters/;
+/// - a zram device of /sys; a swap area that is /dev/zramN or `pagelab-*.swap`;
+/// - a swap file `pagelab-*.swap` that is a regular file; a node /dev/zramN.
+pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
+    let path = match change {
+        Change::CgroupDir { path }
+        | Change::WriteFile { path, .. }
+        | Change::SwapOn { path }
+        | Change::SwapFile { path }
+        | Change::DeviceNode { path } => path,
+        Change::ZramDevice { sys, .. } => sys,
+    };
+    if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("{} is not an absolute path without '..'", path.display()));
+    }
+    let fake = in_temp_dir(path);
+    let ok = match change {
+        Change::CgroupDir { path } => {
+            let named = |p: Option<&Path>| p.and_then(|p| p.file_name()).is_some_and(|n| n == "pagelab");
+            (named(Some(path)) || named(path.parent())) && (path.starts_with("/sys/fs/cgroup") || fake)
+        }
+        Change::WriteFile { path, .. } => {
+            let under = |dir: &str| path.parent().is_some_and(|p| p.ends_with(dir));
+            (under("sys/vm") || under("module/zswap/parameters"))
+                && (path.starts_with("/proc/sys/vm") || path.starts_with("/sys/module/zswap/parameters") || fake)
+        }
+        Change::ZramDevice { sys, .. } => sys == Path::new("/sys") || fake,
+        Change::SwapOn { path } => zram_node(path) || pagelab_swap_file(path),
+        Change::SwapFile { path } => {
+            pagelab_swap_file(path) && std::fs::symlink_metadata(path).map(|m| m.file_type().is_file()).unwrap_or(true)
+        }
+        Change::DeviceNode { path } => zram_node(path),
+    };
+    if ok { Ok(()) } else { Err(format!("{} is not something pagelab creates", change.describe())) }
+}
+
+/// Whether a journal file may be trusted: a regular file owned by this user
+/// (or root) that nobody else can write.
+fn trusted_file(path: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no failure mode.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    if m.uid() != me && m.uid() != 0 {
+        return Err(format!("owned by uid {}, not by this user or root", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!("writable by others (mode {:o})", m.mode() & 0o777));
+    }
+    Ok(())
+}
+
 fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
+    validate_change(change).map_err(|why| SandboxError::Other(format!("refused: {why}")))?;
     let verb = if dry_run { "would undo" } else { "undid" };
     match change {
         Change::CgroupDir { path } => {
@@ -428,7 +509,13 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
     let mut rep = RestoreReport::default();
     let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     for path in journal_files(dir) {
-        let Ok(mut file) = OpenOptions::new().read(true).append(true).custom_flags(libc::O_CLOEXEC).open(&path) else {
+        if let Err(why) = trusted_file(&path) {
+            rep.errors.push(format!("journal {} left alone: {why}", path.display()));
+            continue;
+        }
+        let Ok(mut file) =
+            OpenOptions::new().read(true).append(true).custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW).open(&path)
+        else {
             continue;
         };
         // SAFETY: flock on an fd we own.

@@ -1,0 +1,99 @@
+//! Issue 17 item 9: `restore` acts on journals (kills what a journaled cgroup
+//! holds, deletes journaled files), so it accepts only changes of the shapes
+//! pagelab makes, and only journals nobody else could have written.
+
+use sandbox::journal::{Change, restore_stale, validate_change};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+fn journal(dir: &Path, name: &str, changes: &[Change]) -> PathBuf {
+    let header = serde_json::json!({
+        "journal": 1, "pid": dead_pid(), "starttime": null,
+        "boot_id": sandbox::journal::boot_id(), "label": "planted", "created_unix_ms": 0
+    });
+    let mut text = format!("{header}\n");
+    for (i, c) in changes.iter().enumerate() {
+        text += &format!("{}\n", serde_json::json!({"seq": i + 1, "change": c}));
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p
+}
+
+#[test]
+fn planted_paths_are_refused_and_left_alone() {
+    // Victims outside the temp dir, where only real host files live.
+    let victims = tempfile::Builder::new().prefix("pagelab-victims-").tempdir_in("/var/tmp").unwrap();
+    let file = victims.path().join("precious.txt");
+    std::fs::write(&file, "keep me").unwrap();
+    let sub = victims.path().join("pagelab");
+    std::fs::create_dir(&sub).unwrap();
+    let changes = [
+        Change::SwapFile { path: file.clone() },
+        Change::DeviceNode { path: file.clone() },
+        Change::DeviceNode { path: "/dev/null".into() },
+        Change::WriteFile { path: file.clone(), previous: "gone".into() },
+        Change::CgroupDir { path: sub.clone() },
+        Change::CgroupDir { path: "/sys/fs/cgroup/memory/pagelab/../user.slice".into() },
+        Change::CgroupDir { path: "/sys/fs/cgroup/memory/user.slice".into() },
+        Change::SwapOn { path: "/dev/sda1".into() },
+        Change::ZramDevice { sys: victims.path().to_path_buf(), before: vec![], id: Some(0) },
+    ];
+    for c in &changes {
+        assert!(validate_change(c).is_err(), "accepted {c:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    journal(dir.path(), "1-1-1.journal", &changes);
+    let rep = restore_stale(dir.path(), false);
+    assert_eq!(rep.errors.len(), changes.len(), "{:#?}", rep);
+    assert!(rep.errors.iter().all(|e| e.contains("refused")), "{:#?}", rep.errors);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    assert!(sub.is_dir());
+    assert!(Path::new("/dev/null").exists());
+}
+
+#[test]
+fn what_pagelab_makes_is_accepted() {
+    for c in [
+        Change::CgroupDir { path: "/sys/fs/cgroup/memory/pagelab".into() },
+        Change::CgroupDir { path: "/sys/fs/cgroup/pagelab/eat-12-0".into() },
+        Change::WriteFile { path: "/proc/sys/vm/swappiness".into(), previous: "60".into() },
+        Change::WriteFile { path: "/sys/module/zswap/parameters/enabled".into(), previous: "N".into() },
+        Change::ZramDevice { sys: "/sys".into(), before: vec![0], id: Some(1) },
+        Change::SwapOn { path: "/dev/zram1".into() },
+        Change::SwapOn { path: "/var/tmp/pagelab-12-0.swap".into() },
+        Change::SwapFile { path: "/var/tmp/pagelab-12-0.swap".into() },
+        Change::DeviceNode { path: "/dev/zram3".into() },
+    ] {
+        assert_eq!(validate_change(&c), Ok(()), "{c:?}");
+    }
+    assert!(validate_change(&Change::WriteFile { path: "/etc/passwd".into(), previous: String::new() }).is_err());
+    assert!(validate_change(&Change::SwapOn { path: "/dev/zram".into() }).is_err());
+}
+
+#[test]
+fn a_journal_others_can_write_is_not_trusted() {
+    let victims = tempfile::Builder::new().prefix("pagelab-victims-").tempdir_in("/var/tmp").unwrap();
+    let swap = victims.path().join("pagelab-1-0.swap");
+    std::fs::write(&swap, "not a swap file of ours").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(dir.path(), "2-2-2.journal", &[Change::SwapFile { path: swap.clone() }]);
+    std::fs::set_permissions(&j, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let rep = restore_stale(dir.path(), false);
+    assert_eq!(rep.errors.len(), 1, "{rep:#?}");
+    assert!(rep.errors[0].contains("writable by others"), "{:?}", rep.errors);
+    assert!(swap.exists(), "a planted journal deleted a file");
+    // The same journal, private again: the shape is pagelab's, so it is undone.
+    std::fs::set_permissions(&j, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let rep = restore_stale(dir.path(), false);
+    assert!(rep.errors.is_empty(), "{rep:#?}");
+    assert!(!swap.exists());
+}
