@@ -15,6 +15,8 @@ pub struct ExperimentRun {
     sampler: Option<Sampler>,
     /// Held for the whole run: no other pagelab run's store or figures mix with ours.
     _lock: sandbox::runlock::RunLock,
+    /// Whether this run made its directory (it did not exist before).
+    made_dir: bool,
 }
 
 /// Takes the machine's run lock for `what`, waiting for another run (and saying
@@ -46,6 +48,7 @@ impl ExperimentRun {
         let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();
         let guard = HostGuard::new(host_floor, &meminfo);
+        let made_dir = out.as_ref().is_none_or(|o| !o.exists());
         let dir = crate::record_cmd::create_run_dir(
             out.as_deref(),
             "--out",
@@ -72,7 +75,7 @@ impl ExperimentRun {
         if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
             eprintln!("pagelab: warning: {why}");
         }
-        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock })
+        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir })
     }
 
     pub fn event(&self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
@@ -155,6 +158,16 @@ pub fn conclude<T>(
     run.finish(ExperimentRun::status_for(&r))?;
     let rec = record::RunRecord::load(run.dir.path())?;
     let results = rec.run.results.as_array().cloned().unwrap_or_default();
+    // A refusal (bad input or environment, exit 2) before any result measured
+    // nothing and changed nothing: it leaves no run directory behind either.
+    if let Err(e) = &r
+        && results.is_empty()
+        && run.made_dir
+        && e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()))
+    {
+        let _ = std::fs::remove_dir_all(run.dir.path());
+        return r.map(|_| ());
+    }
     match render(&rec) {
         Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
         Ok(_) => {}

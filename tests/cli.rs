@@ -140,6 +140,12 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
                 "--swapfile-dir /nonexistent: no such directory",
             );
         }
+        // Item 8: refused runs leave no run directory (wscap ran its first mode,
+        // then refused the cap, and left the directory).
+        let out = tmp.path().join("refused");
+        let o = out.to_str().unwrap();
+        bad(&["wscap", "--cap", "1TiB", "--duration", "1s", "--out", o], "--cap 1099511627776 bytes is larger");
+        assert!(!out.exists(), "a refused run left {o}");
     }
 }
 

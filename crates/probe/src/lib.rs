@@ -16,6 +16,8 @@ pub mod cgroup;
 pub mod counters;
 pub mod environment;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kmsg;
 pub mod meminfo;
 pub mod mountinfo;

@@ -330,17 +330,37 @@ impl RunRecord {
             path: rj.clone(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })?;
-        let mut run: RunJson = serde_json::from_str(&text).map_err(|source| ReadError::Json { path: rj, source })?;
-        let mut skipped = 0;
-        let mut missing = Vec::new();
-        let samples = read_jsonl(&dir.join("samples.jsonl"), &mut skipped, &mut missing)?;
-        let events = read_jsonl(&dir.join("events.jsonl"), &mut skipped, &mut missing)?;
-        if run.status.state == State::Running && !writer_alive(&run) {
-            run.status = RunStatus::new(
+        let samples = read_bounded(&dir.join("samples.jsonl"), MAX_JSONL_BYTES)?;
+        let events = read_bounded(&dir.join("events.jsonl"), MAX_JSONL_BYTES)?;
+        let mut rec = RunRecord::from_texts(dir, &text, samples.as_deref(), events.as_deref())?;
+        if rec.run.status.state == State::Running && !writer_alive(&rec.run) {
+            rec.run.status = RunStatus::new(
                 State::Interrupted,
-                Some(format!("the recording process (pid {}) ended without finishing the run", run.pid)),
+                Some(format!("the recording process (pid {}) ended without finishing the run", rec.run.pid)),
             );
         }
+        Ok(rec)
+    }
+
+    /// A run from the texts of its files (`None`: the file is missing). No file
+    /// is touched: this is what the fuzz target `run_record` drives.
+    pub fn from_texts(
+        dir: &Path,
+        run_json: &str,
+        samples: Option<&str>,
+        events: Option<&str>,
+    ) -> Result<RunRecord, ReadError> {
+        let run: RunJson =
+            serde_json::from_str(run_json).map_err(|source| ReadError::Json { path: dir.join("run.json"), source })?;
+        let mut skipped = 0;
+        let mut missing = Vec::new();
+        for (name, text) in [("samples.jsonl", samples), ("events.jsonl", events)] {
+            if text.is_none() {
+                missing.push(name.to_string());
+            }
+        }
+        let samples = parse_jsonl(samples.unwrap_or(""), &mut skipped);
+        let events = parse_jsonl(events.unwrap_or(""), &mut skipped);
         Ok(RunRecord { dir: dir.to_path_buf(), run, samples, events, skipped_lines: skipped, missing })
     }
 
@@ -350,15 +370,7 @@ impl RunRecord {
     }
 }
 
-fn read_jsonl<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    skipped: &mut usize,
-    missing: &mut Vec<String>,
-) -> Result<Vec<T>, ReadError> {
-    let Some(text) = read_bounded(path, MAX_JSONL_BYTES)? else {
-        missing.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-        return Ok(Vec::new());
-    };
+fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, skipped: &mut usize) -> Vec<T> {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         match serde_json::from_str(line) {
@@ -366,7 +378,7 @@ fn read_jsonl<T: serde::de::DeserializeOwned>(
             Err(_) => *skipped += 1,
         }
     }
-    Ok(out)
+    out
 }
 
 /// Whether the process that wrote a run is still alive (same pid and start time).

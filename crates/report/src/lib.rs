@@ -6,6 +6,8 @@
 pub mod charts;
 pub mod compare;
 pub mod eat;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod headline;
 pub mod heap;
 pub mod html;

@@ -378,6 +378,17 @@ impl<O: Observer> Run<'_, O> {
                     .to_string(),
             );
         }
+        if back.has_swap() && cfg.trim != Trim::None && trimmed == 0 {
+            // With a store behind it, a trim that moved nothing means the store
+            // was not this run's to fill (full, or taken away): no figure of
+            // this repeat would mean anything, so the run fails rather than say
+            // complete.
+            return Err(EatError::Worker(format!(
+                "the trim moved nothing of {} into the store ({}): this repeat measured nothing",
+                pattern.name(),
+                back.swap_areas.join(", ")
+            )));
+        }
         let trimmed_pages = trimmed as f64 / page;
         let kernel_compr_ratio = match (after_settle.orig_data_bytes, after_settle.compr_data_bytes) {
             (Some(o), Some(c)) if o > 0 => Some(c as f64 / o as f64),

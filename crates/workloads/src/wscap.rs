@@ -156,6 +156,14 @@ pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
         return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));
     }
     let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let ram = meminfo.total().unwrap_or(u64::MAX);
+    for (flag, cap) in std::iter::once(("--cap", cfg.cap)).chain(cfg.sweep_caps.iter().map(|c| ("--sweep-cap", *c))) {
+        if cap > ram {
+            return Err(SandboxError::Invalid(format!(
+                "{flag} {cap} bytes is larger than this machine's RAM ({ram} bytes): a cap must be below --size"
+            )));
+        }
+    }
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     guard.check_plan(planned_bytes(cfg.size), "wscap", &meminfo)?;
     Ok(())
