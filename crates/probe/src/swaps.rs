@@ -21,8 +21,13 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+        // Three octal digits make a byte only up to \377; "\777" (which no
+        // kernel writes) overflowed a u8 here, found by fuzzing. It stays literal.
+        let octal = b.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let value = octal.map(|d| d.iter().fold(0u16, |v, c| v * 8 + (c - b'0') as u16));
+        if b[i] == b'\\'
+            && let Some(v) = value.and_then(|v| u8::try_from(v).ok())
+        {
             out.push(v);
             i += 4;
         } else {
@@ -66,4 +71,16 @@ pub fn parse(text: &str) -> Result<Vec<SwapArea>, ParseError> {
 
 pub fn unescape_path(s: &str) -> String {
     unescape(s)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn octal_escapes_up_to_377_only() {
+        assert_eq!(super::unescape(r"/swap\040file"), "/swap file");
+        assert_eq!(super::unescape(r"a\134b"), r"a\b");
+        // Not a byte: kept as written (it overflowed a u8 before; found by fuzzing).
+        assert_eq!(super::unescape(r"x\777"), r"x\777");
+        assert_eq!(super::unescape(r"tail\04"), r"tail\04");
+    }
 }
