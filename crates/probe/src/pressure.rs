@@ -40,16 +40,29 @@ fn parse_line(fields: &[&str], n: usize) -> Result<PsiLine, ParseError> {
                 .filter(|x| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| ParseError::new(n, format!("{k}: cannot read '{v}' as a percentage")))
         };
-        match k {
-            "avg10" => out.avg10 = avg(v)?,
-            "avg60" => out.avg60 = avg(v)?,
-            "avg300" => out.avg300 = avg(v)?,
-            "total" => out.total_us = parse_u64(v, n, "total")?,
-            _ => continue,
-        }
-        seen += 1;
+        // One bit per key: a count overflowed on 256 repeats (found by fuzzing
+        // with debug assertions), and four repeats of one key passed as all four.
+        seen |= match k {
+            "avg10" => {
+                out.avg10 = avg(v)?;
+                1
+            }
+            "avg60" => {
+                out.avg60 = avg(v)?;
+                2
+            }
+            "avg300" => {
+                out.avg300 = avg(v)?;
+                4
+            }
+            "total" => {
+                out.total_us = parse_u64(v, n, "total")?;
+                8
+            }
+            _ => 0,
+        };
     }
-    if seen < 4 {
+    if seen != 15 {
         return Err(ParseError::new(n, "expected avg10, avg60, avg300 and total"));
     }
     Ok(out)
@@ -73,4 +86,18 @@ pub fn parse(text: &str) -> Result<Pressure, ParseError> {
     }
     let some = some.ok_or_else(|| ParseError::new(0, "no 'some' line"))?;
     Ok(Pressure { some, full })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_key_once_at_least_and_repeats_do_not_overflow() {
+        let ok = "some avg10=1.00 avg60=0.50 avg300=0.10 total=42\n";
+        assert_eq!(super::parse(ok).unwrap().some.total_us, 42);
+        // Four of one key are not the four keys.
+        assert!(super::parse("some avg10=1 avg10=1 avg10=1 avg10=1\n").is_err());
+        // 300 repeats: a u8 count overflowed here (fuzzing).
+        let many = format!("some {} avg60=0 avg300=0 total=1\n", "avg10=0 ".repeat(300));
+        assert!(super::parse(&many).is_ok());
+    }
 }
