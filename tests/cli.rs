@@ -1,6 +1,7 @@
 //! Bad input: every malformed invocation exits 2 with one line on stderr that
 //! names the flag or value, and never panics.
 
+mod common;
 use assert_cmd::Command;
 
 fn pagelab() -> Command {
@@ -154,7 +155,7 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
 #[test]
 fn restore_that_cannot_read_the_journals_says_so() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        println!("SKIP restore_that_cannot_read_the_journals: needs root and setpriv");
+        common::skip("needs root and setpriv");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

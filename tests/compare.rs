@@ -38,12 +38,12 @@ fn zram_algorithms() -> Vec<String> {
 #[test]
 fn lz4_against_lzo_rle_differs_and_a_repeat_does_not() {
     if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control/hot_add").exists() {
-        println!("SKIP compare test: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let algs = zram_algorithms();
     if !algs.iter().any(|a| a == "lz4") || !algs.iter().any(|a| a == "lzo-rle") {
-        println!("SKIP compare test: the kernel lacks lz4 or lzo-rle");
+        common::skip("the kernel lacks lz4 or lzo-rle");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

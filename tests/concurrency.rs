@@ -32,7 +32,7 @@ fn result<'a>(v: &'a serde_json::Value, pattern: &str) -> &'a serde_json::Value 
 
 fn root_with(feature: &str) -> bool {
     if unsafe { libc::geteuid() } != 0 || !Path::new(feature).exists() {
-        println!("SKIP: needs root and {feature}");
+        common::skip(&format!("needs root and {feature}"));
         return false;
     }
     true

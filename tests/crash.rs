@@ -5,6 +5,7 @@
 //!
 //! One test in this file on purpose: the snapshot must not see other tests' changes.
 
+mod common;
 use std::process::Command;
 
 fn bin() -> std::path::PathBuf {
@@ -48,15 +49,15 @@ fn snapshot(cg_root: &std::path::Path) -> String {
 #[test]
 fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root");
+        common::skip("needs root");
         return;
     }
     if !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs zram");
+        common::skip("needs zram");
         return;
     }
     let Some((_, cg_root)) = probe::Probe::default().memory_controller().ok().flatten() else {
-        eprintln!("skipped: no memory cgroup controller");
+        common::skip("no memory cgroup controller");
         return;
     };
     let jdir = tempfile::tempdir().unwrap();

@@ -25,7 +25,7 @@ fn eat(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
 #[test]
 fn zram_patterns_meet_the_stored_fraction_thresholds_and_verify() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -64,7 +64,7 @@ fn zram_patterns_meet_the_stored_fraction_thresholds_and_verify() {
 #[test]
 fn external_trim_moves_pages_out() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,7 +79,7 @@ fn external_trim_moves_pages_out() {
 #[test]
 fn cgroup_trim_moves_pages_out() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,7 +95,7 @@ fn cgroup_trim_moves_pages_out() {
 fn without_swap_the_trim_is_explained_and_the_run_completes() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if std::fs::read_to_string("/proc/swaps").unwrap().lines().count() > 1 {
-        eprintln!("skipped: a swap area is active");
+        common::skip("a swap area is active");
         return;
     }
     let (code, v, err) = eat(&["--size", "8MiB", "--pattern", "const", "--backing", "none", "--repeat", "1"]);

@@ -52,7 +52,7 @@ fn browse(report: &Path, shot: &Path) -> Option<Value> {
 #[test]
 fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control/hot_add").exists() {
-        println!("SKIP quick_lab_as_root: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -100,7 +100,7 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
 #[test]
 fn lab_without_root_completes_and_reports_what_it_skipped() {
     if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
-        println!("SKIP lab_without_root: needs root (to drop to an unprivileged user) and setpriv");
+        common::skip("needs root (to drop to an unprivileged user) and setpriv");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -204,7 +204,7 @@ fn an_interrupted_lab_still_writes_its_report() {
 #[test]
 fn a_killed_lab_child_is_a_failed_step_and_its_changes_are_undone() {
     if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
-        println!("SKIP a_killed_lab_child: needs root and a memory cgroup controller");
+        common::skip("needs root and a memory cgroup controller");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,5 +1,6 @@
 //! `pagelab mapping` semantics: what each release leaves behind.
 
+mod common;
 use std::process::Command;
 
 fn bin() -> std::path::PathBuf {
@@ -72,7 +73,7 @@ fn releases_have_their_documented_semantics() {
 #[test]
 fn under_pressure_freed_pages_are_reclaimed() {
     if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
-        eprintln!("skipped: --pressure needs root and a memory cgroup controller");
+        common::skip("--pressure needs root and a memory cgroup controller");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

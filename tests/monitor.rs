@@ -15,11 +15,11 @@ fn tmux(args: &[&str]) -> bool {
 #[test]
 fn trim_under_tmux_drops_rss_into_zram() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        println!("SKIP trim_under_tmux_drops_rss_into_zram: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     if !tmux(&["-V"]) {
-        println!("SKIP trim_under_tmux_drops_rss_into_zram: tmux is not installed (Debian: tmux)");
+        common::skip("tmux is not installed (Debian: tmux)");
         return;
     }
     let jdir = tempfile::tempdir().unwrap();

@@ -31,7 +31,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn bad_input_changes_nothing() {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: without root these requests are refused for lack of privilege instead");
+        common::skip("without root these requests are refused for lack of privilege instead");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,7 +57,7 @@ fn host_guard_refuses_a_plan_below_the_floor() {
 #[test]
 fn without_root_privileged_operations_fail_with_the_operation_named() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("skipped: needs root and setpriv to drop to an unprivileged user");
+        common::skip("needs root and setpriv to drop to an unprivileged user");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -94,7 +94,7 @@ fn without_root_privileged_operations_fail_with_the_operation_named() {
 #[test]
 fn sizes_that_would_overflow_a_plan_are_refused_before_any_change() {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: without root these runs are refused for lack of privilege first");
+        common::skip("without root these runs are refused for lack of privilege first");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -21,7 +21,7 @@ fn journals() -> std::path::PathBuf {
 #[test]
 fn tiny_thrash_pages_completes_and_restores() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        println!("SKIP tiny_thrash_pages_completes_and_restores: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -45,7 +45,7 @@ const MODULES: [&str; 16] = [
 const GUEST_LIMIT: Duration = Duration::from_secs(900);
 
 fn skip(why: &str) {
-    println!("SKIPPED vm: {why}");
+    common::skip(why);
 }
 
 fn have(tool: &str) -> bool {

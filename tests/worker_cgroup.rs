@@ -1,6 +1,7 @@
 //! Workers inside memory cgroups, as root: placement before allocation, a limit
 //! that really limits, and an OOM kill reported with the phase and the limit.
 
+mod common;
 use std::process::Command;
 
 /// These tests run one at a time: a zram swap made by one would take the pages of
@@ -21,11 +22,11 @@ fn drill(args: &[&str]) -> (i32, serde_json::Value, String) {
 
 fn skip() -> bool {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root");
+        common::skip("needs root");
         return true;
     }
     if probe::Probe::default().memory_controller().ok().flatten().is_none() {
-        eprintln!("skipped: no memory cgroup controller");
+        common::skip("no memory cgroup controller");
         return true;
     }
     false
@@ -53,7 +54,7 @@ fn exceeding_the_limit_without_swap_is_an_oom_kill_reported_with_phase_and_limit
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if std::fs::read_to_string("/proc/swaps").unwrap().lines().count() > 1 {
-        eprintln!("skipped: a swap device is active, so the group would swap instead of being OOM-killed");
+        common::skip("a swap device is active, so the group would swap instead of being OOM-killed");
         return;
     }
     let (code, v, err) = drill(&["--cgroup", "32MiB", "--touch", "96MiB"]);
@@ -71,7 +72,7 @@ fn exceeding_the_limit_without_swap_is_an_oom_kill_reported_with_phase_and_limit
 #[test]
 fn with_zram_the_group_swaps_instead_and_stays_under_its_limit() {
     if skip() || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs zram");
+        common::skip("needs zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

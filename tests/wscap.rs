@@ -12,7 +12,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn cap_max_slows_the_scan_by_at_least_20x_and_holds_the_cap() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -61,7 +61,7 @@ fn cap_max_slows_the_scan_by_at_least_20x_and_holds_the_cap() {
 #[test]
 fn a_cap_too_small_to_run_in_is_reported_not_a_failure() {
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped: needs root and zram");
+        common::skip("needs root and zram");
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 /// The pagelab binary under test.
+#[allow(dead_code)]
 pub fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("pagelab")
 }
@@ -28,3 +29,7 @@ pub fn system_state() -> String {
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
+
+mod skip;
+#[allow(unused_imports)]
+pub use skip::skip;

@@ -2,6 +2,8 @@
 //! with the hybrid cgroup layout, and a pure cgroup-v2 tree written from
 //! Documentation/admin-guide/cgroup-v2.rst.
 
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 use probe::CgroupTarget;
 use probe::cgroup::CgroupVersion;
 use probe::{Probe, Roots, Sample, Targets, cgroup, mountinfo};
@@ -134,7 +136,7 @@ fn overflowing_counter_in_cgroup_file_is_an_error() {
 #[test]
 fn live_system_sample_if_linux_proc_present() {
     if !Path::new("/proc/meminfo").exists() {
-        eprintln!("skipped: no /proc on this machine");
+        skip::skip("no /proc on this machine");
         return;
     }
     let mut p = Probe::default();

@@ -1,4 +1,6 @@
 use probe::meminfo::Meminfo;
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 use probe::sample::{PidSample, ZramSample};
 use probe::vmstat::Vmstat;
 use probe::{Sample, Targets};
@@ -148,7 +150,7 @@ fn running_run_whose_writer_is_gone_reads_as_interrupted() {
 #[test]
 fn sampler_takes_samples_and_records_lateness() {
     if !std::path::Path::new("/proc/meminfo").exists() {
-        eprintln!("skipped: needs /proc");
+        skip::skip("needs /proc");
         return;
     }
     let (tx, rx) = std::sync::mpsc::channel();
@@ -179,7 +181,7 @@ fn sampler_takes_samples_and_records_lateness() {
 #[test]
 fn sampler_abort_verdict_requests_a_stop() {
     if !std::path::Path::new("/proc/meminfo").exists() {
-        eprintln!("skipped: needs /proc");
+        skip::skip("needs /proc");
         return;
     }
     let cfg = record::SamplerConfig {

@@ -71,8 +71,8 @@ fn presets(rs: &[&Value]) -> Vec<String> {
     v
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    crate::summary::median(std::mem::take(&mut v))
+fn median(v: Vec<f64>) -> Option<f64> {
+    record::stats::median(&v)
 }
 
 fn cv(v: &[f64]) -> Option<f64> {

@@ -454,7 +454,7 @@ pub fn run<O: Observer>(cfg: &WscapConfig, obs: &mut O, stop: fn() -> bool) -> R
         if m == Mode::None {
             // The reference itself.
             r.slowdown = Some(1.0);
-        } else if let Some(b) = median(base)
+        } else if let Some(b) = record::stats::median(&base)
             && r.scans_per_sec > 0.0
         {
             r.slowdown = Some(b / r.scans_per_sec);
@@ -465,14 +465,6 @@ pub fn run<O: Observer>(cfg: &WscapConfig, obs: &mut O, stop: fn() -> bool) -> R
     ctx.obs.targets(vec![], None, vec![]);
     sb.restore()?;
     Ok(results)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Some(v[v.len() / 2])
 }
 
 // ---------------------------------------------------------------------------
