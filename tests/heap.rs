@@ -138,3 +138,24 @@ fn bad_heap_input_exits_2() {
         assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
     }
 }
+
+/// A preloaded library that is ELF but no allocator (libz): malloc stays libc's,
+/// and the run says so instead of labelling libc's figures with its name.
+#[test]
+fn a_preloaded_library_without_malloc_is_refused() {
+    let libz = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+    if !std::path::Path::new(libz).exists() {
+        common::skip("libz.so.1 is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["heap", "--allocators", &format!("preload:{libz}"), "--threads", "1", "--ops", "20000", "--repeat", "1"])
+        .arg("--out")
+        .arg(tmp.path().join("run"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("preload:{libz} does not provide malloc")), "{err}");
+}

@@ -391,6 +391,18 @@ pub fn run_config(
     seed: u64,
     preload: Option<&str>,
 ) -> Result<Repeat, String> {
+    // A preloaded library that does not define malloc leaves libc's in place:
+    // its figures would be glibc's under another name.
+    if let Some(p) = preload {
+        let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+        let got = alloc::malloc_provider().unwrap_or_default();
+        let got_path = std::fs::canonicalize(&got).unwrap_or_else(|_| got.clone().into());
+        if got_path != want {
+            return Err(format!(
+                "preload:{p} does not provide malloc (malloc resolves to {got}): it is not an allocator, and its figures would be libc's"
+            ));
+        }
+    }
     let cal = timer::calibrate(30, 20_000);
     let oh = cal.overhead_ticks;
     let base_rss = status_kb("VmRSS:");
