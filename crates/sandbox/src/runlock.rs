@@ -61,7 +61,6 @@ impl Holder {
 #[derive(Debug)]
 pub struct RunLock {
     file: File,
-    inherited: bool,
 }
 
 fn flock_nb(fd: i32) -> std::io::Result<bool> {
@@ -114,7 +113,7 @@ fn inherited(path: &Path) -> Option<RunLock> {
     // SAFETY: fcntl on an open descriptor.
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     // SAFETY: the descriptor is open (fstat succeeded) and from here on ours.
-    Some(RunLock { file: unsafe { File::from_raw_fd(fd) }, inherited: true })
+    Some(RunLock { file: unsafe { File::from_raw_fd(fd) } })
 }
 
 /// Takes the run lock for `what` (e.g. "eat"). When another run holds it: with
@@ -159,7 +158,7 @@ Wait for it (run again without --no-wait to wait) or stop it",
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let line = format!("{} {now} {what}\n", std::process::id());
     let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(line.as_bytes()));
-    Ok(RunLock { file, inherited: false })
+    Ok(RunLock { file })
 }
 
 fn read_holder(file: &mut File) -> Option<Holder> {
@@ -167,15 +166,6 @@ fn read_holder(file: &mut File) -> Option<Holder> {
     file.rewind().ok()?;
     file.take(4096).read_to_string(&mut s).ok()?;
     Holder::parse(&s)
-}
-
-/// The current holder, if any (for messages; takes nothing).
-pub fn holder() -> Option<Holder> {
-    let mut f = std::fs::File::open(path()).ok()?;
-    if flock_nb(f.as_raw_fd()).ok()? {
-        return None; // nobody holds it (and our probe lock goes with `f`)
-    }
-    read_holder(&mut f)
 }
 
 impl RunLock {
@@ -191,11 +181,6 @@ impl RunLock {
             }
         }
         (ENV_FD, fd.to_string())
-    }
-
-    /// Whether the lock came from a parent (`lab`).
-    pub fn is_inherited(&self) -> bool {
-        self.inherited
     }
 }
 
