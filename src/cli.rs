@@ -96,6 +96,38 @@ pub struct LockArgs {
     pub no_wait: bool,
 }
 
+/// The flags every experiment shares, documented once. The sampling interval's
+/// default is each experiment's own (`#[command(mut_arg("interval", ...))]`).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Run directory to write (default: runs/<UTC timestamp>-<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Sampling interval of the run's timeline (10ms to 1h).
+    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    /// Refuse to run if the plan would leave MemAvailable below this, and stop the
+    /// run if it falls below it (default: the larger of 1 GiB and 10 % of RAM).
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub host_floor: Option<u64>,
+    /// Print the results as JSON on stdout: {"experiment": NAME, "results": [...],
+    /// "dir": RUN_DIR}, plus the experiment's own fields (heap's timer, mapping's
+    /// baseline, thrash's summary).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// Where an experiment that may need a swap file puts it.
+#[derive(Debug, Args)]
+pub struct SwapfileArgs {
+    /// Directory for a swap file when one is needed (--backing swapfile, or auto
+    /// without zram).
+    #[arg(long, default_value = "/var/tmp")]
+    pub swapfile_dir: PathBuf,
+}
+
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON instead of a table.
@@ -285,6 +317,7 @@ pub struct DrillArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
 pub struct EatArgs {
     /// Private memory to fill, per pattern.
     #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
@@ -310,23 +343,10 @@ pub struct EatArgs {
     /// PRNG seed (recorded, so a run can be reproduced).
     #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
     pub seed: u64,
-    /// Run directory (default: runs/<UTC timestamp>-eat).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Sampling interval of the timeline.
-    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    /// Refuse to run if MemAvailable would fall below this (default: max(1 GiB, 10 % of RAM)).
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    /// Directory for a swap file when one is needed.
-    #[arg(long, default_value = "/var/tmp")]
-    pub swapfile_dir: PathBuf,
-    /// Print {"experiment":"eat","results":[...]} on stdout.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub lock: LockArgs,
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -381,6 +401,7 @@ fn parse_trim(s: &str) -> Result<workloads::eat::Trim, String> {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("250ms")))]
 pub struct WscapArgs {
     /// Memory the worker allocates and scans (one byte per page).
     #[arg(long, default_value = "64MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
@@ -412,20 +433,10 @@ pub struct WscapArgs {
     /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
     #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub sweep_cap: Vec<u64>,
-    /// Run directory (default: runs/<UTC timestamp>-wscap).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    #[arg(long, default_value = "250ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    #[arg(long, default_value = "/var/tmp")]
-    pub swapfile_dir: PathBuf,
-    /// Print {"experiment":"wscap","results":[...]} on stdout.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub lock: LockArgs,
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -442,6 +453,7 @@ fn parse_modes(s: &str) -> Result<ModeList, String> {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
 pub struct MappingArgs {
     /// Region size.
     #[arg(long, default_value = "300MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
@@ -467,17 +479,8 @@ pub struct MappingArgs {
     /// Run each method in a memory cgroup too small to keep released pages (needs root).
     #[arg(long)]
     pub pressure: bool,
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    /// Print {"experiment":"mapping","baseline":{...},"results":[...]} on stdout.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub lock: LockArgs,
+    pub run: RunArgs,
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -524,20 +527,8 @@ pub struct HeapArgs {
     /// runs, else the first of --allocators).
     #[arg(long)]
     pub baseline: Option<String>,
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The collector's interval. 1 s by default: the collector takes CPU
-    /// time, and where the threads fill every CPU each of its samples lands on
-    /// a timed thread.
-    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    /// Print {"experiment":"heap","timer_overhead_ns":...,"results":[...]} on stdout.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub lock: LockArgs,
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -620,21 +611,10 @@ pub struct ThrashArgs {
     /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
     #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
     pub smooth: String,
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The collector's interval (the study: 1 s).
-    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    /// Directory for a swap file (--backing swapfile).
-    #[arg(long, default_value = "/var/tmp")]
-    pub swapfile_dir: PathBuf,
-    /// Print {"experiment":"thrash","results":[...],"summary":[...]} on stdout.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub lock: LockArgs,
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
 }
 
 #[derive(Debug, Args)]

@@ -2,37 +2,9 @@
 //! report.
 
 use crate::cli::EatArgs;
-use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::experiment::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::usage;
 use workloads::eat::EatConfig;
-use workloads::observe::Observer;
-
-pub struct Obs<'a> {
-    pub run: &'a ExperimentRun,
-    pub quiet: bool,
-}
-
-impl Observer for Obs<'_> {
-    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
-        self.run.event(kind, name, t_ns, detail.clone());
-        if !self.quiet && kind == "phase_end" {
-            let secs = detail["seconds"].as_f64().unwrap_or(0.0);
-            eprintln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
-        }
-    }
-    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
-        self.run.targets(pids, cgroup, zram);
-    }
-    fn result(&mut self, r: serde_json::Value) {
-        self.run.push_result(&r);
-    }
-    fn note(&mut self, msg: &str) {
-        self.run.note(msg);
-    }
-    fn samples(&mut self) -> Vec<probe::Sample> {
-        record::RunRecord::load(self.run.dir.path()).map(|r| r.samples).unwrap_or_default()
-    }
-}
 
 pub fn run(a: &EatArgs) -> anyhow::Result<()> {
     let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
@@ -58,9 +30,9 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         repeat: a.repeat,
         seed: a.seed,
         exe: std::env::current_exe()?,
-        host_floor: a.host_floor,
+        host_floor: a.run.host_floor,
         settle_max: std::time::Duration::from_secs(10),
-        swapfile_dir: a.swapfile_dir.clone(),
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     // Everything that can be refused is refused here, before any change.
     workloads::eat::validate(&cfg)?;
@@ -73,17 +45,17 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         "trim": cfg.trim,
         "repeat": cfg.repeat,
         "seed": cfg.seed,
-        "interval_s": a.interval.as_secs_f64(),
+        "interval_s": a.run.interval.as_secs_f64(),
     });
-    let run = ExperimentRun::start("eat", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
+    let run = ExperimentRun::start("eat", &a.run, config)?;
     let r = {
-        let mut obs = Obs { run: &run, quiet: a.json };
+        let mut obs = RunObserver { run: &run, quiet: a.run.json };
         workloads::eat::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(
         run,
         r,
-        a.json,
+        a.run.json,
         report::eat::render,
         |results| serde_json::json!({"experiment": "eat", "results": results}),
         |results| {

@@ -3,12 +3,11 @@
 //! and the final status.
 
 use crate::Interrupted;
+use crate::cli::{LockArgs, RunArgs};
 use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
 use sandbox::guard::HostGuard;
-use std::path::PathBuf;
-use std::time::Duration;
 
 pub struct ExperimentRun {
     pub dir: RunDir,
@@ -34,20 +33,14 @@ pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlo
 impl ExperimentRun {
     /// Creates the run directory and starts sampling. The sampler aborts the run
     /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
-    pub fn start(
-        experiment: &str,
-        out: Option<PathBuf>,
-        config: serde_json::Value,
-        interval: Duration,
-        host_floor: Option<u64>,
-        no_wait: bool,
-    ) -> anyhow::Result<ExperimentRun> {
-        let lock = take_run_lock(experiment, no_wait)?;
+    pub fn start(experiment: &str, args: &RunArgs, config: serde_json::Value) -> anyhow::Result<ExperimentRun> {
+        let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
+        let lock = take_run_lock(experiment, *no_wait)?;
         let mut p = Probe::default();
         let env = p.environment();
         let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();
-        let guard = HostGuard::new(host_floor, &meminfo);
+        let guard = HostGuard::new(*host_floor, &meminfo);
         let made_dir = out.as_ref().is_none_or(|o| !o.exists());
         let dir = crate::record_cmd::create_run_dir(
             out.as_deref(),
@@ -63,15 +56,19 @@ impl ExperimentRun {
             dir.update(|r| r.notes.push(msg))?;
         }
         let mut w = dir.sample_writer()?;
-        let sampler = Sampler::start(SamplerConfig { interval, ..Default::default() }, Targets::default(), move |s| {
-            if let Err(e) = w.write(s) {
-                return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
-            }
-            match guard.check_sample(s) {
-                Some(reason) => Verdict::Abort(reason),
-                None => Verdict::Continue,
-            }
-        })?;
+        let sampler = Sampler::start(
+            SamplerConfig { interval: *interval, ..Default::default() },
+            Targets::default(),
+            move |s| {
+                if let Err(e) = w.write(s) {
+                    return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
+                }
+                match guard.check_sample(s) {
+                    Some(reason) => Verdict::Abort(reason),
+                    None => Verdict::Continue,
+                }
+            },
+        )?;
         if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
             eprintln!("pagelab: warning: {why}");
         }
@@ -135,13 +132,42 @@ impl Drop for ExperimentRun {
     }
 }
 
+/// Carries an experiment's events, targets, results and notes into its run
+/// directory; `quiet` keeps the phase lines off stderr (under --json).
+pub struct RunObserver<'a> {
+    pub run: &'a ExperimentRun,
+    pub quiet: bool,
+}
+
+impl workloads::observe::Observer for RunObserver<'_> {
+    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
+        self.run.event(kind, name, t_ns, detail.clone());
+        if !self.quiet && kind == "phase_end" {
+            let secs = detail["seconds"].as_f64().unwrap_or(0.0);
+            eprintln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
+        }
+    }
+    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
+        self.run.targets(pids, cgroup, zram);
+    }
+    fn result(&mut self, r: serde_json::Value) {
+        self.run.push_result(&r);
+    }
+    fn note(&mut self, msg: &str) {
+        self.run.note(msg);
+    }
+    fn samples(&mut self) -> Vec<probe::Sample> {
+        record::RunRecord::load(self.run.dir.path()).map(|r| r.samples).unwrap_or_default()
+    }
+}
+
 /// An experiment's error as the binary reports it (exit codes follow from the kind).
-pub fn exp_error(e: workloads::eat::EatError) -> anyhow::Error {
-    use workloads::eat::EatError;
+pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
+    use workloads::observe::ExperimentError;
     match e {
-        EatError::Interrupted => anyhow::Error::new(Interrupted),
-        EatError::Sandbox(s) => anyhow::Error::new(s),
-        EatError::Worker(w) => anyhow::anyhow!(w),
+        ExperimentError::Interrupted => anyhow::Error::new(Interrupted),
+        ExperimentError::Sandbox(s) => anyhow::Error::new(s),
+        ExperimentError::Worker(w) => anyhow::anyhow!(w),
     }
 }
 

@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::cli::HeapArgs;
-use crate::eat_cmd::Obs;
+use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use workloads::heap::HeapConfig;
 
@@ -20,7 +20,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
             if names.iter().any(|n| n == "glibc") { "glibc".into() } else { names.first().cloned().unwrap_or_default() }
         }),
         exe: std::env::current_exe()?,
-        host_floor: a.host_floor,
+        host_floor: a.run.host_floor,
     };
     workloads::heap::validate(&cfg)?;
     // The parent's own calibration: the timer as this machine gives it.
@@ -32,7 +32,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         "ops_per_thread": cfg.ops, "repeat": cfg.repeat, "seed": cfg.seed, "baseline": cfg.baseline,
         "cores": cores, "timer": timer, "timer_overhead_ns": timer.overhead_ns,
     });
-    let run = ExperimentRun::start("heap", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
+    let run = ExperimentRun::start("heap", &a.run, config)?;
     run.note(&format!(
         "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",
         timer.source,
@@ -41,14 +41,14 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         if timer.invariant { "" } else { "; the CPU does not advertise an invariant TSC" }
     ));
     let r = {
-        let mut obs = Obs { run: &run, quiet: true };
+        let mut obs = RunObserver { run: &run, quiet: true };
         workloads::heap::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     let baseline = cfg.baseline.clone();
     conclude(
         run,
         r,
-        a.json,
+        a.run.json,
         report::heap::render,
         |all| {
             let results: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("result")).collect();

@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::cli::MappingArgs;
-use crate::eat_cmd::Obs;
+use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use workloads::mapping::MappingConfig;
 
@@ -17,22 +17,22 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
         hugepages: a.hugepages.clone(),
         pressure: a.pressure,
         exe: std::env::current_exe()?,
-        host_floor: a.host_floor,
+        host_floor: a.run.host_floor,
     };
     workloads::mapping::validate(&cfg)?;
     let config = serde_json::json!({
         "size_bytes": cfg.size, "stride_bytes": cfg.stride, "touch": cfg.touch, "iterations": cfg.iterations,
         "warmup": cfg.warmup, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
     });
-    let run = ExperimentRun::start("mapping", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
+    let run = ExperimentRun::start("mapping", &a.run, config)?;
     let r = {
-        let mut obs = Obs { run: &run, quiet: true };
+        let mut obs = RunObserver { run: &run, quiet: true };
         workloads::mapping::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(
         run,
         r,
-        a.json,
+        a.run.json,
         report::mapping::render,
         |all| {
             let results: Vec<&serde_json::Value> = all.iter().map(|r| &r["result"]).collect();

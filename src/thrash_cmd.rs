@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::cli::ThrashArgs;
-use crate::eat_cmd::Obs;
+use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use workloads::thrash::ThrashConfig;
 
@@ -27,8 +27,8 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         time_scale: a.time_scale,
         repeat: a.repeat,
         exe: std::env::current_exe()?,
-        host_floor: a.host_floor,
-        swapfile_dir: a.swapfile_dir.clone(),
+        host_floor: a.run.host_floor,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     let plans = workloads::thrash::validate(&cfg)?;
     let expected_s: f64 = plans
@@ -39,10 +39,10 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
     let config = serde_json::json!({
         "plans": plans, "repeat": a.repeat, "backing": a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect::<Vec<_>>(), "scale": a.scale,
         "time_scale": a.time_scale.unwrap_or(a.scale),
-        "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.interval.as_millis() as u64,
+        "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.run.interval.as_millis() as u64,
         "probe_period_ms": workloads::thrash::PROBE_PERIOD.as_millis() as u64, "probe_ws_bytes": workloads::thrash::PROBE_WS,
     });
-    let run = ExperimentRun::start("thrash", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
+    let run = ExperimentRun::start("thrash", &a.run, config)?;
     run.note(&format!(
         "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,
@@ -51,13 +51,13 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         a.backing.0.len()
     ));
     let r = {
-        let mut obs = Obs { run: &run, quiet: true };
+        let mut obs = RunObserver { run: &run, quiet: true };
         workloads::thrash::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(
         run,
         r,
-        a.json,
+        a.run.json,
         report::thrash::render,
         |all| {
             let results: Vec<serde_json::Value> = all

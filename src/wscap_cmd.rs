@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::cli::WscapArgs;
-use crate::eat_cmd::Obs;
+use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::usage;
 use workloads::wscap::WscapConfig;
@@ -20,8 +20,8 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         repeat: a.repeat,
         sweep_caps: a.sweep_cap.clone(),
         exe: std::env::current_exe()?,
-        host_floor: a.host_floor,
-        swapfile_dir: a.swapfile_dir.clone(),
+        host_floor: a.run.host_floor,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     if a.period < std::time::Duration::from_millis(10) {
         return Err(usage("--period must be at least 10ms"));
@@ -32,15 +32,15 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         "modes": cfg.modes, "period_s": cfg.period.as_secs_f64(), "access": a.access, "backing": cfg.backing,
         "compressor": cfg.compressor, "repeat": cfg.repeat, "sweep_caps": cfg.sweep_caps,
     });
-    let run = ExperimentRun::start("wscap", a.out.clone(), config, a.interval, a.host_floor, a.lock.no_wait)?;
+    let run = ExperimentRun::start("wscap", &a.run, config)?;
     let r = {
-        let mut obs = Obs { run: &run, quiet: true };
+        let mut obs = RunObserver { run: &run, quiet: true };
         workloads::wscap::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(
         run,
         r,
-        a.json,
+        a.run.json,
         report::wscap::render,
         |results| serde_json::json!({"experiment": "wscap", "results": results}),
         |results| {

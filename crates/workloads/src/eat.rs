@@ -151,17 +151,8 @@ pub struct EatResult {
     pub notes: Vec<String>,
 }
 
+use crate::observe::ExperimentError;
 pub use crate::observe::Observer;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EatError {
-    #[error(transparent)]
-    Sandbox(#[from] SandboxError),
-    #[error("{0}")]
-    Worker(String),
-    #[error("interrupted")]
-    Interrupted,
-}
 
 /// Checks the configuration and the machine before anything is changed.
 pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
@@ -253,9 +244,9 @@ struct Reply {
 
 impl<O: Observer> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
-    fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, EatError> {
+    fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, Value::Null).map_err(|_| EatError::Worker(w.failure().to_string()))?;
+        w.send(cmd, Value::Null).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
         let r = w.wait_for(
@@ -274,8 +265,8 @@ impl<O: Observer> Run<'_, O> {
         );
         match r {
             Ok(done) => Ok(Reply { phase, data: done.data }),
-            Err(_) if (self.stop)() => Err(EatError::Interrupted),
-            Err(f) => Err(EatError::Worker(f.to_string())),
+            Err(_) if (self.stop)() => Err(ExperimentError::Interrupted),
+            Err(f) => Err(ExperimentError::Worker(f.to_string())),
         }
     }
 
@@ -283,8 +274,8 @@ impl<O: Observer> Run<'_, O> {
         &mut self,
         name: &str,
         pid: i32,
-        f: impl FnOnce() -> Result<(), EatError>,
-    ) -> Result<PhaseResult, EatError> {
+        f: impl FnOnce() -> Result<(), ExperimentError>,
+    ) -> Result<PhaseResult, ExperimentError> {
         let a = ProcSnap::of(pid);
         self.obs.event("phase_start", name, a.t_ns, Value::Null);
         f()?;
@@ -300,7 +291,7 @@ impl<O: Observer> Run<'_, O> {
         repeat: u32,
         back: &Backing,
         cg: Option<&MemCgroup>,
-    ) -> Result<EatResult, EatError> {
+    ) -> Result<EatResult, ExperimentError> {
         let cfg = self.cfg;
         let seed = cfg.seed.wrapping_add(repeat as u64 - 1);
         let (size_s, block_s, seed_s) = (cfg.size.to_string(), cfg.block.to_string(), seed.to_string());
@@ -337,13 +328,14 @@ impl<O: Observer> Run<'_, O> {
         let trim = match cfg.trim {
             Trim::SelfTrim => self.command(&mut w, "trim", long)?.phase,
             Trim::External => self.parent_phase("trim", pid, || {
-                let fd = mm::PidFd::open(pid).map_err(|e| EatError::Worker(format!("pidfd_open({pid}): {e}")))?;
+                let fd =
+                    mm::PidFd::open(pid).map_err(|e| ExperimentError::Worker(format!("pidfd_open({pid}): {e}")))?;
                 mm::process_madvise(&fd, &[region], mm::MADV_PAGEOUT)
-                    .map_err(|e| EatError::Worker(format!("process_madvise(MADV_PAGEOUT) on pid {pid}: {e}")))?;
+                    .map_err(|e| ExperimentError::Worker(format!("process_madvise(MADV_PAGEOUT) on pid {pid}: {e}")))?;
                 Ok(())
             })?,
             Trim::Cgroup => {
-                let cg = cg.ok_or_else(|| EatError::Worker("--trim cgroup without a cgroup".into()))?;
+                let cg = cg.ok_or_else(|| ExperimentError::Worker("--trim cgroup without a cgroup".into()))?;
                 self.parent_phase("trim", pid, || Ok(cg.reclaim(cfg.size + (16 << 20))?))?
             }
             Trim::None => self.parent_phase("trim", pid, || Ok(()))?,
@@ -358,7 +350,7 @@ impl<O: Observer> Run<'_, O> {
         let free = self.command(&mut w, "free", long)?;
         let _ = w.send("exit", Value::Null);
         if let Err(f) = w.finish(Duration::from_secs(10)) {
-            return Err(EatError::Worker(f.to_string()));
+            return Err(ExperimentError::Worker(f.to_string()));
         }
 
         let page = probe::environment::page_size() as f64;
@@ -383,7 +375,7 @@ impl<O: Observer> Run<'_, O> {
             // was not this run's to fill (full, or taken away): no figure of
             // this repeat would mean anything, so the run fails rather than say
             // complete.
-            return Err(EatError::Worker(format!(
+            return Err(ExperimentError::Worker(format!(
                 "the trim moved nothing of {} into the store ({}): this repeat measured nothing",
                 pattern.name(),
                 back.swap_areas.join(", ")
@@ -475,7 +467,7 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) {
 
 /// Runs the experiment: for each compressor, set up the backing in a fresh
 /// sandbox, run every pattern `repeat` times, and restore.
-pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, EatError> {
+pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
     let mut results = Vec::new();
     let compressors = if cfg.compressors.is_empty() { vec![None] } else { cfg.compressors.clone() };
     for comp in &compressors {
@@ -501,7 +493,7 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
             for &p in &cfg.patterns {
                 if stop() {
                     sb.restore()?;
-                    return Err(EatError::Interrupted);
+                    return Err(ExperimentError::Interrupted);
                 }
                 obs.note(&format!(
                     "eat {p} ({}, repeat {repeat}/{}) on {}{}",

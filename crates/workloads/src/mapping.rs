@@ -405,13 +405,13 @@ pub fn run<O: crate::observe::Observer>(
     cfg: &MappingConfig,
     obs: &mut O,
     stop: fn() -> bool,
-) -> Result<Vec<MappingResult>, crate::eat::EatError> {
-    use crate::eat::EatError;
+) -> Result<Vec<MappingResult>, crate::observe::ExperimentError> {
+    use crate::observe::ExperimentError;
     let mut sb = sandbox::Sandbox::new("mapping");
     let mut out = Vec::new();
     for method in &cfg.methods {
         if stop() {
-            return Err(EatError::Interrupted);
+            return Err(ExperimentError::Interrupted);
         }
         obs.note(&format!("mapping {method} ({} iterations after {} warm-up)", cfg.iterations, cfg.warmup));
         // Too small for the region plus the pressure region: released pages that the
@@ -461,7 +461,7 @@ pub fn run<O: crate::observe::Observer>(
         obs.event("phase_start", method, t0, Value::Null);
         let d = w
             .wait_for("done", Some("mapping"), std::time::Duration::from_secs(3600), |_| {}, stop)
-            .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })?
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
             .data;
         let _ = w.finish(std::time::Duration::from_secs(10));
         obs.event("phase_end", method, probe::sample::monotonic_ns(), Value::Null);

@@ -1,6 +1,20 @@
-//! How an experiment tells its caller what happens, as it happens.
+//! What every experiment shares: how it tells its caller what happens, as it
+//! happens, and how it fails.
 
+use sandbox::SandboxError;
 use serde_json::Value;
+
+/// Every experiment's error. The binary maps the kinds to exit codes: a
+/// refusal of the input or the machine (2), a worker that failed (1), a stop (130).
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    #[error("{0}")]
+    Worker(String),
+    #[error("interrupted")]
+    Interrupted,
+}
 
 pub trait Observer {
     /// A phase boundary or other event, with the monotonic time it happened.

@@ -10,8 +10,8 @@
 //! `MADV_COLD` on the region, or a `memory.reclaim` write, every PERIOD.
 
 use crate::backing::{self, Backing, BackingKind};
-use crate::eat::EatError;
 use crate::mm;
+use crate::observe::ExperimentError;
 use crate::observe::Observer;
 use crate::procsnap::ProcSnap;
 use probe::cgroup::CgroupVersion;
@@ -204,7 +204,7 @@ struct Ctx<'a, O: Observer> {
 }
 
 impl<O: Observer> Ctx<'_, O> {
-    fn worker(&mut self, cg: &MemCgroup) -> Result<(Worker, (usize, usize)), EatError> {
+    fn worker(&mut self, cg: &MemCgroup) -> Result<(Worker, (usize, usize)), ExperimentError> {
         let cfg = self.cfg;
         let mut w = Worker::spawn(WorkerSpec {
             exe: cfg.exe.clone(),
@@ -229,17 +229,17 @@ impl<O: Observer> Ctx<'_, O> {
         Ok((w, (setup["addr"].as_u64().unwrap_or(0) as usize, setup["len"].as_u64().unwrap_or(0) as usize)))
     }
 
-    fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, EatError> {
+    fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, arg).map_err(|_| EatError::Worker(w.failure().to_string()))?;
+        w.send(cmd, arg).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let stop = self.stop;
         w.wait_for("done", Some(cmd), timeout, |_| {}, stop)
             .map(|e| e.data)
-            .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
     }
 
     /// One mode's window. `cap` is the cap for cap modes.
-    fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, EatError> {
+    fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, ExperimentError> {
         let cfg = self.cfg;
         let mut r = WscapResult {
             mode: mode.name().into(),
@@ -275,7 +275,7 @@ impl<O: Observer> Ctx<'_, O> {
         let cg = self.sb.memory_cgroup("wscap", &limits)?;
         let (mut w, region) = match self.worker(&cg) {
             Ok(x) => x,
-            Err(EatError::Worker(msg)) if msg.contains("OOM killer") => {
+            Err(ExperimentError::Worker(msg)) if msg.contains("OOM killer") => {
                 r.outcome = "OOM-killed inside the cap".into();
                 r.notes.push(msg);
                 return Ok(r);
@@ -306,7 +306,7 @@ impl<O: Observer> Ctx<'_, O> {
         let before = reclaim_counters();
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
-            .map_err(|_| EatError::Worker(w.failure().to_string()))?;
+            .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let mut rss = Vec::new();
         let (mut anon_max, mut swap_max, mut charged_max, mut store_max) = (0u64, 0u64, None::<u64>, None::<u64>);
         let mut next_action = Instant::now() + cfg.period;
@@ -315,10 +315,10 @@ impl<O: Observer> Ctx<'_, O> {
         let done = loop {
             if (self.stop)() {
                 w.kill();
-                return Err(EatError::Interrupted);
+                return Err(ExperimentError::Interrupted);
             }
             if Instant::now() > deadline {
-                return Err(EatError::Worker("wscap worker did not finish its scan window".into()));
+                return Err(ExperimentError::Worker("wscap worker did not finish its scan window".into()));
             }
             if last_poll.elapsed() >= Duration::from_millis(50) {
                 last_poll = Instant::now();
@@ -358,7 +358,7 @@ impl<O: Observer> Ctx<'_, O> {
             match w.recv(Duration::from_millis(10)) {
                 Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(ev.data),
                 Ok(Some(ev)) if ev.kind == "error" => {
-                    return Err(EatError::Worker(format!("worker wscap failed: {}", ev.name)));
+                    return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
                 }
                 Ok(_) => {}
                 Err(f) if f.oom_killed => {
@@ -366,7 +366,7 @@ impl<O: Observer> Ctx<'_, O> {
                     r.notes.push(f.to_string());
                     break None;
                 }
-                Err(f) => return Err(EatError::Worker(f.to_string())),
+                Err(f) => return Err(ExperimentError::Worker(f.to_string())),
             }
         };
         let after = reclaim_counters();
@@ -417,7 +417,11 @@ impl<O: Observer> Ctx<'_, O> {
 }
 
 /// Runs every mode (`none` first, as the reference), `repeat` times, then the sweep.
-pub fn run<O: Observer>(cfg: &WscapConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<WscapResult>, EatError> {
+pub fn run<O: Observer>(
+    cfg: &WscapConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<Vec<WscapResult>, ExperimentError> {
     let mut sb = Sandbox::new("wscap");
     let back = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), cfg.size, &cfg.swapfile_dir)?;
     obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));

@@ -10,7 +10,7 @@ pub mod alloc;
 pub mod script;
 pub mod timer;
 
-use crate::eat::EatError;
+use crate::observe::ExperimentError;
 use alloc::{Allocator, ThreadHeap};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -567,7 +567,7 @@ pub fn run<O: crate::observe::Observer>(
     cfg: &HeapConfig,
     obs: &mut O,
     stop: fn() -> bool,
-) -> Result<Vec<HeapResult>, EatError> {
+) -> Result<Vec<HeapResult>, ExperimentError> {
     let supported: Vec<&Allocator> =
         cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_none()).collect();
     for a in cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_some()) {
@@ -591,7 +591,7 @@ pub fn run<O: crate::observe::Observer>(
             for rep in 0..cfg.repeat {
                 for (k, a) in supported.iter().enumerate() {
                     if stop() {
-                        return Err(EatError::Interrupted);
+                        return Err(ExperimentError::Interrupted);
                     }
                     let (name, env, preload) = match a {
                         Allocator::Preload(p) => (
@@ -637,12 +637,14 @@ pub fn run<O: crate::observe::Observer>(
                     obs.event("phase_start", &label, t0, Value::Null);
                     let d = w
                         .wait_for("done", Some("heap"), std::time::Duration::from_secs(3600), |_| {}, stop)
-                        .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })?
+                        .map_err(|f| {
+                            if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) }
+                        })?
                         .data;
                     let _ = w.finish(std::time::Duration::from_secs(10));
                     obs.event("phase_end", &label, probe::sample::monotonic_ns(), Value::Null);
-                    let r: Repeat =
-                        serde_json::from_value(d).map_err(|e| EatError::Worker(format!("{label}: bad report: {e}")))?;
+                    let r: Repeat = serde_json::from_value(d)
+                        .map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))?;
                     done += 1;
                     obs.note(&format!(
                         "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",

@@ -22,7 +22,7 @@
 pub mod guard;
 
 use crate::backing::{self, BackingKind};
-use crate::eat::EatError;
+use crate::observe::ExperimentError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -600,7 +600,7 @@ fn spawn(
     args: Vec<String>,
     cg: Option<&sandbox::cgroup::MemCgroup>,
     label: String,
-) -> Result<sandbox::worker::Worker, EatError> {
+) -> Result<sandbox::worker::Worker, ExperimentError> {
     let mut a = vec!["__worker".to_string(), kind.to_string()];
     a.extend(args);
     // Workers in the thrashing group run without glibc's rseq registration
@@ -615,10 +615,10 @@ fn spawn(
     })?)
 }
 
-fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, EatError> {
+fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
     w.wait_for("ready", None, Duration::from_secs(60), |_| {}, stop)
         .map(|e| e.data)
-        .map_err(|f| if stop() { EatError::Interrupted } else { EatError::Worker(f.to_string()) })
+        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
 }
 
 fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
@@ -646,7 +646,7 @@ fn run_once<O: crate::observe::Observer>(
     rep: u32,
     obs: &mut O,
     stop: fn() -> bool,
-) -> Result<ThrashResult, EatError> {
+) -> Result<ThrashResult, ExperimentError> {
     let mut sb = sandbox::Sandbox::new("thrash");
     let total = plan.consumers as u64 * plan.size_bytes;
     let back = backing::setup(&mut sb, kind, None, total, &cfg.swapfile_dir)?;
@@ -741,7 +741,7 @@ planned {:.0} s plus recovery",
     obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
     record::stop::sleep(plan.baseline());
     if stop() {
-        return Err(EatError::Interrupted);
+        return Err(ExperimentError::Interrupted);
     }
     let v1 = vm();
     let secs = (probe::sample::monotonic_ns() - base_t) as f64 / 1e9;
@@ -754,14 +754,15 @@ planned {:.0} s plus recovery",
     let out_t0 = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
-        c.w.send("start", json!({"t0_ns": t0})).map_err(|e| EatError::Worker(format!("consumer {}: {e}", c.index)))?;
+        c.w.send("start", json!({"t0_ns": t0}))
+            .map_err(|e| ExperimentError::Worker(format!("consumer {}: {e}", c.index)))?;
     }
     // Wait for every consumer: done, or dead. A consumer far past its planned end
     // (t_p or 2 minutes, whichever is longer) is killed and counted as not completed.
     let give_up = t0 + ((plan.planned_duration_ms + plan.active_ms.max(120_000.0)) * 1e6) as u64;
     loop {
         if stop() {
-            return Err(EatError::Interrupted);
+            return Err(ExperimentError::Interrupted);
         }
         let mut pending = 0;
         for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
@@ -914,13 +915,13 @@ pub fn run<O: crate::observe::Observer>(
     cfg: &ThrashConfig,
     obs: &mut O,
     stop: fn() -> bool,
-) -> Result<Vec<ThrashResult>, EatError> {
+) -> Result<Vec<ThrashResult>, ExperimentError> {
     let mut out = Vec::new();
     for &kind in &cfg.backings {
         for plan in cfg.plans() {
             for rep in 0..cfg.repeat {
                 if stop() {
-                    return Err(EatError::Interrupted);
+                    return Err(ExperimentError::Interrupted);
                 }
                 let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
                 obs.note(&format!(
