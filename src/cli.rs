@@ -202,10 +202,9 @@ pub struct LabArgs {
 
 fn parse_experiment(s: &str) -> Result<String, String> {
     let s = s.trim();
-    if report::lab::EXPERIMENTS.contains(&s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!("unknown experiment '{s}': expected {}", report::lab::EXPERIMENTS.join(", ")))
+    match report::experiment::find(s) {
+        Some(e) => Ok(e.name().to_string()),
+        None => Err(format!("unknown experiment '{s}': expected {}", report::experiment::names().join(", "))),
     }
 }
 

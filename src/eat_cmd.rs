@@ -3,7 +3,9 @@
 
 use crate::cli::EatArgs;
 use crate::experiment::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::lab::{MIB, Machine, arg, mib, step};
 use crate::usage;
+use report::lab::Step;
 use workloads::eat::EatConfig;
 
 pub fn run(a: &EatArgs) -> anyhow::Result<()> {
@@ -67,4 +69,33 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
             )
         },
     )
+}
+
+/// The lab's `eat` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // eat: the study used 5 GB per pattern on 16 GB; stay at 1/16 of RAM at most.
+    let eat_size =
+        if full { (1024 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 64) }.max(16 * MIB);
+    let eat_repeat = 3u32;
+    let compressors = if full && m.root { 3.0 } else { 1.0 };
+    let mut eat_args = vec![arg("--size"), mib(eat_size), arg("--repeat"), eat_repeat.to_string()];
+    if full && m.root {
+        eat_args.extend([arg("--compressor"), arg("all")]);
+    }
+    let mut eat_note = None;
+    if !m.root && !m.swap_active {
+        eat_args.extend([arg("--backing"), arg("none")]);
+        eat_note = Some(
+            "ran without swap: creating zram needs root and no swap is active, so nothing could be trimmed \
+             and the store figures are missing; the fill and read-back are measured"
+                .to_string(),
+        );
+    } else if !m.root {
+        eat_args.extend([arg("--backing"), arg("existing")]);
+        eat_note = Some("used the swap already active (creating zram needs root)".to_string());
+    }
+    let eat_expect = 2.0 + 4.0 * eat_repeat as f64 * compressors * (0.1 + (eat_size / MIB) as f64 * 0.0075);
+    let mut e = step("eat", eat_args, eat_expect);
+    e.note = eat_note;
+    e
 }

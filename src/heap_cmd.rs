@@ -4,6 +4,8 @@
 use crate::cli::HeapArgs;
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::lab::{Machine, arg, list, step};
+use report::lab::Step;
 use workloads::heap::HeapConfig;
 
 pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
@@ -65,5 +67,28 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
                 report::heap::reference_markdown(all)
             )
         },
+    )
+}
+
+/// The lab's `heap` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // heap: thread counts up to 128 (full) or 8 × cores (quick).
+    let c = m.cpus;
+    let mut threads: Vec<u32> =
+        if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, 2 * c, (8 * c).min(64)] };
+    threads.sort_unstable();
+    threads.dedup();
+    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
+    let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
+    // Each repeat runs PROCS processes, each with its own growth phase (about
+    // 300 000 allocations per thread) before its share of the warm calls.
+    let procs = workloads::heap::PROCS as f64;
+    let calls = ops as f64 + procs * 300_000.0;
+    let heap_expect =
+        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
+    step(
+        "heap",
+        vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string(), arg("--repeat"), hrep.to_string()],
+        heap_expect,
     )
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MIB: u64 = 1 << 20;
+pub const MIB: u64 = 1 << 20;
 
 /// What the plan depends on.
 #[derive(Debug, Clone)]
@@ -40,20 +40,30 @@ impl Machine {
     }
 }
 
-fn size(b: u64) -> String {
+/// A size argument, in whole MiB.
+pub fn mib(b: u64) -> String {
     format!("{}MiB", b / MIB)
 }
 
-fn list<T: ToString>(v: &[T]) -> String {
+/// A comma-separated list argument.
+pub fn list<T: ToString>(v: &[T]) -> String {
     v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// The steps for this machine. `full` comes closer to the studies; the quick plan
-/// fits in about 5 minutes on a 2-core VM.
+/// The steps for this machine, in the lab's order: each experiment plans its own
+/// (`lab_step` in its `<experiment>_cmd.rs`). `full` comes closer to the studies;
+/// the quick plan fits in about 5 minutes on a 2-core VM.
 pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
-    let mut steps = Vec::new();
-    let ram_mib = m.ram_bytes / MIB;
-    let step = |experiment: &str, args: Vec<String>, expect_s: f64| Step {
+    crate::experiments::ALL
+        .iter()
+        .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name()))
+        .map(|e| (e.lab_step)(m, full))
+        .collect()
+}
+
+/// A planned step.
+pub fn step(experiment: &str, args: Vec<String>, expect_s: f64) -> Step {
+    Step {
         experiment: experiment.into(),
         args,
         expect_s,
@@ -63,169 +73,20 @@ pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
         dir: None,
         exit_code: None,
         note: None,
-    };
-    let skip = |mut s: Step, why: &str| {
-        s.state = StepState::Skipped;
-        s.reason = Some(why.into());
-        s.expect_s = 0.0;
-        s
-    };
-    let s = |x: &str| x.to_string();
-
-    // eat: the study used 5 GB per pattern on 16 GB; stay at 1/16 of RAM at most.
-    let eat_size =
-        if full { (1024 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 64) }.max(16 * MIB);
-    let eat_repeat = 3u32;
-    let compressors = if full && m.root { 3.0 } else { 1.0 };
-    let mut eat_args = vec![s("--size"), size(eat_size), s("--repeat"), eat_repeat.to_string()];
-    if full && m.root {
-        eat_args.extend([s("--compressor"), s("all")]);
     }
-    let mut eat_note = None;
-    if !m.root && !m.swap_active {
-        eat_args.extend([s("--backing"), s("none")]);
-        eat_note = Some(
-            "ran without swap: creating zram needs root and no swap is active, so nothing could be trimmed \
-             and the store figures are missing; the fill and read-back are measured"
-                .to_string(),
-        );
-    } else if !m.root {
-        eat_args.extend([s("--backing"), s("existing")]);
-        eat_note = Some("used the swap already active (creating zram needs root)".to_string());
-    }
-    let eat_expect = 2.0 + 4.0 * eat_repeat as f64 * compressors * (0.1 + (eat_size / MIB) as f64 * 0.0075);
-    let mut e = step("eat", eat_args, eat_expect);
-    e.note = eat_note;
-    steps.push(e);
+}
 
-    // wscap: the study's 64 MiB scan under a 32 MiB cap.
-    let (dur, rep) = if full { (5.0, 3u32) } else { (2.0, 3u32) };
-    let mut w_args = vec![
-        s("--size"),
-        s("64MiB"),
-        s("--cap"),
-        s("32MiB"),
-        s("--duration"),
-        format!("{dur}s"),
-        s("--repeat"),
-        rep.to_string(),
-    ];
-    let mut modes = 6.0;
-    let mut w_note = None;
-    if full {
-        w_args.extend([s("--sweep-cap"), s("56MiB,48MiB,40MiB,24MiB,16MiB")]);
-        modes += 5.0 / rep as f64;
-    }
-    let wscap = if m.root {
-        Some(step("wscap", w_args, 1.0 + modes * rep as f64 * (dur + 0.3)))
-    } else if m.swap_active {
-        w_args.extend([s("--backing"), s("existing"), s("--modes"), s("none,periodic-pageout,periodic-cold")]);
-        w_note = Some("the cap modes need a memory cgroup, which needs root: only the periodic modes ran".into());
-        Some(step("wscap", w_args, 1.0 + 3.0 * rep as f64 * (dur + 0.3)))
-    } else {
-        None
-    };
-    match wscap {
-        Some(mut w) => {
-            w.note = w_note;
-            steps.push(w);
-        }
-        None => steps.push(skip(
-            step("wscap", vec![], 0.0),
-            "needs root: a capped working set needs swap to go to, and without root pagelab can neither \
-             create zram nor a memory cgroup (and no swap is active)",
-        )),
-    }
+/// A step that cannot run here, and why.
+pub fn skip(mut s: Step, why: &str) -> Step {
+    s.state = StepState::Skipped;
+    s.reason = Some(why.into());
+    s.expect_s = 0.0;
+    s
+}
 
-    // heap: thread counts up to 128 (full) or 8 × cores (quick).
-    let c = m.cpus;
-    let mut threads: Vec<u32> =
-        if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, 2 * c, (8 * c).min(64)] };
-    threads.sort_unstable();
-    threads.dedup();
-    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
-    let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
-    // Each repeat runs PROCS processes, each with its own growth phase (about
-    // 300 000 allocations per thread) before its share of the warm calls.
-    let procs = workloads::heap::PROCS as f64;
-    let calls = ops as f64 + procs * 300_000.0;
-    let heap_expect =
-        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
-    steps.push(step(
-        "heap",
-        vec![s("--threads"), list(&threads), s("--ops"), ops.to_string(), s("--repeat"), hrep.to_string()],
-        heap_expect,
-    ));
-
-    // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
-    let map_size =
-        if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
-    let (iters, warm) = if full { (20u32, 3u32) } else { (10, 2) };
-    steps.push(step(
-        "mapping",
-        vec![s("--size"), size(map_size), s("--iterations"), iters.to_string(), s("--warmup"), warm.to_string()],
-        1.0 + 7.0 * (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009,
-    ));
-
-    // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
-    // sizes and a twentieth of its times, on a swap file (the study's store:
-    // a disk makes each fault expensive, so e2 thrashes deeply at this scale).
-    // Full: all four at a quarter (or a tenth) on zram and on a swap file,
-    // side by side. t_s scales with W, so the paging demand per second is the
-    // study's (docs/thrash.md).
-    let thrash = if !m.root {
-        skip(
-            step("thrash", vec![], 0.0),
-            "needs root: the consumers must be contained in a memory cgroup, and pagelab never thrashes the host itself",
-        )
-    } else if full {
-        let scale = if ram_mib >= 8 * 1024 { 0.25 } else { 0.1 };
-        // Per run: the initial delay, N - 1 staggers and t_p = (N + 1) t_c, plus
-        // the baseline, after window and setup.
-        let per = |tc: f64| (50.0 * tc + 10.0) * scale + 12.0;
-        step(
-            "thrash",
-            vec![
-                s("--preset"),
-                s("all"),
-                s("--scale"),
-                scale.to_string(),
-                s("--backing"),
-                s("zram,swapfile"),
-                s("--repeat"),
-                s("2"),
-            ],
-            2.0 * 2.0 * (3.0 * per(30.0) + per(1.0)),
-        )
-    } else {
-        let (n, scale, time_scale, rep) = (6u32, 0.1, 0.05, 2u32);
-        // Per run: the baseline and after windows (3 s each), the plan, setup.
-        let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
-        step(
-            "thrash",
-            vec![
-                s("--preset"),
-                s("all"),
-                s("--scale"),
-                scale.to_string(),
-                s("--time-scale"),
-                time_scale.to_string(),
-                s("--consumers"),
-                n.to_string(),
-                s("--backing"),
-                s("swapfile"),
-                s("--repeat"),
-                rep.to_string(),
-            ],
-            rep as f64 * (3.0 * per(30.0) + per(1.0)),
-        )
-    };
-    steps.push(thrash);
-
-    if !only.is_empty() {
-        steps.retain(|s| only.contains(&s.experiment));
-    }
-    steps
+/// An argument of a step.
+pub fn arg(x: &str) -> String {
+    x.to_string()
 }
 
 /// Progress on the terminal (indicatif bars) or as plain lines.
@@ -571,7 +432,6 @@ fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use report::lab::EXPERIMENTS;
 
     fn machine(root: bool, swap: bool) -> Machine {
         Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: swap }
@@ -580,7 +440,7 @@ mod tests {
     #[test]
     fn quick_plan_as_root_runs_everything_in_five_minutes() {
         let p = plan(&machine(true, false), false, &[]);
-        assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), EXPERIMENTS);
+        assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), report::experiment::names());
         assert!(p.iter().all(|s| s.state == StepState::Planned));
         let total: f64 = p.iter().map(|s| s.expect_s).sum();
         assert!(total > 60.0 && total < 300.0, "{total}");

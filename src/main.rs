@@ -9,6 +9,7 @@ mod doctor;
 mod drill;
 mod eat_cmd;
 mod experiment;
+mod experiments;
 mod heap_cmd;
 mod lab;
 mod mapping_cmd;

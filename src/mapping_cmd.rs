@@ -4,6 +4,8 @@
 use crate::cli::MappingArgs;
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::lab::{MIB, Machine, arg, mib, step};
+use report::lab::Step;
 use workloads::mapping::MappingConfig;
 
 pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
@@ -47,5 +49,18 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
                 report::mapping::reference_markdown(all).split("\n\n").next().unwrap_or("")
             )
         },
+    )
+}
+
+/// The lab's `mapping` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
+    let map_size =
+        if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
+    let (iters, warm) = if full { (20u32, 3u32) } else { (10, 2) };
+    step(
+        "mapping",
+        vec![arg("--size"), mib(map_size), arg("--iterations"), iters.to_string(), arg("--warmup"), warm.to_string()],
+        1.0 + 7.0 * (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009,
     )
 }

@@ -4,6 +4,8 @@
 use crate::cli::ThrashArgs;
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
+use crate::lab::{MIB, Machine, arg, skip, step};
+use report::lab::Step;
 use workloads::thrash::ThrashConfig;
 
 pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
@@ -76,4 +78,62 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         },
         |all| format!("{}\n{}", report::thrash::text_table(all), report::thrash::findings_markdown(all)),
     )
+}
+
+/// The lab's `thrash` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    let ram_mib = m.ram_bytes / MIB;
+    // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
+    // sizes and a twentieth of its times, on a swap file (the study's store:
+    // a disk makes each fault expensive, so e2 thrashes deeply at this scale).
+    // Full: all four at a quarter (or a tenth) on zram and on a swap file,
+    // side by side. t_s scales with W, so the paging demand per second is the
+    // study's (docs/thrash.md).
+    if !m.root {
+        skip(
+            step("thrash", vec![], 0.0),
+            "needs root: the consumers must be contained in a memory cgroup, and pagelab never thrashes the host itself",
+        )
+    } else if full {
+        let scale = if ram_mib >= 8 * 1024 { 0.25 } else { 0.1 };
+        // Per run: the initial delay, N - 1 staggers and t_p = (N + 1) t_c, plus
+        // the baseline, after window and setup.
+        let per = |tc: f64| (50.0 * tc + 10.0) * scale + 12.0;
+        step(
+            "thrash",
+            vec![
+                arg("--preset"),
+                arg("all"),
+                arg("--scale"),
+                scale.to_string(),
+                arg("--backing"),
+                arg("zram,swapfile"),
+                arg("--repeat"),
+                arg("2"),
+            ],
+            2.0 * 2.0 * (3.0 * per(30.0) + per(1.0)),
+        )
+    } else {
+        let (n, scale, time_scale, rep) = (6u32, 0.1, 0.05, 2u32);
+        // Per run: the baseline and after windows (3 s each), the plan, setup.
+        let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
+        step(
+            "thrash",
+            vec![
+                arg("--preset"),
+                arg("all"),
+                arg("--scale"),
+                scale.to_string(),
+                arg("--time-scale"),
+                time_scale.to_string(),
+                arg("--consumers"),
+                n.to_string(),
+                arg("--backing"),
+                arg("swapfile"),
+                arg("--repeat"),
+                rep.to_string(),
+            ],
+            rep as f64 * (3.0 * per(30.0) + per(1.0)),
+        )
+    }
 }

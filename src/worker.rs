@@ -9,15 +9,13 @@ use serde_json::json;
 pub fn main(kind: &str, args: &[String]) -> i32 {
     let mut io = WorkerIo::new();
     let r = match kind {
+        // pagelab's own workers (tests, the drill, bench); the experiments' are in their list.
         "hold" => hold(&mut io, args),
-        "eat" => workloads::eat::worker_main(&mut io, args),
-        "wscap" => workloads::wscap::worker_main(&mut io, args),
-        "mapping" => workloads::mapping::worker_main(&mut io, args),
-        "heap" => workloads::heap::worker_main(&mut io, args),
-        "thrash-consumer" => workloads::thrash::consumer_main(&mut io, args),
-        "thrash-probe" => workloads::thrash::probe_main(&mut io, args),
         "sampler" => sampler(&mut io, args),
-        other => Err(format!("unknown worker kind '{other}'")),
+        other => match crate::experiments::worker(other) {
+            Some(main) => main(&mut io, args),
+            None => Err(format!("unknown worker kind '{other}'")),
+        },
     };
     match r {
         Ok(()) => 0,

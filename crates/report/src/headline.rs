@@ -55,18 +55,30 @@ impl Metric {
     }
 }
 
-/// The absolute resolution of a figure: a spread within it is not instability.
-/// The stored fraction is read to 0.005; thrash's recovery is found on the
-/// collector's 1 s intervals.
-fn resolution(name: &str) -> f64 {
-    match name {
-        "stored fraction" => 0.005,
-        "recovery s" => 1.0,
-        _ => 0.0,
+/// A headline figure: its label, unit, direction and absolute resolution. Each
+/// experiment declares its figures once, as constants, and both its metrics and
+/// its verdicts name them by constant: a renamed label cannot break a verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub lower_is_better: bool,
+    /// The absolute spread below which differences mean nothing (0: none), e.g.
+    /// a stored fraction read to 0.005, or a recovery found on 1 s intervals.
+    pub resolution: f64,
+}
+
+impl Figure {
+    pub const fn new(name: &'static str, unit: &'static str, lower_is_better: bool) -> Figure {
+        Figure { name, unit, lower_is_better, resolution: 0.0 }
+    }
+    pub const fn resolution(self, resolution: f64) -> Figure {
+        Figure { resolution, ..self }
     }
 }
 
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
+/// `path` in `v`, as a finite number.
+pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
     let mut x = v;
     for p in path {
         x = x.get(p)?;
@@ -74,24 +86,25 @@ fn num(v: &Value, path: &[&str]) -> Option<f64> {
     x.as_f64().filter(|f| f.is_finite())
 }
 
-struct Builder {
+/// Collects an experiment's metrics: one per group and figure, a value per repeat.
+pub struct Builder {
     experiment: String,
     out: Vec<Metric>,
 }
 
 impl Builder {
-    fn push(&mut self, group: &str, name: &'static str, unit: &'static str, lower: bool, v: Option<f64>) {
+    pub fn push(&mut self, group: &str, fig: &Figure, v: Option<f64>) {
         let Some(v) = v else { return };
-        match self.out.iter_mut().find(|m| m.group == group && m.name == name) {
+        match self.out.iter_mut().find(|m| m.group == group && m.name == fig.name) {
             Some(m) => m.values.push(v),
             None => self.out.push(Metric {
                 experiment: self.experiment.clone(),
                 group: group.to_string(),
-                name,
-                unit,
-                lower_is_better: lower,
+                name: fig.name,
+                unit: fig.unit,
+                lower_is_better: fig.lower_is_better,
                 values: vec![v],
-                resolution: resolution(name),
+                resolution: fig.resolution,
             }),
         }
     }
@@ -100,70 +113,8 @@ impl Builder {
 /// The headline metrics of one run, from its experiment name and `results`.
 pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
     let mut b = Builder { experiment: experiment.to_string(), out: Vec::new() };
-    match experiment {
-        "eat" => {
-            // The store names a group only when the run compared stores; otherwise
-            // runs on different stores (lz4 against lzo-rle) match by pattern.
-            let store = |r: &Value| r["compressor"].as_str().or(r["backing"].as_str()).unwrap_or("?").to_string();
-            let mut stores: Vec<String> = results.iter().map(store).collect();
-            stores.sort();
-            stores.dedup();
-            for r in results {
-                let p = r["pattern"].as_str().unwrap_or("?");
-                let g = if stores.len() > 1 { format!("{p} {}", store(r)) } else { p.to_string() };
-                b.push(&g, "stored fraction", "", true, num(r, &["stored_fraction"]));
-                b.push(&g, "trim µs/page", "µs", true, num(r, &["trim_us_per_page"]));
-                b.push(&g, "read-back µs/page", "µs", true, num(r, &["restore_us_per_page"]));
-                b.push(&g, "fill GB/s", "GB/s", false, num(r, &["fill_gbps_first_touch"]));
-            }
-        }
-        "wscap" => {
-            for r in results.iter().filter(|r| r["supported"] == true && r["sweep"] != true) {
-                let g = r["mode"].as_str().unwrap_or("?").to_string();
-                b.push(&g, "scans/s", "/s", false, num(r, &["scans_per_sec"]));
-                b.push(&g, "ms per scan p99", "ms", true, num(r, &["ms_per_scan_p99"]));
-            }
-        }
-        "heap" => {
-            for r in results.iter().filter_map(|r| r.get("result")) {
-                let g = format!(
-                    "{} {} ×{}",
-                    r["allocator"].as_str().unwrap_or("?"),
-                    r["heap_mode"].as_str().unwrap_or("?"),
-                    r["threads"].as_u64().unwrap_or(0)
-                );
-                for run in r["runs"].as_array().map(Vec::as_slice).unwrap_or_default() {
-                    b.push(&g, "alloc ns", "ns", true, num(run, &["alloc_ns_mean"]));
-                    b.push(&g, "free ns", "ns", true, num(run, &["free_ns_mean"]));
-                    b.push(&g, "alloc p99 ns", "ns", true, num(run, &["alloc_ns_p99"]));
-                    b.push(&g, "peak RSS MiB", "MiB", true, num(run, &["peak_rss_bytes"]).map(|x| x / 1048576.0));
-                }
-            }
-        }
-        "mapping" => {
-            for r in results.iter().filter_map(|r| r.get("result")) {
-                let g = r["method"].as_str().unwrap_or("?").to_string();
-                let per_iteration = r["total_ms"].as_array().map(Vec::as_slice).unwrap_or_default();
-                if per_iteration.is_empty() {
-                    b.push(&g, "total ms", "ms", true, num(r, &["total_ms_p50"]));
-                }
-                for x in per_iteration {
-                    b.push(&g, "total ms", "ms", true, x.as_f64());
-                }
-            }
-        }
-        "thrash" => {
-            let rs: Vec<&Value> = results.iter().filter_map(|r| r.get("result")).collect();
-            for &r in &rs {
-                let g = crate::thrash::group(r, &rs);
-                b.push(&g, "pages swapped out", "pages", true, num(r, &["pswpout_total"]));
-                b.push(&g, "swap-outs/s while active", "/s", true, num(r, &["pswpout_per_s_active"]));
-                b.push(&g, "progress while overcommitted", "", false, num(r, &["progress_overcommitted_median"]));
-                b.push(&g, "probe p99 outside, ms", "ms", true, num(r, &["probe_outside_ms", "during", "p99"]));
-                b.push(&g, "recovery s", "s", true, num(r, &["recovery_s"]));
-            }
-        }
-        _ => {}
+    if let Some(e) = crate::experiment::find(experiment) {
+        e.metrics(results, &mut b);
     }
     b.out
 }

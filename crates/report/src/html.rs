@@ -51,14 +51,7 @@ pub type Renderer = fn(&RunRecord) -> Result<Vec<PathBuf>, DynErr>;
 
 /// The renderer of each experiment.
 pub fn renderer(experiment: &str) -> Option<Renderer> {
-    Some(match experiment {
-        "eat" => crate::eat::render,
-        "wscap" => crate::wscap::render,
-        "heap" => crate::heap::render,
-        "mapping" => crate::mapping::render,
-        "thrash" => crate::thrash::render,
-        _ => return None,
-    })
+    crate::experiment::find(experiment).map(|e| e.renderer())
 }
 
 fn run_state(rec: &RunRecord) -> (String, Option<String>) {
@@ -311,93 +304,7 @@ pub fn fmt_secs(s: f64) -> String {
 /// A few figures that say what a run found, for the summary table.
 pub fn headline(s: &Section) -> String {
     let m = s.metrics();
-    let med = |g: &str, n: &str| m.iter().find(|x| x.group.starts_with(g) && x.name == n).and_then(Metric::median);
-    let parts: Vec<String> = match s.experiment.as_str() {
-        "eat" => ["random", "semi", "const"]
-            .iter()
-            .filter_map(|p| {
-                let f = med(p, "stored fraction");
-                let t = med(p, "trim µs/page");
-                Some(match (f, t) {
-                    (Some(f), Some(t)) => format!("{p}: stored {f:.3}, trim {t:.1} µs/page"),
-                    (None, Some(t)) => format!("{p}: trim {t:.1} µs/page"),
-                    // No store (no root, no swap): only the fill is measured.
-                    _ => format!("{p}: fill {:.2} GB/s, nothing trimmed", med(p, "fill GB/s")?),
-                })
-            })
-            .collect(),
-        "wscap" => {
-            let none = med("none", "scans/s");
-            ["none", "cap-max", "periodic-pageout"]
-                .iter()
-                .filter_map(|g| {
-                    let x = med(g, "scans/s")?;
-                    Some(match none {
-                        Some(n) if *g != "none" && x > 0.0 && n / x >= 10.0 => {
-                            format!("{g}: {x:.1} scans/s ({:.0}× slower)", n / x)
-                        }
-                        Some(n) if *g != "none" && x > 0.0 => format!("{g}: {x:.0} scans/s ({:.2}× slower)", n / x),
-                        _ => format!("{g}: {x:.0} scans/s"),
-                    })
-                })
-                .collect()
-        }
-        "heap" => {
-            let mut v: Vec<String> = Vec::new();
-            let most = m.iter().filter_map(|x| x.group.rsplit_once(" ×")?.1.parse::<u64>().ok()).max();
-            for t in [Some(1), most] {
-                let Some(t) = t else { continue };
-                let here: Vec<String> = m
-                    .iter()
-                    .filter(|x| x.name == "alloc ns" && x.group.ends_with(&format!(" ×{t}")))
-                    .filter_map(|x| {
-                        let flag = if x.stable() { "" } else { " (unstable)" };
-                        Some(format!("{} {:.1}{flag}", x.group.split(' ').next()?, x.median()?))
-                    })
-                    .collect();
-                if !here.is_empty() && !v.iter().any(|s| s.starts_with(&format!("×{t}:"))) {
-                    v.push(format!("×{t}: {} ns/alloc", here.join(", ")));
-                }
-            }
-            v
-        }
-        "mapping" => {
-            let mut v: Vec<(String, f64)> = m
-                .iter()
-                .filter(|x| x.name == "total ms")
-                .filter_map(|x| Some((x.group.clone(), x.median()?)))
-                .collect();
-            v.sort_by(|a, b| a.1.total_cmp(&b.1));
-            v.iter().take(4).map(|(g, x)| format!("{g} {x:.1} ms")).collect()
-        }
-        "thrash" => {
-            let mut v = Vec::new();
-            let mut seen: Vec<&str> = Vec::new();
-            for x in &m {
-                if seen.contains(&x.group.as_str()) {
-                    continue;
-                }
-                seen.push(&x.group);
-                let g = &x.group;
-                let mut p = format!("{g}:");
-                if let Some(y) = med(g, "pages swapped out") {
-                    p += &format!(" {y:.0} pages out");
-                }
-                if let Some(y) = med(g, "swap-outs/s while active") {
-                    p += &format!(", {y:.0}/s while active");
-                }
-                if let Some(y) = med(g, "progress while overcommitted") {
-                    p += &format!(", progress {y:.2} while overcommitted");
-                }
-                if let Some(y) = med(g, "recovery s") {
-                    p += &format!(", recovery {y:.1} s");
-                }
-                v.push(p);
-            }
-            v
-        }
-        _ => Vec::new(),
-    };
+    let parts = crate::experiment::find(&s.experiment).map(|e| e.summary(&m)).unwrap_or_default();
     let mut out = parts.join("; ");
     let shaky = m.iter().filter(|x| !x.stable()).count();
     if shaky > 0 {

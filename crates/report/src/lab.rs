@@ -7,9 +7,6 @@ use std::path::{Path, PathBuf};
 
 pub const FILE: &str = "lab.json";
 
-/// The experiments in the order the lab runs them.
-pub const EXPERIMENTS: [&str; 5] = ["eat", "wscap", "heap", "mapping", "thrash"];
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {

@@ -6,6 +6,7 @@
 pub mod charts;
 pub mod compare;
 pub mod eat;
+pub mod experiment;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod headline;

@@ -10,6 +10,10 @@
 //!   flattens peaks.
 
 use crate::charts::{self, Trace};
+use crate::experiment::Experiment;
+use crate::headline::{self, Builder, Figure, Metric};
+use crate::html::Renderer;
+use crate::verdict::{Basis, Ms, Verdict, group_is, judge};
 use record::rundir::RunRecord;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -380,6 +384,198 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     )?;
     written.push(dir.join("thrash.md"));
     Ok(written)
+}
+
+// ---- The experiment, as the report sees it (crate::experiment).
+
+pub const SWAPPED_OUT: Figure = Figure::new("pages swapped out", "pages", true);
+pub const SWAP_OUT_RATE: Figure = Figure::new("swap-outs/s while active", "/s", true);
+pub const PROGRESS: Figure = Figure::new("progress while overcommitted", "", false);
+pub const PROBE_P99: Figure = Figure::new("probe p99 outside, ms", "ms", true);
+pub const RECOVERY: Figure = Figure::new("recovery s", "s", true).resolution(1.0);
+
+/// `thrash` in the report's list of experiments.
+pub struct Thrash;
+
+impl Experiment for Thrash {
+    fn name(&self) -> &'static str {
+        "thrash"
+    }
+    fn study(&self) -> &'static str {
+        "Maziero et al., thrashing on four OSes (Linux 2.6.35 among them): 25 consumers × 100 MB on 1 GB machines"
+    }
+    fn renderer(&self) -> Renderer {
+        render
+    }
+    fn metrics(&self, results: &[Value], b: &mut Builder) {
+        let rs: Vec<&Value> = results.iter().filter_map(|r| r.get("result")).collect();
+        for &r in &rs {
+            let g = crate::thrash::group(r, &rs);
+            b.push(&g, &SWAPPED_OUT, headline::num(r, &["pswpout_total"]));
+            b.push(&g, &SWAP_OUT_RATE, headline::num(r, &["pswpout_per_s_active"]));
+            b.push(&g, &PROGRESS, headline::num(r, &["progress_overcommitted_median"]));
+            b.push(&g, &PROBE_P99, headline::num(r, &["probe_outside_ms", "during", "p99"]));
+            b.push(&g, &RECOVERY, headline::num(r, &["recovery_s"]));
+        }
+    }
+    fn protocol(&self, results: &[Value]) -> Result<(), String> {
+        protocol(results)
+    }
+    fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
+        findings(m, results)
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        let med = |g: &str, fig: &Figure| crate::experiment::median_of(m, g, fig);
+
+        let mut v = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for x in m {
+            if seen.contains(&x.group.as_str()) {
+                continue;
+            }
+            seen.push(&x.group);
+            let g = &x.group;
+            let mut p = format!("{g}:");
+            if let Some(y) = med(g, &SWAPPED_OUT) {
+                p += &format!(" {y:.0} pages out");
+            }
+            if let Some(y) = med(g, &SWAP_OUT_RATE) {
+                p += &format!(", {y:.0}/s while active");
+            }
+            if let Some(y) = med(g, &PROGRESS) {
+                p += &format!(", progress {y:.2} while overcommitted");
+            }
+            if let Some(y) = med(g, &RECOVERY) {
+                p += &format!(", recovery {y:.1} s");
+            }
+            v.push(p);
+        }
+        v
+    }
+}
+
+/// Whether a run kept the study's protocol. thrash: every consumer completed
+/// and none was OOM-killed, in every repeat (Maziero et al. checked each
+/// allocation and the system logs after each run).
+fn protocol(results: &[Value]) -> Result<(), String> {
+    let mut why = Vec::new();
+    for r in results.iter().filter_map(|r| r.get("result")) {
+        let name =
+            format!("{} repeat {}", r["preset"].as_str().unwrap_or("?"), r["repeat_index"].as_u64().unwrap_or(0) + 1);
+        let breaks: Vec<String> = match r["protocol_breaks"].as_array() {
+            Some(b) => b.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+            // Runs recorded before the protocol field: judge from the counts.
+            None => {
+                let (n, done, oom) = (
+                    r["consumers"].as_u64().unwrap_or(0),
+                    r["consumers_completed"].as_u64().unwrap_or(0),
+                    r["oom_kills"].as_u64().unwrap_or(0),
+                );
+                let mut b = Vec::new();
+                if oom > 0 {
+                    b.push(format!("{oom} consumer(s) OOM-killed"));
+                }
+                if done < n {
+                    b.push(format!("{} of {n} consumers did not complete", n - done));
+                }
+                b
+            }
+        };
+        if !breaks.is_empty() {
+            why.push(format!("{name}: {}", breaks.join("; ")));
+        }
+    }
+    if why.is_empty() { Ok(()) } else { Err(why.join(" / ")) }
+}
+
+/// Maziero et al.'s three findings compare e2 with e1 (fewer writes), e3 (a
+/// longer sleep) and e4 (a faster stagger); a run without that preset beside
+/// e2 has not tested the finding.
+fn findings<'a>(m: &Ms<'a>, _results: &[Value]) -> Vec<Verdict> {
+    let has = |p: &str| m.all.iter().any(|x| group_is(&x.group, p));
+    let need = |p: &str| -> Result<(), String> {
+        if !has("e2") {
+            Err("the findings compare against e2, which this run did not run".into())
+        } else if !has(p) {
+            Err(format!("this finding needs {p} beside e2; this run ran {}", ran(m)))
+        } else {
+            Ok(())
+        }
+    };
+    let out = |p: &str| m.metric(p, &SWAPPED_OUT);
+    let rate = |p: &str| m.metric(p, &SWAP_OUT_RATE);
+    let prog = m.metric("e2", &PROGRESS);
+    let rec = m.metric("e2", &RECOVERY);
+    let med = |x: Option<&Metric>| x.and_then(Metric::median);
+    let cmp = |a: Option<&Metric>, b: Option<&Metric>, what: &str| match (med(a), med(b)) {
+        (Some(x), Some(y)) => format!("{what} {x:.0} against {y:.0}"),
+        _ => String::new(),
+    };
+    let with = |figures: Vec<Option<&'a Metric>>, p: &str| -> Basis<'a> {
+        let mut b = m.basis(figures);
+        b.tested = need(p);
+        b
+    };
+    let mut deep = m.basis(vec![prog]);
+    if !has("e2") {
+        deep.tested = Err(format!("depth is judged on e2; this run ran {}", ran(m)));
+    }
+    vec![
+        judge(
+            "the consumers thrash deeply: they progress slowly",
+            "deep thrashing by design (parameters chosen to reach it without exhausting memory)",
+            med(prog)
+                .map(|x| format!("e2: median progress while overcommitted {x:.2} (deep ≤ 0.5)"))
+                .unwrap_or_default(),
+            deep,
+            med(prog).map(|x| x <= 0.5),
+            "while memory was overcommitted the median consumer completed at most half the cycles it would have \
+             unthrashed",
+            "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each fault cheap)",
+        ),
+        judge(
+            "more writes per cycle mean more paging",
+            "e2 (W = 10000) pages more than e1 (W = 1000)",
+            cmp(out("e2"), out("e1"), "pages out: e2"),
+            with(vec![out("e2"), out("e1")], "e1"),
+            med(out("e2")).zip(med(out("e1"))).map(|(a, b)| a > b),
+            "more writes touch more of each working set per cycle, so more of it must be paged in and out",
+            "e1 paged as much as e2",
+        ),
+        judge(
+            "a longer sleep means less paging",
+            "e3 (t_s = 1 s) pages less than e2 (t_s = 0.1 s)",
+            cmp(out("e3"), out("e2"), "pages out: e3"),
+            with(vec![out("e3"), out("e2")], "e3"),
+            med(out("e3")).zip(med(out("e2"))).map(|(a, b)| a < b),
+            "longer sleeps spread the same writes over more time",
+            "e3 paged as much as e2",
+        ),
+        judge(
+            "a faster stagger means more aggressive thrashing",
+            "e4 (t_c = 1 s) reaches a higher paging rate than e2 (t_c = 30 s)",
+            cmp(rate("e4"), rate("e2"), "swap-outs/s while the consumers ran: e4"),
+            with(vec![rate("e4"), rate("e2")], "e4"),
+            med(rate("e4")).zip(med(rate("e2"))).map(|(a, b)| a > b),
+            "consumers that start close together overcommit memory at once",
+            "e4's consumers paged no faster than e2's while they ran",
+        ),
+        judge(
+            "Linux recovers fastest once the load ends",
+            "Linux recovered fastest of the four systems (seconds)",
+            med(rec).map(|x| format!("e2: {x:.1} s")).unwrap_or_else(|| "did not recover in the window".into()),
+            m.basis(vec![rec]),
+            med(rec).map(|x| x <= 10.0),
+            "paging and memory pressure fall back to the baseline within seconds after the last consumer exits",
+            "paging or memory pressure stayed above the recovery rule's threshold after the load",
+        ),
+    ]
+}
+
+fn ran(m: &Ms) -> String {
+    let mut g: Vec<&str> = m.all.iter().map(|x| x.group.as_str()).collect();
+    g.dedup();
+    if g.is_empty() { "none".into() } else { g.join(", ") }
 }
 
 #[cfg(test)]

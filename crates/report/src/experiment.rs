@@ -1,0 +1,68 @@
+//! The experiments as the report sees them: one list, and a trait each
+//! experiment's module implements. The html report, the Markdown, the headline
+//! metrics, the verdicts, `compare` and the lab's `--only` all go through it:
+//! an experiment that is not in [`ALL`] is not rendered anywhere, and one that
+//! is cannot be forgotten by any of them.
+
+use crate::headline::{Builder, Figure, Metric};
+use crate::html::Renderer;
+use crate::verdict::{Ms, Verdict};
+use serde_json::Value;
+
+/// One experiment's part of the report.
+pub trait Experiment: Sync {
+    /// Its name: the subcommand, and run.json's `experiment`.
+    fn name(&self) -> &'static str;
+    /// The published study it reproduces, in a line.
+    fn study(&self) -> &'static str;
+    /// Writes its charts and `<name>.md` into a run directory.
+    fn renderer(&self) -> Renderer;
+    /// Its headline figures, a value per repeat (what `compare` tests).
+    fn metrics(&self, results: &[Value], b: &mut Builder);
+    /// Err(why) when the run broke the study's protocol (Ok where the study set
+    /// no condition a run could break).
+    fn protocol(&self, _results: &[Value]) -> Result<(), String> {
+        Ok(())
+    }
+    /// Its statements against the study's findings.
+    fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict>;
+    /// The few figures the lab's summary table shows.
+    fn summary(&self, m: &[Metric]) -> Vec<String>;
+}
+
+/// Every experiment, in the order the lab runs them.
+pub static ALL: [&dyn Experiment; 5] =
+    [&crate::eat::Eat, &crate::wscap::Wscap, &crate::heap::Heap, &crate::mapping::Mapping, &crate::thrash::Thrash];
+
+/// The experiment called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Experiment> {
+    ALL.iter().copied().find(|e| e.name() == name)
+}
+
+/// The experiments' names, in the lab's order.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|e| e.name()).collect()
+}
+
+/// The median of `fig` in the first metric whose group starts with `group`.
+pub fn median_of(m: &[Metric], group: &str, fig: &Figure) -> Option<f64> {
+    m.iter().find(|x| x.group.starts_with(group) && x.name == fig.name).and_then(Metric::median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let n = names();
+        let mut d = n.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), n.len(), "{n:?}");
+        for x in n {
+            assert_eq!(find(x).map(|e| e.name()), Some(x));
+        }
+        assert!(find("nope").is_none());
+    }
+}
