@@ -75,7 +75,7 @@ fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
 
 fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
     let mut p = Probe::default();
-    let cg = crate::record_cmd::memory_cgroup_of(&mut p, None);
+    let cg = p.memory_cgroup_of(None).ok().flatten();
     let zram = p.zram_devices().into_iter().next();
     let targets = Targets {
         pids: vec![std::process::id() as i32],

@@ -119,11 +119,11 @@ pub fn examine() -> Findings {
     checks.push(Check { name: "swap", status: Avail::Info, detail: swap_detail, affects: vec![] });
 
     // zram
-    let sys = std::path::Path::new("/sys");
+    let sys = p.roots().sys.clone();
     let hot_add = sys.join("class/zram-control/hot_add").exists();
     // Only a device can say which algorithms zram offers: with none, as root,
     // pagelab adds one of its own for the reading and removes it at once.
-    let (algs, algs_from) = match sandbox::zram::algorithms(sys) {
+    let (algs, algs_from) = match sandbox::zram::algorithms(&sys) {
         Some(a) => (a, "an existing device"),
         None if root && hot_add => {
             let mut sb = sandbox::Sandbox::new("doctor");
@@ -228,10 +228,8 @@ pub fn examine() -> Findings {
         affects: if movers.is_empty() { vec![] } else { vec!["eat", "wscap", "thrash", "mapping --pressure"] },
     });
 
-    let psi_files: Vec<&str> = ["memory", "cpu", "io"]
-        .into_iter()
-        .filter(|f| std::path::Path::new("/proc/pressure").join(f).exists())
-        .collect();
+    let psi_files: Vec<&str> =
+        ["memory", "cpu", "io"].into_iter().filter(|f| p.pressure(f).is_ok_and(|x| x.is_some())).collect();
     checks.push(Check {
         name: "psi",
         status: if psi_files.len() == 3 { Avail::Available } else { Avail::Missing },

@@ -429,41 +429,19 @@ fn rss_of(pid: i32) -> Option<u64> {
     Probe::default().pid_status(pid).ok().flatten().and_then(|s| s.vm_rss)
 }
 
-/// Processes by RSS, largest first.
+/// Processes by RSS, largest first: (pid, comm, RSS bytes).
 pub fn processes() -> Vec<(i32, String, u64)> {
-    let mut v: Vec<(i32, String, u64)> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-                .filter_map(|pid| {
-                    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_string();
-                    Some((pid, comm, rss_of(pid).unwrap_or(0)))
-                })
-                .filter(|p| p.2 > 0)
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_by_key(|p| std::cmp::Reverse(p.2));
-    v
+    Probe::default().processes().into_iter().map(|p| (p.pid, p.comm, p.rss)).collect()
 }
 
-/// The private mappings of a process, as (start, length).
-fn private_ranges(pid: i32) -> std::io::Result<Vec<(usize, usize)>> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+/// The private mappings of a process that can be advised, as (start, length)
+/// (the vsyscall page cannot).
+fn private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
+    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
     Ok(maps
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (range, perms) = (it.next()?, it.next()?);
-            if perms.as_bytes().get(3) != Some(&b'p') {
-                return None;
-            }
-            let (a, b) = range.split_once('-')?;
-            let (a, b) = (usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?);
-            let name = l.split_whitespace().nth(5).unwrap_or("");
-            // The vsyscall page cannot be advised.
-            (name != "[vsyscall]" && b > a).then_some((a, b - a))
-        })
+        .iter()
+        .filter(|m| m.is_private() && !m.is_empty() && m.name != "[vsyscall]")
+        .map(|m| (m.start, m.len()))
         .collect())
 }
 
@@ -492,7 +470,10 @@ pub fn advise(pid: i32, cold: bool) -> Result<String, String> {
 pub fn reclaim(t: &TargetKind) -> Result<String, String> {
     let cg = match t {
         TargetKind::Cgroup(c) => c.clone(),
-        TargetKind::Pid { pid, .. } => crate::record_cmd::memory_cgroup_of(&mut Probe::default(), Some(*pid))
+        TargetKind::Pid { pid, .. } => Probe::default()
+            .memory_cgroup_of(Some(*pid))
+            .ok()
+            .flatten()
             .ok_or("reclaim: the target's memory cgroup was not found")?,
         TargetKind::System => return Err("reclaim needs a target (press p, or start with --pid or --cgroup)".into()),
     };
@@ -501,12 +482,11 @@ pub fn reclaim(t: &TargetKind) -> Result<String, String> {
             "reclaim: memory.reclaim is cgroup v2 only; this machine's memory controller is v1 (use t to trim)".into(),
         );
     }
-    let read =
-        || std::fs::read_to_string(cg.dir.join("memory.current")).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let read = || Probe::default().cgroup_sample(&cg).ok().and_then(|s| s.usage_bytes);
     let before = read().unwrap_or(0);
     let t0 = Instant::now();
     // Ask for everything; the kernel returns EAGAIN when it reclaimed less.
-    let r = std::fs::write(cg.dir.join("memory.reclaim"), before.to_string());
+    let r = sandbox::cgroup::reclaim_once(&cg.dir, before);
     let after = read().unwrap_or(0);
     match r {
         Ok(()) | Err(_) if after < before => Ok(format!(
@@ -627,7 +607,7 @@ fn resolve_target(a: &MonitorArgs, p: &mut Probe) -> anyhow::Result<TargetKind> 
         if st.is_none() {
             return Err(usage(format!("--pid {pid}: no such process (expected the pid of a running process)")));
         }
-        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string();
+        let name = p.pid_comm(pid).unwrap_or_default();
         return Ok(TargetKind::Pid { pid, name });
     }
     if let Some(n) = &a.name {

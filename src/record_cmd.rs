@@ -25,24 +25,6 @@ pub fn resolve_program(name: &str) -> Option<PathBuf> {
         .unwrap_or(None)
 }
 
-/// The memory cgroup a process is in (`pid` None: this process), from
-/// /proc/PID/cgroup and the controller's mount.
-pub fn memory_cgroup_of(p: &mut Probe, pid: Option<i32>) -> Option<CgroupTarget> {
-    let (version, root) = p.memory_controller().ok()??;
-    let file = pid.map(|n| format!("/proc/{n}/cgroup")).unwrap_or_else(|| "/proc/self/cgroup".into());
-    let text = std::fs::read_to_string(file).ok()?;
-    let rel = text.lines().find_map(|l| {
-        let mut it = l.splitn(3, ':');
-        let (_, ctrls, path) = (it.next()?, it.next()?, it.next()?);
-        let hit = match version {
-            probe::cgroup::CgroupVersion::V1 => ctrls.split(',').any(|c| c == "memory"),
-            probe::cgroup::CgroupVersion::V2 => ctrls.is_empty(),
-        };
-        hit.then(|| path.to_string())
-    })?;
-    Some(CgroupTarget { version, dir: root.join(rel.trim_start_matches('/')), name: rel })
-}
-
 /// Resolves `--cgroup` to a memory cgroup directory.
 pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget> {
     let (version, root) = p.memory_controller()?.ok_or_else(|| {

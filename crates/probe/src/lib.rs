@@ -23,6 +23,7 @@ pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;
 pub mod pressure;
+pub mod process;
 pub mod reader;
 pub mod sample;
 pub mod stat;

@@ -6,7 +6,7 @@ use crate::error::ProbeError;
 use crate::mountinfo::{self, CgroupMounts};
 use crate::sample::{PidSample, Psi, Sample, ZramSample, monotonic_ns};
 use crate::util::{FileReader, read_parse};
-use crate::{meminfo, pid, pressure, stat, swaps, vmstat, zram};
+use crate::{meminfo, pid, pressure, process, stat, swaps, vmstat, zram};
 use std::path::{Path, PathBuf};
 
 /// Where the kernel's filesystems are. Tests point these at a fake tree.
@@ -135,6 +135,54 @@ impl Probe {
     }
     pub fn pid_smaps_rollup(&mut self, pid: i32) -> Result<Option<pid::SmapsRollup>, ProbeError> {
         read_parse(&self.proc(&format!("{pid}/smaps_rollup")), &mut self.buf, pid::parse_smaps_rollup)
+    }
+    /// /proc/<pid>/maps: the process's mappings.
+    pub fn pid_maps(&mut self, pid: i32) -> Result<Option<Vec<process::MapEntry>>, ProbeError> {
+        read_parse(&self.proc(&format!("{pid}/maps")), &mut self.buf, process::parse_maps)
+    }
+    /// /proc/<pid>/comm, trimmed; None when the process is gone.
+    pub fn pid_comm(&mut self, pid: i32) -> Option<String> {
+        read_parse(&self.proc(&format!("{pid}/comm")), &mut self.buf, |t| Ok(t.trim().to_string())).ok().flatten()
+    }
+    /// The process table, largest RSS first. Processes without an RSS (kernel
+    /// threads, zombies) and those that exit during the scan are left out.
+    pub fn processes(&mut self) -> Vec<process::ProcessInfo> {
+        let pids: Vec<i32> = std::fs::read_dir(&self.roots.proc)
+            .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect())
+            .unwrap_or_default();
+        let mut v: Vec<process::ProcessInfo> = pids
+            .into_iter()
+            .filter_map(|pid| {
+                let comm = self.pid_comm(pid)?;
+                let rss = self.pid_status(pid).ok().flatten()?.vm_rss?;
+                (rss > 0).then_some(process::ProcessInfo { pid, comm, rss })
+            })
+            .collect();
+        v.sort_by_key(|p| (std::cmp::Reverse(p.rss), p.pid));
+        v
+    }
+    /// The memory cgroup that `pid` (this process, for None) belongs to, from
+    /// /proc/<pid>/cgroup and the memory controller's mount. None where there is
+    /// no memory controller, no such process, or no memory line.
+    pub fn memory_cgroup_of(&mut self, pid: Option<i32>) -> Result<Option<CgroupTarget>, ProbeError> {
+        let Some((version, root)) = self.memory_controller()? else { return Ok(None) };
+        let file = self.proc(&pid.map_or_else(|| "self/cgroup".to_string(), |n| format!("{n}/cgroup")));
+        let rel = read_parse(&file, &mut self.buf, |t| Ok(process::parse_proc_cgroup(t, version)))?.flatten();
+        Ok(rel.map(|rel| CgroupTarget { version, dir: root.join(rel.trim_start_matches('/')), name: rel }))
+    }
+    /// The compression algorithms the kernel's crypto API has loaded (/proc/crypto).
+    pub fn crypto_compressors(&mut self) -> Vec<String> {
+        read_parse(&self.proc("crypto"), &mut self.buf, |t| Ok(process::parse_crypto_compressors(t)))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+    /// The first CPU's flags (/proc/cpuinfo).
+    pub fn cpu_flags(&mut self) -> Vec<String> {
+        read_parse(&self.proc("cpuinfo"), &mut self.buf, |t| Ok(process::parse_cpu_flags(t)))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
     }
     pub fn mounts(&mut self) -> Result<Option<Vec<mountinfo::Mount>>, ProbeError> {
         read_parse(&self.proc("self/mountinfo"), &mut self.buf, mountinfo::parse)

@@ -181,3 +181,44 @@ fn mglru_and_damon_are_read_from_sysfs() {
     assert_eq!(d[0].describe(), "kdamond 0 (pid 76) on: paddr, scheme pageout");
     assert_eq!(d[1].describe(), "kdamond 1 off: no context");
 }
+
+#[test]
+fn process_table_maps_and_cgroup_on_the_hybrid_tree() {
+    let mut p = Probe::new(Roots::under(fixture("hybrid")));
+    // The table: pid 4242 has a comm and a VmRSS; `self` is not a number.
+    let t = p.processes();
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!((t[0].pid, t[0].comm.as_str()), (4242, "cat"));
+    assert!(t[0].rss > 0);
+    assert_eq!(p.pid_comm(4242).as_deref(), Some("cat"));
+    assert_eq!(p.pid_comm(99999), None);
+    // Maps: the shared memfd and the names with spaces survive the parse.
+    let maps = p.pid_maps(4242).unwrap().unwrap();
+    assert_eq!(maps.len(), 5);
+    assert_eq!(maps.iter().filter(|m| m.is_private()).count(), 4);
+    assert_eq!(maps[2].name, "/memfd:pagelab (deleted)");
+    assert_eq!(p.pid_maps(99999).unwrap(), None);
+    // The cgroup: v1's memory line, rebased into the tree.
+    let cg = p.memory_cgroup_of(Some(4242)).unwrap().expect("a memory cgroup");
+    assert_eq!(cg.version, CgroupVersion::V1);
+    assert_eq!(cg.name, "/pagelab/eat-1");
+    assert!(cg.dir.ends_with("sys/fs/cgroup/memory/pagelab/eat-1") && cg.dir.is_dir(), "{:?}", cg.dir);
+    assert_eq!(p.memory_cgroup_of(Some(99999)).unwrap(), None);
+    // Machine-wide lists.
+    assert_eq!(p.crypto_compressors(), ["lzo-rle", "lzo"]);
+    assert!(p.cpu_flags().iter().any(|f| f == "fpu"), "{:?}", p.cpu_flags());
+}
+
+#[test]
+fn memory_cgroup_of_self_on_pure_v2() {
+    let mut p = Probe::new(Roots::under(fixture("v2")));
+    let cg = p.memory_cgroup_of(None).unwrap().expect("a memory cgroup");
+    assert_eq!(cg.version, CgroupVersion::V2);
+    assert!(cg.dir.ends_with("sys/fs/cgroup/pagelab/eat-1") && cg.dir.is_dir(), "{:?}", cg.dir);
+    // Without the memory controller there is no memory cgroup to name.
+    let tmp = copy_fixture("v2");
+    std::fs::write(tmp.path().join("sys/fs/cgroup/cgroup.controllers"), "cpu io\n").unwrap();
+    assert_eq!(Probe::new(Roots::under(tmp.path())).memory_cgroup_of(None).unwrap(), None);
+    // Missing files are missing data.
+    assert!(p.processes().is_empty() && p.crypto_compressors().is_empty() && p.cpu_flags().is_empty());
+}

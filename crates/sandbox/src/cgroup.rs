@@ -315,6 +315,14 @@ impl MemCgroup {
     }
 }
 
+/// Asks the kernel once to reclaim `bytes` from the v2 memory cgroup at `dir`
+/// (memory.reclaim), a group pagelab did not create: the monitor's `r` key, the
+/// user's own request. It changes no setting, so there is nothing to journal or
+/// restore; EAGAIN (reclaimed less than asked) is the caller's to judge.
+pub fn reclaim_once(dir: &Path, bytes: u64) -> std::io::Result<()> {
+    std::fs::write(dir.join("memory.reclaim"), bytes.to_string())
+}
+
 /// Pids listed in a cgroup's cgroup.procs.
 pub fn procs(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))

@@ -80,26 +80,11 @@ pub fn zswap_compressors() -> Vec<String> {
     v
 }
 
-/// Compression algorithms the kernel's crypto API has loaded.
+/// Compression algorithms the kernel's crypto API has loaded (/proc/crypto).
 pub fn crypto_compressors() -> Vec<String> {
-    let text = std::fs::read_to_string("/proc/crypto").unwrap_or_default();
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        let get = |k: &str| {
-            block.lines().find_map(|l| {
-                let (a, b) = l.split_once(':')?;
-                (a.trim() == k).then(|| b.trim().to_string())
-            })
-        };
-        if let (Some(name), Some(ty)) = (get("name"), get("type"))
-            && matches!(ty.as_str(), "compression" | "scomp" | "acomp")
-            && !out.contains(&name)
-        {
-            out.push(name);
-        }
-    }
-    out.sort();
-    out
+    let mut v = probe::Probe::default().crypto_compressors();
+    v.sort();
+    v
 }
 
 /// Algorithms `--compressor all` means for a backing.

@@ -297,14 +297,9 @@ fn stat_line(h: &Histogram<u64>, ns_per_tick: f64) -> [f64; 4] {
     ]
 }
 
-fn status_kb(key: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
+/// This process's /proc/self/status memory fields.
+fn self_status() -> probe::pid::PidStatus {
+    probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default()
 }
 
 fn minflt() -> u64 {
@@ -405,7 +400,7 @@ pub fn run_config(
     }
     let cal = timer::calibrate(30, 20_000);
     let oh = cal.overhead_ticks;
-    let base_rss = status_kb("VmRSS:");
+    let base_rss = self_status().vm_rss.unwrap_or(0);
     let f0 = minflt();
     let (stats, pinned) = match (allocator, mode) {
         ("glibc" | "preload", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
@@ -477,8 +472,8 @@ pub fn run_config(
     let provider = alloc::malloc_provider();
     let preload_mapped = preload.map(|p| {
         let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-        maps.lines().any(|l| l.split_whitespace().nth(5).is_some_and(|f| std::path::Path::new(f) == want))
+        let maps = probe::Probe::default().pid_maps(std::process::id() as i32).ok().flatten().unwrap_or_default();
+        maps.iter().any(|m| std::path::Path::new(&m.name) == want)
     });
     Ok(Repeat {
         alloc_ns_mean: block_means(0).or(finite(per(w.alloc_ticks, w.allocs))).ok_or(TOO_FEW)?,
@@ -502,7 +497,7 @@ pub fn run_config(
         frees,
         batches: w.batches,
         batches_preempted: w.batches_preempted,
-        peak_rss_bytes: status_kb("VmHWM:"),
+        peak_rss_bytes: self_status().vm_hwm.unwrap_or(0),
         baseline_rss_bytes: base_rss,
         wall_ms: wall as f64 / 1e6,
         timed_fraction_max: frac,

@@ -88,9 +88,8 @@ pub fn calibrate(spin_ms: u64, pairs: usize) -> Calibration {
         .collect();
     d.sort_unstable();
     let overhead_ticks = d[d.len() / 2];
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap_or("");
-    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    let flags = probe::Probe::default().cpu_flags();
+    let has = |f: &str| flags.iter().any(|x| x == f);
     Calibration {
         ns_per_tick,
         overhead_ticks,
