@@ -194,6 +194,64 @@ pub struct Interval {
     pub mem: Categories,
 }
 
+/// Means, peaks and counter totals over a span of a run: the one place that
+/// turns intervals and samples into whole-span figures. `report`'s summary uses
+/// it over a whole run, thrash over its active window. Means are over the
+/// intervals that have the figure (missing data is not zero).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub intervals: usize,
+    /// CPU user (+ nice), system (+ irq + softirq) and iowait, percent.
+    pub cpu_user_pct_mean: Option<f64>,
+    pub cpu_system_pct_mean: Option<f64>,
+    pub cpu_iowait_pct_mean: Option<f64>,
+    pub psi_memory_some_pct_mean: Option<f64>,
+    pub psi_memory_full_pct_mean: Option<f64>,
+    pub psi_memory_full_pct_max: Option<f64>,
+    pub cgroup_psi_memory_some_pct_mean: Option<f64>,
+    pub pswpout_per_s_peak: Option<f64>,
+    /// The sampler's lateness of each interval, milliseconds, in order.
+    pub sampler_lateness_ms: Vec<f64>,
+}
+
+impl Totals {
+    /// CPU user time's share of the busy time (user + system + iowait), 0 to 1.
+    pub fn cpu_user_share(&self) -> Option<f64> {
+        let (u, s, w) = (self.cpu_user_pct_mean?, self.cpu_system_pct_mean?, self.cpu_iowait_pct_mean?);
+        let busy = u + s + w;
+        (busy > 0.0).then(|| u / busy)
+    }
+}
+
+/// [`Totals`] over these intervals.
+pub fn totals<'a>(iv: impl IntoIterator<Item = &'a Interval>) -> Totals {
+    let iv: Vec<&Interval> = iv.into_iter().collect();
+    let mean =
+        |f: &dyn Fn(&Interval) -> Option<f64>| crate::stats::mean(&iv.iter().filter_map(|i| f(i)).collect::<Vec<_>>());
+    let max = |f: &dyn Fn(&Interval) -> Option<f64>| iv.iter().filter_map(|i| f(i)).reduce(f64::max);
+    Totals {
+        intervals: iv.len(),
+        cpu_user_pct_mean: mean(&|i| i.cpu.map(|c| c.user + c.nice)),
+        cpu_system_pct_mean: mean(&|i| i.cpu.map(|c| c.system + c.irq + c.softirq)),
+        cpu_iowait_pct_mean: mean(&|i| i.cpu.map(|c| c.iowait)),
+        psi_memory_some_pct_mean: mean(&|i| i.psi_memory_some_pct),
+        psi_memory_full_pct_mean: mean(&|i| i.psi_memory_full_pct),
+        psi_memory_full_pct_max: max(&|i| i.psi_memory_full_pct),
+        cgroup_psi_memory_some_pct_mean: mean(&|i| i.cgroup_psi_memory_some_pct),
+        pswpout_per_s_peak: max(&|i| i.pswpout_per_s),
+        sampler_lateness_ms: iv.iter().filter_map(|i| i.sampler_lateness_ms).collect(),
+    }
+}
+
+/// How much a vmstat counter grew from `first` to `last` (0 where either lacks it).
+pub fn vmstat_delta(first: &Sample, last: &Sample, key: &str) -> u64 {
+    let get = |s: &Sample| s.vmstat.as_ref().and_then(|v| v.get(key));
+    match (get(first), get(last)) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    }
+}
+
 /// Clock ticks per second for /proc/<pid>/stat and /proc/stat.
 pub fn clock_ticks() -> f64 {
     // SAFETY: sysconf has no preconditions.

@@ -224,12 +224,8 @@ fn sleep_until(deadline_ns: u64, stop: &AtomicBool) {
     }
 }
 
-/// Nearest-rank percentile of u64 values, as f64; 0 for an empty slice.
+/// Nearest-rank percentile of u64 values, as f64; 0 for an empty slice
+/// ([`crate::stats::percentile_u64`]).
 pub fn percentile(v: &mut [u64], q: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_unstable();
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1] as f64
+    crate::stats::percentile_u64(v, q).unwrap_or(0) as f64
 }

@@ -45,6 +45,12 @@ pub fn cv(v: &[f64]) -> Option<f64> {
     Some(var.sqrt() / m.abs())
 }
 
+/// The rank of the nearest-rank percentile q (0..=1) among n sorted values:
+/// the smallest value with at least q × n values at or below it.
+fn nearest_rank(n: usize, q: f64) -> usize {
+    ((q.clamp(0.0, 1.0) * n as f64).ceil() as usize).clamp(1, n) - 1
+}
+
 /// The nearest-rank percentile (q in 0..=1) of the finite values.
 pub fn percentile(v: &[f64], q: f64) -> Option<f64> {
     let mut v = finite(v);
@@ -52,8 +58,17 @@ pub fn percentile(v: &[f64], q: f64) -> Option<f64> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let i = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-    Some(v[i.min(v.len() - 1)])
+    Some(v[nearest_rank(v.len(), q)])
+}
+
+/// The nearest-rank percentile of integer samples (latencies in ns, sizes),
+/// sorting them in place; `None` for none.
+pub fn percentile_u64(v: &mut [u64], q: f64) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[nearest_rank(v.len(), q)])
 }
 
 /// Whether a figure with these repeats meets the stability contract: at least
@@ -89,9 +104,16 @@ mod tests {
     #[test]
     fn percentile_is_nearest_rank() {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.5), Some(51.0));
+        assert_eq!(percentile(&v, 0.5), Some(50.0));
         assert_eq!(percentile(&v, 0.99), Some(99.0));
         assert_eq!(percentile(&v, 1.0), Some(100.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
         assert_eq!(percentile(&[], 0.5), None);
+        // The integer form is the same rule.
+        let mut u: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(percentile_u64(&mut u, 0.5), Some(50));
+        assert_eq!(percentile_u64(&mut u, 0.999), Some(100));
+        assert_eq!(percentile_u64(&mut [7], 0.01), Some(7));
+        assert_eq!(percentile_u64(&mut [], 0.5), None);
     }
 }

@@ -199,3 +199,36 @@ fn sampler_abort_verdict_requests_a_stop() {
     s.stop();
     assert_eq!(record::stop::reason().as_deref(), Some("guard tripped"));
 }
+
+#[test]
+fn totals_average_what_is_there_and_keep_peaks() {
+    use derive::{CpuPct, Interval, Totals, totals};
+    let cpu = |user: f64, system: f64, iowait: f64| CpuPct { user, system, iowait, ..Default::default() };
+    let iv = [
+        Interval {
+            cpu: Some(cpu(10.0, 20.0, 10.0)),
+            psi_memory_full_pct: Some(1.0),
+            pswpout_per_s: Some(5.0),
+            sampler_lateness_ms: Some(0.5),
+            ..Default::default()
+        },
+        Interval {
+            cpu: Some(cpu(30.0, 40.0, 30.0)),
+            psi_memory_full_pct: Some(3.0),
+            pswpout_per_s: Some(50.0),
+            ..Default::default()
+        },
+        // No figures at all: it counts as an interval, not as zeros.
+        Interval::default(),
+    ];
+    let t = totals(&iv);
+    assert_eq!(t.intervals, 3);
+    assert_eq!(t.cpu_user_pct_mean, Some(20.0));
+    assert_eq!(t.cpu_system_pct_mean, Some(30.0));
+    assert_eq!(t.cpu_user_share(), Some(20.0 / 70.0));
+    assert_eq!((t.psi_memory_full_pct_mean, t.psi_memory_full_pct_max), (Some(2.0), Some(3.0)));
+    assert_eq!(t.pswpout_per_s_peak, Some(50.0));
+    assert_eq!(t.psi_memory_some_pct_mean, None);
+    assert_eq!(t.sampler_lateness_ms, vec![0.5]);
+    assert_eq!(totals(&[]), Totals::default());
+}

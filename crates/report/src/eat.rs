@@ -5,9 +5,10 @@ use crate::charts::{self, BarGroup};
 use crate::experiment::Experiment;
 use crate::headline::{self, Builder, Figure, Metric};
 use crate::html::Renderer;
-use crate::summary::{bytes, median};
+use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge, ratio};
 use record::rundir::RunRecord;
+use record::stats::median;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -47,7 +48,7 @@ fn groups(results: &[Value]) -> Vec<((String, String), Vec<&Value>)> {
 }
 
 fn med(rs: &[&Value], path: &[&str]) -> Option<f64> {
-    median(rs.iter().filter_map(|r| f(r, path)).collect())
+    median(&rs.iter().filter_map(|r| f(r, path)).collect::<Vec<_>>())
 }
 
 fn spread(rs: &[&Value], path: &[&str]) -> String {

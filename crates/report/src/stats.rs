@@ -65,11 +65,6 @@ pub fn holm(ps: &[Option<f64>], alpha: f64) -> Vec<bool> {
     out
 }
 
-/// The median of a slice (None when empty).
-pub fn median(v: &[f64]) -> Option<f64> {
-    crate::summary::median(v.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,24 +33,9 @@ pub struct Summary {
     pub phases: Vec<(String, f64)>,
 }
 
-/// Median of the finite values, `None` when there are none.
-pub fn median(v: Vec<f64>) -> Option<f64> {
-    record::stats::median(&v)
-}
-
-fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (mut n, mut s) = (0usize, 0.0);
-    for x in v.filter(|x| x.is_finite()) {
-        n += 1;
-        s += x;
-    }
-    (n > 0).then(|| s / n as f64)
-}
-
 fn vm_total(rec: &RunRecord, key: &str) -> u64 {
-    let get = |s: &probe::Sample| s.vmstat.as_ref().and_then(|v| v.get(key));
-    match (rec.samples.first().and_then(get), rec.samples.last().and_then(get)) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
+    match (rec.samples.first(), rec.samples.last()) {
+        (Some(a), Some(b)) => record::derive::vmstat_delta(a, b, key),
         _ => 0,
     }
 }
@@ -61,6 +46,7 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
         (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9,
         _ => 0.0,
     };
+    let t = record::derive::totals(iv);
     Summary {
         experiment: rec.run.experiment.clone(),
         status: rec.status().state.to_string(),
@@ -70,14 +56,14 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
         skipped_lines: rec.skipped_lines,
         missing_files: rec.missing.clone(),
         duration_s: span,
-        cpu_user_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.user + c.nice))),
-        cpu_system_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.system + c.irq + c.softirq))),
-        cpu_iowait_pct_mean: mean(iv.iter().filter_map(|i| i.cpu.map(|c| c.iowait))),
+        cpu_user_pct_mean: t.cpu_user_pct_mean,
+        cpu_system_pct_mean: t.cpu_system_pct_mean,
+        cpu_iowait_pct_mean: t.cpu_iowait_pct_mean,
         pswpin_total: vm_total(rec, "pswpin"),
         pswpout_total: vm_total(rec, "pswpout"),
         pgmajfault_total: vm_total(rec, "pgmajfault"),
-        psi_memory_some_pct_mean: mean(iv.iter().filter_map(|i| i.psi_memory_some_pct)),
-        psi_memory_full_pct_max: iv.iter().filter_map(|i| i.psi_memory_full_pct).reduce(f64::max),
+        psi_memory_some_pct_mean: t.psi_memory_some_pct_mean,
+        psi_memory_full_pct_max: t.psi_memory_full_pct_max,
         target_rss_max_bytes: iv.iter().map(|i| i.mem.target_rss()).max().unwrap_or(0),
         target_swapped_max_bytes: iv.iter().map(|i| i.mem.target_swapped).max().unwrap_or(0),
         compressed_store_max_bytes: iv.iter().map(|i| i.mem.compressed_store).max().unwrap_or(0),

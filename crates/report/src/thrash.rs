@@ -15,6 +15,7 @@ use crate::headline::{self, Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::verdict::{Basis, Ms, Verdict, group_is, judge};
 use record::rundir::RunRecord;
+use record::stats::{cv, median};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -48,8 +49,9 @@ fn results(all: &[Value]) -> Vec<&Value> {
     all.iter().filter_map(|r| r.get("result")).collect()
 }
 
+/// A dotted path in a result ("probe_outside_ms.during.p99").
 fn get(v: &Value, path: &str) -> Option<f64> {
-    path.split('.').try_fold(v, |v, k| v.get(k)).and_then(Value::as_f64)
+    headline::num(v, &path.split('.').collect::<Vec<_>>())
 }
 
 /// A result's group: its preset, with its store when the runs used more than
@@ -75,14 +77,6 @@ fn presets(rs: &[&Value]) -> Vec<String> {
     v
 }
 
-fn median(v: Vec<f64>) -> Option<f64> {
-    record::stats::median(&v)
-}
-
-fn cv(v: &[f64]) -> Option<f64> {
-    record::stats::cv(v)
-}
-
 /// Per preset: for each headline metric, the median across repeats, min, max and CV.
 pub fn summary(all: &[Value]) -> Value {
     let rs = results(all);
@@ -95,7 +89,7 @@ pub fn summary(all: &[Value]) -> Value {
             m.insert(
                 k.to_string(),
                 json!({
-                    "median": median(v.clone()),
+                    "median": median(&v),
                     "min": v.iter().cloned().reduce(f64::min),
                     "max": v.iter().cloned().reduce(f64::max),
                     "cv": cv(&v),
@@ -158,7 +152,7 @@ pub fn text_table(all: &[Value]) -> String {
             let _ = writeln!(
                 s,
                 " {:>9} {:>7}",
-                fmt(median(have.clone())),
+                fmt(median(&have)),
                 cv(&have).map(|c| format!("{:.0}%", c * 100.0)).unwrap_or("-".into())
             );
         }
@@ -269,7 +263,7 @@ fn across(reps: &[&&Value], key: &str) -> (Vec<(f64, f64)>, Band) {
         let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         band.push((t as f64, lo, hi));
-        mid.push((t as f64, median(v).unwrap_or(f64::NAN)));
+        mid.push((t as f64, median(&v).unwrap_or(f64::NAN)));
     }
     (mid, band)
 }

@@ -5,9 +5,10 @@ use crate::charts::{self, BarGroup};
 use crate::experiment::Experiment;
 use crate::headline::{self, Builder, Figure, Metric};
 use crate::html::Renderer;
-use crate::summary::{bytes, median};
+use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge, ratio};
 use record::rundir::RunRecord;
+use record::stats::median;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -24,7 +25,7 @@ fn by_mode(results: &[Value]) -> Vec<(String, Vec<&Value>)> {
 }
 
 fn med(rs: &[&Value], k: &str) -> Option<f64> {
-    median(rs.iter().filter_map(|r| r[k].as_f64()).collect())
+    median(&rs.iter().filter_map(|r| r[k].as_f64()).collect::<Vec<_>>())
 }
 
 fn o(v: Option<f64>, p: usize) -> String {
@@ -72,9 +73,9 @@ pub fn text_table(results: &[Value]) -> String {
             med(&rs, "charged_max_bytes").map(|b| bytes(b as u64)).unwrap_or("-".into()),
             o(
                 median(
-                    rs.iter()
+                    &rs.iter()
                         .map(|r| r["cpu_user_s"].as_f64().unwrap_or(0.0) + r["cpu_system_s"].as_f64().unwrap_or(0.0))
-                        .collect()
+                        .collect::<Vec<_>>()
                 ),
                 2
             ),

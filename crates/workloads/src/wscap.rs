@@ -186,14 +186,6 @@ fn reclaim_counters() -> Reclaim {
     }
 }
 
-fn percentile_u(v: &mut [u64], q: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
-}
-
 struct Ctx<'a, O: Observer> {
     cfg: &'a WscapConfig,
     obs: &'a mut O,
@@ -378,7 +370,7 @@ impl<O: Observer> Ctx<'_, O> {
             pswpin: after.pswpin.saturating_sub(before.pswpin),
             pswpout: after.pswpout.saturating_sub(before.pswpout),
         };
-        r.rss_median_bytes = percentile_u(&mut rss.clone(), 0.5);
+        r.rss_median_bytes = record::stats::percentile_u64(&mut rss.clone(), 0.5).unwrap_or(0);
         r.rss_max_bytes = rss.iter().copied().max().unwrap_or(0);
         r.rss_anon_max_bytes = anon_max;
         r.swap_max_bytes = swap_max;
@@ -549,8 +541,8 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 json!({
                     "scans": scans,
                     "seconds": (t1 - t0) as f64 / 1e9,
-                    "p50_ns": percentile_u(&mut times, 0.5),
-                    "p99_ns": percentile_u(&mut times, 0.99),
+                    "p50_ns": record::stats::percentile_u64(&mut times, 0.5).unwrap_or(0),
+                    "p99_ns": record::stats::percentile_u64(&mut times, 0.99).unwrap_or(0),
                     "max_ns": times.last().copied().unwrap_or(0),
                     "minflt": f1 - f0,
                     "majflt": j1 - j0,

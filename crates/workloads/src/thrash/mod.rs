@@ -419,19 +419,11 @@ pub struct ThrashResult {
     pub deep: bool,
 }
 
-fn pct(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    Some(sorted[i.min(sorted.len() - 1)])
-}
-
 /// Percentiles of the probe latencies whose wake-up time falls in [from, to).
 pub fn window(samples: &[(f64, f64)], from: f64, to: f64) -> Window {
-    let mut v: Vec<f64> = samples.iter().filter(|(t, _)| *t >= from && *t < to).map(|s| s.1).collect();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Window { p50: pct(&v, 0.5), p99: pct(&v, 0.99), max: v.last().copied(), n: v.len() }
+    let v: Vec<f64> = samples.iter().filter(|(t, _)| *t >= from && *t < to).map(|s| s.1).collect();
+    let p = |q: f64| record::stats::percentile(&v, q);
+    Window { p50: p(0.5), p99: p(0.99), max: v.iter().copied().reduce(f64::max), n: v.len() }
 }
 
 fn windows(samples: &[(f64, f64)], start: f64, end: f64) -> Windows {
@@ -440,10 +432,6 @@ fn windows(samples: &[(f64, f64)], start: f64, end: f64) -> Windows {
         during: window(samples, start, end),
         after: window(samples, end, f64::INFINITY),
     }
-}
-
-fn counter(s: &probe::Sample, key: &str) -> Option<u64> {
-    s.vmstat.as_ref().and_then(|v| v.get(key))
 }
 
 /// Recovery from 1 s intervals (t_s, paging pages/s, psi some %): the first t at
@@ -476,12 +464,7 @@ fn analyze(
         .collect();
     let rel = |ns: u64| (ns as f64 - t0_ns as f64) / 1e9;
     let (ts, te) = (rel(start_ns), rel(end_ns));
-    let mut sum = [0f64; 6];
-    let mut n = 0usize;
-    let mut cg_sum = 0.0;
-    let mut cg_n = 0usize;
-    let mut lat = Vec::new();
-    let mut peak: f64 = 0.0;
+    let mut active = Vec::new();
     let mut calm = Vec::new();
     for w in s.windows(2) {
         let iv = record::derive::interval(&w[0], &w[1], t0_ns);
@@ -505,39 +488,25 @@ fn analyze(
         let paging = iv.pswpin_per_s.unwrap_or(0.0) + iv.pswpout_per_s.unwrap_or(0.0);
         calm.push((t, paging, iv.psi_memory_some_pct.unwrap_or(0.0)));
         if t > ts && t - iv.dt_s < te {
-            sum[0] += cpu.user + cpu.nice;
-            sum[1] += cpu.system + cpu.irq + cpu.softirq;
-            sum[2] += cpu.iowait;
-            sum[3] += iv.psi_memory_some_pct.unwrap_or(0.0);
-            sum[4] += iv.psi_memory_full_pct.unwrap_or(0.0);
-            n += 1;
-            if let Some(c) = iv.cgroup_psi_memory_some_pct {
-                cg_sum += c;
-                cg_n += 1;
-            }
-            if let Some(l) = iv.sampler_lateness_ms {
-                lat.push(l);
-            }
-            peak = peak.max(iv.pswpout_per_s.unwrap_or(0.0));
+            active.push(iv);
         }
     }
-    let n = n.max(1) as f64;
-    r.cpu_user_pct_mean = sum[0] / n;
-    r.cpu_system_pct_mean = sum[1] / n;
-    r.cpu_iowait_pct_mean = sum[2] / n;
-    let busy = sum[0] + sum[1] + sum[2];
-    r.cpu_user_share = if busy > 0.0 { sum[0] / busy } else { 0.0 };
-    r.psi_some_pct_mean = sum[3] / n;
-    r.psi_full_pct_mean = sum[4] / n;
-    r.cgroup_psi_some_pct_mean = (cg_n > 0).then(|| cg_sum / cg_n as f64);
-    r.pswpout_per_s_peak = peak;
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    r.collector_lateness_p99_ms = pct(&lat, 0.99).unwrap_or(0.0);
-    r.collector_lateness_max_ms = lat.last().copied().unwrap_or(0.0);
+    // Means and peaks while the consumers ran (record::derive::totals).
+    let a = record::derive::totals(&active);
+    r.cpu_user_pct_mean = a.cpu_user_pct_mean.unwrap_or(0.0);
+    r.cpu_system_pct_mean = a.cpu_system_pct_mean.unwrap_or(0.0);
+    r.cpu_iowait_pct_mean = a.cpu_iowait_pct_mean.unwrap_or(0.0);
+    r.cpu_user_share = a.cpu_user_share().unwrap_or(0.0);
+    r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(0.0);
+    r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(0.0);
+    r.cgroup_psi_some_pct_mean = a.cgroup_psi_memory_some_pct_mean;
+    r.pswpout_per_s_peak = a.pswpout_per_s_peak.unwrap_or(0.0);
+    r.collector_lateness_p99_ms = record::stats::percentile(&a.sampler_lateness_ms, 0.99).unwrap_or(0.0);
+    r.collector_lateness_max_ms = a.sampler_lateness_ms.iter().copied().reduce(f64::max).unwrap_or(0.0);
     // Totals over the whole run, start signal to end.
     let inside: Vec<&probe::Sample> = s.iter().filter(|x| x.t_ns >= t0_ns && x.t_ns <= stop_ns).collect();
     if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
-        let d = |k: &str| counter(b, k).unwrap_or(0).saturating_sub(counter(a, k).unwrap_or(0));
+        let d = |k: &str| record::derive::vmstat_delta(a, b, k);
         r.pswpout_total = d("pswpout");
         r.pswpin_total = d("pswpin");
         r.pgmajfault_total = d("pgmajfault");
@@ -896,7 +865,7 @@ planned {:.0} s plus recovery",
             })
             .unwrap_or_default();
         lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        r.unlocked_lateness_p99_ms = pct(&lat, 0.99);
+        r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
         r.unlocked_lateness_max_ms = lat.last().copied();
     }
     r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
