@@ -20,27 +20,11 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, L
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Colours of the RAM categories, in `Categories::ram_stack()` order.
-pub const COLORS: [Color; 8] = [
-    Color::Rgb(214, 39, 40),
-    Color::Rgb(255, 127, 14),
-    Color::Rgb(227, 119, 194),
-    Color::Rgb(148, 103, 189),
-    Color::Rgb(140, 86, 75),
-    Color::Rgb(31, 119, 180),
-    Color::Rgb(127, 127, 127),
-    Color::Rgb(44, 160, 44),
-];
-pub const NAMES: [&str; 8] = [
-    "target anon",
-    "target file",
-    "target shmem",
-    "compressed store",
-    "dirty+writeback",
-    "page cache",
-    "other used",
-    "free",
-];
+/// The terminal colour of RAM category `i` (record::derive::RAM_CATEGORIES).
+pub fn color(i: usize) -> Color {
+    let (r, g, b) = record::derive::RAM_CATEGORIES[i].1;
+    Color::Rgb(r, g, b)
+}
 
 /// One sampled interval, fixed-size.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -253,7 +237,7 @@ impl Widget for Stack<'_> {
                     }
                 }
                 let y = area.y + area.height - 1 - row;
-                buf[(area.x + x as u16, y)].set_symbol("█").set_fg(COLORS[cat]);
+                buf[(area.x + x as u16, y)].set_symbol("█").set_fg(color(cat));
             }
         }
         let t0 = self.now - self.window_s;
@@ -329,7 +313,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             .name("compressed store")
             .graph_type(GraphType::Line)
             .marker(ratatui::symbols::Marker::Braille)
-            .style(Style::default().fg(COLORS[3]))
+            .style(Style::default().fg(color(3)))
             .data(&app.store_pts),
     ];
     let chart = Chart::new(ds)
@@ -347,9 +331,9 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     let mut lines: Vec<Line> =
         vec![Line::from(Span::styled(target_line(&app.target), Style::default().add_modifier(Modifier::BOLD)))];
     if let Some(p) = app.ring.last() {
-        for (i, name) in NAMES.iter().enumerate().rev() {
+        for (i, (name, _)) in record::derive::RAM_CATEGORIES.iter().enumerate().rev() {
             lines.push(Line::from(vec![
-                Span::styled("██ ", Style::default().fg(COLORS[i])),
+                Span::styled("██ ", Style::default().fg(color(i))),
                 Span::raw(format!("{name:<17}{:>12}", human(p.cats[i]))),
             ]));
         }

@@ -52,6 +52,19 @@ pub struct CpuPct {
     pub steal: f64,
 }
 
+/// The RAM categories in stacking order: label and colour (sRGB), shared by the
+/// SVG charts and the monitor's terminal view.
+pub const RAM_CATEGORIES: [(&str, (u8, u8, u8)); 8] = [
+    ("target anon", (214, 39, 40)),
+    ("target file", (255, 127, 14)),
+    ("target shmem", (227, 119, 194)),
+    ("compressed store", (148, 103, 189)),
+    ("dirty+writeback", (140, 86, 75)),
+    ("page cache", (31, 119, 180)),
+    ("other used", (127, 127, 127)),
+    ("free", (44, 160, 44)),
+];
+
 /// Stacked memory categories, bytes (see the module documentation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Categories {
@@ -71,18 +84,20 @@ pub struct Categories {
 }
 
 impl Categories {
-    /// The RAM categories in stacking order (largest usually last), with labels.
+    /// The RAM categories in stacking order (largest usually last), with their
+    /// labels ([`RAM_CATEGORIES`]).
     pub fn ram_stack(&self) -> [(&'static str, u64); 8] {
-        [
-            ("target anon", self.target_anon),
-            ("target file", self.target_file),
-            ("target shmem", self.target_shmem),
-            ("compressed store", self.compressed_store),
-            ("dirty+writeback", self.dirty_writeback),
-            ("page cache", self.page_cache),
-            ("other used", self.other_used),
-            ("free", self.free),
-        ]
+        let v = [
+            self.target_anon,
+            self.target_file,
+            self.target_shmem,
+            self.compressed_store,
+            self.dirty_writeback,
+            self.page_cache,
+            self.other_used,
+            self.free,
+        ];
+        std::array::from_fn(|i| (RAM_CATEGORIES[i].0, v[i]))
     }
     pub fn target_rss(&self) -> u64 {
         self.target_anon + self.target_file + self.target_shmem

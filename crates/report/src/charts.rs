@@ -42,17 +42,11 @@ fn err<E: std::fmt::Display>(e: E) -> DynErr {
     e.to_string().into()
 }
 
-/// Colours of the memory categories, bottom of the stack first.
-pub const CATEGORY_COLORS: [RGBColor; 8] = [
-    RGBColor(214, 39, 40),   // target anon
-    RGBColor(255, 127, 14),  // target file
-    RGBColor(227, 119, 194), // target shmem
-    RGBColor(148, 103, 189), // compressed store
-    RGBColor(140, 86, 75),   // dirty + writeback
-    RGBColor(31, 119, 180),  // page cache
-    RGBColor(127, 127, 127), // other used
-    RGBColor(44, 160, 44),   // free
-];
+/// The colour of RAM category `k` (record::derive::RAM_CATEGORIES).
+pub fn category_color(k: usize) -> RGBColor {
+    let (r, g, b) = record::derive::RAM_CATEGORIES[k].1;
+    RGBColor(r, g, b)
+}
 
 fn gib(b: u64) -> f64 {
     b as f64 / (1u64 << 30) as f64
@@ -98,7 +92,7 @@ where
     for k in (0..n_cat).rev() {
         let pts: Vec<(f64, f64)> =
             iv.iter().zip(&stacks).map(|(i, s)| (i.t_s, gib(s[..=k].iter().map(|(_, v)| v).sum()))).collect();
-        let color = CATEGORY_COLORS[k];
+        let color = category_color(k);
         let label = stacks.first().map(|s| s[k].0).unwrap_or("");
         chart
             .draw_series(AreaSeries::new(pts, 0.0, color.mix(0.85)))
