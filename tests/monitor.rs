@@ -57,7 +57,9 @@ fn trim_under_tmux_drops_rss_into_zram() {
         std::thread::sleep(Duration::from_millis(200));
         screen = capture();
     }
-    std::thread::sleep(Duration::from_millis(1000));
+    // A few samples before the trim, to compare with.
+    let samples = dir.join("samples.jsonl");
+    common::wait_until("3 samples before the trim", Duration::from_secs(20), || common::lines_in(&samples) >= 3);
     assert!(tmux(&["send-keys", "-t", &session, "t"]));
     let t = Instant::now();
     while !std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default().contains("trim: RSS")
@@ -65,7 +67,11 @@ fn trim_under_tmux_drops_rss_into_zram() {
     {
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    // Samples well after the trim (the check below reads them), then quit.
+    let at_trim = common::lines_in(&samples);
+    common::wait_until("4 samples after the trim", Duration::from_secs(20), || {
+        common::lines_in(&samples) >= at_trim + 4
+    });
     assert!(tmux(&["send-keys", "-t", &session, "q"]));
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session]) && t.elapsed() < Duration::from_secs(10) {

@@ -3,6 +3,8 @@
 use assert_cmd::Command;
 use std::time::Duration;
 
+mod common;
+
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("pagelab")
 }
@@ -81,7 +83,8 @@ fn sigkill_mid_run_leaves_a_readable_interrupted_run() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    let samples = dir.join("samples.jsonl");
+    common::wait_until("10 samples", Duration::from_secs(30), || common::lines_in(&samples) >= 10);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
@@ -104,7 +107,9 @@ fn sigint_stops_cleanly_with_status_interrupted_and_exit_130() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    // Samples on disk: the handlers are installed (they are before sampling starts).
+    let samples = dir.join("samples.jsonl");
+    common::wait_until("3 samples", Duration::from_secs(30), || common::lines_in(&samples) >= 3);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let st = child.wait().unwrap();

@@ -33,3 +33,20 @@ pub fn cpus() -> usize {
 mod skip;
 #[allow(unused_imports)]
 pub use skip::skip;
+
+/// Waits until `cond` holds, polling every 50 ms; panics naming `what` after
+/// `limit`. Tests wait on the condition they need, never a fixed time.
+#[allow(dead_code)]
+pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The number of complete lines in a file (0 when it is missing).
+#[allow(dead_code)]
+pub fn lines_in(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map(|t| t.matches('\n').count()).unwrap_or(0)
+}
