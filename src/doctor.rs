@@ -1,6 +1,7 @@
 //! `pagelab doctor`: what this machine supports, and which experiments that affects.
 
 use crate::cli::DoctorArgs;
+use crate::experiments::{Need, affected_by};
 use sandbox::privilege::{self, CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -68,7 +69,7 @@ pub fn examine() -> Findings {
             if root { "running as root" } else { "not root" },
             if capnames.is_empty() { "none of interest".to_string() } else { capnames.join(", ") }
         ),
-        affects: if root { vec![] } else { vec!["eat (zram, cgroup trim)", "wscap", "thrash"] },
+        affects: if root { vec![] } else { affected_by(Need::Root) },
     });
 
     // cgroups
@@ -97,11 +98,7 @@ pub fn examine() -> Findings {
         name: "cgroup",
         status: cg_status,
         detail: cg_detail,
-        affects: if cg_status == Avail::Available {
-            vec![]
-        } else {
-            vec!["wscap", "thrash", "mapping --pressure", "eat --trim cgroup"]
-        },
+        affects: if cg_status == Avail::Available { vec![] } else { affected_by(Need::MemoryCgroup) },
     });
 
     // swap
@@ -157,11 +154,7 @@ pub fn examine() -> Findings {
         } else {
             "not loaded (modprobe zram)".to_string()
         },
-        affects: if zram_status == Avail::Available {
-            vec![]
-        } else {
-            vec!["eat --backing zram", "wscap", "thrash --backing zram"]
-        },
+        affects: if zram_status == Avail::Available { vec![] } else { affected_by(Need::Zram) },
     });
 
     // zswap
@@ -185,7 +178,7 @@ pub fn examine() -> Findings {
         } else {
             "not built into this kernel".to_string()
         },
-        affects: if z.present { vec![] } else { vec!["eat --backing zswap"] },
+        affects: if z.present { vec![] } else { affected_by(Need::Zswap) },
     });
 
     // MGLRU: which reclaim the experiments meet.
@@ -225,7 +218,7 @@ pub fn examine() -> Findings {
                 }
             )
         },
-        affects: if movers.is_empty() { vec![] } else { vec!["eat", "wscap", "thrash", "mapping --pressure"] },
+        affects: if movers.is_empty() { vec![] } else { affected_by(Need::QuietDamon) },
     });
 
     let psi_files: Vec<&str> =
@@ -238,7 +231,11 @@ pub fn examine() -> Findings {
         } else {
             format!("/proc/pressure/{{{}}}", psi_files.join(","))
         },
-        affects: if psi_files.len() == 3 { vec![] } else { vec!["thrash (PSI charts)", "monitor (PSI panel)"] },
+        affects: if psi_files.len() == 3 {
+            vec![]
+        } else {
+            [affected_by(Need::Psi), vec!["monitor (PSI panel)"]].concat()
+        },
     });
 
     checks.push(Check {
@@ -256,7 +253,7 @@ pub fn examine() -> Findings {
             Ok(()) => "MADV_PAGEOUT works on a private mapping".into(),
             Err(e) => e.clone(),
         },
-        affects: if pageout.is_ok() { vec![] } else { vec!["eat --trim self", "wscap periodic-pageout"] },
+        affects: if pageout.is_ok() { vec![] } else { affected_by(Need::Pageout) },
     });
     let pm = workloads::mm::try_process_madvise();
     checks.push(Check {
@@ -269,7 +266,11 @@ pub fn examine() -> Findings {
             ),
             Err(e) => e.clone(),
         },
-        affects: if pm.is_ok() { vec![] } else { vec!["eat --trim external", "monitor trim key", "wscap periodic-*"] },
+        affects: if pm.is_ok() {
+            vec![]
+        } else {
+            [affected_by(Need::ProcessMadvise), vec!["monitor trim key"]].concat()
+        },
     });
     checks.push(Check {
         name: "memory",

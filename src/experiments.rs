@@ -16,9 +16,33 @@ use sandbox::worker::child::WorkerIo;
 /// A worker process's entry point (`pagelab __worker KIND ARGS...`).
 pub type WorkerMain = fn(&mut WorkerIo, &[String]) -> Result<(), String>;
 
+/// What a machine may lack that an experiment (or one of its modes) needs;
+/// `doctor` says which experiments each missing piece affects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Root with CAP_SYS_ADMIN.
+    Root,
+    /// A mounted memory cgroup controller pagelab may use.
+    MemoryCgroup,
+    /// zram that pagelab can add a device to.
+    Zram,
+    /// No DAMON worker that moves pages (one that is not pagelab's skews the run).
+    QuietDamon,
+    /// zswap in the kernel.
+    Zswap,
+    /// Pressure stall information (/proc/pressure).
+    Psi,
+    /// madvise(MADV_PAGEOUT) (Linux 5.4).
+    Pageout,
+    /// process_madvise (Linux 5.10).
+    ProcessMadvise,
+}
+
 pub struct Experiment {
     /// The report's side: name, study, renderer, metrics and verdicts.
     pub report: &'static dyn report::experiment::Experiment,
+    /// What it needs, and which of its modes need it (as doctor names them).
+    pub needs: &'static [(Need, &'static str)],
     /// The lab's step for this machine (`full` or quick).
     pub lab_step: fn(&Machine, bool) -> Step,
     /// The worker kinds it starts, and their entry points.
@@ -35,26 +59,46 @@ impl Experiment {
 pub static ALL: [Experiment; 5] = [
     Experiment {
         report: &report::eat::Eat,
+        needs: &[
+            (Need::Root, "eat (zram, cgroup trim)"),
+            (Need::MemoryCgroup, "eat --trim cgroup"),
+            (Need::Zram, "eat --backing zram"),
+            (Need::QuietDamon, "eat"),
+        ],
         lab_step: crate::eat_cmd::lab_step,
         workers: &[("eat", workloads::eat::worker_main)],
     },
     Experiment {
         report: &report::wscap::Wscap,
+        needs: &[
+            (Need::Root, "wscap"),
+            (Need::MemoryCgroup, "wscap"),
+            (Need::Zram, "wscap"),
+            (Need::QuietDamon, "wscap"),
+        ],
         lab_step: crate::wscap_cmd::lab_step,
         workers: &[("wscap", workloads::wscap::worker_main)],
     },
     Experiment {
         report: &report::heap::Heap,
+        needs: &[],
         lab_step: crate::heap_cmd::lab_step,
         workers: &[("heap", workloads::heap::worker_main)],
     },
     Experiment {
         report: &report::mapping::Mapping,
+        needs: &[(Need::MemoryCgroup, "mapping --pressure"), (Need::QuietDamon, "mapping --pressure")],
         lab_step: crate::mapping_cmd::lab_step,
         workers: &[("mapping", workloads::mapping::worker_main)],
     },
     Experiment {
         report: &report::thrash::Thrash,
+        needs: &[
+            (Need::Root, "thrash"),
+            (Need::MemoryCgroup, "thrash"),
+            (Need::Zram, "thrash --backing zram"),
+            (Need::QuietDamon, "thrash"),
+        ],
         lab_step: crate::thrash_cmd::lab_step,
         workers: &[
             ("thrash-consumer", workloads::thrash::consumer_main),
@@ -62,6 +106,11 @@ pub static ALL: [Experiment; 5] = [
         ],
     },
 ];
+
+/// The experiments (or their modes) that need `need`, in the lab's order.
+pub fn affected_by(need: Need) -> Vec<&'static str> {
+    ALL.iter().flat_map(|e| e.needs).filter(|(n, _)| *n == need).map(|(_, what)| *what).collect()
+}
 
 /// The worker entry point called `kind`, among every experiment's.
 pub fn worker(kind: &str) -> Option<WorkerMain> {
@@ -86,6 +135,15 @@ mod tests {
                 assert_eq!((e.lab_step)(&m, full).experiment, e.name());
             }
         }
+    }
+
+    #[test]
+    fn needs_name_their_experiment() {
+        for e in &ALL {
+            assert!(e.needs.iter().all(|(_, what)| what.starts_with(e.name())), "{}", e.name());
+        }
+        assert_eq!(affected_by(Need::Root), ["eat (zram, cgroup trim)", "wscap", "thrash"]);
+        assert!(affected_by(Need::MemoryCgroup).contains(&"mapping --pressure"));
     }
 
     #[test]
