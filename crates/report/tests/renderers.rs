@@ -1,0 +1,94 @@
+//! Every experiment's renderer, on a small run directory of each committed as a
+//! fixture (recorded by the real commands on the project's VM; see
+//! tests/fixtures/runs/README.md). The Markdown each renders is a snapshot: a
+//! change to a table, a figure or a verdict shows up as a diff to review.
+
+use report::experiment::{ALL, find};
+use report::html::{Render, Report};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs").join(name)
+}
+
+/// A copy of a fixture run in a temporary directory (rendering writes into it).
+fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join(name);
+    std::fs::create_dir_all(&dst).unwrap();
+    for e in std::fs::read_dir(fixture(name)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+    (tmp, dst)
+}
+
+/// Text with the temporary directory's path replaced, so snapshots are stable.
+fn stable(text: &str, dir: &Path) -> String {
+    text.replace(&dir.display().to_string(), "<run>")
+}
+
+#[test]
+fn every_experiment_has_a_fixture() {
+    for e in ALL {
+        assert!(fixture(e.name()).join("run.json").is_file(), "no fixture run for {}", e.name());
+    }
+}
+
+fn check(name: &str) {
+    let (_tmp, dir) = copy(name);
+    let rec = record::RunRecord::load(&dir).unwrap();
+    assert_eq!(rec.run.experiment, name);
+    let e = find(name).unwrap();
+    // The renderer writes its charts and <name>.md, and says so.
+    let files = (e.renderer())(&rec).unwrap();
+    assert!(files.iter().any(|f| f.extension().is_some_and(|x| x == "svg")), "{files:?}");
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        match f.extension().and_then(|x| x.to_str()) {
+            Some("svg") => assert!(String::from_utf8_lossy(&bytes).contains("<svg"), "{}", f.display()),
+            Some("png") => assert_eq!(&bytes[1..4], b"PNG", "{}", f.display()),
+            Some("md") => assert!(String::from_utf8_lossy(&bytes).starts_with(&format!("# pagelab {name}"))),
+            _ => {}
+        }
+    }
+    let md = std::fs::read_to_string(dir.join(format!("{name}.md"))).unwrap();
+    insta::assert_snapshot!(format!("{name}_md"), stable(&md, &dir));
+    // The report over the run: headline, verdicts and metrics, as Markdown.
+    let r = Report::load(&dir, Render::IfMissing).unwrap();
+    assert_eq!(r.sections.len(), 1);
+    let s = &r.sections[0];
+    assert!(!s.metrics().is_empty(), "{name}: no headline metrics");
+    assert!(!s.verdicts().is_empty(), "{name}: no verdicts");
+    assert!(!report::html::headline(s).is_empty(), "{name}: no summary line");
+    insta::assert_snapshot!(format!("{name}_report"), stable(&report::html::markdown(&r), &dir));
+    // The HTML page: self-contained, one section for the experiment.
+    let html = report::html::html(&r);
+    assert!(html.contains(&format!("id=\"exp-{name}\"")), "{name}");
+    assert!(!html.contains("<script"), "{name}: the page must hold no scripts");
+}
+
+#[test]
+fn eat_renders() {
+    check("eat");
+}
+
+#[test]
+fn wscap_renders() {
+    check("wscap");
+}
+
+#[test]
+fn heap_renders() {
+    check("heap");
+}
+
+#[test]
+fn mapping_renders() {
+    check("mapping");
+}
+
+#[test]
+fn thrash_renders() {
+    check("thrash");
+}
