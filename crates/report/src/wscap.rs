@@ -3,29 +3,31 @@
 
 use crate::charts::{self, BarGroup};
 use crate::experiment::Experiment;
-use crate::headline::{self, Builder, Figure, Metric};
+use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge, ratio};
+use record::results::typed;
+use record::results::wscap::WscapResult;
 use record::rundir::RunRecord;
 use record::stats::median;
 use serde_json::Value;
 use std::fmt::Write as _;
 
-fn by_mode(results: &[Value]) -> Vec<(String, Vec<&Value>)> {
-    let mut out: Vec<(String, Vec<&Value>)> = Vec::new();
-    for r in results.iter().filter(|r| r["sweep"] != true) {
-        let m = r["mode"].as_str().unwrap_or("?").to_string();
-        match out.iter_mut().find(|(k, _)| *k == m) {
+fn by_mode(results: &[WscapResult]) -> Vec<(String, Vec<&WscapResult>)> {
+    let mut out: Vec<(String, Vec<&WscapResult>)> = Vec::new();
+    for r in results.iter().filter(|r| !r.sweep) {
+        match out.iter_mut().find(|(k, _)| *k == r.mode) {
             Some((_, v)) => v.push(r),
-            None => out.push((m, vec![r])),
+            None => out.push((r.mode.clone(), vec![r])),
         }
     }
     out
 }
 
-fn med(rs: &[&Value], k: &str) -> Option<f64> {
-    median(&rs.iter().filter_map(|r| r[k].as_f64()).collect::<Vec<_>>())
+/// The median of a figure over the repeats that have it.
+fn med(rs: &[&WscapResult], f: impl Fn(&WscapResult) -> Option<f64>) -> Option<f64> {
+    median(&rs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
 }
 
 fn o(v: Option<f64>, p: usize) -> String {
@@ -33,6 +35,7 @@ fn o(v: Option<f64>, p: usize) -> String {
 }
 
 pub fn text_table(results: &[Value]) -> String {
+    let results: Vec<WscapResult> = typed(results);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -50,58 +53,48 @@ pub fn text_table(results: &[Value]) -> String {
         "cpu s",
         "n"
     );
-    for (m, rs) in by_mode(results) {
-        if rs[0]["supported"] == false {
-            let _ = writeln!(s, "{m:<17} unsupported: {}", rs[0]["reason"].as_str().unwrap_or(""));
+    for (m, rs) in by_mode(&results) {
+        if !rs[0].supported {
+            let _ = writeln!(s, "{m:<17} unsupported: {}", rs[0].reason.as_deref().unwrap_or(""));
             continue;
         }
-        if rs.iter().any(|r| r["outcome"] != "ok") {
-            let _ = writeln!(s, "{m:<17} {}", rs[0]["outcome"].as_str().unwrap_or(""));
+        if rs.iter().any(|r| r.outcome != "ok") {
+            let _ = writeln!(s, "{m:<17} {}", rs[0].outcome);
         }
         let _ = writeln!(
             s,
             "{:<17} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>6} {:>3}",
             m,
-            rs[0]["cap_bytes"].as_u64().map(bytes).unwrap_or("-".into()),
-            o(med(&rs, "scans_per_sec"), 1),
-            o(med(&rs, "ms_per_scan_p50"), 3),
-            o(med(&rs, "ms_per_scan_p99"), 3),
-            o(med(&rs, "ms_per_scan_max"), 3),
-            o(med(&rs, "slowdown"), 1),
-            o(med(&rs, "major_faults_per_scan"), 1),
-            bytes(med(&rs, "rss_max_bytes").unwrap_or(0.0) as u64),
-            med(&rs, "charged_max_bytes").map(|b| bytes(b as u64)).unwrap_or("-".into()),
-            o(
-                median(
-                    &rs.iter()
-                        .map(|r| r["cpu_user_s"].as_f64().unwrap_or(0.0) + r["cpu_system_s"].as_f64().unwrap_or(0.0))
-                        .collect::<Vec<_>>()
-                ),
-                2
-            ),
+            rs[0].cap_bytes.map(bytes).unwrap_or("-".into()),
+            o(med(&rs, |r| Some(r.scans_per_sec)), 1),
+            o(med(&rs, |r| Some(r.ms_per_scan_p50)), 3),
+            o(med(&rs, |r| Some(r.ms_per_scan_p99)), 3),
+            o(med(&rs, |r| Some(r.ms_per_scan_max)), 3),
+            o(med(&rs, |r| r.slowdown), 1),
+            o(med(&rs, |r| Some(r.major_faults_per_scan)), 1),
+            bytes(med(&rs, |r| Some(r.rss_max_bytes as f64)).unwrap_or(0.0) as u64),
+            med(&rs, |r| r.charged_max_bytes.map(|b| b as f64)).map(|b| bytes(b as u64)).unwrap_or("-".into()),
+            o(med(&rs, |r| Some(r.cpu_user_s + r.cpu_system_s)), 2),
             rs.len()
         );
     }
-    let rs: Vec<&Value> = results.iter().filter(|r| r["minimal_scans_per_sec"].is_number()).collect();
-    if let (Some(minimal), Some(inst), Some(ratio)) =
-        (med(&rs, "minimal_scans_per_sec"), med(&rs, "instrumented_scans_per_sec"), med(&rs, "instrumented_vs_minimal"))
-    {
+    let rs: Vec<&WscapResult> = results.iter().filter(|r| r.minimal_scans_per_sec.is_some()).collect();
+    if let (Some(minimal), Some(inst), Some(ratio)) = (
+        med(&rs, |r| r.minimal_scans_per_sec),
+        med(&rs, |r| r.instrumented_scans_per_sec),
+        med(&rs, |r| r.instrumented_vs_minimal),
+    ) {
         let _ = writeln!(
             s,
             "scan loop as measured (timestamp per scan): {inst:.0} scans/s; minimal loop over the same buffer: {minimal:.0} scans/s; 20 alternating window pairs in the same worker, median ratio {ratio:.3} ({:+.1} %)",
             (ratio - 1.0) * 100.0
         );
     }
-    let sweep: Vec<&Value> = results.iter().filter(|r| r["sweep"] == true).collect();
+    let sweep: Vec<&WscapResult> = results.iter().filter(|r| r.sweep).collect();
     if !sweep.is_empty() {
         s += "sweep (cap-max): ";
         for r in sweep {
-            let _ = write!(
-                s,
-                "{}→{}× ",
-                r["cap_bytes"].as_u64().map(bytes).unwrap_or_default(),
-                o(r["slowdown"].as_f64(), 1)
-            );
+            let _ = write!(s, "{}→{}× ", r.cap_bytes.map(bytes).unwrap_or_default(), o(r.slowdown, 1));
         }
         s.push('\n');
     }
@@ -109,25 +102,26 @@ pub fn text_table(results: &[Value]) -> String {
 }
 
 pub fn reference_markdown(results: &[Value]) -> String {
-    let modes = by_mode(results);
-    let get = |m: &str, k: &str| modes.iter().find(|(n, _)| n == m).and_then(|(_, rs)| med(rs, k));
+    let results: Vec<WscapResult> = typed(results);
+    let modes = by_mode(&results);
+    let get =
+        |m: &str, f: fn(&WscapResult) -> Option<f64>| modes.iter().find(|(n, _)| n == m).and_then(|(_, rs)| med(rs, f));
+    let rate = |r: &WscapResult| Some(r.scans_per_sec);
+    let p50 = |r: &WscapResult| Some(r.ms_per_scan_p50);
+    let p99 = |r: &WscapResult| Some(r.ms_per_scan_p99);
+    let slow = |r: &WscapResult| r.slowdown;
     let mut s = String::from("| figure | Dawson (Windows, 64 MiB, 32 MiB cap) | pagelab (this run) |\n|---|---|---|\n");
-    let _ = writeln!(s, "| uncapped scans/s | about 4400 | {} |", o(get("none", "scans_per_sec"), 0));
-    let _ = writeln!(s, "| uncapped ms per scan | about 0.2 | {} |", o(get("none", "ms_per_scan_p50"), 3));
-    let _ = writeln!(s, "| capped scans/s | 6 to 17 | {} (cap-max) |", o(get("cap-max", "scans_per_sec"), 1));
-    let _ = writeln!(
-        s,
-        "| capped slowdown | about 250×, sometimes 800× | {} (cap-max) |",
-        o(get("cap-max", "slowdown"), 0)
-    );
-    let _ =
-        writeln!(s, "| capped ms per scan (worst) | 160 | {} (cap-max p99) |", o(get("cap-max", "ms_per_scan_p99"), 1));
+    let _ = writeln!(s, "| uncapped scans/s | about 4400 | {} |", o(get("none", rate), 0));
+    let _ = writeln!(s, "| uncapped ms per scan | about 0.2 | {} |", o(get("none", p50), 3));
+    let _ = writeln!(s, "| capped scans/s | 6 to 17 | {} (cap-max) |", o(get("cap-max", rate), 1));
+    let _ = writeln!(s, "| capped slowdown | about 250×, sometimes 800× | {} (cap-max) |", o(get("cap-max", slow), 0));
+    let _ = writeln!(s, "| capped ms per scan (worst) | 160 | {} (cap-max p99) |", o(get("cap-max", p99), 1));
     let _ = writeln!(
         s,
         "| periodic trim instead of a cap | argued strictly better, not measured | pageout {}×, cold {}×, reclaim {}× |",
-        o(get("periodic-pageout", "slowdown"), 2),
-        o(get("periodic-cold", "slowdown"), 2),
-        o(get("periodic-reclaim", "slowdown"), 2)
+        o(get("periodic-pageout", slow), 2),
+        o(get("periodic-cold", slow), 2),
+        o(get("periodic-reclaim", slow), 2)
     );
     s += "\nOn Windows the capped pages went to the standby list and came back as soft faults; \
 on Linux they go to (compressed) swap and come back as major faults, each a decompression. \
@@ -136,7 +130,8 @@ Dawson's figures are from a different machine and OS, so compare the ratios, not
 }
 
 pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
-    let results: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
+    let raw: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
+    let results: Vec<WscapResult> = typed(&raw);
     let dir = &rec.dir;
     let mut written = Vec::new();
     let iv = record::derive::intervals(&rec.samples);
@@ -152,7 +147,9 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     }
     let groups: Vec<BarGroup> = by_mode(&results)
         .into_iter()
-        .filter_map(|(m, rs)| Some(BarGroup { label: m, bars: vec![("scans/s".into(), med(&rs, "scans_per_sec")?)] }))
+        .filter_map(|(m, rs)| {
+            Some(BarGroup { label: m, bars: vec![("scans/s".into(), med(&rs, |r| Some(r.scans_per_sec))?)] })
+        })
         .collect();
     if !groups.is_empty() {
         charts::bars(
@@ -166,8 +163,8 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     }
     let sweep: Vec<(f64, f64)> = results
         .iter()
-        .filter(|r| r["sweep"] == true)
-        .filter_map(|r| Some((r["cap_bytes"].as_f64()? / r["size_bytes"].as_f64()?, r["slowdown"].as_f64()?)))
+        .filter(|r| r.sweep)
+        .filter_map(|r| Some((r.cap_bytes? as f64 / r.size_bytes as f64, r.slowdown?)))
         .collect();
     if !sweep.is_empty() {
         charts::lines(
@@ -184,8 +181,8 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         dir.join("wscap.md"),
         format!(
             "# pagelab wscap\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
-            text_table(&results),
-            reference_markdown(&results)
+            text_table(&raw),
+            reference_markdown(&raw)
         ),
     )?;
     written.push(dir.join("wscap.md"));
@@ -211,10 +208,10 @@ impl Experiment for Wscap {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        for r in results.iter().filter(|r| r["supported"] == true && r["sweep"] != true) {
-            let g = r["mode"].as_str().unwrap_or("?").to_string();
-            b.push(&g, &SCANS, headline::num(r, &["scans_per_sec"]));
-            b.push(&g, &SCAN_P99, headline::num(r, &["ms_per_scan_p99"]));
+        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
+        for r in typed::<WscapResult>(results).iter().filter(|r| r.supported && !r.sweep) {
+            b.push(&r.mode, &SCANS, finite(r.scans_per_sec));
+            b.push(&r.mode, &SCAN_P99, finite(r.ms_per_scan_p99));
         }
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {

@@ -1,0 +1,47 @@
+//! The typed results each experiment writes into run.json's `results` array:
+//! `workloads` produces them, `report` deserializes them, one module per
+//! experiment. Field names are the record format (JSON), so renaming one is a
+//! format change. Every struct takes `#[serde(default)]`, so a run recorded
+//! before a field existed still reads.
+
+pub mod wscap;
+
+/// The entries of `results` that deserialize as `T`; an entry that does not
+/// (another version's shape, a damaged file) is left out rather than failing
+/// the whole report.
+///
+/// A `null` (how serde_json writes a NaN) reads as a missing field, so it takes
+/// the field's default instead of failing the entry.
+pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> Vec<T> {
+    results.iter().filter_map(|r| T::deserialize(&without_nulls(r)).ok()).collect()
+}
+
+fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(_, x)| !x.is_null()).map(|(k, x)| (k.clone(), without_nulls(x))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typed_reads_what_fits_and_skips_what_does_not() {
+        let v = vec![
+            json!({"mode": "none", "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}}),
+            json!({"mode": 7}),
+            json!("not an object"),
+        ];
+        let r: Vec<wscap::WscapResult> = typed(&v);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
+        assert_eq!(r[0].reclaim.pgscan, 3);
+    }
+}
