@@ -4,10 +4,12 @@
 
 use crate::charts::{self, BarGroup};
 use crate::experiment::Experiment;
-use crate::headline::{self, Builder, Figure, Metric};
+use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge};
+use record::results::mapping::{Entry, MappingResult, StepStats};
+use record::results::typed_one;
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -22,24 +24,25 @@ pub const REFERENCE: &[(&str, &str, f64, f64)] = &[
 ];
 pub const REFERENCE_TOUCH: (f64, f64) = (21.9, 0.1);
 
-fn results(rec_results: &[Value]) -> Vec<&Value> {
-    rec_results.iter().map(|r| if r["result"].is_object() { &r["result"] } else { r }).collect()
+/// The methods' results: each entry's `result` (or the entry itself, as early
+/// runs wrote them).
+fn results(rec_results: &[Value]) -> Vec<MappingResult> {
+    rec_results.iter().filter_map(|r| typed_one::<Entry>(r).and_then(|e| e.result).or_else(|| typed_one(r))).collect()
 }
 
-fn f(v: &Value, k: &str) -> String {
-    v[k].as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
+fn f(x: f64) -> String {
+    if x.is_finite() { format!("{x:.3}") } else { "-".into() }
 }
 
-fn step(v: &Value, k: &str) -> String {
-    let s = &v[k];
-    match (s["ms_p50"].as_f64(), s["ms_min"].as_f64(), s["ms_max"].as_f64()) {
-        (Some(p), Some(lo), Some(hi)) => format!("{p:.3} [{lo:.3}..{hi:.3}]"),
-        _ => "-".into(),
+fn step(s: Option<&StepStats>) -> String {
+    match s {
+        Some(s) => format!("{:.3} [{:.3}..{:.3}]", s.ms_p50, s.ms_min, s.ms_max),
+        None => "-".into(),
     }
 }
 
 pub fn baseline(rec_results: &[Value]) -> Option<f64> {
-    rec_results.iter().find_map(|r| r["baseline"]["touch_ms_p50"].as_f64())
+    rec_results.iter().find_map(|r| typed_one::<Entry>(r)?.baseline?.touch_ms_p50)
 }
 
 pub fn text_table(rec_results: &[Value]) -> String {
@@ -59,19 +62,19 @@ pub fn text_table(rec_results: &[Value]) -> String {
         "RSS after rel"
     );
     for r in &rs {
-        let pages = r["size_bytes"].as_f64().unwrap_or(0.0) / 4096.0;
+        let pages = r.size_bytes as f64 / 4096.0;
         let _ = writeln!(
             s,
             "{:<12} {:>24} {:>24} {:>24} {:>24} {:>9} {:>10} {:>9.1} {:>11}",
-            r["method"].as_str().unwrap_or("?"),
-            step(r, "obtain"),
-            step(r, "touch_step"),
-            step(r, "release"),
-            step(r, "retouch"),
-            f(r, "total_ms_p50"),
-            f(r, "normalized_ms_p50"),
-            r["total_ms_p50"].as_f64().unwrap_or(0.0) * 1e6 / pages.max(1.0),
-            bytes(r["rss_after_release_bytes"].as_u64().unwrap_or(0)),
+            r.method,
+            step(Some(&r.obtain)),
+            step(Some(&r.touch_step)),
+            step(Some(&r.release)),
+            step(r.retouch.as_ref()),
+            f(r.total_ms_p50),
+            f(r.normalized_ms_p50),
+            r.total_ms_p50 * 1e6 / pages.max(1.0),
+            bytes(r.rss_after_release_bytes),
         );
     }
     if let Some(b) = baseline(rec_results) {
@@ -86,18 +89,19 @@ pub fn semantics_markdown(rec_results: &[Value]) -> String {
         "| method | RSS after touch | RSS after release | RSS after re-touch | shmem after touch | re-touch minor faults | re-touch major faults |\n|---|---|---|---|---|---|---|\n",
     );
     for r in results(rec_results) {
-        let b = |k: &str, f: &str| r[k][f].as_f64().map(|x| bytes(x as u64)).unwrap_or("-".into());
-        let n = |k: &str, f: &str| r[k][f].as_f64().map(|x| format!("{x:.0}")).unwrap_or("-".into());
+        let b = |x: Option<u64>| x.map(bytes).unwrap_or("-".into());
+        let n = |x: Option<f64>| x.map(|x| format!("{x:.0}")).unwrap_or("-".into());
+        let re = r.retouch.as_ref();
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} |",
-            r["method"].as_str().unwrap_or("?"),
-            b("touch_step", "rss_after_bytes"),
-            b("release", "rss_after_bytes"),
-            b("retouch", "rss_after_bytes"),
-            b("touch_step", "shmem_after_bytes"),
-            n("retouch", "minor_faults_p50"),
-            n("retouch", "major_faults_p50"),
+            r.method,
+            b(Some(r.touch_step.rss_after_bytes)),
+            b(Some(r.release.rss_after_bytes)),
+            b(re.map(|x| x.rss_after_bytes)),
+            b(Some(r.touch_step.shmem_after_bytes)),
+            n(re.map(|x| x.minor_faults_p50)),
+            n(re.map(|x| x.major_faults_p50)),
         );
     }
     s
@@ -105,7 +109,7 @@ pub fn semantics_markdown(rec_results: &[Value]) -> String {
 
 pub fn reference_markdown(rec_results: &[Value]) -> String {
     let rs = results(rec_results);
-    let touch = rs.first().and_then(|r| r["touch"].as_str()).unwrap_or("all");
+    let touch = rs.first().map(|r| r.touch.as_str()).unwrap_or("all");
     let col = if touch == "all" { "whole-region memset" } else { "first byte per 64 KiB" };
     let mut s = format!(
         "| Windows (Gerstmann) | ms, {col} | Linux here | ms, touch {touch}, minus the touch alone |\n|---|---|---|---|\n"
@@ -117,7 +121,7 @@ pub fn reference_markdown(rec_results: &[Value]) -> String {
         baseline(rec_results).map(|b| format!("{b:.3}")).unwrap_or("-".into())
     );
     for (win, lin, all, first) in REFERENCE {
-        let ours = rs.iter().find(|r| r["method"] == *lin).map(|r| f(r, "normalized_ms_p50")).unwrap_or("-".into());
+        let ours = rs.iter().find(|r| r.method == *lin).map(|r| f(r.normalized_ms_p50)).unwrap_or("-".into());
         let _ = writeln!(s, "| {win} | {} | {lin} | {ours} |", if touch == "all" { all } else { first });
     }
     s += "\nGerstmann's figures are from Windows on an i7-5960X with 64 GiB; compare the order of the methods, \
@@ -134,11 +138,16 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     let groups: Vec<BarGroup> = rs
         .iter()
         .map(|r| BarGroup {
-            label: r["method"].as_str().unwrap_or("?").into(),
-            bars: ["obtain", "touch_step", "release", "retouch"]
-                .iter()
-                .filter_map(|k| Some((k.trim_end_matches("_step").to_string(), r[*k]["ms_p50"].as_f64()?)))
-                .collect(),
+            label: r.method.clone(),
+            bars: [
+                ("obtain", Some(&r.obtain)),
+                ("touch", Some(&r.touch_step)),
+                ("release", Some(&r.release)),
+                ("retouch", r.retouch.as_ref()),
+            ]
+            .into_iter()
+            .filter_map(|(k, st)| Some((k.to_string(), st?.ms_p50)))
+            .collect(),
         })
         .collect();
     if !groups.is_empty() {
@@ -146,11 +155,8 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         let norm: Vec<BarGroup> = rs
             .iter()
             .map(|r| BarGroup {
-                label: r["method"].as_str().unwrap_or("?").into(),
-                bars: vec![
-                    ("total".into(), r["total_ms_p50"].as_f64().unwrap_or(0.0)),
-                    ("minus touch alone".into(), r["normalized_ms_p50"].as_f64().unwrap_or(0.0)),
-                ],
+                label: r.method.clone(),
+                bars: vec![("total".into(), r.total_ms_p50), ("minus touch alone".into(), r.normalized_ms_p50)],
             })
             .collect();
         charts::bars(
@@ -193,14 +199,13 @@ impl Experiment for Mapping {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        for r in results.iter().filter_map(|r| r.get("result")) {
-            let g = r["method"].as_str().unwrap_or("?").to_string();
-            let per_iteration = r["total_ms"].as_array().map(Vec::as_slice).unwrap_or_default();
-            if per_iteration.is_empty() {
-                b.push(&g, &TOTAL, headline::num(r, &["total_ms_p50"]));
+        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
+        for r in results.iter().filter_map(|r| typed_one::<Entry>(r)?.result) {
+            if r.total_ms.is_empty() {
+                b.push(&r.method, &TOTAL, finite(r.total_ms_p50));
             }
-            for x in per_iteration {
-                b.push(&g, &TOTAL, x.as_f64());
+            for &x in &r.total_ms {
+                b.push(&r.method, &TOTAL, Some(x));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! format change. Every struct takes `#[serde(default)]`, so a run recorded
 //! before a field existed still reads.
 
+pub mod mapping;
 pub mod wscap;
 
 /// The entries of `results` that deserialize as `T`; an entry that does not
@@ -13,7 +14,12 @@ pub mod wscap;
 /// A `null` (how serde_json writes a NaN) reads as a missing field, so it takes
 /// the field's default instead of failing the entry.
 pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> Vec<T> {
-    results.iter().filter_map(|r| T::deserialize(&without_nulls(r)).ok()).collect()
+    results.iter().filter_map(typed_one).collect()
+}
+
+/// One value as `T` (with [`typed`]'s handling of `null`).
+pub fn typed_one<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
+    T::deserialize(&without_nulls(v)).ok()
 }
 
 fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
