@@ -4,10 +4,12 @@
 
 use crate::charts::{self, Scale};
 use crate::experiment::Experiment;
-use crate::headline::{self, Builder, Figure, Metric};
+use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge};
+use record::results::heap::{Entry, HeapResult, Unsupported};
+use record::results::typed;
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -20,17 +22,20 @@ pub const REFERENCE: &[(&str, &str, f64, f64, f64, f64)] = &[
     ("Ubuntu 10.10", "glibc default", 80.0, 79.0, 3155.0, 2123.0),
 ];
 
-fn results(all: &[Value]) -> Vec<&Value> {
-    all.iter().filter_map(|r| r.get("result")).collect()
+fn entries(all: &[Value]) -> Vec<Entry> {
+    typed(all)
 }
 
-fn unsupported(all: &[Value]) -> Vec<&Value> {
-    all.iter().filter_map(|r| r.get("unsupported")).collect()
+fn results_of(all: &[Value]) -> Vec<HeapResult> {
+    entries(all).into_iter().filter_map(|e| e.result).collect()
 }
 
-fn num(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or(f64::NAN)
+fn unsupported(all: &[Value]) -> Vec<Unsupported> {
+    entries(all).into_iter().filter_map(|e| e.unsupported).collect()
 }
+
+/// A figure of a result, by accessor (NaN where it has none).
+type Field = fn(&HeapResult) -> f64;
 
 pub fn text_table(all: &[Value]) -> String {
     let mut s = String::new();
@@ -51,33 +56,27 @@ pub fn text_table(all: &[Value]) -> String {
         "peak RSS",
         "CV",
     );
-    for r in results(all) {
+    for r in results_of(all) {
         let _ = writeln!(
             s,
             "{:<24} {:>10} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>11} {:>6.1}%",
-            r["allocator"].as_str().unwrap_or("?"),
-            r["heap_mode"].as_str().unwrap_or("?"),
-            r["threads"].as_u64().unwrap_or(0),
-            num(r, "alloc_ns_mean"),
-            num(r, "free_ns_mean"),
-            num(r, "alloc_ms_per_million"),
-            num(r, "free_ms_per_million"),
-            num(r, "alloc_ns_p99"),
-            num(r, "alloc_ns_p999"),
-            num(r, "free_ns_p99"),
-            num(r, "free_ns_p999"),
-            bytes(r["peak_rss_bytes"].as_u64().unwrap_or(0)),
-            100.0 * num(r, "alloc_ns_mean_cv").max(num(r, "free_ns_mean_cv")),
+            r.allocator,
+            r.heap_mode,
+            r.threads,
+            r.alloc_ns_mean,
+            r.free_ns_mean,
+            r.alloc_ms_per_million,
+            r.free_ms_per_million,
+            r.alloc_ns_p99,
+            r.alloc_ns_p999,
+            r.free_ns_p99,
+            r.free_ns_p999,
+            bytes(r.peak_rss_bytes),
+            100.0 * r.alloc_ns_mean_cv.unwrap_or(f64::NAN).max(r.free_ns_mean_cv.unwrap_or(f64::NAN)),
         );
     }
     for u in unsupported(all) {
-        let _ = writeln!(
-            s,
-            "{} in heap mode {}: unsupported ({})",
-            u["allocator"].as_str().unwrap_or("?"),
-            u["heap_mode"].as_str().unwrap_or("?"),
-            u["reason"].as_str().unwrap_or("")
-        );
+        let _ = writeln!(s, "{} in heap mode {}: unsupported ({})", u.allocator, u.heap_mode, u.reason);
     }
     let _ = writeln!(
         s,
@@ -90,7 +89,7 @@ p99/p99.9 in ns; CV = the larger of the alloc and free CVs across repeats"
 /// (B − A)/A in % against the baseline allocator, per thread count, as the study's
 /// relative tables.
 pub fn relative_table(all: &[Value], baseline: &str) -> String {
-    let rs = results(all);
+    let rs = results_of(all);
     let mut s = format!("relative to {baseline}, (B − A)/A: negative is faster / smaller\n");
     let _ = writeln!(
         s,
@@ -98,30 +97,30 @@ pub fn relative_table(all: &[Value], baseline: &str) -> String {
         "allocator", "threads", "alloc", "free", "alloc p99", "peak RSS"
     );
     for r in &rs {
-        if r["allocator"] == baseline {
+        if r.allocator == baseline {
             continue;
         }
-        let Some(b) = rs.iter().find(|b| b["allocator"] == baseline && b["threads"] == r["threads"]) else { continue };
-        let rel = |k: &str| {
-            let (x, y) = (num(r, k), num(b, k));
+        let Some(b) = rs.iter().find(|b| b.allocator == baseline && b.threads == r.threads) else { continue };
+        let rel = |f: Field| {
+            let (x, y) = (f(r), f(b));
             if y > 0.0 { format!("{:+.0}%", 100.0 * (x - y) / y) } else { "-".into() }
         };
         let _ = writeln!(
             s,
             "{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}",
-            r["allocator"].as_str().unwrap_or("?"),
-            r["threads"].as_u64().unwrap_or(0),
-            rel("alloc_ns_mean"),
-            rel("free_ns_mean"),
-            rel("alloc_ns_p99"),
-            rel("peak_rss_bytes"),
+            r.allocator,
+            r.threads,
+            rel(|r| r.alloc_ns_mean),
+            rel(|r| r.free_ns_mean),
+            rel(|r| r.alloc_ns_p99),
+            rel(|r| r.peak_rss_bytes as f64),
         );
     }
     s
 }
 
 pub fn reference_markdown(all: &[Value]) -> String {
-    let rs = results(all);
+    let rs = results_of(all);
     let mut s = String::from(
         "| system | heap | 1 thread: alloc / free ms per 1M | 128 threads: alloc / free ms per 1M |\n|---|---|---|---|\n",
     );
@@ -130,18 +129,18 @@ pub fn reference_markdown(all: &[Value]) -> String {
     }
     let mut allocs: Vec<(&str, &str)> = Vec::new();
     for r in &rs {
-        let k = (r["allocator"].as_str().unwrap_or("?"), r["heap_mode"].as_str().unwrap_or("?"));
+        let k = (r.allocator.as_str(), r.heap_mode.as_str());
         if !allocs.contains(&k) {
             allocs.push(k);
         }
     }
     let cell = |a: &str, t: u64| {
         rs.iter()
-            .find(|r| r["allocator"] == a && r["threads"].as_u64() == Some(t))
-            .map(|r| format!("{:.0} / {:.0}", num(r, "alloc_ms_per_million"), num(r, "free_ms_per_million")))
+            .find(|r| r.allocator == a && u64::from(r.threads) == t)
+            .map(|r| format!("{:.0} / {:.0}", r.alloc_ms_per_million, r.free_ms_per_million))
             .unwrap_or_else(|| "not run".into())
     };
-    let most = rs.iter().filter_map(|r| r["threads"].as_u64()).max().unwrap_or(0);
+    let most = rs.iter().map(|r| u64::from(r.threads)).max().unwrap_or(0);
     for (a, m) in &allocs {
         let hi = if most == 128 { cell(a, 128) } else { format!("not run (most: {most} threads: {})", cell(a, most)) };
         let _ = writeln!(s, "| this machine | {a} ({m}) | {} | {hi} |", cell(a, 1));
@@ -154,12 +153,12 @@ any preemption inside it, which is part of why the study found that too many thr
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
-/// One line per allocator: (threads, value) for key `k`.
-fn series(rs: &[&Value], k: &str) -> Series {
+/// One line per allocator: (threads, value) for the figure `f`.
+fn series(rs: &[HeapResult], f: Field) -> Series {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in rs {
-        let name = format!("{} ({})", r["allocator"].as_str().unwrap_or("?"), r["heap_mode"].as_str().unwrap_or("?"));
-        let p = (r["threads"].as_f64().unwrap_or(0.0), num(r, k));
+        let name = format!("{} ({})", r.allocator, r.heap_mode);
+        let p = (f64::from(r.threads), f(r));
         match out.iter_mut().find(|(n, _)| *n == name) {
             Some((_, v)) => v.push(p),
             None => out.push((name, vec![p])),
@@ -170,16 +169,16 @@ fn series(rs: &[&Value], k: &str) -> Series {
 
 pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
     let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
-    let rs = results(&all);
+    let rs = results_of(&all);
     let dir = &rec.dir;
     let mut written = Vec::new();
     let cores = rec.run.config["cores"].as_u64().unwrap_or(0);
     if !rs.is_empty() {
-        let mut alloc_free = series(&rs, "alloc_ns_mean");
+        let mut alloc_free = series(&rs, |r| r.alloc_ns_mean);
         for (n, _) in alloc_free.iter_mut() {
             *n = format!("{n} alloc");
         }
-        for (n, p) in series(&rs, "free_ns_mean") {
+        for (n, p) in series(&rs, |r| r.free_ns_mean) {
             alloc_free.push((format!("{n} free"), p));
         }
         let charts: [(&str, String, &str, Series); 3] = [
@@ -188,9 +187,14 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
                 "p99",
                 format!("pagelab heap: p99 ns per allocation ({cores} cores)"),
                 "p99 ns (log)",
-                series(&rs, "alloc_ns_p99"),
+                series(&rs, |r| r.alloc_ns_p99),
             ),
-            ("peak_rss", "pagelab heap: peak RSS (VmHWM)".into(), "bytes (log)", series(&rs, "peak_rss_bytes")),
+            (
+                "peak_rss",
+                "pagelab heap: peak RSS (VmHWM)".into(),
+                "bytes (log)",
+                series(&rs, |r| r.peak_rss_bytes as f64),
+            ),
         ];
         for (stem, title, y, s) in charts {
             charts::lines(&dir.join(stem), &title, "threads (log)", y, &s, Scale::LogLog)?;
@@ -233,18 +237,14 @@ impl Experiment for Heap {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        for r in results.iter().filter_map(|r| r.get("result")) {
-            let g = format!(
-                "{} {} ×{}",
-                r["allocator"].as_str().unwrap_or("?"),
-                r["heap_mode"].as_str().unwrap_or("?"),
-                r["threads"].as_u64().unwrap_or(0)
-            );
-            for run in r["runs"].as_array().map(Vec::as_slice).unwrap_or_default() {
-                b.push(&g, &ALLOC, headline::num(run, &["alloc_ns_mean"]));
-                b.push(&g, &FREE, headline::num(run, &["free_ns_mean"]));
-                b.push(&g, &ALLOC_P99, headline::num(run, &["alloc_ns_p99"]));
-                b.push(&g, &PEAK_RSS, headline::num(run, &["peak_rss_bytes"]).map(|x| x / 1048576.0));
+        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
+        for r in results_of(results) {
+            let g = format!("{} {} ×{}", r.allocator, r.heap_mode, r.threads);
+            for run in &r.runs {
+                b.push(&g, &ALLOC, finite(run.alloc_ns_mean));
+                b.push(&g, &FREE, finite(run.free_ns_mean));
+                b.push(&g, &ALLOC_P99, finite(run.alloc_ns_p99));
+                b.push(&g, &PEAK_RSS, (run.peak_rss_bytes > 0).then(|| run.peak_rss_bytes as f64 / 1048576.0));
             }
         }
     }

@@ -36,8 +36,10 @@ fn f(x: f64) -> String {
 
 fn step(s: Option<&StepStats>) -> String {
     match s {
-        Some(s) => format!("{:.3} [{:.3}..{:.3}]", s.ms_p50, s.ms_min, s.ms_max),
-        None => "-".into(),
+        Some(s) if [s.ms_p50, s.ms_min, s.ms_max].iter().all(|x| x.is_finite()) => {
+            format!("{:.3} [{:.3}..{:.3}]", s.ms_p50, s.ms_min, s.ms_max)
+        }
+        _ => "-".into(),
     }
 }
 

@@ -6,12 +6,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StepStats {
+    #[serde(default = "crate::results::nan")]
     pub ms_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub ms_min: f64,
+    #[serde(default = "crate::results::nan")]
     pub ms_max: f64,
     /// Median ns per 4 KiB page of the region.
+    #[serde(default = "crate::results::nan")]
     pub ns_per_page_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub minor_faults_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub major_faults_p50: f64,
     /// Resident set after the step, median, bytes.
     pub rss_after_bytes: u64,
@@ -35,13 +41,18 @@ pub struct MappingResult {
     pub touch_step: StepStats,
     pub release: StepStats,
     pub retouch: Option<StepStats>,
+    #[serde(default = "crate::results::nan")]
     pub obtain_ms_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub touch_ms_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub release_ms_p50: f64,
     pub retouch_ms_p50: Option<f64>,
     /// Median over iterations of obtain + touch + release (+ re-touch).
+    #[serde(default = "crate::results::nan")]
     pub total_ms_p50: f64,
     /// total minus the touch-only baseline (touch of resident memory).
+    #[serde(default = "crate::results::nan")]
     pub normalized_ms_p50: f64,
     /// obtain + touch + release (+ re-touch) of each counted iteration, in order
     /// (what `compare` tests across runs).

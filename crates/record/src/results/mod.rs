@@ -2,8 +2,10 @@
 //! `workloads` produces them, `report` deserializes them, one module per
 //! experiment. Field names are the record format (JSON), so renaming one is a
 //! format change. Every struct takes `#[serde(default)]`, so a run recorded
-//! before a field existed still reads.
+//! before a field existed still reads; a missing `f64` reads as NaN (as does a
+//! `null`, which is how serde_json writes a NaN), never as a plausible 0.
 
+pub mod heap;
 pub mod mapping;
 pub mod wscap;
 
@@ -15,6 +17,11 @@ pub mod wscap;
 /// the field's default instead of failing the entry.
 pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> Vec<T> {
     results.iter().filter_map(typed_one).collect()
+}
+
+/// The default of a missing `f64` figure.
+pub fn nan() -> f64 {
+    f64::NAN
 }
 
 /// One value as `T` (with [`typed`]'s handling of `null`).
@@ -48,6 +55,8 @@ mod tests {
         let r: Vec<wscap::WscapResult> = typed(&v);
         assert_eq!(r.len(), 1);
         assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
+        // A figure that is not there is not a zero.
+        assert!(r[0].ms_per_scan_p99.is_nan());
         assert_eq!(r[0].reclaim.pgscan, 3);
     }
 }

@@ -33,15 +33,22 @@ pub struct WscapResult {
     pub repeat: u32,
     pub backing: String,
     pub compressor: Option<String>,
+    #[serde(default = "crate::results::nan")]
     pub duration_s: f64,
     pub scans: u64,
+    #[serde(default = "crate::results::nan")]
     pub scans_per_sec: f64,
+    #[serde(default = "crate::results::nan")]
     pub ms_per_scan_p50: f64,
+    #[serde(default = "crate::results::nan")]
     pub ms_per_scan_p99: f64,
+    #[serde(default = "crate::results::nan")]
     pub ms_per_scan_max: f64,
     /// scans/s without a cap ÷ scans/s in this mode (same run).
     pub slowdown: Option<f64>,
+    #[serde(default = "crate::results::nan")]
     pub minor_faults_per_scan: f64,
+    #[serde(default = "crate::results::nan")]
     pub major_faults_per_scan: f64,
     /// The worker's resident set during the window (VmRSS), bytes.
     pub rss_median_bytes: u64,
@@ -54,7 +61,9 @@ pub struct WscapResult {
     /// The compressed store (zram mem_used_total), max, bytes.
     pub store_max_bytes: Option<u64>,
     /// The worker's CPU over the window, seconds.
+    #[serde(default = "crate::results::nan")]
     pub cpu_user_s: f64,
+    #[serde(default = "crate::results::nan")]
     pub cpu_system_s: f64,
     pub reclaim: Reclaim,
     /// Minimal scan loop over the same buffer (no per-scan timing), scans/s, median

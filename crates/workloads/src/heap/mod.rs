@@ -13,7 +13,6 @@ pub mod timer;
 use crate::observe::ExperimentError;
 use alloc::{Allocator, ThreadHeap};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::{Arc, Barrier};
 
@@ -42,60 +41,7 @@ pub const MAX_THREADS: u32 = 1024;
 /// lowest left out), and the processes of a repeat run far apart in time.
 pub const PROCS: u32 = 7;
 
-/// What one worker (one repeat of one configuration) measured. The means are
-/// from batch timing in the warm phase (see [`script`]); the percentiles from
-/// the rounds timed call by call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Repeat {
-    /// Warm heap: mean ns per allocation / free, from batches of
-    /// [`script::ROUND`] calls between two counter reads; the lowest of the
-    /// [`script::BLOCKS`] blocks' means (all threads' calls in each block).
-    pub alloc_ns_mean: f64,
-    pub free_ns_mean: f64,
-    /// The plain mean over every counted batch of the warm phase.
-    pub alloc_ns_mean_plain: f64,
-    pub free_ns_mean_plain: f64,
-    pub alloc_ns_p50: f64,
-    pub alloc_ns_p99: f64,
-    pub alloc_ns_p999: f64,
-    pub alloc_ns_max: f64,
-    pub free_ns_p50: f64,
-    pub free_ns_p99: f64,
-    pub free_ns_p999: f64,
-    pub free_ns_max: f64,
-    /// Growth, from an empty heap until the live set is full: mean ns per call
-    /// (batch-timed) and the minor page faults taken meanwhile, all threads.
-    pub growth_alloc_ns_mean: f64,
-    pub growth_free_ns_mean: f64,
-    pub growth_allocs: u64,
-    pub growth_minor_faults: u64,
-    /// Minor page faults during the warm phase, all threads.
-    pub warm_minor_faults: u64,
-    /// Every allocation and free made (growth, warm, and the final frees).
-    pub allocs: u64,
-    pub frees: u64,
-    /// Warm batches timed, and those left out because their thread was preempted.
-    pub batches: u64,
-    pub batches_preempted: u64,
-    pub peak_rss_bytes: u64,
-    pub baseline_rss_bytes: u64,
-    /// Wall time of the slowest thread.
-    pub wall_ms: f64,
-    /// The largest share of a thread's warm wall time spent inside timed batches (≤ 1).
-    pub timed_fraction_max: f64,
-    /// The counter pair's cost as a share of the mean batch it brackets (the
-    /// largest over threads and over alloc/free): the method's own error.
-    pub timer_share_max: f64,
-    pub timer_overhead_ns: f64,
-    /// Each thread was pinned to its own CPU (threads ≤ CPUs allowed).
-    pub pinned: bool,
-    pub minor_faults: u64,
-    pub malloc_provider: Option<String>,
-    pub preload_mapped: Option<bool>,
-    /// The worker processes this repeat's figures come from ([`PROCS`]).
-    pub processes: u32,
-}
+pub use record::results::heap::{HeapResult, Repeat, Unsupported};
 
 /// The mean of `v` without its lowest and highest fifth (rounded down: one
 /// each of 5 to 9 values, none of fewer than 5); NaN values are left out.
@@ -106,63 +52,61 @@ pub fn trimmed_mean(v: &[f64]) -> Option<f64> {
     record::stats::mean(&v[k..v.len() - k])
 }
 
-impl Repeat {
-    /// One repeat from its processes: the headline means are the processes'
-    /// trimmed mean ([`trimmed_mean`]), the percentiles their medians, the plain
-    /// and growth means their means (each made the same number of calls), the
-    /// maxima their maxima, and the counts their sums.
-    pub fn merge(procs: &[Repeat]) -> Repeat {
-        let n = procs.len().max(1) as f64;
-        let mean = |f: fn(&Repeat) -> f64| procs.iter().map(f).sum::<f64>() / n;
-        let median = |f: fn(&Repeat) -> f64| {
-            let v: Vec<f64> = procs.iter().map(f).collect();
-            record::stats::median(&v).unwrap_or(0.0)
-        };
-        let max = |f: fn(&Repeat) -> f64| procs.iter().map(f).fold(0.0, f64::max);
-        let trim = |f: fn(&Repeat) -> f64| {
-            let v: Vec<f64> = procs.iter().map(f).collect();
-            trimmed_mean(&v).unwrap_or(f64::NAN)
-        };
-        let sum = |f: fn(&Repeat) -> u64| procs.iter().map(f).sum::<u64>();
-        let umax = |f: fn(&Repeat) -> u64| procs.iter().map(f).max().unwrap_or(0);
-        Repeat {
-            alloc_ns_mean: trim(|r| r.alloc_ns_mean),
-            free_ns_mean: trim(|r| r.free_ns_mean),
-            alloc_ns_mean_plain: mean(|r| r.alloc_ns_mean_plain),
-            free_ns_mean_plain: mean(|r| r.free_ns_mean_plain),
-            alloc_ns_p50: median(|r| r.alloc_ns_p50),
-            alloc_ns_p99: median(|r| r.alloc_ns_p99),
-            alloc_ns_p999: median(|r| r.alloc_ns_p999),
-            alloc_ns_max: max(|r| r.alloc_ns_max),
-            free_ns_p50: median(|r| r.free_ns_p50),
-            free_ns_p99: median(|r| r.free_ns_p99),
-            free_ns_p999: median(|r| r.free_ns_p999),
-            free_ns_max: max(|r| r.free_ns_max),
-            growth_alloc_ns_mean: mean(|r| r.growth_alloc_ns_mean),
-            growth_free_ns_mean: mean(|r| r.growth_free_ns_mean),
-            growth_allocs: sum(|r| r.growth_allocs),
-            growth_minor_faults: sum(|r| r.growth_minor_faults),
-            warm_minor_faults: sum(|r| r.warm_minor_faults),
-            allocs: sum(|r| r.allocs),
-            frees: sum(|r| r.frees),
-            batches: sum(|r| r.batches),
-            batches_preempted: sum(|r| r.batches_preempted),
-            peak_rss_bytes: umax(|r| r.peak_rss_bytes),
-            baseline_rss_bytes: umax(|r| r.baseline_rss_bytes),
-            wall_ms: procs.iter().map(|r| r.wall_ms).sum(),
-            timed_fraction_max: max(|r| r.timed_fraction_max),
-            timer_share_max: max(|r| r.timer_share_max),
-            timer_overhead_ns: mean(|r| r.timer_overhead_ns),
-            pinned: procs.iter().all(|r| r.pinned),
-            minor_faults: sum(|r| r.minor_faults),
-            malloc_provider: procs.iter().find_map(|r| r.malloc_provider.clone()),
-            preload_mapped: procs
-                .iter()
-                .map(|r| r.preload_mapped)
-                .collect::<Option<Vec<bool>>>()
-                .map(|v| v.iter().all(|&b| b)),
-            processes: procs.iter().map(|r| r.processes.max(1)).sum(),
-        }
+/// One repeat from its processes: the headline means are the processes'
+/// trimmed mean ([`trimmed_mean`]), the percentiles their medians, the plain
+/// and growth means their means (each made the same number of calls), the
+/// maxima their maxima, and the counts their sums.
+pub fn merge_repeats(procs: &[Repeat]) -> Repeat {
+    let n = procs.len().max(1) as f64;
+    let mean = |f: fn(&Repeat) -> f64| procs.iter().map(f).sum::<f64>() / n;
+    let median = |f: fn(&Repeat) -> f64| {
+        let v: Vec<f64> = procs.iter().map(f).collect();
+        record::stats::median(&v).unwrap_or(0.0)
+    };
+    let max = |f: fn(&Repeat) -> f64| procs.iter().map(f).fold(0.0, f64::max);
+    let trim = |f: fn(&Repeat) -> f64| {
+        let v: Vec<f64> = procs.iter().map(f).collect();
+        trimmed_mean(&v).unwrap_or(f64::NAN)
+    };
+    let sum = |f: fn(&Repeat) -> u64| procs.iter().map(f).sum::<u64>();
+    let umax = |f: fn(&Repeat) -> u64| procs.iter().map(f).max().unwrap_or(0);
+    Repeat {
+        alloc_ns_mean: trim(|r| r.alloc_ns_mean),
+        free_ns_mean: trim(|r| r.free_ns_mean),
+        alloc_ns_mean_plain: mean(|r| r.alloc_ns_mean_plain),
+        free_ns_mean_plain: mean(|r| r.free_ns_mean_plain),
+        alloc_ns_p50: median(|r| r.alloc_ns_p50),
+        alloc_ns_p99: median(|r| r.alloc_ns_p99),
+        alloc_ns_p999: median(|r| r.alloc_ns_p999),
+        alloc_ns_max: max(|r| r.alloc_ns_max),
+        free_ns_p50: median(|r| r.free_ns_p50),
+        free_ns_p99: median(|r| r.free_ns_p99),
+        free_ns_p999: median(|r| r.free_ns_p999),
+        free_ns_max: max(|r| r.free_ns_max),
+        growth_alloc_ns_mean: mean(|r| r.growth_alloc_ns_mean),
+        growth_free_ns_mean: mean(|r| r.growth_free_ns_mean),
+        growth_allocs: sum(|r| r.growth_allocs),
+        growth_minor_faults: sum(|r| r.growth_minor_faults),
+        warm_minor_faults: sum(|r| r.warm_minor_faults),
+        allocs: sum(|r| r.allocs),
+        frees: sum(|r| r.frees),
+        batches: sum(|r| r.batches),
+        batches_preempted: sum(|r| r.batches_preempted),
+        peak_rss_bytes: umax(|r| r.peak_rss_bytes),
+        baseline_rss_bytes: umax(|r| r.baseline_rss_bytes),
+        wall_ms: procs.iter().map(|r| r.wall_ms).sum(),
+        timed_fraction_max: max(|r| r.timed_fraction_max),
+        timer_share_max: max(|r| r.timer_share_max),
+        timer_overhead_ns: mean(|r| r.timer_overhead_ns),
+        pinned: procs.iter().all(|r| r.pinned),
+        minor_faults: sum(|r| r.minor_faults),
+        malloc_provider: procs.iter().find_map(|r| r.malloc_provider.clone()),
+        preload_mapped: procs
+            .iter()
+            .map(|r| r.preload_mapped)
+            .collect::<Option<Vec<bool>>>()
+            .map(|v| v.iter().all(|&b| b)),
+        processes: procs.iter().map(|r| r.processes.max(1)).sum(),
     }
 }
 
@@ -180,49 +124,6 @@ const TOO_FEW: &str = "too few warm allocations to time a mean (raise --ops)";
 
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
-}
-
-/// One allocator × heap mode × thread count over its repeats: each headline is
-/// the median of the per-repeat figures, with its CV across repeats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct HeapResult {
-    pub allocator: String,
-    pub heap_mode: String,
-    pub workload: String,
-    pub threads: u32,
-    pub ops_per_thread: u64,
-    pub repeat: u32,
-    /// Median over repeats of the warm mean ns per call.
-    pub alloc_ns_mean: f64,
-    pub alloc_ns_p50: f64,
-    pub alloc_ns_p99: f64,
-    pub alloc_ns_p999: f64,
-    pub alloc_ns_max: f64,
-    pub free_ns_mean: f64,
-    pub free_ns_p50: f64,
-    pub free_ns_p99: f64,
-    pub free_ns_p999: f64,
-    pub free_ns_max: f64,
-    /// The original's unit: milliseconds per million calls (numerically equal to
-    /// the mean ns per call).
-    pub alloc_ms_per_million: f64,
-    pub free_ms_per_million: f64,
-    /// Medians over repeats of the growth phase.
-    pub growth_alloc_ns_mean: f64,
-    pub growth_free_ns_mean: f64,
-    pub growth_minor_faults: u64,
-    pub peak_rss_bytes: u64,
-    /// Coefficient of variation (sample sd ÷ mean) of the per-repeat warm means;
-    /// null with a single repeat (no spread to judge).
-    pub alloc_ns_mean_cv: Option<f64>,
-    pub free_ns_mean_cv: Option<f64>,
-    pub timed_fraction_max: f64,
-    pub timer_share_max: f64,
-    pub timer_overhead_ns: f64,
-    pub pinned: bool,
-    pub malloc_provider: Option<String>,
-    pub runs: Vec<Repeat>,
 }
 
 pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
@@ -652,7 +553,7 @@ pub fn run<O: crate::observe::Observer>(
             }
         }
         for (k, a) in supported.iter().enumerate() {
-            let runs: Vec<Repeat> = procs[k].iter().map(|p| Repeat::merge(p)).collect();
+            let runs: Vec<Repeat> = procs[k].iter().map(|p| merge_repeats(p)).collect();
             let r = aggregate(cfg, a, threads, runs);
             obs.result(json!({"result": r}));
             out.push(r);
