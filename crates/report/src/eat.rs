@@ -3,10 +3,12 @@
 
 use crate::charts::{self, BarGroup};
 use crate::experiment::Experiment;
-use crate::headline::{self, Builder, Figure, Metric};
+use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge, ratio};
+use record::results::eat::EatResult;
+use record::results::typed;
 use record::rundir::RunRecord;
 use record::stats::median;
 use serde_json::Value;
@@ -23,22 +25,24 @@ pub const REFERENCE: &[(&str, &str)] = &[
     ("read-back time across patterns", "similar"),
 ];
 
-fn f(v: &Value, path: &[&str]) -> Option<f64> {
-    let mut x = v;
-    for p in path {
-        x = x.get(p)?;
-    }
-    x.as_f64()
+/// A figure of a result, by accessor.
+type Field = fn(&EatResult) -> Option<f64>;
+
+/// A phase's seconds.
+fn phase(r: &EatResult, name: &str) -> Option<f64> {
+    r.phases.get(name).map(|p| p.seconds)
+}
+
+/// The store a result names: its compressor, else its backing.
+fn store(r: &EatResult) -> String {
+    r.compressor.clone().unwrap_or_else(|| r.backing.clone())
 }
 
 /// Results grouped by (pattern, compressor), in first-seen order.
-fn groups(results: &[Value]) -> Vec<((String, String), Vec<&Value>)> {
-    let mut out: Vec<((String, String), Vec<&Value>)> = Vec::new();
+fn groups(results: &[EatResult]) -> Vec<((String, String), Vec<&EatResult>)> {
+    let mut out: Vec<((String, String), Vec<&EatResult>)> = Vec::new();
     for r in results {
-        let key = (
-            r["pattern"].as_str().unwrap_or("?").to_string(),
-            r["compressor"].as_str().unwrap_or(r["backing"].as_str().unwrap_or("?")).to_string(),
-        );
+        let key = (r.pattern.clone(), store(r));
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(r),
             None => out.push((key, vec![r])),
@@ -47,12 +51,12 @@ fn groups(results: &[Value]) -> Vec<((String, String), Vec<&Value>)> {
     out
 }
 
-fn med(rs: &[&Value], path: &[&str]) -> Option<f64> {
-    median(&rs.iter().filter_map(|r| f(r, path)).collect::<Vec<_>>())
+fn med(rs: &[&EatResult], f: Field) -> Option<f64> {
+    median(&rs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
 }
 
-fn spread(rs: &[&Value], path: &[&str]) -> String {
-    let v: Vec<f64> = rs.iter().filter_map(|r| f(r, path)).collect();
+fn spread(rs: &[&EatResult], f: Field) -> String {
+    let v: Vec<f64> = rs.iter().filter_map(|r| f(r)).collect();
     if v.len() < 2 {
         return String::new();
     }
@@ -67,6 +71,7 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 
 /// The compact table for stdout.
 pub fn text_table(results: &[Value]) -> String {
+    let results: Vec<EatResult> = typed(results);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -86,29 +91,25 @@ pub fn text_table(results: &[Value]) -> String {
         "trim µs/p",
         "read µs/p"
     );
-    for ((pattern, comp), rs) in groups(results) {
-        let ok = rs.iter().all(|r| r["verified"] == true);
+    for ((pattern, comp), rs) in groups(&results) {
+        let ok = rs.iter().all(|r| r.verified);
         let _ = writeln!(
             o,
             "{:<7} {:>9} {:<14} {:<5} {:>8} {:>10} {:>8} {:>6} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9}",
             pattern,
-            bytes(rs[0]["size_bytes"].as_u64().unwrap_or(0)),
-            format!(
-                "{} {}",
-                rs[0]["backing"].as_str().unwrap_or("?"),
-                if comp == rs[0]["backing"] { "" } else { &comp }
-            ),
+            bytes(rs[0].size_bytes),
+            format!("{} {}", rs[0].backing, if comp == rs[0].backing { "" } else { &comp }),
             if ok { "yes" } else { "NO" },
-            bytes(med(&rs, &["stored_bytes"]).unwrap_or(0.0) as u64),
-            opt(med(&rs, &["stored_fraction"]), 4),
-            opt(med(&rs, &["estimated_ratio", "lz4"]), 3),
-            opt(med(&rs, &["estimated_ratio", "zstd"]), 3),
-            opt(med(&rs, &["fill_gbps_first_touch"]), 2),
-            opt(med(&rs, &["phases", "trim", "seconds"]), 3),
-            opt(med(&rs, &["phases", "read", "seconds"]), 3),
+            bytes(med(&rs, |r| Some(r.stored_bytes as f64)).unwrap_or(0.0) as u64),
+            opt(med(&rs, |r| r.stored_fraction), 4),
+            opt(med(&rs, |r| Some(r.estimated_ratio.lz4)), 3),
+            opt(med(&rs, |r| Some(r.estimated_ratio.zstd)), 3),
+            opt(med(&rs, |r| Some(r.fill_gbps_first_touch)), 2),
+            opt(med(&rs, |r| phase(r, "trim")), 3),
+            opt(med(&rs, |r| phase(r, "read")), 3),
             rs.len(),
-            opt(med(&rs, &["trim_us_per_page"]), 2),
-            opt(med(&rs, &["restore_us_per_page"]), 2),
+            opt(med(&rs, |r| r.trim_us_per_page), 2),
+            opt(med(&rs, |r| r.restore_us_per_page), 2),
         );
     }
     o += "(fraction = compressed-store memory ÷ bytes trimmed; est. = lz4/zstd-1 on 4 KiB pages in user space; fill in GB/s on first touch; medians over n repeats)\n";
@@ -120,9 +121,9 @@ pub fn fill_table(results: &[Value]) -> String {
     let mut o = String::from(
         "| pattern | fill first touch GB/s | memset first touch GB/s | ratio | fill re-fill GB/s | memset re-fill GB/s | ratio |\n|---|---|---|---|---|---|---|\n",
     );
-    for ((pattern, _), rs) in groups(results) {
-        let (a, b) = (med(&rs, &["fill_gbps_first_touch"]), med(&rs, &["memset_gbps_first_touch"]));
-        let (c, d) = (med(&rs, &["fill_gbps_refill"]), med(&rs, &["memset_gbps_refill"]));
+    for ((pattern, _), rs) in groups(&typed(results)) {
+        let (a, b) = (med(&rs, |r| Some(r.fill_gbps_first_touch)), med(&rs, |r| Some(r.memset_gbps_first_touch)));
+        let (c, d) = (med(&rs, |r| Some(r.fill_gbps_refill)), med(&rs, |r| Some(r.memset_gbps_refill)));
         let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (Some(x), Some(y)) if y > 0.0 => format!("{:.2}", x / y),
             _ => "-".into(),
@@ -146,21 +147,21 @@ pub fn store_markdown(results: &[Value]) -> String {
     let mut o = String::from(
         "| pattern | store | size | stored bytes | stored_fraction | est. lz4 | est. zstd | zram same pages | trim µs/page | read µs/page | repeats |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for ((pattern, comp), rs) in groups(results) {
+    for ((pattern, comp), rs) in groups(&typed(results)) {
         let _ = writeln!(
             o,
             "| {pattern} | {} {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} |",
-            rs[0]["backing"].as_str().unwrap_or("?"),
-            if comp == rs[0]["backing"] { "" } else { &comp },
-            bytes(rs[0]["size_bytes"].as_u64().unwrap_or(0)),
-            bytes(med(&rs, &["stored_bytes"]).unwrap_or(0.0) as u64),
-            opt(med(&rs, &["stored_fraction"]), 4),
-            spread(&rs, &["stored_fraction"]),
-            opt(med(&rs, &["estimated_ratio", "lz4"]), 3),
-            opt(med(&rs, &["estimated_ratio", "zstd"]), 3),
-            opt(med(&rs, &["after_settle", "same_pages"]), 0),
-            opt(med(&rs, &["trim_us_per_page"]), 2),
-            opt(med(&rs, &["restore_us_per_page"]), 2),
+            rs[0].backing,
+            if comp == rs[0].backing { "" } else { &comp },
+            bytes(rs[0].size_bytes),
+            bytes(med(&rs, |r| Some(r.stored_bytes as f64)).unwrap_or(0.0) as u64),
+            opt(med(&rs, |r| r.stored_fraction), 4),
+            spread(&rs, |r| r.stored_fraction),
+            opt(med(&rs, |r| Some(r.estimated_ratio.lz4)), 3),
+            opt(med(&rs, |r| Some(r.estimated_ratio.zstd)), 3),
+            opt(med(&rs, |r| r.after_settle.same_pages.map(|x| x as f64)), 0),
+            opt(med(&rs, |r| r.trim_us_per_page), 2),
+            opt(med(&rs, |r| r.restore_us_per_page), 2),
             rs.len()
         );
     }
@@ -169,13 +170,14 @@ pub fn store_markdown(results: &[Value]) -> String {
 
 /// The study's figures beside ours, with a plain statement of each comparison.
 pub fn reference_markdown(results: &[Value]) -> String {
-    let by = |p: &str, path: &[&str]| -> Option<f64> {
-        let rs: Vec<&Value> = results.iter().filter(|r| r["pattern"] == p).collect();
-        med(&rs, path)
+    let results: Vec<EatResult> = typed(results);
+    let by = |p: &str, f: Field| -> Option<f64> {
+        let rs: Vec<&EatResult> = results.iter().filter(|r| r.pattern == p).collect();
+        med(&rs, f)
     };
-    let frac = |p| by(p, &["stored_fraction"]);
-    let trim = |p| by(p, &["phases", "trim", "seconds"]);
-    let read = |p| by(p, &["phases", "read", "seconds"]);
+    let frac = |p| by(p, |r| r.stored_fraction);
+    let trim = |p| by(p, |r| phase(r, "trim"));
+    let read = |p| by(p, |r| phase(r, "read"));
     let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
@@ -223,13 +225,18 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         written.push(dir.join("timeline.png"));
     }
     if !results.is_empty() {
-        let groups_: Vec<BarGroup> = groups(&results)
-            .into_iter()
+        let typed_results: Vec<EatResult> = typed(&results);
+        let all_groups = groups(&typed_results);
+        let groups_: Vec<BarGroup> = all_groups
+            .iter()
             .map(|((p, c), rs)| BarGroup {
-                label: if groups(&results).iter().any(|((_, c2), _)| *c2 != c) { format!("{p} {c}") } else { p },
+                label: if all_groups.iter().any(|((_, c2), _)| c2 != c) { format!("{p} {c}") } else { p.clone() },
                 bars: ["fill", "trim", "read"]
                     .iter()
-                    .map(|ph| (ph.to_string(), med(&rs, &["phases", ph, "seconds"]).unwrap_or(f64::NAN) * 1e3))
+                    .map(|ph| {
+                        let v: Vec<f64> = rs.iter().filter_map(|r| phase(r, ph)).collect();
+                        (ph.to_string(), median(&v).unwrap_or(f64::NAN) * 1e3)
+                    })
                     .collect(),
             })
             .collect();
@@ -271,17 +278,17 @@ impl Experiment for Eat {
     fn metrics(&self, results: &[Value], b: &mut Builder) {
         // The store names a group only when the run compared stores; otherwise
         // runs on different stores (lz4 against lzo-rle) match by pattern.
-        let store = |r: &Value| r["compressor"].as_str().or(r["backing"].as_str()).unwrap_or("?").to_string();
+        let results: Vec<EatResult> = typed(results);
         let mut stores: Vec<String> = results.iter().map(store).collect();
         stores.sort();
         stores.dedup();
-        for r in results {
-            let p = r["pattern"].as_str().unwrap_or("?");
-            let g = if stores.len() > 1 { format!("{p} {}", store(r)) } else { p.to_string() };
-            b.push(&g, &STORED_FRACTION, headline::num(r, &["stored_fraction"]));
-            b.push(&g, &TRIM, headline::num(r, &["trim_us_per_page"]));
-            b.push(&g, &READ_BACK, headline::num(r, &["restore_us_per_page"]));
-            b.push(&g, &FILL, headline::num(r, &["fill_gbps_first_touch"]));
+        let finite = |x: Option<f64>| x.filter(|x| x.is_finite());
+        for r in &results {
+            let g = if stores.len() > 1 { format!("{} {}", r.pattern, store(r)) } else { r.pattern.clone() };
+            b.push(&g, &STORED_FRACTION, finite(r.stored_fraction));
+            b.push(&g, &TRIM, finite(r.trim_us_per_page));
+            b.push(&g, &READ_BACK, finite(r.restore_us_per_page));
+            b.push(&g, &FILL, finite(Some(r.fill_gbps_first_touch)));
         }
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
@@ -306,7 +313,7 @@ impl Experiment for Eat {
 }
 
 fn findings(m: &Ms, results: &[Value]) -> Vec<Verdict> {
-    let stored = results.iter().any(|r| r["stored_fraction"].as_f64().is_some());
+    let stored = typed::<EatResult>(results).iter().any(|r| r.stored_fraction.is_some_and(f64::is_finite));
     let frac_m = |p: &str| if stored { m.metric(p, &STORED_FRACTION) } else { None };
     let frac = |p: &str| frac_m(p).and_then(Metric::median);
     let trim_m = |p: &str| m.metric(p, &TRIM);

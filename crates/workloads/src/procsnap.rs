@@ -31,28 +31,17 @@ impl ProcSnap {
     }
 }
 
-/// One timed phase: duration, fault deltas, memory before and after.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct PhaseResult {
-    pub seconds: f64,
-    pub minor_faults: u64,
-    pub major_faults: u64,
-    pub rss_before_bytes: u64,
-    pub rss_after_bytes: u64,
-    pub swap_before_bytes: u64,
-    pub swap_after_bytes: u64,
-}
+pub use record::results::PhaseResult;
 
-impl PhaseResult {
-    pub fn between(a: &ProcSnap, b: &ProcSnap) -> PhaseResult {
-        PhaseResult {
-            seconds: b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9,
-            minor_faults: b.minflt.saturating_sub(a.minflt),
-            major_faults: b.majflt.saturating_sub(a.majflt),
-            rss_before_bytes: a.rss_bytes,
-            rss_after_bytes: b.rss_bytes,
-            swap_before_bytes: a.swap_bytes,
-            swap_after_bytes: b.swap_bytes,
-        }
+/// The phase between two snapshots of the same process.
+pub fn phase_between(a: &ProcSnap, b: &ProcSnap) -> PhaseResult {
+    PhaseResult {
+        seconds: b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9,
+        minor_faults: b.minflt.saturating_sub(a.minflt),
+        major_faults: b.majflt.saturating_sub(a.majflt),
+        rss_before_bytes: a.rss_bytes,
+        rss_after_bytes: b.rss_bytes,
+        swap_before_bytes: a.swap_bytes,
+        swap_after_bytes: b.swap_bytes,
     }
 }

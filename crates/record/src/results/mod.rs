@@ -5,9 +5,26 @@
 //! before a field existed still reads; a missing `f64` reads as NaN (as does a
 //! `null`, which is how serde_json writes a NaN), never as a plausible 0.
 
+pub mod eat;
 pub mod heap;
 pub mod mapping;
 pub mod wscap;
+
+use serde::{Deserialize, Serialize};
+
+/// One timed phase: duration, fault deltas, memory before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseResult {
+    #[serde(default = "crate::results::nan")]
+    pub seconds: f64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub rss_before_bytes: u64,
+    pub rss_after_bytes: u64,
+    pub swap_before_bytes: u64,
+    pub swap_after_bytes: u64,
+}
 
 /// The entries of `results` that deserialize as `T`; an entry that does not
 /// (another version's shape, a damaged file) is left out rather than failing
