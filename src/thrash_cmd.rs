@@ -6,6 +6,7 @@ use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::lab::{MIB, Machine, arg, skip, step};
 use report::lab::Step;
+use workloads::thrash::PlanExt;
 use workloads::thrash::ThrashConfig;
 
 pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {

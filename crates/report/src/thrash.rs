@@ -11,9 +11,11 @@
 
 use crate::charts::{self, Trace};
 use crate::experiment::Experiment;
-use crate::headline::{self, Builder, Figure, Metric};
+use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::verdict::{Basis, Ms, Verdict, group_is, judge};
+use record::results::thrash::{Entry, Plan, Series, ThrashResult, Windows};
+use record::results::typed;
 use record::rundir::RunRecord;
 use record::stats::{cv, median};
 use serde_json::{Value, json};
@@ -24,49 +26,50 @@ use std::fmt::Write as _;
 pub const STUDY: [(&str, u64, u64, u64); 4] =
     [("e1", 1_000, 100, 30), ("e2", 10_000, 100, 30), ("e3", 10_000, 1_000, 30), ("e4", 10_000, 100, 1)];
 
-/// Headline metrics: (key in a result, label). Probe windows use "a.b.c" paths.
-pub const HEADLINE: [(&str, &str); 17] = [
-    ("pswpout_total", "pages swapped out"),
-    ("pswpin_total", "pages swapped in"),
-    ("pswpout_per_s_peak", "peak swap-outs/s (1 s)"),
-    ("pswpout_per_s_active", "swap-outs/s while active"),
-    ("cpu_user_pct_mean", "CPU user % (thrash)"),
-    ("cpu_system_pct_mean", "CPU system % (thrash)"),
-    ("psi_some_pct_mean", "memory PSI some % (thrash)"),
-    ("progress_ratio_min", "progress ratio, min"),
-    ("progress_ratio_median", "progress ratio, median"),
-    ("progress_overcommitted_median", "progress while overcommitted, median"),
-    ("overcommitted_s", "overcommitted, s"),
-    ("lateness_max_s", "consumer lateness max, s"),
-    ("recovery_s", "recovery, s"),
-    ("collector_lateness_p99_ms", "collector lateness p99, ms (mlocked)"),
-    ("unlocked_lateness_p99_ms", "sampler lateness p99, ms (unlocked, in the cgroup)"),
-    ("probe_outside_ms.during.p99", "probe outside p99 during, ms"),
-    ("probe_inside_ms.during.p99", "probe inside p99 during, ms"),
-];
+/// A figure of a result, by accessor (None where the run has none).
+type Field = fn(&ThrashResult) -> Option<f64>;
 
-fn results(all: &[Value]) -> Vec<&Value> {
-    all.iter().filter_map(|r| r.get("result")).collect()
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
-/// A dotted path in a result ("probe_outside_ms.during.p99").
-fn get(v: &Value, path: &str) -> Option<f64> {
-    headline::num(v, &path.split('.').collect::<Vec<_>>())
+/// Headline metrics: (key in `summary`'s JSON, label, the figure).
+pub const HEADLINE: [(&str, &str, Field); 17] = [
+    ("pswpout_total", "pages swapped out", |r| Some(r.pswpout_total as f64)),
+    ("pswpin_total", "pages swapped in", |r| Some(r.pswpin_total as f64)),
+    ("pswpout_per_s_peak", "peak swap-outs/s (1 s)", |r| finite(r.pswpout_per_s_peak)),
+    ("pswpout_per_s_active", "swap-outs/s while active", |r| finite(r.pswpout_per_s_active)),
+    ("cpu_user_pct_mean", "CPU user % (thrash)", |r| finite(r.cpu_user_pct_mean)),
+    ("cpu_system_pct_mean", "CPU system % (thrash)", |r| finite(r.cpu_system_pct_mean)),
+    ("psi_some_pct_mean", "memory PSI some % (thrash)", |r| finite(r.psi_some_pct_mean)),
+    ("progress_ratio_min", "progress ratio, min", |r| finite(r.progress_ratio_min)),
+    ("progress_ratio_median", "progress ratio, median", |r| finite(r.progress_ratio_median)),
+    ("progress_overcommitted_median", "progress while overcommitted, median", |r| r.progress_overcommitted_median),
+    ("overcommitted_s", "overcommitted, s", |r| finite(r.overcommitted_s)),
+    ("lateness_max_s", "consumer lateness max, s", |r| finite(r.lateness_max_s)),
+    ("recovery_s", "recovery, s", |r| r.recovery_s),
+    ("collector_lateness_p99_ms", "collector lateness p99, ms (mlocked)", |r| finite(r.collector_lateness_p99_ms)),
+    ("unlocked_lateness_p99_ms", "sampler lateness p99, ms (unlocked, in the cgroup)", |r| r.unlocked_lateness_p99_ms),
+    ("probe_outside_ms.during.p99", "probe outside p99 during, ms", |r| r.probe_outside_ms.during.p99),
+    ("probe_inside_ms.during.p99", "probe inside p99 during, ms", |r| r.probe_inside_ms.during.p99),
+];
+
+fn results_of(all: &[Value]) -> Vec<ThrashResult> {
+    typed::<Entry>(all).into_iter().filter_map(|e| e.result).collect()
 }
 
 /// A result's group: its preset, with its store when the runs used more than
 /// one (`e2 on swapfile`).
-pub fn group(r: &Value, rs: &[&Value]) -> String {
-    let p = r["preset"].as_str().unwrap_or("?");
-    let first = rs.first().map(|x| &x["backing"]);
-    if rs.iter().any(|x| Some(&x["backing"]) != first) {
-        format!("{p} on {}", r["backing"].as_str().unwrap_or("?"))
+pub fn group(r: &ThrashResult, rs: &[ThrashResult]) -> String {
+    let first = rs.first().map(|x| &x.backing);
+    if rs.iter().any(|x| Some(&x.backing) != first) {
+        format!("{} on {}", r.preset, r.backing)
     } else {
-        p.to_string()
+        r.preset.clone()
     }
 }
 
-fn presets(rs: &[&Value]) -> Vec<String> {
+fn presets(rs: &[ThrashResult]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for r in rs {
         let g = group(r, rs);
@@ -79,13 +82,13 @@ fn presets(rs: &[&Value]) -> Vec<String> {
 
 /// Per preset: for each headline metric, the median across repeats, min, max and CV.
 pub fn summary(all: &[Value]) -> Value {
-    let rs = results(all);
+    let rs = results_of(all);
     let mut out = Vec::new();
     for p in presets(&rs) {
-        let reps: Vec<&&Value> = rs.iter().filter(|r| group(r, &rs) == p).collect();
+        let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, &rs) == p).collect();
         let mut m = serde_json::Map::new();
-        for (k, _) in HEADLINE {
-            let v: Vec<f64> = reps.iter().filter_map(|r| get(r, k)).collect();
+        for (k, _, f) in HEADLINE {
+            let v: Vec<f64> = reps.iter().filter_map(|r| f(r)).collect();
             m.insert(
                 k.to_string(),
                 json!({
@@ -97,8 +100,8 @@ pub fn summary(all: &[Value]) -> Value {
                 }),
             );
         }
-        let completed: u64 = reps.iter().filter_map(|r| r["consumers_completed"].as_u64()).sum();
-        let consumers: u64 = reps.iter().filter_map(|r| r["consumers"].as_u64()).sum();
+        let completed: u64 = reps.iter().map(|r| u64::from(r.consumers_completed)).sum();
+        let consumers: u64 = reps.iter().map(|r| u64::from(r.consumers)).sum();
         out.push(json!({"preset": p, "repeats": reps.len(), "consumers_completed": completed, "consumers": consumers, "metrics": m}));
     }
     Value::Array(out)
@@ -114,36 +117,37 @@ fn fmt(x: Option<f64>) -> String {
 }
 
 pub fn text_table(all: &[Value]) -> String {
-    let rs = results(all);
+    let rs = results_of(all);
     let mut s = String::new();
     for p in presets(&rs) {
-        let reps: Vec<&&Value> = rs.iter().filter(|r| group(r, &rs) == p).collect();
+        let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, &rs) == p).collect();
         let first = reps[0];
-        let plan = &first["plan"];
+        // As JSON prints them (5.0, not 5; null for a run without a plan).
+        let plan = |f: fn(&Plan) -> Value| first.plan.as_ref().map(f).unwrap_or(Value::Null);
         let _ = writeln!(
             s,
             "preset {p}: {} consumers × {:.1} MiB in {:.1} MiB ({} backing), W={} t_s={} ms t_c={} ms, scale {}",
-            plan["consumers"],
-            plan["size_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
-            first["limit_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
-            first["backing"].as_str().unwrap_or("?"),
-            plan["writes"],
-            plan["sleep_ms"],
-            plan["stagger_ms"],
-            plan["scale"]
+            plan(|p| json!(p.consumers)),
+            first.plan.as_ref().map(|p| p.size_bytes as f64).unwrap_or(0.0) / 1048576.0,
+            first.limit_bytes as f64 / 1048576.0,
+            first.backing,
+            plan(|p| json!(p.writes)),
+            plan(|p| json!(p.sleep_ms)),
+            plan(|p| json!(p.stagger_ms)),
+            plan(|p| json!(p.scale))
         );
         let _ = write!(s, "{:<50}", "metric");
         for r in &reps {
-            let _ = write!(s, " {:>9}", format!("run {}", r["repeat_index"].as_u64().unwrap_or(0) + 1));
+            let _ = write!(s, " {:>9}", format!("run {}", r.repeat_index + 1));
         }
         let _ = writeln!(s, " {:>9} {:>7}", "median", "CV");
         let _ = write!(s, "{:<50}", "consumers completed");
         for r in &reps {
-            let _ = write!(s, " {:>9}", format!("{}/{}", r["consumers_completed"], r["consumers"]));
+            let _ = write!(s, " {:>9}", format!("{}/{}", r.consumers_completed, r.consumers));
         }
         let _ = writeln!(s);
-        for (k, label) in HEADLINE {
-            let v: Vec<Option<f64>> = reps.iter().map(|r| get(r, k)).collect();
+        for (_, label, f) in HEADLINE {
+            let v: Vec<Option<f64>> = reps.iter().map(|r| f(r)).collect();
             let _ = write!(s, "{label:<50}");
             for x in &v {
                 let _ = write!(s, " {:>9}", fmt(*x));
@@ -156,20 +160,24 @@ pub fn text_table(all: &[Value]) -> String {
                 cv(&have).map(|c| format!("{:.0}%", c * 100.0)).unwrap_or("-".into())
             );
         }
+        let window = |w: &Windows, which: &str| match which {
+            "before" => w.before.clone(),
+            "during" => w.during.clone(),
+            _ => w.after.clone(),
+        };
         for w in ["before", "during", "after"] {
             let _ = write!(s, "{:<50}", format!("probe p50/p99/max ms {w}: outside | inside"));
             for r in &reps {
-                let o = &r["probe_outside_ms"][w];
-                let i = &r["probe_inside_ms"][w];
+                let (o, i) = (window(&r.probe_outside_ms, w), window(&r.probe_inside_ms, w));
                 let _ = write!(
                     s,
                     "  {}/{}/{} | {}/{}/{}",
-                    fmt(o["p50"].as_f64()),
-                    fmt(o["p99"].as_f64()),
-                    fmt(o["max"].as_f64()),
-                    fmt(i["p50"].as_f64()),
-                    fmt(i["p99"].as_f64()),
-                    fmt(i["max"].as_f64())
+                    fmt(o.p50),
+                    fmt(o.p99),
+                    fmt(o.max),
+                    fmt(i.p50),
+                    fmt(i.p99),
+                    fmt(i.max)
                 );
             }
             let _ = writeln!(s);
@@ -237,10 +245,11 @@ fn smooth(v: &[(f64, f64)], how: &str) -> Vec<(f64, f64)> {
     if how == "bezier" { bezier(v, 300) } else { moving_average(v, 5) }
 }
 
-fn xy(r: &Value, key: &str) -> Vec<(f64, f64)> {
-    let t = r["series"]["t_s"].as_array().cloned().unwrap_or_default();
-    let y = r["series"][key].as_array().cloned().unwrap_or_default();
-    t.iter().zip(y.iter()).filter_map(|(t, y)| Some((t.as_f64()?, y.as_f64().unwrap_or(f64::NAN)))).collect()
+/// A series of the charts, by accessor.
+type SeriesOf = fn(&Series) -> &Vec<f64>;
+
+fn xy(r: &ThrashResult, key: SeriesOf) -> Vec<(f64, f64)> {
+    r.series.t_s.iter().copied().zip(key(&r.series).iter().copied()).collect()
 }
 
 /// Median line and min..max band across repeats of the moving-average-smoothed
@@ -248,7 +257,7 @@ fn xy(r: &Value, key: &str) -> Vec<(f64, f64)> {
 /// (x, min, max) across repeats.
 type Band = Vec<(f64, f64, f64)>;
 
-fn across(reps: &[&&Value], key: &str) -> (Vec<(f64, f64)>, Band) {
+fn across(reps: &[&ThrashResult], key: SeriesOf) -> (Vec<(f64, f64)>, Band) {
     let mut bins: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
     for r in reps {
         for (t, y) in moving_average(&xy(r, key), 5) {
@@ -270,16 +279,16 @@ fn across(reps: &[&&Value], key: &str) -> (Vec<(f64, f64)>, Band) {
 
 pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
     let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
-    let rs = results(&all);
+    let rs = results_of(&all);
     let dir = &rec.dir;
     let how = rec.run.config["smooth"].as_str().unwrap_or("ma");
     let mut written = Vec::new();
     for p in presets(&rs) {
-        let reps: Vec<&&Value> = rs.iter().filter(|r| group(r, &rs) == p).collect();
+        let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, &rs) == p).collect();
         let first = reps[0];
         let n = reps.len();
         let band_note = if n > 1 { format!(", band: min..max of {n} runs") } else { String::new() };
-        let pair = |a: (&str, &str), b: (&str, &str)| -> Vec<Trace> {
+        let pair = |a: (SeriesOf, &str), b: (SeriesOf, &str)| -> Vec<Trace> {
             let mut t = Vec::new();
             for (c, (key, name)) in [a, b].into_iter().enumerate() {
                 let raw = xy(first, key);
@@ -303,7 +312,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             &format!("pagelab thrash {p}: CPU (faint: raw, run 1{band_note})"),
             "seconds since the start signal",
             "% of all CPUs",
-            &pair(("cpu_user_pct", "user"), ("cpu_system_pct", "system")),
+            &pair((|s| &s.cpu_user_pct, "user"), (|s| &s.cpu_system_pct, "system")),
             false,
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
@@ -313,16 +322,17 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             &format!("pagelab thrash {p}: paging (faint: raw, run 1{band_note})"),
             "seconds since the start signal",
             "pages per second",
-            &pair(("pswpin_per_s", "page-in (pswpin)"), ("pswpout_per_s", "page-out (pswpout)")),
+            &pair((|s| &s.pswpin_per_s, "page-in (pswpin)"), (|s| &s.pswpout_per_s, "page-out (pswpout)")),
             false,
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
-        let mut psi = pair(("psi_some_pct", "memory some"), ("psi_full_pct", "memory full"));
-        if xy(first, "cgroup_psi_some_pct").iter().any(|p| p.1.is_finite()) {
+        let mut psi = pair((|s| &s.psi_some_pct, "memory some"), (|s| &s.psi_full_pct, "memory full"));
+        let cgroup_psi = xy(first, |s| &s.cgroup_psi_some_pct);
+        if cgroup_psi.iter().any(|p| p.1.is_finite()) {
             psi.push(Trace {
                 name: "cgroup memory some".into(),
                 color: 3,
-                points: moving_average(&xy(first, "cgroup_psi_some_pct"), 5),
+                points: moving_average(&cgroup_psi, 5),
                 ..Default::default()
             });
         }
@@ -336,19 +346,15 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             false,
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
-        let pts = |k: &str| -> Vec<(f64, f64)> {
-            first["series"][k]
-                .as_array()
-                .map(|a| a.iter().filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()?))).collect())
-                .unwrap_or_default()
-        };
-        let (ts, te) = (first["thrash_start_s"].as_f64().unwrap_or(0.0), first["thrash_end_s"].as_f64().unwrap_or(0.0));
+        let (ts, te) = (first.thrash_start_s, first.thrash_end_s);
         let stem = dir.join(format!("thrash-{p}-probes"));
         let mut probe_tr = Vec::new();
-        for (c, (k, name)) in
-            [("probe_outside", "outside the cgroup"), ("probe_inside", "inside the cgroup")].iter().enumerate()
+        for (c, (raw, name)) in
+            [(&first.series.probe_outside, "outside the cgroup"), (&first.series.probe_inside, "inside the cgroup")]
+                .into_iter()
+                .enumerate()
         {
-            let raw = pts(k);
+            let raw: Vec<(f64, f64)> = raw.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
             probe_tr.push(Trace { name: String::new(), color: c, points: raw.clone(), faint: true, band: vec![] });
             probe_tr.push(Trace {
                 name: (*name).into(),
@@ -402,14 +408,14 @@ impl Experiment for Thrash {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        let rs: Vec<&Value> = results.iter().filter_map(|r| r.get("result")).collect();
-        for &r in &rs {
-            let g = crate::thrash::group(r, &rs);
-            b.push(&g, &SWAPPED_OUT, headline::num(r, &["pswpout_total"]));
-            b.push(&g, &SWAP_OUT_RATE, headline::num(r, &["pswpout_per_s_active"]));
-            b.push(&g, &PROGRESS, headline::num(r, &["progress_overcommitted_median"]));
-            b.push(&g, &PROBE_P99, headline::num(r, &["probe_outside_ms", "during", "p99"]));
-            b.push(&g, &RECOVERY, headline::num(r, &["recovery_s"]));
+        let rs = results_of(results);
+        for r in &rs {
+            let g = group(r, &rs);
+            b.push(&g, &SWAPPED_OUT, Some(r.pswpout_total as f64));
+            b.push(&g, &SWAP_OUT_RATE, finite(r.pswpout_per_s_active));
+            b.push(&g, &PROGRESS, r.progress_overcommitted_median.and_then(finite));
+            b.push(&g, &PROBE_P99, r.probe_outside_ms.during.p99.and_then(finite));
+            b.push(&g, &RECOVERY, r.recovery_s.and_then(finite));
         }
     }
     fn protocol(&self, results: &[Value]) -> Result<(), String> {
@@ -453,27 +459,21 @@ impl Experiment for Thrash {
 /// allocation and the system logs after each run).
 fn protocol(results: &[Value]) -> Result<(), String> {
     let mut why = Vec::new();
-    for r in results.iter().filter_map(|r| r.get("result")) {
-        let name =
-            format!("{} repeat {}", r["preset"].as_str().unwrap_or("?"), r["repeat_index"].as_u64().unwrap_or(0) + 1);
-        let breaks: Vec<String> = match r["protocol_breaks"].as_array() {
-            Some(b) => b.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
-            // Runs recorded before the protocol field: judge from the counts.
-            None => {
-                let (n, done, oom) = (
-                    r["consumers"].as_u64().unwrap_or(0),
-                    r["consumers_completed"].as_u64().unwrap_or(0),
-                    r["oom_kills"].as_u64().unwrap_or(0),
-                );
-                let mut b = Vec::new();
-                if oom > 0 {
-                    b.push(format!("{oom} consumer(s) OOM-killed"));
-                }
-                if done < n {
-                    b.push(format!("{} of {n} consumers did not complete", n - done));
-                }
-                b
+    for r in results_of(results) {
+        let name = format!("{} repeat {}", r.preset, r.repeat_index + 1);
+        let breaks: Vec<String> = if !r.protocol_breaks.is_empty() {
+            r.protocol_breaks.clone()
+        } else {
+            // Also runs recorded before the protocol field: judge from the counts.
+            let (n, done, oom) = (r.consumers, r.consumers_completed, r.oom_kills);
+            let mut b = Vec::new();
+            if oom > 0 {
+                b.push(format!("{oom} consumer(s) OOM-killed"));
             }
+            if done < n {
+                b.push(format!("{} of {n} consumers did not complete", n - done));
+            }
+            b
         };
         if !breaks.is_empty() {
             why.push(format!("{name}: {}", breaks.join("; ")));
@@ -592,7 +592,7 @@ mod tests {
     #[test]
     fn findings_follow_the_verdict_rules() {
         let r = |p: &str, i: u64, out: f64, rate: f64| {
-            json!({"result": {"preset": p, "repeat_index": i, "pswpout_total": out, "pswpout_per_s_active": rate,
+            json!({"result": {"preset": p, "repeat_index": i, "pswpout_total": out.round() as u64, "pswpout_per_s_active": rate,
                               "progress_overcommitted_median": 0.3, "consumers": 6, "consumers_completed": 6,
                               "protocol_breaks": []}})
         };
@@ -615,7 +615,7 @@ mod tests {
         let mut few: Vec<Value> = all.iter().filter(|v| v["result"]["preset"] != "e3").cloned().collect();
         let md = findings_markdown(&few);
         assert!(md.lines().any(|l| l.contains("a longer sleep") && l.contains("| not checked")), "{md}");
-        few[1]["result"]["pswpout_total"] = json!(600.0);
+        few[1]["result"]["pswpout_total"] = json!(600);
         let md = findings_markdown(&few);
         assert!(md.lines().any(|l| l.contains("more writes") && l.contains("| unstable")), "{md}");
     }

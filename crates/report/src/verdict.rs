@@ -273,7 +273,7 @@ mod tests {
 
     fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
         json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
-            "oom_kills": 0, "pswpout_total": out, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
+            "oom_kills": 0, "pswpout_total": out.round() as u64, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
             "recovery_s": 1.0, "protocol_breaks": breaks}})
     }
 

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use sandbox::guard::HostGuard;
 use std::time::Duration;
 use workloads::backing::BackingKind;
+use workloads::thrash::PlanExt;
 use workloads::thrash::ThrashConfig;
 
 /// A 24 GiB machine with 20 GiB available.

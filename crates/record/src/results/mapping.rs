@@ -56,6 +56,7 @@ pub struct MappingResult {
     pub normalized_ms_p50: f64,
     /// obtain + touch + release (+ re-touch) of each counted iteration, in order
     /// (what `compare` tests across runs).
+    #[serde(deserialize_with = "crate::results::nan_vec")]
     pub total_ms: Vec<f64>,
     pub rss_after_release_bytes: u64,
     pub notes: Vec<String>,

@@ -8,6 +8,7 @@
 pub mod eat;
 pub mod heap;
 pub mod mapping;
+pub mod thrash;
 pub mod wscap;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,18 @@ pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> V
 /// The default of a missing `f64` figure.
 pub fn nan() -> f64 {
     f64::NAN
+}
+
+/// A series of `f64` in which `null` (a NaN when written) reads as NaN.
+pub fn nan_vec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v: Vec<Option<f64>> = Deserialize::deserialize(d)?;
+    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+}
+
+/// Pairs of `f64` in which `null` reads as NaN.
+pub fn nan_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64)>, D::Error> {
+    let v: Vec<(Option<f64>, Option<f64>)> = Deserialize::deserialize(d)?;
+    Ok(v.into_iter().map(|(a, b)| (a.unwrap_or(f64::NAN), b.unwrap_or(f64::NAN))).collect())
 }
 
 /// One value as `T` (with [`typed`]'s handling of `null`).
@@ -75,5 +88,13 @@ mod tests {
         // A figure that is not there is not a zero.
         assert!(r[0].ms_per_scan_p99.is_nan());
         assert_eq!(r[0].reclaim.pgscan, 3);
+        // NaN in a series (written as null) stays NaN, and the rest of the entry reads.
+        let v =
+            vec![json!({"result": {"preset": "e2", "series": {"t_s": [1.0, 2.0], "cgroup_psi_some_pct": [null, 0.5],
+            "probe_outside": [[1.0, null]]}}})];
+        let t: Vec<thrash::Entry> = typed(&v);
+        let s = &t[0].result.as_ref().unwrap().series;
+        assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
+        assert!(s.probe_outside[0].1.is_nan());
     }
 }

@@ -78,51 +78,32 @@ pub struct ThrashConfig {
     pub swapfile_dir: std::path::PathBuf,
 }
 
-/// The parameters one experiment actually runs with, after the preset, the flags
-/// and `--scale`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    pub preset: String,
-    pub consumers: u32,
-    pub size_bytes: u64,
-    pub writes: u64,
-    pub sleep_ms: f64,
-    pub stagger_ms: f64,
-    pub initial_delay_ms: f64,
-    /// t_p = N × t_c + t_c.
-    pub active_ms: f64,
-    pub scale: f64,
-    /// The factor on t_s, t_c and the initial delay.
-    #[serde(default = "one")]
-    pub time_scale: f64,
-    /// The cgroup limit requested (None: computed from the idle workers' usage
-    /// plus N × S ÷ 2.5 once they run).
-    pub limit_bytes: Option<u64>,
-    /// When the last consumer should end, from the start signal.
-    pub planned_duration_ms: f64,
-}
+pub use record::results::thrash::Plan;
 
-fn one() -> f64 {
-    1.0
-}
-
-impl Plan {
+/// What a plan takes from the host, and its quiet window.
+pub trait PlanExt {
     /// N × S, in u128: no count or size wraps it.
-    pub fn total_bytes(&self) -> u128 {
+    fn total_bytes(&self) -> u128;
+    /// What the plan takes from the host at most: the group's memory, a swap
+    /// store that may hold every consumer's data, and the workers' overhead.
+    fn planned_bytes(&self) -> u128;
+    /// The quiet window before the consumers start (and the shortest "after" window).
+    fn baseline(&self) -> Duration;
+}
+
+impl PlanExt for Plan {
+    fn total_bytes(&self) -> u128 {
         self.consumers as u128 * self.size_bytes as u128
     }
 
-    /// What the plan takes from the host at most: the group's memory, a swap
-    /// store that may hold every consumer's data, and the workers' overhead.
-    pub fn planned_bytes(&self) -> u128 {
+    fn planned_bytes(&self) -> u128 {
         let total = self.total_bytes();
         let limit = self.limit_bytes.map(u128::from).unwrap_or((total as f64 / OVERCOMMIT) as u128);
         let overhead = (self.consumers as u128 + 3) * WORKER_OVERHEAD as u128 + 2 * PROBE_WS as u128;
         limit + total + overhead
     }
 
-    /// The quiet window before the consumers start (and the shortest "after" window).
-    pub fn baseline(&self) -> Duration {
+    fn baseline(&self) -> Duration {
         Duration::from_secs_f64(
             (self.planned_duration_ms / 6e3).clamp(BASELINE_MIN.as_secs_f64(), BASELINE.as_secs_f64()),
         )

@@ -31,7 +31,6 @@
 //! Every stall, raise and the time spent above the target are in the result.
 
 use sandbox::cgroup::MemCgroup;
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// How long the group must be out of OOM before the limit goes one step back down.
@@ -41,28 +40,7 @@ pub const MAX_RAISE: f64 = 2.0;
 /// v2: memory.max = target × this.
 pub const V2_HEADROOM: f64 = 1.25;
 
-/// What the guard saw and did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GuardReport {
-    /// "oom_control" (v1), "memory.high" (v2), or "none".
-    pub method: String,
-    pub target_bytes: u64,
-    /// v1: times the group entered an OOM condition (each one a stalled fault
-    /// that the kernel would otherwise have answered with a kill).
-    pub oom_stalls: u64,
-    /// v1: raises of the limit by one step, and the highest limit reached.
-    pub raises: u64,
-    pub limit_max_bytes: u64,
-    /// Seconds the limit stood above the target.
-    pub above_target_s: f64,
-    /// v1: the guard gave up (limit at MAX_RAISE × target) and let the kernel kill.
-    pub gave_up: bool,
-    /// v2 memory.events deltas over the run.
-    pub high_events: u64,
-    pub max_events: u64,
-    pub oom_events: u64,
-}
+pub use record::results::thrash::GuardReport;
 
 pub struct Guard {
     target: u64,

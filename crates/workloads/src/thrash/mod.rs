@@ -31,7 +31,6 @@ pub use run::*;
 pub use worker::*;
 
 use crate::backing::{self, BackingKind};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
 
