@@ -5,9 +5,10 @@
 //! fails `cargo test` instead of silently going missing.
 //!
 //! A new experiment needs: its workload module (workloads/src/<x>.rs), its
-//! report module (report/src/<x>.rs, with `impl report::experiment::Experiment`
-//! and a line in report's `ALL`), its command (src/<x>_cmd.rs: the CLI glue and
-//! `lab_step`), a line here, and its `Cmd` variant in src/cli.rs.
+//! typed results (record/src/results/<x>.rs), its report module
+//! (report/src/<x>.rs, with `impl report::experiment::Experiment` and a line in
+//! report's `ALL`), its command (src/<x>_cmd.rs: the CLI glue and `lab_step`), a
+//! line here, and its `Cmd` variant (src/cli.rs) with its arm in src/main.rs.
 
 use crate::lab::Machine;
 use report::lab::Step;
