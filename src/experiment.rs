@@ -8,6 +8,7 @@ use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
 use sandbox::guard::HostGuard;
+use std::sync::{Arc, Mutex};
 
 pub struct ExperimentRun {
     pub dir: RunDir,
@@ -16,6 +17,9 @@ pub struct ExperimentRun {
     _lock: sandbox::runlock::RunLock,
     /// Whether this run made its directory (it did not exist before).
     made_dir: bool,
+    /// The samples so far, in memory, for experiments that analyse their own
+    /// collector's record (`keep_samples`); None for the others.
+    kept: Option<Arc<Mutex<Vec<probe::Sample>>>>,
 }
 
 /// Takes the machine's run lock for `what`, waiting for another run (and saying
@@ -34,6 +38,17 @@ impl ExperimentRun {
     /// Creates the run directory and starts sampling. The sampler aborts the run
     /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
     pub fn start(experiment: &str, args: &RunArgs, config: serde_json::Value) -> anyhow::Result<ExperimentRun> {
+        Self::start_with(experiment, args, config, false)
+    }
+
+    /// [`ExperimentRun::start`], also keeping every sample in memory
+    /// ([`ExperimentRun::samples`]) when `keep_samples`.
+    pub fn start_with(
+        experiment: &str,
+        args: &RunArgs,
+        config: serde_json::Value,
+        keep_samples: bool,
+    ) -> anyhow::Result<ExperimentRun> {
         let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
         let lock = take_run_lock(experiment, *no_wait)?;
         let mut p = Probe::default();
@@ -56,12 +71,19 @@ impl ExperimentRun {
             dir.update(|r| r.notes.push(msg))?;
         }
         let mut w = dir.sample_writer()?;
+        let kept = keep_samples.then(|| Arc::new(Mutex::new(Vec::new())));
+        let keep = kept.clone();
         let sampler = Sampler::start(
             SamplerConfig { interval: *interval, ..Default::default() },
             Targets::default(),
             move |s| {
                 if let Err(e) = w.write(s) {
                     return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
+                }
+                if let Some(k) = &keep
+                    && let Ok(mut v) = k.lock()
+                {
+                    v.push(s.clone());
                 }
                 match guard.check_sample(s) {
                     Some(reason) => Verdict::Abort(reason),
@@ -72,7 +94,13 @@ impl ExperimentRun {
         if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
             eprintln!("pagelab: warning: {why}");
         }
-        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir })
+        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir, kept })
+    }
+
+    /// The samples so far, when the run keeps them (`start_with(.., true)`);
+    /// none otherwise.
+    pub fn samples(&self) -> Vec<probe::Sample> {
+        self.kept.as_ref().and_then(|k| k.lock().ok().map(|v| v.clone())).unwrap_or_default()
     }
 
     pub fn event(&self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
@@ -157,7 +185,7 @@ impl workloads::observe::Observer for RunObserver<'_> {
         self.run.note(msg);
     }
     fn samples(&mut self) -> Vec<probe::Sample> {
-        record::RunRecord::load(self.run.dir.path()).map(|r| r.samples).unwrap_or_default()
+        self.run.samples()
     }
 }
 

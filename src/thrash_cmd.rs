@@ -45,7 +45,8 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.run.interval.as_millis() as u64,
         "probe_period_ms": workloads::thrash::PROBE_PERIOD.as_millis() as u64, "probe_ws_bytes": workloads::thrash::PROBE_WS,
     });
-    let run = ExperimentRun::start("thrash", &a.run, config)?;
+    // thrash analyses its own collector's samples: keep them in memory.
+    let run = ExperimentRun::start_with("thrash", &a.run, config, true)?;
     run.note(&format!(
         "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,
