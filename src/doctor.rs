@@ -336,3 +336,23 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// The report reads doctor's JSON (kept in lab.json) into
+    /// `report::lab::Doctor`, whose checks refuse unknown fields: a renamed or
+    /// added field here fails this test instead of vanishing from the report.
+    #[test]
+    fn the_report_reads_every_check() {
+        let f = super::examine();
+        let d: report::lab::Doctor =
+            serde_json::from_value(f.json.clone()).expect("report::lab::Doctor reads doctor's JSON");
+        assert_eq!(d.checks.len(), f.checks.len());
+        for (ours, theirs) in f.checks.iter().zip(&d.checks) {
+            assert_eq!(ours.name, theirs.name);
+            assert_eq!(ours.detail, theirs.detail);
+            assert_eq!(ours.affects, theirs.affects);
+            assert!(["available", "missing", "needs_root", "info"].contains(&theirs.status.as_str()), "{theirs:?}");
+        }
+    }
+}

@@ -137,8 +137,8 @@ impl Report {
         }
     }
 
-    fn environment(&self) -> Option<Value> {
-        self.sections.iter().find_map(|s| s.record.as_ref()).and_then(|r| serde_json::to_value(&r.run.environment).ok())
+    fn environment(&self) -> Option<&probe::environment::Environment> {
+        self.sections.iter().find_map(|s| s.record.as_ref()).map(|r| &r.run.environment)
     }
 }
 
@@ -449,35 +449,36 @@ figcaption{color:var(--muted);font-size:12px}
 .muted{color:var(--muted)}
 ";
 
-fn env_table(env: &Value) -> String {
+fn env_table(env: &probe::environment::Environment) -> String {
     let mut o = String::from("<table>");
     let row = |k: &str, v: String| format!("<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
-    let g = |k: &str| env.get(k).cloned().unwrap_or(Value::Null);
-    let s = |v: Value| match v {
-        Value::String(s) => s,
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
-    o += &row("host", s(g("hostname")));
-    o += &row("kernel", s(g("kernel")));
-    o += &row("CPU", format!("{} × {}", s(g("cpus")), s(g("cpu_model"))));
-    o += &row("RAM", env["ram_bytes"].as_u64().map(crate::summary::bytes).unwrap_or("-".into()));
-    o += &row("page size", s(g("page_size")));
-    o += &row("transparent huge pages", s(g("thp")));
-    o += &row("swappiness / page-cluster", format!("{} / {}", s(g("swappiness")), s(g("page_cluster"))));
-    o += &row("cgroups", format!("{}, memory controller {}", s(g("cgroup_layout")), s(g("memory_controller"))));
-    o += &row("PSI", s(g("psi")));
-    let swaps = env["swaps"].as_array().map(|a| a.len()).unwrap_or(0);
-    o += &row("swap areas at the start", swaps.to_string());
-    let z = &env["zswap"];
+    // Each field as its JSON reads (a string bare, none as "-").
+    fn s<T: serde::Serialize>(x: &T) -> String {
+        match serde_json::to_value(x).unwrap_or(Value::Null) {
+            Value::String(s) => s,
+            Value::Null => "-".into(),
+            other => other.to_string(),
+        }
+    }
+    o += &row("host", env.hostname.clone());
+    o += &row("kernel", env.kernel.clone());
+    o += &row("CPU", format!("{} × {}", env.cpus, env.cpu_model));
+    o += &row("RAM", crate::summary::bytes(env.ram_bytes));
+    o += &row("page size", env.page_size.to_string());
+    o += &row("transparent huge pages", s(&env.thp));
+    o += &row("swappiness / page-cluster", format!("{} / {}", s(&env.swappiness), s(&env.page_cluster)));
+    o += &row("cgroups", format!("{}, memory controller {}", s(&env.cgroup_layout), s(&env.memory_controller)));
+    o += &row("PSI", env.psi.to_string());
+    o += &row("swap areas at the start", env.swaps.len().to_string());
+    let z = &env.zswap;
     o += &row(
         "zswap",
-        if z["present"] == true {
+        if z.present {
             format!(
                 "present, {}, compressor {}, max pool {} %",
-                if z["enabled"] == true { "on" } else { "off" },
-                s(z["compressor"].clone()),
-                s(z["max_pool_percent"].clone())
+                if z.enabled == Some(true) { "on" } else { "off" },
+                s(&z.compressor),
+                s(&z.max_pool_percent)
             )
         } else {
             "absent".into()
@@ -487,21 +488,18 @@ fn env_table(env: &Value) -> String {
     o
 }
 
-fn doctor_table(d: &Value) -> String {
+fn doctor_table(d: &crate::lab::Doctor) -> String {
     let mut o = String::from(
         "<table><thead><tr><th>check</th><th>status</th><th>detail</th><th>affects</th></tr></thead><tbody>",
     );
-    for c in d["checks"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        let st = c["status"].as_str().unwrap_or("");
-        let affects: Vec<&str> =
-            c["affects"].as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default();
+    for c in &d.checks {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(c["name"].as_str().unwrap_or("")),
-            esc(&st.replace('_', " ")),
-            esc(c["detail"].as_str().unwrap_or("")),
-            esc(&affects.join(", "))
+            esc(&c.name),
+            esc(&c.status.replace('_', " ")),
+            esc(&c.detail),
+            esc(&c.affects.join(", "))
         );
     }
     o += "</tbody></table>\n";
@@ -510,8 +508,8 @@ fn doctor_table(d: &Value) -> String {
 
 /// The whole self-contained page.
 pub fn html(r: &Report) -> String {
-    let env = r.environment().unwrap_or(Value::Null);
-    let host = env["hostname"].as_str().unwrap_or("?").to_string();
+    let env = r.environment();
+    let host = env.map_or("?", |e| e.hostname.as_str()).to_string();
     let when = r
         .lab
         .as_ref()
@@ -535,7 +533,7 @@ pub fn html(r: &Report) -> String {
     );
     let _ = writeln!(o, "<header><h1>{}</h1>", esc(&title));
     let mut sub =
-        format!("{when} · kernel {} · {}", env["kernel"].as_str().unwrap_or("?"), esc(&r.dir.display().to_string()));
+        format!("{when} · kernel {} · {}", env.map_or("?", |e| e.kernel.as_str()), esc(&r.dir.display().to_string()));
     if let Some(l) = &r.lab {
         sub += &format!(
             " · {} · {}",
@@ -578,7 +576,10 @@ pub fn html(r: &Report) -> String {
 
     // Environment.
     o += "<section id=\"environment\"><h2>Environment</h2>\n";
-    o += &env_table(&env);
+    match env {
+        Some(e) => o += &env_table(e),
+        None => o += "<p class=\"muted\">No run of this report recorded its environment.</p>\n",
+    }
     if let Some(l) = &r.lab {
         let _ = writeln!(
             o,
@@ -588,16 +589,15 @@ pub fn html(r: &Report) -> String {
             crate::summary::bytes(l.ram_bytes),
             if l.root { "as root" } else { "without root" }
         );
-        let limited = l.doctor["checks"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["affects"].as_array().is_some_and(|a| !a.is_empty())));
+        let doctor = crate::lab::Doctor::from_json(&l.doctor);
+        let limited = doctor.checks.iter().any(|c| !c.affects.is_empty());
         let _ = writeln!(
             o,
             "<details{}><summary>pagelab doctor: {}</summary>",
             if limited { " open" } else { "" },
             if limited { "some experiments are limited on this machine" } else { "everything is available" }
         );
-        o += &doctor_table(&l.doctor);
+        o += &doctor_table(&doctor);
         o += "</details>\n";
     }
     o += "</section>\n";

@@ -55,6 +55,32 @@ pub struct Step {
     pub note: Option<String>,
 }
 
+/// One of `pagelab doctor --json`'s checks, as lab.json keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DoctorCheck {
+    pub name: String,
+    /// available, missing, needs_root or info.
+    pub status: String,
+    pub detail: String,
+    /// The experiments (or their modes) that cannot run fully without it.
+    pub affects: Vec<String>,
+}
+
+/// The part of `pagelab doctor --json` the report reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Doctor {
+    pub checks: Vec<DoctorCheck>,
+}
+
+impl Doctor {
+    /// Reads lab.json's `doctor` (no checks where it has none, or another shape).
+    pub fn from_json(v: &serde_json::Value) -> Doctor {
+        record::results::typed_one(v).unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Lab {
     pub format: u32,
