@@ -42,7 +42,12 @@ pub struct Findings {
 }
 
 pub fn examine() -> Findings {
-    let mut p = probe::Probe::default();
+    examine_in(&mut probe::Probe::default())
+}
+
+/// [`examine`] with the kernel's files read through `p` (a fake tree in tests).
+/// The capability and madvise checks are this process's own.
+pub fn examine_in(p: &mut probe::Probe) -> Findings {
     let env = p.environment();
     let root = privilege::is_root();
     let caps = privilege::effective_caps();
@@ -122,7 +127,8 @@ pub fn examine() -> Findings {
     // pagelab adds one of its own for the reading and removes it at once.
     let (algs, algs_from) = match sandbox::zram::algorithms(&sys) {
         Some(a) => (a, "an existing device"),
-        None if root && hot_add => {
+        // A sandbox changes the real /sys: never for a probe pointed elsewhere.
+        None if root && hot_add && sys == std::path::Path::new("/sys") => {
             let mut sb = sandbox::Sandbox::new("doctor");
             let a = sb.zram_algorithms().unwrap_or_default();
             let _ = sb.restore();
@@ -342,6 +348,35 @@ mod tests {
     /// The report reads doctor's JSON (kept in lab.json) into
     /// `report::lab::Doctor`, whose checks refuse unknown fields: a renamed or
     /// added field here fails this test instead of vanishing from the report.
+    /// Doctor on the probe's captured hybrid tree: every finding that comes from
+    /// kernel files comes from the tree, not from this machine.
+    #[test]
+    fn examine_reads_the_tree_it_is_given() {
+        let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/probe/tests/fixtures/hybrid");
+        let mut p = probe::Probe::new(probe::Roots::under(&tree));
+        let f = super::examine_in(&mut p);
+        let by = |n: &str| f.checks.iter().find(|c| c.name == n).unwrap_or_else(|| panic!("no {n} check"));
+        let cg = by("cgroup");
+        assert!(cg.detail.starts_with("hybrid") && cg.detail.contains(&tree.display().to_string()), "{}", cg.detail);
+        // The tree has zram0 and no zram-control: a device, but no hot_add.
+        let z = by("zram");
+        assert!(z.detail.starts_with("1 device(s); hot_add missing"), "{}", z.detail);
+        assert_eq!(z.status, super::Avail::Missing);
+        assert!(z.affects.contains(&"eat --backing zram"), "{:?}", z.affects);
+        assert_eq!(by("psi").status, super::Avail::Available);
+        assert_eq!(
+            f.json["cgroup"]["memory_root"],
+            serde_json::json!(tree.join("sys/fs/cgroup/memory").display().to_string())
+        );
+        // An empty tree: no cgroups, no PSI, no zram.
+        let empty = tempfile::tempdir().unwrap();
+        let f = super::examine_in(&mut probe::Probe::new(probe::Roots::under(empty.path())));
+        let by = |n: &str| f.checks.iter().find(|c| c.name == n).unwrap();
+        assert_eq!(by("cgroup").status, super::Avail::Missing);
+        assert_eq!(by("psi").status, super::Avail::Missing);
+        assert_eq!(by("zram").status, super::Avail::Missing);
+    }
+
     #[test]
     fn the_report_reads_every_check() {
         let f = super::examine();
