@@ -1,6 +1,6 @@
 //! Every experiment's renderer, on a small run directory of each committed as a
 //! fixture (recorded by the real commands on the project's VM; see
-//! tests/fixtures/runs/README.md). The Markdown each renders is a snapshot: a
+//! tests/fixtures/run-dirs/README.md). The Markdown each renders is a snapshot: a
 //! change to a table, a figure or a verdict shows up as a diff to review.
 
 use report::experiment::{ALL, find};
@@ -8,7 +8,7 @@ use report::html::{Render, Report};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-dirs").join(name)
 }
 
 /// A copy of a fixture run in a temporary directory (rendering writes into it).
