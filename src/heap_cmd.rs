@@ -29,11 +29,19 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
     let timer = workloads::heap::timer::calibrate(60, 100_000);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let names: Vec<String> = cfg.allocators.iter().map(|a| a.name()).collect();
-    let config = serde_json::json!({
-        "threads": cfg.threads, "allocators": names, "heap_mode": cfg.heap_mode, "workload": cfg.workload,
-        "ops_per_thread": cfg.ops, "repeat": cfg.repeat, "seed": cfg.seed, "baseline": cfg.baseline,
-        "cores": cores, "timer": timer, "timer_overhead_ns": timer.overhead_ns,
-    });
+    let config = serde_json::to_value(record::results::heap::Config {
+        threads: cfg.threads.clone(),
+        allocators: names,
+        heap_mode: cfg.heap_mode.clone(),
+        workload: cfg.workload.clone(),
+        ops_per_thread: cfg.ops,
+        repeat: cfg.repeat,
+        seed: cfg.seed,
+        baseline: cfg.baseline.clone(),
+        cores: cores as u64,
+        timer: serde_json::to_value(timer)?,
+        timer_overhead_ns: timer.overhead_ns,
+    })?;
     let run = ExperimentRun::start("heap", &a.run, config)?;
     run.note(&format!(
         "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",

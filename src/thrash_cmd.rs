@@ -39,12 +39,18 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
         .sum::<f64>()
         * a.backing.0.len() as f64;
-    let config = serde_json::json!({
-        "plans": plans, "repeat": a.repeat, "backing": a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect::<Vec<_>>(), "scale": a.scale,
-        "time_scale": a.time_scale.unwrap_or(a.scale),
-        "smooth": a.smooth, "recovery_rule": workloads::thrash::RECOVERY, "interval_ms": a.run.interval.as_millis() as u64,
-        "probe_period_ms": workloads::thrash::PROBE_PERIOD.as_millis() as u64, "probe_ws_bytes": workloads::thrash::PROBE_WS,
-    });
+    let config = serde_json::to_value(record::results::thrash::Config {
+        plans: plans.clone(),
+        repeat: a.repeat,
+        backing: a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect(),
+        scale: a.scale,
+        time_scale: a.time_scale.unwrap_or(a.scale),
+        smooth: a.smooth.clone(),
+        recovery_rule: workloads::thrash::RECOVERY.into(),
+        interval_ms: a.run.interval.as_millis() as u64,
+        probe_period_ms: workloads::thrash::PROBE_PERIOD.as_millis() as u64,
+        probe_ws_bytes: workloads::thrash::PROBE_WS,
+    })?;
     // thrash analyses its own collector's samples: keep them in memory.
     let run = ExperimentRun::start_with("thrash", &a.run, config, true)?;
     run.note(&format!(

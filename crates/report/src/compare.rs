@@ -97,9 +97,9 @@ fn stores(r: &Report) -> Vec<(String, String)> {
     let mut v = Vec::new();
     for s in &r.sections {
         for x in s.results() {
-            let x = x.get("result").unwrap_or(&x);
-            if let Some(b) = x["backing"].as_str() {
-                let c = x["compressor"].as_str().map(|c| format!(" {c}")).unwrap_or_default();
+            let st = record::results::store_of(&x);
+            if let Some(b) = &st.backing {
+                let c = st.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
                 let e = (format!("{} store", s.experiment), format!("{b}{c}"));
                 if !v.contains(&e) {
                     v.push(e);

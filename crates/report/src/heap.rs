@@ -8,7 +8,7 @@ use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
 use crate::verdict::{Ms, Verdict, judge};
-use record::results::heap::{Entry, HeapResult, Unsupported};
+use record::results::heap::{self, Entry, HeapResult, Unsupported};
 use record::results::typed;
 use record::rundir::RunRecord;
 use serde_json::Value;
@@ -172,7 +172,8 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     let rs = results_of(&all);
     let dir = &rec.dir;
     let mut written = Vec::new();
-    let cores = rec.run.config["cores"].as_u64().unwrap_or(0);
+    let config: heap::Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
+    let cores = config.cores;
     if !rs.is_empty() {
         let mut alloc_free = series(&rs, |r| r.alloc_ns_mean);
         for (n, _) in alloc_free.iter_mut() {
@@ -201,12 +202,12 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             written.extend([dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png"))]);
         }
     }
-    let baseline = rec.run.config["baseline"].as_str().unwrap_or("glibc");
+    let baseline = if config.baseline.is_empty() { "glibc" } else { config.baseline.as_str() };
     std::fs::write(
         dir.join("heap.md"),
         format!(
             "# pagelab heap\n\n{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
-            rec.run.config["timer_overhead_ns"].as_f64().unwrap_or(f64::NAN),
+            config.timer_overhead_ns,
             text_table(&all),
             relative_table(&all, baseline),
             reference_markdown(&all)

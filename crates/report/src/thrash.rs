@@ -14,7 +14,7 @@ use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::verdict::{Basis, Ms, Verdict, group_is, judge};
-use record::results::thrash::{Entry, Plan, Series, ThrashResult, Windows};
+use record::results::thrash::{Config, Entry, Plan, Series, ThrashResult, Windows};
 use record::results::typed;
 use record::rundir::RunRecord;
 use record::stats::{cv, median};
@@ -281,7 +281,8 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
     let rs = results_of(&all);
     let dir = &rec.dir;
-    let how = rec.run.config["smooth"].as_str().unwrap_or("ma");
+    let config: Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
+    let how = if config.smooth.is_empty() { "ma" } else { config.smooth.as_str() };
     let mut written = Vec::new();
     for p in presets(&rs) {
         let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, &rs) == p).collect();
@@ -379,7 +380,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             "# pagelab thrash\n\n```\n{}```\n\n## The study's findings, checked here\n\n{}\nRecovery rule: {}.\n",
             text_table(&all),
             findings_markdown(&all),
-            rec.run.config["recovery_rule"].as_str().unwrap_or("")
+            config.recovery_rule
         ),
     )?;
     written.push(dir.join("thrash.md"));

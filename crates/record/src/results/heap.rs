@@ -153,3 +153,24 @@ pub struct Entry {
     pub result: Option<HeapResult>,
     pub unsupported: Option<Unsupported>,
 }
+
+/// run.json's `config` for a heap run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub threads: Vec<u32>,
+    pub allocators: Vec<String>,
+    pub heap_mode: String,
+    pub workload: String,
+    pub ops_per_thread: u64,
+    pub repeat: u32,
+    pub seed: u64,
+    /// The allocator the relative table compares against.
+    pub baseline: String,
+    /// CPUs this process may use.
+    pub cores: u64,
+    /// The parent's timer calibration (workloads::heap::timer::Calibration).
+    pub timer: serde_json::Value,
+    #[serde(default = "crate::results::nan")]
+    pub timer_overhead_ns: f64,
+}

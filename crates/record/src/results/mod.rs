@@ -37,6 +37,28 @@ pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> V
     results.iter().filter_map(typed_one).collect()
 }
 
+/// What any experiment's result says of the store it ran on (eat and wscap
+/// at the top level, thrash inside `result`); `compare` labels runs with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Store {
+    pub backing: Option<String>,
+    pub compressor: Option<String>,
+}
+
+/// An entry's store: the one in its `result`, else its own.
+pub fn store_of(v: &serde_json::Value) -> Store {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Wrapped {
+        result: Option<Store>,
+        #[serde(flatten)]
+        own: Store,
+    }
+    let w: Wrapped = typed_one(v).unwrap_or_default();
+    w.result.filter(|s| s.backing.is_some()).unwrap_or(w.own)
+}
+
 /// The default of a missing `f64` figure.
 pub fn nan() -> f64 {
     f64::NAN
@@ -74,6 +96,16 @@ fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_store_is_read_where_each_experiment_keeps_it() {
+        let eat = json!({"pattern": "semi", "backing": "zram", "compressor": "lz4"});
+        assert_eq!(store_of(&eat), Store { backing: Some("zram".into()), compressor: Some("lz4".into()) });
+        let thrash = json!({"result": {"preset": "e2", "backing": "swapfile"}});
+        assert_eq!(store_of(&thrash).backing.as_deref(), Some("swapfile"));
+        assert_eq!(store_of(&json!({"result": {"allocator": "glibc"}})), Store::default());
+        assert_eq!(store_of(&json!(3)), Store::default());
+    }
 
     #[test]
     fn typed_reads_what_fits_and_skips_what_does_not() {

@@ -254,3 +254,22 @@ pub struct GuardReport {
 pub struct Entry {
     pub result: Option<ThrashResult>,
 }
+
+/// run.json's `config` for a thrash run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub plans: Vec<Plan>,
+    pub repeat: u32,
+    pub backing: Vec<String>,
+    #[serde(default = "crate::results::nan")]
+    pub scale: f64,
+    #[serde(default = "crate::results::nan")]
+    pub time_scale: f64,
+    /// The charts' smoother: `ma` or `bezier`.
+    pub smooth: String,
+    pub recovery_rule: String,
+    pub interval_ms: u64,
+    pub probe_period_ms: u64,
+    pub probe_ws_bytes: u64,
+}
