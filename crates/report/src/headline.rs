@@ -77,15 +77,6 @@ impl Figure {
     }
 }
 
-/// `path` in `v`, as a finite number.
-pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    let mut x = v;
-    for p in path {
-        x = x.get(p)?;
-    }
-    x.as_f64().filter(|f| f.is_finite())
-}
-
 /// Collects an experiment's metrics: one per group and figure, a value per repeat.
 pub struct Builder {
     experiment: String,
