@@ -178,10 +178,6 @@ pub fn reference_markdown(results: &[Value]) -> String {
     let frac = |p| by(p, |r| r.stored_fraction);
     let trim = |p| by(p, |r| phase(r, "trim"));
     let read = |p| by(p, |r| phase(r, "read"));
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    };
     let reads: Vec<f64> = ["random", "semi", "const"].iter().filter_map(|p| read(p)).collect();
     let read_spread = if reads.len() >= 2 {
         let lo = reads.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -282,13 +278,12 @@ impl Experiment for Eat {
         let mut stores: Vec<String> = results.iter().map(store).collect();
         stores.sort();
         stores.dedup();
-        let finite = |x: Option<f64>| x.filter(|x| x.is_finite());
         for r in &results {
             let g = if stores.len() > 1 { format!("{} {}", r.pattern, store(r)) } else { r.pattern.clone() };
-            b.push(&g, &STORED_FRACTION, finite(r.stored_fraction));
-            b.push(&g, &TRIM, finite(r.trim_us_per_page));
-            b.push(&g, &READ_BACK, finite(r.restore_us_per_page));
-            b.push(&g, &FILL, finite(Some(r.fill_gbps_first_touch)));
+            b.push(&g, &STORED_FRACTION, r.stored_fraction);
+            b.push(&g, &TRIM, r.trim_us_per_page);
+            b.push(&g, &READ_BACK, r.restore_us_per_page);
+            b.push(&g, &FILL, Some(r.fill_gbps_first_touch));
         }
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {

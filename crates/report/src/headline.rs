@@ -84,8 +84,9 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// Adds one repeat's value; a missing or non-finite one (NaN: not measured) is no value.
     pub fn push(&mut self, group: &str, fig: &Figure, v: Option<f64>) {
-        let Some(v) = v else { return };
+        let Some(v) = v.filter(|v| v.is_finite()) else { return };
         match self.out.iter_mut().find(|m| m.group == group && m.name == fig.name) {
             Some(m) => m.values.push(v),
             None => self.out.push(Metric {

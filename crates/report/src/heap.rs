@@ -238,13 +238,12 @@ impl Experiment for Heap {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
         for r in results_of(results) {
             let g = format!("{} {} ×{}", r.allocator, r.heap_mode, r.threads);
             for run in &r.runs {
-                b.push(&g, &ALLOC, finite(run.alloc_ns_mean));
-                b.push(&g, &FREE, finite(run.free_ns_mean));
-                b.push(&g, &ALLOC_P99, finite(run.alloc_ns_p99));
+                b.push(&g, &ALLOC, Some(run.alloc_ns_mean));
+                b.push(&g, &FREE, Some(run.free_ns_mean));
+                b.push(&g, &ALLOC_P99, Some(run.alloc_ns_p99));
                 b.push(&g, &PEAK_RSS, (run.peak_rss_bytes > 0).then(|| run.peak_rss_bytes as f64 / 1048576.0));
             }
         }

@@ -413,10 +413,10 @@ impl Experiment for Thrash {
         for r in &rs {
             let g = group(r, &rs);
             b.push(&g, &SWAPPED_OUT, Some(r.pswpout_total as f64));
-            b.push(&g, &SWAP_OUT_RATE, finite(r.pswpout_per_s_active));
-            b.push(&g, &PROGRESS, r.progress_overcommitted_median.and_then(finite));
-            b.push(&g, &PROBE_P99, r.probe_outside_ms.during.p99.and_then(finite));
-            b.push(&g, &RECOVERY, r.recovery_s.and_then(finite));
+            b.push(&g, &SWAP_OUT_RATE, Some(r.pswpout_per_s_active));
+            b.push(&g, &PROGRESS, r.progress_overcommitted_median);
+            b.push(&g, &PROBE_P99, r.probe_outside_ms.during.p99);
+            b.push(&g, &RECOVERY, r.recovery_s);
         }
     }
     fn protocol(&self, results: &[Value]) -> Result<(), String> {

@@ -208,10 +208,9 @@ impl Experiment for Wscap {
         render
     }
     fn metrics(&self, results: &[Value], b: &mut Builder) {
-        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
         for r in typed::<WscapResult>(results).iter().filter(|r| r.supported && !r.sweep) {
-            b.push(&r.mode, &SCANS, finite(r.scans_per_sec));
-            b.push(&r.mode, &SCAN_P99, finite(r.ms_per_scan_p99));
+            b.push(&r.mode, &SCANS, Some(r.scans_per_sec));
+            b.push(&r.mode, &SCAN_P99, Some(r.ms_per_scan_p99));
         }
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
