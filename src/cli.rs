@@ -155,6 +155,10 @@ pub struct RecordArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also serve the latest sample as OpenMetrics on GET /metrics at this address
+    /// (HOST:PORT, or a port alone for 127.0.0.1), for Prometheus to scrape.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_addr)]
+    pub serve: Option<std::net::SocketAddr>,
     /// The command to run and record (after --).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -173,6 +177,13 @@ pub struct ReportArgs {
     /// Print the report's tables as Markdown.
     #[arg(long)]
     pub markdown: bool,
+    /// Write the headline figures as an OpenMetrics text file (for node_exporter's
+    /// textfile collector; written to FILE.tmp, then renamed), or to stdout with -.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["html", "markdown"])]
+    pub openmetrics: Option<PathBuf>,
+    /// Write the headline figures in Bencher's Metric Format (JSON), or to stdout with -.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["html", "markdown"])]
+    pub bmf: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -636,4 +647,12 @@ pub struct MonitorArgs {
     /// Also write a run directory (render it later with pagelab report).
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// Serve the latest sample as OpenMetrics on GET /metrics at this address
+    /// (HOST:PORT, or a port alone for 127.0.0.1), for Prometheus to scrape.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_addr)]
+    pub serve: Option<std::net::SocketAddr>,
+    /// No terminal interface: sample, serve (--serve) and record (--record) until
+    /// SIGINT or SIGTERM. Implied by --serve when stdout is not a terminal.
+    #[arg(long)]
+    pub headless: bool,
 }

@@ -16,6 +16,7 @@ mod mapping_cmd;
 mod monitor;
 mod record_cmd;
 mod report_cmd;
+mod serve;
 mod thrash_cmd;
 mod units;
 mod worker;

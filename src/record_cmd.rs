@@ -95,6 +95,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         return Err(usage(format!("--pid {pid}: no such process")));
     }
     let cgroup = a.cgroup.as_deref().map(|c| resolve_cgroup(&mut p, c)).transpose()?;
+    // Bound before anything is created, so a busy port changes nothing.
+    let server = a.serve.map(crate::serve::Server::start).transpose()?;
     let env = p.environment();
     let zram: Vec<u32> = env.zram.iter().filter(|z| z.disksize_bytes > 0).map(|z| z.id).collect();
     let config = serde_json::json!({
@@ -107,8 +109,15 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     let rd = create_run_dir(a.out.as_deref(), "--out", RunJson::new("record", env!("CARGO_PKG_VERSION"), env, config))?;
     let targets = Targets { pids: a.pid.into_iter().collect(), cgroup: cgroup.clone(), zram, smaps: false };
     let mut writer = rd.sample_writer()?;
+    let publisher = server.as_ref().map(|s| s.publisher());
+    if let Some(s) = &server {
+        eprintln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
+    }
     let sampler =
         Sampler::start(SamplerConfig { interval: a.interval, ..Default::default() }, targets.clone(), move |s| {
+            if let Some(p) = &publisher {
+                p.publish(s);
+            }
             match writer.write(s) {
                 Ok(()) => Verdict::Continue,
                 Err(e) => Verdict::Abort(format!("writing samples.jsonl failed: {e}")),

@@ -18,6 +18,9 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
             a.dir.display()
         )));
     }
+    if a.openmetrics.is_some() || a.bmf.is_some() {
+        return export(a);
+    }
     if a.html || a.markdown || is_lab {
         let r = report::html::Report::load(
             &a.dir,
@@ -53,6 +56,43 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         println!("wrote {} ({} rows)", path.display(), iv.len());
     }
     Ok(())
+}
+
+/// `--openmetrics FILE` and `--bmf FILE`: the headline figures, read only.
+fn export(a: &ReportArgs) -> anyhow::Result<()> {
+    let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
+    let mut wrote = serde_json::Map::new();
+    let outputs = [
+        ("--openmetrics", "openmetrics", a.openmetrics.as_ref(), report::openmetrics::report_file(&r)),
+        ("--bmf", "bmf", a.bmf.as_ref(), serde_json::to_string_pretty(&report::openmetrics::bmf(&r))? + "\n"),
+    ];
+    for (flag, key, path, text) in outputs {
+        let Some(path) = path else { continue };
+        if path.as_os_str() == "-" {
+            print!("{text}");
+            continue;
+        }
+        write_replacing(path, text.as_bytes()).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+        wrote.insert(key.into(), serde_json::json!(path));
+        if !a.json {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&wrote)?);
+    }
+    Ok(())
+}
+
+/// Writes `path` whole or not at all: to `path.tmp` in the same directory, then a
+/// rename, so a collector reading the directory never sees half a file.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Writes DIR/report.html and returns its path.

@@ -102,11 +102,18 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     let mut p = Probe::default();
     let target = resolve_target(a, &mut p)?;
-    if !std::io::stdout().is_terminal() {
+    let headless = a.headless || (a.serve.is_some() && !std::io::stdout().is_terminal());
+    if a.headless && a.serve.is_none() && a.record.is_none() {
+        return Err(usage("--headless needs --serve ADDR or --record DIR: without a terminal there is nothing else to show"));
+    }
+    if !headless && !std::io::stdout().is_terminal() {
         return Err(usage(
-            "pagelab monitor needs a terminal on stdout; to record without one, use pagelab record (e.g. pagelab record --duration 60s --pid PID)",
+            "pagelab monitor needs a terminal on stdout; to serve metrics without one, give --serve ADDR (e.g. --serve 127.0.0.1:9464); to record, use pagelab record (e.g. pagelab record --duration 60s --pid PID)",
         ));
     }
+    // Bound before anything is created, so a busy port changes nothing.
+    let server = a.serve.map(crate::serve::Server::start).transpose()?;
+    let publisher = server.as_ref().map(|s| s.publisher());
     let zram = p.zram_devices();
     let mut app = App::new(target.clone(), a.interval, a.window);
     app.cgroup_version = p.memory_controller().ok().flatten().map(|(v, _)| v);
@@ -136,6 +143,9 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
         record::sampler::SamplerConfig { interval: a.interval, lock_memory: false, ..Default::default() },
         targets_for(&target, &zram),
         move |s| {
+            if let Some(p) = &publisher {
+                p.publish(s);
+            }
             if let Some(w) = writer.as_mut() {
                 let _ = w.write(s);
             }
@@ -152,6 +162,45 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
         },
     )?;
     let t0_ns = probe::sample::monotonic_ns();
+    if let Some(s) = &server {
+        eprintln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
+    }
+    if headless {
+        let what = if target == TargetKind::System { "the system".to_string() } else { target_line(&target) };
+        eprintln!("pagelab: monitoring {what} headless; stop with SIGINT or SIGTERM");
+        while !record::stop::sleep(Duration::from_secs(3600)) {}
+    } else {
+        interactive(&mut app, &ring, &sampler, &dir, target, &zram)?;
+    }
+    let st = sampler.stop();
+    drop(server);
+    if let Some(d) = dir {
+        let _ = d.update(|r| r.sampler = Some(st));
+        let status = if record::stop::requested() {
+            record::rundir::RunStatus::new(record::rundir::State::Interrupted, Some("stopped by a signal".into()))
+        } else {
+            record::rundir::RunStatus::new(record::rundir::State::Complete, None)
+        };
+        d.finish(status)?;
+        eprintln!(
+            "recorded {:.0} s to {} (render it with pagelab report)",
+            (probe::sample::monotonic_ns() - t0_ns) as f64 / 1e9,
+            d.path().display()
+        );
+    }
+    Ok(())
+}
+
+/// The terminal interface, until q, a signal or a hang-up.
+fn interactive(
+    app: &mut App,
+    ring: &Mutex<Vec<Point>>,
+    sampler: &record::sampler::Sampler,
+    dir: &Option<Arc<record::rundir::RunDir>>,
+    target: TargetKind,
+    zram: &[u32],
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
     // The terminal: restored on drop, on panic (hook), and on signals (they set the
     // stop flag the loop checks).
     let prev_hook = std::panic::take_hook();
@@ -178,10 +227,10 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
         }
         if app.target != cur_target {
             cur_target = app.target.clone();
-            sampler.set_targets(targets_for(&cur_target, &zram));
+            sampler.set_targets(targets_for(&cur_target, zram));
         }
         if redraw {
-            term.draw(|f| draw(f, &mut app))?;
+            term.draw(|f| draw(f, app))?;
             redraw = false;
         }
         if wait_input(stdin_tty)? {
@@ -191,7 +240,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
                 }
                 let ctrl = k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL);
                 let d = dir.clone();
-                let go = on_key(&mut app, k.code, ctrl, |kind, text| {
+                let go = on_key(app, k.code, ctrl, |kind, text| {
                     if let Some(d) = &d {
                         let _ = d.event(&record::rundir::Event {
                             t_ns: probe::sample::monotonic_ns(),
@@ -210,23 +259,8 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let st = sampler.stop();
     drop(term);
     drop(_guard);
-    if let Some(d) = dir {
-        let _ = d.update(|r| r.sampler = Some(st));
-        let status = if record::stop::requested() {
-            record::rundir::RunStatus::new(record::rundir::State::Interrupted, Some("stopped by a signal".into()))
-        } else {
-            record::rundir::RunStatus::new(record::rundir::State::Complete, None)
-        };
-        d.finish(status)?;
-        eprintln!(
-            "recorded {:.0} s to {} (render it with pagelab report)",
-            (probe::sample::monotonic_ns() - t0_ns) as f64 / 1e9,
-            d.path().display()
-        );
-    }
     Ok(())
 }
 

@@ -17,7 +17,9 @@ pub trait Experiment: Sync {
     fn study(&self) -> &'static str;
     /// Writes its charts and `<name>.md` into a run directory.
     fn renderer(&self) -> Renderer;
-    /// Its headline figures, a value per repeat (what `compare` tests).
+    /// Its headline figures, each declared once as a constant.
+    fn figures(&self) -> &'static [Figure];
+    /// Its headline figures' values, one per repeat (what `compare` tests).
     fn metrics(&self, results: &[Value], b: &mut Builder);
     /// Err(why) when the run broke the study's protocol (Ok where the study set
     /// no condition a run could break).
@@ -64,5 +66,26 @@ mod tests {
             assert_eq!(find(x).map(|e| e.name()), Some(x));
         }
         assert!(find("nope").is_none());
+    }
+
+    /// Every figure can be exported: a Prometheus name in base units, unique in
+    /// its experiment, that ends in its OpenMetrics unit, and a scale.
+    #[test]
+    fn every_figure_has_an_export_name() {
+        for e in ALL {
+            let mut seen = Vec::new();
+            for f in e.figures() {
+                let x = f.export;
+                assert!(!x.name.is_empty(), "{} / {} has no export name", e.name(), f.name);
+                assert!(x.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "{}", x.name);
+                assert!(x.unit.is_empty() || x.name.ends_with(&format!("_{}", x.unit)), "{} / {}", x.name, x.unit);
+                for bad in ["_total", "_count", "_sum", "_bucket", "_created", "_info", "milli", "micro", "nano"] {
+                    assert!(!x.name.contains(bad), "{}: {bad} is not a Prometheus base-unit name", x.name);
+                }
+                assert!(x.scale.is_finite() && x.scale > 0.0, "{}", x.name);
+                assert!(!seen.contains(&x.name), "{} twice in {}", x.name, e.name());
+                seen.push(x.name);
+            }
+        }
     }
 }

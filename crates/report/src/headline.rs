@@ -18,6 +18,9 @@ pub struct Metric {
     /// The absolute spread below which differences mean nothing (0: none).
     #[serde(skip)]
     pub resolution: f64,
+    /// How it is exported to Prometheus and Bencher.
+    #[serde(skip)]
+    pub export: Export,
 }
 
 impl Metric {
@@ -66,14 +69,30 @@ pub struct Figure {
     /// The absolute spread below which differences mean nothing (0: none), e.g.
     /// a stored fraction read to 0.005, or a recovery found on 1 s intervals.
     pub resolution: f64,
+    pub export: Export,
+}
+
+/// How a figure is exported (`report --openmetrics`, `--bmf`): its name in base
+/// units, as Prometheus names metrics (seconds, bytes, ratios), without the
+/// `pagelab_<experiment>_` prefix; the OpenMetrics unit that name ends in ("" for
+/// a count or a rate); and the factor from the figure's own unit to that one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Export {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub scale: f64,
 }
 
 impl Figure {
     pub const fn new(name: &'static str, unit: &'static str, lower_is_better: bool) -> Figure {
-        Figure { name, unit, lower_is_better, resolution: 0.0 }
+        Figure { name, unit, lower_is_better, resolution: 0.0, export: Export { name: "", unit: "", scale: 1.0 } }
     }
     pub const fn resolution(self, resolution: f64) -> Figure {
         Figure { resolution, ..self }
+    }
+    /// Its exported name, OpenMetrics unit and scale (see [`Export`]).
+    pub const fn export(self, name: &'static str, unit: &'static str, scale: f64) -> Figure {
+        Figure { export: Export { name, unit, scale }, ..self }
     }
 }
 
@@ -84,6 +103,13 @@ pub struct Builder {
 }
 
 impl Builder {
+    pub fn new(experiment: &str) -> Builder {
+        Builder { experiment: experiment.to_string(), out: Vec::new() }
+    }
+    /// The metrics, in the order their first values came.
+    pub fn finish(self) -> Vec<Metric> {
+        self.out
+    }
     /// Adds one repeat's value; a missing or non-finite one (NaN: not measured) is no value.
     pub fn push(&mut self, group: &str, fig: &Figure, v: Option<f64>) {
         let Some(v) = v.filter(|v| v.is_finite()) else { return };
@@ -97,6 +123,7 @@ impl Builder {
                 lower_is_better: fig.lower_is_better,
                 values: vec![v],
                 resolution: fig.resolution,
+                export: fig.export,
             }),
         }
     }
@@ -104,11 +131,11 @@ impl Builder {
 
 /// The headline metrics of one run, from its experiment name and `results`.
 pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
-    let mut b = Builder { experiment: experiment.to_string(), out: Vec::new() };
+    let mut b = Builder::new(experiment);
     if let Some(e) = crate::experiment::find(experiment) {
         e.metrics(results, &mut b);
     }
-    b.out
+    b.finish()
 }
 
 #[cfg(test)]

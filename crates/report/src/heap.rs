@@ -219,15 +219,18 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
 
 // ---- The experiment, as the report sees it (crate::experiment).
 
-pub const ALLOC: Figure = Figure::new("alloc ns", "ns", true);
-pub const FREE: Figure = Figure::new("free ns", "ns", true);
-pub const ALLOC_P99: Figure = Figure::new("alloc p99 ns", "ns", true);
-pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true);
+pub const ALLOC: Figure = Figure::new("alloc ns", "ns", true).export("alloc_seconds", "seconds", 1e-9);
+pub const FREE: Figure = Figure::new("free ns", "ns", true).export("free_seconds", "seconds", 1e-9);
+pub const ALLOC_P99: Figure = Figure::new("alloc p99 ns", "ns", true).export("alloc_p99_seconds", "seconds", 1e-9);
+pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true).export("peak_rss_bytes", "bytes", 1048576.0);
 
 /// `heap` in the report's list of experiments.
 pub struct Heap;
 
 impl Experiment for Heap {
+    fn figures(&self) -> &'static [Figure] {
+        &[ALLOC, FREE, ALLOC_P99, PEAK_RSS]
+    }
     fn name(&self) -> &'static str {
         "heap"
     }

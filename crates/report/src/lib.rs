@@ -14,6 +14,7 @@ pub mod heap;
 pub mod html;
 pub mod lab;
 pub mod mapping;
+pub mod openmetrics;
 pub mod stats;
 pub mod summary;
 pub mod thrash;

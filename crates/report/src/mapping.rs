@@ -185,12 +185,15 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
 
 // ---- The experiment, as the report sees it (crate::experiment).
 
-pub const TOTAL: Figure = Figure::new("total ms", "ms", true);
+pub const TOTAL: Figure = Figure::new("total ms", "ms", true).export("total_seconds", "seconds", 1e-3);
 
 /// `mapping` in the report's list of experiments.
 pub struct Mapping;
 
 impl Experiment for Mapping {
+    fn figures(&self) -> &'static [Figure] {
+        &[TOTAL]
+    }
     fn name(&self) -> &'static str {
         "mapping"
     }

@@ -232,6 +232,7 @@ mod tests {
             lower_is_better: true,
             values: values.to_vec(),
             resolution: 0.0,
+            export: crate::headline::Figure::new("m", "", true).export,
         }
     }
 

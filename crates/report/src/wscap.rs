@@ -191,13 +191,16 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
 
 // ---- The experiment, as the report sees it (crate::experiment).
 
-pub const SCANS: Figure = Figure::new("scans/s", "/s", false);
-pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true);
+pub const SCANS: Figure = Figure::new("scans/s", "/s", false).export("scans_per_second", "", 1.0);
+pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true).export("scan_p99_seconds", "seconds", 1e-3);
 
 /// `wscap` in the report's list of experiments.
 pub struct Wscap;
 
 impl Experiment for Wscap {
+    fn figures(&self) -> &'static [Figure] {
+        &[SCANS, SCAN_P99]
+    }
     fn name(&self) -> &'static str {
         "wscap"
     }

@@ -1,0 +1,194 @@
+//! `--serve ADDR` (monitor, record): the latest sample as OpenMetrics over HTTP,
+//! for Prometheus to scrape.
+//!
+//! One thread, one connection at a time: a scraper asks once per scrape
+//! interval, and each answer is a few kilobytes rendered from the latest sample.
+//! Only `GET /metrics` (and `HEAD`) is answered; every other path gets 404 and
+//! every other method 405. A client that sends nothing is dropped after 2 s, so it
+//! cannot hold the listener. The address is loopback unless the user gives
+//! another; nothing listens unless `--serve` is given.
+
+use report::openmetrics::{self, Format};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The forms `--serve` accepts, for its error messages.
+pub const FORMS: &str = "HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464) or a port alone (9464, on 127.0.0.1)";
+
+/// Parses `--serve`'s value: `HOST:PORT` with an IP address, or a port alone
+/// (loopback).
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>().map_err(|_| format!("'{s}': not an address; expected {FORMS}"))
+}
+
+struct Shared {
+    sample: Mutex<Option<probe::Sample>>,
+    stop: AtomicBool,
+}
+
+/// A listener serving the latest published sample.
+pub struct Server {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A handle to publish samples from the sampler's thread.
+#[derive(Clone)]
+pub struct Publisher(Arc<Shared>);
+
+impl Publisher {
+    pub fn publish(&self, s: &probe::Sample) {
+        if let Ok(mut g) = self.0.sample.lock() {
+            *g = Some(s.clone());
+        }
+    }
+}
+
+impl Server {
+    /// Binds `addr` (a usage error, exit 2, naming `--serve`, when it cannot: in
+    /// use, not an address of this machine, a privileged port).
+    pub fn start(addr: SocketAddr) -> anyhow::Result<Server> {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::AddrInUse => "the port is in use; give another".to_string(),
+                std::io::ErrorKind::AddrNotAvailable => "not an address of this machine".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied (a port below 1024 needs root)".to_string(),
+                _ => e.to_string(),
+            };
+            crate::usage(format!("--serve {addr}: {why} (accepted: {FORMS})"))
+        })?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared { sample: Mutex::new(None), stop: AtomicBool::new(false) });
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new().name("pagelab-serve".into()).spawn(move || {
+            for conn in listener.incoming() {
+                if sh.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok(c) = conn {
+                    let _ = answer(c, &sh);
+                }
+            }
+        })?;
+        Ok(Server { addr, shared, thread: Some(thread) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn publisher(&self) -> Publisher {
+        Publisher(self.shared.clone())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads one request and answers it.
+fn answer(c: TcpStream, sh: &Shared) -> std::io::Result<()> {
+    c.set_read_timeout(Some(Duration::from_secs(2)))?;
+    c.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut r = BufReader::new(std::io::Read::take(c.try_clone()?, 16 * 1024));
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let mut accept = None;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':')
+            && k.trim().eq_ignore_ascii_case("accept")
+        {
+            accept = Some(v.trim().to_string());
+        }
+    }
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, ctype, body) = if method != "GET" && method != "HEAD" {
+        ("405 Method Not Allowed", "text/plain", "only GET /metrics is served\n".to_string())
+    } else if path != "/metrics" {
+        ("404 Not Found", "text/plain", "only GET /metrics is served\n".to_string())
+    } else {
+        let format = openmetrics::negotiate(accept.as_deref());
+        let fams = sh.sample.lock().ok().and_then(|g| g.as_ref().map(openmetrics::live)).unwrap_or_default();
+        let ctype = if format == Format::OpenMetrics { openmetrics::OPENMETRICS } else { openmetrics::TEXT };
+        ("200 OK", ctype, openmetrics::render(&fams, format))
+    };
+    let mut w = c;
+    let allow = if status.starts_with("405") { "Allow: GET, HEAD\r\n" } else { "" };
+    write!(
+        w,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
+        body.len()
+    )?;
+    if method != "HEAD" {
+        w.write_all(body.as_bytes())?;
+    }
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn get(addr: SocketAddr, req: &str) -> String {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn addresses_parse_or_name_the_forms() {
+        assert_eq!(parse_addr("9464").unwrap(), "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(parse_addr("[::1]:9464").unwrap(), "[::1]:9464".parse().unwrap());
+        assert_eq!(parse_addr("0.0.0.0:1").unwrap(), "0.0.0.0:1".parse().unwrap());
+        for bad in ["localhost:9464", "127.0.0.1", "127.0.0.1:99999", "", ":9464"] {
+            let e = parse_addr(bad).unwrap_err();
+            assert!(e.contains("HOST:PORT"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_get_metrics_is_answered_and_a_busy_port_is_refused() {
+        let s = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut sample = probe::Sample::default();
+        sample.meminfo = Some(probe::meminfo::parse("MemTotal: 1000 kB\nMemFree: 10 kB\n").unwrap());
+        s.publisher().publish(&sample);
+        let ok = get(s.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n");
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        assert!(ok.contains("Content-Type: application/openmetrics-text"), "{ok}");
+        assert!(ok.contains("\r\n\r\n# HELP pagelab_memory_bytes") && ok.ends_with("# EOF\n"), "{ok}");
+        let text = get(s.addr(), "GET /metrics HTTP/1.0\r\n\r\n");
+        assert!(text.contains("Content-Type: text/plain; version=0.0.4") && !text.contains("# EOF"), "{text}");
+        assert!(get(s.addr(), "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+        let post = get(s.addr(), "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+        assert!(post.starts_with("HTTP/1.1 405") && post.contains("Allow: GET, HEAD"), "{post}");
+        let head = get(s.addr(), "HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert!(head.starts_with("HTTP/1.1 200") && head.ends_with("\r\n\r\n"), "{head}");
+        // A second listener on the same port: a usage error naming the flag.
+        let e = Server::start(s.addr()).err().unwrap();
+        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        assert!(e.to_string().contains("--serve") && e.to_string().contains("in use"), "{e}");
+    }
+}
