@@ -1,5 +1,6 @@
 //! `pagelab compare A B [C ...]`: each directory's headline metrics against the
-//! first's, as a table, Markdown, HTML or JSON.
+//! first's, as a table, Markdown, HTML or JSON. Three or more directories (one
+//! per node or kernel) make one table with a column each.
 
 use crate::cli::CompareArgs;
 use crate::usage;
@@ -23,14 +24,26 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
             a.dirs[0].display()
         )));
     }
+    // Three or more directories (one per node or kernel): one table, a column each.
+    let table = (reports.len() > 2).then(|| report::compare::table(&reports, &comparisons));
     let text = if a.json {
-        serde_json::to_string_pretty(&serde_json::json!({ "comparisons": comparisons }))? + "\n"
+        let mut v = serde_json::json!({ "format": report::compare::FORMAT_VERSION, "comparisons": comparisons });
+        if let Some(t) = &table {
+            v["table"] = serde_json::to_value(t)?;
+        }
+        serde_json::to_string_pretty(&v)? + "\n"
     } else if a.html {
         report::compare::html(&comparisons)
     } else if a.markdown {
-        comparisons.iter().map(report::compare::markdown).collect::<Vec<_>>().join("\n")
+        match &table {
+            Some(t) => report::compare::table_markdown(t, a.alpha, a.min_change),
+            None => comparisons.iter().map(report::compare::markdown).collect::<Vec<_>>().join("\n"),
+        }
     } else {
-        comparisons.iter().map(report::compare::text).collect::<Vec<_>>().join("\n")
+        match &table {
+            Some(t) => report::compare::table_text(t, a.alpha, a.min_change),
+            None => comparisons.iter().map(report::compare::text).collect::<Vec<_>>().join("\n"),
+        }
     };
     print!("{text}");
     if let Some(out) = &a.out {

@@ -9,6 +9,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 
+/// The version of `compare --json`'s layout (schema/compare.schema.json).
+pub const FORMAT_VERSION: u32 = 1;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
@@ -53,6 +56,9 @@ pub struct Row {
     pub b_cv: Option<f64>,
     /// Both sides meet the stability contract (n ≥ 2, CV ≤ 5 %).
     pub stable: bool,
+    /// Each side meets it.
+    pub a_stable: bool,
+    pub b_stable: bool,
     /// (B − A) ÷ A of the medians, in %.
     pub change_pct: Option<f64>,
     pub welch_t: Option<f64>,
@@ -151,6 +157,8 @@ pub fn compare(a: &Report, b: &Report, alpha: f64, min_change_pct: f64) -> Compa
         let mut r = row(y, None, None);
         std::mem::swap(&mut r.a_median, &mut r.b_median);
         std::mem::swap(&mut r.a_n, &mut r.b_n);
+        std::mem::swap(&mut r.a_cv, &mut r.b_cv);
+        std::mem::swap(&mut r.a_stable, &mut r.b_stable);
         r.call = Call::OnlyB;
         tests.push(None);
         rows.push(r);
@@ -192,6 +200,8 @@ fn row(x: &Metric, y: Option<&Metric>, w: Option<stats::Welch>) -> Row {
         a_cv: x.cv(),
         b_cv: y.and_then(Metric::cv),
         stable: x.stable() && y.is_some_and(Metric::stable),
+        a_stable: x.stable(),
+        b_stable: y.is_some_and(Metric::stable),
         change_pct: match (am, bm) {
             (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
             (Some(a), Some(b)) if a == b => Some(0.0),
@@ -438,4 +448,172 @@ mod tests {
         let c = compare(&a, &b, 0.05, 2.0);
         assert_eq!(c.rows.iter().find(|r| r.metric == "stored fraction").unwrap().call, Call::TooSmall);
     }
+}
+
+/// Many directories (one per node or kernel) in one table: a row per headline
+/// metric, a column per directory, each cell its median, CV and n, and for every
+/// column after the first its change and call against the first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    /// The directories, in column order, each with its kernel and host.
+    pub columns: Vec<Column>,
+    pub rows: Vec<TableRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    pub dir: String,
+    pub kernel: String,
+    pub host: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TableRow {
+    pub experiment: String,
+    pub group: String,
+    pub metric: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cell {
+    pub median: Option<f64>,
+    pub n: usize,
+    pub cv: Option<f64>,
+    pub stable: bool,
+    /// Against the first column (None in the first column).
+    pub change_pct: Option<f64>,
+    pub call: Option<Call>,
+}
+
+/// The table of `reports`, from their comparisons against the first
+/// (`comparisons[i]` is `reports[i + 1]` against `reports[0]`).
+pub fn table(reports: &[Report], comparisons: &[Comparison]) -> Table {
+    let columns = reports
+        .iter()
+        .map(|r| {
+            let e = env_of(r);
+            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+            Column { dir: r.dir.display().to_string(), kernel: s("kernel"), host: s("hostname") }
+        })
+        .collect::<Vec<_>>();
+    let mut rows: Vec<TableRow> = Vec::new();
+    for (i, c) in comparisons.iter().enumerate() {
+        for r in &c.rows {
+            let at = match rows.iter().position(|x| (&x.experiment, &x.group, &x.metric) == (&r.experiment, &r.group, &r.metric)) {
+                Some(p) => p,
+                None => {
+                    rows.push(TableRow {
+                        experiment: r.experiment.clone(),
+                        group: r.group.clone(),
+                        metric: r.metric.clone(),
+                        cells: vec![Cell::default(); columns.len()],
+                    });
+                    rows.len() - 1
+                }
+            };
+            let row = &mut rows[at];
+            if r.a_n > 0 {
+                row.cells[0] =
+                    Cell { median: r.a_median, n: r.a_n, cv: r.a_cv, stable: r.a_stable, change_pct: None, call: None };
+            }
+            row.cells[i + 1] = Cell {
+                median: r.b_median,
+                n: r.b_n,
+                cv: r.b_cv,
+                stable: r.b_stable,
+                change_pct: r.change_pct,
+                call: Some(r.call),
+            };
+        }
+    }
+    Table { columns, rows }
+}
+
+fn cell_text(c: &Cell, first: bool) -> String {
+    if c.n == 0 {
+        return "-".into();
+    }
+    let cv = c.cv.map(|v| format!(" ±{:.1}%", 100.0 * v)).unwrap_or_default();
+    let unstable = if c.stable { "" } else { " unstable" };
+    let mut s = format!("{}{cv} n={}{unstable}", num(c.median), c.n);
+    if !first {
+        match c.call {
+            Some(Call::Differs) => s += &format!(" {} DIFFERS", pct(c.change_pct)),
+            Some(Call::OnlyB) | None => {}
+            Some(k) => s += &format!(" {} {}", pct(c.change_pct), k.word()),
+        }
+    }
+    s
+}
+
+fn letter(i: usize) -> String {
+    if i < 26 { ((b'A' + i as u8) as char).to_string() } else { format!("#{}", i + 1) }
+}
+
+/// The table as aligned text, with a legend naming each column.
+pub fn table_text(t: &Table, alpha: f64, min_change_pct: f64) -> String {
+    let mut o = String::new();
+    for (i, c) in t.columns.iter().enumerate() {
+        let _ = writeln!(o, "{}: {} (kernel {}, host {})", letter(i), c.dir, c.kernel, c.host);
+    }
+    let mut head = vec!["experiment".to_string(), "configuration".into(), "metric".into()];
+    head.extend((0..t.columns.len()).map(letter));
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut v = vec![r.experiment.clone(), r.group.clone(), r.metric.clone()];
+            v.extend(r.cells.iter().enumerate().map(|(i, c)| cell_text(c, i == 0)));
+            v
+        })
+        .collect();
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (i, x) in r.iter().enumerate() {
+            w[i] = w[i].max(x.chars().count());
+        }
+    }
+    for r in std::iter::once(&head).chain(&rows) {
+        let mut s = String::new();
+        for (i, x) in r.iter().enumerate() {
+            s += &format!("{x}{}  ", " ".repeat(w[i] - x.chars().count()));
+        }
+        o += s.trim_end();
+        o.push('\n');
+    }
+    let _ = writeln!(o, "{}", table_legend(alpha, min_change_pct));
+    o
+}
+
+fn table_legend(alpha: f64, min_change_pct: f64) -> String {
+    format!(
+        "Each cell: median ±CV n=repeats ('unstable' above 5 % or with one repeat: no finding), then the change against A \
+and the call: DIFFERS where Welch's t-test on the repeats is significant at α = {alpha} after Holm's correction over \
+that column's metrics and the medians differ by at least {min_change_pct}%."
+    )
+}
+
+/// The table as Markdown.
+pub fn table_markdown(t: &Table, alpha: f64, min_change_pct: f64) -> String {
+    let mut o = String::from("| column | directory | kernel | host |\n|---|---|---|---|\n");
+    for (i, c) in t.columns.iter().enumerate() {
+        let _ = writeln!(o, "| {} | `{}` | {} | {} |", letter(i), c.dir, c.kernel, c.host);
+    }
+    let letters: Vec<String> = (0..t.columns.len()).map(letter).collect();
+    let _ = write!(o, "\n| experiment | configuration | metric | {} |\n|---|---|---|{}\n", letters.join(" | "), "---|".repeat(letters.len()));
+    for r in &t.rows {
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let s = cell_text(c, i == 0).replace('|', "/");
+                if c.call == Some(Call::Differs) { format!("**{s}**") } else { s }
+            })
+            .collect();
+        let _ = writeln!(o, "| {} | {} | {} | {} |", r.experiment, r.group, r.metric, cells.join(" | "));
+    }
+    let _ = writeln!(o, "\n{}", table_legend(alpha, min_change_pct));
+    o
 }
