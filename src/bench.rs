@@ -45,15 +45,12 @@ fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
         (percentile(&mut ratio, 0.5) / 1e6, ratio[0] as f64 / 1e6, ratio[ratio.len() - 1] as f64 / 1e6);
     let mono50 = percentile(&mut mono, 0.5);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "source": cals[0].source, "invariant": cals[0].invariant, "calibrations": cals.len(),
-                "overhead_ns_p50": oh50, "overhead_ns_min": oh_min, "overhead_ns_max": oh_max,
-                "ns_per_tick_p50": r50, "ns_per_tick_min": r_min, "ns_per_tick_max": r_max,
-                "clock_monotonic_pair_ns_p50": mono50,
-            }))?
-        );
+        crate::print_json(&json!({
+            "source": cals[0].source, "invariant": cals[0].invariant, "calibrations": cals.len(),
+            "overhead_ns_p50": oh50, "overhead_ns_min": oh_min, "overhead_ns_max": oh_max,
+            "ns_per_tick_p50": r50, "ns_per_tick_min": r_min, "ns_per_tick_max": r_max,
+            "clock_monotonic_pair_ns_p50": mono50,
+        }))?;
     } else {
         println!(
             "heap per-call timer ({}, invariant: {}), {} calibrations:",
@@ -140,16 +137,13 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
     record::stop::sleep(a.duration);
     let st = sampler.stop();
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "sample_cpu": stats(cpu),
-                "sample_wall": stats(wall),
-                "meminfo_only_cpu": stats(base_cpu),
-                "timer_overhead_us": timer_overhead / 1e3,
-                "sampler": st,
-            }))?
-        );
+        crate::print_json(&json!({
+            "sample_cpu": stats(cpu),
+            "sample_wall": stats(wall),
+            "meminfo_only_cpu": stats(base_cpu),
+            "timer_overhead_us": timer_overhead / 1e3,
+            "sampler": st,
+        }))?;
     } else {
         println!(
             "  {} samples: lateness p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; missed deadlines {}; target p99 <= 2 ms",

@@ -27,7 +27,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     // Three or more directories (one per node or kernel): one table, a column each.
     let table = (reports.len() > 2).then(|| report::compare::table(&reports, &comparisons));
     let text = if a.json {
-        let mut v = serde_json::json!({ "format": report::compare::FORMAT_VERSION, "comparisons": comparisons });
+        let mut v = serde_json::json!({ "format": crate::JSON_FORMAT, "comparisons": comparisons });
         if let Some(t) = &table {
             v["table"] = serde_json::to_value(t)?;
         }

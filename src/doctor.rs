@@ -330,7 +330,7 @@ pub fn examine_in(p: &mut probe::Probe) -> Findings {
 pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
     let f = examine();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&f.json)?);
+        crate::print_json(&f.json)?;
         return Ok(());
     }
     for c in &f.checks {

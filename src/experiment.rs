@@ -230,7 +230,7 @@ pub fn conclude<T>(
     if json {
         let mut doc = json_doc(&results);
         doc["dir"] = serde_json::json!(run.dir.path());
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::print_json(&doc)?;
     } else if !results.is_empty() {
         print!("{}", text(&results));
         println!("\nrun directory: {}", run.dir.path().display());

@@ -216,7 +216,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(out.join("logs")).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
     std::fs::write(out.join("doctor.json"), serde_json::to_vec_pretty(&findings.json)?)?;
     let mut lab = Lab {
-        format: 1,
+        format: record::rundir::FORMAT_VERSION,
         kind: "lab".into(),
         mode: mode.into(),
         pagelab_version: env!("CARGO_PKG_VERSION").into(),
@@ -330,7 +330,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         let mut v = serde_json::to_value(&lab)?;
         v["dir"] = serde_json::json!(out);
         v["report_html"] = serde_json::json!(html);
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::print_json(&v)?;
     } else {
         println!();
         print!("{}", crate::report_cmd::summary_text(&r));

@@ -37,6 +37,20 @@ impl std::fmt::Display for UsageError {
 }
 impl std::error::Error for UsageError {}
 
+/// The version of every `--json` output's layout (schema/*.schema.json). Raise it
+/// when a field is renamed, removed or changes meaning; adding a field does not.
+pub const JSON_FORMAT: u32 = 1;
+
+/// Prints a `--json` document, with `"format": JSON_FORMAT` added.
+pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(v)?;
+    if let Some(m) = v.as_object_mut() {
+        m.insert("format".into(), JSON_FORMAT.into());
+    }
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
@@ -225,7 +239,7 @@ fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
     }
     let rep = sandbox::journal::restore_stale(&dir, a.dry_run);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        print_json(&rep)?;
     } else {
         if rep.restored.is_empty() && rep.actions.is_empty() {
             println!("nothing to restore: no journals of dead pagelab runs in {}", dir.display());

@@ -179,7 +179,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let summary = report::summary::summarize(&rec, &iv);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"dir": rd.path(), "summary": summary}))?);
+        crate::print_json(&serde_json::json!({"dir": rd.path(), "summary": summary}))?;
     } else {
         eprint!("{}", report::summary::render_text(&summary));
         eprintln!(

@@ -33,7 +33,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         if a.html || (is_lab && !a.markdown) {
             let path = write_html(&r, &a.dir)?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report_html": path}))?);
+                crate::print_json(&serde_json::json!({"report_html": path}))?;
             } else if !a.markdown {
                 print!("{}", summary_text(&r));
                 println!("wrote {}", path.display());
@@ -50,7 +50,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"timeline_csv": path, "summary": s}))?);
+        crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s}))?;
     } else {
         print!("{}", report::summary::render_text(&s));
         println!("wrote {} ({} rows)", path.display(), iv.len());
@@ -79,7 +79,7 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&wrote)?);
+        crate::print_json(&wrote)?;
     }
     Ok(())
 }

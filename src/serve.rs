@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The forms `--serve` accepts, for its error messages.
-pub const FORMS: &str = "HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464) or a port alone (9464, on 127.0.0.1)";
+pub const FORMS: &str =
+    "HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464) or a port alone (9464, on 127.0.0.1)";
 
 /// Parses `--serve`'s value: `HOST:PORT` with an IP address, or a port alone
 /// (loopback).
@@ -172,10 +173,15 @@ mod tests {
     #[test]
     fn only_get_metrics_is_answered_and_a_busy_port_is_refused() {
         let s = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
-        let mut sample = probe::Sample::default();
-        sample.meminfo = Some(probe::meminfo::parse("MemTotal: 1000 kB\nMemFree: 10 kB\n").unwrap());
+        let sample = probe::Sample {
+            meminfo: Some(probe::meminfo::parse("MemTotal: 1000 kB\nMemFree: 10 kB\n").unwrap()),
+            ..Default::default()
+        };
         s.publisher().publish(&sample);
-        let ok = get(s.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n");
+        let ok = get(
+            s.addr(),
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+        );
         assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
         assert!(ok.contains("Content-Type: application/openmetrics-text"), "{ok}");
         assert!(ok.contains("\r\n\r\n# HELP pagelab_memory_bytes") && ok.ends_with("# EOF\n"), "{ok}");

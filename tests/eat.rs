@@ -19,6 +19,11 @@ fn eat(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
         .output()
         .unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    if out.status.success() {
+        common::assert_schema("experiment-output", &v);
+        let run = std::fs::read_to_string(tmp.path().join("run/run.json")).unwrap();
+        common::assert_schema("run", &serde_json::from_str(&run).unwrap());
+    }
     (out.status.code(), v, String::from_utf8_lossy(&out.stderr).to_string())
 }
 

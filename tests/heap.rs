@@ -17,7 +17,11 @@ fn heap(args: &[&str]) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let v = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("experiment-output", &v);
+    let run = std::fs::read_to_string(tmp.path().join("run/run.json")).unwrap();
+    common::assert_schema("run", &serde_json::from_str(&run).unwrap());
+    v
 }
 
 const LIBDIR: &str = "/usr/lib/x86_64-linux-gnu";

@@ -39,6 +39,7 @@ fn tiny_thrash_pages_completes_and_restores() {
     assert!(out.status.success(), "{err}");
     assert_eq!(system_state(), before, "the run left changes behind");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("experiment-output", &v);
     assert_eq!(v["experiment"], "thrash");
     let r = &v["results"][0];
     assert_eq!(r["consumers"], 6);
@@ -49,6 +50,7 @@ fn tiny_thrash_pages_completes_and_restores() {
     assert!(r["pswpin_total"].as_u64().unwrap() > 0, "{r}");
     // The host never fell below the guard's floor.
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    common::assert_schema("run", &run);
     let floor: u64 = run["notes"]
         .as_array()
         .unwrap()

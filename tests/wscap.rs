@@ -27,6 +27,7 @@ fn cap_max_slows_the_scan_by_at_least_20x_and_holds_the_cap() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("experiment-output", &v);
     assert_eq!(v["experiment"], "wscap");
     let rs = v["results"].as_array().unwrap();
     let get = |m: &str| rs.iter().find(|r| r["mode"] == m).unwrap_or_else(|| panic!("no {m} result"));

@@ -104,7 +104,9 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
     let target = resolve_target(a, &mut p)?;
     let headless = a.headless || (a.serve.is_some() && !std::io::stdout().is_terminal());
     if a.headless && a.serve.is_none() && a.record.is_none() {
-        return Err(usage("--headless needs --serve ADDR or --record DIR: without a terminal there is nothing else to show"));
+        return Err(usage(
+            "--headless needs --serve ADDR or --record DIR: without a terminal there is nothing else to show",
+        ));
     }
     if !headless && !std::io::stdout().is_terminal() {
         return Err(usage(

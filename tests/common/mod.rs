@@ -50,3 +50,20 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut()
 pub fn lines_in(path: &std::path::Path) -> usize {
     std::fs::read_to_string(path).map(|t| t.matches('\n').count()).unwrap_or(0)
 }
+
+/// Asserts that `doc` matches schema/<name>.schema.json (every error listed).
+#[allow(dead_code)]
+#[track_caller]
+pub fn assert_schema(name: &str, doc: &serde_json::Value) {
+    let errors: Vec<String> =
+        schema(name).iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
+}
+
+/// The validator of schema/<name>.schema.json (JSON Schema draft 2020-12).
+#[allow(dead_code)]
+pub fn schema(name: &str) -> jsonschema::Validator {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(format!("{name}.schema.json"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    jsonschema::draft202012::new(&v).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}

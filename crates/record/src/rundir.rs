@@ -269,6 +269,27 @@ pub enum ReadError {
     Json { path: PathBuf, source: serde_json::Error },
     #[error("{path}: {why}")]
     Refused { path: PathBuf, why: String },
+    #[error(
+        "{path}: record format {found}, newer than the format {supported} this pagelab reads; read it with a newer pagelab"
+    )]
+    Format { path: PathBuf, found: u64, supported: u32 },
+}
+
+/// Refuses a run.json or lab.json written in a newer format than
+/// [`FORMAT_VERSION`] (schema/run.schema.json, schema/lab.schema.json): its
+/// fields may mean something else now. Older formats are read.
+pub fn check_format(path: &Path, text: &str) -> Result<(), ReadError> {
+    #[derive(Deserialize)]
+    struct Head {
+        format: Option<serde_json::Value>,
+    }
+    let Ok(Head { format: Some(f) }) = serde_json::from_str::<Head>(text) else { return Ok(()) };
+    match f.as_u64() {
+        Some(found) if found > FORMAT_VERSION as u64 => {
+            Err(ReadError::Format { path: path.to_path_buf(), found, supported: FORMAT_VERSION })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The largest run.json or lab.json pagelab reads (a real one is a few MiB).
@@ -350,6 +371,7 @@ impl RunRecord {
         samples: Option<&str>,
         events: Option<&str>,
     ) -> Result<RunRecord, ReadError> {
+        check_format(&dir.join("run.json"), run_json)?;
         let run: RunJson =
             serde_json::from_str(run_json).map_err(|source| ReadError::Json { path: dir.join("run.json"), source })?;
         let mut skipped = 0;

@@ -9,9 +9,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 
-/// The version of `compare --json`'s layout (schema/compare.schema.json).
-pub const FORMAT_VERSION: u32 = 1;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
@@ -500,7 +497,10 @@ pub fn table(reports: &[Report], comparisons: &[Comparison]) -> Table {
     let mut rows: Vec<TableRow> = Vec::new();
     for (i, c) in comparisons.iter().enumerate() {
         for r in &c.rows {
-            let at = match rows.iter().position(|x| (&x.experiment, &x.group, &x.metric) == (&r.experiment, &r.group, &r.metric)) {
+            let at = match rows
+                .iter()
+                .position(|x| (&x.experiment, &x.group, &x.metric) == (&r.experiment, &r.group, &r.metric))
+            {
                 Some(p) => p,
                 None => {
                     rows.push(TableRow {
@@ -601,7 +601,12 @@ pub fn table_markdown(t: &Table, alpha: f64, min_change_pct: f64) -> String {
         let _ = writeln!(o, "| {} | `{}` | {} | {} |", letter(i), c.dir, c.kernel, c.host);
     }
     let letters: Vec<String> = (0..t.columns.len()).map(letter).collect();
-    let _ = write!(o, "\n| experiment | configuration | metric | {} |\n|---|---|---|{}\n", letters.join(" | "), "---|".repeat(letters.len()));
+    let _ = write!(
+        o,
+        "\n| experiment | configuration | metric | {} |\n|---|---|---|{}\n",
+        letters.join(" | "),
+        "---|".repeat(letters.len())
+    );
     for r in &t.rows {
         let cells: Vec<String> = r
             .cells

@@ -253,9 +253,11 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
 
 // ---- The experiment, as the report sees it (crate::experiment).
 
-pub const STORED_FRACTION: Figure = Figure::new("stored fraction", "", true).resolution(0.005).export("stored_ratio", "ratio", 1.0);
+pub const STORED_FRACTION: Figure =
+    Figure::new("stored fraction", "", true).resolution(0.005).export("stored_ratio", "ratio", 1.0);
 pub const TRIM: Figure = Figure::new("trim µs/page", "µs", true).export("trim_seconds_per_page", "", 1e-6);
-pub const READ_BACK: Figure = Figure::new("read-back µs/page", "µs", true).export("read_back_seconds_per_page", "", 1e-6);
+pub const READ_BACK: Figure =
+    Figure::new("read-back µs/page", "µs", true).export("read_back_seconds_per_page", "", 1e-6);
 pub const FILL: Figure = Figure::new("fill GB/s", "GB/s", false).export("fill_bytes_per_second", "", 1e9);
 
 /// `eat` in the report's list of experiments.

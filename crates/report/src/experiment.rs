@@ -77,7 +77,11 @@ mod tests {
             for f in e.figures() {
                 let x = f.export;
                 assert!(!x.name.is_empty(), "{} / {} has no export name", e.name(), f.name);
-                assert!(x.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "{}", x.name);
+                assert!(
+                    x.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                    "{}",
+                    x.name
+                );
                 assert!(x.unit.is_empty() || x.name.ends_with(&format!("_{}", x.unit)), "{} / {}", x.name, x.unit);
                 for bad in ["_total", "_count", "_sum", "_bucket", "_created", "_info", "milli", "micro", "nano"] {
                     assert!(!x.name.contains(bad), "{}: {bad} is not a Prometheus base-unit name", x.name);

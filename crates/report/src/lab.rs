@@ -111,6 +111,7 @@ impl Lab {
         let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{}: no such file", p.display()))?;
+        record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
         serde_json::from_str(&text).map_err(|e| format!("{}: not a pagelab lab record: {e}", p.display()))
     }
 

@@ -147,9 +147,17 @@ pub fn figures(metrics: &[(RunLabels, Metric)]) -> Vec<Family> {
             ("host", l.host.as_str()),
         ];
         let labels: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let fig = family(base.clone(), x.unit, format!("{}: {} (median across repeats, in base units)", m.experiment, m.name));
+        let fig = family(
+            base.clone(),
+            x.unit,
+            format!("{}: {} (median across repeats, in base units)", m.experiment, m.name),
+        );
         let n = family(format!("{base}_repeats"), "", format!("{}: {}: number of repeats", m.experiment, m.name));
-        let cv = family(format!("{base}_cv"), "", format!("{}: {}: coefficient of variation across repeats (above 0.05: unstable)", m.experiment, m.name));
+        let cv = family(
+            format!("{base}_cv"),
+            "",
+            format!("{}: {}: coefficient of variation across repeats (above 0.05: unstable)", m.experiment, m.name),
+        );
         rows.push((fig, labels.clone(), m.median().map(|v| v * x.scale)));
         rows.push((n, labels.clone(), Some(m.values.len() as f64)));
         rows.push((cv, labels, m.cv()));
@@ -194,7 +202,8 @@ pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
         let hi = m.values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let bench = format!("{}/{}", m.experiment, m.group);
         let entry = out.entry(bench).or_insert_with(|| serde_json::json!({}));
-        entry[x.name] = serde_json::json!({"value": med * x.scale, "lower_value": lo * x.scale, "upper_value": hi * x.scale});
+        entry[x.name] =
+            serde_json::json!({"value": med * x.scale, "lower_value": lo * x.scale, "upper_value": hi * x.scale});
     }
     serde_json::Value::Object(out)
 }
@@ -213,7 +222,8 @@ pub fn live(s: &Sample) -> Vec<Family> {
     let mi = |k: &str| s.meminfo.as_ref().and_then(|m| m.get(k)).map(|v| v as f64).unwrap_or(f64::NAN);
     let cats = record::derive::categories(s);
 
-    let mut mem = Family::new("pagelab_memory_bytes", Gauge, "bytes", "RAM by category, as pagelab's timeline stacks it");
+    let mut mem =
+        Family::new("pagelab_memory_bytes", Gauge, "bytes", "RAM by category, as pagelab's timeline stacks it");
     if s.meminfo.is_some() {
         for (name, v) in cats.ram_stack() {
             let label: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
@@ -234,9 +244,12 @@ pub fn live(s: &Sample) -> Vec<Family> {
     swap_t.push(&[], mi("SwapTotal"));
     f.push(swap_t);
 
-    let mut orig = Family::new("pagelab_zram_original_bytes", Gauge, "bytes", "zram: uncompressed size of the data stored");
-    let mut compr = Family::new("pagelab_zram_compressed_bytes", Gauge, "bytes", "zram: compressed size of the data stored");
-    let mut used = Family::new("pagelab_zram_memory_used_bytes", Gauge, "bytes", "zram: memory the store uses, overhead included");
+    let mut orig =
+        Family::new("pagelab_zram_original_bytes", Gauge, "bytes", "zram: uncompressed size of the data stored");
+    let mut compr =
+        Family::new("pagelab_zram_compressed_bytes", Gauge, "bytes", "zram: compressed size of the data stored");
+    let mut used =
+        Family::new("pagelab_zram_memory_used_bytes", Gauge, "bytes", "zram: memory the store uses, overhead included");
     let mut same = Family::new("pagelab_zram_same_pages", Gauge, "", "zram: pages stored as one repeated value");
     for z in &s.zram {
         let Some(m) = z.mm_stat else { continue };
@@ -249,13 +262,26 @@ pub fn live(s: &Sample) -> Vec<Family> {
     }
     f.extend([orig, compr, used, same]);
     let mut zpool = Family::new("pagelab_zswap_pool_bytes", Gauge, "bytes", "zswap: memory the pool uses");
-    zpool.push(&[], s.meminfo.as_ref().and_then(|m| m.get("Zswap")).or(s.zswap_pool_bytes).map(|v| v as f64).unwrap_or(f64::NAN));
+    zpool.push(
+        &[],
+        s.meminfo.as_ref().and_then(|m| m.get("Zswap")).or(s.zswap_pool_bytes).map(|v| v as f64).unwrap_or(f64::NAN),
+    );
     f.push(zpool);
-    let mut zstored = Family::new("pagelab_zswap_stored_bytes", Gauge, "bytes", "zswap: uncompressed size of the pages stored (Zswapped)");
+    let mut zstored = Family::new(
+        "pagelab_zswap_stored_bytes",
+        Gauge,
+        "bytes",
+        "zswap: uncompressed size of the pages stored (Zswapped)",
+    );
     zstored.push(&[], mi("Zswapped"));
     f.push(zstored);
 
-    let mut psi = Family::new("pagelab_pressure_stalled_seconds", Counter, "seconds", "PSI: time some or all tasks stalled on a resource");
+    let mut psi = Family::new(
+        "pagelab_pressure_stalled_seconds",
+        Counter,
+        "seconds",
+        "PSI: time some or all tasks stalled on a resource",
+    );
     for (res, p) in [("memory", s.psi.memory), ("cpu", s.psi.cpu), ("io", s.psi.io)] {
         let Some(p) = p else { continue };
         psi.push(&[("resource", res), ("kind", "some")], p.some.total_us as f64 / 1e6);
@@ -277,11 +303,17 @@ pub fn live(s: &Sample) -> Vec<Family> {
     }
 
     // The target: each followed process, or the cgroup.
-    let mut rss = Family::new("pagelab_target_resident_bytes", Gauge, "bytes", "the target's resident memory by kind (anon, file, shmem)");
+    let mut rss = Family::new(
+        "pagelab_target_resident_bytes",
+        Gauge,
+        "bytes",
+        "the target's resident memory by kind (anon, file, shmem)",
+    );
     let mut tswap = Family::new("pagelab_target_swap_bytes", Gauge, "bytes", "the target's memory in swap");
     let mut tmaj = Family::new("pagelab_target_major_faults", Counter, "", "the target's major faults");
     let mut tmin = Family::new("pagelab_target_minor_faults", Counter, "", "the target's minor faults");
-    let mut tcpu = Family::new("pagelab_target_cpu_seconds", Counter, "seconds", "the target's CPU time, user and system");
+    let mut tcpu =
+        Family::new("pagelab_target_cpu_seconds", Counter, "seconds", "the target's CPU time, user and system");
     let ticks = record::derive::clock_ticks();
     for p in &s.pids {
         let l = pid_labels(p.pid);
@@ -300,11 +332,23 @@ pub fn live(s: &Sample) -> Vec<Family> {
             tcpu.push(&l, (st.utime + st.stime) as f64 / ticks);
         }
     }
-    let mut cg_usage = Family::new("pagelab_cgroup_memory_bytes", Gauge, "bytes", "memory charged to the target cgroup");
-    let mut cg_limit = Family::new("pagelab_cgroup_limit_bytes", Gauge, "bytes", "the target cgroup's hard limit (memory.max, limit_in_bytes)");
-    let mut cg_high = Family::new("pagelab_cgroup_high_bytes", Gauge, "bytes", "the target cgroup's throttling limit (memory.high)");
+    let mut cg_usage =
+        Family::new("pagelab_cgroup_memory_bytes", Gauge, "bytes", "memory charged to the target cgroup");
+    let mut cg_limit = Family::new(
+        "pagelab_cgroup_limit_bytes",
+        Gauge,
+        "bytes",
+        "the target cgroup's hard limit (memory.max, limit_in_bytes)",
+    );
+    let mut cg_high =
+        Family::new("pagelab_cgroup_high_bytes", Gauge, "bytes", "the target cgroup's throttling limit (memory.high)");
     let mut cg_swap = Family::new("pagelab_cgroup_swap_bytes", Gauge, "bytes", "the target cgroup's memory in swap");
-    let mut cg_psi = Family::new("pagelab_cgroup_pressure_stalled_seconds", Counter, "seconds", "the target cgroup's memory PSI (v2)");
+    let mut cg_psi = Family::new(
+        "pagelab_cgroup_pressure_stalled_seconds",
+        Counter,
+        "seconds",
+        "the target cgroup's memory PSI (v2)",
+    );
     if let Some(cg) = &s.cgroup {
         let l = [("cgroup", cg.path.as_str())];
         let opt = |v: Option<u64>| v.filter(|v| *v < u64::MAX / 2).map(|v| v as f64).unwrap_or(f64::NAN);
@@ -346,7 +390,9 @@ mod tests {
              pagelab_x_seconds{configuration=\"semi \\\"a\\\"\\\\b\"} 0.5\n# EOF\n"
         );
         let text = render(&[c, g, empty], Format::Text);
-        assert!(text.starts_with("# HELP pagelab_swap_in_pages_total pages\n# TYPE pagelab_swap_in_pages_total counter\n"));
+        assert!(
+            text.starts_with("# HELP pagelab_swap_in_pages_total pages\n# TYPE pagelab_swap_in_pages_total counter\n")
+        );
         assert!(!text.contains("# UNIT") && !text.contains("# EOF") && !text.contains("pagelab_empty"), "{text}");
     }
 
@@ -384,14 +430,19 @@ mod tests {
 
     #[test]
     fn a_live_sample_names_the_target() {
-        let mut s = Sample::default();
-        s.meminfo = Some(probe::meminfo::parse("MemTotal: 1000 kB\nMemFree: 500 kB\nSwapTotal: 100 kB\nSwapFree: 40 kB\n").unwrap());
-        s.pids.push(probe::sample::PidSample {
-            pid: 42,
-            status: Some(probe::pid::PidStatus { rss_anon: Some(4096), ..Default::default() }),
-            stat: Some(probe::pid::PidStat { majflt: 7, ..Default::default() }),
-            smaps_rollup: None,
-        });
+        let s = Sample {
+            meminfo: Some(
+                probe::meminfo::parse("MemTotal: 1000 kB\nMemFree: 500 kB\nSwapTotal: 100 kB\nSwapFree: 40 kB\n")
+                    .unwrap(),
+            ),
+            pids: vec![probe::sample::PidSample {
+                pid: 42,
+                status: Some(probe::pid::PidStatus { rss_anon: Some(4096), ..Default::default() }),
+                stat: Some(probe::pid::PidStat { majflt: 7, ..Default::default() }),
+                smaps_rollup: None,
+            }],
+            ..Default::default()
+        };
         let text = render(&live(&s), Format::OpenMetrics);
         assert!(text.contains("pagelab_memory_total_bytes 1024000\n"), "{text}");
         assert!(text.contains("pagelab_swap_used_bytes 61440\n"), "{text}");

@@ -390,10 +390,14 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
 // ---- The experiment, as the report sees it (crate::experiment).
 
 pub const SWAPPED_OUT: Figure = Figure::new("pages swapped out", "pages", true).export("swapped_out_pages", "", 1.0);
-pub const SWAP_OUT_RATE: Figure = Figure::new("swap-outs/s while active", "/s", true).export("swap_outs_per_second", "", 1.0);
-pub const PROGRESS: Figure = Figure::new("progress while overcommitted", "", false).export("progress_ratio", "ratio", 1.0);
-pub const PROBE_P99: Figure = Figure::new("probe p99 outside, ms", "ms", true).export("probe_p99_seconds", "seconds", 1e-3);
-pub const RECOVERY: Figure = Figure::new("recovery s", "s", true).resolution(1.0).export("recovery_seconds", "seconds", 1.0);
+pub const SWAP_OUT_RATE: Figure =
+    Figure::new("swap-outs/s while active", "/s", true).export("swap_outs_per_second", "", 1.0);
+pub const PROGRESS: Figure =
+    Figure::new("progress while overcommitted", "", false).export("progress_ratio", "ratio", 1.0);
+pub const PROBE_P99: Figure =
+    Figure::new("probe p99 outside, ms", "ms", true).export("probe_p99_seconds", "seconds", 1e-3);
+pub const RECOVERY: Figure =
+    Figure::new("recovery s", "s", true).resolution(1.0).export("recovery_seconds", "seconds", 1.0);
 
 /// `thrash` in the report's list of experiments.
 pub struct Thrash;

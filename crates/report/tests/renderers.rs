@@ -66,6 +66,39 @@ fn check(name: &str) {
     let html = report::html::html(&r);
     assert!(html.contains(&format!("id=\"exp-{name}\"")), "{name}");
     assert!(!html.contains("<script"), "{name}: the page must hold no scripts");
+    // Every metric is one of the experiment's declared figures, so it exports
+    // under its Prometheus name.
+    for m in s.metrics() {
+        assert!(e.figures().iter().any(|f| f.name == m.name && f.export == m.export), "{name}: {} undeclared", m.name);
+    }
+    let om = report::openmetrics::report_file(&r);
+    assert!(om.contains(&format!("pagelab_{name}_")) && om.ends_with("# EOF\n"), "{om}");
+}
+
+/// Three directories: one table, a column each; a figure only some have is
+/// "-" where it is missing, and each later column is called against the first.
+#[test]
+fn many_directories_make_one_table() {
+    let load = |n: &str| Report::load(&fixture(n), Render::Never).unwrap();
+    let rs = [load("eat"), load("eat"), load("wscap")];
+    let cs: Vec<_> = rs[1..].iter().map(|b| report::compare::compare(&rs[0], b, 0.05, 2.0)).collect();
+    let t = report::compare::table(&rs, &cs);
+    assert_eq!(t.columns.len(), 3);
+    assert!(t.columns.iter().all(|c| c.kernel.starts_with("6.18") && c.host == "vm"), "{:?}", t.columns);
+    let semi = t.rows.iter().find(|r| r.group == "semi" && r.metric == "stored fraction").unwrap();
+    assert_eq!(semi.cells[0].n, 2);
+    assert_eq!(semi.cells[1].call, Some(report::compare::Call::Same));
+    assert_eq!(semi.cells[1].change_pct, Some(0.0));
+    assert_eq!(semi.cells[2].n, 0, "wscap has no eat figure");
+    let scans = t.rows.iter().find(|r| r.experiment == "wscap" && r.metric == "scans/s").unwrap();
+    assert_eq!((scans.cells[0].n, scans.cells[1].n), (0, 0));
+    assert_eq!(scans.cells[2].call, Some(report::compare::Call::OnlyB));
+    let text = report::compare::table_text(&t, 0.05, 2.0);
+    assert!(text.starts_with("A: ") && text.contains("\nC: "), "{text}");
+    let line = text.lines().find(|l| l.contains("semi") && l.contains("stored fraction")).unwrap();
+    assert!(line.contains("within noise") && line.trim_end().ends_with('-'), "{line}");
+    let md = report::compare::table_markdown(&t, 0.05, 2.0);
+    assert!(md.contains("| experiment | configuration | metric | A | B | C |"), "{md}");
 }
 
 #[test]
