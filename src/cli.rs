@@ -156,8 +156,9 @@ pub struct RecordArgs {
     #[arg(long)]
     pub json: bool,
     /// Also serve the latest sample as OpenMetrics on GET /metrics at this address
-    /// (HOST:PORT, or a port alone for 127.0.0.1), for Prometheus to scrape.
-    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_addr)]
+    /// (HOST:PORT, or a port alone for 127.0.0.1; alone, 127.0.0.1:9464), for Prometheus.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::serve::DEFAULT,
+        value_parser = crate::serve::parse_addr)]
     pub serve: Option<std::net::SocketAddr>,
     /// The command to run and record (after --).
     #[arg(last = true)]
@@ -648,8 +649,9 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub record: Option<PathBuf>,
     /// Serve the latest sample as OpenMetrics on GET /metrics at this address
-    /// (HOST:PORT, or a port alone for 127.0.0.1), for Prometheus to scrape.
-    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_addr)]
+    /// (HOST:PORT, or a port alone for 127.0.0.1; alone, 127.0.0.1:9464), for Prometheus.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::serve::DEFAULT,
+        value_parser = crate::serve::parse_addr)]
     pub serve: Option<std::net::SocketAddr>,
     /// No terminal interface: sample, serve (--serve) and record (--record) until
     /// SIGINT or SIGTERM. Implied by --serve when stdout is not a terminal.

@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// `--serve` given without an address: loopback, port 9464.
+pub const DEFAULT: &str = "127.0.0.1:9464";
+
 /// The forms `--serve` accepts, for its error messages.
 pub const FORMS: &str =
     "HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464) or a port alone (9464, on 127.0.0.1)";
@@ -162,6 +165,7 @@ mod tests {
     #[test]
     fn addresses_parse_or_name_the_forms() {
         assert_eq!(parse_addr("9464").unwrap(), "127.0.0.1:9464".parse().unwrap());
+        assert!(parse_addr(DEFAULT).unwrap().ip().is_loopback());
         assert_eq!(parse_addr("[::1]:9464").unwrap(), "[::1]:9464".parse().unwrap());
         assert_eq!(parse_addr("0.0.0.0:1").unwrap(), "0.0.0.0:1".parse().unwrap());
         for bad in ["localhost:9464", "127.0.0.1", "127.0.0.1:99999", "", ":9464"] {
