@@ -48,6 +48,9 @@ pub enum Cmd {
     /// Many processes whose working sets exceed their memory, in a cgroup: paging,
     /// CPU, PSI, responsiveness inside and outside, and recovery.
     Thrash(ThrashArgs),
+    /// What compressed memory would do for a program: how much of its memory is
+    /// cold, how its real pages compress, and (with --trim) what trimming costs.
+    Assess(AssessArgs),
     /// A live memory timeline of the system, a process or a cgroup, with trim,
     /// reclaim and numbered marks (a terminal UI).
     Monitor(MonitorArgs),
@@ -231,6 +234,87 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     match s.trim_end_matches('%').parse::<f64>() {
         Ok(f) if (0.0..=1000.0).contains(&f) => Ok(f),
         _ => Err(format!("'{s}': expected a percentage from 0 to 1000, e.g. 2 or 2%")),
+    }
+}
+
+/// A fraction: `0.25` or `25%`.
+fn parse_share(s: &str) -> Result<f64, String> {
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => s.parse::<f64>(),
+    };
+    match v {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}': expected a fraction from 0 to 1 or a percentage, e.g. 0.25 or 25%")),
+    }
+}
+
+/// Durations separated by commas, e.g. `1s,10s,60s`.
+fn parse_windows(s: &str) -> Result<Vec<Duration>, String> {
+    let v: Result<Vec<Duration>, String> = s.split(',').map(|x| units::parse_positive_duration(x.trim())).collect();
+    let v = v.map_err(|e| format!("{e}; expected durations separated by commas, e.g. 1s,10s,60s"))?;
+    if v.is_empty() || v.len() > 16 {
+        return Err(format!("'{s}': expected 1 to 16 durations separated by commas, e.g. 1s,10s,60s"));
+    }
+    Ok(v)
+}
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("500ms")))]
+pub struct AssessArgs {
+    /// Assess this running process (its owner or root).
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "synthetic")]
+    pub pid: Option<i32>,
+    /// Assess a pagelab worker of this size that keeps touching --hot of it (a
+    /// target whose truth is known).
+    #[arg(long, value_parser = units::parse_nonzero_size)]
+    pub synthetic: Option<u64>,
+    /// The share of --synthetic the worker keeps touching.
+    #[arg(long, default_value = "25%", value_parser = parse_share)]
+    pub hot: f64,
+    /// The windows of the working-set estimate: memory not touched within a
+    /// window is cold at that age.
+    #[arg(long, default_value = "1s,10s,60s", value_parser = parse_windows)]
+    pub windows: std::vec::Vec<Duration>,
+    /// How long a started target (-- CMD, --synthetic) runs before the assessment.
+    #[arg(long, default_value = "2s", value_parser = units::parse_duration)]
+    pub warmup: Duration,
+    /// Also trim the target (MADV_PAGEOUT) and measure the cost: into a zram made
+    /// for the run (zram, needs root), the swap already active (existing), or
+    /// whichever applies (auto, the default when given alone).
+    #[arg(long, value_name = "STORE", num_args = 0..=1, default_missing_value = "auto", value_parser = parse_trim_store)]
+    pub trim: Option<workloads::backing::BackingKind>,
+    /// zram's compression algorithm for --trim zram (default: the kernel's).
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// How long to follow the target after the trim.
+    #[arg(long, default_value = "30s", value_parser = units::parse_positive_duration)]
+    pub duration: Duration,
+    /// A command whose latency stands for the program's (e.g. a request against
+    /// it), run through sh before and after the trim.
+    #[arg(long, value_name = "CMD")]
+    pub probe: Option<String>,
+    /// How many times the probe runs before, and after, the trim.
+    #[arg(long, default_value = "20", value_parser = units::uint32::<1, 10000>)]
+    pub probe_runs: u32,
+    /// Read and compress at most this much of the target's memory (an even
+    /// sample beyond).
+    #[arg(long, default_value = "1GiB", value_parser = units::parse_nonzero_size)]
+    pub max_read: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+    /// The command to start and assess (after --).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+fn parse_trim_store(s: &str) -> Result<workloads::backing::BackingKind, String> {
+    use workloads::backing::BackingKind;
+    match BackingKind::parse(s) {
+        Some(k @ (BackingKind::Auto | BackingKind::Zram | BackingKind::Existing)) => Ok(k),
+        _ => Err(format!("'{s}': expected zram, existing or auto")),
     }
 }
 

@@ -57,7 +57,7 @@ impl Experiment {
 }
 
 /// Every experiment, in the lab's order.
-pub static ALL: [Experiment; 5] = [
+pub static ALL: [Experiment; 6] = [
     Experiment {
         report: &report::eat::Eat,
         needs: &[
@@ -106,6 +106,16 @@ pub static ALL: [Experiment; 5] = [
             ("thrash-probe", workloads::thrash::probe_main),
         ],
     },
+    Experiment {
+        report: &report::assess::Assess,
+        needs: &[
+            (Need::ProcessMadvise, "assess --trim"),
+            (Need::Root, "assess --trim zram"),
+            (Need::Zram, "assess --trim zram"),
+        ],
+        lab_step: crate::assess_cmd::lab_step,
+        workers: &[("toucher", workloads::assess::toucher_main)],
+    },
 ];
 
 /// The experiments (or their modes) that need `need`, in the lab's order.
@@ -143,7 +153,7 @@ mod tests {
         for e in &ALL {
             assert!(e.needs.iter().all(|(_, what)| what.starts_with(e.name())), "{}", e.name());
         }
-        assert_eq!(affected_by(Need::Root), ["eat (zram, cgroup trim)", "wscap", "thrash"]);
+        assert_eq!(affected_by(Need::Root), ["eat (zram, cgroup trim)", "wscap", "thrash", "assess --trim zram"]);
         assert!(affected_by(Need::MemoryCgroup).contains(&"mapping --pressure"));
     }
 

@@ -2,6 +2,7 @@
 //! and panic handlers, restores what crashed runs left behind, and dispatches to
 //! the crates that do the work.
 
+mod assess_cmd;
 mod bench;
 mod cli;
 mod compare_cmd;
@@ -178,6 +179,7 @@ fn main() {
         Cmd::Eat(a) => eat_cmd::run(&a),
         Cmd::Wscap(a) => wscap_cmd::run(&a),
         Cmd::Mapping(a) => mapping_cmd::run(&a),
+        Cmd::Assess(a) => assess_cmd::run(&a),
         Cmd::Heap(a) => heap_cmd::run(&a),
         Cmd::Thrash(a) => thrash_cmd::run(&a),
         Cmd::Monitor(a) => monitor::run(&a),

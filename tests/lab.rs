@@ -85,11 +85,11 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     if let Some(p) = shot {
         std::fs::copy(dir.join("report.png"), p).unwrap();
     }
-    assert_eq!(page["headline"], 5, "{page}");
+    assert_eq!(page["headline"], 6, "{page}");
     assert_eq!(page["environment"], true);
     let sections = page["sections"].as_array().unwrap();
     let ids: Vec<&str> = sections.iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash"]);
+    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "assess"]);
     for s in sections {
         assert_eq!(s["state"], "complete", "{s}");
         assert!(s["charts"].as_u64().unwrap() >= 2, "too few charts: {s}");

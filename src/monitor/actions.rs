@@ -14,32 +14,13 @@ pub fn processes() -> Vec<(i32, String, u64)> {
 
 /// The private mappings of a process that can be advised, as (start, length)
 /// (the vsyscall page cannot).
-fn private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
-    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
-    Ok(maps
-        .iter()
-        .filter(|m| m.is_private() && !m.is_empty() && m.name != "[vsyscall]")
-        .map(|m| (m.start, m.len()))
-        .collect())
-}
-
 /// Trims (MADV_PAGEOUT) or deactivates (MADV_COLD) a process; returns the mark text.
 pub fn advise(pid: i32, cold: bool) -> Result<String, String> {
     let what = if cold { "cold" } else { "trim" };
     let before = rss_of(pid).ok_or_else(|| format!("{what}: pid {pid} is gone"))?;
     let t = Instant::now();
-    let fd = workloads::mm::PidFd::open(pid).map_err(|e| format!("{what}: pidfd_open({pid}): {e}"))?;
-    let ranges = private_ranges(pid).map_err(|e| format!("{what}: reading /proc/{pid}/maps: {e}"))?;
     let advice = if cold { workloads::mm::MADV_COLD } else { workloads::mm::MADV_PAGEOUT };
-    match workloads::mm::process_madvise(&fd, &ranges, advice) {
-        Ok(_) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-            return Err(format!(
-                "{what}: not permitted on pid {pid}: process_madvise needs CAP_SYS_NICE (and ptrace access); run as root"
-            ));
-        }
-        Err(e) => return Err(format!("{what}: process_madvise on pid {pid}: {e}")),
-    }
+    workloads::assess::advise(pid, advice).map_err(|e| format!("{what}: {e}"))?;
     let after = rss_of(pid).unwrap_or(0);
     Ok(format!("{what}: RSS {} → {} in {:.1} s", human(before), human(after), t.elapsed().as_secs_f64()))
 }

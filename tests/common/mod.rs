@@ -67,3 +67,9 @@ pub fn schema(name: &str) -> jsonschema::Validator {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     jsonschema::draft202012::new(&v).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
+
+/// No swap area is active (a test that makes its own store needs that).
+#[allow(dead_code)]
+pub fn swap_free() -> bool {
+    std::fs::read_to_string("/proc/swaps").map(|s| s.lines().count() <= 1).unwrap_or(false)
+}

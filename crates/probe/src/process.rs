@@ -69,6 +69,86 @@ pub fn parse_maps(text: &str) -> Result<Vec<MapEntry>, ParseError> {
     Ok(out)
 }
 
+/// One mapping of /proc/<pid>/smaps: its maps line and the sizes the kernel
+/// counts in it, bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmapsEntry {
+    pub map: MapEntry,
+    pub rss: u64,
+    /// Private anonymous pages (and copy-on-write copies of file pages).
+    pub anonymous: u64,
+    /// Pages whose accessed bit is set: touched since the last clear_refs (or
+    /// since the kernel's reclaim last aged them).
+    pub referenced: u64,
+    pub swap: u64,
+}
+
+/// What kind of memory a mapping holds, as assess splits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemKind {
+    Anon,
+    File,
+    Shmem,
+}
+
+impl MapEntry {
+    /// Shared memory: a shared mapping of tmpfs, memfd, SysV shm or /dev/zero.
+    pub fn is_shmem(&self) -> bool {
+        !self.is_private()
+            && (self.name.starts_with("/dev/shm/")
+                || self.name.starts_with("/memfd:")
+                || self.name.starts_with("/SYSV")
+                || self.name.starts_with("/dev/zero")
+                || self.name.is_empty()
+                || self.name.starts_with("[anon"))
+    }
+}
+
+/// Parses /proc/<pid>/smaps: a maps line, then `Key: value kB` lines, per mapping.
+pub fn parse_smaps(text: &str) -> Result<Vec<SmapsEntry>, ParseError> {
+    let mut out: Vec<SmapsEntry> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        // A field line is `Name:   value [kB]`; a mapping line starts with hex-hex.
+        let head = line.split(' ').next().unwrap_or("");
+        if head.contains('-') && head.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            let map = parse_maps(line).map_err(|e| ParseError::new(i + 1, e.to_string()))?.remove(0);
+            out.push(SmapsEntry { map, rss: 0, anonymous: 0, referenced: 0, swap: 0 });
+            continue;
+        }
+        let Some((k, v)) = line.split_once(':') else {
+            return Err(ParseError::new(i + 1, format!("expected 'Key: value', found '{line}'")));
+        };
+        let Some(cur) = out.last_mut() else {
+            return Err(ParseError::new(i + 1, "a field before any mapping line"));
+        };
+        let kib = || -> Result<u64, ParseError> {
+            let v = v.trim().trim_end_matches("kB").trim();
+            v.parse::<u64>().map(|x| x * 1024).map_err(|_| ParseError::new(i + 1, format!("'{k}': not a size: '{v}'")))
+        };
+        match k {
+            "Rss" => cur.rss = kib()?,
+            "Anonymous" => cur.anonymous = kib()?,
+            "Referenced" => cur.referenced = kib()?,
+            "Swap" => cur.swap = kib()?,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+impl SmapsEntry {
+    /// The mapping's resident bytes by kind: anonymous pages are anon; the rest
+    /// is shmem for a shared-memory mapping, file otherwise.
+    pub fn split(&self) -> [(MemKind, u64); 3] {
+        let rest = self.rss.saturating_sub(self.anonymous);
+        let (file, shmem) = if self.map.is_shmem() { (0, rest) } else { (rest, 0) };
+        [(MemKind::Anon, self.anonymous), (MemKind::File, file), (MemKind::Shmem, shmem)]
+    }
+}
+
 /// The memory cgroup's path (relative to its hierarchy's root, with a leading
 /// `/`) in /proc/<pid>/cgroup: on v1 the line whose controllers include
 /// `memory`, on v2 the `0::` line. None where the file names none.
@@ -180,5 +260,34 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         assert_eq!(parse_cpu_flags(cpu), ["fpu", "constant_tsc", "nonstop_tsc"]);
         assert_eq!(parse_cpu_flags("Features\t: fp asimd\n"), ["fp", "asimd"]);
         assert!(parse_cpu_flags("").is_empty());
+    }
+
+    #[test]
+    fn smaps_splits_mappings_and_sizes() {
+        let text = "\
+55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]
+Size:                132 kB
+Rss:                  12 kB
+Anonymous:            12 kB
+Referenced:            8 kB
+Swap:                  4 kB
+VmFlags: rd wr mr mw me ac
+7f0000000000-7f0000100000 r--p 00000000 fe:01 1234                       /usr/lib/x86_64-linux-gnu/libc.so.6
+Rss:                 800 kB
+Anonymous:             0 kB
+Referenced:          400 kB
+7f1000000000-7f1000400000 rw-s 00000000 00:01 99                         /memfd:pool (deleted)
+Rss:                4096 kB
+Anonymous:             0 kB
+Referenced:         1024 kB
+";
+        let m = parse_smaps(text).unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].rss, m[0].anonymous, m[0].referenced, m[0].swap), (12 << 10, 12 << 10, 8 << 10, 4 << 10));
+        assert_eq!(m[0].map.name, "[heap]");
+        assert_eq!(m[1].split()[1], (MemKind::File, 800 << 10));
+        assert_eq!(m[2].split()[2], (MemKind::Shmem, 4096 << 10));
+        assert!(parse_smaps("Rss: 4 kB\n").is_err(), "a field before a mapping");
+        assert!(parse_smaps("55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0\nRss: lots kB\n").is_err());
     }
 }

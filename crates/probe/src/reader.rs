@@ -140,6 +140,10 @@ impl Probe {
     pub fn pid_maps(&mut self, pid: i32) -> Result<Option<Vec<process::MapEntry>>, ProbeError> {
         read_parse(&self.proc(&format!("{pid}/maps")), &mut self.buf, process::parse_maps)
     }
+    /// /proc/<pid>/smaps, per mapping; None when the process is gone.
+    pub fn pid_smaps(&mut self, pid: i32) -> Result<Option<Vec<process::SmapsEntry>>, ProbeError> {
+        read_parse(&self.proc(&format!("{pid}/smaps")), &mut self.buf, process::parse_smaps)
+    }
     /// /proc/<pid>/comm, trimmed; None when the process is gone.
     pub fn pid_comm(&mut self, pid: i32) -> Option<String> {
         read_parse(&self.proc(&format!("{pid}/comm")), &mut self.buf, |t| Ok(t.trim().to_string())).ok().flatten()

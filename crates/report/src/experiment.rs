@@ -33,8 +33,14 @@ pub trait Experiment: Sync {
 }
 
 /// Every experiment, in the order the lab runs them.
-pub static ALL: [&dyn Experiment; 5] =
-    [&crate::eat::Eat, &crate::wscap::Wscap, &crate::heap::Heap, &crate::mapping::Mapping, &crate::thrash::Thrash];
+pub static ALL: [&dyn Experiment; 6] = [
+    &crate::eat::Eat,
+    &crate::wscap::Wscap,
+    &crate::heap::Heap,
+    &crate::mapping::Mapping,
+    &crate::thrash::Thrash,
+    &crate::assess::Assess,
+];
 
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<&'static dyn Experiment> {

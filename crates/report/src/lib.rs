@@ -3,6 +3,7 @@
 //! This crate reads run directories only; it never touches /proc or /sys. Every
 //! per-interval value comes from `record::derive`.
 
+pub mod assess;
 pub mod charts;
 pub mod compare;
 pub mod eat;

@@ -122,6 +122,11 @@ fn mapping_renders() {
 }
 
 #[test]
+fn assess_renders() {
+    check("assess");
+}
+
+#[test]
 fn thrash_renders() {
     check("thrash");
 }

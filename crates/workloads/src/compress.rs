@@ -14,22 +14,53 @@ pub fn estimate(buf: &[u8], page: usize) -> Estimate {
         return Estimate::default();
     }
     let step = n.div_ceil(MAX_PAGES).max(1);
-    let mut zc = zstd::bulk::Compressor::new(1).expect("zstd level 1");
-    // Separate buffers: zstd writes into a Vec's spare capacity and sets its length.
-    let mut out_lz = vec![0u8; lz4_flex::block::get_maximum_output_size(page)];
-    let mut out_z: Vec<u8> = Vec::with_capacity(zstd::zstd_safe::compress_bound(page));
+    let mut pc = PageCompressor::new(page);
     let (mut lz, mut zs, mut orig, mut pages) = (0u64, 0u64, 0u64, 0u64);
     for i in (0..n).step_by(step) {
-        let p = &buf[i * page..(i + 1) * page];
-        let l = lz4_flex::block::compress_into(p, &mut out_lz).unwrap_or(page);
-        out_z.clear();
-        let z = zc.compress_to_buffer(p, &mut out_z).unwrap_or(page);
-        lz += l.min(page) as u64;
-        zs += z.min(page) as u64;
+        let (l, z) = pc.sizes(&buf[i * page..(i + 1) * page]);
+        lz += l as u64;
+        zs += z as u64;
         orig += page as u64;
         pages += 1;
     }
     Estimate { lz4: lz as f64 / orig as f64, zstd: zs as f64 / orig as f64, pages }
+}
+
+/// Compresses one page at a time with lz4 and zstd level 1, reusing its buffers.
+pub struct PageCompressor {
+    page: usize,
+    zc: zstd::bulk::Compressor<'static>,
+    out_lz: Vec<u8>,
+    out_z: Vec<u8>,
+}
+
+impl PageCompressor {
+    pub fn new(page: usize) -> Self {
+        PageCompressor {
+            page,
+            zc: zstd::bulk::Compressor::new(1).expect("zstd level 1"),
+            out_lz: vec![0u8; lz4_flex::block::get_maximum_output_size(page)],
+            // Separate buffers: zstd writes into a Vec's spare capacity and sets its length.
+            out_z: Vec::with_capacity(zstd::zstd_safe::compress_bound(page)),
+        }
+    }
+
+    /// The page's compressed sizes (lz4, zstd); one that does not shrink counts
+    /// at its full size, as a store keeps it uncompressed.
+    pub fn sizes(&mut self, p: &[u8]) -> (usize, usize) {
+        let l = lz4_flex::block::compress_into(p, &mut self.out_lz).unwrap_or(self.page);
+        self.out_z.clear();
+        let z = self.zc.compress_to_buffer(p, &mut self.out_z).unwrap_or(self.page);
+        (l.min(self.page), z.min(self.page))
+    }
+}
+
+/// Whether a page is one 8-byte value repeated (zero included): what zram and
+/// zswap store as a "same-filled" page, without compressing it.
+pub fn same_filled(p: &[u8]) -> Option<u64> {
+    let mut words = p.chunks_exact(8).map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")));
+    let first = words.next()?;
+    words.all(|w| w == first).then_some(first)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The experiments. They know nothing of output: each returns plain data and
 //! reports progress through callbacks; rendering is the `report` crate's job.
 
+pub mod assess;
 pub mod backing;
 pub mod compress;
 pub mod eat;

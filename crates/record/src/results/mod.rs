@@ -5,6 +5,7 @@
 //! before a field existed still reads; a missing `f64` reads as NaN (as does a
 //! `null`, which is how serde_json writes a NaN), never as a plausible 0.
 
+pub mod assess;
 pub mod eat;
 pub mod heap;
 pub mod mapping;

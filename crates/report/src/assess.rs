@@ -1,0 +1,389 @@
+//! `assess`: the answer in plain words and figures, the cold-by-age and
+//! regrowth charts, and the published compressor ratios beside the program's.
+
+use crate::charts::{self, BarGroup, Scale};
+use crate::experiment::Experiment;
+use crate::headline::{Builder, Figure, Metric};
+use crate::html::Renderer;
+use crate::verdict::{Ms, Verdict, judge};
+use record::results::assess::{AssessResult, Compressibility};
+use record::rundir::RunRecord;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+pub const COLD: Figure = Figure::new("cold anon, longest window", "", false).export("cold_anon_ratio", "ratio", 1.0);
+pub const RATIO_LZ4: Figure = Figure::new("lz4 ratio", "×", false).export("lz4_compression_ratio", "ratio", 1.0);
+pub const RATIO_ZSTD: Figure = Figure::new("zstd ratio", "×", false).export("zstd_compression_ratio", "ratio", 1.0);
+pub const SWAP_IN: Figure =
+    Figure::new("swap-ins %WS/min", "%/min", true).export("swap_in_working_set_per_minute", "", 0.01);
+pub const PROBE_AFTER: Figure =
+    Figure::new("probe p99 after trim, ms", "ms", true).export("probe_p99_after_trim_seconds", "seconds", 1e-3);
+
+/// Google's far memory keeps the rate at which cold pages are faulted back
+/// under 0.2 % of the working set per minute (Lagar-Cavilla et al., ASPLOS 2019).
+pub const FAR_MEMORY_PCT_PER_MIN: f64 = 0.2;
+
+/// Published compressor ratios: (compressor, ratio, where).
+pub const PUBLISHED: [(&str, f64, &str); 6] = [
+    ("zstd", 3.96, "a 1.1 GB memory copy"),
+    ("lzo-rle", 2.68, "a 1.1 GB memory copy"),
+    ("lz4", 2.58, "a 1.1 GB memory copy"),
+    ("lz4", 2.63, "fio on zram"),
+    ("lzo-rle", 2.74, "fio on zram"),
+    ("zstd", 3.37, "fio on zram"),
+];
+
+pub fn results(all: &[Value]) -> Vec<AssessResult> {
+    record::results::typed(all)
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.0} MiB", b as f64 / 1048576.0)
+}
+
+fn mib_or_kib(b: u64) -> String {
+    if b >= 10 << 20 { mib(b) } else { format!("{:.0} KiB", b as f64 / 1024.0) }
+}
+
+/// The configuration a result is grouped under: the program's name.
+pub fn group(r: &AssessResult) -> String {
+    match r.target.synthetic_hot_fraction {
+        Some(h) => format!("synthetic {:.0}% hot", 100.0 * h),
+        None if r.target.comm.is_empty() => format!("pid {}", r.target.pid),
+        None => r.target.comm.clone(),
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() { format!("{:.0} %", 100.0 * x) } else { "-".into() }
+}
+
+fn part(c: &Compressibility, page: u64) -> String {
+    if c.pages == 0 {
+        return "no pages".into();
+    }
+    let orig = c.pages * page;
+    format!(
+        "{} → {} lz4 (×{:.2}), {} zstd (×{:.2}); {} zero/same-filled; {} over 2990 B with lz4",
+        mib(orig),
+        mib(c.lz4_bytes),
+        c.ratio(true, page),
+        mib(c.zstd_bytes),
+        c.ratio(false, page),
+        pct((c.zero_pages + c.same_filled_pages) as f64 / c.pages as f64),
+        pct(c.lz4_over_2990 as f64 / c.pages as f64),
+    )
+}
+
+/// The answer, in plain words and figures.
+pub fn answer(r: &AssessResult) -> String {
+    let mut o = format!("pid {} ({})", r.target.pid, if r.target.comm.is_empty() { "?" } else { &r.target.comm });
+    let Some(w) = r.longest() else {
+        return o + ": nothing was measured";
+    };
+    let cold_anon = (w.resident.anon as f64 * w.cold_anon.max(0.0)) as u64;
+    let _ = write!(
+        o,
+        ": of {} anon, {} ({}) was not touched within {:.0} s",
+        mib(w.resident.anon),
+        mib(cold_anon),
+        pct(w.cold_anon),
+        w.seconds
+    );
+    if w.resident.file + w.resident.shmem > 0 {
+        let _ = write!(
+            o,
+            " (file {}: {} cold; shmem {}: {} cold)",
+            mib(w.resident.file),
+            pct(w.cold_file),
+            mib(w.resident.shmem),
+            pct(w.cold_shmem)
+        );
+    }
+    if let Some(c) = &r.compress
+        && c.cold.pages > 0
+    {
+        let ratio = c.cold.ratio(true, c.page_size);
+        let _ = write!(
+            o,
+            "; the cold anon pages compress {:.2}× with lz4 and {:.2}× with zstd, so {} cold would take about {} in a store",
+            ratio,
+            c.cold.ratio(false, c.page_size),
+            mib(cold_anon),
+            mib((cold_anon as f64 / ratio) as u64),
+        );
+    }
+    if let Some(t) = &r.trim {
+        let store = format!("{}{}", t.store, t.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default());
+        let _ = write!(
+            o,
+            ". Trimmed into {store}: anon {} → {}",
+            mib(t.rss_anon_before_bytes),
+            mib(t.rss_anon_after_bytes)
+        );
+        if let Some(p) = t.curve.last() {
+            if p.store_orig_bytes > 0 {
+                let _ = write!(
+                    o,
+                    "; after {:.0} s the store held {} in {} (×{:.2}) and anon had regrown to {}",
+                    p.t_s,
+                    mib(p.store_orig_bytes),
+                    mib(p.store_used_bytes),
+                    p.store_orig_bytes as f64 / p.store_used_bytes.max(1) as f64,
+                    mib(p.rss_anon_bytes)
+                );
+            }
+        }
+        let _ = write!(
+            o,
+            "; the trim cost {} major faults in the first 5 s; {} came back from swap, {:.2} % of the {} working set per minute (Google's far memory holds {FAR_MEMORY_PCT_PER_MIN} %)",
+            t.major_faults_first_5s,
+            mib_or_kib(t.swap_in_bytes),
+            t.swap_in_pct_ws_per_min,
+            mib_or_kib(t.working_set_bytes),
+        );
+        if let (Some(b), Some(a)) = (&t.probe_before, &t.probe_after) {
+            let _ = write!(o, "; the probe's p99 went from {:.2} to {:.2} ms", b.p99_ms, a.p99_ms);
+        }
+    }
+    o + "."
+}
+
+/// The windows and compressibility as a text table.
+pub fn text_table(all: &[Value]) -> String {
+    let mut o = String::new();
+    for r in results(all) {
+        let _ = writeln!(o, "{}", answer(&r));
+        let _ = writeln!(o, "  source: {}", r.source);
+        let _ = writeln!(
+            o,
+            "  {:>8}  {:>10}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
+            "window", "anon", "cold", "file", "cold", "shmem", "cold"
+        );
+        for w in &r.windows {
+            let _ = writeln!(
+                o,
+                "  {:>7}s  {:>10}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
+                w.seconds,
+                mib(w.resident.anon),
+                pct(w.cold_anon),
+                mib(w.resident.file),
+                pct(w.cold_file),
+                mib(w.resident.shmem),
+                pct(w.cold_shmem)
+            );
+        }
+        if let Some(c) = &r.compress {
+            let _ = writeln!(o, "  anon pages read: {} of {} resident", c.all.pages, c.resident_pages);
+            let _ = writeln!(o, "  all:  {}", part(&c.all, c.page_size));
+            let _ = writeln!(o, "  cold: {}", part(&c.cold, c.page_size));
+            let _ = writeln!(o, "  hot:  {}", part(&c.hot, c.page_size));
+        }
+        if let (Some(p), Some(e)) = (r.target.synthetic_pattern.as_deref(), r.target.synthetic_lz4_estimate) {
+            let _ = writeln!(
+                o,
+                "  the worker's {p} pattern: lz4 keeps {:.3} of it in its own estimate (×{:.2})",
+                e,
+                1.0 / e
+            );
+        }
+        for n in &r.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+        if let Some(t) = &r.trim {
+            let _ = writeln!(o, "  store: {}", t.store_note);
+        }
+    }
+    o
+}
+
+/// Our ratios beside the published ones.
+pub fn reference_markdown(all: &[Value]) -> String {
+    let mut o = String::from("| compressor | published ratio | where | this program's pages |\n|---|---|---|---|\n");
+    let rs = results(all);
+    for (c, ratio, where_) in PUBLISHED {
+        let ours: Vec<String> = rs
+            .iter()
+            .filter_map(|r| {
+                let cp = r.compress.as_ref()?;
+                let x = match c {
+                    "lz4" => cp.ratio_lz4,
+                    "zstd" => cp.ratio_zstd,
+                    _ => return None,
+                };
+                Some(format!("{} ×{x:.2}", group(r)))
+            })
+            .collect();
+        let ours =
+            if ours.is_empty() { "not measured (pagelab estimates lz4 and zstd)".into() } else { ours.join(", ") };
+        let _ = writeln!(o, "| {c} | ×{ratio} | {where_} | {ours} |");
+    }
+    o += "\nThe ratio depends on the data: the published figures are for their data, ours for this program's.\n";
+    o
+}
+
+pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let all: Vec<Value> = rec.run.results.as_array().cloned().unwrap_or_default();
+    let rs = results(&all);
+    let dir = &rec.dir;
+    let mut written = Vec::new();
+    // Savings against age: what is cold at each window, per kind.
+    let groups: Vec<BarGroup> = rs
+        .iter()
+        .flat_map(|r| {
+            r.windows.iter().map(move |w| BarGroup {
+                label: format!("{} {}s", group(r), w.seconds),
+                bars: vec![
+                    ("anon cold MiB".into(), w.resident.anon as f64 * w.cold_anon.max(0.0) / 1048576.0),
+                    ("file cold MiB".into(), w.resident.file as f64 * w.cold_file.max(0.0) / 1048576.0),
+                    ("shmem cold MiB".into(), w.resident.shmem as f64 * w.cold_shmem.max(0.0) / 1048576.0),
+                ],
+            })
+        })
+        .collect();
+    if !groups.is_empty() {
+        charts::bars(
+            &dir.join("cold"),
+            "pagelab assess: memory not touched within each window",
+            "MiB",
+            &groups,
+            false,
+        )?;
+        written.extend([dir.join("cold.svg"), dir.join("cold.png")]);
+    }
+    // What the pages compress to, cold and hot, with each compressor.
+    let comp: Vec<BarGroup> = rs
+        .iter()
+        .filter_map(|r| {
+            let c = r.compress.as_ref()?;
+            Some([("all", &c.all), ("cold", &c.cold), ("hot", &c.hot)].into_iter().filter(|(_, x)| x.pages > 0).map(
+                move |(k, x)| BarGroup {
+                    label: format!("{} {k}", group(r)),
+                    bars: vec![
+                        ("lz4".into(), x.ratio(true, c.page_size)),
+                        ("zstd".into(), x.ratio(false, c.page_size)),
+                    ],
+                },
+            ))
+        })
+        .flatten()
+        .collect();
+    if !comp.is_empty() {
+        charts::bars(
+            &dir.join("ratios"),
+            "pagelab assess: compression ratio of the program's anonymous pages",
+            "original ÷ compressed",
+            &comp,
+            false,
+        )?;
+        written.extend([dir.join("ratios.svg"), dir.join("ratios.png")]);
+    }
+    let mut series = Vec::new();
+    for r in &rs {
+        if let Some(t) = &r.trim {
+            let g = group(r);
+            series.push((
+                format!("{g} anon RSS MiB"),
+                t.curve.iter().map(|p| (p.t_s, p.rss_anon_bytes as f64 / 1048576.0)).collect(),
+            ));
+            series.push((
+                format!("{g} in the store MiB"),
+                t.curve.iter().map(|p| (p.t_s, p.store_orig_bytes as f64 / 1048576.0)).collect(),
+            ));
+            series.push((
+                format!("{g} store memory MiB"),
+                t.curve.iter().map(|p| (p.t_s, p.store_used_bytes as f64 / 1048576.0)).collect(),
+            ));
+        }
+    }
+    if series.iter().any(|(_, v): &(String, Vec<(f64, f64)>)| v.len() > 1) {
+        charts::lines(
+            &dir.join("regrowth"),
+            "pagelab assess: after the trim",
+            "seconds after the trim",
+            "MiB",
+            &series,
+            Scale::Linear,
+        )?;
+        written.extend([dir.join("regrowth.svg"), dir.join("regrowth.png")]);
+    }
+    std::fs::write(
+        dir.join("assess.md"),
+        format!(
+            "# pagelab assess\n\n```\n{}```\n\n## Published compressor ratios beside this program's\n\n{}",
+            text_table(&all),
+            reference_markdown(&all)
+        ),
+    )?;
+    written.push(dir.join("assess.md"));
+    Ok(written)
+}
+
+/// `assess` in the report's list of experiments.
+pub struct Assess;
+
+impl Experiment for Assess {
+    fn figures(&self) -> &'static [Figure] {
+        &[COLD, RATIO_LZ4, RATIO_ZSTD, SWAP_IN, PROBE_AFTER]
+    }
+    fn name(&self) -> &'static str {
+        "assess"
+    }
+    fn study(&self) -> &'static str {
+        "Mangan's memory eater and ATM's trim; Dawson's working-set caps; Google's far memory (0.2 %/min)"
+    }
+    fn renderer(&self) -> Renderer {
+        render
+    }
+    fn metrics(&self, results: &[Value], b: &mut Builder) {
+        for r in record::results::typed::<AssessResult>(results) {
+            let g = group(&r);
+            b.push(&g, &COLD, r.longest().map(|w| w.cold_anon));
+            if let Some(c) = &r.compress {
+                b.push(&g, &RATIO_LZ4, Some(c.ratio_lz4));
+                b.push(&g, &RATIO_ZSTD, Some(c.ratio_zstd));
+            }
+            if let Some(t) = &r.trim {
+                b.push(&g, &SWAP_IN, Some(t.swap_in_pct_ws_per_min));
+                b.push(&g, &PROBE_AFTER, t.probe_after.as_ref().map(|p| p.p99_ms));
+            }
+        }
+    }
+    fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
+        let rs = self::results(results);
+        let Some(r) = rs.first() else { return Vec::new() };
+        let g = group(r);
+        let rate = m.get(&g, &SWAP_IN);
+        let mut basis = m.basis(vec![m.metric(&g, &SWAP_IN)]);
+        if r.trim.is_none() {
+            basis.tested = Err("the run did not trim (--trim)".into());
+        }
+        let (lz, zs) = (m.get(&g, &RATIO_LZ4), m.get(&g, &RATIO_ZSTD));
+        vec![
+            judge(
+                "zstd compresses memory better than lz4",
+                "×3.96 against ×2.58 on a 1.1 GB memory copy (×3.37 against ×2.63 with fio on zram)",
+                lz.zip(zs).map(|(l, z)| format!("×{z:.2} against ×{l:.2}")).unwrap_or_default(),
+                m.basis(vec![m.metric(&g, &RATIO_ZSTD), m.metric(&g, &RATIO_LZ4)]),
+                lz.zip(zs).map(|(l, z)| z > l),
+                "this program's pages rank the compressors as the published data does",
+                "on this program's pages lz4 did as well as zstd",
+            ),
+            judge(
+                "cold memory can be moved to a compressed store at a promotion rate under 0.2 % of the working set per minute",
+                "0.2 %/min, Google's far-memory target",
+                rate.map(|x| format!("{x:.3} %/min")).unwrap_or_default(),
+                basis,
+                rate.map(|x| x <= FAR_MEMORY_PCT_PER_MIN),
+                "the trimmed pages stayed out: this program's cold memory is cold",
+                "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at this age",
+            ),
+        ]
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        m.iter()
+            .filter(|x| x.name == COLD.name || x.name == RATIO_LZ4.name)
+            .filter_map(|x| Some(format!("{} {} {:.2}", x.group, x.name, x.median()?)))
+            .collect()
+    }
+}
