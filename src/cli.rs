@@ -276,6 +276,10 @@ pub struct AssessArgs {
     /// window is cold at that age.
     #[arg(long, default_value = "1s,10s,60s", value_parser = parse_windows)]
     pub windows: std::vec::Vec<Duration>,
+    /// How many times to measure the windows and the compressibility (each a
+    /// value of the headline figures; the trim follows the last).
+    #[arg(long, default_value = "1", value_parser = units::uint32::<1, 100>)]
+    pub repeat: u32,
     /// How long a started target (-- CMD, --synthetic) runs before the assessment.
     #[arg(long, default_value = "2s", value_parser = units::parse_duration)]
     pub warmup: Duration,

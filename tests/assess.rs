@@ -328,6 +328,8 @@ fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
         (vec!["--synthetic", "8MiB", "--hot", "150%"], "--hot"),
         (vec!["--synthetic", "8MiB", "--trim", "zswap"], "--trim"),
         (vec!["--", "no-such-program-here"], "cannot run"),
+        (vec!["--synthetic", "100TiB"], "host guard"),
+        (vec!["--synthetic", "8MiB", "--repeat", "0"], "--repeat"),
     ] {
         let (code, _, err) = assess(&args, &tmp.path().join("never"));
         assert_eq!(code, Some(2), "{args:?}: {err}");

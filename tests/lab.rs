@@ -68,7 +68,7 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     assert!(out.status.success(), "{err}");
     assert_eq!(system_state(), before, "the lab left changes behind");
     // Plain progress lines (stdout is not a terminal), on stderr because of --json.
-    assert!(err.contains("[1/5] eat: running") && err.contains("[5/5] thrash: complete"), "{err}");
+    assert!(err.contains("[1/6] eat: running") && err.contains("[6/6] assess: complete"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["mode"], "quick");
     let lab = lab_json(&dir);

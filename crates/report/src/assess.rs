@@ -149,11 +149,29 @@ pub fn answer(r: &AssessResult) -> String {
     o + "."
 }
 
+/// Each target's last repeat (the one a trim followed).
+fn lasts(rs: &[AssessResult]) -> Vec<&AssessResult> {
+    rs.iter()
+        .enumerate()
+        .filter(|(i, r)| rs.get(i + 1).is_none_or(|n| n.target.pid != r.target.pid))
+        .map(|(_, r)| r)
+        .collect()
+}
+
 /// The windows and compressibility as a text table.
 pub fn text_table(all: &[Value]) -> String {
     let mut o = String::new();
-    for r in results(all) {
-        let _ = writeln!(o, "{}", answer(&r));
+    let rs = results(all);
+    // Each target in full at its last repeat, after a line for the repeats.
+    for r in lasts(&rs) {
+        let reps: Vec<&AssessResult> = rs.iter().filter(|x| x.target.pid == r.target.pid).collect();
+        if reps.len() > 1 {
+            let cold: Vec<String> = reps.iter().filter_map(|x| x.longest()).map(|w| pct(w.cold_anon)).collect();
+            let lz: Vec<String> =
+                reps.iter().filter_map(|x| x.compress.as_ref()).map(|c| format!("×{:.2}", c.ratio_lz4)).collect();
+            let _ = writeln!(o, "{} repeats: cold anon {}; lz4 {}", reps.len(), cold.join(", "), lz.join(", "));
+        }
+        let _ = writeln!(o, "{}", answer(r));
         let _ = writeln!(o, "  source: {}", r.source);
         let _ = writeln!(
             o,
@@ -202,8 +220,8 @@ pub fn reference_markdown(all: &[Value]) -> String {
     let mut o = String::from("| compressor | published ratio | where | this program's pages |\n|---|---|---|---|\n");
     let rs = results(all);
     for (c, ratio, where_) in PUBLISHED {
-        let ours: Vec<String> = rs
-            .iter()
+        let ours: Vec<String> = lasts(&rs)
+            .into_iter()
             .filter_map(|r| {
                 let cp = r.compress.as_ref()?;
                 let x = match c {
@@ -351,7 +369,8 @@ impl Experiment for Assess {
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
         let rs = self::results(results);
-        let Some(r) = rs.first() else { return Vec::new() };
+        // The last repeat: the one the trim (if any) followed.
+        let Some(r) = rs.last() else { return Vec::new() };
         let g = group(r);
         let rate = m.get(&g, &SWAP_IN);
         let mut basis = m.basis(vec![m.metric(&g, &SWAP_IN)]);

@@ -44,6 +44,9 @@ pub struct AssessConfig {
     /// How long a started target runs before the assessment begins.
     pub warmup: Duration,
     pub windows: Vec<Duration>,
+    /// How many times the windows and the compressibility are measured (the
+    /// trim, if any, follows the last).
+    pub repeat: u32,
     /// `--trim`: where the trimmed pages go.
     pub trim: Option<BackingKind>,
     pub compressor: Option<String>,
@@ -605,52 +608,57 @@ fn trim(
     Ok(t)
 }
 
-/// Runs the assessment.
+/// Runs the assessment: `repeat` times the windows and the compressibility,
+/// each a result of its own, then the trim (if asked) after the last.
 pub fn run(
     cfg: &AssessConfig,
     obs: &mut dyn Observer,
     stop: &dyn Fn() -> bool,
 ) -> Result<AssessResult, ExperimentError> {
     validate(cfg)?;
-    let mut r = AssessResult { sources: sources(), ..Default::default() };
-    r.source = r.sources.iter().find(|s| s.used).map(|s| s.name.clone()).unwrap_or_default();
-    let (proc_, pid) = start(cfg, &mut r.target)?;
-    r.target.pid = pid;
-    r.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
+    let mut base = AssessResult { sources: sources(), ..Default::default() };
+    base.source = base.sources.iter().find(|s| s.used).map(|s| s.name.clone()).unwrap_or_default();
+    let (proc_, pid) = start(cfg, &mut base.target)?;
+    base.target.pid = pid;
+    base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
     obs.targets(vec![pid], None, Vec::new());
     if proc_.started() {
         wait_until(Instant::now() + cfg.warmup, pid, "the warm-up", stop)?;
         // A wrapper script may have exec'd the program by now.
-        r.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
+        base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
     }
-    let outcome = measure(cfg, pid, &mut r, obs, stop);
-    drop(proc_);
-    match outcome {
-        Ok(()) => {
-            obs.result(serde_json::to_value(&r).unwrap_or_default());
-            Ok(r)
-        }
-        Err(e) => {
-            // What was measured before the failure is kept, saying what happened.
-            if !r.windows.is_empty() {
-                r.notes.push(format!("incomplete: {e}"));
-                obs.result(serde_json::to_value(&r).unwrap_or_default());
+    let repeat = cfg.repeat.max(1);
+    let mut last = base.clone();
+    for i in 1..=repeat {
+        let mut r = AssessResult { repeat: i, ..base.clone() };
+        match measure(cfg, pid, &mut r, i == repeat, obs, stop) {
+            Ok(()) => obs.result(serde_json::to_value(&r).unwrap_or_default()),
+            Err(e) => {
+                // What was measured before the failure is kept, saying what happened.
+                if !r.windows.is_empty() {
+                    r.notes.push(format!("incomplete: {e}"));
+                    obs.result(serde_json::to_value(&r).unwrap_or_default());
+                }
+                return Err(e);
             }
-            Err(e)
         }
+        last = r;
     }
+    drop(proc_);
+    Ok(last)
 }
 
 fn measure(
     cfg: &AssessConfig,
     pid: i32,
     r: &mut AssessResult,
+    then_trim: bool,
     obs: &mut dyn Observer,
     stop: &dyn Fn() -> bool,
 ) -> Result<(), ExperimentError> {
     let mut windows = cfg.windows.clone();
     windows.sort();
-    obs.event("phase_start", "windows", probe::sample::monotonic_ns(), json!({}));
+    obs.event("phase_start", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     clear_refs(pid)?;
     let t0 = Instant::now();
     let mut last = Vec::new();
@@ -659,11 +667,11 @@ fn measure(
         last = smaps(pid, "the windows")?;
         r.windows.push(window_of(w.as_secs_f64(), &last));
     }
-    obs.event("phase_end", "windows", probe::sample::monotonic_ns(), json!({}));
-    obs.event("phase_start", "compress", probe::sample::monotonic_ns(), json!({}));
+    obs.event("phase_end", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
+    obs.event("phase_start", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     r.compress = Some(compressibility(pid, &last, cfg.max_read, stop)?);
-    obs.event("phase_end", "compress", probe::sample::monotonic_ns(), json!({}));
-    if let Some(kind) = cfg.trim {
+    obs.event("phase_end", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
+    if let (Some(kind), true) = (cfg.trim, then_trim) {
         let ws = r.longest().map(|w| w.referenced.anon).unwrap_or(0);
         r.trim = Some(trim(cfg, kind, pid, ws, obs, stop)?);
     }

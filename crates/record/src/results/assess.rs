@@ -185,6 +185,8 @@ pub struct Trim {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AssessResult {
+    /// 1-based: the windows and compressibility are measured `--repeat` times.
+    pub repeat: u32,
     pub target: Target,
     /// The working-set source used, and the others considered.
     pub source: String,
