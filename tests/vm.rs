@@ -207,6 +207,7 @@ $P eat --size 24MiB --repeat 1 --pattern random,semi --backing swapfile --swapfi
 $P wscap --size 16MiB --cap 8MiB --duration 1s --repeat 1 --out $O/wscap; echo $? > $O/wscap.rc
 $P thrash --preset e2 --scale 0.02 --consumers 4 --repeat 1 --out $O/thrash; echo $? > $O/thrash.rc
 $P mapping --size 16MiB --iterations 3 --warmup 1 --pressure --out $O/mapping; echo $? > $O/mapping.rc
+$P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --trim zram --duration 3s --out $O/assess; echo $? > $O/assess.rc
 # record --cgroup: a group of the guest's own, with a process in it.
 mkdir /sys/fs/cgroup/vmrec
 sh -c 'echo $$ > /sys/fs/cgroup/vmrec/cgroup.procs; exec sleep 8' &
@@ -437,6 +438,22 @@ fn check(g: &Guest, label: &str) {
     assert_eq!(rc(g, "mapping"), 0, "{ctx}");
     let m = results(g, "mapping");
     assert!(!m.is_empty(), "mapping --pressure: no results: {ctx}");
+    // assess: a quarter-hot worker, trimmed into a zram of its own.
+    assert_eq!(rc(g, "assess"), 0, "{ctx}");
+    let a = results(g, "assess");
+    let cold = a[0]["windows"][1]["cold_anon"].as_f64().unwrap_or(f64::NAN);
+    assert!((0.6..=0.9).contains(&cold), "assess: {cold} cold: {ctx}");
+    assert_eq!(a[0]["trim"]["store"], "zram", "{ctx}");
+    assert_eq!(a[0]["trim"]["store_removed"], true, "{}", a[0]["trim"]);
+    let mglru = a[0]["sources"].as_array().and_then(|s| s.iter().find(|x| x["name"] == "MGLRU generations").cloned());
+    println!(
+        "vm: {label}: assess: {:.1} % cold, stored {:.3}; MGLRU: {}",
+        100.0 * cold,
+        a[0]["trim"]["curve"].as_array().and_then(|c| c.last()).map_or(f64::NAN, |p| {
+            p["store_used_bytes"].as_f64().unwrap_or(0.0) / p["store_orig_bytes"].as_f64().unwrap_or(1.0)
+        }),
+        mglru.map(|m| m["why"].to_string()).unwrap_or_default()
+    );
     // record --cgroup: v2 samples of the guest's group, with its usage.
     assert_eq!(rc(g, "record"), 0, "{ctx}");
     let rec = record::rundir::RunRecord::load(&g.out.join("record")).expect("record run");
