@@ -208,11 +208,6 @@ pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
     serde_json::Value::Object(out)
 }
 
-/// What a live sample is labelled by: the followed process or cgroup.
-fn pid_labels(pid: i32) -> [(String, String); 1] {
-    [("pid".to_string(), pid.to_string())]
-}
-
 /// The live figures of one sample: the system's memory categories, swap, the
 /// compressed stores, PSI, paging counters, and the target's figures with a
 /// `pid` or `cgroup` label.
@@ -316,8 +311,8 @@ pub fn live(s: &Sample) -> Vec<Family> {
         Family::new("pagelab_target_cpu_seconds", Counter, "seconds", "the target's CPU time, user and system");
     let ticks = record::derive::clock_ticks();
     for p in &s.pids {
-        let l = pid_labels(p.pid);
-        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let pid = p.pid.to_string();
+        let l = vec![("pid", pid.as_str())];
         if let Some(st) = p.status {
             for (kind, v) in [("anon", st.rss_anon), ("file", st.rss_file), ("shmem", st.rss_shmem)] {
                 let mut ll = l.clone();

@@ -248,8 +248,8 @@ fn window_of(seconds: f64, maps: &[SmapsEntry]) -> Window {
 fn sources() -> Vec<Source> {
     let root = sandbox::privilege::is_root();
     let idle = std::path::Path::new("/sys/kernel/mm/page_idle/bitmap").exists();
-    let mglru = Probe::default().environment().mglru;
-    let damon = Probe::default().environment().damon;
+    let env = Probe::default().environment();
+    let (mglru, damon) = (env.mglru, env.damon);
     let foreign = damon.iter().any(|k| k.state == "on");
     vec![
         Source {
