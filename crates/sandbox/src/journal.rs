@@ -60,6 +60,9 @@ pub enum Change {
     SwapFile { path: PathBuf },
     /// A device node pagelab created with mknod. Undo: delete.
     DeviceNode { path: PathBuf },
+    /// A DAMON kdamond pagelab added to an empty kdamonds list, watching `pid`.
+    /// Undo: turn it off and empty the list, if the list is still that one.
+    DamonKdamond { kdamonds: PathBuf, pid: i32 },
 }
 
 impl Change {
@@ -74,6 +77,7 @@ impl Change {
             Change::SwapOn { path } => format!("swap on {}", path.display()),
             Change::SwapFile { path } => format!("swap file {}", path.display()),
             Change::DeviceNode { path } => format!("device node {}", path.display()),
+            Change::DamonKdamond { pid, .. } => format!("DAMON kdamond watching pid {pid}"),
         }
     }
 }
@@ -284,7 +288,8 @@ fn pagelab_swap_file(path: &Path) -> bool {
 /// - a cgroup named `pagelab`, or a child of one, under /sys/fs/cgroup;
 /// - a setting under /proc/sys/vm/ or /sys/module/zswap/parameters/;
 /// - a zram device of /sys; a swap area that is /dev/zramN or `pagelab-*.swap`;
-/// - a swap file `pagelab-*.swap` that is a regular file; a node /dev/zramN.
+/// - a swap file `pagelab-*.swap` that is a regular file; a node /dev/zramN;
+/// - DAMON's kdamonds list at /sys/kernel/mm/damon/admin/kdamonds.
 pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
     let path = match change {
         Change::CgroupDir { path }
@@ -293,6 +298,7 @@ pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
         | Change::SwapFile { path }
         | Change::DeviceNode { path } => path,
         Change::ZramDevice { sys, .. } => sys,
+        Change::DamonKdamond { kdamonds, .. } => kdamonds,
     };
     if !path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return Err(format!("{} is not an absolute path without '..'", path.display()));
@@ -314,6 +320,7 @@ pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
             pagelab_swap_file(path) && std::fs::symlink_metadata(path).map(|m| m.file_type().is_file()).unwrap_or(true)
         }
         Change::DeviceNode { path } => zram_node(path),
+        Change::DamonKdamond { kdamonds, .. } => kdamonds == Path::new("/sys/kernel/mm/damon/admin/kdamonds") || fake,
     };
     if ok { Ok(()) } else { Err(format!("{} is not something pagelab creates", change.describe())) }
 }
@@ -417,6 +424,16 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
             }
             Ok(format!("{verb} device node {}", path.display()))
         }
+        Change::DamonKdamond { kdamonds, pid } => match crate::damon::is_ours(kdamonds, *pid) {
+            Ok(true) => {
+                if !dry_run {
+                    crate::damon::remove(kdamonds)?;
+                }
+                Ok(format!("{verb} the DAMON kdamond watching pid {pid} (off, nr_kdamonds 0)"))
+            }
+            Ok(false) => Ok(format!("DAMON kdamond watching pid {pid} already gone (or not pagelab's): left alone")),
+            Err(_) => Ok(format!("DAMON kdamond watching pid {pid}: no DAMON admin files; nothing to undo")),
+        },
         Change::ZramDevice { sys, before, id } => {
             let id = match id {
                 Some(id) => *id,

@@ -14,6 +14,7 @@
 //! worker mode, placed in its cgroup before it allocates anything.
 
 pub mod cgroup;
+pub mod damon;
 pub mod error;
 pub mod fault;
 pub mod guard;

@@ -294,6 +294,25 @@ impl Sandbox {
             .map_err(|e| SandboxError::Other(format!("{}: {e}", f.display())))
     }
 
+    /// Starts a DAMON kdamond of pagelab's own on `pid`'s virtual address space
+    /// (journaled; [`Sandbox::restore`] stops and removes it). Refused, with
+    /// nothing changed, when DAMON's list already holds any kdamond.
+    pub fn damon_vaddr(&mut self, pid: i32, intervals: crate::damon::Intervals) -> Result<crate::damon::Monitor> {
+        if let Some(why) = crate::damon::unavailable(&self.roots.sys) {
+            return Err(SandboxError::Unsupported(format!("DAMON: {why}")));
+        }
+        self.require_admin("starting a DAMON monitor", "")?;
+        let kdamonds = crate::damon::kdamonds_dir(&self.roots.sys);
+        self.record(Change::DamonKdamond { kdamonds: kdamonds.clone(), pid })?;
+        std::fs::write(kdamonds.join("nr_kdamonds"), "1")
+            .map_err(|e| SandboxError::io("writing '1'", kdamonds.join("nr_kdamonds"), e))?;
+        fault::point("added a DAMON kdamond");
+        let dir = kdamonds.join("0");
+        crate::damon::configure(&dir, pid, intervals)?;
+        fault::point("started the DAMON kdamond");
+        Ok(crate::damon::Monitor { dir, pid, intervals })
+    }
+
     /// Waits for the kernel (devtmpfs/udev) to create a device node; creates it with
     /// mknod (journaled) if nothing does within a second.
     fn ensure_node(&mut self, device: &Path, block: &Path) -> Result<()> {

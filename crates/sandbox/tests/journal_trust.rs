@@ -46,6 +46,7 @@ fn planted_paths_are_refused_and_left_alone() {
         Change::CgroupDir { path: "/sys/fs/cgroup/memory/user.slice".into() },
         Change::SwapOn { path: "/dev/sda1".into() },
         Change::ZramDevice { sys: victims.path().to_path_buf(), before: vec![], id: Some(0) },
+        Change::DamonKdamond { kdamonds: victims.path().to_path_buf(), pid: 1 },
     ];
     for c in &changes {
         assert!(validate_change(c).is_err(), "accepted {c:?}");
@@ -72,6 +73,7 @@ fn what_pagelab_makes_is_accepted() {
         Change::SwapOn { path: "/var/tmp/pagelab-12-0.swap".into() },
         Change::SwapFile { path: "/var/tmp/pagelab-12-0.swap".into() },
         Change::DeviceNode { path: "/dev/zram3".into() },
+        Change::DamonKdamond { kdamonds: "/sys/kernel/mm/damon/admin/kdamonds".into(), pid: 12 },
     ] {
         assert_eq!(validate_change(&c), Ok(()), "{c:?}");
     }
@@ -96,4 +98,38 @@ fn a_journal_others_can_write_is_not_trusted() {
     let rep = restore_stale(dir.path(), false);
     assert!(rep.errors.is_empty(), "{rep:#?}");
     assert!(!swap.exists());
+}
+
+/// A fake DAMON admin tree: `n` kdamonds, kdamond 0 on and watching `pid`.
+fn damon_tree(n: u32, pid: i32) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let k = t.path();
+    std::fs::write(k.join("nr_kdamonds"), format!("{n}\n")).unwrap();
+    std::fs::create_dir_all(k.join("0/contexts/0/targets/0")).unwrap();
+    std::fs::write(k.join("0/state"), "on\n").unwrap();
+    std::fs::write(k.join("0/contexts/0/targets/0/pid_target"), format!("{pid}\n")).unwrap();
+    t
+}
+
+#[test]
+fn a_dead_runs_kdamond_is_stopped_and_removed_only_if_still_its_own() {
+    // Ours: one kdamond watching the journaled pid. Off, then the list emptied.
+    let ours = damon_tree(1, 4242);
+    let dir = tempfile::tempdir().unwrap();
+    journal(dir.path(), "1-1-1.journal", &[Change::DamonKdamond { kdamonds: ours.path().into(), pid: 4242 }]);
+    let rep = restore_stale(dir.path(), false);
+    assert!(rep.errors.is_empty(), "{rep:#?}");
+    assert_eq!(std::fs::read_to_string(ours.path().join("0/state")).unwrap(), "off");
+    assert_eq!(std::fs::read_to_string(ours.path().join("nr_kdamonds")).unwrap(), "0");
+    // Someone else's since: another pid, or a list of two. Left as it was.
+    for (n, pid) in [(1, 777), (2, 4242)] {
+        let theirs = damon_tree(n, pid);
+        let dir = tempfile::tempdir().unwrap();
+        journal(dir.path(), "1-1-1.journal", &[Change::DamonKdamond { kdamonds: theirs.path().into(), pid: 4242 }]);
+        let rep = restore_stale(dir.path(), false);
+        assert!(rep.errors.is_empty(), "{rep:#?}");
+        assert!(rep.actions.iter().any(|a| a.contains("left alone")), "{:?}", rep.actions);
+        assert_eq!(std::fs::read_to_string(theirs.path().join("0/state")).unwrap(), "on\n");
+        assert_eq!(std::fs::read_to_string(theirs.path().join("nr_kdamonds")).unwrap(), format!("{n}\n"));
+    }
 }
