@@ -42,4 +42,7 @@ pub fn parse_everything(data: &[u8]) {
     let _ = zram::parse_comp_algorithm(t);
     let _ = environment::selected_choice(t);
     let _ = kmsg::oom_reports(t, "pagelab");
+    if let Ok(m) = lru_gen::parse(t) {
+        let _ = m.iter().flat_map(|c| &c.nodes).filter_map(|n| n.max_seq()).max();
+    }
 }

@@ -19,6 +19,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod kmsg;
+pub mod lru_gen;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod pid;
