@@ -24,6 +24,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
         max_read: a.max_read,
         exe: std::env::current_exe()?,
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
+        source: a.source,
     };
     if let Some(cmd) = a.command.first()
         && crate::record_cmd::resolve_program(cmd).is_none()
@@ -46,6 +47,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
         "pid": cfg.pid, "command": cfg.command, "synthetic_bytes": cfg.synthetic, "hot": cfg.hot,
         "warmup_s": cfg.warmup.as_secs_f64(),
         "windows_s": cfg.windows.iter().map(|w| w.as_secs_f64()).collect::<Vec<_>>(), "repeat": cfg.repeat,
+        "source": cfg.source,
         "trim": cfg.trim, "compressor": cfg.compressor, "duration_s": cfg.duration.as_secs_f64(),
         "probe": cfg.probe, "probe_runs": cfg.probe_runs, "max_read_bytes": cfg.max_read,
     });

@@ -276,6 +276,14 @@ pub struct AssessArgs {
     /// window is cold at that age.
     #[arg(long, default_value = "1s,10s,60s", value_parser = parse_windows)]
     pub windows: std::vec::Vec<Duration>,
+    /// Where the working-set estimate comes from: damon (a kdamond of
+    /// pagelab's own, per page; needs root and DAMON's list empty), mglru (the
+    /// target's memory cgroup aged per window; needs root, MGLRU on, debugfs,
+    /// at most 3 windows, and a --pid alone in its cgroup), referenced
+    /// (clear_refs and smaps, per mapping), or auto (the first of those that
+    /// can be had).
+    #[arg(long, default_value = "auto", value_parser = parse_wss_source)]
+    pub source: workloads::assess::WssSource,
     /// How many times to measure the windows and the compressibility (each a
     /// value of the headline figures; the trim follows the last).
     #[arg(long, default_value = "1", value_parser = units::uint32::<1, 100>)]
@@ -312,6 +320,10 @@ pub struct AssessArgs {
     /// The command to start and assess (after --).
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+fn parse_wss_source(s: &str) -> Result<workloads::assess::WssSource, String> {
+    workloads::assess::WssSource::parse(s).ok_or_else(|| format!("'{s}': expected auto, damon, mglru or referenced"))
 }
 
 fn parse_trim_store(s: &str) -> Result<workloads::backing::BackingKind, String> {

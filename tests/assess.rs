@@ -330,11 +330,31 @@ fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
         (vec!["--", "no-such-program-here"], "cannot run"),
         (vec!["--synthetic", "100TiB"], "host guard"),
         (vec!["--synthetic", "8MiB", "--repeat", "0"], "--repeat"),
+        (vec!["--synthetic", "8MiB", "--source", "idle"], "auto, damon, mglru or referenced"),
+        (vec!["--synthetic", "8MiB", "--source", "mglru", "--windows", "1s,2s,3s,4s"], "--source mglru: "),
     ] {
         let (code, _, err) = assess(&args, &tmp.path().join("never"));
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
         assert!(!tmp.path().join("never").exists(), "{args:?} left a run directory");
+    }
+    // A source the machine cannot give is refused, saying why: on this VM a
+    // kdamond of the host's own is in DAMON's list (pagelab never rewrites
+    // it) and there is no MGLRU.
+    let damon_free = std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds")
+        .is_ok_and(|n| n.trim() == "0")
+        && root();
+    let mglru_on = std::fs::read_to_string("/sys/kernel/mm/lru_gen/enabled").is_ok_and(|m| m.trim() != "0x0000")
+        && Path::new("/sys/kernel/debug/lru_gen").exists()
+        && root();
+    for (source, can) in [("damon", damon_free), ("mglru", mglru_on)] {
+        if can {
+            println!("assess --source {source}: available here; its refusal is tested in the VM test");
+            continue;
+        }
+        let (code, _, err) = assess(&["--synthetic", "8MiB", "--source", source], &tmp.path().join("never"));
+        assert_eq!(code, Some(2), "--source {source}: {err}");
+        assert!(err.contains(&format!("--source {source}: ")) && err.contains("use --source referenced"), "{err}");
     }
     if root() && Path::new("/sys/class/zram-control/hot_add").exists() && common::swap_free() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

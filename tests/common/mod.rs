@@ -17,10 +17,13 @@ pub fn system_state() -> String {
         .filter(|n| n.starts_with("zram"))
         .collect();
     let cg = probe::Probe::default().memory_controller().ok().flatten().map(|(_, root)| root.join("pagelab").exists());
+    // DAMON's kdamond list (read only; absent without DAMON's sysfs).
+    let damon = std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").unwrap_or_default();
     format!(
-        "{zram:?} {} pagelab-cgroup:{cg:?} swappiness:{}",
+        "{zram:?} {} pagelab-cgroup:{cg:?} swappiness:{} kdamonds:{}",
         std::fs::read_to_string("/proc/swaps").unwrap(),
-        std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()
+        std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim(),
+        damon.trim()
     )
 }
 

@@ -100,18 +100,20 @@ pub fn answer(r: &AssessResult) -> String {
             pct(w.cold_shmem)
         );
     }
-    if let Some(c) = &r.compress
-        && c.cold.pages > 0
-    {
-        let ratio = c.cold.ratio(true, c.page_size);
-        let _ = write!(
-            o,
-            "; the cold anon pages compress {:.2}× with lz4 and {:.2}× with zstd, so {} cold would take about {} in a store",
-            ratio,
-            c.cold.ratio(false, c.page_size),
-            mib(cold_anon),
-            mib((cold_anon as f64 / ratio) as u64),
-        );
+    if let Some(c) = &r.compress {
+        // Not split (MGLRU counts pages, not which): all the anon pages stand for the cold.
+        let (part, which) = if c.cold.pages > 0 { (&c.cold, "the cold") } else { (&c.all, "all the") };
+        if part.pages > 0 {
+            let ratio = part.ratio(true, c.page_size);
+            let _ = write!(
+                o,
+                "; {which} anon pages compress {:.2}× with lz4 and {:.2}× with zstd, so {} cold would take about {} in a store",
+                ratio,
+                part.ratio(false, c.page_size),
+                mib(cold_anon),
+                mib((cold_anon as f64 / ratio) as u64),
+            );
+        }
     }
     if let Some(t) = &r.trim {
         let store = format!("{}{}", t.store, t.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default());
@@ -173,6 +175,17 @@ pub fn text_table(all: &[Value]) -> String {
         }
         let _ = writeln!(o, "{}", answer(r));
         let _ = writeln!(o, "  source: {}", r.source);
+        if let Some(d) = &r.damon {
+            let _ = writeln!(
+                o,
+                "  DAMON: {} regions ({} idle) after {:.1} s, sampled every {} µs, aggregated every {} ms",
+                d.regions,
+                d.idle_regions,
+                d.monitored_s,
+                d.sample_us,
+                d.aggr_us / 1000
+            );
+        }
         let _ = writeln!(
             o,
             "  {:>8}  {:>10}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
@@ -196,6 +209,9 @@ pub fn text_table(all: &[Value]) -> String {
             let _ = writeln!(o, "  all:  {}", part(&c.all, c.page_size));
             let _ = writeln!(o, "  cold: {}", part(&c.cold, c.page_size));
             let _ = writeln!(o, "  hot:  {}", part(&c.hot, c.page_size));
+            if !c.split.is_empty() {
+                let _ = writeln!(o, "  (split {})", c.split);
+            }
         }
         if let (Some(p), Some(e)) = (r.target.synthetic_pattern.as_deref(), r.target.synthetic_lz4_estimate) {
             let _ = writeln!(

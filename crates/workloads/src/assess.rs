@@ -22,13 +22,17 @@ use crate::observe::{ExperimentError, Observer};
 use probe::Probe;
 use probe::process::{MemKind, SmapsEntry};
 use record::results::assess::{
-    AssessResult, Compress, Compressibility, Kinds, Latency, Point, Source, Target, Trim, Window,
+    AssessResult, Compress, Compressibility, DamonRun, Kinds, Latency, MglruRun, Point, Source, Target, Trim, Window,
 };
 use sandbox::Sandbox;
 use sandbox::worker::{Worker, WorkerSpec};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// How long DAMON watches before the longest window starts counting: its
+/// regions split and merge to follow the access pattern in the first second or so.
+const DAMON_SETTLE: Duration = Duration::from_secs(2);
 
 /// Google's zswap does not store a page that compresses to more than this.
 pub const REJECT_ABOVE: usize = 2990;
@@ -58,6 +62,97 @@ pub struct AssessConfig {
     pub max_read: u64,
     pub exe: PathBuf,
     pub swapfile_dir: PathBuf,
+    /// Where the working-set estimate comes from.
+    pub source: WssSource,
+}
+
+/// `--source`: how cold memory is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WssSource {
+    /// DAMON where pagelab can own a kdamond (root, and DAMON's list empty),
+    /// else MGLRU where the target has a memory cgroup to itself, else the
+    /// referenced bits.
+    Auto,
+    Referenced,
+    Damon,
+    Mglru,
+}
+
+impl WssSource {
+    pub fn parse(s: &str) -> Option<WssSource> {
+        match s {
+            "auto" => Some(WssSource::Auto),
+            "referenced" => Some(WssSource::Referenced),
+            "damon" => Some(WssSource::Damon),
+            "mglru" => Some(WssSource::Mglru),
+            _ => None,
+        }
+    }
+}
+
+/// The name results carry for each source.
+pub const REFERENCED: &str = "referenced bits (clear_refs, smaps Referenced)";
+pub const DAMON: &str = "DAMON (a kdamond of pagelab's own, vaddr)";
+pub const MGLRU: &str = "MGLRU generations (debugfs lru_gen, per memory cgroup)";
+
+/// MGLRU's debugfs file.
+const LRU_GEN: &str = "/sys/kernel/debug/lru_gen";
+/// MGLRU keeps at most 4 generations, and n windows take n + 1 agings: more
+/// than 3 windows would merge the oldest two and lose the longest window.
+const MGLRU_MAX_WINDOWS: usize = 3;
+
+/// Why MGLRU cannot be the source for this request, or None when it can. Its
+/// generations count the pages of a memory cgroup, so the target must have
+/// one to itself: pagelab makes one for a target it starts, and a `--pid`
+/// must already be alone in its own.
+fn mglru_unavailable(cfg: &AssessConfig) -> Option<String> {
+    let mut p = Probe::default();
+    match p.environment().mglru {
+        None => return Some("MGLRU is not in this kernel".into()),
+        Some(m) if !m.enabled => return Some("MGLRU is off (/sys/kernel/mm/lru_gen/enabled)".into()),
+        Some(_) => {}
+    }
+    if !sandbox::privilege::is_root() {
+        return Some("needs root (debugfs lru_gen)".into());
+    }
+    if !std::path::Path::new(LRU_GEN).exists() {
+        return Some(format!("{LRU_GEN} is absent (debugfs is not mounted at /sys/kernel/debug)"));
+    }
+    if cfg.windows.len() > MGLRU_MAX_WINDOWS {
+        return Some(format!(
+            "MGLRU keeps 4 generations, so at most {MGLRU_MAX_WINDOWS} windows ({} asked for)",
+            cfg.windows.len()
+        ));
+    }
+    match cfg.pid {
+        Some(pid) => match p.memory_cgroup_of(Some(pid)) {
+            Ok(Some(cg)) if cg.name != "/" => {
+                let procs = sandbox::cgroup::procs(&cg.dir);
+                (procs != [pid]).then(|| {
+                    format!(
+                        "its generations count a whole memory cgroup, and pid {pid}'s ({}) holds {} processes",
+                        cg.name,
+                        procs.len()
+                    )
+                })
+            }
+            Ok(Some(_)) => Some(format!("pid {pid} is in the root memory cgroup, whose generations count every page")),
+            _ => Some(format!("no memory cgroup found for pid {pid}")),
+        },
+        None => match p.memory_controller() {
+            Ok(Some(_)) => None,
+            _ => Some("no memory cgroup controller to give the target a group of its own".into()),
+        },
+    }
+}
+
+/// Why DAMON cannot be used here, or None when pagelab can own a kdamond.
+fn damon_unavailable() -> Option<String> {
+    if !sandbox::privilege::is_root() {
+        return Some("needs root (DAMON's admin files)".into());
+    }
+    sandbox::damon::unavailable(std::path::Path::new("/sys"))
 }
 
 fn err(msg: impl Into<String>) -> ExperimentError {
@@ -75,6 +170,16 @@ pub fn validate(cfg: &AssessConfig) -> Result<(), ExperimentError> {
     }
     if cfg.windows.is_empty() {
         return Err(err("--windows: give at least one window, e.g. 1s,10s,60s"));
+    }
+    let unavailable = match cfg.source {
+        WssSource::Damon => damon_unavailable().map(|w| ("damon", w)),
+        WssSource::Mglru => mglru_unavailable(cfg).map(|w| ("mglru", w)),
+        _ => None,
+    };
+    if let Some((name, why)) = unavailable {
+        return Err(ExperimentError::Sandbox(sandbox::SandboxError::Unsupported(format!(
+            "--source {name}: {why}; use --source referenced (or auto)"
+        ))));
     }
     if !(0.0..=1.0).contains(&cfg.hot) {
         return Err(err(format!("--hot {}: a fraction 0..1 or a percentage 0%..100%", cfg.hot)));
@@ -114,6 +219,8 @@ pub fn check_pid(pid: i32) -> Result<(), ExperimentError> {
 struct Proc {
     child: Option<std::process::Child>,
     worker: Option<Worker>,
+    /// A memory cgroup of the target's own (for MGLRU), removed after it.
+    group: Option<(Sandbox, sandbox::cgroup::MemCgroup)>,
 }
 
 impl Proc {
@@ -155,9 +262,27 @@ fn wait_until(until: Instant, pid: i32, what: &str, stop: &dyn Fn() -> bool) -> 
     }
 }
 
-fn start(cfg: &AssessConfig, target: &mut Target) -> Result<(Proc, i32), ExperimentError> {
+/// The lru_gen path of the target's memory cgroup: the one pagelab made for
+/// it, or (`--pid`) the one it is alone in.
+fn memcg_path(proc_: &Proc, pid: i32) -> Result<String, ExperimentError> {
+    if let Some((_, cg)) = &proc_.group {
+        return Ok(format!("/{}", cg.name));
+    }
+    match Probe::default().memory_cgroup_of(Some(pid)) {
+        Ok(Some(cg)) => Ok(cg.name),
+        _ => Err(ExperimentError::Worker(format!("pid {pid}: no memory cgroup found"))),
+    }
+}
+
+fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Proc, i32), ExperimentError> {
     if let Some(pid) = cfg.pid {
         return Ok((Proc::default(), pid));
+    }
+    let mut proc_ = Proc::default();
+    if own_group {
+        let mut sb = Sandbox::new("assess");
+        let cg = sb.memory_cgroup("assess", &sandbox::cgroup::Limits::default())?;
+        proc_.group = Some((sb, cg));
     }
     if let Some(size) = cfg.synthetic {
         let mut w = Worker::spawn(WorkerSpec {
@@ -170,7 +295,7 @@ fn start(cfg: &AssessConfig, target: &mut Target) -> Result<(Proc, i32), Experim
                 "--hot".into(),
                 cfg.hot.to_string(),
             ],
-            cgroup: None,
+            cgroup: proc_.group.as_ref().map(|(_, cg)| cg),
             env: Vec::new(),
             label: "toucher".into(),
         })?;
@@ -182,20 +307,38 @@ fn start(cfg: &AssessConfig, target: &mut Target) -> Result<(Proc, i32), Experim
         target.synthetic_pattern = ready.data["pattern"].as_str().map(String::from);
         target.synthetic_lz4_estimate = ready.data["lz4_estimate"].as_f64();
         let pid = w.pid;
-        return Ok((Proc { worker: Some(w), child: None }, pid));
+        proc_.worker = Some(w);
+        return Ok((proc_, pid));
     }
     use std::os::fd::AsFd;
     // The program's stdout goes to our stderr: stdout may carry pagelab's JSON.
     let out = std::io::stderr().as_fd().try_clone_to_owned().map_err(|e| err(format!("stderr: {e}")))?;
-    let child = std::process::Command::new(&cfg.command[0])
-        .args(&cfg.command[1..])
-        .stdin(std::process::Stdio::null())
-        .stdout(out)
-        .spawn()
-        .map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
+    let mut cmd = std::process::Command::new(&cfg.command[0]);
+    cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(out);
+    if let Some((_, cg)) = &proc_.group {
+        // Into its group before exec, so that every page it maps is counted there.
+        let procs = std::ffi::CString::new(cg.dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
+            .map_err(|_| err("a cgroup path with a NUL byte"))?;
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec only async-signal-safe calls (open, write, close).
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if ok { Ok(()) } else { Err(e) }
+            });
+        }
+    }
+    let child = cmd.spawn().map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
     target.command = cfg.command.clone();
     let pid = child.id() as i32;
-    Ok((Proc { child: Some(child), worker: None }, pid))
+    proc_.child = Some(child);
+    Ok((proc_, pid))
 }
 
 /// Clears the accessed bits of every page of the process (`clear_refs` 1).
@@ -223,13 +366,8 @@ fn window_of(seconds: f64, maps: &[SmapsEntry]) -> Window {
         let referenced = m.referenced.min(m.rss);
         for (kind, bytes) in m.split() {
             let r = if m.rss == 0 { 0 } else { (referenced as u128 * bytes as u128 / m.rss as u128) as u64 };
-            let (a, b) = match kind {
-                MemKind::Anon => (&mut res.anon, &mut refd.anon),
-                MemKind::File => (&mut res.file, &mut refd.file),
-                MemKind::Shmem => (&mut res.shmem, &mut refd.shmem),
-            };
-            *a += bytes;
-            *b += r;
+            *slot(&mut res, kind) += bytes;
+            *slot(&mut refd, kind) += r;
         }
     }
     let cold = |r: u64, t: u64| if t == 0 { f64::NAN } else { 1.0 - r as f64 / t as f64 };
@@ -244,17 +382,54 @@ fn window_of(seconds: f64, maps: &[SmapsEntry]) -> Window {
     }
 }
 
-/// The working-set sources the kernel may offer, and which one is used.
-fn sources() -> Vec<Source> {
+/// The working-set sources the kernel may offer, and which one is used:
+/// the one asked for, or with `auto` the first available of DAMON (per page),
+/// MGLRU (per cgroup) and the referenced bits (per mapping).
+fn sources(cfg: &AssessConfig) -> Vec<Source> {
     let root = sandbox::privilege::is_root();
     let idle = std::path::Path::new("/sys/kernel/mm/page_idle/bitmap").exists();
-    let env = Probe::default().environment();
-    let (mglru, damon) = (env.mglru, env.damon);
-    let foreign = damon.iter().any(|k| k.state == "on");
+    let damon_why = damon_unavailable();
+    let mglru_why = mglru_unavailable(cfg);
+    let pick = match cfg.source {
+        WssSource::Auto if damon_why.is_none() => WssSource::Damon,
+        WssSource::Auto if mglru_why.is_none() => WssSource::Mglru,
+        WssSource::Auto => WssSource::Referenced,
+        other => other,
+    };
+    let why = |unavailable: &Option<String>, me: WssSource, how: &str| match unavailable {
+        Some(w) => w.clone(),
+        None if pick == me => how.to_string(),
+        None => format!(
+            "available; {} was used",
+            match pick {
+                WssSource::Damon => "DAMON",
+                WssSource::Mglru => "MGLRU",
+                _ => "the referenced bits",
+            }
+        ),
+    };
     vec![
         Source {
-            name: "referenced bits (clear_refs, smaps Referenced)".into(),
-            used: true,
+            name: DAMON.into(),
+            used: pick == WssSource::Damon,
+            why: why(
+                &damon_why,
+                WssSource::Damon,
+                "regions of the process's address space with their access counts and ages; pages are classed one by one by the region that holds them",
+            ),
+        },
+        Source {
+            name: MGLRU.into(),
+            used: pick == WssSource::Mglru,
+            why: why(
+                &mglru_why,
+                WssSource::Mglru,
+                "the target's memory cgroup aged once per window boundary; pages counted per generation (anon includes shmem), not which pages",
+            ),
+        },
+        Source {
+            name: REFERENCED.into(),
+            used: pick == WssSource::Referenced,
             why: "every kernel since 2.6.22; the process's owner may use it; per mapping, not per page".into(),
         },
         Source {
@@ -266,31 +441,15 @@ fn sources() -> Vec<Source> {
                 (true, true) => "present; pagelab does not read it yet".into(),
             },
         },
-        Source {
-            name: "MGLRU generations".into(),
-            used: false,
-            why: match mglru {
-                None => "MGLRU is not in this kernel".into(),
-                Some(m) if !m.enabled => "MGLRU is off".into(),
-                Some(_) => "on, but its generations are per memory cgroup (debugfs lru_gen), not per process; pagelab does not read them yet".into(),
-            },
-        },
-        Source {
-            name: "DAMON".into(),
-            used: false,
-            why: if foreign {
-                "a kdamond that is not pagelab's is running; pagelab never writes to DAMON while it does".into()
-            } else if damon.is_empty() {
-                "not in this kernel, or no DAMON sysfs interface".into()
-            } else {
-                "present; pagelab does not start a kdamond of its own yet".into()
-            },
-        },
     ]
 }
 
-/// `/proc/PID/pagemap`: whether each page of `[start, start + n pages)` is present in RAM.
-fn present_pages(pid: i32, start: usize, n: usize, page: usize) -> std::io::Result<Vec<bool>> {
+/// /proc/PID/pagemap bits: the page is in RAM; it is a file page or shared anon.
+const PM_PRESENT: u64 = 1 << 63;
+const PM_FILE: u64 = 1 << 61;
+
+/// `/proc/PID/pagemap`: the entries of the pages of `[start, start + n pages)`.
+fn pagemap(pid: i32, start: usize, n: usize, page: usize) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(format!("/proc/{pid}/pagemap"))?;
     let mut out = Vec::with_capacity(n);
@@ -300,10 +459,83 @@ fn present_pages(pid: i32, start: usize, n: usize, page: usize) -> std::io::Resu
         let k = (n - done).min(4096);
         let off = ((start / page + done) * 8) as u64;
         f.read_exact_at(&mut buf[..k * 8], off)?;
-        out.extend(buf[..k * 8].chunks_exact(8).map(|e| u64::from_le_bytes(e.try_into().expect("8")) >> 63 == 1));
+        out.extend(buf[..k * 8].chunks_exact(8).map(|e| u64::from_le_bytes(e.try_into().expect("8"))));
         done += k;
     }
     Ok(out)
+}
+
+fn slot(k: &mut Kinds, kind: MemKind) -> &mut u64 {
+    match kind {
+        MemKind::Anon => &mut k.anon,
+        MemKind::File => &mut k.file,
+        MemKind::Shmem => &mut k.shmem,
+    }
+}
+
+/// DAMON's regions as an idle time per address.
+struct Idle<'a> {
+    regions: &'a [sandbox::damon::Region],
+    aggr_s: f64,
+}
+
+impl Idle<'_> {
+    /// How long the region holding `addr` has gone without an access seen:
+    /// (age + 1) aggregation intervals when its count is 0, else 0. Addresses
+    /// DAMON does not watch count as touched (never called cold on no evidence).
+    fn at(&self, addr: usize) -> f64 {
+        let i = self.regions.partition_point(|r| r.end <= addr);
+        match self.regions.get(i) {
+            Some(r) if r.start <= addr && r.nr_accesses == 0 => (r.age as f64 + 1.0) * self.aggr_s,
+            _ => 0.0,
+        }
+    }
+}
+
+/// The windows from one read of DAMON's regions: every resident page (pagemap)
+/// is classed by kind and by the idle time of the region that holds it; it is
+/// cold at a window when it was idle at least that long.
+fn damon_windows(pid: i32, windows: &[f64], maps: &[SmapsEntry], idle: &Idle) -> Result<Vec<Window>, ExperimentError> {
+    let page = probe::environment::page_size() as usize;
+    let mut res = Kinds::default();
+    let mut cold = vec![Kinds::default(); windows.len()];
+    for m in maps.iter().filter(|m| m.rss > 0 && m.map.name != "[vsyscall]") {
+        let entries = match pagemap(pid, m.map.start, m.map.len() / page, page) {
+            Ok(e) => e,
+            Err(e) if !alive(pid) => return Err(ExperimentError::Worker(format!("pid {pid} exited ({e})"))),
+            Err(_) => continue, // unmapped meanwhile
+        };
+        for (i, e) in entries.iter().enumerate().filter(|(_, e)| *e & PM_PRESENT != 0) {
+            let kind = if m.map.is_shmem() {
+                MemKind::Shmem
+            } else if e & PM_FILE != 0 {
+                MemKind::File
+            } else {
+                MemKind::Anon
+            };
+            *slot(&mut res, kind) += page as u64;
+            let t = idle.at(m.map.start + i * page);
+            for (w, c) in windows.iter().zip(cold.iter_mut()) {
+                if t >= *w {
+                    *slot(c, kind) += page as u64;
+                }
+            }
+        }
+    }
+    let frac = |c: u64, t: u64| if t == 0 { f64::NAN } else { c as f64 / t as f64 };
+    Ok(windows
+        .iter()
+        .zip(cold)
+        .map(|(w, c)| Window {
+            seconds: *w,
+            resident: res,
+            referenced: Kinds { anon: res.anon - c.anon, file: res.file - c.file, shmem: res.shmem - c.shmem },
+            cold_anon: frac(c.anon, res.anon),
+            cold_file: frac(c.file, res.file),
+            cold_shmem: frac(c.shmem, res.shmem),
+            cold_total: frac(c.total(), res.total()),
+        })
+        .collect())
 }
 
 /// Reads `buf.len()` bytes at `addr` of the process.
@@ -315,12 +547,23 @@ fn vm_read(pid: i32, addr: usize, buf: &mut [u8]) -> std::io::Result<usize> {
     if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(r as usize) }
 }
 
+/// How the pages read are split into cold and hot.
+enum Split<'a> {
+    /// Page by page: whether the page at an address is cold (DAMON).
+    PerPage(&'a dyn Fn(usize) -> bool),
+    /// By each mapping's referenced share (the referenced bits).
+    PerMapping,
+    /// Not at all (MGLRU counts a group's pages, not which ones).
+    None,
+}
+
 /// Reads and compresses the resident anonymous pages, split into cold and hot
-/// by each mapping's referenced share (`hot_share`, per mapping start).
+/// as `split` can tell.
 fn compressibility(
     pid: i32,
     maps: &[SmapsEntry],
     max_read: u64,
+    split: Split,
     stop: &dyn Fn() -> bool,
 ) -> Result<Compress, ExperimentError> {
     let page = probe::environment::page_size() as usize;
@@ -328,8 +571,8 @@ fn compressibility(
     let mut present = Vec::new();
     for m in &anon {
         let n = m.map.len() / page;
-        let p = present_pages(pid, m.map.start, n, page).map_err(|e| err(format!("/proc/{pid}/pagemap: {e}")))?;
-        present.push(p);
+        let p = pagemap(pid, m.map.start, n, page).map_err(|e| err(format!("/proc/{pid}/pagemap: {e}")))?;
+        present.push(p.into_iter().map(|e| e & PM_PRESENT != 0).collect::<Vec<bool>>());
     }
     let resident: u64 = present.iter().map(|p| p.iter().filter(|x| **x).count() as u64).sum();
     let step = resident.div_ceil((max_read / page as u64).max(1)).max(1);
@@ -376,16 +619,132 @@ fn compressibility(
                     c.zstd_over_2990 = (z > REJECT_ABOVE) as u64;
                 }
             }
-            let hot = ((k + 1) as f64 * share).floor() > (k as f64 * share).floor();
+            let hot = match split {
+                Split::PerPage(cold) => Some(!cold(addr)),
+                Split::PerMapping => Some(((k + 1) as f64 * share).floor() > (k as f64 * share).floor()),
+                Split::None => None,
+            };
             k += 1;
             out.all.add(&c);
-            if hot { out.hot.add(&c) } else { out.cold.add(&c) }
+            match hot {
+                Some(true) => out.hot.add(&c),
+                Some(false) => out.cold.add(&c),
+                None => {}
+            }
         }
     }
     out.ratio_lz4 = out.all.ratio(true, page as u64);
     out.ratio_zstd = out.all.ratio(false, page as u64);
-    out.split = "per mapping: each mapping's pages dealt to hot and cold by its referenced share".into();
+    out.split = match split {
+        Split::PerPage(_) => "per page: cold when DAMON's region holding it went unaccessed for the longest window",
+        Split::PerMapping => "per mapping: each mapping's pages dealt to hot and cold by its referenced share",
+        Split::None => "not split: MGLRU counts the group's pages per generation, not which pages",
+    }
+    .into();
     Ok(out)
+}
+
+/// The target's memory cgroup in lru_gen.
+fn lru_gen_of(path: &str) -> Result<probe::lru_gen::Memcg, ExperimentError> {
+    let text = std::fs::read_to_string(LRU_GEN).map_err(|e| err(format!("{LRU_GEN}: {e}")))?;
+    let all = probe::lru_gen::parse(&text).map_err(|e| err(format!("{LRU_GEN}: {e}")))?;
+    all.into_iter().find(|m| m.path == path).ok_or_else(|| err(format!("{LRU_GEN} lists no memory cgroup {path}")))
+}
+
+/// One MGLRU pass over the windows `w_1 < … < w_n`: the target's memory
+/// cgroup is aged at `T − w_n, T − w_(n−1), …, T − w_1` and at `T`. Each aging
+/// walks the page tables, moves every page it finds accessed into the
+/// youngest generation, then opens a new, empty one. A page therefore sits in
+/// the generation that was youngest when an aging last found it accessed, and
+/// the pages below the generation opened at `T − w_k` were not touched within
+/// `w_k`: cold at that window. (A page faulted in between agings joins a young
+/// generation and counts as touched.)
+fn mglru_pass(
+    pid: i32,
+    path: &str,
+    windows: &[Duration],
+    stop: &dyn Fn() -> bool,
+) -> Result<(Vec<Window>, MglruRun), ExperimentError> {
+    let n = windows.len();
+    let longest = windows[n - 1];
+    // Offsets from t0 of the agings: 0, w_n − w_(n−1), …, w_n − w_1, w_n.
+    let mut at: Vec<Duration> = vec![Duration::ZERO];
+    at.extend((1..n).map(|j| longest - windows[n - 1 - j]));
+    at.push(longest);
+    let t0 = Instant::now();
+    // The youngest sequence number per node after each aging.
+    let mut made: Vec<Vec<(u32, u64)>> = Vec::new();
+    let mut last = None;
+    for (j, off) in at.iter().enumerate() {
+        wait_until(t0 + *off, pid, &format!("MGLRU aging {}", j + 1), stop)?;
+        let m = lru_gen_of(path)?;
+        for node in &m.nodes {
+            let Some(max) = node.max_seq() else { continue };
+            // force_scan 1: walk the page tables even when the kernel's bloom
+            // filters would skip them; the fourth field (can_swap, later
+            // swappiness) 1 so that anon pages are aged without swap.
+            let cmd = format!("+ {} {} {max} 1 1", m.id, node.node);
+            std::fs::write(LRU_GEN, &cmd).map_err(|e| err(format!("{LRU_GEN}: '{cmd}': {e}")))?;
+        }
+        let after = lru_gen_of(path)?;
+        let seqs: Vec<(u32, u64)> = after.nodes.iter().filter_map(|nd| Some((nd.node, nd.max_seq()?))).collect();
+        for ((node, now), nd) in seqs.iter().zip(&m.nodes) {
+            if nd.max_seq().is_some_and(|b| *now <= b) {
+                return Err(ExperimentError::Worker(format!("MGLRU did not age node {node} of {path}")));
+            }
+        }
+        made.push(seqs);
+        last = Some(after);
+    }
+    let m = last.expect("at least two agings");
+    let out = mglru_windows(windows, &made, &m, probe::environment::page_size());
+    let run = MglruRun {
+        memcg: path.to_string(),
+        memcg_id: m.id,
+        agings_s: at.iter().map(|d| d.as_secs_f64()).collect(),
+        generations: m.nodes.iter().map(|n| n.gens.len() as u32).sum(),
+    };
+    Ok((out, run))
+}
+
+/// The windows from the generations at `T` and the youngest sequence numbers
+/// after each aging (`made[j]`, per node; aging j at `T − w_(n−j)`, the last at `T`).
+fn mglru_windows(windows: &[Duration], made: &[Vec<(u32, u64)>], m: &probe::lru_gen::Memcg, page: u64) -> Vec<Window> {
+    let n = windows.len();
+    let mut res = Kinds::default();
+    let mut cold = vec![Kinds::default(); n];
+    for node in &m.nodes {
+        for g in &node.gens {
+            res.anon += g.anon * page;
+            res.file += g.file * page;
+            for (k, c) in cold.iter_mut().enumerate() {
+                // An aging moves the pages it finds accessed into the youngest
+                // generation, then opens a new one. So the pages of window k
+                // (0-based, ascending) that were touched after T − w_k sit in
+                // generations at or above the one opened at T − w_k: the cold
+                // ones lie below it.
+                let bound = made[n - 1 - k].iter().find(|(nd, _)| *nd == node.node).map(|x| x.1);
+                if bound.is_some_and(|b| g.seq < b) {
+                    c.anon += g.anon * page;
+                    c.file += g.file * page;
+                }
+            }
+        }
+    }
+    let frac = |c: u64, t: u64| if t == 0 { f64::NAN } else { c as f64 / t as f64 };
+    windows
+        .iter()
+        .zip(cold)
+        .map(|(w, c)| Window {
+            seconds: w.as_secs_f64(),
+            resident: res,
+            referenced: Kinds { anon: res.anon - c.anon, file: res.file - c.file, shmem: 0 },
+            cold_anon: frac(c.anon, res.anon),
+            cold_file: frac(c.file, res.file),
+            cold_shmem: f64::NAN,
+            cold_total: frac(c.total(), res.total()),
+        })
+        .collect()
 }
 
 /// Runs the probe command once: its latency in ms, or why it failed.
@@ -616,9 +975,10 @@ pub fn run(
     stop: &dyn Fn() -> bool,
 ) -> Result<AssessResult, ExperimentError> {
     validate(cfg)?;
-    let mut base = AssessResult { sources: sources(), ..Default::default() };
+    let mut base = AssessResult { sources: sources(cfg), ..Default::default() };
     base.source = base.sources.iter().find(|s| s.used).map(|s| s.name.clone()).unwrap_or_default();
-    let (proc_, pid) = start(cfg, &mut base.target)?;
+    let (proc_, pid) = start(cfg, &mut base.target, base.source == MGLRU && cfg.pid.is_none())?;
+    let memcg = if base.source == MGLRU { Some(memcg_path(&proc_, pid)?) } else { None };
     base.target.pid = pid;
     base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
     obs.targets(vec![pid], None, Vec::new());
@@ -627,11 +987,31 @@ pub fn run(
         // A wrapper script may have exec'd the program by now.
         base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
     }
+    if base.source == DAMON {
+        // A first start tells whether this DAMON can watch the process (an
+        // auto choice falls back to the referenced bits if not).
+        let mut sb = Sandbox::new("assess");
+        let tried = sb.damon_vaddr(pid, sandbox::damon::Intervals::default()).map(|_| ());
+        sb.restore()?;
+        if let Err(e) = tried {
+            if cfg.source == WssSource::Damon {
+                return Err(ExperimentError::Sandbox(e));
+            }
+            for s in &mut base.sources {
+                s.used = s.name == REFERENCED;
+                if s.name == DAMON {
+                    s.why = format!("could not start: {e}");
+                }
+            }
+            base.source = REFERENCED.into();
+            obs.note(&format!("DAMON could not watch pid {pid} ({e}); the referenced bits are used instead"));
+        }
+    }
     let repeat = cfg.repeat.max(1);
     let mut last = base.clone();
     for i in 1..=repeat {
         let mut r = AssessResult { repeat: i, ..base.clone() };
-        match measure(cfg, pid, &mut r, i == repeat, obs, stop) {
+        match measure(cfg, pid, memcg.as_deref(), &mut r, i == repeat, obs, stop) {
             Ok(()) => obs.result(serde_json::to_value(&r).unwrap_or_default()),
             Err(e) => {
                 // What was measured before the failure is kept, saying what happened.
@@ -651,6 +1031,7 @@ pub fn run(
 fn measure(
     cfg: &AssessConfig,
     pid: i32,
+    memcg: Option<&str>,
     r: &mut AssessResult,
     then_trim: bool,
     obs: &mut dyn Observer,
@@ -659,17 +1040,60 @@ fn measure(
     let mut windows = cfg.windows.clone();
     windows.sort();
     obs.event("phase_start", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
-    clear_refs(pid)?;
-    let t0 = Instant::now();
-    let mut last = Vec::new();
-    for w in &windows {
-        wait_until(t0 + *w, pid, &format!("the {} s window", w.as_secs_f64()), stop)?;
-        last = smaps(pid, "the windows")?;
-        r.windows.push(window_of(w.as_secs_f64(), &last));
-    }
+    let mut regions = Vec::new();
+    let iv = sandbox::damon::Intervals::default();
+    let last = if r.source == DAMON {
+        // One pass: DAMON settles its regions, then watches for the longest
+        // window; each window is read from the regions' ages at the end.
+        let mut sb = Sandbox::new("assess");
+        let mon = sb.damon_vaddr(pid, iv)?;
+        let t0 = Instant::now();
+        let longest = *windows.last().expect("validated: at least one window");
+        wait_until(t0 + DAMON_SETTLE + longest, pid, "DAMON's watch", stop)?;
+        regions = mon.regions()?;
+        let maps = smaps(pid, "the windows")?;
+        let monitored_s = t0.elapsed().as_secs_f64();
+        sb.restore()?;
+        let idle = Idle { regions: &regions, aggr_s: iv.aggr.as_secs_f64() };
+        let secs: Vec<f64> = windows.iter().map(|w| w.as_secs_f64()).collect();
+        r.windows = damon_windows(pid, &secs, &maps, &idle)?;
+        r.damon = Some(DamonRun {
+            sample_us: iv.sample.as_micros() as u64,
+            aggr_us: iv.aggr.as_micros() as u64,
+            monitored_s,
+            regions: regions.len() as u32,
+            idle_regions: regions.iter().filter(|g| g.nr_accesses == 0).count() as u32,
+        });
+        maps
+    } else if let Some(path) = memcg {
+        let (w, run) = mglru_pass(pid, path, &windows, stop)?;
+        r.windows = w;
+        r.mglru = Some(run);
+        smaps(pid, "the windows")?
+    } else {
+        clear_refs(pid)?;
+        let t0 = Instant::now();
+        let mut last = Vec::new();
+        for w in &windows {
+            wait_until(t0 + *w, pid, &format!("the {} s window", w.as_secs_f64()), stop)?;
+            last = smaps(pid, "the windows")?;
+            r.windows.push(window_of(w.as_secs_f64(), &last));
+        }
+        last
+    };
     obs.event("phase_end", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     obs.event("phase_start", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
-    r.compress = Some(compressibility(pid, &last, cfg.max_read, stop)?);
+    let longest = windows.last().map(|w| w.as_secs_f64()).unwrap_or(0.0);
+    let idle = Idle { regions: &regions, aggr_s: iv.aggr.as_secs_f64() };
+    let cold = |addr: usize| idle.at(addr) >= longest;
+    let split = if r.damon.is_some() {
+        Split::PerPage(&cold)
+    } else if r.mglru.is_some() {
+        Split::None
+    } else {
+        Split::PerMapping
+    };
+    r.compress = Some(compressibility(pid, &last, cfg.max_read, split, stop)?);
     obs.event("phase_end", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     if let (Some(kind), true) = (cfg.trim, then_trim) {
         let ws = r.longest().map(|w| w.referenced.anon).unwrap_or(0);
@@ -739,6 +1163,72 @@ mod tests {
         assert!((w.cold_total - 400.0 / 700.0).abs() < 1e-12);
         let none = window_of(1.0, &[]);
         assert!(none.cold_anon.is_nan() && none.cold_total.is_nan());
+    }
+
+    #[test]
+    fn damon_regions_class_each_resident_page_by_its_idle_time() {
+        let page = crate::mm::page_size();
+        let mut m = crate::mm::Mapping::anon(64 * page, 0).unwrap();
+        // 48 of 64 pages resident; the last 16 never touched.
+        for i in 0..48 {
+            m.as_mut_slice()[i * page] = 1;
+        }
+        let start = m.as_slice().as_ptr() as usize;
+        let pid = std::process::id() as i32;
+        let maps: Vec<SmapsEntry> = Probe::default()
+            .pid_smaps(pid)
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.map.start <= start && start < e.map.end)
+            .map(|mut e| {
+                // The kernel may have merged the mapping with a neighbour: keep ours.
+                e.map.start = start;
+                e.map.end = start + 64 * page;
+                e
+            })
+            .collect();
+        assert_eq!(maps.len(), 1, "the test mapping in smaps");
+        use sandbox::damon::Region;
+        let regions = [
+            // pages 0..16: accessed; 16..32: idle 0.5 s; 32..64: idle 5.1 s.
+            Region { start, end: start + 16 * page, nr_accesses: 3, age: 80 },
+            Region { start: start + 16 * page, end: start + 32 * page, nr_accesses: 0, age: 4 },
+            Region { start: start + 32 * page, end: start + 64 * page, nr_accesses: 0, age: 50 },
+        ];
+        let idle = Idle { regions: &regions, aggr_s: 0.1 };
+        assert_eq!(idle.at(start - 1), 0.0, "an address DAMON does not watch is not cold");
+        assert!((idle.at(start + 40 * page) - 5.1).abs() < 1e-9);
+        let w = damon_windows(pid, &[0.5, 1.0, 10.0], &maps, &idle).unwrap();
+        let p = page as u64;
+        assert_eq!(w[0].resident.anon, 48 * p);
+        assert_eq!(w[0].referenced.anon, 16 * p, "idle 0.5 s is cold at a 0.5 s window");
+        assert_eq!(w[1].referenced.anon, 32 * p, "only the 5.1 s region is cold at 1 s");
+        assert_eq!(w[2].referenced.anon, 48 * p, "nothing idle for 10 s");
+        assert!((w[1].cold_anon - 16.0 / 48.0).abs() < 1e-12);
+        assert!(w[2].cold_file.is_nan() && w[2].cold_shmem.is_nan());
+    }
+
+    #[test]
+    fn mglru_generations_below_each_windows_aging_are_cold() {
+        use probe::lru_gen::{Generation, Memcg, Node};
+        // Windows 1 s and 3 s: agings at T−3 (opened seq 5), T−1 (opened 6)
+        // and T (opened 7). At T: seq 4 holds pages untouched since before
+        // T−3, seq 5 pages last touched in (T−3, T−1], seq 6 in (T−1, T].
+        let g = |seq, anon, file| Generation { seq, age_ms: 0, anon, file };
+        let m = Memcg {
+            id: 9,
+            path: "/pagelab/assess-1-0".into(),
+            nodes: vec![Node { node: 0, gens: vec![g(4, 600, 10), g(5, 200, 0), g(6, 190, 5), g(7, 10, 0)] }],
+        };
+        let made = vec![vec![(0, 5)], vec![(0, 6)], vec![(0, 7)]];
+        let w = mglru_windows(&[Duration::from_secs(1), Duration::from_secs(3)], &made, &m, 1);
+        assert_eq!(w[0].resident, Kinds { anon: 1000, file: 15, shmem: 0 });
+        assert_eq!(w[0].referenced.anon, 200, "touched within 1 s: seq 6 and the new seq 7");
+        assert_eq!(w[1].referenced.anon, 400, "touched within 3 s: seq 5 and up");
+        assert_eq!((w[0].cold_anon, w[1].cold_anon), (0.8, 0.6));
+        assert_eq!(w[1].referenced.file, 5);
+        assert!(w[1].cold_shmem.is_nan(), "MGLRU cannot tell shmem from anon");
     }
 
     #[test]

@@ -194,7 +194,36 @@ pub struct AssessResult {
     pub windows: Vec<Window>,
     pub compress: Option<Compress>,
     pub trim: Option<Trim>,
+    /// How DAMON watched, when it was the source.
+    pub damon: Option<DamonRun>,
+    /// How MGLRU was aged, when it was the source.
+    pub mglru: Option<MglruRun>,
     pub notes: Vec<String>,
+}
+
+/// An MGLRU pass: the memory cgroup aged, when (seconds from the pass's
+/// start), and how many generations it counted at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MglruRun {
+    pub memcg: String,
+    pub memcg_id: u64,
+    pub agings_s: Vec<f64>,
+    pub generations: u32,
+}
+
+/// A DAMON monitoring pass: its intervals, how long it ran, and the regions
+/// it ended with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DamonRun {
+    pub sample_us: u64,
+    pub aggr_us: u64,
+    #[serde(default = "crate::results::nan")]
+    pub monitored_s: f64,
+    pub regions: u32,
+    /// Regions with no access seen in the last aggregation interval.
+    pub idle_regions: u32,
 }
 
 impl AssessResult {
