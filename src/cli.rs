@@ -199,7 +199,7 @@ pub struct LabArgs {
     /// printed before it starts; about 40 minutes on a 2-core VM).
     #[arg(long)]
     pub full: bool,
-    /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash.
+    /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash, assess.
     #[arg(long, value_delimiter = ',', value_parser = parse_experiment)]
     pub only: Vec<String>,
     /// The lab directory (default: runs/<UTC timestamp>-lab).
