@@ -60,7 +60,7 @@ pub struct MemCgroup {
     writes: Mutex<Vec<(String, String)>>,
 }
 
-fn write_file(path: &Path, value: &str) -> Result<()> {
+pub(crate) fn write_file(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))
 }
 

@@ -9,6 +9,7 @@
 //! list is still exactly the one it made (one kdamond, watching the journaled
 //! process).
 
+use crate::cgroup::write_file as write;
 use crate::error::{Result, SandboxError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -57,10 +58,6 @@ pub fn unavailable(sys: &Path) -> Option<String> {
         Ok(Err(_)) => Some("nr_kdamonds is not a number".into()),
         Err(e) => Some(format!("cannot read nr_kdamonds ({e}); DAMON's admin files need root")),
     }
-}
-
-fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).map_err(|e| SandboxError::io(format!("writing '{value}'"), path, e))
 }
 
 fn read(path: &Path) -> Result<String> {

@@ -304,8 +304,7 @@ impl Sandbox {
         self.require_admin("starting a DAMON monitor", "")?;
         let kdamonds = crate::damon::kdamonds_dir(&self.roots.sys);
         self.record(Change::DamonKdamond { kdamonds: kdamonds.clone(), pid })?;
-        std::fs::write(kdamonds.join("nr_kdamonds"), "1")
-            .map_err(|e| SandboxError::io("writing '1'", kdamonds.join("nr_kdamonds"), e))?;
+        crate::cgroup::write_file(&kdamonds.join("nr_kdamonds"), "1")?;
         fault::point("added a DAMON kdamond");
         let dir = kdamonds.join("0");
         crate::damon::configure(&dir, pid, intervals)?;

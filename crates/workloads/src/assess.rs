@@ -370,15 +370,21 @@ fn window_of(seconds: f64, maps: &[SmapsEntry]) -> Window {
             *slot(&mut refd, kind) += r;
         }
     }
+    window(seconds, res, refd)
+}
+
+/// A window from its resident and referenced bytes: cold = 1 − referenced ÷
+/// resident per kind (NaN where nothing of a kind is resident).
+fn window(seconds: f64, resident: Kinds, referenced: Kinds) -> Window {
     let cold = |r: u64, t: u64| if t == 0 { f64::NAN } else { 1.0 - r as f64 / t as f64 };
     Window {
         seconds,
-        resident: res,
-        referenced: refd,
-        cold_anon: cold(refd.anon, res.anon),
-        cold_file: cold(refd.file, res.file),
-        cold_shmem: cold(refd.shmem, res.shmem),
-        cold_total: cold(refd.total(), res.total()),
+        resident,
+        referenced,
+        cold_anon: cold(referenced.anon, resident.anon),
+        cold_file: cold(referenced.file, resident.file),
+        cold_shmem: cold(referenced.shmem, resident.shmem),
+        cold_total: cold(referenced.total(), resident.total()),
     }
 }
 
@@ -522,20 +528,7 @@ fn damon_windows(pid: i32, windows: &[f64], maps: &[SmapsEntry], idle: &Idle) ->
             }
         }
     }
-    let frac = |c: u64, t: u64| if t == 0 { f64::NAN } else { c as f64 / t as f64 };
-    Ok(windows
-        .iter()
-        .zip(cold)
-        .map(|(w, c)| Window {
-            seconds: *w,
-            resident: res,
-            referenced: Kinds { anon: res.anon - c.anon, file: res.file - c.file, shmem: res.shmem - c.shmem },
-            cold_anon: frac(c.anon, res.anon),
-            cold_file: frac(c.file, res.file),
-            cold_shmem: frac(c.shmem, res.shmem),
-            cold_total: frac(c.total(), res.total()),
-        })
-        .collect())
+    Ok(windows.iter().zip(cold).map(|(w, c)| window(*w, res, res.minus(&c))).collect())
 }
 
 /// Reads `buf.len()` bytes at `addr` of the process.
@@ -731,20 +724,8 @@ fn mglru_windows(windows: &[Duration], made: &[Vec<(u32, u64)>], m: &probe::lru_
             }
         }
     }
-    let frac = |c: u64, t: u64| if t == 0 { f64::NAN } else { c as f64 / t as f64 };
-    windows
-        .iter()
-        .zip(cold)
-        .map(|(w, c)| Window {
-            seconds: w.as_secs_f64(),
-            resident: res,
-            referenced: Kinds { anon: res.anon - c.anon, file: res.file - c.file, shmem: 0 },
-            cold_anon: frac(c.anon, res.anon),
-            cold_file: frac(c.file, res.file),
-            cold_shmem: f64::NAN,
-            cold_total: frac(c.total(), res.total()),
-        })
-        .collect()
+    // Shmem is counted with anon (both swap-backed): none resident apart, so its cold is NaN.
+    windows.iter().zip(cold).map(|(w, c)| window(w.as_secs_f64(), res, res.minus(&c))).collect()
 }
 
 /// Runs the probe command once: its latency in ms, or why it failed.

@@ -16,6 +16,14 @@ impl Kinds {
     pub fn total(&self) -> u64 {
         self.anon + self.file + self.shmem
     }
+    /// These bytes less `o`'s, kind by kind.
+    pub fn minus(&self, o: &Kinds) -> Kinds {
+        Kinds {
+            anon: self.anon.saturating_sub(o.anon),
+            file: self.file.saturating_sub(o.file),
+            shmem: self.shmem.saturating_sub(o.shmem),
+        }
+    }
 }
 
 /// What was assessed.
