@@ -7,6 +7,25 @@
 use crate::cgroup::CgroupVersion;
 use crate::error::ParseError;
 
+/// One entry of /proc/<pid>/pagemap (Documentation/admin-guide/mm/pagemap.rst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageEntry(pub u64);
+
+impl PageEntry {
+    /// Bit 63: the page is in RAM.
+    pub fn present(self) -> bool {
+        self.0 & (1 << 63) != 0
+    }
+    /// Bit 62: the page is swapped out.
+    pub fn swapped(self) -> bool {
+        self.0 & (1 << 62) != 0
+    }
+    /// Bit 61: a file page or shared anonymous page.
+    pub fn file_or_shared(self) -> bool {
+        self.0 & (1 << 61) != 0
+    }
+}
+
 /// One line of /proc/<pid>/maps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapEntry {

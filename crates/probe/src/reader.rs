@@ -144,6 +144,48 @@ impl Probe {
     pub fn pid_smaps(&mut self, pid: i32) -> Result<Option<Vec<process::SmapsEntry>>, ProbeError> {
         read_parse(&self.proc(&format!("{pid}/smaps")), &mut self.buf, process::parse_smaps)
     }
+    /// /proc/<pid>/pagemap: the entries (see [`process::PageEntry`]) of the
+    /// `pages` pages from `start` (a multiple of `page`). Binary, read in
+    /// chunks of 4096 entries.
+    pub fn pid_pagemap(
+        &self,
+        pid: i32,
+        start: usize,
+        pages: usize,
+        page: usize,
+    ) -> std::io::Result<Vec<process::PageEntry>> {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::open(self.proc(&format!("{pid}/pagemap")))?;
+        let mut out = Vec::with_capacity(pages);
+        let mut buf = vec![0u8; 8 * 4096];
+        let mut done = 0usize;
+        while done < pages {
+            let k = (pages - done).min(4096);
+            let off = ((start / page + done) * 8) as u64;
+            f.read_exact_at(&mut buf[..k * 8], off)?;
+            out.extend(
+                buf[..k * 8]
+                    .chunks_exact(8)
+                    .map(|e| process::PageEntry(u64::from_le_bytes(e.try_into().expect("8 bytes")))),
+            );
+            done += k;
+        }
+        Ok(out)
+    }
+    /// MGLRU's debugfs file (`/sys/kernel/debug/lru_gen`): its memory cgroups,
+    /// nodes and generations. None when it is absent (no MGLRU, or debugfs not
+    /// mounted).
+    pub fn lru_gen(&mut self) -> Result<Option<Vec<crate::lru_gen::Memcg>>, ProbeError> {
+        read_parse(&self.lru_gen_path(), &mut self.buf, crate::lru_gen::parse)
+    }
+    /// Where MGLRU's debugfs file is under these roots.
+    pub fn lru_gen_path(&self) -> PathBuf {
+        self.roots.sys.join("kernel/debug/lru_gen")
+    }
+    /// Whether the kernel has idle page tracking (/sys/kernel/mm/page_idle/bitmap).
+    pub fn page_idle_present(&self) -> bool {
+        self.roots.sys.join("kernel/mm/page_idle/bitmap").exists()
+    }
     /// /proc/<pid>/comm, trimmed; None when the process is gone.
     pub fn pid_comm(&mut self, pid: i32) -> Option<String> {
         read_parse(&self.proc(&format!("{pid}/comm")), &mut self.buf, |t| Ok(t.trim().to_string())).ok().flatten()

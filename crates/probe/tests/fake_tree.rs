@@ -222,3 +222,51 @@ fn memory_cgroup_of_self_on_pure_v2() {
     // Missing files are missing data.
     assert!(p.processes().is_empty() && p.crypto_compressors().is_empty() && p.cpu_flags().is_empty());
 }
+
+#[test]
+fn pagemap_lru_gen_and_page_idle_on_a_fake_tree() {
+    use probe::process::PageEntry;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p = Probe::new(Roots::under(tmp.path()));
+    // Absent files: no process, no MGLRU debugfs, no idle page tracking.
+    assert!(p.pid_pagemap(7, 0, 1, 4096).is_err());
+    assert_eq!(p.lru_gen().unwrap(), None);
+    assert!(!p.page_idle_present());
+    // A pagemap of 5000 entries (more than one read's 4096), entry i = i with
+    // bit 63 set on the even pages, bit 62 on every third and bit 61 on the fifth.
+    let bit = |i: u64| {
+        let on = |cond: bool, b: u32| if cond { 1u64 << b } else { 0 };
+        on(i % 2 == 0, 63) | on(i % 3 == 0, 62) | on(i == 5, 61)
+    };
+    let bytes: Vec<u8> = (0..5000u64).flat_map(|i| (i | bit(i)).to_le_bytes()).collect();
+    std::fs::create_dir_all(tmp.path().join("proc/7")).unwrap();
+    std::fs::write(tmp.path().join("proc/7/pagemap"), &bytes).unwrap();
+    // From the page at 3 × 4096: 4500 entries, so the second read starts mid-file.
+    let e = p.pid_pagemap(7, 3 * 4096, 4500, 4096).unwrap();
+    assert_eq!(e.len(), 4500);
+    assert_eq!(e[0], PageEntry(3 | bit(3)));
+    assert_eq!(e[4499].0 & 0xffff, 4502);
+    assert!(!e[0].present() && e[0].swapped() && e[1].present() && !e[1].swapped());
+    assert!(e[2].file_or_shared() && !e[3].file_or_shared());
+    assert_eq!(e.iter().filter(|x| x.present()).count(), 2250);
+    // Past the end of the file is an error, not a short answer.
+    assert!(p.pid_pagemap(7, 4096 * 4990, 20, 4096).is_err());
+    // lru_gen as a 6.12 guest printed it, read through the sys root.
+    let dbg = tmp.path().join("sys/kernel/debug");
+    std::fs::create_dir_all(&dbg).unwrap();
+    std::fs::write(
+        dbg.join("lru_gen"),
+        "memcg     1 /\n node     0\n          0      27456          0       1232\n          1      10236          0       2870\nmemcg    42 /pagelab/assess-7-0\n node     0\n          5        350       8192          3\n          6         12        100          0\n",
+    )
+    .unwrap();
+    assert_eq!(p.lru_gen_path(), dbg.join("lru_gen"));
+    let m = p.lru_gen().unwrap().unwrap();
+    assert_eq!(m.iter().map(|m| (m.id, m.path.as_str())).collect::<Vec<_>>(), [(1, "/"), (42, "/pagelab/assess-7-0")]);
+    assert_eq!(m[1].nodes[0].max_seq(), Some(6));
+    std::fs::write(dbg.join("lru_gen"), "memcg x /\n").unwrap();
+    let e = p.lru_gen().unwrap_err().to_string();
+    assert!(e.contains("lru_gen") && e.contains("line 1"), "{e}");
+    std::fs::create_dir_all(tmp.path().join("sys/kernel/mm/page_idle")).unwrap();
+    std::fs::write(tmp.path().join("sys/kernel/mm/page_idle/bitmap"), "").unwrap();
+    assert!(p.page_idle_present());
+}

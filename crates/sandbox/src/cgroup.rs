@@ -155,6 +155,30 @@ impl MemCgroup {
         self.keyed("memory.oom_control").and_then(|m| m.get("under_oom")).unwrap_or(0) == 1
     }
 
+    /// v1: an eventfd that the kernel signals whenever a task of the group
+    /// enters OOM (`cgroup.event_control` with `memory.oom_control`,
+    /// Documentation/admin-guide/cgroup-v1/memory.rst, "OOM Control"), so that
+    /// a watcher wakes at once instead of polling `under_oom`. The kernel drops
+    /// the registration when the eventfd is closed or the group removed, so
+    /// there is nothing to journal. v2 has no such file.
+    pub fn oom_notifier(&self) -> Result<OomNotifier> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        if self.version != CgroupVersion::V1 {
+            return Err(SandboxError::Unsupported("OOM notification through cgroup.event_control is v1 only".into()));
+        }
+        let ctl_path = self.dir.join("memory.oom_control");
+        let ctl = std::fs::File::open(&ctl_path).map_err(|e| SandboxError::io("opening", &ctl_path, e))?;
+        // SAFETY: eventfd returns a new descriptor or -1; on success it is ours to own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(SandboxError::io("eventfd", &ctl_path, std::io::Error::last_os_error()));
+        }
+        // SAFETY: fd is a fresh descriptor that nothing else owns.
+        let efd = unsafe { OwnedFd::from_raw_fd(fd) };
+        write_file(&self.dir.join("cgroup.event_control"), &format!("{} {}", efd.as_raw_fd(), ctl.as_raw_fd()))?;
+        Ok(OomNotifier { efd, _ctl: ctl })
+    }
+
     /// v2 `memory.events` (low, high, max, oom, oom_kill, ...); v1 has none.
     pub fn events(&self) -> Option<probe::counters::Counters> {
         match self.version {
@@ -321,6 +345,55 @@ impl MemCgroup {
 /// restore; EAGAIN (reclaimed less than asked) is the caller's to judge.
 pub fn reclaim_once(dir: &Path, bytes: u64) -> std::io::Result<()> {
     std::fs::write(dir.join("memory.reclaim"), bytes.to_string())
+}
+
+/// Makes the child that `cmd` will start join the cgroup at `dir` between fork
+/// and exec (it writes `0`, itself, to cgroup.procs), so that every page the
+/// program maps is charged there. The group is the caller's, made and
+/// journaled through the sandbox; this only moves a new process into it.
+pub fn join_before_exec(cmd: &mut std::process::Command, dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let procs = std::ffi::CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a cgroup path with a NUL byte"))?;
+    // SAFETY: between fork and exec only async-signal-safe calls (open, write, close).
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            if ok { Ok(()) } else { Err(e) }
+        });
+    }
+    Ok(())
+}
+
+/// A v1 group's OOM notifications (see [`MemCgroup::oom_notifier`]).
+#[derive(Debug)]
+pub struct OomNotifier {
+    efd: std::os::fd::OwnedFd,
+    /// memory.oom_control, held open for as long as the registration lives.
+    _ctl: std::fs::File,
+}
+
+impl OomNotifier {
+    /// Waits up to `timeout` for the group to enter OOM; true if it did (one or
+    /// more times) since the last call.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd { fd: self.efd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        if unsafe { libc::poll(&mut p, 1, ms) } <= 0 {
+            return false;
+        }
+        let mut n = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into an 8-byte buffer from our eventfd.
+        unsafe { libc::read(self.efd.as_raw_fd(), n.as_mut_ptr().cast(), 8) == 8 }
+    }
 }
 
 /// Pids listed in a cgroup's cgroup.procs.

@@ -19,6 +19,7 @@ pub mod error;
 pub mod fault;
 pub mod guard;
 pub mod journal;
+pub mod mm;
 pub mod privilege;
 pub mod runlock;
 pub mod sandbox;

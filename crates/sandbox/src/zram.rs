@@ -17,6 +17,11 @@ pub fn control_dir(sys: &Path) -> PathBuf {
     sys.join("class/zram-control")
 }
 
+/// Whether zram devices can be added (`/sys/class/zram-control/hot_add`).
+pub fn can_add(sys: &Path) -> bool {
+    control_dir(sys).join("hot_add").exists()
+}
+
 /// Algorithms the kernel's zram offers (read from any zram device).
 pub fn algorithms(sys: &Path) -> Option<Vec<String>> {
     device_ids(sys).into_iter().find_map(|id| {

@@ -27,7 +27,7 @@ use record::results::assess::{
 use sandbox::Sandbox;
 use sandbox::worker::{Worker, WorkerSpec};
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long DAMON watches before the longest window starts counting: its
@@ -116,7 +116,7 @@ fn mglru_unavailable(cfg: &AssessConfig) -> Option<String> {
     if !sandbox::privilege::is_root() {
         return Some("needs root (debugfs lru_gen)".into());
     }
-    if !std::path::Path::new(LRU_GEN).exists() {
+    if !p.lru_gen_path().exists() {
         return Some(format!("{LRU_GEN} is absent (debugfs is not mounted at /sys/kernel/debug)"));
     }
     if cfg.windows.len() > MGLRU_MAX_WINDOWS {
@@ -317,22 +317,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
     cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(out);
     if let Some((_, cg)) = &proc_.group {
         // Into its group before exec, so that every page it maps is counted there.
-        let procs = std::ffi::CString::new(cg.dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
-            .map_err(|_| err("a cgroup path with a NUL byte"))?;
-        use std::os::unix::process::CommandExt;
-        // SAFETY: between fork and exec only async-signal-safe calls (open, write, close).
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-                let e = std::io::Error::last_os_error();
-                libc::close(fd);
-                if ok { Ok(()) } else { Err(e) }
-            });
-        }
+        sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).map_err(|e| err(format!("{}: {e}", cg.dir.display())))?;
     }
     let child = cmd.spawn().map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
     target.command = cfg.command.clone();
@@ -343,7 +328,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
 
 /// Clears the accessed bits of every page of the process (`clear_refs` 1).
 fn clear_refs(pid: i32) -> Result<(), ExperimentError> {
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "1").map_err(|e| {
+    sandbox::mm::clear_refs(Path::new("/proc"), pid).map_err(|e| {
         err(format!(
             "cannot clear pid {pid}'s referenced bits (/proc/{pid}/clear_refs: {e}); assess needs to own the process or be root"
         ))
@@ -393,7 +378,7 @@ fn window(seconds: f64, resident: Kinds, referenced: Kinds) -> Window {
 /// MGLRU (per cgroup) and the referenced bits (per mapping).
 fn sources(cfg: &AssessConfig) -> Vec<Source> {
     let root = sandbox::privilege::is_root();
-    let idle = std::path::Path::new("/sys/kernel/mm/page_idle/bitmap").exists();
+    let idle = Probe::default().page_idle_present();
     let damon_why = damon_unavailable();
     let mglru_why = mglru_unavailable(cfg);
     let pick = match cfg.source {
@@ -450,27 +435,6 @@ fn sources(cfg: &AssessConfig) -> Vec<Source> {
     ]
 }
 
-/// /proc/PID/pagemap bits: the page is in RAM; it is a file page or shared anon.
-const PM_PRESENT: u64 = 1 << 63;
-const PM_FILE: u64 = 1 << 61;
-
-/// `/proc/PID/pagemap`: the entries of the pages of `[start, start + n pages)`.
-fn pagemap(pid: i32, start: usize, n: usize, page: usize) -> std::io::Result<Vec<u64>> {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::File::open(format!("/proc/{pid}/pagemap"))?;
-    let mut out = Vec::with_capacity(n);
-    let mut buf = vec![0u8; 8 * 4096];
-    let mut done = 0usize;
-    while done < n {
-        let k = (n - done).min(4096);
-        let off = ((start / page + done) * 8) as u64;
-        f.read_exact_at(&mut buf[..k * 8], off)?;
-        out.extend(buf[..k * 8].chunks_exact(8).map(|e| u64::from_le_bytes(e.try_into().expect("8"))));
-        done += k;
-    }
-    Ok(out)
-}
-
 fn slot(k: &mut Kinds, kind: MemKind) -> &mut u64 {
     match kind {
         MemKind::Anon => &mut k.anon,
@@ -506,15 +470,15 @@ fn damon_windows(pid: i32, windows: &[f64], maps: &[SmapsEntry], idle: &Idle) ->
     let mut res = Kinds::default();
     let mut cold = vec![Kinds::default(); windows.len()];
     for m in maps.iter().filter(|m| m.rss > 0 && m.map.name != "[vsyscall]") {
-        let entries = match pagemap(pid, m.map.start, m.map.len() / page, page) {
+        let entries = match Probe::default().pid_pagemap(pid, m.map.start, m.map.len() / page, page) {
             Ok(e) => e,
             Err(e) if !alive(pid) => return Err(ExperimentError::Worker(format!("pid {pid} exited ({e})"))),
             Err(_) => continue, // unmapped meanwhile
         };
-        for (i, e) in entries.iter().enumerate().filter(|(_, e)| *e & PM_PRESENT != 0) {
+        for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.present()) {
             let kind = if m.map.is_shmem() {
                 MemKind::Shmem
-            } else if e & PM_FILE != 0 {
+            } else if e.file_or_shared() {
                 MemKind::File
             } else {
                 MemKind::Anon
@@ -562,10 +526,11 @@ fn compressibility(
     let page = probe::environment::page_size() as usize;
     let anon: Vec<&SmapsEntry> = maps.iter().filter(|m| m.map.is_private() && m.anonymous > 0).collect();
     let mut present = Vec::new();
+    let probe = Probe::default();
     for m in &anon {
         let n = m.map.len() / page;
-        let p = pagemap(pid, m.map.start, n, page).map_err(|e| err(format!("/proc/{pid}/pagemap: {e}")))?;
-        present.push(p.into_iter().map(|e| e & PM_PRESENT != 0).collect::<Vec<bool>>());
+        let p = probe.pid_pagemap(pid, m.map.start, n, page).map_err(|e| err(format!("/proc/{pid}/pagemap: {e}")))?;
+        present.push(p.into_iter().map(|e| e.present()).collect::<Vec<bool>>());
     }
     let resident: u64 = present.iter().map(|p| p.iter().filter(|x| **x).count() as u64).sum();
     let step = resident.div_ceil((max_read / page as u64).max(1)).max(1);
@@ -639,8 +604,11 @@ fn compressibility(
 
 /// The target's memory cgroup in lru_gen.
 fn lru_gen_of(path: &str) -> Result<probe::lru_gen::Memcg, ExperimentError> {
-    let text = std::fs::read_to_string(LRU_GEN).map_err(|e| err(format!("{LRU_GEN}: {e}")))?;
-    let all = probe::lru_gen::parse(&text).map_err(|e| err(format!("{LRU_GEN}: {e}")))?;
+    let all = match Probe::default().lru_gen() {
+        Ok(Some(all)) => all,
+        Ok(None) => return Err(err(format!("{LRU_GEN} is gone"))),
+        Err(e) => return Err(err(e.to_string())),
+    };
     all.into_iter().find(|m| m.path == path).ok_or_else(|| err(format!("{LRU_GEN} lists no memory cgroup {path}")))
 }
 
@@ -673,11 +641,8 @@ fn mglru_pass(
         let m = lru_gen_of(path)?;
         for node in &m.nodes {
             let Some(max) = node.max_seq() else { continue };
-            // force_scan 1: walk the page tables even when the kernel's bloom
-            // filters would skip them; the fourth field (can_swap, later
-            // swappiness) 1 so that anon pages are aged without swap.
-            let cmd = format!("+ {} {} {max} 1 1", m.id, node.node);
-            std::fs::write(LRU_GEN, &cmd).map_err(|e| err(format!("{LRU_GEN}: '{cmd}': {e}")))?;
+            sandbox::mm::lru_gen_age(Path::new("/sys"), m.id, node.node, max)
+                .map_err(|e| err(format!("{LRU_GEN}: aging memcg {} node {}: {e}", m.id, node.node)))?;
         }
         let after = lru_gen_of(path)?;
         let seqs: Vec<(u32, u64)> = after.nodes.iter().filter_map(|nd| Some((nd.node, nd.max_seq()?))).collect();

@@ -108,7 +108,7 @@ pub fn resolve(kind: BackingKind) -> BackingKind {
     // lock; this one waits for it, and its store is gone by then).
     if !sandbox::swap::user_areas().is_empty() {
         BackingKind::Existing
-    } else if privilege::is_root() && Path::new("/sys/class/zram-control/hot_add").exists() {
+    } else if privilege::is_root() && sandbox::zram::can_add(Path::new("/sys")) {
         BackingKind::Zram
     } else {
         BackingKind::None
