@@ -380,19 +380,23 @@ pub struct OomNotifier {
 }
 
 impl OomNotifier {
-    /// Waits up to `timeout` for the group to enter OOM; true if it did (one or
-    /// more times) since the last call.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    /// Waits up to `timeout` for the group to enter OOM; how many times it did
+    /// since the last call (0 when the wait timed out).
+    pub fn wait(&self, timeout: Duration) -> u64 {
         use std::os::fd::AsRawFd;
         let mut p = libc::pollfd { fd: self.efd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd for the duration of the call.
         if unsafe { libc::poll(&mut p, 1, ms) } <= 0 {
-            return false;
+            return 0;
         }
         let mut n = [0u8; 8];
         // SAFETY: reads at most 8 bytes into an 8-byte buffer from our eventfd.
-        unsafe { libc::read(self.efd.as_raw_fd(), n.as_mut_ptr().cast(), 8) == 8 }
+        if unsafe { libc::read(self.efd.as_raw_fd(), n.as_mut_ptr().cast(), 8) } == 8 {
+            u64::from_ne_bytes(n)
+        } else {
+            0
+        }
     }
 }
 

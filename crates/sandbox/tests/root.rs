@@ -1,25 +1,31 @@
 //! Real system changes, as root. Each test skips with a printed reason when it
 //! lacks root or the kernel feature; here and in CI it runs for real.
 
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 use sandbox::Sandbox;
 use sandbox::sandbox::ZramSpec;
 use std::path::Path;
 
-fn root_or_skip(what: &str) -> bool {
+/// Root, or a visible skip (counted as skipped by `.ci/run`).
+fn root_or_skip() -> bool {
     if !sandbox::privilege::is_root() {
-        eprintln!("skipped {what}: needs root");
+        skip::skip("needs root");
         return false;
     }
     true
 }
 
-fn zram_or_skip(what: &str) -> bool {
+fn zram_or_skip() -> bool {
     if !Path::new("/sys/class/zram-control/hot_add").exists() {
-        eprintln!("skipped {what}: zram hot_add not available (modprobe zram)");
+        skip::skip("zram hot_add not available (modprobe zram)");
         return false;
     }
-    root_or_skip(what)
+    root_or_skip()
 }
+
+/// Held by the tests that add swap and by the one that needs none active.
+static SWAP: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn swaps() -> String {
     std::fs::read_to_string("/proc/swaps").unwrap()
@@ -27,7 +33,8 @@ fn swaps() -> String {
 
 #[test]
 fn zram_swap_goes_up_and_down() {
-    if !zram_or_skip("zram_swap_goes_up_and_down") {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    if !zram_or_skip() {
         return;
     }
     let jdir = tempfile::tempdir().unwrap();
@@ -48,7 +55,7 @@ fn zram_swap_goes_up_and_down() {
 
 #[test]
 fn unknown_zram_algorithm_changes_nothing() {
-    if !zram_or_skip("unknown_zram_algorithm_changes_nothing") {
+    if !zram_or_skip() {
         return;
     }
     let jdir = tempfile::tempdir().unwrap();
@@ -64,7 +71,8 @@ fn unknown_zram_algorithm_changes_nothing() {
 
 #[test]
 fn swap_file_goes_up_and_down() {
-    if !root_or_skip("swap_file_goes_up_and_down") {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip() {
         return;
     }
     // /var/tmp is on the root filesystem (ext4 here); /tmp may be tmpfs elsewhere.
@@ -75,7 +83,7 @@ fn swap_file_goes_up_and_down() {
     match sb.swap_file(&path, 16 << 20, 1) {
         Ok(_) => {}
         Err(e) if e.to_string().contains("cannot hold a swap file") => {
-            eprintln!("skipped swap_file_goes_up_and_down: {e}");
+            skip::skip(&e.to_string());
             return;
         }
         Err(e) => panic!("{e}"),
@@ -91,11 +99,12 @@ fn swap_file_goes_up_and_down() {
 
 #[test]
 fn two_sandboxes_at_once_do_not_collide() {
-    if !zram_or_skip("two_sandboxes_at_once_do_not_collide") {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    if !zram_or_skip() {
         return;
     }
     if probe::Probe::default().memory_controller().ok().flatten().is_none() {
-        eprintln!("skipped two_sandboxes_at_once_do_not_collide: no memory cgroup controller");
+        skip::skip("no memory cgroup controller");
         return;
     }
     let jdir = tempfile::tempdir().unwrap();
@@ -121,4 +130,46 @@ fn two_sandboxes_at_once_do_not_collide() {
         assert!(!Path::new(&format!("/sys/block/zram{id}")).exists());
         assert!(!dir.exists());
     }
+}
+
+#[test]
+fn a_v1_group_in_oom_notifies_its_watcher() {
+    let _swap = SWAP.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip() {
+        return;
+    }
+    let Some((probe::cgroup::CgroupVersion::V1, _)) = probe::Probe::default().memory_controller().ok().flatten() else {
+        skip::skip("no cgroup-v1 memory controller (OOM notification is v1 only)");
+        return;
+    };
+    if !sandbox::swap::active().is_empty() {
+        skip::skip("a swap area is active: the child would swap instead of reaching OOM");
+        return;
+    }
+    let jdir = tempfile::tempdir().unwrap();
+    let mut sb = Sandbox::with_journal_dir("test-oom-notify", jdir.path());
+    let cg =
+        sb.memory_cgroup("oom-notify", &sandbox::cgroup::Limits { max: Some(16 << 20), ..Default::default() }).unwrap();
+    cg.set_oom_kill_disable(true).unwrap();
+    let n = cg.oom_notifier().unwrap();
+    assert_eq!(n.wait(std::time::Duration::from_millis(50)), 0, "no OOM before the child runs");
+    // A child that touches 64 MiB in a 16 MiB group with no swap: its fault
+    // cannot be charged, it sleeps in OOM (the killer is off), and the kernel
+    // notifies.
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"]);
+    sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).unwrap();
+    let mut child = cmd.spawn().unwrap();
+    let t = std::time::Instant::now();
+    let mut seen = 0;
+    while seen == 0 && t.elapsed() < std::time::Duration::from_secs(20) {
+        seen = n.wait(std::time::Duration::from_millis(100));
+    }
+    let (under, kills) = (cg.under_oom(), cg.oom_kills());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    sb.restore().unwrap();
+    assert!(seen >= 1, "the kernel notified no OOM in 20 s");
+    assert!(under, "the group was under OOM when notified");
+    assert_eq!(kills, 0, "the child waited in OOM instead of being killed");
 }

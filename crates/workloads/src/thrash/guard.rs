@@ -15,9 +15,11 @@
 //!
 //! So, only in the group pagelab made for the run:
 //! - **v1**: the OOM killer is disabled (`memory.oom_control`); a consumer whose
-//!   charge cannot be met then sleeps at the end of its fault. The guard sees
-//!   `under_oom`, records the stall, and raises the limit by one step so the
-//!   fault completes; after each [`CALM`] period without a stall it lowers the
+//!   charge cannot be met then sleeps at the end of its fault. The guard, on a
+//!   thread of its own, is woken by the kernel's OOM notification (an eventfd
+//!   in `cgroup.event_control`), counts the stall, sees `under_oom` and raises
+//!   the limit by one small step ([`step_for`]) so the fault completes at
+//!   once; after each [`CALM`] period without a stall it lowers the
 //!   limit one step back towards the target (the write makes the kernel
 //!   reclaim down to it), so the group spends as little time above the target
 //!   as the kernel allows.
@@ -34,7 +36,14 @@ use sandbox::cgroup::MemCgroup;
 use std::time::Duration;
 
 /// How long the group must be out of OOM before the limit goes one step back down.
-pub const CALM: Duration = Duration::from_millis(100);
+pub const CALM: Duration = Duration::from_millis(20);
+/// How often the guard looks at the group when no OOM notification wakes it.
+pub const TICK: Duration = Duration::from_millis(10);
+/// The raise per stall: enough for the stalled charge and a few behind it
+/// (a charge is at most a 64-page batch, 256 KiB), small beside the room.
+pub fn step_for(target: u64) -> u64 {
+    (target / 128).max(512 << 10)
+}
 /// The limit never goes above this multiple of the target.
 pub const MAX_RAISE: f64 = 2.0;
 /// v2: memory.max = target × this.
@@ -66,7 +75,7 @@ impl Guard {
     pub fn start(cg: &MemCgroup, target: u64) -> Result<Guard, sandbox::SandboxError> {
         let mut g = Guard {
             target,
-            step: (target / 32).max(2 << 20),
+            step: step_for(target),
             limit: target,
             calm_since: None,
             raised_at: None,
@@ -91,15 +100,19 @@ impl Guard {
         Ok(g)
     }
 
-    /// One look at the group (call every few tens of milliseconds).
-    pub fn tick(&mut self, cg: &MemCgroup) {
+    /// One look at the group. Without OOM notifications, each look that finds
+    /// the group in OOM counts a stall; with them, [`Guard::watch`] counts the
+    /// kernel's notifications instead.
+    fn look(&mut self, cg: &MemCgroup, count_stalls: bool) {
         if self.report.method != "oom_control" || self.report.gave_up {
             return;
         }
         let t = now();
         if cg.under_oom() {
             self.calm_since = None;
-            self.report.oom_stalls += 1;
+            if count_stalls {
+                self.report.oom_stalls += 1;
+            }
             let next = self.limit + self.step;
             if next as f64 > self.target as f64 * MAX_RAISE {
                 // Hand the decision back to the kernel: this run leaves the protocol.
@@ -133,6 +146,27 @@ impl Guard {
                 self.calm_since = None;
             }
         }
+    }
+
+    /// Runs the guard on the calling thread until `stop`: on v1 it wakes on
+    /// each OOM notification (`cgroup.event_control`), so a stalled consumer
+    /// waits for its raise for microseconds rather than a polling period, and
+    /// otherwise every [`TICK`].
+    pub fn watch(mut self, cg: &MemCgroup, stop: &std::sync::atomic::AtomicBool) -> Guard {
+        let notifier = match self.report.method.as_str() {
+            "oom_control" => cg.oom_notifier().ok(),
+            _ => None,
+        };
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            match &notifier {
+                Some(n) => {
+                    self.report.oom_stalls += n.wait(TICK);
+                }
+                None => std::thread::sleep(TICK),
+            }
+            self.look(cg, notifier.is_none());
+        }
+        self
     }
 
     /// Ends the watch: the OOM killer goes back on, and the counts are final.

@@ -135,7 +135,7 @@ fn run_once<O: crate::observe::Observer>(
     std::thread::sleep(Duration::from_millis(200));
     r.idle_usage_bytes = cg.usage().unwrap_or(0);
     r.limit_bytes = plan.limit_bytes.unwrap_or(r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64);
-    let mut guard = guard::Guard::start(&cg, r.limit_bytes)?;
+    let guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
     obs.targets(pids, Some(cg_target), zram);
@@ -179,39 +179,50 @@ planned {:.0} s plus recovery",
     // Wait for every consumer: done, or dead. A consumer far past its planned end
     // (t_p or 2 minutes, whichever is longer) is killed and counted as not completed.
     let give_up = t0 + ((plan.planned_duration_ms + plan.active_ms.max(120_000.0)) * 1e6) as u64;
-    loop {
-        if stop() {
-            return Err(ExperimentError::Interrupted);
-        }
-        let mut pending = 0;
-        for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
-            pending += 1;
-            match c.w.recv(Duration::from_millis(2)) {
-                Ok(Some(ev)) if ev.kind == "alloc" => {
-                    c.alloc_ns = Some(ev.t_ns);
-                    obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
+    // The guard watches on its own thread, so that a stalled consumer's raise
+    // does not wait for this loop's round of the consumers.
+    let guard_stop = std::sync::atomic::AtomicBool::new(false);
+    let (waited, guard) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
+        let waited = (|| -> Result<(), ExperimentError> {
+            loop {
+                if stop() {
+                    return Err(ExperimentError::Interrupted);
                 }
-                Ok(Some(ev)) if ev.kind == "done" => {
-                    obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
-                    c.done = Some(ev.data);
+                let mut pending = 0;
+                for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+                    pending += 1;
+                    match c.w.recv(Duration::from_millis(2)) {
+                        Ok(Some(ev)) if ev.kind == "alloc" => {
+                            c.alloc_ns = Some(ev.t_ns);
+                            obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
+                        }
+                        Ok(Some(ev)) if ev.kind == "done" => {
+                            obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
+                            c.done = Some(ev.data);
+                        }
+                        Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
+                        Ok(_) => {}
+                        Err(f) => c.failure = Some(f.to_string()),
+                    }
                 }
-                Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
-                Ok(_) => {}
-                Err(f) => c.failure = Some(f.to_string()),
+                if pending == 0 {
+                    break;
+                }
+                if probe::sample::monotonic_ns() > give_up {
+                    for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+                        c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-        }
-        if pending == 0 {
-            break;
-        }
-        guard.tick(&cg);
-        if probe::sample::monotonic_ns() > give_up {
-            for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
-                c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            Ok(())
+        })();
+        guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (waited, watcher.join().expect("the guard thread does not panic"))
+    });
+    waited?;
     let out_end = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
     r.guard = guard.finish(&cg);
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
@@ -344,15 +355,15 @@ pub fn run<O: crate::observe::Observer>(
                 }
                 let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
                 obs.note(&format!(
-                "thrash {} on {} repeat {}: {}/{} consumers completed, pswpout {} pswpin {}, progress median {:.2}, \
-while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
+                "thrash {} on {} repeat {}: {}/{} consumers completed, {} pages swapped out, {:.0}/s while active, progress \
+median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
                 r.preset,
                 r.backing,
                 rep + 1,
                 r.consumers_completed,
                 r.consumers,
-                r.pswpout_total,
-                r.pswpin_total,
+                r.pswpout_active,
+                r.pswpout_per_s_active,
                 r.progress_ratio_median,
                 r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),
                 if r.deep { " (deep)" } else { "" },
