@@ -178,12 +178,21 @@ pub fn text_table(all: &[Value]) -> String {
         if let Some(d) = &r.damon {
             let _ = writeln!(
                 o,
-                "  DAMON: {} regions ({} idle) after {:.1} s, sampled every {} µs, aggregated every {} ms",
+                "  DAMON: {} regions ({} idle) after {:.1} s, sampled every {} µs, aggregated every {} ms{}",
                 d.regions,
                 d.idle_regions,
                 d.monitored_s,
                 d.sample_us,
-                d.aggr_us / 1000
+                d.aggr_us / 1000,
+                if d.pace < 0.95 {
+                    format!(
+                        "; it kept {:.0} % of that pace (starved of CPU), so its ages were read at {:.0} ms each",
+                        d.pace * 100.0,
+                        d.aggr_us as f64 / 1000.0 / d.pace
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         let _ = writeln!(

@@ -34,8 +34,9 @@ fn finite(x: f64) -> Option<f64> {
 }
 
 /// Headline metrics: (key in `summary`'s JSON, label, the figure).
-pub const HEADLINE: [(&str, &str, Field); 17] = [
-    ("pswpout_total", "pages swapped out", |r| Some(r.pswpout_total as f64)),
+pub const HEADLINE: [(&str, &str, Field); 18] = [
+    ("pswpout_active", "pages swapped out, start to last exit", |r| Some(r.pswpout_active as f64)),
+    ("pswpout_total", "pages swapped out, samples to end of watch", |r| Some(r.pswpout_total as f64)),
     ("pswpin_total", "pages swapped in", |r| Some(r.pswpin_total as f64)),
     ("pswpout_per_s_peak", "peak swap-outs/s (1 s)", |r| finite(r.pswpout_per_s_peak)),
     ("pswpout_per_s_active", "swap-outs/s while active", |r| finite(r.pswpout_per_s_active)),

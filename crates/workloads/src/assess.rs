@@ -22,7 +22,8 @@ use crate::observe::{ExperimentError, Observer};
 use probe::Probe;
 use probe::process::{MemKind, SmapsEntry};
 use record::results::assess::{
-    AssessResult, Compress, Compressibility, DamonRun, Kinds, Latency, MglruRun, Point, Source, Target, Trim, Window,
+    AssessResult, Compress, Compressibility, DamonRun, Kinds, Latency, MglruRun, PACE_PROBE_S, Point, Source, Target,
+    Trim, Window,
 };
 use sandbox::Sandbox;
 use sandbox::worker::{Worker, WorkerSpec};
@@ -459,6 +460,29 @@ impl Idle<'_> {
             Some(r) if r.start <= addr && r.nr_accesses == 0 => (r.age as f64 + 1.0) * self.aggr_s,
             _ => 0.0,
         }
+    }
+}
+
+/// DAMON's pace between two reads of its regions `dt_s` apart: the largest
+/// age gained by a region idle in both (it gains one per aggregation done) ×
+/// the nominal interval ÷ `dt_s`, within 0.05..1. kdamond counts aggregations
+/// in sampling rounds, so when it is starved of CPU its regions age slower
+/// than the clock. 1 (on time) when no region was idle in both reads: then
+/// no region has been idle longer than `dt_s` anyway.
+fn damon_pace(before: &[sandbox::damon::Region], after: &[sandbox::damon::Region], dt_s: f64, aggr_s: f64) -> f64 {
+    let idle = |r: &&sandbox::damon::Region| r.nr_accesses == 0;
+    let gained = after
+        .iter()
+        .filter(idle)
+        .flat_map(|b| {
+            before.iter().filter(idle).filter(move |a| a.start < b.end && b.start < a.end).map(move |a| (a, b))
+        })
+        .filter(|(a, b)| b.age >= a.age)
+        .map(|(a, b)| b.age - a.age)
+        .max();
+    match gained {
+        Some(g) if dt_s > 0.0 => (g as f64 * aggr_s / dt_s).clamp(0.05, 1.0),
+        _ => 1.0,
     }
 }
 
@@ -988,6 +1012,8 @@ fn measure(
     obs.event("phase_start", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     let mut regions = Vec::new();
     let iv = sandbox::damon::Intervals::default();
+    // Seconds per aggregation DAMON really took (its nominal interval ÷ its pace).
+    let mut aggr_s = iv.aggr.as_secs_f64();
     let last = if r.source == DAMON {
         // One pass: DAMON settles its regions, then watches for the longest
         // window; each window is read from the regions' ages at the end.
@@ -995,12 +1021,20 @@ fn measure(
         let mon = sb.damon_vaddr(pid, iv)?;
         let t0 = Instant::now();
         let longest = *windows.last().expect("validated: at least one window");
-        wait_until(t0 + DAMON_SETTLE + longest, pid, "DAMON's watch", stop)?;
+        let end = t0 + DAMON_SETTLE + longest;
+        // A first read a little before the end: the age a region idle in both
+        // reads gained says how many aggregations DAMON really did meanwhile.
+        wait_until(end - Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's watch", stop)?;
+        let before = mon.regions()?;
+        let t_before = Instant::now();
+        wait_until(end, pid, "DAMON's watch", stop)?;
         regions = mon.regions()?;
+        let pace = damon_pace(&before, &regions, t_before.elapsed().as_secs_f64(), iv.aggr.as_secs_f64());
         let maps = smaps(pid, "the windows")?;
         let monitored_s = t0.elapsed().as_secs_f64();
         sb.restore()?;
-        let idle = Idle { regions: &regions, aggr_s: iv.aggr.as_secs_f64() };
+        aggr_s = iv.aggr.as_secs_f64() / pace;
+        let idle = Idle { regions: &regions, aggr_s };
         let secs: Vec<f64> = windows.iter().map(|w| w.as_secs_f64()).collect();
         r.windows = damon_windows(pid, &secs, &maps, &idle)?;
         r.damon = Some(DamonRun {
@@ -1009,6 +1043,7 @@ fn measure(
             monitored_s,
             regions: regions.len() as u32,
             idle_regions: regions.iter().filter(|g| g.nr_accesses == 0).count() as u32,
+            pace,
         });
         maps
     } else if let Some(path) = memcg {
@@ -1030,7 +1065,7 @@ fn measure(
     obs.event("phase_end", &format!("windows {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     obs.event("phase_start", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     let longest = windows.last().map(|w| w.as_secs_f64()).unwrap_or(0.0);
-    let idle = Idle { regions: &regions, aggr_s: iv.aggr.as_secs_f64() };
+    let idle = Idle { regions: &regions, aggr_s };
     let cold = |addr: usize| idle.at(addr) >= longest;
     let split = if r.damon.is_some() {
         Split::PerPage(&cold)
@@ -1153,6 +1188,28 @@ mod tests {
         assert_eq!(w[2].referenced.anon, 48 * p, "nothing idle for 10 s");
         assert!((w[1].cold_anon - 16.0 / 48.0).abs() < 1e-12);
         assert!(w[2].cold_file.is_nan() && w[2].cold_shmem.is_nan());
+    }
+
+    #[test]
+    fn damons_pace_is_the_age_an_idle_region_gained_between_two_reads() {
+        use sandbox::damon::Region;
+        let r = |start: usize, end: usize, nr_accesses: u32, age: u32| Region { start, end, nr_accesses, age };
+        // On time: 10 aggregations of 100 ms in 1 s.
+        let a = [r(0, 100, 0, 30), r(100, 200, 5, 2)];
+        let b = [r(0, 50, 0, 40), r(50, 100, 0, 40), r(100, 200, 4, 3)];
+        assert!((damon_pace(&a, &b, 1.0, 0.1) - 1.0).abs() < 1e-12);
+        // Starved: 4 aggregations in 1 s; the hot region's age says nothing.
+        let b = [r(0, 100, 0, 34), r(100, 200, 3, 90)];
+        assert!((damon_pace(&a, &b, 1.0, 0.1) - 0.4).abs() < 1e-12);
+        // A region that was hot in the first read is not evidence; nor is a
+        // region whose age was reset; with no evidence the pace is nominal.
+        let b = [r(100, 200, 0, 9)];
+        assert_eq!(damon_pace(&a, &b, 1.0, 0.1), 1.0);
+        let b = [r(0, 100, 0, 3)];
+        assert_eq!(damon_pace(&a, &b, 1.0, 0.1), 1.0);
+        // Never 0 (no aggregation at all) and never above on time.
+        assert_eq!(damon_pace(&a, &[r(0, 100, 0, 30)], 1.0, 0.1), 0.05);
+        assert_eq!(damon_pace(&a, &[r(0, 100, 0, 60)], 1.0, 0.1), 1.0);
     }
 
     #[test]

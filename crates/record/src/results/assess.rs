@@ -232,7 +232,17 @@ pub struct DamonRun {
     pub regions: u32,
     /// Regions with no access seen in the last aggregation interval.
     pub idle_regions: u32,
+    /// The aggregations DAMON did per nominal interval over the last
+    /// [`PACE_PROBE_S`] (1 = on time). A starved kdamond (a loaded machine,
+    /// an emulated one) ages its regions slower than the clock, so the ages
+    /// are converted to seconds at this pace. NaN in runs before 0.3.
+    #[serde(default = "crate::results::nan")]
+    pub pace: f64,
 }
+
+/// How long before the end of its watch assess reads DAMON's regions a first
+/// time, to measure DAMON's pace.
+pub const PACE_PROBE_S: f64 = 1.0;
 
 impl AssessResult {
     /// The longest window.
