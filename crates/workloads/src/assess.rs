@@ -493,8 +493,9 @@ fn damon_windows(pid: i32, windows: &[f64], maps: &[SmapsEntry], idle: &Idle) ->
     let page = probe::environment::page_size() as usize;
     let mut res = Kinds::default();
     let mut cold = vec![Kinds::default(); windows.len()];
+    let probe = Probe::default();
     for m in maps.iter().filter(|m| m.rss > 0 && m.map.name != "[vsyscall]") {
-        let entries = match Probe::default().pid_pagemap(pid, m.map.start, m.map.len() / page, page) {
+        let entries = match probe.pid_pagemap(pid, m.map.start, m.map.len() / page, page) {
             Ok(e) => e,
             Err(e) if !alive(pid) => return Err(ExperimentError::Worker(format!("pid {pid} exited ({e})"))),
             Err(_) => continue, // unmapped meanwhile

@@ -180,45 +180,11 @@ planned {:.0} s plus recovery",
     // (t_p or 2 minutes, whichever is longer) is killed and counted as not completed.
     let give_up = t0 + ((plan.planned_duration_ms + plan.active_ms.max(120_000.0)) * 1e6) as u64;
     // The guard watches on its own thread, so that a stalled consumer's raise
-    // does not wait for this loop's round of the consumers.
+    // does not wait for the main thread's round of the consumers.
     let guard_stop = std::sync::atomic::AtomicBool::new(false);
     let (waited, guard) = std::thread::scope(|s| {
         let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
-        let waited = (|| -> Result<(), ExperimentError> {
-            loop {
-                if stop() {
-                    return Err(ExperimentError::Interrupted);
-                }
-                let mut pending = 0;
-                for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
-                    pending += 1;
-                    match c.w.recv(Duration::from_millis(2)) {
-                        Ok(Some(ev)) if ev.kind == "alloc" => {
-                            c.alloc_ns = Some(ev.t_ns);
-                            obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
-                        }
-                        Ok(Some(ev)) if ev.kind == "done" => {
-                            obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
-                            c.done = Some(ev.data);
-                        }
-                        Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
-                        Ok(_) => {}
-                        Err(f) => c.failure = Some(f.to_string()),
-                    }
-                }
-                if pending == 0 {
-                    break;
-                }
-                if probe::sample::monotonic_ns() > give_up {
-                    for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
-                        c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Ok(())
-        })();
+        let waited = wait_consumers(&mut cons, obs, stop, give_up);
         guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (waited, watcher.join().expect("the guard thread does not panic"))
     });
@@ -338,6 +304,49 @@ planned {:.0} s plus recovery",
 
 fn psi_some_us(p: &mut probe::Probe) -> u64 {
     p.pressure("memory").ok().flatten().map(|m| m.some.total_us).unwrap_or(0)
+}
+
+/// Waits for every consumer: done, or dead. One past `give_up` is killed and
+/// counted as not completed.
+fn wait_consumers<O: crate::observe::Observer>(
+    cons: &mut [Running],
+    obs: &mut O,
+    stop: fn() -> bool,
+    give_up: u64,
+) -> Result<(), ExperimentError> {
+    loop {
+        if stop() {
+            return Err(ExperimentError::Interrupted);
+        }
+        let mut pending = 0;
+        for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+            pending += 1;
+            match c.w.recv(Duration::from_millis(2)) {
+                Ok(Some(ev)) if ev.kind == "alloc" => {
+                    c.alloc_ns = Some(ev.t_ns);
+                    obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
+                }
+                Ok(Some(ev)) if ev.kind == "done" => {
+                    obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
+                    c.done = Some(ev.data);
+                }
+                Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
+                Ok(_) => {}
+                Err(f) => c.failure = Some(f.to_string()),
+            }
+        }
+        if pending == 0 {
+            break;
+        }
+        if probe::sample::monotonic_ns() > give_up {
+            for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+                c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// Runs every plan `repeat` times.
