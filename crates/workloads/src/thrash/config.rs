@@ -111,6 +111,21 @@ impl PlanExt for Plan {
 }
 
 impl ThrashConfig {
+    /// The runs, in order: for each backing, `repeat` rounds of every plan.
+    /// Round-robin rather than all repeats of one preset in a row, so that a
+    /// slow drift in the machine's paging speed falls on every preset alike
+    /// instead of on the presets that happened to run last.
+    pub fn schedule(&self) -> Vec<(BackingKind, Plan, u32)> {
+        let plans = self.plans();
+        let mut out = Vec::new();
+        for &b in &self.backings {
+            for rep in 0..self.repeat {
+                out.extend(plans.iter().map(|p| (b, p.clone(), rep)));
+            }
+        }
+        out
+    }
+
     /// The plans, in run order (one per preset, or one custom plan).
     pub fn plans(&self) -> Vec<Plan> {
         let names: Vec<String> = if self.presets.is_empty() { vec!["e2".into()] } else { self.presets.clone() };

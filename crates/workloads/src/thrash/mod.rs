@@ -85,6 +85,32 @@ mod tests {
     }
 
     #[test]
+    fn repeats_run_round_robin_over_the_presets() {
+        let mut c = cfg();
+        c.presets = vec!["e1".into(), "e2".into(), "e4".into()];
+        c.repeat = 2;
+        c.backings = vec![crate::backing::BackingKind::Zram, crate::backing::BackingKind::Swapfile];
+        let order: Vec<String> = c.schedule().iter().map(|(b, p, r)| format!("{b:?}:{}:{r}", p.preset)).collect();
+        assert_eq!(
+            order,
+            [
+                "Zram:e1:0",
+                "Zram:e2:0",
+                "Zram:e4:0",
+                "Zram:e1:1",
+                "Zram:e2:1",
+                "Zram:e4:1",
+                "Swapfile:e1:0",
+                "Swapfile:e2:0",
+                "Swapfile:e4:0",
+                "Swapfile:e1:1",
+                "Swapfile:e2:1",
+                "Swapfile:e4:1"
+            ]
+        );
+    }
+
+    #[test]
     fn windows_split_probe_samples_by_time() {
         let s: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, if (30..60).contains(&i) { 50.0 } else { 1.0 })).collect();
         let w = windows(&s, 30.0, 60.0);

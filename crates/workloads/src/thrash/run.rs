@@ -349,21 +349,19 @@ fn wait_consumers<O: crate::observe::Observer>(
     Ok(())
 }
 
-/// Runs every plan `repeat` times.
+/// Runs every plan `repeat` times, in [`ThrashConfig::schedule`]'s order.
 pub fn run<O: crate::observe::Observer>(
     cfg: &ThrashConfig,
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<ThrashResult>, ExperimentError> {
     let mut out = Vec::new();
-    for &kind in &cfg.backings {
-        for plan in cfg.plans() {
-            for rep in 0..cfg.repeat {
-                if stop() {
-                    return Err(ExperimentError::Interrupted);
-                }
-                let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
-                obs.note(&format!(
+    for (kind, plan, rep) in cfg.schedule() {
+        if stop() {
+            return Err(ExperimentError::Interrupted);
+        }
+        let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
+        obs.note(&format!(
                 "thrash {} on {} repeat {}: {}/{} consumers completed, {} pages swapped out, {:.0}/s while active, progress \
 median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
                 r.preset,
@@ -384,10 +382,8 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                     format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
                 }
             ));
-                obs.result(json!({"result": r}));
-                out.push(r);
-            }
-        }
+        obs.result(json!({"result": r}));
+        out.push(r);
     }
     Ok(out)
 }
