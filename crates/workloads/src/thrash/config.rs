@@ -126,7 +126,8 @@ impl ThrashConfig {
         out
     }
 
-    /// The plans, in run order (one per preset, or one custom plan).
+    /// The plans, one per preset in the order given (or one custom plan);
+    /// [`ThrashConfig::schedule`] orders the runs.
     pub fn plans(&self) -> Vec<Plan> {
         let names: Vec<String> = if self.presets.is_empty() { vec!["e2".into()] } else { self.presets.clone() };
         // A preset with any of its values overridden is not the study's any more.
