@@ -2,9 +2,12 @@
 //! median, mean, coefficient of variation, percentile, and the stability
 //! contract's threshold. Non-finite values are ignored everywhere, so a NaN
 //! from a missing figure never turns a median or a CV into garbage.
+//! [`claim`] decides claims: intervals, acceptance regions, Holm.
 
-/// A headline whose CV across repeats is above this is "unstable": it is shown
-/// with its spread and gets no verdict (docs/stability.md).
+pub mod claim;
+
+/// The CV above which a figure is flagged as spread widely in tables. A
+/// description only: verdicts are decided by intervals ([`claim`]).
 pub const CV_STABLE: f64 = 0.05;
 
 fn finite(v: &[f64]) -> Vec<f64> {

@@ -47,23 +47,8 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     Some(Welch { t, df, p })
 }
 
-/// Holm–Bonferroni: for p-values of m simultaneous tests, whether each is
-/// significant at family-wise level `alpha`. `None` entries (no test) stay false
-/// and do not count towards m.
-pub fn holm(ps: &[Option<f64>], alpha: f64) -> Vec<bool> {
-    let mut idx: Vec<(usize, f64)> = ps.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p))).collect();
-    idx.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let m = idx.len();
-    let mut out = vec![false; ps.len()];
-    for (rank, (i, p)) in idx.into_iter().enumerate() {
-        if p <= alpha / (m - rank) as f64 {
-            out[i] = true;
-        } else {
-            break;
-        }
-    }
-    out
-}
+/// Holm–Bonferroni decisions; the one implementation is record's.
+pub use record::stats::claim::holm;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,385 @@
+//! Deciding a claim from repeats: a 95 % interval on the log scale against an
+//! acceptance region fixed before the data (docs/stability.md).
+//!
+//! The unit of analysis is one value per repeat: a ratio of two arms that ran
+//! side by side in that repeat (so a drift of the machine's speed between
+//! repeats cancels), or one figure against a threshold. Ratios and the figures
+//! pagelab judges are positive and multiplicative, so the interval is a t
+//! interval of the mean of their logarithms, turned back into a ratio.
+//!
+//! The rule: **matches** when the interval lies inside the region, **differs**
+//! when it lies wholly outside, otherwise **inconclusive**. The same rule as a
+//! test gives each claim a p-value (the smallest level at which the interval of
+//! that level would decide it), which is what [`holm_adjust`] corrects when a
+//! lab judges many claims at once.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The family-wise error rate a lab (or a run) keeps across its claims.
+pub const ALPHA: f64 = 0.05;
+
+/// Where a claim's quantity must lie for the study's finding to hold, on the
+/// ratio scale (positive bounds; `None` for an open side).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+impl Region {
+    /// The quantity is at least `x` (e.g. a slowdown ≥ 100×, or a direction
+    /// claim's minimum effect, ≥ 1.10).
+    pub const fn at_least(x: f64) -> Region {
+        Region { lo: Some(x), hi: None }
+    }
+    /// The quantity is at most `x`.
+    pub const fn at_most(x: f64) -> Region {
+        Region { lo: None, hi: Some(x) }
+    }
+    /// The quantity lies between `lo` and `hi`.
+    pub const fn within(lo: f64, hi: f64) -> Region {
+        Region { lo: Some(lo), hi: Some(hi) }
+    }
+    /// "about x": within a factor `f` of x either way.
+    pub fn about(x: f64, f: f64) -> Region {
+        Region::within(x / f, x * f)
+    }
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo.is_none_or(|lo| x >= lo) && self.hi.is_none_or(|hi| x <= hi)
+    }
+    /// "≥ 100", "≤ 0.91", "0.9 – 1.1".
+    pub fn describe(&self) -> String {
+        match (self.lo, self.hi) {
+            (Some(a), Some(b)) => format!("{} – {}", num(a), num(b)),
+            (Some(a), None) => format!("≥ {}", num(a)),
+            (None, Some(b)) => format!("≤ {}", num(b)),
+            (None, None) => "any".into(),
+        }
+    }
+    fn logs(&self) -> (f64, f64) {
+        (self.lo.map_or(f64::NEG_INFINITY, f64::ln), self.hi.map_or(f64::INFINITY, f64::ln))
+    }
+}
+
+/// A figure in a few significant digits, for regions and intervals.
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// The point estimate and 95 % interval of a positive quantity from its
+/// per-repeat values: the geometric mean, and exp(mean ± t·sd/√n) of the logs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub n: usize,
+    pub estimate: f64,
+    pub ci95: [f64; 2],
+    /// Mean and sample standard deviation of the logs (what the tests use).
+    pub log_mean: f64,
+    pub log_sd: f64,
+}
+
+/// The t quantile for a two-sided interval of `level` with `df` degrees of freedom.
+fn t_quantile(level: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df).map(|d| d.inverse_cdf(0.5 + level / 2.0)).unwrap_or(f64::INFINITY)
+}
+
+fn t_cdf(x: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df).map(|d| d.cdf(x)).unwrap_or(0.5)
+}
+
+/// The estimate of the values (each must be positive and finite; others are
+/// left out). `None` for fewer than two.
+pub fn estimate(values: &[f64]) -> Option<Estimate> {
+    let y: Vec<f64> = values.iter().filter(|v| v.is_finite() && **v > 0.0).map(|v| v.ln()).collect();
+    if y.len() < 2 {
+        return None;
+    }
+    let n = y.len() as f64;
+    let m = y.iter().sum::<f64>() / n;
+    let sd = (y.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let half = t_quantile(0.95, n - 1.0) * sd / n.sqrt();
+    Some(Estimate {
+        n: y.len(),
+        estimate: m.exp(),
+        ci95: [(m - half).exp(), (m + half).exp()],
+        log_mean: m,
+        log_sd: sd,
+    })
+}
+
+/// What the interval says about the region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Matches,
+    Differs,
+    Inconclusive,
+}
+
+/// A claim's test: the estimate, and the p-value of its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Test {
+    pub estimate: Estimate,
+    /// The smallest α at which the (1 − α) interval lies inside the region
+    /// (two one-sided tests).
+    pub p_matches: f64,
+    /// The smallest α at which it lies wholly outside.
+    pub p_differs: f64,
+}
+
+impl Test {
+    /// The p-value of the decision this claim leans to, and that decision.
+    pub fn p(&self) -> (f64, Decision) {
+        if self.p_matches <= self.p_differs {
+            (self.p_matches, Decision::Matches)
+        } else {
+            (self.p_differs, Decision::Differs)
+        }
+    }
+    /// The decision at level `alpha` (the interval of level 1 − α inside, or
+    /// outside, the region).
+    pub fn decide(&self, alpha: f64) -> Decision {
+        match self.p() {
+            (p, d) if p <= alpha => d,
+            _ => Decision::Inconclusive,
+        }
+    }
+}
+
+/// Tests per-repeat `values` against `region`. `None` for fewer than two
+/// usable values.
+pub fn test(values: &[f64], region: &Region) -> Option<Test> {
+    let e = estimate(values)?;
+    let (la, lb) = region.logs();
+    let m = e.log_mean;
+    let se = e.log_sd / (e.n as f64).sqrt();
+    let df = (e.n - 1) as f64;
+    if se == 0.0 || !se.is_finite() {
+        // No spread: a deterministic quantity is inside, outside, or on an edge.
+        let inside = m > la && m < lb;
+        let outside = m < la || m > lb;
+        return Some(Test {
+            estimate: e,
+            p_matches: if inside { 0.0 } else { 1.0 },
+            p_differs: if outside { 0.0 } else { 1.0 },
+        });
+    }
+    // One-sided p-values of the four edges (each 0 or 1 for an open side).
+    let above = |edge: f64| if edge.is_finite() { 1.0 - t_cdf((m - edge) / se, df) } else { f64::from(edge > 0.0) };
+    let below = |edge: f64| if edge.is_finite() { t_cdf((m - edge) / se, df) } else { f64::from(edge < 0.0) };
+    // Inside: above the low edge and below the high edge, both.
+    let p_in = above(la).max(below(lb));
+    // Outside: wholly above the high edge, or wholly below the low edge.
+    let p_out = above(lb).min(below(la));
+    Some(Test { estimate: e, p_matches: (2.0 * p_in).min(1.0), p_differs: (2.0 * p_out).min(1.0) })
+}
+
+/// How many repeats the observed spread suggests would decide a claim that is
+/// still inconclusive at 95 %: the smallest n whose interval, with the same
+/// mean and standard deviation, would lie inside or wholly outside the region.
+/// `None` when the estimate sits on an edge (no n decides it) or needs more
+/// than 1000.
+pub fn repeats_to_decide(e: &Estimate, region: &Region) -> Option<usize> {
+    let (la, lb) = region.logs();
+    let m = e.log_mean;
+    let d = if m > la && m < lb { (m - la).min(lb - m) } else { (la - m).max(m - lb) };
+    if d <= 0.0 || !d.is_finite() || e.log_sd == 0.0 {
+        return None;
+    }
+    (2..=1000).find(|&n| t_quantile(0.95, (n - 1) as f64) * e.log_sd / (n as f64).sqrt() < d)
+}
+
+/// Holm's step-down adjusted p-values: a claim is decided at family-wise level
+/// α when its adjusted p is ≤ α. `None` entries (no test) stay `None` and do
+/// not count towards the family.
+pub fn holm_adjust(ps: &[Option<f64>]) -> Vec<Option<f64>> {
+    let mut idx: Vec<(usize, f64)> = ps.iter().enumerate().filter_map(|(i, p)| p.map(|p| (i, p))).collect();
+    idx.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let m = idx.len();
+    let mut out = vec![None; ps.len()];
+    let mut run = 0.0f64;
+    for (rank, (i, p)) in idx.into_iter().enumerate() {
+        run = run.max(((m - rank) as f64 * p).min(1.0));
+        out[i] = Some(run);
+    }
+    out
+}
+
+/// Holm–Bonferroni as decisions: whether each test is significant at
+/// family-wise level `alpha`.
+pub fn holm(ps: &[Option<f64>], alpha: f64) -> Vec<bool> {
+    holm_adjust(ps).into_iter().map(|p| p.is_some_and(|p| p <= alpha)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small, seedable generator for the simulations (SplitMix64 and
+    /// Box–Muller): the tests must not depend on a crate's stream changing.
+    struct Rng(u64);
+    impl Rng {
+        fn u(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn normal(&mut self) -> f64 {
+            let (a, b) = (self.u().max(1e-300), self.u());
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        }
+    }
+
+    /// One simulated paired claim: `n` repeats; in each, a drift of the
+    /// machine's speed (lognormal, sd 0.3 in logs: ±35 %) multiplies both arms,
+    /// and each arm has its own lognormal noise (sd `noise`). Returns the
+    /// per-repeat ratios A ÷ B.
+    fn paired(rng: &mut Rng, n: usize, true_ratio: f64, noise: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let drift = (0.3 * rng.normal()).exp();
+                let a = 100.0 * true_ratio * drift * (noise * rng.normal()).exp();
+                let b = 100.0 * drift * (noise * rng.normal()).exp();
+                a / b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn intervals_cover_the_true_ratio_at_least_93_percent_of_the_time() {
+        let mut rng = Rng(7);
+        for (n, noise, truth) in [(3, 0.05, 1.55), (5, 0.2, 0.5), (10, 0.1, 746.0), (4, 0.4, 1.0)] {
+            let trials = 2000;
+            let covered = (0..trials)
+                .filter(|_| {
+                    let e = estimate(&paired(&mut rng, n, truth, noise)).unwrap();
+                    e.ci95[0] <= truth && truth <= e.ci95[1]
+                })
+                .count();
+            let rate = covered as f64 / trials as f64;
+            assert!(rate >= 0.93, "n = {n}, noise {noise}: coverage {rate}");
+            // And not by being needlessly wide: a 95 % interval misses sometimes.
+            assert!(rate <= 0.975, "n = {n}, noise {noise}: coverage {rate} is too high for a 95 % interval");
+        }
+    }
+
+    #[test]
+    fn an_aa_claim_is_called_differs_at_most_5_percent_of_the_time() {
+        // Identical arms (true ratio 1), judged against the hardest regions: an
+        // edge at the truth ("A costs at least B"), and equality within 10 %.
+        let mut rng = Rng(11);
+        let trials = 2000;
+        for region in [Region::at_least(1.0), Region::at_most(1.0), Region::within(1.0 / 1.1, 1.1)] {
+            for n in [3, 5, 8] {
+                let differs = (0..trials)
+                    .filter(|_| {
+                        let t = test(&paired(&mut rng, n, 1.0, 0.1), &region).unwrap();
+                        t.decide(ALPHA) == Decision::Differs
+                    })
+                    .count();
+                let rate = differs as f64 / trials as f64;
+                assert!(rate <= 0.05, "{region:?}, n = {n}: A/A called differs {rate}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_claim_far_from_its_edge_is_decided_despite_a_wide_spread() {
+        // The issue's wscap case: 746× with a CV of 22.5 % against "≥ 100×".
+        let v = [746.0, 590.0, 930.0];
+        let t = test(&v, &Region::at_least(100.0)).unwrap();
+        assert_eq!(t.decide(ALPHA), Decision::Matches, "{t:?}");
+        // A tight spread that straddles the edge decides nothing.
+        let v = [1.09, 1.11, 1.10, 1.095];
+        let t = test(&v, &Region::at_least(1.10)).unwrap();
+        assert_eq!(t.decide(ALPHA), Decision::Inconclusive, "{t:?}");
+        // And one wholly on the wrong side differs.
+        let v = [0.98, 1.01, 1.0];
+        assert_eq!(test(&v, &Region::at_least(1.10)).unwrap().decide(ALPHA), Decision::Differs);
+        // The thrash case of the issue: e2/e1 1.55, 1.38, 1.72, 1.22 against "≥ 1.10".
+        let t = test(&[1.55, 1.38, 1.72, 1.22], &Region::at_least(1.10)).unwrap();
+        assert_eq!(t.decide(ALPHA), Decision::Matches, "{t:?}");
+        assert!(t.estimate.ci95[0] > 1.1 && t.estimate.ci95[1] < 1.9, "{:?}", t.estimate);
+    }
+
+    #[test]
+    fn the_decision_is_the_interval_rule() {
+        // At α the decision agrees with where the (1 − α) interval lies.
+        let mut rng = Rng(3);
+        for _ in 0..500 {
+            let v = paired(&mut rng, 4, 1.2, 0.15);
+            let region = Region::within(1.05, 1.5);
+            let t = test(&v, &region).unwrap();
+            let e = t.estimate;
+            let inside = region.contains(e.ci95[0]) && region.contains(e.ci95[1]);
+            let outside = e.ci95[1] < 1.05 || e.ci95[0] > 1.5;
+            let want = if inside {
+                Decision::Matches
+            } else if outside {
+                Decision::Differs
+            } else {
+                Decision::Inconclusive
+            };
+            assert_eq!(t.decide(0.05), want, "{v:?} {e:?}");
+        }
+    }
+
+    #[test]
+    fn zero_spread_is_decided_by_where_it_lies() {
+        let r = Region::at_most(0.01);
+        assert_eq!(test(&[0.005, 0.005], &r).unwrap().decide(ALPHA), Decision::Matches);
+        assert_eq!(test(&[0.02, 0.02], &r).unwrap().decide(ALPHA), Decision::Differs);
+        assert_eq!(test(&[0.01, 0.01], &r).unwrap().decide(ALPHA), Decision::Inconclusive);
+        assert!(test(&[0.005], &r).is_none(), "one repeat has no interval");
+        assert!(test(&[0.0, -1.0, f64::NAN], &r).is_none(), "non-positive values are no values");
+    }
+
+    #[test]
+    fn repeats_to_decide_shrinks_the_interval_enough() {
+        let e = estimate(&[1.3, 1.05, 1.5]).unwrap();
+        let r = Region::at_least(1.1);
+        assert_eq!(test(&[1.3, 1.05, 1.5], &r).unwrap().decide(ALPHA), Decision::Inconclusive);
+        let n = repeats_to_decide(&e, &r).unwrap();
+        assert!(n > 3 && n < 100, "{n}");
+        // With that many repeats of the same mean and sd the interval is inside.
+        let half = t_quantile(0.95, (n - 1) as f64) * e.log_sd / (n as f64).sqrt();
+        assert!(e.log_mean - half > 1.1f64.ln());
+        // On the edge nothing decides it.
+        let on = Estimate { log_mean: 1.1f64.ln(), ..e };
+        assert_eq!(repeats_to_decide(&on, &r), None);
+    }
+
+    #[test]
+    fn holm_adjusts_step_down() {
+        // m = 4: 0.01·4 = 0.04, 0.015·3 = 0.045, 0.03·2 = 0.06, 0.04·1 → 0.06 (monotone).
+        let ps = [Some(0.01), Some(0.04), None, Some(0.015), Some(0.03)];
+        let adj = holm_adjust(&ps);
+        let want = [Some(0.04), Some(0.06), None, Some(0.045), Some(0.06)];
+        for (a, w) in adj.iter().zip(want) {
+            assert!(a.zip(w).is_none_or(|(a, w)| (a - w).abs() < 1e-12) && a.is_some() == w.is_some(), "{adj:?}");
+        }
+        assert_eq!(holm(&ps, 0.05), vec![true, false, false, true, false]);
+        assert_eq!(holm(&[Some(0.2), Some(0.001)], 0.05), vec![false, true]);
+    }
+
+    #[test]
+    fn regions_read_as_written() {
+        assert_eq!(Region::at_least(100.0).describe(), "≥ 100");
+        assert_eq!(Region::within(0.9, 1.1).describe(), "0.90 – 1.10");
+        assert!(Region::about(2.0, 1.5).contains(1.4) && !Region::about(2.0, 1.5).contains(3.1));
+    }
+}
