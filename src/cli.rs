@@ -581,6 +581,10 @@ pub struct MappingArgs {
     /// Warm-up iterations, not counted.
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<0, 1000>, allow_hyphen_values = true)]
     pub warmup: u32,
+    /// Separate runs of every method (round-robin, each a fresh worker): the
+    /// repeats that verdicts and compare count; iterations inside a run are not repeats.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
     /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
     #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
     pub methods: Vec<String>,

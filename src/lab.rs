@@ -231,6 +231,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         doctor: findings.json.clone(),
         steps: steps.clone(),
         notes: Vec::new(),
+        findings: None,
     };
     lab.save(&out)?;
 
@@ -325,6 +326,8 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     lab.save(&out)?;
 
     let r = report::html::Report::load(&out, report::html::Render::IfMissing).map_err(anyhow::Error::msg)?;
+    lab.findings = Some(serde_json::to_value(report::verdict::Findings::of(r.findings()))?);
+    lab.save(&out)?;
     let html = crate::report_cmd::write_html(&r, &out)?;
     if a.json {
         let mut v = serde_json::to_value(&lab)?;

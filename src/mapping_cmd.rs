@@ -15,6 +15,7 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
         touch: a.touch.clone(),
         iterations: a.iterations,
         warmup: a.warmup,
+        repeat: a.repeat,
         methods: a.methods.clone(),
         hugepages: a.hugepages.clone(),
         pressure: a.pressure,
@@ -24,7 +25,7 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
     workloads::mapping::validate(&cfg)?;
     let config = serde_json::json!({
         "size_bytes": cfg.size, "stride_bytes": cfg.stride, "touch": cfg.touch, "iterations": cfg.iterations,
-        "warmup": cfg.warmup, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
+        "warmup": cfg.warmup, "repeat": cfg.repeat, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
     });
     let run = ExperimentRun::start("mapping", &a.run, config)?;
     let r = {
@@ -57,10 +58,21 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
     let map_size =
         if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
-    let (iters, warm) = if full { (20u32, 3u32) } else { (10, 2) };
+    // Repeats are separate runs of every method (the verdicts' unit); the
+    // iterations inside one run only make its median.
+    let (iters, warm, reps) = if full { (10u32, 2u32, 5u32) } else { (4, 1, 5) };
     step(
         "mapping",
-        vec![arg("--size"), mib(map_size), arg("--iterations"), iters.to_string(), arg("--warmup"), warm.to_string()],
-        1.0 + 7.0 * (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009,
+        vec![
+            arg("--size"),
+            mib(map_size),
+            arg("--iterations"),
+            iters.to_string(),
+            arg("--warmup"),
+            warm.to_string(),
+            arg("--repeat"),
+            reps.to_string(),
+        ],
+        1.0 + 7.0 * reps as f64 * (0.15 + (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009),
     )
 }

@@ -33,7 +33,8 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         if a.html || (is_lab && !a.markdown) {
             let path = write_html(&r, &a.dir)?;
             if a.json {
-                crate::print_json(&serde_json::json!({"report_html": path}))?;
+                let f = report::verdict::Findings::of(r.findings());
+                crate::print_json(&serde_json::json!({"report_html": path, "findings": f}))?;
             } else if !a.markdown {
                 print!("{}", summary_text(&r));
                 println!("wrote {}", path.display());
@@ -50,7 +51,9 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
-        crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s}))?;
+        let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
+        let f = report::verdict::Findings::of(r.findings());
+        crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
     } else {
         print!("{}", report::summary::render_text(&s));
         println!("wrote {} ({} rows)", path.display(), iv.len());

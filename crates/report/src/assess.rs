@@ -5,9 +5,10 @@ use crate::charts::{self, BarGroup, Scale};
 use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
-use crate::verdict::{Ms, Verdict, judge};
+use crate::verdict::{Claim, Ms, Verdict, judge};
 use record::results::assess::{AssessResult, Compressibility};
 use record::rundir::RunRecord;
+use record::stats::claim::Region;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -362,6 +363,31 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
     Ok(written)
 }
 
+/// A direction claim needs a 10 % minimum effect (docs/stability.md).
+pub static CLAIMS: [Claim; 2] = [
+    Claim {
+        id: "assess.zstd_better",
+        claim: "zstd compresses memory better than lz4",
+        study: "×3.96 against ×2.58 on a 1.1 GB memory copy (×3.37 against ×2.63 with fio on zram)",
+        quantity: "compression ratio of the program's pages, zstd ÷ lz4, paired by repeat (better: ≥ 1.10)",
+        region: Region::at_least(1.1),
+        floor: 0.0,
+        yes: "this program's pages rank the compressors as the published data does",
+        no: "on this program's pages zstd did not beat lz4 by 10 %",
+    },
+    Claim {
+        id: "assess.far_memory",
+        claim: "cold memory can be moved to a compressed store at a promotion rate under 0.2 % of the working set per minute",
+        study: "0.2 %/min, Google's far-memory target",
+        quantity: "swap-ins after the trim, % of the working set per minute (values under 0.001 count as 0.001)",
+        region: Region::at_most(FAR_MEMORY_PCT_PER_MIN),
+        floor: 0.001,
+        yes: "the trimmed pages stayed out: this program's cold memory is cold",
+        no: "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at \
+             this age",
+    },
+];
+
 /// `assess` in the report's list of experiments.
 pub struct Assess;
 
@@ -392,37 +418,16 @@ impl Experiment for Assess {
             }
         }
     }
+    fn claims(&self) -> &'static [Claim] {
+        &CLAIMS
+    }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
         let rs = self::results(results);
-        // The last repeat: the one the trim (if any) followed.
         let Some(r) = rs.last() else { return Vec::new() };
         let g = group(r);
-        let rate = m.get(&g, &SWAP_IN);
-        let mut basis = m.basis(vec![m.metric(&g, &SWAP_IN)]);
-        if r.trim.is_none() {
-            basis.tested = Err("the run did not trim (--trim)".into());
-        }
-        let (lz, zs) = (m.get(&g, &RATIO_LZ4), m.get(&g, &RATIO_ZSTD));
-        vec![
-            judge(
-                "zstd compresses memory better than lz4",
-                "×3.96 against ×2.58 on a 1.1 GB memory copy (×3.37 against ×2.63 with fio on zram)",
-                lz.zip(zs).map(|(l, z)| format!("×{z:.2} against ×{l:.2}")).unwrap_or_default(),
-                m.basis(vec![m.metric(&g, &RATIO_ZSTD), m.metric(&g, &RATIO_LZ4)]),
-                lz.zip(zs).map(|(l, z)| z > l),
-                "this program's pages rank the compressors as the published data does",
-                "on this program's pages lz4 did as well as zstd",
-            ),
-            judge(
-                "cold memory can be moved to a compressed store at a promotion rate under 0.2 % of the working set per minute",
-                "0.2 %/min, Google's far-memory target",
-                rate.map(|x| format!("{x:.3} %/min")).unwrap_or_default(),
-                basis,
-                rate.map(|x| x <= FAR_MEMORY_PCT_PER_MIN),
-                "the trimmed pages stayed out: this program's cold memory is cold",
-                "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at this age",
-            ),
-        ]
+        // The trim follows the last repeat: one value (n = 1) unless repeated.
+        let rate = if r.trim.is_none() { Err("the run did not trim (--trim)".into()) } else { m.values(&g, &SWAP_IN) };
+        vec![judge(&CLAIMS[0], m, m.ratios((&g, &RATIO_ZSTD), (&g, &RATIO_LZ4))), judge(&CLAIMS[1], m, rate)]
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         m.iter()

@@ -399,8 +399,10 @@ mod tests {
                 seconds: None,
                 dir: None,
                 record: Some(rec),
+                findings: Vec::new(),
             }],
         }
+        .judge()
     }
 
     fn eat(fr: &[f64], trim: &[f64]) -> Vec<Value> {

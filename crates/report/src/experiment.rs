@@ -6,7 +6,7 @@
 
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
-use crate::verdict::{Ms, Verdict};
+use crate::verdict::{Claim, Ms, Verdict};
 use serde_json::Value;
 
 /// One experiment's part of the report.
@@ -26,7 +26,10 @@ pub trait Experiment: Sync {
     fn protocol(&self, _results: &[Value]) -> Result<(), String> {
         Ok(())
     }
-    /// Its statements against the study's findings.
+    /// The study's findings as claims, fixed before any data (ids `<name>.*`).
+    fn claims(&self) -> &'static [Claim];
+    /// Its claims judged, each alone (see [`crate::verdict::judge`]); the
+    /// report forms the family.
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict>;
     /// The few figures the lab's summary table shows.
     fn summary(&self, m: &[Metric]) -> Vec<String>;

@@ -15,6 +15,10 @@ pub struct Metric {
     pub unit: &'static str,
     pub lower_is_better: bool,
     pub values: Vec<f64>,
+    /// The repeat each value came from (its position, unless the experiment
+    /// names it): how the arms of a claim are paired.
+    #[serde(skip)]
+    pub repeats: Vec<u32>,
     /// The absolute spread below which differences mean nothing (0: none).
     #[serde(skip)]
     pub resolution: f64,
@@ -47,13 +51,12 @@ impl Metric {
         self.values.len() >= 2 && (record::stats::stable(&self.values) || spread <= self.resolution)
     }
 
-    /// "median (CV 3.1 %, n = 5)", or "median (unstable: CV 12 %, n = 5)".
+    /// "median (CV 3.1 %, n = 5)": the CV describes the figure, it decides nothing.
     pub fn with_spread(&self, fmt: impl Fn(f64) -> String) -> String {
         let Some(m) = self.median() else { return "-".into() };
         match self.cv() {
             None => format!("{} (n = 1)", fmt(m)),
-            Some(c) if self.stable() => format!("{} (CV {:.1} %, n = {})", fmt(m), 100.0 * c, self.values.len()),
-            Some(c) => format!("{} (unstable: CV {:.1} %, n = {})", fmt(m), 100.0 * c, self.values.len()),
+            Some(c) => format!("{} (CV {:.1} %, n = {})", fmt(m), 100.0 * c, self.values.len()),
         }
     }
 }
@@ -110,11 +113,26 @@ impl Builder {
     pub fn finish(self) -> Vec<Metric> {
         self.out
     }
-    /// Adds one repeat's value; a missing or non-finite one (NaN: not measured) is no value.
+    /// Adds one repeat's value; a missing or non-finite one (NaN: not measured)
+    /// is no value. Its repeat is its position among the group's values.
     pub fn push(&mut self, group: &str, fig: &Figure, v: Option<f64>) {
+        let at = self.out.iter().find(|m| m.group == group && m.name == fig.name).map_or(0, |m| m.values.len());
+        self.push_rep(group, fig, at as u32, v)
+    }
+    /// Adds the value of the repeat a result names (1-based, as run.json
+    /// writes it); 0 (a record from before the field) counts by position.
+    pub fn push_of(&mut self, group: &str, fig: &Figure, repeat: u32, v: Option<f64>) {
+        if repeat == 0 { self.push(group, fig, v) } else { self.push_rep(group, fig, repeat - 1, v) }
+    }
+    /// Adds the value of repeat `repeat` (0-based), which pairs it with the
+    /// other arms' values of the same repeat.
+    pub fn push_rep(&mut self, group: &str, fig: &Figure, repeat: u32, v: Option<f64>) {
         let Some(v) = v.filter(|v| v.is_finite()) else { return };
         match self.out.iter_mut().find(|m| m.group == group && m.name == fig.name) {
-            Some(m) => m.values.push(v),
+            Some(m) => {
+                m.values.push(v);
+                m.repeats.push(repeat);
+            }
             None => self.out.push(Metric {
                 experiment: self.experiment.clone(),
                 group: group.to_string(),
@@ -122,6 +140,7 @@ impl Builder {
                 unit: fig.unit,
                 lower_is_better: fig.lower_is_better,
                 values: vec![v],
+                repeats: vec![repeat],
                 resolution: fig.resolution,
                 export: fig.export,
             }),

@@ -22,6 +22,8 @@ pub struct Section {
     pub seconds: Option<f64>,
     pub dir: Option<PathBuf>,
     pub record: Option<RunRecord>,
+    /// Its findings, judged in the report's family ([`Report::judge`]).
+    pub findings: Vec<Verdict>,
 }
 
 impl Section {
@@ -33,8 +35,10 @@ impl Section {
         metrics(&self.experiment, &self.results())
     }
 
+    /// Its findings as the report judged them (with every other section's,
+    /// as one family).
     pub fn verdicts(&self) -> Vec<Verdict> {
-        if self.record.is_none() { Vec::new() } else { verdict::verdicts(&self.experiment, &self.results()) }
+        self.findings.clone()
     }
 }
 
@@ -112,9 +116,10 @@ impl Report {
                     seconds: s.seconds,
                     dir: path,
                     record,
+                    findings: Vec::new(),
                 });
             }
-            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections })
+            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge())
         } else if dir.join("run.json").exists() {
             let rec = load_run(dir)?;
             let (state, reason) = run_state(&rec);
@@ -130,11 +135,30 @@ impl Report {
                     seconds,
                     dir: Some(dir.to_path_buf()),
                     record: Some(rec),
+                    findings: Vec::new(),
                 }],
-            })
+            }
+            .judge())
         } else {
             Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
         }
+    }
+
+    /// Judges every section's findings as one family: Holm over all of them,
+    /// so that the chance of any wrong verdict in the report is at most 5 %.
+    pub fn judge(mut self) -> Report {
+        for s in &mut self.sections {
+            s.findings =
+                if s.record.is_none() { Vec::new() } else { verdict::verdicts_alone(&s.experiment, &s.results()) };
+        }
+        let mut all: Vec<&mut Verdict> = self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()).collect();
+        verdict::family(&mut all, &verdict::claim_by_id);
+        self
+    }
+
+    /// Every finding of the report, with its experiment.
+    pub fn findings(&self) -> Vec<(&str, &Verdict)> {
+        self.sections.iter().flat_map(|s| s.findings.iter().map(move |v| (s.experiment.as_str(), v))).collect()
     }
 
     fn environment(&self) -> Option<&probe::environment::Environment> {
@@ -308,8 +332,7 @@ pub fn headline(s: &Section) -> String {
     let mut out = parts.join("; ");
     let shaky = m.iter().filter(|x| !x.stable()).count();
     if shaky > 0 {
-        out +=
-            &format!(" — {shaky} of {} figures unstable (one repeat, or CV > 5 %): no verdict rests on them", m.len());
+        out += &format!(" — {shaky} of {} figures vary by more than 5 % across repeats, or ran once", m.len());
     }
     out
 }
@@ -322,9 +345,14 @@ fn verdict_counts(v: &[Verdict]) -> String {
     if n(Outcome::NotChecked) == v.len() {
         return "not checked: this run tested none of the study's findings".into();
     }
-    let judged = n(Outcome::Matches) + n(Outcome::Differs);
-    let mut s = format!("{} of {judged} judged match", n(Outcome::Matches));
-    for o in [Outcome::Unstable, Outcome::OutsideProtocol, Outcome::NotChecked] {
+    let checkable = v.len() - n(Outcome::NotChecked) - n(Outcome::OutsideProtocol);
+    let mut s = format!(
+        "{} of {checkable} decided ({} match, {} differ)",
+        n(Outcome::Matches) + n(Outcome::Differs),
+        n(Outcome::Matches),
+        n(Outcome::Differs)
+    );
+    for o in [Outcome::Inconclusive, Outcome::OutsideProtocol, Outcome::NotChecked] {
         if n(o) > 0 {
             s += &format!(", {} {}", n(o), o.word());
         }
@@ -371,16 +399,28 @@ fn metrics_table(m: &[Metric]) -> String {
             fmt_num(hi),
             x.values.len(),
             x.cv().map(|c| format!("{:.1} %", 100.0 * c)).unwrap_or("-".into()),
-            if x.stable() { "" } else { "unstable" }
+            if x.stable() { "" } else { "CV > 5 %" }
         );
     }
     o
 }
 
 fn verdict_markdown(v: &[Verdict]) -> String {
-    let mut o = String::from("| the study found | study | this run | | why |\n|---|---|---|---|---|\n");
+    let mut o = String::from(
+        "| the study found | study | quantity | accepted | this run | | why |\n|---|---|---|---|---|---|---|\n",
+    );
     for x in v {
-        let _ = writeln!(o, "| {} | {} | {} | {} | {} |", x.claim, x.study, x.ours, x.outcome.word(), x.why);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            x.claim,
+            x.study,
+            x.quantity,
+            x.acceptance,
+            x.ours,
+            x.outcome.word(),
+            x.why
+        );
     }
     o
 }
@@ -638,14 +678,16 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     };
     let v = s.verdicts();
     if !v.is_empty() {
-        o.push_str("<h3>Against the published study</h3>\n<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>the study found</th><th>study</th><th>this run</th><th></th><th>why</th></tr></thead><tbody>\n");
+        o.push_str("<h3>Against the published study</h3>\n<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>the study found</th><th>study</th><th>quantity</th><th>accepted</th><th>this run (95 % CI)</th><th></th><th>why</th></tr></thead><tbody>\n");
         for x in &v {
             let class = x.outcome.word().replace(' ', "-");
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
                 esc(x.claim),
                 esc(x.study),
+                esc(x.quantity),
+                esc(&x.acceptance),
                 esc(&x.ours),
                 x.outcome.word(),
                 esc(&x.why)

@@ -103,6 +103,10 @@ pub struct Lab {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The findings as the report judged them when the lab ended
+    /// ([`crate::verdict::Findings`]); absent in labs from before verdicts by interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<serde_json::Value>,
 }
 
 impl Lab {

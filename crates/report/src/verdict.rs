@@ -1,7 +1,17 @@
-//! Plain statements of what matches the published studies and what does not,
-//! computed from a run's results: the top of each section of the lab report.
+//! Findings: each study's claims, fixed in code before the data, judged from
+//! this run's repeats (docs/stability.md).
+//!
+//! A [`Claim`] names a quantity (a ratio of two arms that ran side by side in
+//! each repeat, or one figure against a threshold) and its acceptance region
+//! from the study. Its evidence is one value per repeat; the verdict comes from
+//! the 95 % interval of their logs against the region
+//! ([`record::stats::claim`]): **matches** inside, **differs** wholly outside,
+//! otherwise **inconclusive**, with the repeats that would decide it. A report
+//! that judges many claims controls the family-wise error across them with
+//! Holm ([`family`]). The CV is shown on every figure, and gates nothing.
 
 use crate::headline::{Figure, Metric, metrics};
+use record::stats::claim::{self, ALPHA, Decision, Region, num};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -10,8 +20,9 @@ use serde_json::Value;
 pub enum Outcome {
     Matches,
     Differs,
-    /// A figure the claim rests on has a CV above 5 % (or a single repeat).
-    Unstable,
+    /// The interval straddles an edge of the acceptance region (or the run had
+    /// one repeat): more repeats would decide it.
+    Inconclusive,
     /// The study's protocol did not hold in this run (e.g. a consumer was OOM-killed).
     OutsideProtocol,
     NotChecked,
@@ -22,72 +33,75 @@ impl Outcome {
         match self {
             Outcome::Matches => "matches",
             Outcome::Differs => "differs",
-            Outcome::Unstable => "unstable",
+            Outcome::Inconclusive => "inconclusive",
             Outcome::OutsideProtocol => "outside the protocol",
             Outcome::NotChecked => "not checked",
         }
     }
-}
-
-/// What a verdict rests on, besides the comparison itself.
-#[derive(Debug, Clone)]
-pub struct Basis<'a> {
-    /// The figures the claim compares (each with its repeats).
-    pub figures: Vec<Option<&'a Metric>>,
-    /// Err(why) when the study's protocol did not hold in this run.
-    pub protocol: Result<(), String>,
-    /// Err(why) when this run's configuration cannot test the claim at all.
-    pub tested: Result<(), String>,
-}
-
-/// The verdict rules, in order (docs/stability.md):
-/// 1. the protocol broke → outside the protocol;
-/// 2. the run's configuration cannot test the claim → not checked;
-/// 3. a figure is missing → not checked;
-/// 4. a figure has one repeat, or a CV above [`record::stats::CV_STABLE`] (and
-///    a spread above its metric's absolute resolution) → unstable;
-/// 5. otherwise matches or differs, as the comparison says.
-pub fn decide(b: &Basis, ok: Option<bool>) -> (Outcome, Option<String>) {
-    if let Err(why) = &b.protocol {
-        return (Outcome::OutsideProtocol, Some(why.clone()));
-    }
-    if let Err(why) = &b.tested {
-        return (Outcome::NotChecked, Some(why.clone()));
-    }
-    if b.figures.iter().any(Option::is_none) || ok.is_none() {
-        return (Outcome::NotChecked, Some("this run did not measure it".into()));
-    }
-    let shaky: Vec<String> = b
-        .figures
-        .iter()
-        .flatten()
-        .filter(|m| !m.stable())
-        .map(|m| match m.cv() {
-            None => format!("{} {}: n = 1, no spread to judge", m.group, m.name),
-            Some(c) => format!("{} {}: CV {:.1} % over n = {}", m.group, m.name, 100.0 * c, m.values.len()),
-        })
-        .collect();
-    if !shaky.is_empty() {
-        return (Outcome::Unstable, Some(format!("{} (a verdict needs CV ≤ 5 %)", shaky.join("; "))));
-    }
-    match ok {
-        Some(true) => (Outcome::Matches, None),
-        _ => (Outcome::Differs, None),
+    pub fn decided(self) -> bool {
+        matches!(self, Outcome::Matches | Outcome::Differs)
     }
 }
 
-/// One published observation, what this run measured, and whether they agree.
+/// A published finding as a claim this run can confirm or refute, declared
+/// before the data: what is measured, and where it must lie.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    /// Stable identifier, `<experiment>.<name>`.
+    pub id: &'static str,
+    /// The study's finding, in words.
+    pub claim: &'static str,
+    /// What the study reported.
+    pub study: &'static str,
+    /// The quantity judged, one value per repeat.
+    pub quantity: &'static str,
+    /// Where the quantity must lie for the finding to hold.
+    pub region: Region,
+    /// Values below this are raised to it (a fraction of 0 has no logarithm);
+    /// 0 for none.
+    pub floor: f64,
+    /// Why, when it matches; and when it differs.
+    pub yes: &'static str,
+    pub no: &'static str,
+}
+
+/// One finding as judged: the claim, this run's estimate and interval, and the verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
+    pub id: &'static str,
     pub claim: &'static str,
     pub study: &'static str,
+    pub quantity: &'static str,
+    pub region: Region,
+    /// The region in words ("≥ 100").
+    pub acceptance: String,
+    /// This run's estimate with its interval, in words.
     pub ours: String,
+    /// Geometric mean of the per-repeat values.
+    pub estimate: Option<f64>,
+    pub ci95: Option<[f64; 2]>,
+    pub n: usize,
+    /// The per-repeat values the verdict rests on.
+    pub values: Vec<f64>,
+    /// CV of the values (a description, not a gate).
+    pub cv: Option<f64>,
+    /// The p-value of the decision the interval leans to (this claim alone).
+    pub p: Option<f64>,
+    /// Holm's adjusted p over the claims judged together ([`family`]).
+    pub p_adjusted: Option<f64>,
+    /// How many claims were judged together.
+    pub family: usize,
+    #[serde(rename = "verdict")]
     pub outcome: Outcome,
-    /// Why they agree or not, in a sentence.
+    /// Why, in a sentence.
+    #[serde(rename = "reason")]
     pub why: String,
+    /// For an inconclusive claim: the repeats its observed spread suggests
+    /// would decide it at 95 % on its own.
+    pub repeats_to_decide: Option<usize>,
 }
 
-/// A run's metrics, as its verdicts look them up.
+/// A run's metrics, as its findings look them up.
 pub struct Ms<'a> {
     pub all: &'a [Metric],
     /// Err(why) when the run broke the study's protocol.
@@ -107,31 +121,23 @@ impl<'a> Ms<'a> {
     pub fn get(&self, group: &str, fig: &Figure) -> Option<f64> {
         self.metric(group, fig)?.median()
     }
-    pub fn basis(&self, figures: Vec<Option<&'a Metric>>) -> Basis<'a> {
-        Basis { figures, protocol: self.protocol.clone(), tested: Ok(()) }
+    /// The per-repeat values of a figure, or why there are none.
+    pub fn values(&self, group: &str, fig: &Figure) -> Evidence {
+        match self.metric(group, fig) {
+            Some(m) => Ok(m.values.clone()),
+            None => Err(format!("this run did not measure {} of {group}", fig.name)),
+        }
+    }
+    /// a ÷ b per repeat, the arms paired by repeat, or why there is none.
+    pub fn ratios(&self, a: (&str, &Figure), b: (&str, &Figure)) -> Evidence {
+        let (Some(x), Some(y)) = (self.metric(a.0, a.1), self.metric(b.0, b.1)) else {
+            return Err(format!("this run did not measure both {} and {}", a.0, b.0));
+        };
+        Ok(paired(x, y))
     }
 }
 
-/// Builds one verdict under the rules of [`decide`].
-pub fn judge(
-    claim: &'static str,
-    study: &'static str,
-    ours: String,
-    basis: Basis,
-    ok: Option<bool>,
-    yes: &str,
-    no: &str,
-) -> Verdict {
-    let (outcome, why) = decide(&basis, ok);
-    let why = match (outcome, why) {
-        (_, Some(w)) => w,
-        (Outcome::Matches, None) => yes.to_string(),
-        (_, None) => no.to_string(),
-    };
-    let shown = matches!(outcome, Outcome::NotChecked) && ours.is_empty();
-    Verdict { claim, study, ours: if shown { "-".into() } else { ours }, outcome, why }
-}
-
+/// a ÷ b of two medians (for tables), when both are there and b is positive.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
@@ -139,13 +145,206 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The quantity's per-repeat values, or why this run cannot test the claim.
+pub type Evidence = Result<Vec<f64>, String>;
+
+/// a ÷ b for every repeat both measured.
+pub fn paired(a: &Metric, b: &Metric) -> Vec<f64> {
+    a.repeats
+        .iter()
+        .zip(&a.values)
+        .filter_map(|(r, x)| {
+            let i = b.repeats.iter().position(|s| s == r)?;
+            let y = b.values[i];
+            (y > 0.0).then(|| x / y)
+        })
+        .collect()
+}
+
+/// Judges one claim alone (a family of one) under the rules, in order:
+/// 1. the protocol broke → outside the protocol;
+/// 2. the run cannot test the claim (an arm missing) → not checked;
+/// 3. fewer than two repeats → inconclusive (no interval);
+/// 4. the 95 % interval inside the region → matches; wholly outside → differs;
+///    otherwise inconclusive, with the repeats that would decide it.
+pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
+    let mut v = Verdict {
+        id: c.id,
+        claim: c.claim,
+        study: c.study,
+        quantity: c.quantity,
+        region: c.region,
+        acceptance: c.region.describe(),
+        ours: "-".into(),
+        estimate: None,
+        ci95: None,
+        n: 0,
+        values: Vec::new(),
+        cv: None,
+        p: None,
+        p_adjusted: None,
+        family: 1,
+        outcome: Outcome::NotChecked,
+        why: String::new(),
+        repeats_to_decide: None,
+    };
+    if let Err(why) = &m.protocol {
+        v.outcome = Outcome::OutsideProtocol;
+        v.why = why.clone();
+        return v;
+    }
+    let values = match evidence {
+        Ok(x) if !x.is_empty() => x,
+        Ok(_) => {
+            v.why = "this run did not measure it".into();
+            return v;
+        }
+        Err(why) => {
+            v.why = why;
+            return v;
+        }
+    };
+    v.values = values.iter().map(|x| x.max(c.floor)).collect();
+    v.n = v.values.len();
+    v.cv = record::stats::cv(&v.values);
+    let Some(t) = claim::test(&v.values, &c.region) else {
+        v.estimate = record::stats::median(&v.values);
+        v.ours = v.estimate.map(|x| format!("{} (n = {})", num(x), v.n)).unwrap_or("-".into());
+        v.outcome = Outcome::Inconclusive;
+        v.why = format!("n = {}: one repeat has no interval; run with --repeat 2 or more", v.n);
+        return v;
+    };
+    let e = t.estimate;
+    v.estimate = Some(e.estimate);
+    v.ci95 = Some(e.ci95);
+    v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
+    v.p = Some(t.p().0);
+    v.p_adjusted = v.p;
+    settle(&mut v, c, t.decide(ALPHA));
+    v
+}
+
+/// Sets outcome and reason from a decision (at the family's level).
+fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
+    let region = v.region;
+    v.outcome = match d {
+        Decision::Matches => Outcome::Matches,
+        Decision::Differs => Outcome::Differs,
+        Decision::Inconclusive => Outcome::Inconclusive,
+    };
+    v.repeats_to_decide = None;
+    v.why = match d {
+        Decision::Matches => c.yes.to_string(),
+        Decision::Differs => c.no.to_string(),
+        Decision::Inconclusive => {
+            let e = claim::estimate(&v.values);
+            let need = e.and_then(|e| claim::repeats_to_decide(&e, &region));
+            v.repeats_to_decide = need;
+            let family = if v.family > 1 && v.p.is_some_and(|p| p <= ALPHA) {
+                format!(
+                    "decided alone at 95 % (p = {:.3}), but not after Holm over {} findings (adjusted p = {:.3}); ",
+                    v.p.unwrap_or(1.0),
+                    v.family,
+                    v.p_adjusted.unwrap_or(1.0)
+                )
+            } else {
+                String::new()
+            };
+            match need {
+                Some(n) if n > v.n => {
+                    format!(
+                        "{family}the interval straddles an edge of {}; about {n} repeats would decide it",
+                        v.acceptance
+                    )
+                }
+                _ => {
+                    format!("{family}the estimate sits on an edge of {}: more repeats may not decide it", v.acceptance)
+                }
+            }
+        }
+    };
+}
+
+/// Judges claims together: Holm's step-down over their p-values, so that the
+/// chance of any wrong decision among them is at most 5 %. A claim decided
+/// alone but not after the correction becomes inconclusive, and says so.
+pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>) {
+    let ps: Vec<Option<f64>> = vs.iter().map(|v| v.p).collect();
+    let m = ps.iter().flatten().count();
+    let adj = claim::holm_adjust(&ps);
+    for (v, a) in vs.iter_mut().zip(adj) {
+        let Some(a) = a else { continue };
+        v.family = m;
+        v.p_adjusted = Some(a);
+        let Some(c) = claims(v.id) else { continue };
+        let lean = claim::test(&v.values, &v.region).map_or(Decision::Inconclusive, |t| t.p().1);
+        settle(v, &c, if a <= ALPHA { lean } else { Decision::Inconclusive });
+    }
+}
+
+/// How verdicts are reached, in a line (`report --json`, lab.json).
+pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms paired by repeat) against an acceptance \
+                          region fixed before the data; Holm's step-down over every finding of the report keeps the \
+                          family-wise error at 5 %";
+
+/// A report's findings as a document (`pagelab report DIR --json`, lab.json's
+/// `findings`; schema/findings.schema.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct Findings<'a> {
+    pub method: &'static str,
+    /// Family-wise error rate across the findings.
+    pub alpha: f64,
+    /// Findings with an interval (the family Holm corrects over).
+    pub family: usize,
+    /// Findings the run could check (not "not checked", not outside the protocol).
+    pub checkable: usize,
+    /// Of those, decided (matches or differs).
+    pub decided: usize,
+    pub findings: Vec<Row<'a>>,
+}
+
+/// One finding with its experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row<'a> {
+    pub experiment: &'a str,
+    #[serde(flatten)]
+    pub verdict: &'a Verdict,
+}
+
+impl<'a> Findings<'a> {
+    pub fn of(rows: Vec<(&'a str, &'a Verdict)>) -> Findings<'a> {
+        let checkable =
+            rows.iter().filter(|(_, v)| !matches!(v.outcome, Outcome::NotChecked | Outcome::OutsideProtocol)).count();
+        Findings {
+            method: METHOD,
+            alpha: ALPHA,
+            family: rows.iter().filter(|(_, v)| v.p.is_some()).count(),
+            checkable,
+            decided: rows.iter().filter(|(_, v)| v.outcome.decided()).count(),
+            findings: rows.into_iter().map(|(experiment, verdict)| Row { experiment, verdict }).collect(),
+        }
+    }
+}
+
+/// The claim with this id, from any experiment.
+pub fn claim_by_id(id: &str) -> Option<Claim> {
+    crate::experiment::ALL.iter().flat_map(|e| e.claims()).find(|c| c.id == id).copied()
+}
+
 /// The study each experiment reproduces.
 pub fn study(experiment: &str) -> &'static str {
     crate::experiment::find(experiment).map_or("", |e| e.study())
 }
 
-/// The statements for one run of `experiment`.
+/// One run's findings, judged as one family.
 pub fn verdicts(experiment: &str, results: &[Value]) -> Vec<Verdict> {
+    let mut v = verdicts_alone(experiment, results);
+    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim_by_id);
+    v
+}
+
+/// One run's findings, each judged alone (before a family is formed).
+pub fn verdicts_alone(experiment: &str, results: &[Value]) -> Vec<Verdict> {
     let Some(e) = crate::experiment::find(experiment) else { return Vec::new() };
     let all = metrics(experiment, results);
     let m = Ms { all: &all, protocol: e.protocol(results) };
@@ -163,67 +362,51 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn eat_result(pattern: &str, frac: f64, trim: f64, read: f64) -> Value {
-        json!({"pattern": pattern, "backing": "zram", "compressor": "lz4", "stored_fraction": frac,
-               "trim_us_per_page": trim, "restore_us_per_page": read})
+    fn eat_result(pattern: &str, repeat: u32, frac: f64, trim: f64, read: f64) -> Value {
+        json!({"pattern": pattern, "backing": "zram", "compressor": "lzo-rle", "stored_fraction": frac,
+               "trim_us_per_page": trim, "restore_us_per_page": read, "repeat": repeat})
+    }
+
+    fn eat_run(rows: &[(f64, f64, f64, f64)]) -> Vec<Value> {
+        // (semi fraction, random trim, semi trim, const trim) per repeat.
+        let mut v = Vec::new();
+        for (i, (f, r, s, c)) in rows.iter().enumerate() {
+            let i = i as u32 + 1;
+            v.push(eat_result("random", i, 1.0, *r, 4.0));
+            v.push(eat_result("semi", i, *f, *s, 4.4));
+            v.push(eat_result("const", i, 0.0, *c, 4.2));
+        }
+        v
     }
 
     #[test]
-    fn eat_statements_follow_the_numbers() {
-        let one = vec![
-            eat_result("random", 1.0, 10.0, 4.0),
-            eat_result("semi", 0.21, 5.0, 4.5),
-            eat_result("const", 0.0, 2.0, 4.2),
-        ];
-        // One repeat each: nothing to judge the spread by.
-        let v = verdicts("eat", &one);
-        assert!(v.iter().all(|x| x.outcome == Outcome::Unstable), "{v:?}");
-        // Two repeats of the same figures: CV 0, judged.
-        let rs: Vec<Value> = one.iter().chain(one.iter()).cloned().collect();
-        let v = verdicts("eat", &rs);
-        let by = |claim: &str| v.iter().find(|x| x.claim.contains(claim)).unwrap().outcome;
-        assert_eq!(by("semi pattern"), Outcome::Matches);
-        assert_eq!(by("twice as long"), Outcome::Matches);
-        assert_eq!(by("reading back"), Outcome::Matches);
-        let one = [
-            eat_result("random", 1.0, 4.0, 4.0),
-            eat_result("semi", 0.5, 5.0, 12.0),
-            eat_result("const", 0.0, 2.0, 4.0),
-        ];
-        let rs: Vec<Value> = one.iter().chain(one.iter()).cloned().collect();
-        let v = verdicts("eat", &rs);
-        let by = |claim: &str| v.iter().find(|x| x.claim.contains(claim)).unwrap().outcome;
-        assert_eq!(by("semi pattern"), Outcome::Differs);
-        assert_eq!(by("twice as long"), Outcome::Differs);
-        assert_eq!(by("reading back"), Outcome::Differs);
+    fn eat_findings_follow_the_intervals() {
+        // One repeat: nothing has an interval.
+        let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5)]));
+        assert!(v.iter().all(|x| x.outcome == Outcome::Inconclusive), "{v:?}");
+        assert!(v[0].why.contains("n = 1"), "{}", v[0].why);
+        // Three repeats close to the study: every claim matches.
+        let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5), (0.20, 10.4, 5.1, 2.4), (0.215, 9.8, 4.9, 2.5)]));
+        let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().clone();
+        for id in ["eat.semi_fraction", "eat.const_fraction", "eat.random_fraction", "eat.trim_random_semi"] {
+            assert_eq!(by(&v, id).outcome, Outcome::Matches, "{id}: {:?}", by(&v, id));
+        }
+        assert_eq!(by(&v, "eat.semi_fraction").family, v.iter().filter(|x| x.p.is_some()).count());
+        // Random trims cheaper than semi (as lzo-rle does here): that claim differs.
+        let v = verdicts("eat", &eat_run(&[(0.21, 3.0, 5.0, 2.5), (0.20, 3.1, 5.1, 2.4), (0.215, 2.9, 4.9, 2.5)]));
+        assert_eq!(by(&v, "eat.trim_random_semi").outcome, Outcome::Differs);
+        let ci = by(&v, "eat.trim_random_semi").ci95.unwrap();
+        assert!(ci[0] > 0.5 && ci[1] < 0.7, "{ci:?}");
     }
 
     #[test]
     fn without_a_store_eat_checks_no_fractions() {
         let rs = vec![json!({"pattern": "semi", "backing": "none", "trim_us_per_page": 1.0})];
         let v = verdicts("eat", &rs);
-        assert_eq!(v.iter().find(|x| x.claim.contains("semi pattern")).unwrap().outcome, Outcome::NotChecked);
+        assert_eq!(v.iter().find(|x| x.id == "eat.semi_fraction").unwrap().outcome, Outcome::NotChecked);
     }
 
-    #[test]
-    fn heap_growth_needs_more_than_one_thread_count() {
-        let run = |t: u64, ns: &[f64], a: &str| {
-            let runs: Vec<Value> = ns.iter().map(|x| json!({"alloc_ns_mean": x})).collect();
-            json!({"result": {"allocator": a, "heap_mode": "default", "threads": t, "runs": runs}})
-        };
-        let v = verdicts("heap", &[run(1, &[40.0, 40.5], "glibc")]);
-        assert_eq!(v[0].outcome, Outcome::NotChecked);
-        assert!(v[0].why.contains("one thread count"), "{}", v[0].why);
-        let v = verdicts(
-            "heap",
-            &[run(1, &[40.0, 40.4], "glibc"), run(8, &[400.0, 401.0], "glibc"), run(8, &[100.0, 101.0], "jemalloc")],
-        );
-        assert_eq!(v[0].outcome, Outcome::Matches);
-        assert_eq!(v[1].outcome, Outcome::Matches);
-        assert!(v[1].ours.contains("jemalloc"), "{}", v[1].ours);
-    }
-
-    fn metric(values: &[f64]) -> Metric {
+    fn metric(values: &[f64], repeats: &[u32]) -> Metric {
         Metric {
             experiment: "x".into(),
             group: "g".into(),
@@ -231,45 +414,70 @@ mod tests {
             unit: "",
             lower_is_better: true,
             values: values.to_vec(),
+            repeats: repeats.to_vec(),
             resolution: 0.0,
             export: crate::headline::Figure::new("m", "", true).export,
         }
     }
 
     #[test]
+    fn arms_pair_by_repeat_not_by_position() {
+        // b lost its repeat 1: a's repeats 0 and 2 pair with b's 0 and 2.
+        let a = metric(&[10.0, 20.0, 30.0], &[0, 1, 2]);
+        let b = metric(&[5.0, 10.0], &[0, 2]);
+        assert_eq!(paired(&a, &b), vec![2.0, 3.0]);
+    }
+
+    const C: Claim = Claim {
+        id: "x.c",
+        claim: "A is at least 10 % costlier than B",
+        study: "",
+        quantity: "A ÷ B",
+        region: Region::at_least(1.1),
+        floor: 0.0,
+        yes: "yes",
+        no: "no",
+    };
+
+    #[test]
     fn the_rules_apply_in_order() {
-        let stable = metric(&[100.0, 101.0, 99.0]);
-        let shaky = metric(&[100.0, 140.0, 70.0]);
-        let single = metric(&[100.0]);
-        fn b(f: Vec<Option<&Metric>>) -> Basis<'_> {
-            Basis { figures: f, protocol: Ok(()), tested: Ok(()) }
-        }
-        // Stable figures: the comparison decides.
-        assert_eq!(decide(&b(vec![Some(&stable)]), Some(true)).0, Outcome::Matches);
-        assert_eq!(decide(&b(vec![Some(&stable)]), Some(false)).0, Outcome::Differs);
-        // CV above 5 %, or one repeat: unstable, whatever the comparison says.
-        let (o, why) = decide(&b(vec![Some(&stable), Some(&shaky)]), Some(true));
-        assert_eq!(o, Outcome::Unstable);
-        assert!(why.unwrap().contains("CV 34.0 %"), "the reason names the CV");
-        let (o, why) = decide(&b(vec![Some(&single)]), Some(true));
-        assert_eq!(o, Outcome::Unstable);
-        assert!(why.unwrap().contains("n = 1"));
-        // A missing figure: not checked.
-        assert_eq!(decide(&b(vec![Some(&stable), None]), Some(true)).0, Outcome::NotChecked);
-        // An untested claim beats instability; a broken protocol beats everything.
-        let mut x = b(vec![Some(&shaky)]);
-        x.tested = Err("needs e1".into());
-        assert_eq!(decide(&x, Some(true)), (Outcome::NotChecked, Some("needs e1".into())));
-        x.protocol = Err("consumer OOM-killed".into());
-        assert_eq!(decide(&x, Some(true)).0, Outcome::OutsideProtocol);
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        assert_eq!(judge(&C, &ok, Ok(vec![1.5, 1.6, 1.55])).outcome, Outcome::Matches);
+        assert_eq!(judge(&C, &ok, Ok(vec![0.9, 0.95, 0.92])).outcome, Outcome::Differs);
+        let v = judge(&C, &ok, Ok(vec![1.05, 1.2, 1.12]));
+        assert_eq!(v.outcome, Outcome::Inconclusive);
+        assert!(v.why.contains("straddles") && v.repeats_to_decide.is_some(), "{}", v.why);
+        assert_eq!(judge(&C, &ok, Err("needs e1".into())).outcome, Outcome::NotChecked);
+        assert_eq!(judge(&C, &ok, Ok(vec![1.5])).outcome, Outcome::Inconclusive);
+        // A broken protocol beats everything.
+        let broken = Ms { all: &all, protocol: Err("consumer OOM-killed".into()) };
+        assert_eq!(judge(&C, &broken, Ok(vec![1.5, 1.6, 1.55])).outcome, Outcome::OutsideProtocol);
+        // A wide spread far from the edge decides; a CV says nothing against it.
+        let v = judge(&C, &ok, Ok(vec![3.0, 9.0, 5.0]));
+        assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+        assert!(v.cv.unwrap() > 0.4);
     }
 
     #[test]
-    fn a_near_zero_fraction_is_stable_within_its_resolution() {
-        let mut m = metric(&[0.0001, 0.0003, 0.0002]);
-        assert!(!m.stable(), "CV is 50 % without a resolution");
-        m.resolution = 0.005;
-        assert!(m.stable());
+    fn holm_turns_a_marginal_claim_inconclusive_in_a_large_family() {
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        // Decided alone (p under 0.05), not in a family of 12 where it ranks
+        // second (Holm's threshold 0.05 / 11).
+        let marginal = judge(&C, &ok, Ok(vec![1.3, 1.17, 1.45, 1.22]));
+        assert_eq!(marginal.outcome, Outcome::Matches, "{marginal:?}");
+        let p = marginal.p.unwrap();
+        assert!(p > 0.05 / 11.0 && p < 0.05, "{p}");
+        let strong = judge(&C, &ok, Ok(vec![50.0, 55.0, 52.0, 51.0]));
+        let null = judge(&C, &ok, Ok(vec![1.0, 1.3, 0.9, 1.2]));
+        assert_eq!(null.outcome, Outcome::Inconclusive);
+        let mut vs: Vec<Verdict> = [strong, marginal].into_iter().chain(std::iter::repeat_n(null, 10)).collect();
+        let lookup = |_: &str| Some(C);
+        family(&mut vs.iter_mut().collect::<Vec<_>>(), &lookup);
+        assert!(vs[0].outcome == Outcome::Matches && vs.iter().all(|v| v.family == 12));
+        assert_eq!(vs[1].outcome, Outcome::Inconclusive);
+        assert!(vs[1].why.contains("Holm over 12"), "{}", vs[1].why);
     }
 
     fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
@@ -280,28 +488,28 @@ mod tests {
 
     #[test]
     fn thrash_findings_need_their_presets_and_the_protocol() {
-        // e2 alone (the old quick lab): no finding is tested, nothing "matches".
-        let e2 = [thrash_run("e2", 0, 1e5, 5e3, 0.4, &[]), thrash_run("e2", 1, 1.01e5, 5.05e3, 0.41, &[])];
+        let e2: Vec<Value> = (0..3)
+            .map(|i| thrash_run("e2", i, 1e5 * (1.0 + 0.01 * i as f64), 5e3, 0.3 + 0.01 * i as f64, &[]))
+            .collect();
         let v = verdicts("thrash", &e2);
-        let by = |v: &[Verdict], c: &str| v.iter().find(|x| x.claim.contains(c)).unwrap().outcome;
-        for c in ["more writes", "longer sleep", "faster stagger"] {
-            assert_eq!(by(&v, c), Outcome::NotChecked, "{c}");
+        let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().outcome;
+        for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
+            assert_eq!(by(&v, id), Outcome::NotChecked, "{id}");
         }
-        assert_eq!(by(&v, "thrash deeply"), Outcome::Matches);
-        // With e1, e3 and e4 beside e2 (custom-sized presets count too).
-        let mut all = e2.to_vec();
+        assert_eq!(by(&v, "thrash.deep"), Outcome::Matches);
+        let mut all = e2.clone();
         for (p, out, peak) in [("e1-custom", 2e4, 1e3), ("e3-custom", 3e4, 2e3), ("e4-custom", 6e4, 9e3)] {
-            all.push(thrash_run(p, 0, out, peak, 0.9, &[]));
-            all.push(thrash_run(p, 1, out * 1.01, peak * 1.01, 0.9, &[]));
+            for i in 0..3 {
+                all.push(thrash_run(p, i, out * (1.0 + 0.02 * i as f64), peak, 0.9, &[]));
+            }
         }
         let v = verdicts("thrash", &all);
-        for c in ["more writes", "longer sleep", "faster stagger"] {
-            assert_eq!(by(&v, c), Outcome::Matches, "{c}");
+        for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
+            assert_eq!(by(&v, id), Outcome::Matches, "{id}");
         }
-        // One OOM-killed consumer in one repeat: every verdict is outside the protocol.
         all.push(thrash_run(
             "e2",
-            2,
+            3,
             1e5,
             5e3,
             0.4,
@@ -309,7 +517,7 @@ mod tests {
         ));
         let v = verdicts("thrash", &all);
         assert!(v.iter().all(|x| x.outcome == Outcome::OutsideProtocol), "{v:?}");
-        assert!(v[0].why.contains("e2 repeat 3") && v[0].why.contains("OOM"), "{}", v[0].why);
+        assert!(v[0].why.contains("e2 repeat 4") && v[0].why.contains("OOM"), "{}", v[0].why);
     }
 
     #[test]
@@ -318,5 +526,19 @@ mod tests {
         let p = protocol("thrash", &[r]).unwrap_err();
         assert!(p.contains("1 consumer(s) OOM-killed") && p.contains("1 of 12"), "{p}");
         assert!(protocol("heap", &[]).is_ok());
+    }
+
+    #[test]
+    fn every_claim_has_a_unique_id_in_its_experiment_and_a_region() {
+        let mut seen = Vec::new();
+        for e in crate::experiment::ALL {
+            for c in e.claims() {
+                assert!(c.id.starts_with(&format!("{}.", e.name())), "{}", c.id);
+                assert!(!seen.contains(&c.id), "{} twice", c.id);
+                assert!(c.region.lo.is_some() || c.region.hi.is_some(), "{}: no region", c.id);
+                assert!(c.region.lo.is_none_or(|x| x > 0.0) && c.region.hi.is_none_or(|x| x > 0.0), "{}", c.id);
+                seen.push(c.id);
+            }
+        }
     }
 }

@@ -309,6 +309,9 @@ pub struct MappingConfig {
     pub touch: String,
     pub iterations: u32,
     pub warmup: u32,
+    /// Separate runs of every method, round-robin (method order within each),
+    /// each in a fresh worker: the repeats verdicts pair (docs/stability.md).
+    pub repeat: u32,
     pub methods: Vec<String>,
     pub hugepages: String,
     pub pressure: bool,
@@ -355,7 +358,7 @@ fn stats_of(v: &Value) -> StepStats {
     serde_json::from_value(v.clone()).unwrap_or_default()
 }
 
-/// Runs every method in its own worker process.
+/// Runs every method in its own worker process, `repeat` times round-robin.
 pub fn run<O: crate::observe::Observer>(
     cfg: &MappingConfig,
     obs: &mut O,
@@ -364,11 +367,18 @@ pub fn run<O: crate::observe::Observer>(
     use crate::observe::ExperimentError;
     let mut sb = sandbox::Sandbox::new("mapping");
     let mut out = Vec::new();
-    for method in &cfg.methods {
+    let plan: Vec<(u32, &String)> =
+        (1..=cfg.repeat.max(1)).flat_map(|r| cfg.methods.iter().map(move |m| (r, m))).collect();
+    for (repeat, method) in plan {
         if stop() {
             return Err(ExperimentError::Interrupted);
         }
-        obs.note(&format!("mapping {method} ({} iterations after {} warm-up)", cfg.iterations, cfg.warmup));
+        obs.note(&format!(
+            "mapping {method}, repeat {repeat}/{} ({} iterations after {} warm-up)",
+            cfg.repeat.max(1),
+            cfg.iterations,
+            cfg.warmup
+        ));
         // Too small for the region plus the pressure region: released pages that the
         // kernel may reclaim (MADV_FREE) really are reclaimed.
         let cg = if cfg.pressure {
@@ -435,6 +445,7 @@ pub fn run<O: crate::observe::Observer>(
             stride_bytes: cfg.stride,
             iterations: cfg.iterations,
             warmup: cfg.warmup,
+            repeat,
             hugepages: cfg.hugepages.clone(),
             pressure: cfg.pressure,
             obtain_ms_p50: obtain.ms_p50,

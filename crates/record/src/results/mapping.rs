@@ -35,6 +35,9 @@ pub struct MappingResult {
     pub stride_bytes: u64,
     pub iterations: u32,
     pub warmup: u32,
+    /// 1-based run of this method (each a fresh worker); 0 in records from
+    /// before repeats, whose one run's iterations are no repeats.
+    pub repeat: u32,
     pub hugepages: String,
     pub pressure: bool,
     pub obtain: StepStats,
