@@ -24,7 +24,94 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     match a.what {
         BenchWhat::Probe => probe_bench(a),
         BenchWhat::Timer => timer_bench(a),
+        BenchWhat::Aa => aa_bench(a),
     }
+}
+
+/// Collects a mapping run's results; prints nothing.
+struct Quiet(Vec<f64>);
+impl workloads::observe::Observer for Quiet {
+    fn event(&mut self, _: &str, _: &str, _: u64, _: serde_json::Value) {}
+    fn targets(&mut self, _: Vec<i32>, _: Option<probe::CgroupTarget>, _: Vec<u32>) {}
+    fn result(&mut self, r: serde_json::Value) {
+        self.0.push(r["result"]["total_ms_p50"].as_f64().unwrap_or(f64::NAN));
+    }
+    fn note(&mut self, _: &str) {}
+}
+
+/// A real A/A claim on this machine: mapping's `dontneed` cycle (32 MiB, 3
+/// iterations after 1 warm-up) as arm A and as arm B, alternating A B A B in
+/// fresh workers; each repeat's A ÷ B is one value, and `--repeat` of them are
+/// judged by the verdict rules against the hardest regions for identical arms
+/// (an edge at the truth, 1.0, either way) and against "the same within 10 %".
+/// Nothing is asserted: the rates are printed (docs/stability.md quotes them).
+fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
+    use record::stats::claim::{ALPHA, Decision, Region, test};
+    let cfg = workloads::mapping::MappingConfig {
+        size: 32 << 20,
+        stride: 64 << 10,
+        touch: "all".into(),
+        iterations: 3,
+        warmup: 1,
+        repeat: 2 * a.repeat,
+        methods: vec!["dontneed".into()],
+        hugepages: "never".into(),
+        pressure: false,
+        exe: std::env::current_exe()?,
+        host_floor: None,
+    };
+    workloads::mapping::validate(&cfg)?;
+    let regions = [
+        ("A ≥ B", Region::at_least(1.0)),
+        ("A ≤ B", Region::at_most(1.0)),
+        ("A = B within 10 %", Region::within(1.0 / 1.1, 1.1)),
+    ];
+    let mut differs = [0u32; 3];
+    let mut matches = [0u32; 3];
+    let mut ratios = Vec::new();
+    for t in 0..a.trials {
+        if record::stop::requested() {
+            anyhow::bail!("interrupted");
+        }
+        let mut obs = Quiet(Vec::new());
+        workloads::mapping::run(&cfg, &mut obs, record::stop::requested).map_err(crate::experiment::exp_error)?;
+        let r: Vec<f64> = obs.0.chunks(2).filter(|p| p.len() == 2 && p[1] > 0.0).map(|p| p[0] / p[1]).collect();
+        for (i, (_, region)) in regions.iter().enumerate() {
+            match test(&r, region).map(|x| x.decide(ALPHA)) {
+                Some(Decision::Differs) => differs[i] += 1,
+                Some(Decision::Matches) => matches[i] += 1,
+                _ => {}
+            }
+        }
+        ratios.push(record::stats::claim::estimate(&r).map_or(f64::NAN, |e| e.estimate));
+        if !a.json {
+            eprintln!("trial {}/{}: A ÷ B = {:.3}", t + 1, a.trials, ratios.last().unwrap_or(&f64::NAN));
+        }
+    }
+    let rows: Vec<serde_json::Value> = regions
+        .iter()
+        .enumerate()
+        .map(|(i, (name, region))| {
+            json!({"claim": name, "region": region.describe(), "trials": a.trials, "differs": differs[i],
+                   "matches": matches[i], "differs_rate": differs[i] as f64 / a.trials as f64})
+        })
+        .collect();
+    if a.json {
+        return crate::print_json(&json!({"bench": "aa", "repeat": a.repeat, "estimates": ratios, "claims": rows}));
+    }
+    println!("A/A: mapping dontneed as both arms, {} trials of {} paired repeats each", a.trials, a.repeat);
+    for r in &rows {
+        println!(
+            "  {:<18} ({:>11}): called differs {:>3} of {} ({:.1} %), matches {}",
+            r["claim"].as_str().unwrap_or(""),
+            r["region"].as_str().unwrap_or(""),
+            r["differs"],
+            a.trials,
+            100.0 * r["differs_rate"].as_f64().unwrap_or(0.0),
+            r["matches"]
+        );
+    }
+    Ok(())
 }
 
 /// 21 calibrations of the heap timer, each over 100k empty pairs; beside them, the

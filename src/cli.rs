@@ -376,6 +376,9 @@ pub enum BenchWhat {
     /// The per-call timer of `pagelab heap`: its overhead (target <= 30 ns) against
     /// a CLOCK_MONOTONIC pair, and the stability of its calibration.
     Timer,
+    /// A real A/A claim: the same mapping method as both arms, run side by side,
+    /// judged --trials times; how often the verdict rules call it "differs".
+    Aa,
 }
 
 #[derive(Debug, Args)]
@@ -390,6 +393,12 @@ pub struct BenchArgs {
     /// How long to run the sampler for the lateness figure.
     #[arg(long, default_value = "20s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub duration: Duration,
+    /// aa: claims judged (each from its own --repeat pairs of runs).
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 10000>, allow_hyphen_values = true)]
+    pub trials: u32,
+    /// aa: repeats per claim (each a run of arm A and one of arm B, side by side).
+    #[arg(long, default_value_t = 5, value_parser = units::uint32::<2, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

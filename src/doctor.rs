@@ -290,7 +290,24 @@ pub fn examine_in(p: &mut probe::Probe) -> Findings {
         affects: vec![],
     });
 
+    // The machine's own run-to-run noise: a fixed loop, 15 runs of ~20 ms.
+    let noise = workloads::noise::measure(15, 20.0);
+    checks.push(Check {
+        name: "noise",
+        status: Avail::Info,
+        detail: format!(
+            "a fixed 20 ms CPU loop varied by CV {:.1} % (slowest ÷ fastest {:.2}) over {} runs{}; findings are \
+             judged from ratios of arms run side by side, which this drift cancels",
+            100.0 * noise.cv,
+            noise.max_over_min,
+            noise.runs,
+            noise.steal_fraction.map(|s| format!(", CPU steal {:.1} %", 100.0 * s)).unwrap_or_default()
+        ),
+        affects: vec![],
+    });
+
     let json = json!({
+        "noise": noise,
         "kernel": {"release": env.kernel},
         "root": {
             "is_root": root,

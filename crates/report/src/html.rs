@@ -582,11 +582,31 @@ pub fn html(r: &Report) -> String {
         );
     }
     let _ = writeln!(o, "<p>{}</p></header>", esc(&sub));
-    o += "<nav><a href=\"#summary\">Summary</a><a href=\"#environment\">Environment</a>";
+    o += "<nav><a href=\"#findings\">Findings</a><a href=\"#summary\">Summary</a><a href=\"#environment\">Environment</a>";
     for s in &r.sections {
         let _ = write!(o, "<a href=\"#exp-{0}\">{0}</a>", esc(&s.experiment));
     }
     o += "</nav>\n<main>\n";
+
+    // Every finding's interval against its region, then the table per experiment.
+    let findings = r.findings();
+    if let Some(svg) = crate::finding_chart::svg(&findings) {
+        let f = verdict::Findings::of(findings);
+        let _ = writeln!(
+            o,
+            "<section id=\"findings\"><h2>Findings</h2>\n<p>{} of {} findings this run could check are decided \
+             ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
+             study's acceptance region; Holm's correction over all {} with an interval keeps the chance of any wrong \
+             verdict at 5 % (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
+            f.decided,
+            f.checkable,
+            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Matches).count(),
+            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Differs).count(),
+            f.family,
+            esc(f.findings.first().map_or("", |x| x.experiment)),
+            r.lab.as_ref().map(|l| noise_line(&l.doctor)).unwrap_or_default(),
+        );
+    }
 
     // Summary.
     o += "<section id=\"summary\"><h2>Summary</h2>\n<div class=\"scroll\"><table id=\"headline\"><thead><tr>";
@@ -726,6 +746,21 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("</ul></details>\n");
     }
     o.push_str("</section>\n");
+}
+
+/// The machine's noise as doctor measured it before the lab (lab.json's
+/// `doctor.noise`), in a sentence; empty for labs from before the field.
+fn noise_line(doctor: &Value) -> String {
+    let n = &doctor["noise"];
+    let (Some(cv), Some(mm), Some(runs)) = (n["cv"].as_f64(), n["max_over_min"].as_f64(), n["runs"].as_u64()) else {
+        return String::new();
+    };
+    let steal = n["steal_fraction"].as_f64().map(|s| format!(", CPU steal {:.1} %", 100.0 * s)).unwrap_or_default();
+    format!(
+        " This machine's noise before the lab: a fixed CPU loop varied by CV {:.1} % (slowest ÷ fastest {mm:.2}, \
+         {runs} runs){steal}; a ratio of arms run side by side cancels the drift it measures.",
+        100.0 * cv
+    )
 }
 
 /// Unix milliseconds as an ISO-8601 UTC time.

@@ -8,6 +8,7 @@ pub mod charts;
 pub mod compare;
 pub mod eat;
 pub mod experiment;
+pub mod finding_chart;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod headline;

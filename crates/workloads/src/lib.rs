@@ -9,6 +9,7 @@ pub mod fill;
 pub mod heap;
 pub mod mapping;
 pub mod mm;
+pub mod noise;
 pub mod observe;
 pub mod procsnap;
 pub mod thrash;

@@ -1,0 +1,80 @@
+//! `pagelab report DIR --json` lists every finding with its interval, region
+//! and verdict, valid against schema/findings.schema.json; a lab judges all of
+//! its findings as one family.
+
+mod common;
+use assert_cmd::Command;
+use std::path::Path;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/run-dirs").join(name)
+}
+
+/// A copy of a fixture run (report writes timeline.csv into the directory).
+fn copy_into(name: &str, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(fixture(name)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+}
+
+fn report_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(common::bin()).arg("report").arg(dir).args(extra).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn report_json_lists_every_finding_with_its_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wscap");
+    copy_into("wscap", &dir);
+    let v = report_json(&dir, &[]);
+    common::assert_schema("report-output", &v);
+    let f = &v["findings"];
+    common::assert_schema("findings", f);
+    let rows = f["findings"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{f:#}");
+    let slow = rows.iter().find(|r| r["id"] == "wscap.cap_slowdown").unwrap();
+    // The fixture's cap slowdown is 669× over two repeats: far above 100×.
+    assert_eq!(slow["verdict"], "matches", "{slow:#}");
+    let ci = slow["ci95"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() > 100.0 && ci[1].as_f64().unwrap() > ci[0].as_f64().unwrap(), "{slow:#}");
+    assert_eq!(slow["region"]["lo"], 100.0);
+    assert_eq!(slow["family"], f["family"]);
+    assert_eq!(f["checkable"], 3);
+}
+
+#[test]
+fn a_lab_judges_its_findings_as_one_family() {
+    // A lab directory of two fixture runs, as `pagelab lab` lays it out.
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    copy_into("wscap", &lab.join("wscap"));
+    copy_into("eat", &lab.join("eat"));
+    let step = |e: &str| serde_json::json!({"experiment": e, "args": [], "expect_s": 1.0, "state": "complete", "dir": e, "seconds": 1.0});
+    let doc = serde_json::json!({
+        "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+        "started_unix_ms": 1, "ended_unix_ms": 2, "wall_s": 1.0, "root": true, "cpus": 2, "ram_bytes": 1,
+        "expect_s": 2.0, "doctor": {}, "steps": [step("eat"), step("wscap")]
+    });
+    std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let v = report_json(&lab, &[]);
+    common::assert_schema("report-output", &v);
+    let f = &v["findings"];
+    common::assert_schema("findings", f);
+    let rows = f["findings"].as_array().unwrap();
+    assert_eq!(rows.len(), 9, "six eat findings and three wscap ones");
+    let family = f["family"].as_u64().unwrap();
+    let with_p = rows.iter().filter(|r| !r["p"].is_null()).count() as u64;
+    assert_eq!(family, with_p);
+    assert!(family > 3, "the family spans both experiments: {family}");
+    for r in rows.iter().filter(|r| !r["p"].is_null()) {
+        assert_eq!(r["family"].as_u64(), Some(family), "{r:#}");
+        // Holm's adjusted p is never below the finding's own.
+        assert!(r["p_adjusted"].as_f64().unwrap() >= r["p"].as_f64().unwrap() - 1e-12, "{r:#}");
+    }
+    let decided = rows.iter().filter(|r| r["verdict"] == "matches" || r["verdict"] == "differs").count();
+    assert_eq!(f["decided"].as_u64(), Some(decided as u64));
+}
