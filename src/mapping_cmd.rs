@@ -60,7 +60,7 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
         if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
     // Repeats are separate runs of every method (the verdicts' unit); the
     // iterations inside one run only make its median.
-    let (iters, warm, reps) = if full { (10u32, 2u32, 5u32) } else { (3, 1, 4) };
+    let (iters, warm, reps) = if full { (10u32, 2u32, 5u32) } else { (2, 1, 4) };
     step(
         "mapping",
         vec![

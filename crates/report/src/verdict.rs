@@ -97,7 +97,7 @@ pub struct Verdict {
     #[serde(rename = "reason")]
     pub why: String,
     /// For an inconclusive claim: the repeats its observed spread suggests
-    /// would decide it at 95 % on its own.
+    /// would decide it, at the strictest level its family may ask (α ÷ family).
     pub repeats_to_decide: Option<usize>,
 }
 
@@ -237,8 +237,10 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
         Decision::Matches => c.yes.to_string(),
         Decision::Differs => c.no.to_string(),
         Decision::Inconclusive => {
+            // In a family, at the strictest level Holm may ask (α ÷ the family).
+            let level = ALPHA / v.family.max(1) as f64;
             let e = claim::estimate(&v.values);
-            let need = e.and_then(|e| claim::repeats_to_decide(&e, &region));
+            let need = e.and_then(|e| claim::repeats_to_decide(&e, &region, level));
             v.repeats_to_decide = need;
             let family = if v.family > 1 && v.p.is_some_and(|p| p <= ALPHA) {
                 format!(

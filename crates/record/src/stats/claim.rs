@@ -187,18 +187,18 @@ pub fn test(values: &[f64], region: &Region) -> Option<Test> {
 }
 
 /// How many repeats the observed spread suggests would decide a claim that is
-/// still inconclusive at 95 %: the smallest n whose interval, with the same
-/// mean and standard deviation, would lie inside or wholly outside the region.
-/// `None` when the estimate sits on an edge (no n decides it) or needs more
-/// than 1000.
-pub fn repeats_to_decide(e: &Estimate, region: &Region) -> Option<usize> {
+/// still inconclusive at level `alpha` (0.05 alone; less in a family): the
+/// smallest n whose (1 − α) interval, with the same mean and standard
+/// deviation, would lie inside or wholly outside the region. `None` when the
+/// estimate sits on an edge (no n decides it) or needs more than 1000.
+pub fn repeats_to_decide(e: &Estimate, region: &Region, alpha: f64) -> Option<usize> {
     let (la, lb) = region.logs();
     let m = e.log_mean;
     let d = if m > la && m < lb { (m - la).min(lb - m) } else { (la - m).max(m - lb) };
     if d <= 0.0 || !d.is_finite() || e.log_sd == 0.0 {
         return None;
     }
-    (2..=1000).find(|&n| t_quantile(0.95, (n - 1) as f64) * e.log_sd / (n as f64).sqrt() < d)
+    (2..=1000).find(|&n| t_quantile(1.0 - alpha, (n - 1) as f64) * e.log_sd / (n as f64).sqrt() < d)
 }
 
 /// Holm's step-down adjusted p-values: a claim is decided at family-wise level
@@ -353,14 +353,16 @@ mod tests {
         let e = estimate(&[1.3, 1.05, 1.5]).unwrap();
         let r = Region::at_least(1.1);
         assert_eq!(test(&[1.3, 1.05, 1.5], &r).unwrap().decide(ALPHA), Decision::Inconclusive);
-        let n = repeats_to_decide(&e, &r).unwrap();
+        let n = repeats_to_decide(&e, &r, ALPHA).unwrap();
+        // A family asks more.
+        assert!(repeats_to_decide(&e, &r, ALPHA / 20.0).unwrap() > n);
         assert!(n > 3 && n < 100, "{n}");
         // With that many repeats of the same mean and sd the interval is inside.
         let half = t_quantile(0.95, (n - 1) as f64) * e.log_sd / (n as f64).sqrt();
         assert!(e.log_mean - half > 1.1f64.ln());
         // On the edge nothing decides it.
         let on = Estimate { log_mean: 1.1f64.ln(), ..e };
-        assert_eq!(repeats_to_decide(&on, &r), None);
+        assert_eq!(repeats_to_decide(&on, &r, ALPHA), None);
     }
 
     #[test]
