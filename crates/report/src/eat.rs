@@ -6,7 +6,7 @@ use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
-use crate::verdict::{Claim, Evidence, Ms, Verdict, judge, ratio};
+use crate::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat, ratio};
 use record::results::eat::EatResult;
 use record::results::typed;
 use record::rundir::RunRecord;
@@ -420,14 +420,9 @@ fn read_back_spread(m: &Ms) -> Evidence {
     else {
         return Err("read-back needs random, semi and const in the same run".into());
     };
-    let at = |m: &Metric, k: u32| m.repeats.iter().position(|j| *j == k).map(|i| m.values[i]);
-    Ok(r.repeats
-        .iter()
-        .zip(&r.values)
-        .filter_map(|(k, x)| {
-            let v = [*x, at(s, *k)?, at(c, *k)?];
-            let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-            (lo > 0.0).then(|| v.iter().cloned().fold(0.0, f64::max) / lo)
-        })
-        .collect())
+    Ok(per_repeat(r, &[s, c], |x, o| {
+        let v = [x, o[0], o[1]];
+        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+        (lo > 0.0).then(|| v.iter().cloned().fold(0.0, f64::max) / lo)
+    }))
 }

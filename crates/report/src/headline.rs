@@ -37,6 +37,11 @@ impl Metric {
         record::stats::median(&self.values)
     }
 
+    /// The value of repeat `k` (0-based), if this metric has one.
+    pub fn at(&self, k: u32) -> Option<f64> {
+        self.repeats.iter().position(|j| *j == k).map(|i| self.values[i])
+    }
+
     /// The CV across the values (None for fewer than two).
     pub fn cv(&self) -> Option<f64> {
         record::stats::cv(&self.values)

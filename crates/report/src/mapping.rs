@@ -7,7 +7,7 @@ use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
-use crate::verdict::{Claim, Evidence, Ms, Verdict, judge};
+use crate::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat};
 use record::results::mapping::{Entry, MappingResult, StepStats};
 use record::results::typed_one;
 use record::rundir::RunRecord;
@@ -264,20 +264,10 @@ pub static CLAIMS: [Claim; 3] = [
 fn findings(m: &Ms, _results: &[Value]) -> Vec<Verdict> {
     let others: Vec<&Metric> = ["dontneed", "free", "memfd"].iter().filter_map(|x| m.metric(x, &TOTAL)).collect();
     let fresh: Evidence = match m.metric("mmap-munmap", &TOTAL) {
-        Some(mm) if others.len() == 3 => Ok(mm
-            .repeats
-            .iter()
-            .zip(&mm.values)
-            .filter_map(|(k, x)| {
-                let best = others
-                    .iter()
-                    .map(|o| o.repeats.iter().position(|j| j == k).map(|i| o.values[i]))
-                    .collect::<Option<Vec<f64>>>()?
-                    .into_iter()
-                    .reduce(f64::min)?;
-                (best > 0.0).then(|| x / best)
-            })
-            .collect()),
+        Some(mm) if others.len() == 3 => Ok(per_repeat(mm, &others, |x, o| {
+            let best = o.iter().cloned().reduce(f64::min)?;
+            (best > 0.0).then(|| x / best)
+        })),
         _ => Err("this needs mmap-munmap, dontneed, free and memfd in the same run".into()),
     };
     vec![

@@ -150,13 +150,18 @@ pub type Evidence = Result<Vec<f64>, String>;
 
 /// a ÷ b for every repeat both measured.
 pub fn paired(a: &Metric, b: &Metric) -> Vec<f64> {
+    per_repeat(a, &[b], |x, o| (o[0] > 0.0).then(|| x / o[0]))
+}
+
+/// `f(a's value, the others' values)` for every repeat of `a` that each of
+/// `others` measured too: how a claim over several arms pairs them.
+pub fn per_repeat(a: &Metric, others: &[&Metric], f: impl Fn(f64, &[f64]) -> Option<f64>) -> Vec<f64> {
     a.repeats
         .iter()
         .zip(&a.values)
-        .filter_map(|(r, x)| {
-            let i = b.repeats.iter().position(|s| s == r)?;
-            let y = b.values[i];
-            (y > 0.0).then(|| x / y)
+        .filter_map(|(k, x)| {
+            let o: Vec<f64> = others.iter().map(|m| m.at(*k)).collect::<Option<_>>()?;
+            f(*x, &o)
         })
         .collect()
 }
@@ -253,12 +258,11 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
                 String::new()
             };
             match need {
-                Some(n) if n > v.n => {
-                    format!(
-                        "{family}the interval straddles an edge of {}; about {n} repeats would decide it",
-                        v.acceptance
-                    )
-                }
+                Some(n) if n > v.n => format!(
+                    "{family}the interval straddles an edge of {}; about {n} repeats would decide it{}",
+                    v.acceptance,
+                    if v.family > 1 { format!(" among {} findings", v.family) } else { String::new() }
+                ),
                 _ => {
                     format!("{family}the estimate sits on an edge of {}: more repeats may not decide it", v.acceptance)
                 }

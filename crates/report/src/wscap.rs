@@ -6,7 +6,7 @@ use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
 use crate::html::Renderer;
 use crate::summary::bytes;
-use crate::verdict::{Claim, Evidence, Ms, Verdict, judge};
+use crate::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat};
 use record::results::typed;
 use record::results::wscap::WscapResult;
 use record::rundir::RunRecord;
@@ -302,18 +302,10 @@ fn findings(m: &Ms, _results: &[Value]) -> Vec<Verdict> {
     let periodic_vs_cap: Evidence = match m.metric("cap-max", &SCANS) {
         None => Err("this run had no cap-max mode".into()),
         Some(_) if periodic.is_empty() => Err("this run had no periodic mode".into()),
-        Some(cap) => Ok(cap
-            .repeats
-            .iter()
-            .zip(&cap.values)
-            .filter_map(|(k, c)| {
-                let worst = periodic
-                    .iter()
-                    .filter_map(|p| p.repeats.iter().position(|j| j == k).map(|i| p.values[i]))
-                    .reduce(f64::min)?;
-                (*c > 0.0).then(|| worst / c)
-            })
-            .collect()),
+        Some(cap) => Ok(per_repeat(cap, &periodic, |c, p| {
+            let worst = p.iter().cloned().reduce(f64::min)?;
+            (c > 0.0).then(|| worst / c)
+        })),
     };
     vec![
         judge(&CLAIMS[0], m, m.ratios(("none", &SCANS), ("cap-max", &SCANS))),
