@@ -211,6 +211,11 @@ pub struct LabArgs {
     /// Print the plan and exit without running anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Time to spend (e.g. 5m, 300s): after the first pass, the experiments
+    /// whose findings are still inconclusive run again while it lasts. The quick
+    /// lab's default is 5m; the full lab runs its plan once unless given one.
+    #[arg(long, value_parser = crate::units::parse_positive_duration)]
+    pub budget: Option<std::time::Duration>,
     #[command(flatten)]
     pub lock: LockArgs,
 }

@@ -46,6 +46,9 @@ pub struct Experiment {
     pub needs: &'static [(Need, &'static str)],
     /// The lab's step for this machine (`full` or quick).
     pub lab_step: fn(&Machine, bool) -> Step,
+    /// A budgeted lab's extra pass: `k` more repeats of the first pass's step,
+    /// for these inconclusive claims (by id); None when it cannot repeat.
+    pub lab_more: fn(&Step, &[&str], u32) -> Option<Step>,
     /// The worker kinds it starts, and their entry points.
     pub workers: &'static [(&'static str, WorkerMain)],
 }
@@ -67,6 +70,7 @@ pub static ALL: [Experiment; 6] = [
             (Need::QuietDamon, "eat"),
         ],
         lab_step: crate::eat_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
         workers: &[("eat", workloads::eat::worker_main)],
     },
     Experiment {
@@ -78,18 +82,21 @@ pub static ALL: [Experiment; 6] = [
             (Need::QuietDamon, "wscap"),
         ],
         lab_step: crate::wscap_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
         workers: &[("wscap", workloads::wscap::worker_main)],
     },
     Experiment {
         report: &report::heap::Heap,
         needs: &[],
         lab_step: crate::heap_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
         workers: &[("heap", workloads::heap::worker_main)],
     },
     Experiment {
         report: &report::mapping::Mapping,
         needs: &[(Need::MemoryCgroup, "mapping --pressure"), (Need::QuietDamon, "mapping --pressure")],
         lab_step: crate::mapping_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
         workers: &[("mapping", workloads::mapping::worker_main)],
     },
     Experiment {
@@ -101,6 +108,7 @@ pub static ALL: [Experiment; 6] = [
             (Need::QuietDamon, "thrash"),
         ],
         lab_step: crate::thrash_cmd::lab_step,
+        lab_more: crate::thrash_cmd::lab_more,
         workers: &[
             ("thrash-consumer", workloads::thrash::consumer_main),
             ("thrash-probe", workloads::thrash::probe_main),
@@ -114,6 +122,7 @@ pub static ALL: [Experiment; 6] = [
             (Need::Zram, "assess --trim zram"),
         ],
         lab_step: crate::assess_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
         workers: &[("toucher", workloads::assess::toucher_main)],
     },
 ];

@@ -33,7 +33,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         if a.html || (is_lab && !a.markdown) {
             let path = write_html(&r, &a.dir)?;
             if a.json {
-                let f = report::verdict::Findings::of(r.findings());
+                let f = r.findings_doc();
                 crate::print_json(&serde_json::json!({"report_html": path, "findings": f}))?;
             } else if !a.markdown {
                 print!("{}", summary_text(&r));
@@ -52,7 +52,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
         let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
-        let f = report::verdict::Findings::of(r.findings());
+        let f = r.findings_doc();
         crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
     } else {
         print!("{}", report::summary::render_text(&s));

@@ -145,3 +145,32 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
         )
     }
 }
+
+/// The presets each thrash claim compares (crates/report/src/thrash.rs).
+fn presets_of(claim: &str) -> &'static [&'static str] {
+    match claim {
+        "thrash.writes" => &["e1", "e2"],
+        "thrash.sleep" => &["e2", "e3"],
+        "thrash.stagger" => &["e2", "e4"],
+        _ => &["e2"],
+    }
+}
+
+/// A budgeted lab's extra pass of thrash: `k` more repeats of only the presets
+/// the inconclusive claims compare (e2 and e3 for `thrash.sleep`), on the first
+/// pass's store and sizes. Its estimate is the first pass's per-run time, e4's
+/// runs being about a third of the others'.
+pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
+    let mut want: Vec<&str> = claims.iter().flat_map(|c| presets_of(c).iter().copied()).collect();
+    want.sort_unstable();
+    want.dedup();
+    let weight = |p: &str| if p == "e4" { 1.0 / 3.0 } else { 1.0 };
+    let all: f64 = ["e1", "e2", "e3", "e4"].iter().map(|p| weight(p)).sum();
+    let part: f64 = want.iter().map(|p| weight(p)).sum::<f64>() / all;
+    let mut s = crate::lab::more_repeats(first, claims, k)?;
+    let i = s.args.iter().position(|a| a == "--preset")?;
+    s.args[i + 1] = want.join(",");
+    // Per backing and repeat, the share of the runs these presets take.
+    s.expect_s *= part;
+    Some(s)
+}

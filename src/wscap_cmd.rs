@@ -58,7 +58,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
 /// The lab's `wscap` step for this machine.
 pub fn lab_step(m: &Machine, full: bool) -> Step {
     // wscap: the study's 64 MiB scan under a 32 MiB cap.
-    let (dur, rep) = if full { (5.0, 3u32) } else { (1.5, 3u32) };
+    let (dur, rep) = if full { (5.0, 3u32) } else { (1.0, 3u32) };
     let mut w_args = vec![
         arg("--size"),
         arg("64MiB"),

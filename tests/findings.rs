@@ -78,3 +78,47 @@ fn a_lab_judges_its_findings_as_one_family() {
     let decided = rows.iter().filter(|r| r["verdict"] == "matches" || r["verdict"] == "differs").count();
     assert_eq!(f["decided"].as_u64(), Some(decided as u64));
 }
+
+#[test]
+fn a_budgeted_labs_second_pass_adds_repeats_and_keeps_first_pass_verdicts() {
+    // wscap ran twice: the plan, then a second pass of the same arms (as
+    // `lab --budget` lays it out); eat once. The error is split 4 % + 1 %.
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    copy_into("wscap", &lab.join("wscap"));
+    copy_into("wscap", &lab.join("wscap-pass2"));
+    copy_into("eat", &lab.join("eat"));
+    let step = |e: &str, dir: &str, pass: u32| serde_json::json!({"experiment": e, "args": [], "expect_s": 1.0, "state": "complete", "dir": dir, "seconds": 1.0, "pass": pass});
+    let doc = serde_json::json!({
+        "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+        "started_unix_ms": 1, "ended_unix_ms": 2, "wall_s": 1.0, "root": true, "cpus": 2, "ram_bytes": 1,
+        "expect_s": 2.0, "budget_s": 3.0, "passes": 2, "doctor": {},
+        "steps": [step("eat", "eat", 1), step("wscap", "wscap", 1), step("wscap", "wscap-pass2", 2)]
+    });
+    std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let one = report_json(&lab.join("wscap"), &[]);
+    let v = report_json(&lab, &[]);
+    common::assert_schema("report-output", &v);
+    let f = &v["findings"];
+    common::assert_schema("findings", f);
+    let split: Vec<f64> = f["alpha_by_pass"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
+    assert_eq!(split.len(), 2);
+    assert!((split[0] - 0.04).abs() < 1e-12 && (split.iter().sum::<f64>() - 0.05).abs() < 1e-12, "{split:?}");
+    let rows = f["findings"].as_array().unwrap();
+    assert_eq!(rows.len(), 9, "one section per experiment: {f:#}");
+    let alone = one["findings"]["findings"].as_array().unwrap();
+    for r in rows.iter().filter(|r| r["experiment"] == "wscap") {
+        let single = alone.iter().find(|x| x["id"] == r["id"]).unwrap();
+        let n1 = single["n"].as_u64().unwrap();
+        match r["pass"].as_u64().unwrap() {
+            // Decided by the first pass: its verdict and n are the first pass's.
+            1 => assert_eq!(r["n"].as_u64(), Some(n1), "{r:#}"),
+            // Judged again with the second pass's repeats paired after the first's.
+            2 => assert_eq!(r["n"].as_u64(), Some(2 * n1), "{r:#}"),
+            p => panic!("pass {p}: {r:#}"),
+        }
+    }
+    // Some finding was left to the second pass (the fixture's two repeats do
+    // not decide every wscap claim at 4 %).
+    assert!(rows.iter().any(|r| r["pass"] == 2), "{f:#}");
+}

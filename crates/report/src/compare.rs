@@ -399,6 +399,7 @@ mod tests {
                 seconds: None,
                 dir: None,
                 record: Some(rec),
+                more: Vec::new(),
                 findings: Vec::new(),
             }],
         }

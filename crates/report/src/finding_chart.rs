@@ -154,6 +154,7 @@ mod tests {
             outcome: o,
             why: String::new(),
             repeats_to_decide: None,
+            pass: 1,
         }
     }
 

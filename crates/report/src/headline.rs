@@ -108,11 +108,19 @@ impl Figure {
 pub struct Builder {
     experiment: String,
     out: Vec<Metric>,
+    /// Added to every repeat: the repeats of a lab's later passes follow its
+    /// first pass's ([`Builder::next_run`]).
+    offset: u32,
 }
 
 impl Builder {
     pub fn new(experiment: &str) -> Builder {
-        Builder { experiment: experiment.to_string(), out: Vec::new() }
+        Builder { experiment: experiment.to_string(), out: Vec::new(), offset: 0 }
+    }
+    /// The values pushed from now on come from another run of the same
+    /// experiment (a lab's extra pass): its repeats number on from the last.
+    pub fn next_run(&mut self) {
+        self.offset = self.out.iter().flat_map(|m| m.repeats.iter()).max().map_or(0, |r| r + 1);
     }
     /// The metrics, in the order their first values came.
     pub fn finish(self) -> Vec<Metric> {
@@ -121,7 +129,12 @@ impl Builder {
     /// Adds one repeat's value; a missing or non-finite one (NaN: not measured)
     /// is no value. Its repeat is its position among the group's values.
     pub fn push(&mut self, group: &str, fig: &Figure, v: Option<f64>) {
-        let at = self.out.iter().find(|m| m.group == group && m.name == fig.name).map_or(0, |m| m.values.len());
+        let off = self.offset;
+        let at = self
+            .out
+            .iter()
+            .find(|m| m.group == group && m.name == fig.name)
+            .map_or(0, |m| m.repeats.iter().filter(|&&r| r >= off).count());
         self.push_rep(group, fig, at as u32, v)
     }
     /// Adds the value of the repeat a result names (1-based, as run.json
@@ -133,6 +146,7 @@ impl Builder {
     /// other arms' values of the same repeat.
     pub fn push_rep(&mut self, group: &str, fig: &Figure, repeat: u32, v: Option<f64>) {
         let Some(v) = v.filter(|v| v.is_finite()) else { return };
+        let repeat = repeat + self.offset;
         match self.out.iter_mut().find(|m| m.group == group && m.name == fig.name) {
             Some(m) => {
                 m.values.push(v);
@@ -155,9 +169,18 @@ impl Builder {
 
 /// The headline metrics of one run, from its experiment name and `results`.
 pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
+    metrics_of_runs(experiment, &[results])
+}
+
+/// The metrics of several runs of one experiment (a lab's passes), their
+/// repeats numbered on from run to run so that arms still pair by repeat.
+pub fn metrics_of_runs(experiment: &str, runs: &[&[Value]]) -> Vec<Metric> {
     let mut b = Builder::new(experiment);
     if let Some(e) = crate::experiment::find(experiment) {
-        e.metrics(results, &mut b);
+        for r in runs {
+            b.next_run();
+            e.metrics(r, &mut b);
+        }
     }
     b.finish()
 }

@@ -2,7 +2,7 @@
 //! nothing fetched when it is opened (a Content-Security-Policy says so to the
 //! browser, too). Also the Markdown of the same tables.
 
-use crate::headline::{Metric, metrics};
+use crate::headline::Metric;
 use crate::lab::Lab;
 use crate::verdict::{self, Outcome, Verdict};
 use record::rundir::RunRecord;
@@ -22,6 +22,9 @@ pub struct Section {
     pub seconds: Option<f64>,
     pub dir: Option<PathBuf>,
     pub record: Option<RunRecord>,
+    /// The runs of a budgeted lab's later passes, with their pass: more
+    /// repeats of the same arms ([`Section::runs`]).
+    pub more: Vec<(u32, RunRecord)>,
     /// Its findings, judged in the report's family ([`Report::judge`]).
     pub findings: Vec<Verdict>,
 }
@@ -31,8 +34,17 @@ impl Section {
         self.record.as_ref().and_then(|r| r.run.results.as_array().cloned()).unwrap_or_default()
     }
 
+    /// Its figures over every pass's repeats.
     pub fn metrics(&self) -> Vec<Metric> {
-        metrics(&self.experiment, &self.results())
+        let runs = self.runs(u32::MAX);
+        crate::headline::metrics_of_runs(&self.experiment, &runs.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+
+    /// The results of each run up to pass `upto`, the first pass's first.
+    pub fn runs(&self, upto: u32) -> Vec<Vec<Value>> {
+        let of = |r: &RunRecord| r.run.results.as_array().cloned().unwrap_or_default();
+        let first = self.record.iter().map(of);
+        first.chain(self.more.iter().filter(|(p, _)| *p <= upto).map(|(_, r)| of(r))).collect()
     }
 
     /// Its findings as the report judged them (with every other section's,
@@ -97,6 +109,18 @@ impl Report {
                     Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
                     _ => None,
                 };
+                // A later pass adds its repeats to the first pass's section; one
+                // that did not complete adds nothing (its repeats may be partial).
+                if s.pass > 1 {
+                    if let (Some(rec), Some(sec)) =
+                        (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
+                        && s.state == crate::lab::StepState::Complete
+                    {
+                        sec.more.push((s.pass, rec));
+                        sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
+                    }
+                    continue;
+                }
                 // A step still "running" in lab.json: the run's own record knows
                 // whether its process is alive (running) or died (interrupted).
                 let (state, reason) = match (&record, s.state) {
@@ -116,6 +140,7 @@ impl Report {
                     seconds: s.seconds,
                     dir: path,
                     record,
+                    more: Vec::new(),
                     findings: Vec::new(),
                 });
             }
@@ -135,6 +160,7 @@ impl Report {
                     seconds,
                     dir: Some(dir.to_path_buf()),
                     record: Some(rec),
+                    more: Vec::new(),
                     findings: Vec::new(),
                 }],
             }
@@ -146,14 +172,64 @@ impl Report {
 
     /// Judges every section's findings as one family: Holm over all of them,
     /// so that the chance of any wrong verdict in the report is at most 5 %.
+    ///
+    /// A budgeted lab planned later passes: pass k judges everything on the
+    /// data of passes 1..=k at its share of the error ([`Lab::alpha_by_pass`]),
+    /// and a finding keeps the verdict of the first pass that decided it.
     pub fn judge(mut self) -> Report {
-        for s in &mut self.sections {
-            s.findings =
-                if s.record.is_none() { Vec::new() } else { verdict::verdicts_alone(&s.experiment, &s.results()) };
+        let alphas = self.alpha_by_pass();
+        let ran = self.sections.iter().flat_map(|s| s.more.iter().map(|(p, _)| *p)).max().unwrap_or(1);
+        for pass in 1..=ran.min(alphas.len() as u32) {
+            let mut now: Vec<Vec<Verdict>> = self
+                .sections
+                .iter()
+                .map(|s| {
+                    let runs = s.runs(pass);
+                    let runs: Vec<&[Value]> = runs.iter().map(Vec::as_slice).collect();
+                    if runs.is_empty() { Vec::new() } else { verdict::verdicts_of_runs(&s.experiment, &runs) }
+                })
+                .collect();
+            let mut all: Vec<&mut Verdict> = now.iter_mut().flatten().collect();
+            verdict::family(&mut all, &verdict::claim_by_id, alphas[pass as usize - 1]);
+            for (s, now) in self.sections.iter_mut().zip(now) {
+                if pass == 1 {
+                    s.findings = now;
+                    continue;
+                }
+                for mut v in now {
+                    if let Some(old) = s.findings.iter_mut().find(|o| o.id == v.id)
+                        && !old.outcome.decided()
+                    {
+                        v.pass = pass;
+                        if v.outcome.decided() {
+                            v.why = format!(
+                                "{} (decided in pass {pass}, with its {} % share of the error)",
+                                v.why,
+                                record::stats::claim::num(100.0 * alphas[pass as usize - 1])
+                            );
+                        }
+                        *old = v;
+                    }
+                }
+            }
         }
-        let mut all: Vec<&mut Verdict> = self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()).collect();
-        verdict::family(&mut all, &verdict::claim_by_id);
+        if let Some(floor) = self.lab.as_ref().and_then(|l| noise_floor(&l.doctor)) {
+            for v in self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()) {
+                mark_below_noise(v, floor);
+            }
+        }
         self
+    }
+
+    /// The family-wise error each pass spent: all of it in one pass unless
+    /// the lab planned more.
+    pub fn alpha_by_pass(&self) -> Vec<f64> {
+        self.lab.as_ref().map_or_else(|| verdict::alpha_by_pass(1), Lab::alpha_by_pass)
+    }
+
+    /// The findings as a document (`report --json`, lab.json).
+    pub fn findings_doc(&self) -> verdict::Findings<'_> {
+        verdict::Findings::of(self.findings()).with_passes(self.alpha_by_pass())
     }
 
     /// Every finding of the report, with its experiment.
@@ -591,18 +667,30 @@ pub fn html(r: &Report) -> String {
     // Every finding's interval against its region, then the table per experiment.
     let findings = r.findings();
     if let Some(svg) = crate::finding_chart::svg(&findings) {
-        let f = verdict::Findings::of(findings);
+        let f = verdict::Findings::of(findings).with_passes(r.alpha_by_pass());
         let _ = writeln!(
             o,
             "<section id=\"findings\"><h2>Findings</h2>\n<p>{} of {} findings this run could check are decided \
              ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
              study's acceptance region; Holm's correction over all {} with an interval keeps the chance of any wrong \
-             verdict at 5 % (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
+             verdict at 5 %{} (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
             f.decided,
             f.checkable,
             f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Matches).count(),
             f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Differs).count(),
             f.family,
+            if f.alpha_by_pass.len() > 1 {
+                format!(
+                    ", split between the lab's passes ({} %)",
+                    f.alpha_by_pass
+                        .iter()
+                        .map(|a| record::stats::claim::num(100.0 * a))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                )
+            } else {
+                String::new()
+            },
             esc(f.findings.first().map_or("", |x| x.experiment)),
             r.lab.as_ref().map(|l| noise_line(&l.doctor)).unwrap_or_default(),
         );
@@ -750,6 +838,28 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
 
 /// The machine's noise as doctor measured it before the lab (lab.json's
 /// `doctor.noise`), in a sentence; empty for labs from before the field.
+/// The machine's noise floor as doctor measured it before the lab: how far
+/// the slowest run of a fixed CPU loop was from the fastest (0.012 for 1.2 %).
+pub fn noise_floor(doctor: &Value) -> Option<f64> {
+    doctor["noise"]["max_over_min"].as_f64().filter(|x| x.is_finite() && *x >= 1.0).map(|x| x - 1.0)
+}
+
+/// A comparison of arms (a ratio, "÷") whose estimated effect is smaller than
+/// the machine's noise floor says so in its reason: side by side, drift
+/// cancels, but an effect that small is one this machine barely resolves.
+pub fn mark_below_noise(v: &mut Verdict, floor: f64) {
+    let Some(e) = v.estimate.filter(|e| *e > 0.0) else { return };
+    if !v.quantity.contains('÷') || floor <= 0.0 || e.ln().abs() >= (1.0 + floor).ln() {
+        return;
+    }
+    v.why = format!(
+        "{}; the effect ({} %) is smaller than this machine's noise floor ({} %: a fixed loop's slowest ÷ fastest run)",
+        v.why,
+        record::stats::claim::num(100.0 * (e - 1.0)),
+        record::stats::claim::num(100.0 * floor)
+    );
+}
+
 fn noise_line(doctor: &Value) -> String {
     let n = &doctor["noise"];
     let (Some(cv), Some(mm), Some(runs)) = (n["cv"].as_f64(), n["max_over_min"].as_f64(), n["runs"].as_u64()) else {
@@ -784,6 +894,33 @@ pub fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_effect_below_the_noise_floor_says_so() {
+        let doctor = serde_json::json!({"noise": {"max_over_min": 1.08, "cv": 0.02, "runs": 15}});
+        let floor = noise_floor(&doctor).unwrap();
+        assert!((floor - 0.08).abs() < 1e-12);
+        assert_eq!(noise_floor(&serde_json::json!({})), None);
+        let c = &crate::mapping::CLAIMS[2];
+        let mut v = verdict::judge(c, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.05, 1.06, 1.04]));
+        let before = v.why.clone();
+        mark_below_noise(&mut v, floor);
+        assert!(
+            v.why.starts_with(&before) && v.why.contains("(5.00 %) is smaller than this machine's noise floor (8.00 %"),
+            "{}",
+            v.why
+        );
+        // A 50 % effect is far above it; a threshold claim (no ÷) is not a comparison of arms.
+        let mut big = verdict::judge(c, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.5, 1.52, 1.48]));
+        let w = big.why.clone();
+        mark_below_noise(&mut big, floor);
+        assert_eq!(big.why, w);
+        let t = &crate::eat::CLAIMS[0];
+        let mut one = verdict::judge(t, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.0, 1.01]));
+        let w = one.why.clone();
+        mark_below_noise(&mut one, floor);
+        assert_eq!(one.why, w, "{}", t.quantity);
+    }
 
     #[test]
     fn markdown_tables_code_and_escapes() {

@@ -53,6 +53,18 @@ pub struct Step {
     /// What ran only in part on this machine, and why (e.g. no store without root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The lab's pass it belongs to: 1, the plan; 2 and on, the extra repeats a
+    /// budget bought for findings the first pass left inconclusive.
+    #[serde(default = "first_pass", skip_serializing_if = "is_first_pass")]
+    pub pass: u32,
+}
+
+fn first_pass() -> u32 {
+    1
+}
+
+fn is_first_pass(p: &u32) -> bool {
+    *p == 1
 }
 
 /// One of `pagelab doctor --json`'s checks, as lab.json keeps it.
@@ -96,8 +108,16 @@ pub struct Lab {
     pub root: bool,
     pub cpus: u32,
     pub ram_bytes: u64,
-    /// The plan's total estimate, seconds.
+    /// The plan's total estimate, seconds (the first pass).
     pub expect_s: f64,
+    /// `--budget`, seconds: the first pass, then extra repeats of what it left
+    /// inconclusive while time is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+    /// The passes planned before any data: the family-wise error is split
+    /// between them ([`crate::verdict::alpha_by_pass`]).
+    #[serde(default = "first_pass")]
+    pub passes: u32,
     /// `pagelab doctor --json`, taken before the plan.
     pub doctor: serde_json::Value,
     pub steps: Vec<Step>,
@@ -110,6 +130,11 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// The family-wise error each planned pass may spend.
+    pub fn alpha_by_pass(&self) -> Vec<f64> {
+        crate::verdict::alpha_by_pass(self.passes)
+    }
+
     pub fn load(dir: &Path) -> Result<Lab, String> {
         let p = dir.join(FILE);
         let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)

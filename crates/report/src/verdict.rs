@@ -10,7 +10,7 @@
 //! that judges many claims controls the family-wise error across them with
 //! Holm ([`family`]). The CV is shown on every figure, and gates nothing.
 
-use crate::headline::{Figure, Metric, metrics};
+use crate::headline::{Figure, Metric};
 use record::stats::claim::{self, ALPHA, Decision, Region, num};
 use serde::Serialize;
 use serde_json::Value;
@@ -99,6 +99,9 @@ pub struct Verdict {
     /// For an inconclusive claim: the repeats its observed spread suggests
     /// would decide it, at the strictest level its family may ask (α ÷ family).
     pub repeats_to_decide: Option<usize>,
+    /// The lab pass whose data decided it (1: the first; a budgeted lab's
+    /// later passes repeat what the first left inconclusive).
+    pub pass: u32,
 }
 
 /// A run's metrics, as its findings look them up.
@@ -192,6 +195,7 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
         outcome: Outcome::NotChecked,
         why: String::new(),
         repeats_to_decide: None,
+        pass: 1,
     };
     if let Err(why) = &m.protocol {
         v.outcome = Outcome::OutsideProtocol;
@@ -225,12 +229,12 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
     v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
     v.p = Some(t.p().0);
     v.p_adjusted = v.p;
-    settle(&mut v, c, t.decide(ALPHA));
+    settle(&mut v, c, t.decide(ALPHA), ALPHA);
     v
 }
 
 /// Sets outcome and reason from a decision (at the family's level).
-fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
+fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64) {
     let region = v.region;
     v.outcome = match d {
         Decision::Matches => Outcome::Matches,
@@ -243,13 +247,14 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
         Decision::Differs => c.no.to_string(),
         Decision::Inconclusive => {
             // In a family, at the strictest level Holm may ask (α ÷ the family).
-            let level = ALPHA / v.family.max(1) as f64;
+            let level = alpha / v.family.max(1) as f64;
             let e = claim::estimate(&v.values);
             let need = e.and_then(|e| claim::repeats_to_decide(&e, &region, level));
             v.repeats_to_decide = need;
-            let family = if v.family > 1 && v.p.is_some_and(|p| p <= ALPHA) {
+            let family = if v.family > 1 && v.p.is_some_and(|p| p <= alpha) {
                 format!(
-                    "decided alone at 95 % (p = {:.3}), but not after Holm over {} findings (adjusted p = {:.3}); ",
+                    "decided alone at {} % (p = {:.3}), but not after Holm over {} findings (adjusted p = {:.3}); ",
+                    num(100.0 * (1.0 - alpha)),
                     v.p.unwrap_or(1.0),
                     v.family,
                     v.p_adjusted.unwrap_or(1.0)
@@ -272,9 +277,10 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision) {
 }
 
 /// Judges claims together: Holm's step-down over their p-values, so that the
-/// chance of any wrong decision among them is at most 5 %. A claim decided
-/// alone but not after the correction becomes inconclusive, and says so.
-pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>) {
+/// chance of any wrong decision among them is at most `alpha` (5 % in a
+/// report of one pass). A claim decided alone but not after the correction
+/// becomes inconclusive, and says so.
+pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, alpha: f64) {
     let ps: Vec<Option<f64>> = vs.iter().map(|v| v.p).collect();
     let m = ps.iter().flatten().count();
     let adj = claim::holm_adjust(&ps);
@@ -284,14 +290,14 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>) {
         v.p_adjusted = Some(a);
         let Some(c) = claims(v.id) else { continue };
         let lean = claim::test(&v.values, &v.region).map_or(Decision::Inconclusive, |t| t.p().1);
-        settle(v, &c, if a <= ALPHA { lean } else { Decision::Inconclusive });
+        settle(v, &c, if a <= alpha { lean } else { Decision::Inconclusive }, alpha);
     }
 }
 
 /// How verdicts are reached, in a line (`report --json`, lab.json).
 pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms paired by repeat) against an acceptance \
                           region fixed before the data; Holm's step-down over every finding of the report keeps the \
-                          family-wise error at 5 %";
+                          family-wise error at 5 % (in a budgeted lab, split between its passes: alpha_by_pass)";
 
 /// A report's findings as a document (`pagelab report DIR --json`, lab.json's
 /// `findings`; schema/findings.schema.json).
@@ -300,6 +306,9 @@ pub struct Findings<'a> {
     pub method: &'static str,
     /// Family-wise error rate across the findings.
     pub alpha: f64,
+    /// The part of it each pass spent ([`alpha_by_pass`]): one entry unless a
+    /// budgeted lab planned later passes.
+    pub alpha_by_pass: Vec<f64>,
     /// Findings with an interval (the family Holm corrects over).
     pub family: usize,
     /// Findings the run could check (not "not checked", not outside the protocol).
@@ -324,11 +333,17 @@ impl<'a> Findings<'a> {
         Findings {
             method: METHOD,
             alpha: ALPHA,
+            alpha_by_pass: vec![ALPHA],
             family: rows.iter().filter(|(_, v)| v.p.is_some()).count(),
             checkable,
             decided: rows.iter().filter(|(_, v)| v.outcome.decided()).count(),
             findings: rows.into_iter().map(|(experiment, verdict)| Row { experiment, verdict }).collect(),
         }
+    }
+    /// The same, for a lab that split its error between passes.
+    pub fn with_passes(mut self, alphas: Vec<f64>) -> Findings<'a> {
+        self.alpha_by_pass = alphas;
+        self
     }
 }
 
@@ -345,16 +360,40 @@ pub fn study(experiment: &str) -> &'static str {
 /// One run's findings, judged as one family.
 pub fn verdicts(experiment: &str, results: &[Value]) -> Vec<Verdict> {
     let mut v = verdicts_alone(experiment, results);
-    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim_by_id);
+    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim_by_id, ALPHA);
     v
 }
 
 /// One run's findings, each judged alone (before a family is formed).
 pub fn verdicts_alone(experiment: &str, results: &[Value]) -> Vec<Verdict> {
+    verdicts_of_runs(experiment, &[results])
+}
+
+/// The findings of several runs of one experiment (a lab's passes), each
+/// judged alone: arms pair by repeat across all of them.
+pub fn verdicts_of_runs(experiment: &str, runs: &[&[Value]]) -> Vec<Verdict> {
     let Some(e) = crate::experiment::find(experiment) else { return Vec::new() };
-    let all = metrics(experiment, results);
-    let m = Ms { all: &all, protocol: e.protocol(results) };
-    e.verdicts(&m, results)
+    let all = crate::headline::metrics_of_runs(experiment, runs);
+    let results: Vec<Value> = runs.iter().flat_map(|r| r.iter().cloned()).collect();
+    let m = Ms { all: &all, protocol: e.protocol(&results) };
+    e.verdicts(&m, &results)
+}
+
+/// The family-wise error each pass of a lab may spend: all of it in one pass;
+/// with later passes (`lab --budget`), 4 % on the first, where most findings
+/// are decided, and the last 1 % split evenly among the others. By the union
+/// bound the chance of any wrong decision in any pass stays ≤ 5 %, however the
+/// later passes were chosen (docs/stability.md, "A budget").
+pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
+    match passes {
+        0 | 1 => vec![ALPHA],
+        n => {
+            let first = 0.8 * ALPHA;
+            let mut v = vec![first];
+            v.extend(std::iter::repeat_n((ALPHA - first) / (n - 1) as f64, n as usize - 1));
+            v
+        }
+    }
 }
 
 /// Whether a run kept the study's protocol (docs/stability.md); Ok for an
@@ -466,6 +505,41 @@ mod tests {
     }
 
     #[test]
+    fn a_budget_splits_the_error_between_passes() {
+        assert_eq!(alpha_by_pass(1), vec![ALPHA]);
+        for n in 2..6 {
+            let a = alpha_by_pass(n);
+            assert_eq!(a.len(), n as usize);
+            assert!((a.iter().sum::<f64>() - ALPHA).abs() < 1e-12, "{a:?}");
+            assert!(a[0] > a[1] && a.iter().all(|&x| x > 0.0), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn a_second_run_pairs_after_the_first() {
+        // Two runs, two repeats each: by repeat number (push_of) and by position (push).
+        let fig = crate::mapping::TOTAL;
+        let mut b = crate::headline::Builder::new("mapping");
+        for (run, scale) in [(0, 1.0), (1, 2.0)] {
+            b.next_run();
+            for rep in [2u32, 1] {
+                b.push_of("free", &fig, rep, Some(scale * rep as f64));
+                b.push_of("dontneed", &fig, rep, Some(4.0 * scale * rep as f64 + run as f64));
+                b.push("other", &fig, Some(scale));
+            }
+        }
+        let all = b.finish();
+        let free = all.iter().find(|m| m.group == "free").unwrap();
+        assert_eq!(free.repeats, vec![1, 0, 3, 2]);
+        let other = all.iter().find(|m| m.group == "other").unwrap();
+        assert_eq!(other.repeats, vec![0, 1, 2, 3]);
+        let m = Ms { all: &all, protocol: Ok(()) };
+        let r = m.ratios(("dontneed", &fig), ("free", &fig)).unwrap();
+        // In the order of the first arm's values: repeats 1, 0, 3, 2.
+        assert_eq!(r, vec![4.0, 4.0, 4.25, 4.5]);
+    }
+
+    #[test]
     fn holm_turns_a_marginal_claim_inconclusive_in_a_large_family() {
         let all: Vec<Metric> = Vec::new();
         let ok = Ms { all: &all, protocol: Ok(()) };
@@ -480,7 +554,7 @@ mod tests {
         assert_eq!(null.outcome, Outcome::Inconclusive);
         let mut vs: Vec<Verdict> = [strong, marginal].into_iter().chain(std::iter::repeat_n(null, 10)).collect();
         let lookup = |_: &str| Some(C);
-        family(&mut vs.iter_mut().collect::<Vec<_>>(), &lookup);
+        family(&mut vs.iter_mut().collect::<Vec<_>>(), &lookup, ALPHA);
         assert!(vs[0].outcome == Outcome::Matches && vs.iter().all(|v| v.family == 12));
         assert_eq!(vs[1].outcome, Outcome::Inconclusive);
         assert!(vs[1].why.contains("Holm over 12"), "{}", vs[1].why);

@@ -417,7 +417,8 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
                 None
             };
         for repeat in 1..=cfg.repeat {
-            for &p in &cfg.patterns {
+            // ABBA: what one pattern leaves in the store falls on each alike.
+            for p in crate::order::abba(&cfg.patterns, repeat as usize - 1) {
                 if stop() {
                     sb.restore()?;
                     return Err(ExperimentError::Interrupted);

@@ -11,6 +11,7 @@ pub mod mapping;
 pub mod mm;
 pub mod noise;
 pub mod observe;
+pub mod order;
 pub mod procsnap;
 pub mod thrash;
 pub mod wscap;

@@ -367,9 +367,12 @@ pub fn run<O: crate::observe::Observer>(
     use crate::observe::ExperimentError;
     let mut sb = sandbox::Sandbox::new("mapping");
     let mut out = Vec::new();
-    let plan: Vec<(u32, &String)> =
-        (1..=cfg.repeat.max(1)).flat_map(|r| cfg.methods.iter().map(move |m| (r, m))).collect();
-    for (repeat, method) in plan {
+    // Round-robin, every other repeat reversed (ABBA).
+    let plan: Vec<(u32, String)> = (1..=cfg.repeat.max(1))
+        .flat_map(|r| crate::order::abba(&cfg.methods, r as usize - 1).into_iter().map(move |m| (r, m)))
+        .collect();
+    for (repeat, method) in &plan {
+        let (repeat, method) = (*repeat, method.as_str());
         if stop() {
             return Err(ExperimentError::Interrupted);
         }
@@ -439,7 +442,7 @@ pub fn run<O: crate::observe::Observer>(
             notes.push("without --pressure nothing forces the kernel to reclaim MADV_FREE pages, so the re-touch finds them in place".into());
         }
         let r = MappingResult {
-            method: method.clone(),
+            method: method.to_string(),
             touch: cfg.touch.clone(),
             size_bytes: cfg.size,
             stride_bytes: cfg.stride,

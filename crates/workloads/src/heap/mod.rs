@@ -485,7 +485,9 @@ pub fn run<O: crate::observe::Observer>(
         let proc_ops = cfg.ops.div_ceil(nprocs as u64);
         for sub in 0..nprocs {
             for rep in 0..cfg.repeat {
-                for (k, a) in supported.iter().enumerate() {
+                // ABBA: the allocators' order flips every other repeat.
+                let order = crate::order::abba(&(0..supported.len()).collect::<Vec<_>>(), rep as usize);
+                for (k, a) in order.into_iter().map(|k| (k, &supported[k])) {
                     if stop() {
                         return Err(ExperimentError::Interrupted);
                     }

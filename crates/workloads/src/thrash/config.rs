@@ -114,13 +114,15 @@ impl ThrashConfig {
     /// The runs, in order: for each backing, `repeat` rounds of every plan.
     /// Round-robin rather than all repeats of one preset in a row, so that a
     /// slow drift in the machine's paging speed falls on every preset alike
-    /// instead of on the presets that happened to run last.
+    /// instead of on the presets that happened to run last; and every other
+    /// round reversed (ABBA), so that what a run leaves in the swap store falls
+    /// on every preset alike too ([`crate::order::abba`]).
     pub fn schedule(&self) -> Vec<(BackingKind, Plan, u32)> {
         let plans = self.plans();
         let mut out = Vec::new();
         for &b in &self.backings {
             for rep in 0..self.repeat {
-                out.extend(plans.iter().map(|p| (b, p.clone(), rep)));
+                out.extend(crate::order::abba(&plans, rep as usize).into_iter().map(|p| (b, p, rep)));
             }
         }
         out

@@ -97,15 +97,15 @@ mod tests {
                 "Zram:e1:0",
                 "Zram:e2:0",
                 "Zram:e4:0",
-                "Zram:e1:1",
-                "Zram:e2:1",
                 "Zram:e4:1",
+                "Zram:e2:1",
+                "Zram:e1:1",
                 "Swapfile:e1:0",
                 "Swapfile:e2:0",
                 "Swapfile:e4:0",
-                "Swapfile:e1:1",
+                "Swapfile:e4:1",
                 "Swapfile:e2:1",
-                "Swapfile:e4:1"
+                "Swapfile:e1:1"
             ]
         );
     }
