@@ -212,8 +212,9 @@ pub struct LabArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Time to spend (e.g. 5m, 300s): after the first pass, the experiments
-    /// whose findings are still inconclusive run again while it lasts. The quick
-    /// lab's default is 5m; the full lab runs its plan once unless given one.
+    /// whose findings are still inconclusive run again while it lasts. The whole
+    /// quick lab's default is 5m; the full lab, and --only, run their plan once
+    /// unless given one.
     #[arg(long, value_parser = crate::units::parse_positive_duration)]
     pub budget: Option<std::time::Duration>,
     #[command(flatten)]

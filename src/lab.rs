@@ -371,8 +371,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     let findings = crate::doctor::examine();
     let steps = plan(&m, full, &a.only);
     let expect: f64 = steps.iter().map(|s| s.expect_s).sum();
-    // The quick lab spends 5 minutes; the full one runs its plan once unless told.
-    let budget = a.budget.map(|d| d.as_secs_f64()).or((!full).then_some(300.0));
+    // The whole quick lab spends 5 minutes; the full one, and a part of either
+    // (--only), runs its plan once unless given a budget.
+    let budget = a.budget.map(|d| d.as_secs_f64()).or((!full && a.only.is_empty()).then_some(300.0));
     if let Some(b) = budget
         && b < expect
     {

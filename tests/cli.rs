@@ -130,6 +130,9 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
     bad(&["record", "--duration", "100ms", "--out", f], &format!("--out {f}: exists and is not a directory"));
     bad(&["record", "--duration", "100ms", "--out", "/proc/x"], "--out /proc/x: No such file or directory");
     bad(&["lab", "--only", "heap", "--out", f], &format!("--out {f}: exists and is not a directory"));
+    // A budget shorter than the first pass is refused before anything runs.
+    bad(&["lab", "--budget", "10s", "--dry-run"], "--budget 10.0 s: the first pass alone is planned at ~");
+    bad(&["lab", "--budget", "soon", "--dry-run"], "--budget");
     bad(
         &["heap", "--allocators", "preload:/etc/passwd", "--threads", "1", "--ops", "1000", "--repeat", "1"],
         "--allocators preload:/etc/passwd: not a shared library (no ELF header)",
