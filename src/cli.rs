@@ -136,6 +136,11 @@ pub struct DoctorArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// With no zram device to ask, add one of pagelab's own (as root) to list
+    /// the compression algorithms, and remove it at once. Without this flag
+    /// doctor changes nothing on the machine.
+    #[arg(long)]
+    pub probe_zram: bool,
 }
 
 #[derive(Debug, Args)]

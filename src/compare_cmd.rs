@@ -4,7 +4,6 @@
 
 use crate::cli::CompareArgs;
 use crate::usage;
-use anyhow::Context;
 use report::html::{Render, Report};
 
 pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
@@ -47,7 +46,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     };
     print!("{text}");
     if let Some(out) = &a.out {
-        std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+        crate::write_output(out, text.as_bytes(), Some("--out"))?;
         eprintln!("wrote {}", out.display());
     }
     Ok(())

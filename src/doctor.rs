@@ -41,13 +41,16 @@ pub struct Findings {
     pub json: Value,
 }
 
+/// The checks, reading only: nothing on the machine changes.
 pub fn examine() -> Findings {
-    examine_in(&mut probe::Probe::default())
+    examine_in(&mut probe::Probe::default(), false)
 }
 
 /// [`examine`] with the kernel's files read through `p` (a fake tree in tests).
-/// The capability and madvise checks are this process's own.
-pub fn examine_in(p: &mut probe::Probe) -> Findings {
+/// The capability and madvise checks are this process's own. `probe_zram`
+/// (`doctor --probe-zram`, root) may add a zram device of pagelab's own to
+/// read its algorithms and remove it at once, journaled like any change.
+pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
     let env = p.environment();
     let root = privilege::is_root();
     let caps = privilege::effective_caps();
@@ -123,18 +126,19 @@ pub fn examine_in(p: &mut probe::Probe) -> Findings {
     // zram
     let sys = p.roots().sys.clone();
     let hot_add = sys.join("class/zram-control/hot_add").exists();
-    // Only a device can say which algorithms zram offers: with none, as root,
-    // pagelab adds one of its own for the reading and removes it at once.
+    // Only a device can say which algorithms zram offers: with none, and only
+    // when asked (--probe-zram, as root), pagelab adds one of its own for the
+    // reading and removes it at once. By default doctor changes nothing.
     let (algs, algs_from) = match sandbox::zram::algorithms(&sys) {
         Some(a) => (a, "an existing device"),
         // A sandbox changes the real /sys: never for a probe pointed elsewhere.
-        None if root && hot_add && sys == std::path::Path::new("/sys") => {
+        None if probe_zram && root && hot_add && sys == std::path::Path::new("/sys") => {
             let mut sb = sandbox::Sandbox::new("doctor");
             let a = sb.zram_algorithms().unwrap_or_default();
             let _ = sb.restore();
             (a, "a device pagelab added for the reading and removed")
         }
-        None => (Vec::new(), "no device to ask (root would add one for the reading)"),
+        None => (Vec::new(), "no device to ask (doctor --probe-zram, as root, adds one for the reading)"),
     };
     let zram_present = hot_add || !env.zram.is_empty();
     let zram_status = match (zram_present, hot_add, root) {
@@ -327,7 +331,7 @@ pub fn examine_in(p: &mut probe::Probe) -> Findings {
             "unified_controllers": unified_ctrls,
         },
         "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
-        "zram": {"present": zram_present, "hot_add": hot_add, "algorithms": algs, "devices": env.zram},
+        "zram": {"present": zram_present, "hot_add": hot_add, "algorithms": algs, "algorithms_from": algs_from, "devices": env.zram},
         "zswap": env.zswap,
         "mglru": env.mglru.as_ref().map(|m| json!({"present": true, "enabled": m.enabled, "mask": m.mask, "min_ttl_ms": m.min_ttl_ms}))
             .unwrap_or_else(|| json!({"present": false, "enabled": false})),
@@ -345,7 +349,7 @@ pub fn examine_in(p: &mut probe::Probe) -> Findings {
 }
 
 pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
-    let f = examine();
+    let f = examine_in(&mut probe::Probe::default(), a.probe_zram);
     if a.json {
         crate::print_json(&f.json)?;
         return Ok(());
@@ -371,7 +375,7 @@ mod tests {
     fn examine_reads_the_tree_it_is_given() {
         let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/probe/tests/fixtures/hybrid");
         let mut p = probe::Probe::new(probe::Roots::under(&tree));
-        let f = super::examine_in(&mut p);
+        let f = super::examine_in(&mut p, false);
         let by = |n: &str| f.checks.iter().find(|c| c.name == n).unwrap_or_else(|| panic!("no {n} check"));
         let cg = by("cgroup");
         assert!(cg.detail.starts_with("hybrid") && cg.detail.contains(&tree.display().to_string()), "{}", cg.detail);
@@ -387,7 +391,7 @@ mod tests {
         );
         // An empty tree: no cgroups, no PSI, no zram.
         let empty = tempfile::tempdir().unwrap();
-        let f = super::examine_in(&mut probe::Probe::new(probe::Roots::under(empty.path())));
+        let f = super::examine_in(&mut probe::Probe::new(probe::Roots::under(empty.path())), false);
         let by = |n: &str| f.checks.iter().find(|c| c.name == n).unwrap();
         assert_eq!(by("cgroup").status, super::Avail::Missing);
         assert_eq!(by("psi").status, super::Avail::Missing);

@@ -398,7 +398,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         None => crate::record_cmd::default_out("lab")?,
     };
     std::fs::create_dir_all(out.join("logs")).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
-    std::fs::write(out.join("doctor.json"), serde_json::to_vec_pretty(&findings.json)?)?;
+    crate::write_output(&out.join("doctor.json"), &serde_json::to_vec_pretty(&findings.json)?, None)?;
     let lab = Lab {
         format: record::rundir::FORMAT_VERSION,
         kind: "lab".into(),
@@ -567,7 +567,7 @@ fn run_child(
     done_ms: u64,
     lock_env: (&str, String),
 ) -> anyhow::Result<(i32, Option<i32>)> {
-    let f = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let f = record::safe::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(exe);
     cmd.arg(&s.experiment)
         .args(&s.args)

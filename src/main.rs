@@ -56,6 +56,18 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
+/// Writes an output file whole, the safe way ([`record::safe::write`]). A path
+/// pagelab refuses (a link, a device, a FIFO) is bad input (exit 2, one line
+/// naming it); so is any failure to write a path the user named with `flag`.
+pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> anyhow::Result<()> {
+    record::safe::write(path, bytes).map_err(|e| match flag {
+        Some(f) if record::safe::is_refused(&e) => usage(format!("{f} {e}")),
+        Some(f) => usage(format!("{f} {}: {e}", path.display())),
+        None if record::safe::is_refused(&e) => usage(e.to_string()),
+        None => anyhow::Error::new(e).context(format!("writing {}", path.display())),
+    })
+}
+
 /// The run was interrupted by the user (exit code 130).
 #[derive(Debug)]
 pub struct Interrupted;
@@ -269,15 +281,15 @@ fn man(out: Option<std::path::PathBuf>) -> anyhow::Result<()> {
             clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
         }
         Some(dir) => {
-            std::fs::create_dir_all(&dir)?;
+            std::fs::create_dir_all(&dir).map_err(|e| usage(format!("--out {}: {e}", dir.display())))?;
             let mut buf = Vec::new();
             clap_mangen::Man::new(cmd.clone()).render(&mut buf)?;
-            std::fs::write(dir.join("pagelab.1"), &buf)?;
+            write_output(&dir.join("pagelab.1"), &buf, Some("--out"))?;
             for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
                 let name = format!("pagelab-{}", sub.get_name());
                 let mut buf = Vec::new();
                 clap_mangen::Man::new(sub.clone().name(name.clone())).render(&mut buf)?;
-                std::fs::write(dir.join(format!("{name}.1")), &buf)?;
+                write_output(&dir.join(format!("{name}.1")), &buf, Some("--out"))?;
             }
             println!("wrote man pages to {}", dir.display());
         }

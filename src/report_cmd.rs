@@ -4,7 +4,6 @@
 
 use crate::cli::ReportArgs;
 use crate::usage;
-use anyhow::Context;
 use std::path::Path;
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
@@ -48,7 +47,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let csv = report::timeline::csv(&rec, &iv);
     let path = a.dir.join("timeline.csv");
-    std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
+    crate::write_output(&path, csv.as_bytes(), None)?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
         let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
@@ -75,7 +74,7 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
             print!("{text}");
             continue;
         }
-        write_replacing(path, text.as_bytes()).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+        crate::write_output(path, text.as_bytes(), Some(flag))?;
         wrote.insert(key.into(), serde_json::json!(path));
         if !a.json {
             eprintln!("wrote {}", path.display());
@@ -87,21 +86,10 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `path` whole or not at all: to `path.tmp` in the same directory, then a
-/// rename, so a collector reading the directory never sees half a file.
-fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
 /// Writes DIR/report.html and returns its path.
 pub fn write_html(r: &report::html::Report, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
     let path = dir.join("report.html");
-    std::fs::write(&path, report::html::html(r)).with_context(|| format!("writing {}", path.display()))?;
+    crate::write_output(&path, report::html::html(r).as_bytes(), None)?;
     Ok(path)
 }
 

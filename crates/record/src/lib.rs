@@ -13,6 +13,7 @@
 pub mod derive;
 pub mod results;
 pub mod rundir;
+pub mod safe;
 pub mod sampler;
 pub mod stats;
 pub mod stop;

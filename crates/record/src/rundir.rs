@@ -15,7 +15,7 @@
 use probe::Sample;
 use probe::environment::Environment;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -142,7 +142,7 @@ pub struct JsonlWriter {
 
 impl JsonlWriter {
     pub fn open_append(path: &Path) -> std::io::Result<Self> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = crate::safe::append(path)?;
         Ok(JsonlWriter { file, line: Vec::with_capacity(8192) })
     }
     pub fn write<T: Serialize>(&mut self, v: &T) -> std::io::Result<()> {
@@ -176,7 +176,7 @@ impl RunDir {
         }
         // The claim: samples.jsonl made with O_EXCL. Of two processes given the
         // same directory, exactly one gets it; the other is refused here.
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(path.join("samples.jsonl")) {
+        match crate::safe::create_new(&path.join("samples.jsonl")) {
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(taken()),
             Err(e) => return Err(e),
@@ -233,15 +233,10 @@ impl RunDir {
 }
 
 fn write_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
-    // Per process: two writers never rename each other's half-written file.
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    {
-        let mut f = File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut f, v)?;
-        f.write_all(b"\n")?;
-        f.sync_data()?;
-    }
-    std::fs::rename(&tmp, path)
+    crate::safe::write_with(path, |f| {
+        serde_json::to_writer_pretty(&mut *f, v)?;
+        f.write_all(b"\n")
+    })
 }
 
 /// Creates a new directory `<parent>/<stem>`, or `<stem>-2`, `<stem>-3`, … when

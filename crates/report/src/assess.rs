@@ -351,7 +351,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         )?;
         written.extend([dir.join("regrowth.svg"), dir.join("regrowth.png")]);
     }
-    std::fs::write(
+    crate::write_file(
         dir.join("assess.md"),
         format!(
             "# pagelab assess\n\n```\n{}```\n\n## Published compressor ratios beside this program's\n\n{}",

@@ -159,8 +159,8 @@ pub fn timeline(stem: &Path, title: &str, iv: &[Interval], marks: &[(f64, u32, S
     }
     let svg = stem.with_extension("svg");
     let png = stem.with_extension("png");
-    draw_timeline(SVGBackend::new(&svg, (1100, 700)).into_drawing_area(), title, iv, marks, false)?;
-    draw_timeline(BitMapBackend::new(&png, (1100, 700)).into_drawing_area(), title, iv, marks, false)?;
+    svg_file(&svg, (1100, 700), |a| draw_timeline(a, title, iv, marks, false))?;
+    png_file(&png, (1100, 700), |a| draw_timeline(a, title, iv, marks, false))?;
     Ok(())
 }
 
@@ -268,8 +268,8 @@ pub fn bars(stem: &Path, title: &str, y_desc: &str, groups: &[BarGroup], log: bo
     init_font();
     let svg = stem.with_extension("svg");
     let png = stem.with_extension("png");
-    draw_bars(SVGBackend::new(&svg, (900, 520)).into_drawing_area(), title, y_desc, groups, log)?;
-    draw_bars(BitMapBackend::new(&png, (900, 520)).into_drawing_area(), title, y_desc, groups, log)?;
+    svg_file(&svg, (900, 520), |a| draw_bars(a, title, y_desc, groups, log))?;
+    png_file(&png, (900, 520), |a| draw_bars(a, title, y_desc, groups, log))?;
     Ok(())
 }
 
@@ -342,22 +342,8 @@ pub fn lines(
         root.present().map_err(err)?;
         Ok(())
     }
-    draw(
-        SVGBackend::new(&stem.with_extension("svg"), (900, 520)).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        series,
-        scale,
-    )?;
-    draw(
-        BitMapBackend::new(&stem.with_extension("png"), (900, 520)).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        series,
-        scale,
-    )?;
+    svg_file(&stem.with_extension("svg"), (900, 520), |a| draw(a, title, x_desc, y_desc, series, scale))?;
+    png_file(&stem.with_extension("png"), (900, 520), |a| draw(a, title, x_desc, y_desc, series, scale))?;
     Ok(())
 }
 
@@ -443,22 +429,40 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
         root.present().map_err(err)?;
         Ok(())
     }
-    draw(
-        SVGBackend::new(&stem.with_extension("svg"), (900, 480)).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        tr,
-        log_y,
-    )?;
-    draw(
-        BitMapBackend::new(&stem.with_extension("png"), (900, 480)).into_drawing_area(),
-        title,
-        x_desc,
-        y_desc,
-        tr,
-        log_y,
-    )?;
+    svg_file(&stem.with_extension("svg"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
+    png_file(&stem.with_extension("png"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
+    Ok(())
+}
+
+/// Draws an SVG in memory and writes it the safe way ([`crate::write_file`]):
+/// plotters' own file output would follow a link planted at `path`.
+fn svg_file(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), DynErr>,
+) -> Result<(), DynErr> {
+    let mut s = String::new();
+    draw(SVGBackend::with_string(&mut s, size).into_drawing_area())?;
+    crate::write_file(path, s.as_bytes())?;
+    Ok(())
+}
+
+/// Draws a bitmap in memory, encodes it as PNG and writes it the safe way.
+fn png_file(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(DrawingArea<BitMapBackend, plotters::coord::Shift>) -> Result<(), DynErr>,
+) -> Result<(), DynErr> {
+    let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    draw(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area())?;
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, size.0, size.1);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.write_header()?.write_image_data(&rgb)?;
+    }
+    crate::write_file(path, &out)?;
     Ok(())
 }
 
@@ -466,22 +470,23 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
 pub fn terminal_png(path: &Path, w: usize, h: usize, cells: &[(String, [u8; 3], [u8; 3])]) -> Result<(), DynErr> {
     init_font();
     let (cw, ch) = (9i32, 18i32);
-    let root = BitMapBackend::new(path, ((w as i32 * cw) as u32, (h as i32 * ch) as u32)).into_drawing_area();
-    root.fill(&RGBColor(24, 24, 28)).map_err(err)?;
-    for (i, (sym, fg, bg)) in cells.iter().enumerate().take(w * h) {
-        let (x, y) = ((i % w) as i32 * cw, (i / w) as i32 * ch);
-        let bgc = RGBColor(bg[0], bg[1], bg[2]);
-        let fgc = RGBColor(fg[0], fg[1], fg[2]);
-        if sym == "█" {
-            root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], fgc.filled())).map_err(err)?;
-            continue;
+    png_file(path, ((w as i32 * cw) as u32, (h as i32 * ch) as u32), |root| {
+        root.fill(&RGBColor(24, 24, 28)).map_err(err)?;
+        for (i, (sym, fg, bg)) in cells.iter().enumerate().take(w * h) {
+            let (x, y) = ((i % w) as i32 * cw, (i / w) as i32 * ch);
+            let bgc = RGBColor(bg[0], bg[1], bg[2]);
+            let fgc = RGBColor(fg[0], fg[1], fg[2]);
+            if sym == "█" {
+                root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], fgc.filled())).map_err(err)?;
+                continue;
+            }
+            root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], bgc.filled())).map_err(err)?;
+            if sym != " " {
+                let style = TextStyle::from(("sans-serif", 15).into_font()).color(&fgc);
+                root.draw(&Text::new(sym.clone(), (x, y + 1), style)).map_err(err)?;
+            }
         }
-        root.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], bgc.filled())).map_err(err)?;
-        if sym != " " {
-            let style = TextStyle::from(("sans-serif", 15).into_font()).color(&fgc);
-            root.draw(&Text::new(sym.clone(), (x, y + 1), style)).map_err(err)?;
-        }
-    }
-    root.present().map_err(err)?;
-    Ok(())
+        root.present().map_err(err)?;
+        Ok(())
+    })
 }

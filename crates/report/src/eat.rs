@@ -246,7 +246,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             fill_table(&results),
             reference_markdown(&results)
         );
-        std::fs::write(dir.join("eat.md"), md)?;
+        crate::write_file(dir.join("eat.md"), md)?;
         written.push(dir.join("eat.md"));
     }
     Ok(written)

@@ -204,7 +204,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         }
     }
     let baseline = if config.baseline.is_empty() { "glibc" } else { config.baseline.as_str() };
-    std::fs::write(
+    crate::write_file(
         dir.join("heap.md"),
         format!(
             "# pagelab heap\n\n{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",

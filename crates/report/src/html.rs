@@ -103,8 +103,35 @@ impl Report {
         if dir.join(crate::lab::FILE).exists() {
             let lab = Lab::load(dir)?;
             let mut sections = Vec::new();
-            for s in &lab.steps {
+            if lab.steps.len() > crate::lab::MAX_STEPS {
+                return Err(format!(
+                    "{}: {} steps; a lab has at most {} (one per experiment and pass)",
+                    dir.join(crate::lab::FILE).display(),
+                    lab.steps.len(),
+                    crate::lab::MAX_STEPS
+                ));
+            }
+            for (i, s) in lab.steps.iter().enumerate() {
+                if let Some(d) = &s.dir
+                    && !crate::lab::inside(d)
+                {
+                    return Err(format!(
+                        "{}: step {} ({}): dir {:?} is not a name inside the lab directory",
+                        dir.join(crate::lab::FILE).display(),
+                        i + 1,
+                        s.experiment,
+                        d
+                    ));
+                }
                 let path = s.dir.as_ref().map(|d| dir.join(d));
+                if let Some(p) = &path
+                    && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Err(format!(
+                        "{}: is a symbolic link; a lab's run directories must be its own",
+                        p.display()
+                    ));
+                }
                 let record = match &path {
                     Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
                     _ => None,

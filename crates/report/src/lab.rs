@@ -7,6 +7,18 @@ use std::path::{Path, PathBuf};
 
 pub const FILE: &str = "lab.json";
 
+/// The most steps a lab.json may have: every experiment in each of a few
+/// passes, with room to spare. A larger one is refused, not read.
+pub const MAX_STEPS: usize = 64;
+
+/// Whether a step's `dir` names a place inside the lab directory: relative,
+/// plain names only (no `..`, no root, no `.`), so that a lab.json from
+/// elsewhere cannot make pagelab read or write outside it.
+pub fn inside(dir: &Path) -> bool {
+    use std::path::Component;
+    dir.components().count() > 0 && dir.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {
@@ -146,8 +158,6 @@ impl Lab {
 
     /// Writes lab.json atomically (a rename), so a reader never sees half a file.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
-        let tmp = dir.join(".lab.json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(tmp, dir.join(FILE))
+        record::safe::write(&dir.join(FILE), &serde_json::to_vec_pretty(self)?)
     }
 }

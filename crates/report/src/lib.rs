@@ -23,3 +23,9 @@ pub mod thrash;
 pub mod timeline;
 pub mod verdict;
 pub mod wscap;
+
+/// Writes a whole output file the safe way ([`record::safe::write`]): never
+/// through a link, never over what is not a regular file.
+pub fn write_file(path: impl AsRef<std::path::Path>, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
+    record::safe::write(path.as_ref(), contents.as_ref())
+}

@@ -171,7 +171,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         )?;
         written.extend([dir.join("steps.svg"), dir.join("steps.png"), dir.join("totals.svg"), dir.join("totals.png")]);
     }
-    std::fs::write(
+    crate::write_file(
         dir.join("mapping.md"),
         format!(
             "# pagelab mapping\n\n```\n{}```\n\n## What each release leaves behind\n\n{}\n## Published figures beside ours\n\n{}",

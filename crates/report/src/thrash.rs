@@ -378,7 +378,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
     }
-    std::fs::write(
+    crate::write_file(
         dir.join("thrash.md"),
         format!(
             "# pagelab thrash\n\n```\n{}```\n\n## The study's findings, checked here\n\n{}\nRecovery rule: {}.\n",

@@ -178,7 +178,7 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
         )?;
         written.extend([dir.join("sweep.svg"), dir.join("sweep.png")]);
     }
-    std::fs::write(
+    crate::write_file(
         dir.join("wscap.md"),
         format!(
             "# pagelab wscap\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
