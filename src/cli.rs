@@ -205,7 +205,7 @@ pub struct LabArgs {
     #[arg(long)]
     pub full: bool,
     /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash, assess.
-    #[arg(long, value_delimiter = ',', value_parser = parse_experiment)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_experiment, allow_hyphen_values = true)]
     pub only: Vec<String>,
     /// The lab directory (default: runs/<UTC timestamp>-lab).
     #[arg(long)]
@@ -278,14 +278,14 @@ pub struct AssessArgs {
     pub pid: Option<i32>,
     /// Assess a pagelab worker of this size that keeps touching --hot of it (a
     /// target whose truth is known).
-    #[arg(long, value_parser = units::parse_nonzero_size)]
+    #[arg(long, allow_hyphen_values = true, value_parser = units::parse_nonzero_size)]
     pub synthetic: Option<u64>,
     /// The share of --synthetic the worker keeps touching.
-    #[arg(long, default_value = "25%", value_parser = parse_share)]
+    #[arg(long, allow_hyphen_values = true, default_value = "25%", value_parser = parse_share)]
     pub hot: f64,
     /// The windows of the working-set estimate: memory not touched within a
     /// window is cold at that age.
-    #[arg(long, default_value = "1s,10s,60s", value_parser = parse_windows)]
+    #[arg(long, allow_hyphen_values = true, default_value = "1s,10s,60s", value_parser = parse_windows)]
     pub windows: std::vec::Vec<Duration>,
     /// Where the working-set estimate comes from: damon (a kdamond of
     /// pagelab's own, per page; needs root and DAMON's list empty), mglru (the
@@ -293,14 +293,14 @@ pub struct AssessArgs {
     /// at most 3 windows, and a --pid alone in its cgroup), referenced
     /// (clear_refs and smaps, per mapping), or auto (the first of those that
     /// can be had).
-    #[arg(long, default_value = "auto", value_parser = parse_wss_source)]
+    #[arg(long, allow_hyphen_values = true, default_value = "auto", value_parser = parse_wss_source)]
     pub source: workloads::assess::WssSource,
     /// How many times to measure the windows and the compressibility (each a
     /// value of the headline figures; the trim follows the last).
-    #[arg(long, default_value = "1", value_parser = units::uint32::<1, 100>)]
+    #[arg(long, allow_hyphen_values = true, default_value = "1", value_parser = units::uint32::<1, 100>)]
     pub repeat: u32,
     /// How long a started target (-- CMD, --synthetic) runs before the assessment.
-    #[arg(long, default_value = "2s", value_parser = units::parse_duration)]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s", value_parser = units::parse_duration)]
     pub warmup: Duration,
     /// Also trim the target (MADV_PAGEOUT) and measure the cost: into a zram made
     /// for the run (zram, needs root), the swap already active (existing), or
@@ -311,18 +311,18 @@ pub struct AssessArgs {
     #[arg(long)]
     pub compressor: Option<String>,
     /// How long to follow the target after the trim.
-    #[arg(long, default_value = "30s", value_parser = units::parse_positive_duration)]
+    #[arg(long, allow_hyphen_values = true, default_value = "30s", value_parser = units::parse_positive_duration)]
     pub duration: Duration,
     /// A command whose latency stands for the program's (e.g. a request against
     /// it), run through sh before and after the trim.
     #[arg(long, value_name = "CMD")]
     pub probe: Option<String>,
     /// How many times the probe runs before, and after, the trim.
-    #[arg(long, default_value = "20", value_parser = units::uint32::<1, 10000>)]
+    #[arg(long, allow_hyphen_values = true, default_value = "20", value_parser = units::uint32::<1, 10000>)]
     pub probe_runs: u32,
     /// Read and compress at most this much of the target's memory (an even
     /// sample beyond).
-    #[arg(long, default_value = "1GiB", value_parser = units::parse_nonzero_size)]
+    #[arg(long, allow_hyphen_values = true, default_value = "1GiB", value_parser = units::parse_nonzero_size)]
     pub max_read: u64,
     #[command(flatten)]
     pub run: RunArgs,

@@ -1,19 +1,31 @@
 //! `--serve ADDR` (monitor, record): the latest sample as OpenMetrics over HTTP,
 //! for Prometheus to scrape.
 //!
-//! One thread, one connection at a time: a scraper asks once per scrape
-//! interval, and each answer is a few kilobytes rendered from the latest sample.
-//! Only `GET /metrics` (and `HEAD`) is answered; every other path gets 404 and
-//! every other method 405. A client that sends nothing is dropped after 2 s, so it
-//! cannot hold the listener. The address is loopback unless the user gives
-//! another; nothing listens unless `--serve` is given.
+//! One accepting thread, and a short-lived thread per connection (64 KiB of
+//! stack), at most [`MAX_CONNECTIONS`] at once: a scraper asks once per scrape
+//! interval, and each answer is a few kilobytes rendered from the latest sample,
+//! so idle or slow clients cannot stall it. A connection has [`DEADLINE`] in all
+//! to send its request (not per read: a client sending a byte a second is
+//! dropped at the deadline too); past the cap a new connection is closed at
+//! once. Only `GET /metrics` (and `HEAD`) is answered; every other path gets 404
+//! and every other method 405. The accepting thread looks for a stop every
+//! 100 ms, so `record` and `monitor` leave at once whatever clients do. Only
+//! unicast addresses are accepted; one beyond loopback gets a warning. Nothing
+//! listens unless `--serve` is given.
 
 use report::openmetrics::{self, Format};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Connections served at once; past it a new one is closed at once.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The time a client has to send its request, all of it.
+pub const DEADLINE: Duration = Duration::from_secs(2);
 
 /// `--serve` given without an address: loopback, port 9464.
 pub const DEFAULT: &str = "127.0.0.1:9464";
@@ -28,12 +40,22 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
-    s.parse::<SocketAddr>().map_err(|_| format!("'{s}': not an address; expected {FORMS}"))
+    let a = s.parse::<SocketAddr>().map_err(|_| format!("'{s}': not an address; expected {FORMS}"))?;
+    let not_unicast = match a.ip() {
+        IpAddr::V4(v) => v.is_multicast() || v.is_broadcast(),
+        IpAddr::V6(v) => v.is_multicast(),
+    };
+    if not_unicast {
+        return Err(format!("'{s}': a multicast or broadcast address; a listener needs a unicast one: {FORMS}"));
+    }
+    Ok(a)
 }
 
 struct Shared {
     sample: Mutex<Option<probe::Sample>>,
     stop: AtomicBool,
+    /// Connections being served now.
+    open: AtomicUsize,
 }
 
 /// A listener serving the latest published sample.
@@ -69,18 +91,17 @@ impl Server {
             crate::usage(format!("--serve {addr}: {why} (accepted: {FORMS})"))
         })?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared { sample: Mutex::new(None), stop: AtomicBool::new(false) });
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "pagelab: warning: --serve {addr} listens beyond this machine: whoever can reach it reads this machine's memory figures"
+            );
+        }
+        listener.set_nonblocking(true)?;
+        let shared =
+            Arc::new(Shared { sample: Mutex::new(None), stop: AtomicBool::new(false), open: AtomicUsize::new(0) });
         let sh = shared.clone();
-        let thread = std::thread::Builder::new().name("pagelab-serve".into()).spawn(move || {
-            for conn in listener.incoming() {
-                if sh.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(c) = conn {
-                    let _ = answer(c, &sh);
-                }
-            }
-        })?;
+        let thread =
+            std::thread::Builder::new().name("pagelab-serve".into()).spawn(move || accept_loop(&listener, &sh))?;
         Ok(Server { addr, shared, thread: Some(thread) })
     }
 
@@ -95,20 +116,65 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // The accepting thread sees this within 100 ms; connection threads end
+        // at their deadline, or with the process.
         self.shared.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop with a connection of our own.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
+/// Accepts until told to stop, each connection on its own small thread.
+fn accept_loop(listener: &TcpListener, sh: &Arc<Shared>) {
+    let mut pfd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    while !sh.stop.load(Ordering::Relaxed) {
+        // SAFETY: one valid pollfd for the listener we own.
+        if unsafe { libc::poll(&mut pfd, 1, 100) } <= 0 {
+            continue;
+        }
+        while let Ok((c, _)) = listener.accept() {
+            if sh.open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                drop(c);
+                continue;
+            }
+            sh.open.fetch_add(1, Ordering::Relaxed);
+            let sh2 = sh.clone();
+            let spawned =
+                std::thread::Builder::new().name("pagelab-conn".into()).stack_size(64 << 10).spawn(move || {
+                    let _ = answer(c, &sh2);
+                    sh2.open.fetch_sub(1, Ordering::Relaxed);
+                });
+            if spawned.is_err() {
+                sh.open.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A reader that gives up at a deadline for all its reads together.
+struct Deadline {
+    s: TcpStream,
+    until: Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "request not sent in time"));
+        }
+        self.s.set_read_timeout(Some(left))?;
+        self.s.read(buf)
+    }
+}
+
 /// Reads one request and answers it.
 fn answer(c: TcpStream, sh: &Shared) -> std::io::Result<()> {
-    c.set_read_timeout(Some(Duration::from_secs(2)))?;
-    c.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut r = BufReader::new(std::io::Read::take(c.try_clone()?, 16 * 1024));
+    c.set_nonblocking(false)?;
+    c.set_write_timeout(Some(DEADLINE))?;
+    let until = Instant::now() + DEADLINE;
+    let mut r = BufReader::new(Read::take(Deadline { s: c.try_clone()?, until }, 16 * 1024));
     let mut line = String::new();
     r.read_line(&mut line)?;
     let mut accept = None;
@@ -172,6 +238,45 @@ mod tests {
             let e = parse_addr(bad).unwrap_err();
             assert!(e.contains("HOST:PORT"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn only_unicast_addresses_are_accepted() {
+        for bad in ["224.0.0.1:9464", "255.255.255.255:9464", "[ff02::1]:9464"] {
+            let e = parse_addr(bad).unwrap_err();
+            assert!(e.contains("multicast or broadcast"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_scrape_answers_within_a_second_beside_idle_and_slow_clients() {
+        let s = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        s.publisher().publish(&probe::Sample::default());
+        // 200 connections that send nothing, and one that sends a byte a second.
+        let idle: Vec<TcpStream> = (0..200).map(|_| TcpStream::connect(s.addr()).unwrap()).collect();
+        let mut slow = TcpStream::connect(s.addr()).unwrap();
+        let dribble = std::thread::spawn(move || {
+            for b in b"GET /metrics HTTP/1.1\r\n" {
+                if slow.write_all(&[*b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        for _ in 0..3 {
+            let t = Instant::now();
+            let ok = get(s.addr(), "GET /metrics HTTP/1.1\r\n\r\n");
+            let took = t.elapsed();
+            assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+            assert!(took < Duration::from_secs(1), "a scrape took {took:?} beside 200 idle clients");
+        }
+        // Stopping does not wait for the clients.
+        let t = Instant::now();
+        drop(s);
+        assert!(t.elapsed() < Duration::from_millis(500), "stopping took {:?}", t.elapsed());
+        drop(idle);
+        let _ = dribble.join();
     }
 
     #[test]

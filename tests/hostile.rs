@@ -223,3 +223,83 @@ fn a_full_disk_names_the_file_and_leaves_no_temporary_file() {
     assert!(e.to_string().contains("big.json: the disk is full"), "{e}");
     assert!(entries.is_empty(), "left behind: {entries:?}");
 }
+
+#[test]
+fn record_serve_stops_within_a_second_of_sigterm_while_a_client_holds_the_socket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rec");
+    // A free port: bind one, let it go, give it to record.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(common::bin())
+        .args(["record", "--duration", "60s", "--serve", &addr, "--out", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the listener, then hold a connection open, sending nothing.
+    let mut held = None;
+    common::wait_until("record's listener", std::time::Duration::from_secs(20), || {
+        held = std::net::TcpStream::connect(&addr).ok();
+        held.is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t = std::time::Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let took = t.elapsed();
+    assert!(took < std::time::Duration::from_secs(1), "record took {took:?} to stop after SIGTERM");
+    assert!(status.code().is_some(), "record ended by the signal itself, not by stopping: {status:?}");
+    drop(held);
+}
+
+#[test]
+fn serve_refuses_multicast_and_broadcast_addresses() {
+    for a in ["224.0.0.1:9464", "255.255.255.255:9464"] {
+        let out = pagelab(&["record", "--duration", "1s", "--serve", a]);
+        refused(&out, "--serve");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("unicast"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn restore_leaves_a_world_writable_journal_directory_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("jdir");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    // A file with a journal's name and nothing pagelab wrote in it, and a
+    // name pagelab never gives a journal.
+    let planted = dir.join("1-1-1.journal");
+    std::fs::write(&planted, "{}\n").unwrap();
+    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let out =
+        Command::new(common::bin()).env("PAGELAB_JOURNAL_DIR", &dir).args(["restore", "--json"]).output().unwrap();
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(planted.exists(), "restore deleted a file in a directory anyone may write: {all}");
+    assert!(all.contains("writable by others"), "{all}");
+    // The same directory, made private: now it is the journal directory, and
+    // a name pagelab never gives a journal is still left alone.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let other = dir.join("notes.journal");
+    std::fs::write(&other, "{}\n").unwrap();
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let _ = Command::new(common::bin()).env("PAGELAB_JOURNAL_DIR", &dir).args(["restore"]).output().unwrap();
+    assert!(other.exists(), "not a journal's name");
+}
+
+#[test]
+fn values_starting_with_a_dash_get_the_flags_own_message() {
+    for (args, flag, says) in [
+        (vec!["lab", "--only", "-heap", "--dry-run"], "--only", "unknown experiment '-heap'"),
+        (vec!["assess", "--synthetic", "-1MiB"], "--synthetic", "is not a size"),
+        (vec!["assess", "--synthetic", "1MiB", "--hot", "-5%"], "--hot", "expected a fraction"),
+        (vec!["assess", "--synthetic", "1MiB", "--windows", "-1s"], "--windows", "is not a duration"),
+        (vec!["assess", "--synthetic", "1MiB", "--repeat", "-3"], "--repeat", "whole number"),
+    ] {
+        let out = pagelab(&args);
+        refused(&out, flag);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && !err.contains("tip:") && !err.contains("'-- "), "{args:?}: {err}");
+    }
+}

@@ -106,10 +106,24 @@ pub fn render(families: &[Family], format: Format) -> String {
 
 /// Which format a scraper asked for in its `Accept` header.
 pub fn negotiate(accept: Option<&str>) -> Format {
-    match accept {
-        Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
-        _ => Format::Text,
-    }
+    // Each media range with its weight (RFC 9110 12.5.1); q=0 means "not this".
+    let weight = |want: &str| -> Option<f64> {
+        accept?.split(',').find_map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next()?.trim();
+            if !media.eq_ignore_ascii_case(want) {
+                return None;
+            }
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+                .find_map(|q| q.trim().parse::<f64>().ok())
+                .unwrap_or(1.0);
+            Some(q)
+        })
+    };
+    let om = weight("application/openmetrics-text").unwrap_or(0.0);
+    let text = weight("text/plain").unwrap_or(0.0);
+    if om > 0.0 && om >= text { Format::OpenMetrics } else { Format::Text }
 }
 
 /// The labels every figure of a run carries.
@@ -397,6 +411,11 @@ mod tests {
         assert_eq!(negotiate(Some(prom)), Format::OpenMetrics);
         assert_eq!(negotiate(Some("*/*")), Format::Text);
         assert_eq!(negotiate(None), Format::Text);
+        // q=0 refuses a format (issue 31 item 14); the heavier one wins.
+        assert_eq!(negotiate(Some("application/openmetrics-text;q=0, text/plain")), Format::Text);
+        assert_eq!(negotiate(Some("application/openmetrics-text; q=0.0")), Format::Text);
+        assert_eq!(negotiate(Some("text/plain;q=0.9, application/openmetrics-text;q=0.5")), Format::Text);
+        assert_eq!(negotiate(Some("text/plain;q=0.1, Application/OpenMetrics-Text")), Format::OpenMetrics);
     }
 
     #[test]

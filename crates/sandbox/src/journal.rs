@@ -134,6 +134,12 @@ impl Journal {
             let r = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
             io("creating the journal directory", dir, r)?;
         }
+        trusted_dir(dir).map_err(|why| {
+            SandboxError::Other(format!(
+                "journal directory {}: {why}; pagelab keeps its journal only in its own",
+                dir.display()
+            ))
+        })?;
         let pid = std::process::id();
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let path = dir.join(format!("{pid}-{n}-{}.journal", probe::sample::monotonic_ns()));
@@ -327,6 +333,38 @@ pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
 
 /// Whether a journal file may be trusted: a regular file owned by this user
 /// (or root) that nobody else can write.
+/// Whether `dir` may hold journals: a real directory (not a link), owned by
+/// this user or root, that nobody else may write (so nobody else can plant a
+/// journal, or a file with a journal's name, for root to act on or delete).
+pub fn trusted_dir(dir: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no failure mode.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_dir() {
+        return Err(if m.file_type().is_symlink() { "a symbolic link".into() } else { "not a directory".into() });
+    }
+    if m.uid() != me && m.uid() != 0 {
+        return Err(format!("owned by uid {}, not by this user or root", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "writable by others (mode {:o}); a journal directory must be 0700 or 0755",
+            m.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a file name is one pagelab gives a journal: `<pid>-<n>-<ns>.journal`.
+fn journal_name(path: &Path) -> bool {
+    let Some(stem) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".journal")) else {
+        return false;
+    };
+    let parts: Vec<&str> = stem.split('-').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn trusted_file(path: &Path) -> std::result::Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
@@ -498,13 +536,8 @@ pub fn pagelab_swaps(dir: &Path) -> Vec<PathBuf> {
 
 /// Journal files in `dir`, oldest first.
 pub fn journal_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "journal"))
-        .collect();
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| journal_name(p)).collect();
     v.sort();
     v
 }
@@ -525,6 +558,12 @@ pub struct RestoreReport {
 pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
     let mut rep = RestoreReport::default();
     let _g = UNDO_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if dir.exists()
+        && let Err(why) = trusted_dir(dir)
+    {
+        rep.errors.push(format!("journal directory {} left alone: {why}", dir.display()));
+        return rep;
+    }
     for path in journal_files(dir) {
         if let Err(why) = trusted_file(&path) {
             rep.errors.push(format!("journal {} left alone: {why}", path.display()));

@@ -162,7 +162,7 @@ fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
     // Simulate the owner's death: forget the sandbox without restoring, and drop
     // its lock by copying the journal to a new (unlocked) file.
     let path = sb.journal_path().unwrap().to_path_buf();
-    let copy = jdir.join("dead-0-0.journal");
+    let copy = jdir.join("999999-0-0.journal");
     std::fs::copy(&path, &copy).unwrap();
     let rep = sandbox::journal::restore_stale(&jdir, true);
     assert!(rep.actions.iter().any(|a| a.contains("would undo")), "{:?}", rep.actions);
