@@ -173,7 +173,7 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     /// A run directory, or a lab directory (written by `pagelab lab`).
     pub dir: PathBuf,
@@ -187,12 +187,17 @@ pub struct ReportArgs {
     #[arg(long)]
     pub markdown: bool,
     /// Write the headline figures as an OpenMetrics text file (for node_exporter's
-    /// textfile collector; written to FILE.tmp, then renamed), or to stdout with -.
+    /// textfile collector; written to a hidden temporary file beside it, then renamed), or to stdout with -.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["html", "markdown"])]
     pub openmetrics: Option<PathBuf>,
     /// Write the headline figures in Bencher's Metric Format (JSON), or to stdout with -.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["html", "markdown"])]
     pub bmf: Option<PathBuf>,
+    /// Render into this new (or empty) directory instead of DIR, which is then
+    /// only read: DIR's regular files are copied there first (links, devices and
+    /// FIFOs are not), and timeline.csv, charts and report.html are written there.
+    #[arg(long, value_name = "OUT")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

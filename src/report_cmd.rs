@@ -10,6 +10,19 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(usage(format!("{}: no such run or lab directory", a.dir.display())));
     }
+    if let Some(out) = &a.out {
+        if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+            return Err(usage(format!(
+                "--out {}: exists and is not an empty directory; give a new one",
+                out.display()
+            )));
+        }
+        copy_tree(&a.dir, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+        let mut b = a.clone();
+        b.dir = out.clone();
+        b.out = None;
+        return run(&b);
+    }
     let is_lab = a.dir.join(report::lab::FILE).exists();
     if !is_lab && !a.dir.join("run.json").exists() {
         return Err(usage(format!(
@@ -25,7 +38,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
             &a.dir,
             if a.html { report::html::Render::Always } else { report::html::Render::IfMissing },
         )
-        .map_err(usage)?;
+        .map_err(|e| usage(read_only_hint(e)))?;
         if a.markdown {
             print!("{}", report::html::markdown(&r));
         }
@@ -47,7 +60,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let csv = report::timeline::csv(&rec, &iv);
     let path = a.dir.join("timeline.csv");
-    crate::write_output(&path, csv.as_bytes(), None)?;
+    crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
         let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
@@ -82,6 +95,43 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
     }
     if a.json {
         crate::print_json(&wrote)?;
+    }
+    Ok(())
+}
+
+/// A write refused by the directory's permissions says how to render anyway.
+fn read_only_hint(e: String) -> String {
+    if e.contains("Permission denied") || e.contains("Read-only file system") {
+        format!(
+            "{e}; report writes its charts and report.html beside the run: give --out DIR to render a copy elsewhere"
+        )
+    } else {
+        e
+    }
+}
+
+/// Copies a run or lab directory's regular files into `to` (created), and
+/// for a lab its run directories (`depth` levels). Links, devices and FIFOs
+/// are skipped; a source file is opened without following a link.
+fn copy_tree(from: &Path, to: &Path, depth: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let t = e.file_type()?;
+        let dst = to.join(e.file_name());
+        if t.is_file() {
+            let mut src = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(e.path())?;
+            if !src.metadata()?.is_file() {
+                continue;
+            }
+            std::io::copy(&mut src, &mut record::safe::create_new(&dst)?)?;
+        } else if t.is_dir() && depth > 0 {
+            copy_tree(&e.path(), &dst, depth - 1)?;
+        }
     }
     Ok(())
 }

@@ -303,3 +303,66 @@ fn values_starting_with_a_dash_get_the_flags_own_message() {
         assert!(err.contains(says) && !err.contains("tip:") && !err.contains("'-- "), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn parse_errors_do_not_quote_a_files_contents_at_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "hunter2-correct-horse-battery-staple-0123456789";
+    // A lab.json whose step state is a secret, and a run.json whose kind is one.
+    let lab = tmp.path().join("lab");
+    std::fs::create_dir(&lab).unwrap();
+    let doc = format!(
+        r#"{{"format":1,"kind":"lab","mode":"quick","pagelab_version":"x","started_unix_ms":1,"root":true,"cpus":1,"ram_bytes":1,"expect_s":1,"doctor":{{}},"steps":[{{"experiment":"eat","args":[],"expect_s":1,"state":"{secret}"}}]}}"#
+    );
+    std::fs::write(lab.join("lab.json"), doc).unwrap();
+    let run = tmp.path().join("run");
+    copy_into("eat", &run);
+    let text = std::fs::read_to_string(run.join("run.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v = v;
+    v["status"]["state"] = serde_json::json!(secret);
+    std::fs::write(run.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    for dir in [&lab, &run] {
+        let out = pagelab(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(!err.contains(secret) && !err.contains(&secret[..20]), "the error quotes the file: {err}");
+        assert!(err.contains("characters)"), "{err}");
+    }
+}
+
+#[test]
+fn report_renders_a_directory_it_cannot_write_into_out() {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        common::skip("needs root (to drop to an unprivileged user) and setpriv");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let dir = tmp.path().join("run");
+    copy_into("wscap", &dir);
+    // A link in the run directory is not copied: its target stays unread.
+    let v = victim(tmp.path());
+    symlink(&v, dir.join("notes.txt")).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+            .arg(common::bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let d = dir.to_str().unwrap();
+    let out = as_nobody(&["report", d, "--html"]);
+    refused(&out, "give --out DIR");
+    let o = tmp.path().join("rendered");
+    let out = as_nobody(&["report", d, "--html", "--out", o.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(o.join("report.html").exists() && o.join("scans.svg").exists() && o.join("run.json").exists());
+    assert!(!o.join("notes.txt").exists(), "a link was copied");
+    assert!(!dir.join("report.html").exists() && !dir.join("scans.svg").exists(), "wrote into the run");
+    // --out must be new or empty.
+    let out = as_nobody(&["report", d, "--out", o.to_str().unwrap()]);
+    refused(&out, "exists and is not an empty directory");
+}

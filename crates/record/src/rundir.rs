@@ -260,7 +260,7 @@ pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> 
 pub enum ReadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: not a pagelab run.json ({source})")]
+    #[error("{path}: not a pagelab run.json ({})", brief(.source))]
     Json { path: PathBuf, source: serde_json::Error },
     #[error("{path}: {why}")]
     Refused { path: PathBuf, why: String },
@@ -268,6 +268,37 @@ pub enum ReadError {
         "{path}: record format {found}, newer than the format {supported} this pagelab reads; read it with a newer pagelab"
     )]
     Format { path: PathBuf, found: u64, supported: u32 },
+}
+
+/// A parse error with what it quotes from the file cut short: a file read by
+/// mistake (a key, a password file) should not end up in a terminal or a log.
+/// Quoted spans (in `backticks` or "double quotes") longer than 16 characters
+/// keep their first 8 and say how long they were.
+pub fn brief(e: &impl std::fmt::Display) -> String {
+    let s = e.to_string();
+    let mut out = String::with_capacity(s.len().min(512));
+    let mut rest = s.as_str();
+    while let Some(i) = rest.find(['`', '"']) {
+        let q = rest.as_bytes()[i] as char;
+        out.push_str(&rest[..=i]);
+        let after = &rest[i + 1..];
+        let Some(j) = after.find(q) else {
+            rest = after;
+            break;
+        };
+        let quoted = &after[..j];
+        let n = quoted.chars().count();
+        if n > 16 {
+            out.extend(quoted.chars().take(8));
+            out.push_str(&format!("… ({n} characters)"));
+        } else {
+            out.push_str(quoted);
+        }
+        out.push(q);
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Refuses a run.json or lab.json written in a newer format than

@@ -153,7 +153,8 @@ impl Lab {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{}: no such file", p.display()))?;
         record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: not a pagelab lab record: {e}", p.display()))
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))
     }
 
     /// Writes lab.json atomically (a rename), so a reader never sees half a file.
