@@ -13,6 +13,9 @@ pub struct Summary {
     pub samples: usize,
     pub intervals: usize,
     pub skipped_lines: usize,
+    /// When the file held more than [`record::rundir::MAX_SAMPLES`] samples:
+    /// how many (the run was read thinned evenly to `samples`).
+    pub samples_in_file: Option<usize>,
     /// Files a run writes that the directory lacks.
     pub missing_files: Vec<String>,
     /// Time covered by the samples, seconds.
@@ -54,6 +57,7 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
         samples: rec.samples.len(),
         intervals: iv.len(),
         skipped_lines: rec.skipped_lines,
+        samples_in_file: rec.thinned_from,
         missing_files: rec.missing.clone(),
         duration_s: span,
         cpu_user_pct_mean: t.cpu_user_pct_mean,
@@ -107,6 +111,9 @@ pub fn render_text(s: &Summary) -> String {
         o += &format!("missing: {f} ({what})\n");
     }
     o += &format!("samples: {} over {:.1} s", s.samples, s.duration_s);
+    if let Some(n) = s.samples_in_file {
+        o += &format!(" (read evenly thinned from {n} in the file)");
+    }
     if s.skipped_lines > 0 {
         o += &format!(" ({} torn or unreadable lines skipped)", s.skipped_lines);
     }
