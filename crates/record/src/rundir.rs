@@ -386,14 +386,15 @@ pub const MAX_EVENTS: usize = 100_000;
 /// a longer one is skipped as unreadable without being held.
 const MAX_LINE: usize = 4 << 20;
 
+/// What [`read_jsonl`] read: the values kept, the unreadable lines, and when
+/// thinned, how many values the file held.
+type Jsonl<T> = (Vec<T>, usize, Option<usize>);
+
 /// Reads a JSONL file line by line: at most `cap` values kept (every k-th,
 /// k doubling each time the kept ones pass 2 × `cap`), with the same checks
 /// as [`read_bounded`]. Returns the values, the unreadable lines and, when
 /// thinned, how many values the file held.
-fn read_jsonl<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    cap: usize,
-) -> Result<Option<(Vec<T>, usize, Option<usize>)>, ReadError> {
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, cap: usize) -> Result<Option<Jsonl<T>>, ReadError> {
     use std::io::{BufRead, Read};
     use std::os::unix::fs::OpenOptionsExt;
     let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
