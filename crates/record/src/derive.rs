@@ -311,6 +311,26 @@ fn pid_sum_delta(prev: &Sample, cur: &Sample, f: impl Fn(&probe::pid::PidStat) -
     any.then_some(sum)
 }
 
+/// The target's CPU %, or None when it is impossible: more CPU time than the
+/// whole machine had in the interval (its CPUs × the interval; /proc/stat's
+/// total when the samples have it) — counters that jumped, a crafted file.
+fn target_cpu_pct(prev: &Sample, cur: &Sample, ticks: f64, dt_s: f64) -> Option<f64> {
+    if dt_s <= 0.0 {
+        return None;
+    }
+    let d = pid_sum_delta(prev, cur, |p| p.utime + p.stime)?;
+    let machine = match (&prev.stat, &cur.stat) {
+        (Some(a), Some(b)) => {
+            let cpus = b.cpus.len().max(1) as f64;
+            // The machine's ticks in the interval, by its clock and by /proc/stat.
+            delta(a.total.total(), b.total.total()).map_or(cpus * ticks * dt_s, |t| (t as f64).max(cpus * ticks * dt_s))
+        }
+        _ => f64::INFINITY,
+    };
+    // One tick of slack for the sampling edges.
+    (d as f64 <= machine + ticks).then(|| d as f64 / ticks / dt_s * 100.0)
+}
+
 /// Derives one interval. `t0_ns` is the first sample's timestamp.
 pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
     let dt_s = cur.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9;
@@ -348,7 +368,7 @@ pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
         cgroup_psi_memory_full_pct: psi(|s| s.cgroup.as_ref()?.pressure.and_then(|p| p.full)),
         target_minflt_per_s: pid_sum_delta(prev, cur, |p| p.minflt).map(|d| d as f64 / dt_s),
         target_majflt_per_s: pid_sum_delta(prev, cur, |p| p.majflt).map(|d| d as f64 / dt_s),
-        target_cpu_pct: pid_sum_delta(prev, cur, |p| p.utime + p.stime).map(|d| d as f64 / ticks / dt_s * 100.0),
+        target_cpu_pct: target_cpu_pct(prev, cur, ticks, dt_s),
         sampler_lateness_ms: cur.lateness_ns.map(|n| n as f64 / 1e6),
         mem: categories(cur),
     }
@@ -360,4 +380,43 @@ pub fn intervals(samples: &[Sample]) -> Vec<Interval> {
         return Vec::new();
     };
     samples.windows(2).map(|w| interval(&w[0], &w[1], first.t_ns)).collect()
+}
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+    use probe::pid::PidStat;
+    use probe::sample::PidSample;
+    use probe::stat::{CpuTimes, Stat};
+
+    /// A sample at `t_s` with the machine's idle ticks and one target's CPU ticks.
+    fn at(t_s: u64, machine_ticks: u64, target_ticks: u64) -> Sample {
+        Sample {
+            t_ns: t_s * 1_000_000_000,
+            stat: Some(Stat {
+                total: CpuTimes { idle: machine_ticks, ..Default::default() },
+                cpus: vec![CpuTimes::default(); 2],
+                ..Default::default()
+            }),
+            pids: vec![PidSample {
+                pid: 42,
+                stat: Some(PidStat { utime: target_ticks, starttime: 7, ..Default::default() }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_targets_cpu_above_the_machines_is_no_figure() {
+        let t = clock_ticks() as u64;
+        // Two CPUs, one second per interval: the machine has 2 × t ticks.
+        let s = [at(0, 0, 0), at(1, 2 * t, t), at(2, 4 * t, t / 2), at(3, 6 * t, 4 * t)];
+        let iv = intervals(&s);
+        assert_eq!(iv.len(), 3);
+        assert!((iv[0].target_cpu_pct.unwrap() - 100.0).abs() < 1.0, "{:?}", iv[0].target_cpu_pct);
+        assert_eq!(iv[1].target_cpu_pct, None, "the counter went backwards");
+        // From t/2 to 4t in a second on two CPUs: 350 %, impossible.
+        assert_eq!(iv[2].target_cpu_pct, None, "{:?}", iv[2].target_cpu_pct);
+    }
 }
