@@ -366,3 +366,76 @@ fn report_renders_a_directory_it_cannot_write_into_out() {
     let out = as_nobody(&["report", d, "--out", o.to_str().unwrap()]);
     refused(&out, "exists and is not an empty directory");
 }
+
+/// What a planted name is: a symbolic link to a victim, or a device node (a
+/// /dev/null of its own, made with mknod in the test's directory).
+#[derive(Clone, Copy, Debug)]
+enum Plant {
+    Link,
+    Device,
+}
+
+fn plant(kind: Plant, at: &Path, victim: &Path) {
+    match kind {
+        Plant::Link => symlink(victim, at).unwrap(),
+        Plant::Device => {
+            let c = std::ffi::CString::new(at.to_str().unwrap()).unwrap();
+            // SAFETY: mknod of a character device (1, 3: /dev/null) at a path of the test's.
+            assert_eq!(unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 3)) }, 0);
+        }
+    }
+}
+
+fn still_planted(kind: Plant, at: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::symlink_metadata(at).unwrap().file_type();
+    match kind {
+        Plant::Link => t.is_symlink(),
+        Plant::Device => t.is_char_device(),
+    }
+}
+
+#[test]
+fn every_output_name_planted_as_a_link_or_a_device_is_left_as_it_was() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("needs root to make device nodes");
+        return;
+    }
+    // (command, the directory it writes into, the name planted there)
+    type Case = (&'static str, Vec<&'static str>, &'static str);
+    let cases: Vec<Case> = vec![
+        ("report", vec!["report", "{run}"], "timeline.csv"),
+        ("report --html", vec!["report", "{run}", "--html"], "report.html"),
+        ("report --html", vec!["report", "{run}", "--html"], "timeline.svg"),
+        ("report --openmetrics", vec!["report", "{run}", "--openmetrics", "{run}/m.prom"], "m.prom"),
+        ("report --bmf", vec!["report", "{run}", "--bmf", "{run}/b.json"], "b.json"),
+        ("compare --out", vec!["compare", "{run}", "{run}", "--out", "{run}/c.txt"], "c.txt"),
+        ("man --out", vec!["man", "--out", "{run}"], "pagelab.1"),
+        ("record", vec!["record", "--duration", "200ms", "--out", "{new}"], "run.json"),
+        ("record", vec!["record", "--duration", "200ms", "--out", "{new}"], "events.jsonl"),
+        ("record", vec!["record", "--duration", "200ms", "--out", "{new}"], "samples.jsonl"),
+    ];
+    for kind in [Plant::Link, Plant::Device] {
+        for (what, args, name) in &cases {
+            let tmp = tempfile::tempdir().unwrap();
+            let v = victim(tmp.path());
+            let run = tmp.path().join("run");
+            copy_into("wscap", &run);
+            let new = tmp.path().join("new");
+            std::fs::create_dir(&new).unwrap();
+            let into = if args.contains(&"{new}") { &new } else { &run };
+            let at = into.join(name);
+            plant(kind, &at, &v);
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| a.replace("{run}", run.to_str().unwrap()).replace("{new}", new.to_str().unwrap()))
+                .collect();
+            let out = Command::new(common::bin()).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{what} {name} ({kind:?}) was written: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+            untouched(&v);
+            assert!(still_planted(kind, &at), "{what}: {name} ({kind:?}) was replaced");
+        }
+    }
+}
