@@ -50,6 +50,7 @@ fn wait_input(stdin_tty: bool) -> std::io::Result<bool> {
 /// True once the terminal has hung up (its window or tmux session closed without a
 /// SIGHUP reaching us): terminal calls then fail with EIO, and polling it would spin.
 fn terminal_gone() -> bool {
+    // SAFETY: a C struct of integers (and pointers), for which all-zero bytes are a valid value.
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
     // SAFETY: tcgetattr on our stdout with a valid out-pointer.
     unsafe { libc::tcgetattr(1, &mut t) != 0 }

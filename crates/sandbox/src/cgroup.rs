@@ -413,6 +413,7 @@ fn is_cgroupfs(path: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
         return false;
     };
+    // SAFETY: a C struct of integers (and pointers), for which all-zero bytes are a valid value.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and out-pointer.
     if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {

@@ -99,6 +99,7 @@ fn inherited(path: &Path) -> Option<RunLock> {
         return None;
     }
     let want = std::fs::metadata(path).ok()?;
+    // SAFETY: a C struct of integers (and pointers), for which all-zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat with a valid out-pointer; a bad fd just fails.
     if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_ino != want.ino() || st.st_dev != want.dev() {

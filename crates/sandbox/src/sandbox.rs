@@ -414,6 +414,7 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
     const OVERLAY: i64 = 0x794c7630;
     const NFS: i64 = 0x6969;
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a C struct of integers (and pointers), for which all-zero bytes are a valid value.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: valid C string and out-pointer.
     if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {

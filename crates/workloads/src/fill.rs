@@ -139,6 +139,7 @@ fn resident<T>(words: &[T]) -> bool {
 }
 
 /// The same stream as `fill_words_scalar`, eight lanes in two ymm sets.
+// SAFETY (callers): only called after is_x86_feature_detected!("avx2") said yes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn fill_words_avx2(words: &mut [[u64; LANES]], rng: &mut Rng4) {
@@ -301,6 +302,7 @@ fn hash_body(buf: &[u8]) -> u64 {
     out
 }
 
+// SAFETY (callers): only called after is_x86_feature_detected!("avx2") said yes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn hash_avx2(buf: &[u8]) -> u64 {

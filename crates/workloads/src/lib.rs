@@ -14,4 +14,5 @@ pub mod observe;
 pub mod order;
 pub mod procsnap;
 pub mod thrash;
+pub mod usage;
 pub mod wscap;

@@ -26,10 +26,8 @@ pub const METHOD_NAMES: &str = "mmap-munmap, dontneed, free, memfd, memfd-punch,
 pub use record::results::mapping::{MappingResult, StepStats};
 
 fn rusage() -> (u64, u64) {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    (u.ru_minflt as u64, u.ru_majflt as u64)
+    let u = crate::usage::process();
+    (u.minflt, u.majflt)
 }
 
 fn mem() -> (u64, u64) {
@@ -129,10 +127,7 @@ struct Series {
 
 impl Series {
     fn stats(&self, size: usize) -> StepStats {
-        let med = |mut v: Vec<f64>| {
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            if v.is_empty() { 0.0 } else { v[v.len() / 2] }
-        };
+        let med = |v: Vec<f64>| record::stats::median(&v).unwrap_or(0.0);
         let ms: Vec<f64> = self.steps.iter().map(|s| s.secs * 1e3).collect();
         let pages = (size / 4096).max(1) as f64;
         StepStats {
@@ -282,9 +277,7 @@ pub fn run_method(
     unmap(b, size);
     base.drain(..warmup as usize);
     let per_iteration = totals.clone();
-    totals.sort_by(|a, c| a.partial_cmp(c).unwrap());
-    base.sort_by(|a, c| a.partial_cmp(c).unwrap());
-    let med = |v: &[f64]| if v.is_empty() { 0.0 } else { v[v.len() / 2] };
+    let med = |v: &[f64]| record::stats::median(v).unwrap_or(0.0);
     Ok(json!({
         "obtain": Series { steps: ob }.stats(size),
         "touch": Series { steps: to }.stats(size),

@@ -405,11 +405,8 @@ pub fn run<O: Observer>(
 // The worker's side.
 
 fn rusage() -> (u64, u64, f64, f64) {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (u.ru_minflt as u64, u.ru_majflt as u64, tv(u.ru_utime), tv(u.ru_stime))
+    let u = crate::usage::process();
+    (u.minflt, u.majflt, u.user_s, u.sys_s)
 }
 
 /// One scan: one byte per page, written or read.
@@ -519,10 +516,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                     min.push(n as f64 / t0.elapsed().as_secs_f64());
                 }
                 std::hint::black_box(sink);
-                let med = |mut v: Vec<f64>| {
-                    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                    v[v.len() / 2]
-                };
+                let med = |v: Vec<f64>| record::stats::median(&v).unwrap_or(0.0);
                 // Neighbouring windows share conditions: the median of their ratios
                 // cancels slow drifts that a ratio of medians would keep.
                 let ratios: Vec<f64> = inst.iter().zip(&min).map(|(i, m)| i / m).collect();

@@ -71,6 +71,7 @@ pub trait ThreadHeap {
 
 pub struct Libc;
 impl ThreadHeap for Libc {
+    // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
     #[inline(always)]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: plain malloc.
@@ -85,6 +86,7 @@ impl ThreadHeap for Libc {
 
 pub struct MiDefault;
 impl ThreadHeap for MiDefault {
+    // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
     #[inline(always)]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: mimalloc's malloc.
@@ -107,6 +109,7 @@ impl MiHeap {
     }
 }
 impl ThreadHeap for MiHeap {
+    // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
     #[inline(always)]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: allocating from our own thread's heap.
@@ -129,6 +132,7 @@ impl Drop for MiHeap {
 /// [`je_create_arena`], [`je_bind`]) happens before the first timed call.
 pub struct Je;
 impl ThreadHeap for Je {
+    // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
     #[inline(always)]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: jemalloc's malloc.
@@ -194,6 +198,7 @@ pub fn je_thread_arena() -> Option<u32> {
 /// The file that the process's `malloc` symbol resolves to (dladdr), which shows
 /// whether an LD_PRELOAD took effect.
 pub fn malloc_provider() -> Option<String> {
+    // SAFETY: a C struct of integers (and pointers), for which all-zero bytes are a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: looking up the dynamic symbol "malloc" in the global scope.
     let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };

@@ -204,10 +204,7 @@ fn self_status() -> probe::pid::PidStatus {
 }
 
 fn minflt() -> u64 {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    u.ru_minflt as u64
+    crate::usage::process().minflt
 }
 
 /// The CPUs this process may run on.
@@ -217,6 +214,7 @@ fn allowed_cpus() -> Vec<usize> {
     if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
         return Vec::new();
     }
+    // SAFETY: c < CPU_SETSIZE, so the bit is inside the set.
     (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
 }
 

@@ -122,10 +122,8 @@ pub struct ThreadStats {
 
 /// The thread's involuntary and voluntary context switches and minor faults.
 fn thread_usage() -> (u64, u64) {
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer; RUSAGE_THREAD is Linux's per-thread usage.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
-    (u.ru_nivcsw as u64, u.ru_minflt as u64)
+    let u = crate::usage::thread();
+    (u.nivcsw, u.minflt)
 }
 
 #[inline(always)]

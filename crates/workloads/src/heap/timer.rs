@@ -77,8 +77,7 @@ pub fn calibrate(spin_ms: u64, pairs: usize) -> Calibration {
             ratios.push((m1 - m0) as f64 / (t1 - t0) as f64);
         }
     }
-    ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let ns_per_tick = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
+    let ns_per_tick = record::stats::median(&ratios).unwrap_or(1.0);
     let mut d: Vec<u64> = (0..pairs.max(1))
         .map(|_| {
             let a = start();
@@ -86,8 +85,7 @@ pub fn calibrate(spin_ms: u64, pairs: usize) -> Calibration {
             b.saturating_sub(a)
         })
         .collect();
-    d.sort_unstable();
-    let overhead_ticks = d[d.len() / 2];
+    let overhead_ticks = record::stats::percentile_u64(&mut d, 0.5).unwrap_or(0);
     let flags = probe::Probe::default().cpu_flags();
     let has = |f: &str| flags.iter().any(|x| x == f);
     Calibration {

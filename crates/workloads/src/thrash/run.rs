@@ -239,9 +239,8 @@ planned {:.0} s plus recovery",
         r.protocol_breaks.push(format!("{not_done} of {} consumers did not complete", r.consumers));
     }
     r.protocol_held = r.protocol_breaks.is_empty();
-    let mut prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
-    prog.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    r.progress_ratio_min = prog.first().copied().unwrap_or(0.0);
+    let prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
+    r.progress_ratio_min = record::stats::percentile(&prog, 0.0).unwrap_or(0.0);
     r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
     r.deep = r.progress_overcommitted_median.is_some_and(|p| p <= DEEP_PROGRESS);
     r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
@@ -280,7 +279,7 @@ planned {:.0} s plus recovery",
     r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
     r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
     if let Some(d) = sam_d {
-        let mut lat: Vec<f64> = d["lateness"]
+        let lat: Vec<f64> = d["lateness"]
             .as_array()
             .map(|a| {
                 a.iter()
@@ -291,9 +290,8 @@ planned {:.0} s plus recovery",
                     .collect()
             })
             .unwrap_or_default();
-        lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
         r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
-        r.unlocked_lateness_max_ms = lat.last().copied();
+        r.unlocked_lateness_max_ms = record::stats::percentile(&lat, 1.0);
     }
     r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
     r.wall_s = (stop_t - base_t) as f64 / 1e9;
