@@ -16,6 +16,7 @@ pub mod heap;
 pub mod html;
 pub mod lab;
 pub mod mapping;
+pub mod model;
 pub mod openmetrics;
 pub mod stats;
 pub mod summary;

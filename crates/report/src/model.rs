@@ -1,0 +1,292 @@
+//! What a report is made of, apart from how it is drawn: a lab or run
+//! directory loaded into sections (one per experiment, its passes merged), and
+//! their findings judged as one family. `html` and `markdown` draw it;
+//! `compare` and the exports read it.
+
+use crate::headline::Metric;
+use crate::lab::Lab;
+use crate::verdict::{self, Verdict};
+use record::rundir::RunRecord;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+type DynErr = Box<dyn std::error::Error + Send + Sync>;
+
+/// One experiment's part of the report.
+pub struct Section {
+    pub experiment: String,
+    pub state: String,
+    pub reason: Option<String>,
+    /// What ran only in part, and why (from lab.json).
+    pub note: Option<String>,
+    pub seconds: Option<f64>,
+    pub dir: Option<PathBuf>,
+    pub record: Option<RunRecord>,
+    /// The runs of a budgeted lab's later passes, with their pass: more
+    /// repeats of the same arms ([`Section::runs`]).
+    pub more: Vec<(u32, RunRecord)>,
+    /// Its findings, judged in the report's family ([`Report::judge`]).
+    pub findings: Vec<Verdict>,
+}
+
+impl Section {
+    pub fn results(&self) -> Vec<Value> {
+        self.record.as_ref().and_then(|r| r.run.results.as_array().cloned()).unwrap_or_default()
+    }
+
+    /// Its figures over every pass's repeats.
+    pub fn metrics(&self) -> Vec<Metric> {
+        let runs = self.runs(u32::MAX);
+        crate::headline::metrics_of_runs(&self.experiment, &runs.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+
+    /// The results of each run up to pass `upto`, the first pass's first.
+    pub fn runs(&self, upto: u32) -> Vec<Vec<Value>> {
+        let of = |r: &RunRecord| r.run.results.as_array().cloned().unwrap_or_default();
+        let first = self.record.iter().map(of);
+        first.chain(self.more.iter().filter(|(p, _)| *p <= upto).map(|(_, r)| of(r))).collect()
+    }
+
+    /// Its findings as the report judged them (with every other section's,
+    /// as one family).
+    pub fn verdicts(&self) -> Vec<Verdict> {
+        self.findings.clone()
+    }
+}
+
+/// What a report is made of: a lab directory, or a single run directory.
+pub struct Report {
+    pub dir: PathBuf,
+    pub lab: Option<Lab>,
+    pub sections: Vec<Section>,
+}
+
+/// Writes an experiment's charts and `<experiment>.md` into its run directory,
+/// returning the files written.
+pub type Renderer = fn(&RunRecord) -> Result<Vec<PathBuf>, DynErr>;
+
+/// The renderer of each experiment.
+pub fn renderer(experiment: &str) -> Option<Renderer> {
+    crate::experiment::find(experiment).map(|e| e.renderer())
+}
+
+fn run_state(rec: &RunRecord) -> (String, Option<String>) {
+    // RunRecord::load has already turned "running" into "interrupted" when the
+    // process that wrote the run is gone.
+    (rec.run.status.state.to_string(), rec.run.status.reason.clone())
+}
+
+/// Whether loading a report writes charts and Markdown into the run directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// Read only (compare).
+    Never,
+    /// Render runs that have no `<experiment>.md` yet.
+    IfMissing,
+    /// Render every run anew.
+    Always,
+}
+
+impl Report {
+    /// Loads a lab directory (lab.json) or a run directory (run.json).
+    pub fn load(dir: &Path, render: Render) -> Result<Report, String> {
+        let load_run = |d: &Path| -> Result<RunRecord, String> {
+            let rec = RunRecord::load(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            if let Some(r) = renderer(&rec.run.experiment) {
+                let md = d.join(format!("{}.md", rec.run.experiment));
+                if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
+                    r(&rec).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
+                }
+            }
+            Ok(rec)
+        };
+        if dir.join(crate::lab::FILE).exists() {
+            let lab = Lab::load(dir)?;
+            let mut sections = Vec::new();
+            if lab.steps.len() > crate::lab::MAX_STEPS {
+                return Err(format!(
+                    "{}: {} steps; a lab has at most {} (one per experiment and pass)",
+                    dir.join(crate::lab::FILE).display(),
+                    lab.steps.len(),
+                    crate::lab::MAX_STEPS
+                ));
+            }
+            for (i, s) in lab.steps.iter().enumerate() {
+                if let Some(d) = &s.dir
+                    && !crate::lab::inside(d)
+                {
+                    return Err(format!(
+                        "{}: step {} ({}): dir {:?} is not a name inside the lab directory",
+                        dir.join(crate::lab::FILE).display(),
+                        i + 1,
+                        s.experiment,
+                        d
+                    ));
+                }
+                let path = s.dir.as_ref().map(|d| dir.join(d));
+                if let Some(p) = &path
+                    && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Err(format!(
+                        "{}: is a symbolic link; a lab's run directories must be its own",
+                        p.display()
+                    ));
+                }
+                let record = match &path {
+                    Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
+                    _ => None,
+                };
+                // A later pass adds its repeats to the first pass's section; one
+                // that did not complete adds nothing (its repeats may be partial).
+                if s.pass > 1 {
+                    if let (Some(rec), Some(sec)) =
+                        (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
+                        && s.state == crate::lab::StepState::Complete
+                    {
+                        sec.more.push((s.pass, rec));
+                        sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
+                    }
+                    continue;
+                }
+                // A step still "running" in lab.json: the run's own record knows
+                // whether its process is alive (running) or died (interrupted).
+                let (state, reason) = match (&record, s.state) {
+                    (Some(rec), crate::lab::StepState::Running) => run_state(rec),
+                    (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
+                        if lab.ended_unix_ms.is_none() =>
+                    {
+                        ("not run".into(), Some("the lab ended before this experiment finished".into()))
+                    }
+                    _ => (s.state.word().to_string(), s.reason.clone()),
+                };
+                sections.push(Section {
+                    experiment: s.experiment.clone(),
+                    state,
+                    reason,
+                    note: s.note.clone(),
+                    seconds: s.seconds,
+                    dir: path,
+                    record,
+                    more: Vec::new(),
+                    findings: Vec::new(),
+                });
+            }
+            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge())
+        } else if dir.join("run.json").exists() {
+            let rec = load_run(dir)?;
+            let (state, reason) = run_state(&rec);
+            let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
+            Ok(Report {
+                dir: dir.to_path_buf(),
+                lab: None,
+                sections: vec![Section {
+                    experiment: rec.run.experiment.clone(),
+                    state,
+                    reason,
+                    note: None,
+                    seconds,
+                    dir: Some(dir.to_path_buf()),
+                    record: Some(rec),
+                    more: Vec::new(),
+                    findings: Vec::new(),
+                }],
+            }
+            .judge())
+        } else {
+            Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
+        }
+    }
+
+    /// Judges every section's findings as one family: Holm over all of them,
+    /// so that the chance of any wrong verdict in the report is at most 5 %.
+    ///
+    /// A budgeted lab planned later passes: pass k judges everything on the
+    /// data of passes 1..=k at its share of the error ([`Lab::alpha_by_pass`]),
+    /// and a finding keeps the verdict of the first pass that decided it.
+    pub fn judge(mut self) -> Report {
+        let alphas = self.alpha_by_pass();
+        let ran = self.sections.iter().flat_map(|s| s.more.iter().map(|(p, _)| *p)).max().unwrap_or(1);
+        for pass in 1..=ran.min(alphas.len() as u32) {
+            let mut now: Vec<Vec<Verdict>> = self
+                .sections
+                .iter()
+                .map(|s| {
+                    let runs = s.runs(pass);
+                    let runs: Vec<&[Value]> = runs.iter().map(Vec::as_slice).collect();
+                    if runs.is_empty() { Vec::new() } else { verdict::verdicts_of_runs(&s.experiment, &runs) }
+                })
+                .collect();
+            let mut all: Vec<&mut Verdict> = now.iter_mut().flatten().collect();
+            verdict::family(&mut all, &verdict::claim_by_id, alphas[pass as usize - 1]);
+            for (s, now) in self.sections.iter_mut().zip(now) {
+                if pass == 1 {
+                    s.findings = now;
+                    continue;
+                }
+                for mut v in now {
+                    if let Some(old) = s.findings.iter_mut().find(|o| o.id == v.id)
+                        && !old.outcome.decided()
+                    {
+                        v.pass = pass;
+                        if v.outcome.decided() {
+                            v.why = format!(
+                                "{} (decided in pass {pass}, with its {} % share of the error)",
+                                v.why,
+                                record::stats::claim::num(100.0 * alphas[pass as usize - 1])
+                            );
+                        }
+                        *old = v;
+                    }
+                }
+            }
+        }
+        if let Some(floor) = self.lab.as_ref().and_then(|l| noise_floor(&l.doctor)) {
+            for v in self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()) {
+                mark_below_noise(v, floor);
+            }
+        }
+        self
+    }
+
+    /// The family-wise error each pass spent: all of it in one pass unless
+    /// the lab planned more.
+    pub fn alpha_by_pass(&self) -> Vec<f64> {
+        self.lab.as_ref().map_or_else(|| verdict::alpha_by_pass(1), Lab::alpha_by_pass)
+    }
+
+    /// The findings as a document (`report --json`, lab.json).
+    pub fn findings_doc(&self) -> verdict::Findings<'_> {
+        verdict::Findings::of(self.findings()).with_passes(self.alpha_by_pass())
+    }
+
+    /// Every finding of the report, with its experiment.
+    pub fn findings(&self) -> Vec<(&str, &Verdict)> {
+        self.sections.iter().flat_map(|s| s.findings.iter().map(move |v| (s.experiment.as_str(), v))).collect()
+    }
+
+    pub(crate) fn environment(&self) -> Option<&probe::environment::Environment> {
+        self.sections.iter().find_map(|s| s.record.as_ref()).map(|r| &r.run.environment)
+    }
+}
+
+/// The machine's noise floor as doctor measured it before the lab: how far
+/// the slowest run of a fixed CPU loop was from the fastest (0.012 for 1.2 %).
+pub fn noise_floor(doctor: &Value) -> Option<f64> {
+    doctor["noise"]["max_over_min"].as_f64().filter(|x| x.is_finite() && *x >= 1.0).map(|x| x - 1.0)
+}
+
+/// A comparison of arms (a ratio, "÷") whose estimated effect is smaller than
+/// the machine's noise floor says so in its reason: side by side, drift
+/// cancels, but an effect that small is one this machine barely resolves.
+pub fn mark_below_noise(v: &mut Verdict, floor: f64) {
+    let Some(e) = v.estimate.filter(|e| *e > 0.0) else { return };
+    if !v.quantity.contains('÷') || floor <= 0.0 || e.ln().abs() >= (1.0 + floor).ln() {
+        return;
+    }
+    v.why = format!(
+        "{}; the effect ({} %) is smaller than this machine's noise floor ({} %: a fixed loop's slowest ÷ fastest run)",
+        v.why,
+        record::stats::claim::num(100.0 * (e - 1.0)),
+        record::stats::claim::num(100.0 * floor)
+    );
+}
