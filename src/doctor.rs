@@ -52,13 +52,87 @@ pub fn examine() -> Findings {
 /// read its algorithms and remove it at once, journaled like any change.
 pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
     let env = p.environment();
-    let root = privilege::is_root();
     let caps = privilege::effective_caps();
-    let has = |c: u32| caps & (1 << c) != 0;
-    let mut checks = Vec::new();
+    let who = Who { root: privilege::is_root(), caps };
+    let mut checks = vec![Check { name: "kernel", status: Avail::Info, detail: env.kernel.clone(), affects: vec![] }];
+    checks.push(check_root(&who));
+    let (c, cgroup) = check_cgroup(p, &who);
+    checks.push(c);
+    checks.push(check_swap(&env));
+    let (c, zram) = check_zram(p, &env, &who, probe_zram);
+    checks.push(c);
+    checks.push(check_zswap(&env, &who));
+    checks.push(check_mglru(&env));
+    let (c, moving) = check_damon(&env);
+    checks.push(c);
+    let (c, psi_files) = check_psi(p);
+    checks.push(c);
+    checks.push(Check {
+        name: "thp",
+        status: Avail::Info,
+        detail: env.thp.clone().map(|m| format!("transparent huge pages: {m}")).unwrap_or("not available".into()),
+        affects: vec![],
+    });
+    let (pageout, pm) = (workloads::mm::try_madvise_pageout(), workloads::mm::try_process_madvise());
+    checks.extend(check_madvise(&pageout, &pm, &who));
+    checks.push(Check {
+        name: "memory",
+        status: Avail::Info,
+        detail: format!(
+            "page size {} B, RAM {}, {} CPUs",
+            env.page_size,
+            report::summary::bytes(env.ram_bytes),
+            env.cpus
+        ),
+        affects: vec![],
+    });
+    // The machine's own run-to-run noise: a fixed loop, 15 runs of ~20 ms.
+    let noise = workloads::noise::measure(15, 20.0);
+    checks.push(check_noise(&noise));
+    let json = json!({
+        "noise": noise,
+        "kernel": {"release": env.kernel},
+        "root": {
+            "is_root": who.root,
+            "capabilities": {
+                "cap_sys_admin": who.has(CAP_SYS_ADMIN),
+                "cap_sys_nice": who.has(CAP_SYS_NICE),
+                "cap_ipc_lock": who.has(CAP_IPC_LOCK),
+                "cap_sys_resource": who.has(CAP_SYS_RESOURCE),
+            },
+        },
+        "cgroup": cgroup,
+        "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
+        "zram": zram,
+        "zswap": env.zswap,
+        "mglru": env.mglru.as_ref().map(|m| json!({"present": true, "enabled": m.enabled, "mask": m.mask, "min_ttl_ms": m.min_ttl_ms}))
+            .unwrap_or_else(|| json!({"present": false, "enabled": false})),
+        "damon": {"kdamonds": env.damon, "moving_pages": moving},
+        "psi": {"present": psi_files.len() == 3, "files": psi_files},
+        "thp": env.thp,
+        "madvise_pageout": {"works": pageout.is_ok(), "error": pageout.err()},
+        "process_madvise": {"works": pm.is_ok(), "error": pm.err(), "other_processes_need": "CAP_SYS_NICE"},
+        "page_size": env.page_size,
+        "ram_bytes": env.ram_bytes,
+        "cpus": env.cpus,
+        "checks": checks,
+    });
+    Findings { checks, json }
+}
 
-    checks.push(Check { name: "kernel", status: Avail::Info, detail: env.kernel.clone(), affects: vec![] });
+/// Who doctor runs as.
+struct Who {
+    root: bool,
+    caps: u64,
+}
 
+impl Who {
+    fn has(&self, c: u32) -> bool {
+        self.caps & (1 << c) != 0
+    }
+}
+
+fn check_root(who: &Who) -> Check {
     let capnames: Vec<&str> = [
         (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
         (CAP_SYS_NICE, "CAP_SYS_NICE"),
@@ -66,21 +140,23 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
         (CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE"),
     ]
     .iter()
-    .filter(|(c, _)| has(*c))
+    .filter(|(c, _)| who.has(*c))
     .map(|(_, n)| *n)
     .collect();
-    checks.push(Check {
+    Check {
         name: "root",
-        status: if root && has(CAP_SYS_ADMIN) { Avail::Available } else { Avail::NeedsRoot },
+        status: if who.root && who.has(CAP_SYS_ADMIN) { Avail::Available } else { Avail::NeedsRoot },
         detail: format!(
             "{} (capabilities: {})",
-            if root { "running as root" } else { "not root" },
+            if who.root { "running as root" } else { "not root" },
             if capnames.is_empty() { "none of interest".to_string() } else { capnames.join(", ") }
         ),
-        affects: if root { vec![] } else { affected_by(Need::Root) },
-    });
+        affects: if who.root { vec![] } else { affected_by(Need::Root) },
+    }
+}
 
-    // cgroups
+/// The cgroup layout and the memory controller, with their JSON.
+fn check_cgroup(p: &mut probe::Probe, who: &Who) -> (Check, Value) {
     let mounts = p.cgroup_mounts().unwrap_or_default();
     let layout = mounts.layout();
     let mc = p.memory_controller().ok().flatten();
@@ -95,22 +171,27 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
         probe::mountinfo::Layout::Hybrid => "hybrid (v1 controllers plus a unified v2 mount)",
         probe::mountinfo::Layout::None => "no cgroup filesystem",
     };
-    let (cg_status, cg_detail) = match &mc {
+    let (status, detail) = match &mc {
         Some((v, path)) => (
-            if root { Avail::Available } else { Avail::NeedsRoot },
+            if who.root { Avail::Available } else { Avail::NeedsRoot },
             format!("{layout_word}; memory controller {v} at {}", path.display()),
         ),
         None => (Avail::Missing, format!("{layout_word}; no memory controller mounted")),
     };
-    checks.push(Check {
-        name: "cgroup",
-        status: cg_status,
-        detail: cg_detail,
-        affects: if cg_status == Avail::Available { vec![] } else { affected_by(Need::MemoryCgroup) },
+    let json = json!({
+        "layout": layout,
+        "memory_controller": mc.as_ref().map(|(v, _)| v.to_string()),
+        "memory_root": mc.as_ref().map(|(_, p)| p.display().to_string()),
+        "v1_memory_mount": mounts.v1_memory,
+        "unified_mount": mounts.unified,
+        "unified_controllers": unified_ctrls,
     });
+    let affects = if status == Avail::Available { vec![] } else { affected_by(Need::MemoryCgroup) };
+    (Check { name: "cgroup", status, detail, affects }, json)
+}
 
-    // swap
-    let swap_detail = if env.swaps.is_empty() {
+fn check_swap(env: &probe::environment::Environment) -> Check {
+    let detail = if env.swaps.is_empty() {
         "no swap active".to_string()
     } else {
         env.swaps
@@ -121,9 +202,17 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
             .collect::<Vec<_>>()
             .join("; ")
     };
-    checks.push(Check { name: "swap", status: Avail::Info, detail: swap_detail, affects: vec![] });
+    Check { name: "swap", status: Avail::Info, detail, affects: vec![] }
+}
 
-    // zram
+/// zram: whether devices can be made, and its algorithms (from an existing
+/// device; or, only when asked, from one of pagelab's own).
+fn check_zram(
+    p: &mut probe::Probe,
+    env: &probe::environment::Environment,
+    who: &Who,
+    probe_zram: bool,
+) -> (Check, Value) {
     let sys = p.roots().sys.clone();
     let hot_add = sys.join("class/zram-control/hot_add").exists();
     // Only a device can say which algorithms zram offers: with none, and only
@@ -132,7 +221,7 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
     let (algs, algs_from) = match sandbox::zram::algorithms(&sys) {
         Some(a) => (a, "an existing device"),
         // A sandbox changes the real /sys: never for a probe pointed elsewhere.
-        None if probe_zram && root && hot_add && sys == std::path::Path::new("/sys") => {
+        None if probe_zram && who.root && hot_add && sys == std::path::Path::new("/sys") => {
             let mut sb = sandbox::Sandbox::new("doctor");
             let a = sb.zram_algorithms().unwrap_or_default();
             let _ = sb.restore();
@@ -140,40 +229,39 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
         }
         None => (Vec::new(), "no device to ask (doctor --probe-zram, as root, adds one for the reading)"),
     };
-    let zram_present = hot_add || !env.zram.is_empty();
-    let zram_status = match (zram_present, hot_add, root) {
+    let present = hot_add || !env.zram.is_empty();
+    let status = match (present, hot_add, who.root) {
         (false, _, _) => Avail::Missing,
         (true, true, true) => Avail::Available,
         (true, true, false) => Avail::NeedsRoot,
         (true, false, _) => Avail::Missing,
     };
-    checks.push(Check {
-        name: "zram",
-        status: zram_status,
-        detail: if zram_present {
-            format!(
-                "{}; hot_add {}; algorithms: {}",
-                if env.zram.is_empty() { "module loaded".to_string() } else { format!("{} device(s)", env.zram.len()) },
-                if hot_add { "works" } else { "missing" },
-                if algs.is_empty() {
-                    format!("unknown ({algs_from})")
-                } else {
-                    format!("{} (from {algs_from})", algs.join(", "))
-                }
-            )
-        } else {
-            "not loaded (modprobe zram)".to_string()
-        },
-        affects: if zram_status == Avail::Available { vec![] } else { affected_by(Need::Zram) },
-    });
+    let detail = if present {
+        format!(
+            "{}; hot_add {}; algorithms: {}",
+            if env.zram.is_empty() { "module loaded".to_string() } else { format!("{} device(s)", env.zram.len()) },
+            if hot_add { "works" } else { "missing" },
+            if algs.is_empty() {
+                format!("unknown ({algs_from})")
+            } else {
+                format!("{} (from {algs_from})", algs.join(", "))
+            }
+        )
+    } else {
+        "not loaded (modprobe zram)".to_string()
+    };
+    let json = json!({"present": present, "hot_add": hot_add, "algorithms": algs, "algorithms_from": algs_from, "devices": env.zram});
+    let affects = if status == Avail::Available { vec![] } else { affected_by(Need::Zram) };
+    (Check { name: "zram", status, detail, affects }, json)
+}
 
-    // zswap
+fn check_zswap(env: &probe::environment::Environment, who: &Who) -> Check {
     let z = &env.zswap;
-    checks.push(Check {
+    Check {
         name: "zswap",
         status: if !z.present {
             Avail::Missing
-        } else if root {
+        } else if who.root {
             Avail::Available
         } else {
             Avail::NeedsRoot
@@ -189,10 +277,12 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
             "not built into this kernel".to_string()
         },
         affects: if z.present { vec![] } else { affected_by(Need::Zswap) },
-    });
+    }
+}
 
-    // MGLRU: which reclaim the experiments meet.
-    checks.push(Check {
+/// MGLRU: which reclaim the experiments meet.
+fn check_mglru(env: &probe::environment::Environment) -> Check {
+    Check {
         name: "mglru",
         status: Avail::Info,
         detail: match &env.mglru {
@@ -205,98 +295,82 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
             ),
         },
         affects: vec![],
-    });
+    }
+}
 
-    // DAMON: a running kdamond with a scheme moves pages behind an experiment's
-    // back. pagelab never writes to DAMON's admin files.
-    let movers: Vec<&probe::environment::Kdamond> = env.damon.iter().filter(|k| k.moves_pages()).collect();
-    checks.push(Check {
-        name: "damon",
-        status: Avail::Info,
-        detail: if env.damon.is_empty() {
-            "no DAMON worker configured through sysfs".to_string()
-        } else {
-            format!(
-                "{}{}",
-                env.damon.iter().map(|k| k.describe()).collect::<Vec<_>>().join("; "),
-                if movers.is_empty() {
-                    String::new()
-                } else {
-                    "; not pagelab's: it moves pages behind an experiment's back (each run records it; pagelab \
-                     never writes to it)"
-                        .to_string()
-                }
-            )
-        },
-        affects: if movers.is_empty() { vec![] } else { affected_by(Need::QuietDamon) },
-    });
+/// DAMON: a running kdamond with a scheme moves pages behind an experiment's
+/// back. pagelab never writes to DAMON's admin files. Also: how many move pages.
+fn check_damon(env: &probe::environment::Environment) -> (Check, usize) {
+    let movers = env.damon.iter().filter(|k| k.moves_pages()).count();
+    let detail = if env.damon.is_empty() {
+        "no DAMON worker configured through sysfs".to_string()
+    } else {
+        format!(
+            "{}{}",
+            env.damon.iter().map(|k| k.describe()).collect::<Vec<_>>().join("; "),
+            if movers == 0 {
+                String::new()
+            } else {
+                "; not pagelab's: it moves pages behind an experiment's back (each run records it; pagelab never \
+                 writes to it)"
+                    .to_string()
+            }
+        )
+    };
+    let affects = if movers == 0 { vec![] } else { affected_by(Need::QuietDamon) };
+    (Check { name: "damon", status: Avail::Info, detail, affects }, movers)
+}
 
-    let psi_files: Vec<&str> =
+/// Pressure stall information, and which of its files exist.
+fn check_psi(p: &mut probe::Probe) -> (Check, Vec<&'static str>) {
+    let files: Vec<&'static str> =
         ["memory", "cpu", "io"].into_iter().filter(|f| p.pressure(f).is_ok_and(|x| x.is_some())).collect();
-    checks.push(Check {
+    let check = Check {
         name: "psi",
-        status: if psi_files.len() == 3 { Avail::Available } else { Avail::Missing },
-        detail: if psi_files.is_empty() {
+        status: if files.len() == 3 { Avail::Available } else { Avail::Missing },
+        detail: if files.is_empty() {
             "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)".into()
         } else {
-            format!("/proc/pressure/{{{}}}", psi_files.join(","))
+            format!("/proc/pressure/{{{}}}", files.join(","))
         },
-        affects: if psi_files.len() == 3 {
-            vec![]
-        } else {
-            [affected_by(Need::Psi), vec!["monitor (PSI panel)"]].concat()
-        },
-    });
+        affects: if files.len() == 3 { vec![] } else { [affected_by(Need::Psi), vec!["monitor (PSI panel)"]].concat() },
+    };
+    (check, files)
+}
 
-    checks.push(Check {
-        name: "thp",
-        status: Avail::Info,
-        detail: env.thp.clone().map(|m| format!("transparent huge pages: {m}")).unwrap_or("not available".into()),
-        affects: vec![],
-    });
+/// MADV_PAGEOUT on a mapping of our own, and process_madvise.
+fn check_madvise(pageout: &Result<(), String>, pm: &Result<(), String>, who: &Who) -> [Check; 2] {
+    [
+        Check {
+            name: "madvise_pageout",
+            status: if pageout.is_ok() { Avail::Available } else { Avail::Missing },
+            detail: match pageout {
+                Ok(()) => "MADV_PAGEOUT works on a private mapping".into(),
+                Err(e) => e.clone(),
+            },
+            affects: if pageout.is_ok() { vec![] } else { affected_by(Need::Pageout) },
+        },
+        Check {
+            name: "process_madvise",
+            status: if pm.is_ok() { Avail::Available } else { Avail::Missing },
+            detail: match pm {
+                Ok(()) => format!(
+                    "process_madvise(MADV_PAGEOUT) works; trimming other users' processes {}",
+                    if who.has(CAP_SYS_NICE) { "allowed (CAP_SYS_NICE)" } else { "needs CAP_SYS_NICE" }
+                ),
+                Err(e) => e.clone(),
+            },
+            affects: if pm.is_ok() {
+                vec![]
+            } else {
+                [affected_by(Need::ProcessMadvise), vec!["monitor trim key"]].concat()
+            },
+        },
+    ]
+}
 
-    let pageout = workloads::mm::try_madvise_pageout();
-    checks.push(Check {
-        name: "madvise_pageout",
-        status: if pageout.is_ok() { Avail::Available } else { Avail::Missing },
-        detail: match &pageout {
-            Ok(()) => "MADV_PAGEOUT works on a private mapping".into(),
-            Err(e) => e.clone(),
-        },
-        affects: if pageout.is_ok() { vec![] } else { affected_by(Need::Pageout) },
-    });
-    let pm = workloads::mm::try_process_madvise();
-    checks.push(Check {
-        name: "process_madvise",
-        status: if pm.is_ok() { Avail::Available } else { Avail::Missing },
-        detail: match &pm {
-            Ok(()) => format!(
-                "process_madvise(MADV_PAGEOUT) works; trimming other users' processes {}",
-                if has(CAP_SYS_NICE) { "allowed (CAP_SYS_NICE)" } else { "needs CAP_SYS_NICE" }
-            ),
-            Err(e) => e.clone(),
-        },
-        affects: if pm.is_ok() {
-            vec![]
-        } else {
-            [affected_by(Need::ProcessMadvise), vec!["monitor trim key"]].concat()
-        },
-    });
-    checks.push(Check {
-        name: "memory",
-        status: Avail::Info,
-        detail: format!(
-            "page size {} B, RAM {}, {} CPUs",
-            env.page_size,
-            report::summary::bytes(env.ram_bytes),
-            env.cpus
-        ),
-        affects: vec![],
-    });
-
-    // The machine's own run-to-run noise: a fixed loop, 15 runs of ~20 ms.
-    let noise = workloads::noise::measure(15, 20.0);
-    checks.push(Check {
+fn check_noise(noise: &workloads::noise::Noise) -> Check {
+    Check {
         name: "noise",
         status: Avail::Info,
         detail: format!(
@@ -308,44 +382,7 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
             noise.steal_fraction.map(|s| format!(", CPU steal {:.1} %", 100.0 * s)).unwrap_or_default()
         ),
         affects: vec![],
-    });
-
-    let json = json!({
-        "noise": noise,
-        "kernel": {"release": env.kernel},
-        "root": {
-            "is_root": root,
-            "capabilities": {
-                "cap_sys_admin": has(CAP_SYS_ADMIN),
-                "cap_sys_nice": has(CAP_SYS_NICE),
-                "cap_ipc_lock": has(CAP_IPC_LOCK),
-                "cap_sys_resource": has(CAP_SYS_RESOURCE),
-            },
-        },
-        "cgroup": {
-            "layout": layout,
-            "memory_controller": mc.as_ref().map(|(v, _)| v.to_string()),
-            "memory_root": mc.as_ref().map(|(_, p)| p.display().to_string()),
-            "v1_memory_mount": mounts.v1_memory,
-            "unified_mount": mounts.unified,
-            "unified_controllers": unified_ctrls,
-        },
-        "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
-        "zram": {"present": zram_present, "hot_add": hot_add, "algorithms": algs, "algorithms_from": algs_from, "devices": env.zram},
-        "zswap": env.zswap,
-        "mglru": env.mglru.as_ref().map(|m| json!({"present": true, "enabled": m.enabled, "mask": m.mask, "min_ttl_ms": m.min_ttl_ms}))
-            .unwrap_or_else(|| json!({"present": false, "enabled": false})),
-        "damon": {"kdamonds": env.damon, "moving_pages": movers.len()},
-        "psi": {"present": psi_files.len() == 3, "files": psi_files},
-        "thp": env.thp,
-        "madvise_pageout": {"works": pageout.is_ok(), "error": pageout.err()},
-        "process_madvise": {"works": pm.is_ok(), "error": pm.err(), "other_processes_need": "CAP_SYS_NICE"},
-        "page_size": env.page_size,
-        "ram_bytes": env.ram_bytes,
-        "cpus": env.cpus,
-        "checks": checks,
-    });
-    Findings { checks, json }
+    }
 }
 
 pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {

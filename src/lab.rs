@@ -231,6 +231,40 @@ impl Runner {
         Ok(())
     }
 
+    /// The passes after the first, while the budget `b` (seconds from `t0`)
+    /// lasts: each repeats what is still inconclusive ([`plan_more`]).
+    fn later_passes(&mut self, b: f64, t0: Instant) -> anyhow::Result<()> {
+        for pass in 2..=self.lab.passes {
+            if record::stop::requested() {
+                break;
+            }
+            let left = b - t0.elapsed().as_secs_f64() - REPORT_RESERVE_S;
+            let more = plan_more(&self.out, &self.lab, pass, left);
+            if more.is_empty() {
+                self.progress.line(&format!(
+                    "pass {pass}: nothing to repeat in the {} left (every finding decided, or none can be in that time)",
+                    fmt_s(left.max(0.0))
+                ));
+                break;
+            }
+            for s in &more {
+                self.progress.line(&format!(
+                    "pass {pass}: {} ~{}  pagelab {} {}  ({})",
+                    s.experiment,
+                    fmt_s(s.expect_s),
+                    s.experiment,
+                    s.args.join(" "),
+                    s.note.as_deref().unwrap_or("")
+                ));
+            }
+            let from = self.lab.steps.len();
+            self.lab.steps.extend(more);
+            let idx: Vec<usize> = (from..self.lab.steps.len()).collect();
+            self.run_pass(&idx)?;
+        }
+        Ok(())
+    }
+
     /// Runs the steps `idx` as one pass.
     fn run_pass(&mut self, idx: &[usize]) -> anyhow::Result<()> {
         for (k, &i) in idx.iter().enumerate() {
@@ -435,34 +469,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         (0..run.lab.steps.len()).filter(|&i| run.lab.steps[i].state == StepState::Planned).collect();
     run.run_pass(&first)?;
     if let Some(b) = budget {
-        for pass in 2..=run.lab.passes {
-            if record::stop::requested() {
-                break;
-            }
-            let left = b - t0.elapsed().as_secs_f64() - REPORT_RESERVE_S;
-            let more = plan_more(&out, &run.lab, pass, left);
-            if more.is_empty() {
-                run.progress.line(&format!(
-                    "pass {pass}: nothing to repeat in the {} left (every finding decided, or none can be in that time)",
-                    fmt_s(left.max(0.0))
-                ));
-                break;
-            }
-            for s in &more {
-                run.progress.line(&format!(
-                    "pass {pass}: {} ~{}  pagelab {} {}  ({})",
-                    s.experiment,
-                    fmt_s(s.expect_s),
-                    s.experiment,
-                    s.args.join(" "),
-                    s.note.as_deref().unwrap_or("")
-                ));
-            }
-            let from = run.lab.steps.len();
-            run.lab.steps.extend(more);
-            let idx: Vec<usize> = (from..run.lab.steps.len()).collect();
-            run.run_pass(&idx)?;
-        }
+        run.later_passes(b, t0)?;
     }
     run.progress.finish();
     let wall = t0.elapsed().as_secs_f64();
@@ -470,11 +477,17 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     lab.ended_unix_ms = Some(now_ms());
     lab.wall_s = Some(wall);
     lab.save(&out)?;
+    finish(a, lab, &out, wall, budget)
+}
 
-    let r = report::html::Report::load(&out, report::html::Render::IfMissing).map_err(anyhow::Error::msg)?;
+/// The report, the summary (or lab.json on stdout), and the lab's exit: an
+/// interruption or a failed step after everything is written.
+fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>) -> anyhow::Result<()> {
+    let expect = lab.expect_s;
+    let r = report::html::Report::load(out, report::html::Render::IfMissing).map_err(anyhow::Error::msg)?;
     lab.findings = Some(serde_json::to_value(r.findings_doc())?);
-    lab.save(&out)?;
-    let html = crate::report_cmd::write_html(&r, &out)?;
+    lab.save(out)?;
+    let html = crate::report_cmd::write_html(&r, out)?;
     if a.json {
         let mut v = serde_json::to_value(&lab)?;
         v["dir"] = serde_json::json!(out);

@@ -226,11 +226,24 @@ pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
 /// compressed stores, PSI, paging counters, and the target's figures with a
 /// `pid` or `cgroup` label.
 pub fn live(s: &Sample) -> Vec<Family> {
-    use Kind::{Counter, Gauge};
-    let mut f = Vec::new();
-    let mi = |k: &str| s.meminfo.as_ref().and_then(|m| m.get(k)).map(|v| v as f64).unwrap_or(f64::NAN);
-    let cats = record::derive::categories(s);
+    let mut f = live_memory(s);
+    f.extend(live_stores(s));
+    f.extend(live_pressure_and_paging(s));
+    f.extend(live_target(s));
+    f
+}
 
+/// This sample's meminfo field `k`, NaN when missing.
+fn meminfo(s: &Sample, k: &str) -> f64 {
+    s.meminfo.as_ref().and_then(|m| m.get(k)).map(|v| v as f64).unwrap_or(f64::NAN)
+}
+
+/// RAM by category, totals and swap.
+fn live_memory(s: &Sample) -> Vec<Family> {
+    use Kind::Gauge;
+    let mut f = Vec::new();
+    let mi = |k: &str| meminfo(s, k);
+    let cats = record::derive::categories(s);
     let mut mem =
         Family::new("pagelab_memory_bytes", Gauge, "bytes", "RAM by category, as pagelab's timeline stacks it");
     if s.meminfo.is_some() {
@@ -253,6 +266,14 @@ pub fn live(s: &Sample) -> Vec<Family> {
     swap_t.push(&[], mi("SwapTotal"));
     f.push(swap_t);
 
+    f
+}
+
+/// The compressed stores: zram devices and the zswap pool.
+fn live_stores(s: &Sample) -> Vec<Family> {
+    use Kind::Gauge;
+    let mut f = Vec::new();
+    let mi = |k: &str| meminfo(s, k);
     let mut orig =
         Family::new("pagelab_zram_original_bytes", Gauge, "bytes", "zram: uncompressed size of the data stored");
     let mut compr =
@@ -285,6 +306,13 @@ pub fn live(s: &Sample) -> Vec<Family> {
     zstored.push(&[], mi("Zswapped"));
     f.push(zstored);
 
+    f
+}
+
+/// PSI and the paging counters.
+fn live_pressure_and_paging(s: &Sample) -> Vec<Family> {
+    use Kind::Counter;
+    let mut f = Vec::new();
     let mut psi = Family::new(
         "pagelab_pressure_stalled_seconds",
         Counter,
@@ -311,7 +339,13 @@ pub fn live(s: &Sample) -> Vec<Family> {
         f.push(c);
     }
 
-    // The target: each followed process, or the cgroup.
+    f
+}
+
+/// The target: each followed process, or the cgroup.
+fn live_target(s: &Sample) -> Vec<Family> {
+    use Kind::{Counter, Gauge};
+    let mut f = Vec::new();
     let mut rss = Family::new(
         "pagelab_target_resident_bytes",
         Gauge,
