@@ -6,18 +6,7 @@ mod common;
 use assert_cmd::Command;
 use std::path::Path;
 
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/run-dirs").join(name)
-}
 
-/// A copy of a fixture run (report writes timeline.csv into the directory).
-fn copy_into(name: &str, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(fixture(name)).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
-    }
-}
 
 fn report_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
     let out = Command::new(common::bin()).arg("report").arg(dir).args(extra).arg("--json").output().unwrap();
@@ -29,7 +18,7 @@ fn report_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
 fn report_json_lists_every_finding_with_its_interval() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("wscap");
-    copy_into("wscap", &dir);
+    common::copy_fixture("wscap", &dir);
     let v = report_json(&dir, &[]);
     common::assert_schema("report-output", &v);
     let f = &v["findings"];
@@ -51,8 +40,8 @@ fn a_lab_judges_its_findings_as_one_family() {
     // A lab directory of two fixture runs, as `pagelab lab` lays it out.
     let tmp = tempfile::tempdir().unwrap();
     let lab = tmp.path().join("lab");
-    copy_into("wscap", &lab.join("wscap"));
-    copy_into("eat", &lab.join("eat"));
+    common::copy_fixture("wscap", &lab.join("wscap"));
+    common::copy_fixture("eat", &lab.join("eat"));
     let step = |e: &str| serde_json::json!({"experiment": e, "args": [], "expect_s": 1.0, "state": "complete", "dir": e, "seconds": 1.0});
     let doc = serde_json::json!({
         "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
@@ -85,9 +74,9 @@ fn a_budgeted_labs_second_pass_adds_repeats_and_keeps_first_pass_verdicts() {
     // `lab --budget` lays it out); eat once. The error is split 4 % + 1 %.
     let tmp = tempfile::tempdir().unwrap();
     let lab = tmp.path().join("lab");
-    copy_into("wscap", &lab.join("wscap"));
-    copy_into("wscap", &lab.join("wscap-pass2"));
-    copy_into("eat", &lab.join("eat"));
+    common::copy_fixture("wscap", &lab.join("wscap"));
+    common::copy_fixture("wscap", &lab.join("wscap-pass2"));
+    common::copy_fixture("eat", &lab.join("eat"));
     let step = |e: &str, dir: &str, pass: u32| serde_json::json!({"experiment": e, "args": [], "expect_s": 1.0, "state": "complete", "dir": dir, "seconds": 1.0, "pass": pass});
     let doc = serde_json::json!({
         "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],

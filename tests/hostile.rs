@@ -8,17 +8,7 @@ use assert_cmd::Command;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/run-dirs").join(name)
-}
 
-fn copy_into(name: &str, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(fixture(name)).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
-    }
-}
 
 fn pagelab(args: &[&str]) -> std::process::Output {
     Command::new(common::bin()).args(args).output().unwrap()
@@ -55,7 +45,7 @@ fn report_refuses_to_write_through_a_link_in_the_run_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let v = victim(tmp.path());
         let dir = tmp.path().join("run");
-        copy_into("wscap", &dir);
+        common::copy_fixture("wscap", &dir);
         symlink(&v, dir.join(name)).unwrap();
         let d = dir.to_str().unwrap();
         let args: Vec<&str> = if html { vec!["report", d, "--html"] } else { vec!["report", d] };
@@ -74,7 +64,7 @@ fn report_html_refuses_a_link_named_report_html() {
     let tmp = tempfile::tempdir().unwrap();
     let v = victim(tmp.path());
     let dir = tmp.path().join("run");
-    copy_into("eat", &dir);
+    common::copy_fixture("eat", &dir);
     symlink(&v, dir.join("report.html")).unwrap();
     let out = pagelab(&["report", dir.to_str().unwrap(), "--html"]);
     refused(&out, "report.html: is a symbolic link");
@@ -100,7 +90,7 @@ fn exports_refuse_a_device_node_or_a_link_as_their_file() {
     let tmp = tempfile::tempdir().unwrap();
     let v = victim(tmp.path());
     let dir = tmp.path().join("run");
-    copy_into("mapping", &dir);
+    common::copy_fixture("mapping", &dir);
     let link = tmp.path().join("metrics.prom");
     symlink(&v, &link).unwrap();
     for flag in ["--openmetrics", "--bmf"] {
@@ -139,7 +129,7 @@ fn a_lab_step_dir_outside_the_lab_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     // A real run directory beside the lab: reachable by ../ or by its absolute path.
     let outside = tmp.path().join("outside");
-    copy_into("eat", &outside);
+    common::copy_fixture("eat", &outside);
     for dir in ["../outside".to_string(), outside.display().to_string(), "./eat/../../outside".into()] {
         let lab = tmp.path().join(format!("lab-{}", dir.len()));
         lab_with_step_dir(&lab, &dir);
@@ -177,7 +167,7 @@ fn a_lab_json_with_absurdly_many_steps_is_refused_in_one_line() {
 fn compare_and_man_out_errors_name_the_path_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    copy_into("mapping", &dir);
+    common::copy_fixture("mapping", &dir);
     let d = dir.to_str().unwrap();
     let out = pagelab(&["compare", d, d, "--out", "/proc/no/such/file"]);
     refused(&out, "--out /proc/no/such/file");
@@ -316,7 +306,7 @@ fn parse_errors_do_not_quote_a_files_contents_at_length() {
     );
     std::fs::write(lab.join("lab.json"), doc).unwrap();
     let run = tmp.path().join("run");
-    copy_into("eat", &run);
+    common::copy_fixture("eat", &run);
     let text = std::fs::read_to_string(run.join("run.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut v = v;
@@ -340,7 +330,7 @@ fn report_renders_a_directory_it_cannot_write_into_out() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let dir = tmp.path().join("run");
-    copy_into("wscap", &dir);
+    common::copy_fixture("wscap", &dir);
     // A link in the run directory is not copied: its target stays unread.
     let v = victim(tmp.path());
     symlink(&v, dir.join("notes.txt")).unwrap();
@@ -420,7 +410,7 @@ fn every_output_name_planted_as_a_link_or_a_device_is_left_as_it_was() {
             let tmp = tempfile::tempdir().unwrap();
             let v = victim(tmp.path());
             let run = tmp.path().join("run");
-            copy_into("wscap", &run);
+            common::copy_fixture("wscap", &run);
             let new = tmp.path().join("new");
             std::fs::create_dir(&new).unwrap();
             let into = if args.contains(&"{new}") { &new } else { &run };

@@ -76,3 +76,19 @@ pub fn schema(name: &str) -> jsonschema::Validator {
 pub fn swap_free() -> bool {
     std::fs::read_to_string("/proc/swaps").map(|s| s.lines().count() <= 1).unwrap_or(false)
 }
+
+/// A run directory of the report's fixtures (crates/report/tests/fixtures/run-dirs).
+#[allow(dead_code)]
+pub fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/run-dirs").join(name)
+}
+
+/// A copy of a fixture run in `dst` (report writes into the directory it reads).
+#[allow(dead_code)]
+pub fn copy_fixture(name: &str, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(fixture(name)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+}
