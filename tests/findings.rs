@@ -6,8 +6,6 @@ mod common;
 use assert_cmd::Command;
 use std::path::Path;
 
-
-
 fn report_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
     let out = Command::new(common::bin()).arg("report").arg(dir).args(extra).arg("--json").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -8,8 +8,6 @@ use assert_cmd::Command;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-
-
 fn pagelab(args: &[&str]) -> std::process::Output {
     Command::new(common::bin()).args(args).output().unwrap()
 }
