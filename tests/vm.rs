@@ -202,7 +202,9 @@ state() {
     echo "damon:"; cat /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds 2>/dev/null || echo none; } > $1
 }
 state $O/state-before
-$P doctor --json > $O/doctor.json; echo $? > $O/doctor.rc
+$P doctor --json > $O/doctor-plain.json; echo $? > $O/doctor-plain.rc
+{ ls /sys/block | grep zram || true; } > $O/zram-after-plain-doctor
+$P doctor --json --probe-zram > $O/doctor.json; echo $? > $O/doctor.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing zram --out $O/eat-zram; echo $? > $O/eat-zram.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing zswap --swapfile-dir $S --out $O/eat-zswap; echo $? > $O/eat-zswap.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing swapfile --swapfile-dir $S --out $O/eat-swapfile; echo $? > $O/eat-swapfile.rc
@@ -385,8 +387,18 @@ fn check(g: &Guest, label: &str) {
     assert_eq!(d["cgroup"]["memory_controller"], "v2", "{ctx}");
     assert_eq!(d["cgroup"]["layout"], "v2", "{ctx}");
     assert_eq!(d["zswap"]["present"], true, "{ctx}");
-    // zram was loaded without a device: doctor read its algorithms from one of
-    // its own, and left none behind (the state check below).
+    // zram was loaded without a device. Plain doctor changes nothing: it
+    // cannot list the algorithms, and adds no device (issue 31).
+    assert_eq!(rc(g, "doctor-plain"), 0, "{ctx}");
+    let plain: Value = serde_json::from_str(&read(&g.out.join("doctor-plain.json"))).expect("doctor JSON");
+    assert!(
+        plain["zram"]["algorithms_from"].as_str().is_some_and(|s| s.starts_with("no device to ask")),
+        "plain doctor: {}: {ctx}",
+        plain["zram"]
+    );
+    assert_eq!(read(&g.out.join("zram-after-plain-doctor")).trim(), "", "plain doctor added a zram device: {ctx}");
+    // doctor --probe-zram read them from one of its own, and left none behind
+    // (the state check below).
     let zram = d["checks"].as_array().and_then(|c| c.iter().find(|c| c["name"] == "zram")).cloned().unwrap_or_default();
     let zdetail = zram["detail"].as_str().unwrap_or_default();
     assert!(zdetail.contains("lz4") && zdetail.contains("a device pagelab added"), "doctor zram: {zram}: {ctx}");
