@@ -60,7 +60,7 @@ impl Experiment {
 }
 
 /// Every experiment, in the lab's order.
-pub static ALL: [Experiment; 6] = [
+pub static ALL: [Experiment; 7] = [
     Experiment {
         report: &report::eat::Eat,
         needs: &[
@@ -125,6 +125,18 @@ pub static ALL: [Experiment; 6] = [
         lab_more: crate::lab::more_repeats,
         workers: &[("toucher", workloads::assess::toucher_main)],
     },
+    Experiment {
+        report: &report::rightsize::Rightsize,
+        needs: &[
+            (Need::Root, "rightsize (batch)"),
+            (Need::MemoryCgroup, "rightsize (batch)"),
+            (Need::Zram, "rightsize --backing zram"),
+            (Need::ProcessMadvise, "rightsize --pid"),
+        ],
+        lab_step: crate::rightsize_cmd::lab_step,
+        lab_more: crate::lab::more_repeats,
+        workers: &[],
+    },
 ];
 
 /// The experiments (or their modes) that need `need`, in the lab's order.
@@ -162,7 +174,10 @@ mod tests {
         for e in &ALL {
             assert!(e.needs.iter().all(|(_, what)| what.starts_with(e.name())), "{}", e.name());
         }
-        assert_eq!(affected_by(Need::Root), ["eat (zram, cgroup trim)", "wscap", "thrash", "assess --trim zram"]);
+        assert_eq!(
+            affected_by(Need::Root),
+            ["eat (zram, cgroup trim)", "wscap", "thrash", "assess --trim zram", "rightsize (batch)"]
+        );
         assert!(affected_by(Need::MemoryCgroup).contains(&"mapping --pressure"));
     }
 

@@ -650,7 +650,12 @@ mod tests {
     fn quick_plan_as_root_runs_everything_in_five_minutes() {
         let p = plan(&machine(true, false), false, &[]);
         assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), report::experiment::names());
-        assert!(p.iter().all(|s| s.state == StepState::Planned));
+        // Everything but rightsize (a dozen runs of a program): the full lab runs it.
+        assert!(p.iter().all(|s| s.state == StepState::Planned || s.experiment == "rightsize"));
+        let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
+        assert!(rs.state == StepState::Skipped && rs.reason.as_deref().is_some_and(|r| r.contains("full lab")));
+        let full = plan(&machine(true, false), true, &[]);
+        assert!(full.iter().any(|s| s.experiment == "rightsize" && s.state == StepState::Planned));
         let total: f64 = p.iter().map(|s| s.expect_s).sum();
         // The first pass leaves a quarter minute of the 5-minute budget or more
         // for extra repeats.

@@ -17,6 +17,7 @@ mod mapping_cmd;
 mod monitor;
 mod record_cmd;
 mod report_cmd;
+mod rightsize_cmd;
 mod serve;
 mod thrash_cmd;
 mod units;
@@ -170,6 +171,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Cmd::HotCold { hot, cold, passes } = cli.command {
+        // A plain program (rightsize's known target): no handlers, no journal.
+        let h = workloads::rightsize::hotcold::HotCold { hot, cold, passes };
+        if let Err(e) = workloads::rightsize::hotcold::run(&h) {
+            eprintln!("pagelab __hotcold: {e}");
+            std::process::exit(1);
+        }
+        std::process::exit(0);
+    }
     if let Cmd::Worker { kind, args } = &cli.command {
         // Workers are controlled by their parent; the terminal's Ctrl-C is the parent's.
         // SAFETY: setting a signal disposition.
@@ -192,6 +202,8 @@ fn main() {
         Cmd::Wscap(a) => wscap_cmd::run(&a),
         Cmd::Mapping(a) => mapping_cmd::run(&a),
         Cmd::Assess(a) => assess_cmd::run(&a),
+        Cmd::Rightsize(a) => rightsize_cmd::run(&a),
+        Cmd::HotCold { .. } => unreachable!(),
         Cmd::Heap(a) => heap_cmd::run(&a),
         Cmd::Thrash(a) => thrash_cmd::run(&a),
         Cmd::Monitor(a) => monitor::run(&a),

@@ -36,13 +36,14 @@ pub trait Experiment: Sync {
 }
 
 /// Every experiment, in the order the lab runs them.
-pub static ALL: [&dyn Experiment; 6] = [
+pub static ALL: [&dyn Experiment; 7] = [
     &crate::eat::Eat,
     &crate::wscap::Wscap,
     &crate::heap::Heap,
     &crate::mapping::Mapping,
     &crate::thrash::Thrash,
     &crate::assess::Assess,
+    &crate::rightsize::Rightsize,
 ];
 
 /// The experiment called `name`.

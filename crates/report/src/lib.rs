@@ -18,6 +18,7 @@ pub mod lab;
 pub mod mapping;
 pub mod model;
 pub mod openmetrics;
+pub mod rightsize;
 pub mod stats;
 pub mod summary;
 pub mod thrash;

@@ -130,3 +130,8 @@ fn assess_renders() {
 fn thrash_renders() {
     check("thrash");
 }
+
+#[test]
+fn rightsize_renders() {
+    check("rightsize");
+}

@@ -13,6 +13,7 @@ pub mod noise;
 pub mod observe;
 pub mod order;
 pub mod procsnap;
+pub mod rightsize;
 pub mod thrash;
 pub mod usage;
 pub mod wscap;

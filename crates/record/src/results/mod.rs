@@ -9,6 +9,7 @@ pub mod assess;
 pub mod eat;
 pub mod heap;
 pub mod mapping;
+pub mod rightsize;
 pub mod thrash;
 pub mod wscap;
 

@@ -91,7 +91,7 @@ pub struct Estimate {
 }
 
 /// The t quantile for a two-sided interval of `level` with `df` degrees of freedom.
-fn t_quantile(level: f64, df: f64) -> f64 {
+pub fn t_quantile(level: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map(|d| d.inverse_cdf(0.5 + level / 2.0)).unwrap_or(f64::INFINITY)
 }
 
