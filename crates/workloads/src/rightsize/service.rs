@@ -412,6 +412,17 @@ pub fn run(
     let psis: Vec<f64> = tail.iter().map(|p| p.psi_some_pct).collect();
     svc.settled_psi_some_pct = record::stats::median(&psis).unwrap_or(f64::NAN);
     let most = fps.iter().copied().max().unwrap_or(0);
+    if let (Some(first), Some(last)) = (tail.first(), tail.last())
+        && last.footprint_bytes < first.footprint_bytes - first.footprint_bytes / 10
+    {
+        let msg = format!(
+            "the footprint was still falling in the last third ({} → {} MiB): it has not settled; give a longer --duration",
+            first.footprint_bytes / MIB,
+            last.footprint_bytes / MIB
+        );
+        obs.note(&msg);
+        res.notes.push(msg);
+    }
     if svc.timeline.len() >= 6 {
         res.recommendation = Some(recommend(&svc, most, cfg.psi));
     } else {

@@ -1,0 +1,191 @@
+//! `pagelab rightsize` on a program whose answer is known: pagelab's hot/cold
+//! program touches a cold set once and then sweeps a hot set H, so the limit
+//! it needs is H plus its own few MiB. Batch mode must find it and verify it;
+//! service mode must settle near it without restarting anything. Bad input
+//! exits 2 in one line and changes nothing.
+
+use serde_json::Value;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+mod common;
+use common::{bin, system_state};
+
+const MIB: u64 = 1 << 20;
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn can_make_stores() -> bool {
+    root() && Path::new("/sys/class/zram-control/hot_add").exists() && common::swap_free()
+}
+
+fn rightsize(args: &[&str]) -> (Option<i32>, Value, String) {
+    let o = Command::new(bin()).arg("rightsize").args(args).output().unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o.status.code(), v, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn refused(args: &[&str], names: &str) {
+    let before = system_state();
+    let (code, _, err) = rightsize(args);
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(last.contains(names), "{args:?}: the error does not name {names}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(system_state(), before, "{args:?} changed the system");
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_and_changes_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    refused(&["--slowdown", "0", "--", "true"], "--slowdown");
+    refused(&["--slowdown", "-5%", "--", "true"], "--slowdown");
+    refused(&["--backing", "floppy", "--", "true"], "--backing");
+    refused(&["--time-cap", "1", "--", "true"], "--time-cap");
+    refused(&["--runs", "2", "--", "true"], "--runs");
+    refused(&["--pid", "1", "--cgroup", "/tmp"], "--cgroup");
+    refused(&["--", "/nonexistent/program"], "/nonexistent/program");
+    if !root() {
+        common::skip("the rest needs root (batch mode makes a memory cgroup per run)");
+        return;
+    }
+    refused(&[], "--");
+    refused(&["--runs", "6", "--repeat", "3", "--", "true"], "--runs");
+    refused(&["--cgroup", "/tmp"], "--cgroup");
+    refused(&["--pid", "999999999"], "999999999");
+    if probe::Probe::default()
+        .memory_controller()
+        .ok()
+        .flatten()
+        .is_some_and(|(v, _)| v == probe::cgroup::CgroupVersion::V1)
+    {
+        refused(&["--cgroup", "/sys/fs/cgroup/memory"], "--pid");
+    }
+    if can_make_stores() {
+        // A program that runs too briefly, or fails on its own, is refused, and
+        // leaves no run directory.
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("r");
+        refused(&["--out", out.to_str().unwrap(), "--", "true"], "at least a second");
+        assert!(!out.exists());
+        refused(&["--out", out.to_str().unwrap(), "--", "sh", "-c", "sleep 1.2; exit 3"], "status 3");
+        assert!(!out.exists());
+    }
+}
+
+/// H = 32 MiB hot, C = 96 MiB cold, 20 % accepted: the recommendation lies in
+/// [H, 1.25·H + 32 MiB], it is verified (the pairs' 95 % upper bound within
+/// the target) in at most 12 runs, and the curve, the report and the JSON
+/// carry it.
+#[test]
+fn the_hot_set_is_found_and_verified() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let (code, v, err) = rightsize(&[
+        "--synthetic-hot",
+        "32MiB",
+        "--synthetic-cold",
+        "96MiB",
+        "--synthetic-passes",
+        "4000",
+        "--slowdown",
+        "20%",
+        "--backing",
+        "zram",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    common::assert_schema("experiment-output", &v);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    common::assert_schema("run", &run);
+    let r = &v["results"][0];
+    let rec = &r["recommendation"];
+    assert_eq!(rec["verified"], true, "{err}");
+    let limit = rec["limit_bytes"].as_u64().unwrap();
+    assert!((32 * MIB..=40 * MIB + 32 * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
+    let hi = rec["slowdown_ci95"][1].as_f64().unwrap();
+    assert!(hi <= 0.20, "upper bound {hi}");
+    let runs = r["runs"].as_array().unwrap();
+    assert!(runs.len() <= 12, "{} runs", runs.len());
+    assert_eq!(runs.iter().filter(|x| x["role"] == "verify" && x["limit_bytes"] == limit).count(), 3);
+    // Below the hot set it thrashes, and the run is stopped at the time cap.
+    let curve = r["curve"].as_array().unwrap();
+    assert!(curve.iter().any(|p| p["limit_bytes"] == limit && p["outcome"] == "ok"));
+    for p in curve.iter().filter(|p| p["limit_bytes"].as_u64().unwrap() < 32 * MIB) {
+        assert_ne!(p["outcome"], "ok", "{p}");
+    }
+    assert!(
+        rec["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains(&format!("MemoryMax={}M", limit / MIB)))
+    );
+    for f in ["rightsize.svg", "rightsize.png", "rightsize.md"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    println!("recommended {} MiB in {} runs; curve: {}", limit / MIB, runs.len(), r["curve"]);
+}
+
+/// Service mode on the running program (H = 64 MiB, C = 192 MiB): it settles
+/// within 25 % of H plus the program's own memory, the pressure stays under
+/// the threshold, and the program is never killed.
+#[test]
+fn service_mode_settles_near_the_hot_set() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let mut w = Command::new(bin())
+        .args(["__hotcold", "--hot", "64MiB", "--cold", "192MiB", "--passes", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap();
+    let own = ready["rss_before_bytes"].as_u64().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("s");
+    let pid = w.id().to_string();
+    let (code, v, err) =
+        rightsize(&["--pid", &pid, "--duration", "60s", "--backing", "zram", "--json", "--out", out.to_str().unwrap()]);
+    let alive = w.try_wait().unwrap().is_none();
+    let _ = w.kill();
+    let _ = w.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(alive, "the program died under service mode");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    common::assert_schema("experiment-output", &v);
+    let s = &v["results"][0]["service"];
+    assert_eq!(s["method"], "process_madvise");
+    assert_eq!(s["oom_kills"], 0);
+    let want = (64 * MIB + own) as f64;
+    let settled = s["settled_bytes"].as_u64().unwrap() as f64;
+    assert!(
+        (0.75 * want..=1.25 * want).contains(&settled),
+        "settled at {} MiB, want {} MiB ± 25 %",
+        settled / 1048576.0,
+        want / 1048576.0
+    );
+    assert!(s["settled_psi_some_pct"].as_f64().unwrap() <= s["psi_threshold_pct"].as_f64().unwrap(), "{s}");
+    assert!(s["start_bytes"].as_u64().unwrap() > 250 * MIB);
+    println!("settled at {:.0} MiB (H + own = {:.0} MiB)", settled / 1048576.0, want / 1048576.0);
+}
