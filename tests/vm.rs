@@ -215,6 +215,21 @@ $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --trim zram --duration 3
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source referenced --out $O/assess-ref; echo $? > $O/assess-ref.rc
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source mglru --out $O/assess-mglru 2> $O/assess-mglru.err; echo $? > $O/assess-mglru.rc
 $P assess --windows 1s,3s --warmup 1s --source mglru --out $O/assess-mglru-cmd -- /bin/busybox sleep 60; echo $? > $O/assess-mglru-cmd.rc
+# rightsize on pure cgroup v2 with zswap in front of a swap file: batch mode
+# (semantics only: timing under emulation means nothing), then service mode on
+# a group of the guest's own (memory.reclaim; its settings must not change).
+$P rightsize --synthetic-hot 8MiB --synthetic-cold 24MiB --synthetic-passes 2000 --slowdown 50% --runs 8 --repeat 2 --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize 2> $O/rightsize.err; echo $? > $O/rightsize.rc
+state $O/state-after-rightsize
+mkdir /sys/fs/cgroup/vmrs
+sh -c "echo \$\$ > /sys/fs/cgroup/vmrs/cgroup.procs; exec $P __hotcold --hot 8MiB --cold 24MiB --passes 0 > /dev/null" &
+hc=$!
+sleep 3
+cat /sys/fs/cgroup/vmrs/memory.max /sys/fs/cgroup/vmrs/memory.high /sys/fs/cgroup/vmrs/memory.swap.max > $O/vmrs-before
+$P rightsize --cgroup /sys/fs/cgroup/vmrs --duration 20s --backing zswap --swapfile-dir $S --out $O/rightsize-svc 2> $O/rightsize-svc.err; echo $? > $O/rightsize-svc.rc
+cat /sys/fs/cgroup/vmrs/memory.max /sys/fs/cgroup/vmrs/memory.high /sys/fs/cgroup/vmrs/memory.swap.max > $O/vmrs-after
+kill -0 $hc && echo alive > $O/vmrs-alive
+kill $hc; wait $hc; rmdir /sys/fs/cgroup/vmrs
+state $O/state-after-rightsize-svc
 # record --cgroup: a group of the guest's own, with a process in it.
 mkdir /sys/fs/cgroup/vmrec
 sh -c 'echo $$ > /sys/fs/cgroup/vmrec/cgroup.procs; exec sleep 8' &
@@ -519,6 +534,40 @@ fn check(g: &Guest, label: &str) {
         }),
         mglru.map(|m| m["why"].to_string()).unwrap_or_default()
     );
+    // rightsize: batch on v2 with zswap; every run in a group of its own, the
+    // stalls read from that group, and nothing left behind.
+    let before = read(&g.out.join("state-before"));
+    assert_eq!(rc(g, "rightsize"), 0, "rightsize: {} {ctx}", read(&g.out.join("rightsize.err")));
+    let rs = results(g, "rightsize");
+    assert_eq!(rs[0]["cgroup_version"], "v2", "{}", rs[0]);
+    assert_eq!(rs[0]["backing"], "zswap", "{}", rs[0]);
+    assert_eq!(rs[0]["psi_scope"], "cgroup", "{}", rs[0]);
+    let runs = rs[0]["runs"].as_array().cloned().unwrap_or_default();
+    assert!(!runs.is_empty() && runs.len() <= 8, "{} runs", runs.len());
+    assert!(runs.iter().all(|r| r["peak_bytes"].as_u64().is_some_and(|p| p > 0)), "{runs:?}");
+    let limited = runs.iter().filter(|r| r["limit_bytes"].is_u64()).count();
+    assert!(limited >= 2, "rightsize ran {limited} limited runs: {}", rs[0]);
+    assert!(!rs[0]["curve"].as_array().is_none_or(|c| c.is_empty()), "{}", rs[0]);
+    assert_eq!(read(&g.out.join("state-after-rightsize")), before, "rightsize left changes: {ctx}");
+    // Service mode: memory.reclaim on the guest's group, whose settings stay.
+    assert_eq!(rc(g, "rightsize-svc"), 0, "rightsize --cgroup: {} {ctx}", read(&g.out.join("rightsize-svc.err")));
+    let sv = &results(g, "rightsize-svc")[0]["service"];
+    assert_eq!(sv["method"], "memory.reclaim", "{sv}");
+    assert!(sv["reclaimed_bytes"].as_u64().is_some_and(|b| b > 0), "{sv}");
+    assert!(
+        sv["settled_bytes"].as_u64().unwrap_or(u64::MAX) < sv["start_bytes"].as_u64().unwrap_or(0),
+        "service mode did not lower the footprint: {sv}"
+    );
+    assert_eq!(read(&g.out.join("vmrs-before")), read(&g.out.join("vmrs-after")), "the group's settings changed");
+    assert_eq!(read(&g.out.join("vmrs-alive")).trim(), "alive", "the program died under service mode: {ctx}");
+    assert_eq!(read(&g.out.join("state-after-rightsize-svc")), before, "rightsize --cgroup left changes: {ctx}");
+    println!(
+        "vm: {label}: rightsize: {} runs on v2/zswap ({} limited), service mode by memory.reclaim: {} → {} MiB",
+        runs.len(),
+        limited,
+        sv["start_bytes"].as_u64().unwrap_or(0) >> 20,
+        sv["settled_bytes"].as_u64().unwrap_or(0) >> 20
+    );
     // record --cgroup: v2 samples of the guest's group, with its usage.
     assert_eq!(rc(g, "record"), 0, "{ctx}");
     let rec = record::rundir::RunRecord::load(&g.out.join("record")).expect("record run");
@@ -548,10 +597,11 @@ fn check(g: &Guest, label: &str) {
     let step = |n: &str| -> Value {
         lab["steps"].as_array().and_then(|a| a.iter().find(|s| s["experiment"] == n).cloned()).unwrap_or_default()
     };
-    assert_eq!(lab["steps"].as_array().map(Vec::len), Some(6), "{lab}");
+    assert_eq!(lab["steps"].as_array().map(Vec::len), Some(7), "{lab}");
     for n in ["eat", "heap", "mapping", "assess"] {
         assert_eq!(step(n)["state"], "complete", "{n}: {lab}");
     }
+    assert_eq!(step("rightsize")["state"], "skipped", "{lab}");
     for n in ["wscap", "thrash"] {
         assert_eq!(step(n)["state"], "skipped", "{lab}");
         assert!(step(n)["reason"].as_str().is_some_and(|r| r.contains("root")), "{lab}");
