@@ -134,7 +134,9 @@ pub static ALL: [Experiment; 7] = [
             (Need::ProcessMadvise, "rightsize --pid"),
         ],
         lab_step: crate::rightsize_cmd::lab_step,
-        lab_more: crate::lab::more_repeats,
+        // Its runs are its own search: more of them is a longer --runs, not a
+        // second pass.
+        lab_more: |_, _, _| None,
         workers: &[],
     },
 ];

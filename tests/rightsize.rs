@@ -58,6 +58,13 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
     refused(&[], "--");
     refused(&["--runs", "6", "--repeat", "3", "--", "true"], "--runs");
     refused(&["--cgroup", "/tmp"], "--cgroup");
+    // A look-alike tree of regular files is not a cgroup: nothing is written into it.
+    let fake = tempfile::tempdir().unwrap();
+    for f in ["memory.current", "memory.reclaim", "memory.pressure"] {
+        std::fs::write(fake.path().join(f), "0\n").unwrap();
+    }
+    refused(&["--cgroup", fake.path().to_str().unwrap(), "--duration", "2s"], "not a directory of a cgroup filesystem");
+    assert_eq!(std::fs::read_to_string(fake.path().join("memory.reclaim")).unwrap(), "0\n");
     refused(&["--pid", "999999999"], "999999999");
     if probe::Probe::default()
         .memory_controller()

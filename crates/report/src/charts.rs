@@ -406,11 +406,20 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
                 for t in tr.iter().filter(|t| t.faint) {
                     let c = PALETTE[t.color % PALETTE.len()];
                     let p: Vec<(f64, f64)> = t.points.iter().copied().filter(|p| ok(p.1)).collect();
-                    chart.draw_series(LineSeries::new(p, c.mix(0.35).stroke_width(1))).map_err(err)?;
+                    let s = chart.draw_series(LineSeries::new(p, c.mix(0.35).stroke_width(1))).map_err(err)?;
+                    if !t.name.is_empty() {
+                        s.label(t.name.as_str()).legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 12, y)], c.mix(0.35).stroke_width(1))
+                        });
+                    }
                 }
                 for t in tr.iter().filter(|t| !t.faint) {
                     let c = PALETTE[t.color % PALETTE.len()];
                     let p: Vec<(f64, f64)> = t.points.iter().copied().filter(|p| ok(p.1)).collect();
+                    // A trace of a few points shows each (one point draws no line).
+                    if p.len() <= 32 {
+                        chart.draw_series(p.iter().map(|&q| Circle::new(q, 3, c.filled()))).map_err(err)?;
+                    }
                     let s = chart.draw_series(LineSeries::new(p, c.stroke_width(2))).map_err(err)?;
                     if !t.name.is_empty() {
                         s.label(t.name.as_str())

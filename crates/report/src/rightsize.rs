@@ -199,12 +199,25 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, DynErr> {
         if !r.curve.is_empty() {
             let ok: Vec<_> = r.curve.iter().filter(|p| !p.censored).collect();
             let mut tr = vec![Trace {
-                name: "runtime ratio (95 % interval)".into(),
+                name: "runtime ratio (bars: 95 % interval)".into(),
                 color: 1,
                 points: ok.iter().map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect(),
                 faint: false,
-                band: ok.iter().filter_map(|p| p.ci95.map(|c| (p.limit_bytes as f64 / MIB, c[0], c[1]))).collect(),
+                band: vec![],
             }];
+            // Each limit's interval as a bar of its own (a band would join limits).
+            for p in &ok {
+                if let Some(c) = p.ci95 {
+                    let x = p.limit_bytes as f64 / MIB;
+                    tr.push(Trace {
+                        name: String::new(),
+                        color: 1,
+                        points: vec![(x, c[0]), (x, c[1])],
+                        faint: true,
+                        band: vec![],
+                    });
+                }
+            }
             let stopped: Vec<(f64, f64)> =
                 r.curve.iter().filter(|p| p.censored).map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect();
             if !stopped.is_empty() {

@@ -343,8 +343,25 @@ impl MemCgroup {
 /// (memory.reclaim), a group pagelab did not create: the monitor's `r` key, the
 /// user's own request. It changes no setting, so there is nothing to journal or
 /// restore; EAGAIN (reclaimed less than asked) is the caller's to judge.
+/// The write goes only into a cgroup filesystem, and never through a link:
+/// a directory elsewhere (a look-alike tree of regular files) is refused.
 pub fn reclaim_once(dir: &Path, bytes: u64) -> std::io::Result<()> {
-    std::fs::write(dir.join("memory.reclaim"), bytes.to_string())
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !is_cgroup_dir(dir) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a directory of a cgroup filesystem", dir.display()),
+        ));
+    }
+    let mut f =
+        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(dir.join("memory.reclaim"))?;
+    f.write_all(bytes.to_string().as_bytes())
+}
+
+/// Whether `path` is a directory on a cgroup (v1 or v2) filesystem.
+pub fn is_cgroup_dir(path: &Path) -> bool {
+    path.is_dir() && is_cgroupfs(path)
 }
 
 /// Makes the child that `cmd` will start join the cgroup at `dir` between fork

@@ -531,7 +531,8 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
     let store = res.curve.iter().find(|p| p.limit_bytes == limit).map(|p| p.store_used_bytes).unwrap_or(0);
     let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
     // What the program put in swap at the limit, with a quarter more room.
-    let swap_room = if res.backing == "none" || swap == 0 { 0 } else { swap + swap / 4 };
+    // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
+    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
     let (l, s, p) = (m_units(limit), m_units(swap_room), m_units(peak));
     let mut lines = vec![if s > 0 {
         format!("systemd:    MemoryMax={l}M MemorySwapMax={s}M")
@@ -562,7 +563,7 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
     };
     let summary = format!(
         "Give '{}' {l} MiB: at that limit it ran {:+.1} % slower than unlimited (95 % interval {:+.1} % to {:+.1} %, \
-         {} paired runs), within the {:.0} % asked for; its unlimited peak was {p} MiB ({:.0} % saved){store_txt}. \
+         {} pairs of runs side by side), within the {:.0} % asked for; its unlimited peak was {p} MiB ({:.0} % saved){store_txt}. \
          {} runs in all, on cgroup {} with {} backing.",
         res.command.join(" "),
         slow * 100.0,
@@ -570,7 +571,7 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
         hi * 100.0,
         v.ratios.len(),
         res.target_slowdown * 100.0,
-        if peak > 0 { (1.0 - limit as f64 / peak as f64) * 100.0 } else { 0.0 },
+        if peak > 0 { ((1.0 - limit as f64 / peak as f64) * 100.0).max(0.0) } else { 0.0 },
         res.runs.len(),
         res.cgroup_version,
         if res.backing.is_empty() { "no" } else { &res.backing },

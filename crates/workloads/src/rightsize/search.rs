@@ -7,7 +7,9 @@
 //! 2. A search between nothing and the peak (rounded to MiB): first just above
 //!    and just below the working set when there is one (a model's guess, to
 //!    be checked), then bisection. A limit *fits* when a single run there takes
-//!    at most 1 + s times the unlimited runs' median; a run past the time cap,
+//!    at most 1 + s/2 times the unlimited runs' median (half the target, so
+//!    that the verification's interval has room; in simulation this verifies
+//!    more programs than a threshold of 1 + s); a run past the time cap,
 //!    or OOM-killed, is stopped at once and does not fit. It stops when the
 //!    bracket is narrower than the resolution or the run budget leaves only
 //!    the verification.
@@ -17,9 +19,10 @@
 //!    drifts by tens of percent over minutes; two runs side by side agree far
 //!    better). The limit is recommended when the 95 % interval of the pairs'
 //!    ratios (the verdicts' t interval on the logs, [`claim::estimate`]) lies
-//!    within 1 + s. Probe runs do not count: they were chosen because they
-//!    were fast. If it does not hold and the budget allows, the next larger
-//!    limit that fit (or halfway to the peak) is verified instead.
+//!    within 1 + s. The first verification takes every run the search left
+//!    over (at least `pairs` pairs). Probe runs do not count: they were chosen
+//!    because they were fast. If it does not hold and the budget allows, the
+//!    next larger limit that fit (or halfway to the peak) is verified instead.
 
 use record::stats::claim;
 
@@ -165,18 +168,21 @@ impl<R: Runner> State<'_, R> {
         self.runs.push(Done { role, limit, trial, pair });
         Ok(self.runs.len() - 1)
     }
-    /// Seconds a verification is expected to take.
+    /// Seconds a verification of `pairs` is expected to take.
+    fn verify_cost_of(&self, pairs: u32) -> f64 {
+        2.0 * pairs as f64 * self.reference() * 1.1
+    }
     fn verify_cost(&self) -> f64 {
-        2.0 * self.cfg.pairs as f64 * self.reference() * 1.1
+        self.verify_cost_of(self.cfg.pairs)
     }
     fn fits(&self, i: usize) -> bool {
         let t = &self.runs[i].trial;
-        t.outcome == Outcome::Ok && t.seconds <= self.reference() * (1.0 + self.cfg.slowdown)
+        t.outcome == Outcome::Ok && t.seconds <= self.reference() * (1.0 + self.cfg.slowdown / 2.0)
     }
-    fn verify(&mut self, limit: u64) -> Result<Verification, R::Error> {
+    fn verify(&mut self, limit: u64, pairs: u32) -> Result<Verification, R::Error> {
         let mut ratios = Vec::new();
         let mut stopped = false;
-        for p in 0..self.cfg.pairs as usize {
+        for p in 0..pairs as usize {
             // ABBA: limited first in even pairs, unlimited first in odd ones.
             let (l, b) = if p % 2 == 0 {
                 let l = self.run(Role::Verify, Some(limit), None)?;
@@ -261,7 +267,15 @@ pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResu
         if st.left() < reserve || st.spent_s + st.verify_cost() > cfg.budget_s {
             break;
         }
-        let v = st.verify(c)?;
+        // The first verification takes the runs the search left over (more
+        // pairs narrow the interval) as long as they fit the time budget.
+        let mut pairs = cfg.pairs;
+        if verifications.is_empty() {
+            while pairs < st.left() / 2 && st.spent_s + st.verify_cost_of(pairs + 1) <= cfg.budget_s {
+                pairs += 1;
+            }
+        }
+        let v = st.verify(c, pairs)?;
         let ok = v.verified;
         verifications.push(v);
         if ok {

@@ -60,6 +60,12 @@ pub fn validate(cfg: &ServiceConfig) -> Result<(), ExperimentError> {
     match (cfg.pid, &cfg.cgroup) {
         (Some(pid), None) => crate::assess::check_pid(pid),
         (None, Some(dir)) => {
+            if !sandbox::cgroup::is_cgroup_dir(dir) {
+                return Err(err(format!(
+                    "--cgroup {}: not a directory of a cgroup filesystem (give one under /sys/fs/cgroup)",
+                    dir.display()
+                )));
+            }
             let (version, _) = cgroup_version_of(dir)?;
             if version == CgroupVersion::V1 {
                 return Err(err(format!(
