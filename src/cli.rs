@@ -850,7 +850,8 @@ pub struct RightsizeArgs {
     /// Runs of the program in all (baseline, search and verification).
     #[arg(long, default_value_t = 12, value_parser = units::uint32::<4, 1000>, allow_hyphen_values = true)]
     pub runs: u32,
-    /// Pairs (unlimited and limited, side by side) in the verification.
+    /// Pairs (unlimited and limited, side by side) in the verification, at
+    /// least: the first verification also takes every run the search left.
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<2, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// A limited run is stopped once it has run this many times the unlimited

@@ -62,7 +62,9 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     let m = probe::Probe::default().meminfo()?.unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(a.run.host_floor, &m);
     let avail = m.get("MemAvailable").unwrap_or(0);
-    let guard_max = avail.saturating_sub(guard.floor);
+    // A fifth below the guard's room: a program that grows without bound meets
+    // its group's limit (an OOM kill in the group) before the guard stops the run.
+    let guard_max = avail.saturating_sub(guard.floor) / 5 * 4;
     let config;
     let mut mode = None;
     let mut batch = None;

@@ -83,6 +83,34 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
         assert!(!out.exists());
         refused(&["--out", out.to_str().unwrap(), "--", "sh", "-c", "sleep 1.2; exit 3"], "status 3");
         assert!(!out.exists());
+        // More than the host guard allows (1 GiB of room, its group capped at a
+        // fifth less): OOM-killed in its own group, refused.
+        let floor = probe::Probe::default()
+            .meminfo()
+            .ok()
+            .flatten()
+            .and_then(|m| m.get("MemAvailable"))
+            .map(|a| a.saturating_sub(1 << 30))
+            .unwrap();
+        refused(
+            &[
+                "--host-floor",
+                &floor.to_string(),
+                "--out",
+                out.to_str().unwrap(),
+                "--",
+                bin().to_str().unwrap(),
+                "__hotcold",
+                "--hot",
+                "4GiB",
+                "--cold",
+                "0",
+                "--passes",
+                "1",
+            ],
+            "host guard",
+        );
+        assert!(!out.exists());
     }
 }
 

@@ -271,6 +271,14 @@ impl Runner for Real<'_> {
         let left = self.cfg.search.max_runs.saturating_sub(n as u32) as f64;
         let eta = reference.map(|m| format!(", at most ~{:.0} s to go", left * m * 1.05)).unwrap_or_default();
         eprintln!("{:.2} s {}{rel} · {:.0} s so far{eta}", r.seconds, r.outcome, elapsed);
+        if role == Role::Baseline && r.outcome == "oom" {
+            return Err(err(format!(
+                "'{}' needed more than the host guard allows ({} MiB: MemAvailable less --host-floor) and was \
+                 OOM-killed in its own group: rightsize cannot measure it unlimited here",
+                self.cfg.command.join(" "),
+                self.cfg.guard_max / MIB
+            )));
+        }
         if role == Role::Baseline && r.outcome != "ok" {
             let why = match r.exit_code {
                 Some(c) => format!("exited with status {c}"),

@@ -389,8 +389,9 @@ pub fn run(
             }
         }
         eprintln!(
-            "pagelab: {:>5.0} s  footprint {:>6} MiB  psi some {:>6.3} %  major faults {:>6}  {}",
+            "pagelab: {:>5.0} s of {:.0}  footprint {:>6} MiB  psi some {:>6.3} %  major faults {:>6}  {}",
             point.t_s,
+            cfg.duration.as_secs_f64(),
             fp / MIB,
             psi * 100.0,
             faults,
