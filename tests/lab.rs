@@ -73,6 +73,12 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     assert_eq!(v["mode"], "quick");
     let lab = lab_json(&dir);
     for s in lab["steps"].as_array().unwrap() {
+        if s["experiment"] == "rightsize" {
+            // A dozen runs of a program: the full lab's, listed here as skipped.
+            assert_eq!(s["state"], "skipped", "{s}");
+            assert!(s["reason"].as_str().is_some_and(|r| r.contains("full lab")), "{s}");
+            continue;
+        }
         assert_eq!(s["state"], "complete", "{s}");
         assert!(dir.join(s["dir"].as_str().unwrap()).join("run.json").exists());
     }
@@ -85,12 +91,16 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     if let Some(p) = shot {
         std::fs::copy(dir.join("report.png"), p).unwrap();
     }
-    assert_eq!(page["headline"], 6, "{page}");
+    assert_eq!(page["headline"], 7, "{page}");
     assert_eq!(page["environment"], true);
     let sections = page["sections"].as_array().unwrap();
     let ids: Vec<&str> = sections.iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "assess"]);
+    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "assess", "rightsize"]);
     for s in sections {
+        if s["id"] == "rightsize" {
+            assert_eq!(s["state"], "skipped", "{s}");
+            continue;
+        }
         assert_eq!(s["state"], "complete", "{s}");
         assert!(s["charts"].as_u64().unwrap() >= 2, "too few charts: {s}");
         assert!(s["verdicts"].as_u64().unwrap() >= 2, "no comparison with the study: {s}");
