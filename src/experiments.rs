@@ -90,7 +90,10 @@ pub static ALL: [Experiment; 7] = [
         needs: &[],
         lab_step: crate::heap_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
-        workers: &[("heap", workloads::heap::worker_main)],
+        workers: &[
+            ("heap", workloads::heap::worker_main),
+            (workloads::heap::overtime::WORKER, workloads::heap::overtime::worker_main),
+        ],
     },
     Experiment {
         report: &report::mapping::Mapping,

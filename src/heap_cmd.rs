@@ -8,14 +8,25 @@ use crate::lab::{Machine, arg, list, step};
 use report::lab::Step;
 use workloads::heap::HeapConfig;
 
+/// The speed sweep's thread counts when --threads is not given.
+const SWEEP_THREADS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+
 pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
+    let speed = !a.over_time || a.speed;
+    if a.over_time && !a.speed && a.threads.is_some() {
+        return Err(sandbox::SandboxError::Invalid(
+            "--threads sets the speed sweep's threads: with --over-time use --over-time-threads (or add --speed)"
+                .into(),
+        )
+        .into());
+    }
     let cfg = HeapConfig {
-        threads: a.threads.clone(),
+        threads: a.threads.clone().unwrap_or_else(|| SWEEP_THREADS.to_vec()),
         allocators: a.allocators.clone(),
         heap_mode: a.heap_mode.clone(),
         workload: a.workload.clone(),
         ops: a.ops,
-        repeat: a.repeat,
+        repeat: a.repeat.unwrap_or(10),
         seed: a.seed,
         baseline: a.baseline.clone().unwrap_or_else(|| {
             let names: Vec<String> = a.allocators.iter().map(|x| x.name()).collect();
@@ -24,13 +35,19 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
-    workloads::heap::validate(&cfg)?;
+    let ot = a.over_time.then(|| over_time_config(a, &cfg)).transpose()?;
+    if speed {
+        workloads::heap::validate(&cfg)?;
+    }
+    if let Some(ot) = &ot {
+        workloads::heap::overtime::validate(ot)?;
+    }
     // The parent's own calibration: the timer as this machine gives it.
     let timer = workloads::heap::timer::calibrate(60, 100_000);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let names: Vec<String> = cfg.allocators.iter().map(|a| a.name()).collect();
     let config = serde_json::to_value(record::results::heap::Config {
-        threads: cfg.threads.clone(),
+        threads: if speed { cfg.threads.clone() } else { vec![] },
         allocators: names,
         heap_mode: cfg.heap_mode.clone(),
         workload: cfg.workload.clone(),
@@ -41,18 +58,32 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         cores: cores as u64,
         timer: serde_json::to_value(timer)?,
         timer_overhead_ns: timer.overhead_ns,
+        over_time: ot.as_ref().map(|o| o.record()),
+        speed,
     })?;
     let run = ExperimentRun::start("heap", &a.run, config)?;
-    run.note(&format!(
-        "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",
-        timer.source,
-        timer.ns_per_tick,
-        timer.overhead_ns,
-        if timer.invariant { "" } else { "; the CPU does not advertise an invariant TSC" }
-    ));
+    if speed {
+        run.note(&format!(
+            "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",
+            timer.source,
+            timer.ns_per_tick,
+            timer.overhead_ns,
+            if timer.invariant { "" } else { "; the CPU does not advertise an invariant TSC" }
+        ));
+    }
+    if let Some(ot) = &ot {
+        note_over_time(&run, ot);
+    }
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
-        workloads::heap::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+        let sweep =
+            if speed { workloads::heap::run(&cfg, &mut obs, record::stop::requested).map(|_| ()) } else { Ok(()) };
+        sweep
+            .and_then(|_| match &ot {
+                Some(ot) => workloads::heap::overtime::run(ot, &mut obs, record::stop::requested).map(|_| ()),
+                None => Ok(()),
+            })
+            .map_err(exp_error)
     };
     let baseline = cfg.baseline.clone();
     conclude(
@@ -63,28 +94,103 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         |all| {
             let results: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("result")).collect();
             let unsupported: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("unsupported")).collect();
-            serde_json::json!({"experiment": "heap", "timer_overhead_ns": timer.overhead_ns, "timer": timer,
-                "cores": cores, "baseline": baseline, "results": results, "unsupported": unsupported})
+            let over_time: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("over_time")).collect();
+            let mut doc = serde_json::json!({"experiment": "heap", "cores": cores, "baseline": baseline,
+                "results": results, "unsupported": unsupported, "over_time": over_time});
+            if speed {
+                doc["timer_overhead_ns"] = serde_json::json!(timer.overhead_ns);
+                doc["timer"] = serde_json::json!(timer);
+            }
+            doc
         },
         |all| {
-            format!(
-                "timer overhead {:.1} ns per call (subtracted); {cores} cores\n{}\n{}\npublished figures beside ours:\n{}",
-                timer.overhead_ns,
-                report::heap::text_table(all),
-                report::heap::relative_table(all, &baseline),
-                report::heap::reference_markdown(all)
-            )
+            let mut s = String::new();
+            if speed {
+                s += &format!(
+                    "timer overhead {:.1} ns per call (subtracted); {cores} cores\n{}\n{}\npublished figures beside ours:\n{}",
+                    timer.overhead_ns,
+                    report::heap::text_table(all),
+                    report::heap::relative_table(all, &baseline),
+                    report::heap::reference_markdown(all)
+                );
+            }
+            if ot.is_some() {
+                s += &report::heap::over_time_table(all);
+            }
+            s
         },
     )
+}
+
+/// The over-time plan from the flags: every allocator as it comes, then the knob arms.
+fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> anyhow::Result<workloads::heap::overtime::OverTimeConfig> {
+    use workloads::heap::overtime::{Arm, OverTimeConfig};
+    let mut arms: Vec<Arm> = a.allocators.iter().map(|x| Arm { allocator: x.clone(), knob: None }).collect();
+    for k in a.knobs.iter().filter_map(|k| k.0.clone()) {
+        if !a.allocators.contains(&k.allocator) {
+            return Err(sandbox::SandboxError::Invalid(format!(
+                "--knobs {}: {} is not in --allocators ({})",
+                k.label(),
+                k.allocator.name(),
+                a.allocators.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+        if !arms.contains(&k) {
+            arms.push(k);
+        }
+    }
+    let charge = sandbox::privilege::require_admin("", "").is_ok()
+        && probe::Probe::default().memory_controller().ok().flatten().is_some();
+    Ok(OverTimeConfig {
+        threads: a.over_time_threads.clone(),
+        arms,
+        patterns: a.patterns.clone(),
+        live_bytes: a.live,
+        churn: a.churn,
+        idle: a.idle,
+        repeat: a.repeat.unwrap_or(3),
+        sample: a.sample_every,
+        seed: cfg.seed,
+        exe: cfg.exe.clone(),
+        host_floor: cfg.host_floor,
+        charge,
+        pressure: a.pressure,
+    })
+}
+
+/// What the run's notes say of the over-time plan, and of the environment the
+/// workers inherit.
+fn note_over_time(run: &ExperimentRun, ot: &workloads::heap::overtime::OverTimeConfig) {
+    run.note(&format!(
+        "over time: {} workers ({} arms), about {:.0} s; RSS every {} ms{}",
+        ot.runs().len(),
+        ot.arms.len(),
+        ot.expect_s(),
+        ot.sample.as_millis(),
+        if ot.charge { ", and each worker's cgroup charge" } else { " (not root: no cgroup charge)" }
+    ));
+    let inherited: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            k.starts_with("MALLOC_") || k.starts_with("MIMALLOC_") || k == "_RJEM_MALLOC_CONF" || k == "GLIBC_TUNABLES"
+        })
+        .collect();
+    if !inherited.is_empty() {
+        run.note(&format!(
+            "the environment sets {}: every arm inherits it, so the default arms are not the allocators' defaults",
+            inherited.join(", ")
+        ));
+    }
 }
 
 /// The lab's `heap` step for this machine.
 pub fn lab_step(m: &Machine, full: bool) -> Step {
     // heap: thread counts up to 128 (full) or 4 × cores (quick: past the core
-    // count, where the study's wall-time measure grows, at half the time of 8 ×).
+    // count, where the study's wall-time measure grows; 1, the cores and 4 ×
+    // are what the findings compare).
     let c = m.cpus;
-    let mut threads: Vec<u32> =
-        if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, 2 * c, (4 * c).min(64)] };
+    let mut threads: Vec<u32> = if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, (4 * c).min(64)] };
     threads.sort_unstable();
     threads.dedup();
     let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
@@ -93,11 +199,48 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     // 300 000 allocations per thread) before its share of the warm calls.
     let procs = workloads::heap::PROCS as f64;
     let calls = ops as f64 + procs * 300_000.0;
-    let heap_expect =
+    let speed_expect =
         1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
-    step(
-        "heap",
-        vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string(), arg("--repeat"), hrep.to_string()],
-        heap_expect,
-    )
+    let mut args =
+        vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string(), arg("--repeat"), hrep.to_string()];
+    // Memory over time: the quick lab's short version at the core count (the
+    // allocators at their defaults and glibc with malloc_trim, which the
+    // findings compare); the full lab's at 1 and 4 threads, two patterns, and
+    // a documented setting of each allocator.
+    let ot = over_time_plan(c, full);
+    args.extend([arg("--over-time"), arg("--speed")]);
+    args.extend(ot.iter().map(|s| s.to_string()));
+    let workers = if full { 7.0 * 3.0 * hrep as f64 } else { 4.0 * hrep as f64 };
+    let (live, churn, idle) = if full { (256.0, 5.0, 10.0) } else { (32.0, 0.3, 1.0) };
+    // Measured here: a worker takes its churn and idle plus about 0.15 s and
+    // 1 ms per MiB of live size (start, grow, shrink).
+    let ot_expect = workers * (churn + idle + 0.15 + live / 1000.0);
+    step("heap", args, speed_expect + ot_expect)
+}
+
+/// The lab's `--over-time` flags.
+fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
+    let v: Vec<String> = if full {
+        vec![
+            "--over-time-threads".into(),
+            "1,4".into(),
+            "--patterns".into(),
+            "mixed,cross-thread".into(),
+            "--knobs".into(),
+            "glibc:malloc_trim,glibc:MALLOC_ARENA_MAX=1,jemalloc:background_thread:true,mimalloc:MIMALLOC_PURGE_DELAY=0"
+                .into(),
+        ]
+    } else {
+        vec![
+            "--over-time-threads".into(),
+            cores.to_string(),
+            "--live".into(),
+            "32MiB".into(),
+            "--churn".into(),
+            "300ms".into(),
+            "--idle".into(),
+            "1s".into(),
+        ]
+    };
+    v
 }

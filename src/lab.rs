@@ -661,7 +661,10 @@ mod tests {
         // for extra repeats.
         assert!(total > 60.0 && total < 285.0, "{total}");
         let heap = p.iter().find(|s| s.experiment == "heap").unwrap();
-        assert!(heap.args.join(" ").contains("--threads 1,2,4,8"), "{:?}", heap.args);
+        let h = heap.args.join(" ");
+        assert!(h.contains("--threads 1,2,8"), "{h}");
+        // The short memory-over-time part, at the core count, beside the speed sweep.
+        assert!(h.contains("--over-time --speed --over-time-threads 2") && h.contains("--idle 1s"), "{h}");
         // All four thrash presets (the findings compare e1, e3 and e4 with e2),
         // repeated, on the study's store.
         let t = p.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
@@ -693,7 +696,7 @@ mod tests {
         let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
         let h = more_repeats(by("heap"), &["heap.concurrent_linux"], 2).unwrap();
         assert!(
-            h.args.join(" ").contains("--repeat 2") && h.args.join(" ").contains("--threads 1,2,4,8"),
+            h.args.join(" ").contains("--repeat 2") && h.args.join(" ").contains("--threads 1,2,8"),
             "{:?}",
             h.args
         );

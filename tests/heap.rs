@@ -163,3 +163,95 @@ fn a_preloaded_library_without_malloc_is_refused() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains(&format!("preload:{libz} does not provide malloc")), "{err}");
 }
+
+/// `heap --over-time` at a small size: the phases' figures hold together, the
+/// output matches the schemas, and malloc_trim gives back what glibc kept.
+#[test]
+fn over_time_figures_hold_together_and_malloc_trim_gives_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = Command::new(bin())
+        .args(["heap", "--over-time", "--over-time-threads", "2", "--live", "32MiB", "--churn", "400ms"])
+        .args(["--idle", "1s", "--repeat", "2", "--knobs", "glibc:malloc_trim", "--json", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("experiment-output", &v);
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    common::assert_schema("run", &run);
+    let ot = v["over_time"].as_array().unwrap();
+    let arms: Vec<&str> = ot.iter().map(|r| r["arm"].as_str().unwrap()).collect();
+    assert_eq!(arms, ["glibc", "mimalloc", "jemalloc", "glibc+malloc_trim"]);
+    assert!(v["results"].as_array().unwrap().is_empty(), "no speed sweep without --speed");
+    // As root with a memory controller, each worker ran in a cgroup of its own.
+    let charged = run["config"]["over_time"]["charge"] == true;
+    if !charged {
+        println!("SKIP part: not root or no memory cgroup controller: no cgroup charge to check");
+    }
+    for r in ot {
+        let runs = r["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{}", r["arm"]);
+        for x in runs {
+            let b = |k: &str| x[k].as_u64().unwrap_or_else(|| panic!("{k} in {x}")) as f64;
+            let live = b("live_bytes");
+            assert!((32.0 * 1048576.0..40.0 * 1048576.0).contains(&live), "{live}");
+            assert_eq!(b("freed_bytes") + b("kept_bytes"), live);
+            // A random tenth of the objects survives; by bytes it varies
+            // more, since a few blocks of up to 2 MiB carry most of them.
+            let kept = b("kept_bytes") / live;
+            assert!(kept > 0.005 && kept < 0.4, "{kept}");
+            // The heap held at least the live bytes at its peak, and the peak is the most seen.
+            assert!(b("peak_rss_bytes") >= 0.9 * live, "{}: peak {} live {live}", r["arm"], b("peak_rss_bytes"));
+            for k in ["steady_rss_bytes", "before_shrink_rss_bytes", "after_shrink_rss_bytes", "after_idle_rss_bytes"] {
+                assert!(b(k) <= b("peak_rss_bytes"), "{k}");
+            }
+            let ends: Vec<f64> = x["phase_ends_s"].as_array().unwrap().iter().map(|e| e.as_f64().unwrap()).collect();
+            assert!(ends.windows(2).all(|w| w[0] <= w[1]) && ends[3] - ends[2] >= 0.99, "{ends:?}");
+            assert!(x["timeline"].as_array().unwrap().len() >= 20);
+            assert!(x["churn_ops"].as_u64().unwrap() > 1000);
+            if charged {
+                assert!(x["peak_charge_bytes"].as_u64().is_some_and(|c| c as f64 >= 0.9 * live), "{x}");
+            }
+        }
+    }
+    let after = |arm: &str| {
+        let r = ot.iter().find(|r| r["arm"] == arm).unwrap();
+        r["after_shrink_mib"]["median"].as_f64().unwrap()
+    };
+    // A scattered tenth survives, but most freed pages hold nothing live:
+    // malloc_trim gives them back, glibc's free() keeps most of them.
+    assert!(after("glibc+malloc_trim") < 0.5 * after("glibc"), "{} vs {}", after("glibc+malloc_trim"), after("glibc"));
+    let trim = ot.iter().find(|r| r["arm"] == "glibc+malloc_trim").unwrap();
+    assert!(trim["runs"][0]["trim_ms"].as_f64().is_some());
+    // The report carries the chart, the table and the findings.
+    assert!(dir.join("heap_over_time_mixed_2.svg").exists());
+    let md = std::fs::read_to_string(dir.join("heap.md")).unwrap();
+    assert!(md.contains("Memory over time") && md.contains("glibc+malloc_trim"), "{md}");
+    let rep = Command::new(bin()).args(["report", "--json"]).arg(&dir).output().unwrap();
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let rep = String::from_utf8_lossy(&rep.stdout);
+    for id in ["heap.glibc_keeps", "heap.malloc_trim", "heap.idle_gives_nothing"] {
+        assert!(rep.contains(id), "{id} not in the report");
+    }
+}
+
+#[test]
+fn bad_over_time_input_exits_2() {
+    for (args, needle) in [
+        (&["--over-time", "--threads", "2"][..], "--over-time-threads"),
+        (&["--over-time", "--knobs", "glibc:LD_PRELOAD=/x.so"][..], "--knobs"),
+        (&["--over-time", "--knobs", "jemalloc:dirty_decay_ms:0", "--allocators", "glibc"][..], "not in --allocators"),
+        (&["--over-time", "--patterns", "bursty"][..], "small, mixed, cross-thread, larson"),
+        (&["--over-time", "--live", "4KiB"][..], "--live"),
+        (&["--over-time", "--patterns", "cross-thread", "--over-time-threads", "1"][..], "at least 2 threads"),
+        (&["--speed"][..], "--over-time"),
+    ] {
+        let out = Command::new(bin()).arg("heap").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
+    }
+}

@@ -359,13 +359,18 @@ pub struct Trace {
     pub band: Vec<(f64, f64, f64)>,
 }
 
-pub const PALETTE: [RGBColor; 6] = [
+/// Index 5 is grey (markers, references); the rest are for series.
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
     RGBColor(255, 127, 14),
     RGBColor(127, 127, 127),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
 
 /// Writes a chart of traces (bands, then faint lines, then lines) to `stem.svg`/`.png`.

@@ -36,7 +36,13 @@ fn every_experiment_has_a_fixture() {
 }
 
 fn check(name: &str) {
-    let (_tmp, dir) = copy(name);
+    check_fixture(name, name)
+}
+
+/// A fixture of experiment `name` under another directory name (`snap` names
+/// its snapshots too).
+fn check_fixture(snap: &str, name: &str) {
+    let (_tmp, dir) = copy(snap);
     let rec = record::RunRecord::load(&dir).unwrap();
     assert_eq!(rec.run.experiment, name);
     let e = find(name).unwrap();
@@ -53,7 +59,7 @@ fn check(name: &str) {
         }
     }
     let md = std::fs::read_to_string(dir.join(format!("{name}.md"))).unwrap();
-    insta::assert_snapshot!(format!("{name}_md"), stable(&md, &dir));
+    insta::assert_snapshot!(format!("{snap}_md"), stable(&md, &dir));
     // The report over the run: headline, verdicts and metrics, as Markdown.
     let r = Report::load(&dir, Render::IfMissing).unwrap();
     assert_eq!(r.sections.len(), 1);
@@ -61,7 +67,7 @@ fn check(name: &str) {
     assert!(!s.metrics().is_empty(), "{name}: no headline metrics");
     assert!(!s.verdicts().is_empty(), "{name}: no verdicts");
     assert!(!report::html::headline(s).is_empty(), "{name}: no summary line");
-    insta::assert_snapshot!(format!("{name}_report"), stable(&report::html::markdown(&r), &dir));
+    insta::assert_snapshot!(format!("{snap}_report"), stable(&report::html::markdown(&r), &dir));
     // The HTML page: self-contained, one section for the experiment.
     let html = report::html::html(&r);
     assert!(html.contains(&format!("id=\"exp-{name}\"")), "{name}");
@@ -114,6 +120,13 @@ fn wscap_renders() {
 #[test]
 fn heap_renders() {
     check("heap");
+}
+
+/// `heap --over-time --pressure` (no speed sweep): the phases' table, the
+/// squeeze's, the chart per pattern and thread count, and its three findings.
+#[test]
+fn heap_over_time_renders() {
+    check_fixture("heap-over-time", "heap");
 }
 
 #[test]

@@ -152,6 +152,133 @@ pub struct Unsupported {
 pub struct Entry {
     pub result: Option<HeapResult>,
     pub unsupported: Option<Unsupported>,
+    /// `pagelab heap --over-time`: one arm × pattern × thread count.
+    pub over_time: Option<OverTimeResult>,
+}
+
+/// What one worker of `heap --over-time` measured: heap memory (the worker's
+/// anonymous RSS above what it held before its first allocation) across the
+/// phases grow, churn, shrink and idle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverTimeRun {
+    /// 1-based; the arms of one repeat ran side by side (ABBA order).
+    pub repeat: u32,
+    /// Anonymous RSS before the first allocation (the worker's own).
+    pub baseline_rss_bytes: u64,
+    /// Bytes the program held (requested sizes) at the end of grow and churn.
+    pub live_bytes: u64,
+    /// Bytes freed by shrink, and those kept (the scattered 10 %).
+    pub freed_bytes: u64,
+    pub kept_bytes: u64,
+    /// Heap RSS: the most seen, the median over churn's second half, just
+    /// before shrink, just after it (after malloc_trim where the arm calls it),
+    /// and at the end of idle.
+    pub peak_rss_bytes: u64,
+    pub steady_rss_bytes: u64,
+    pub before_shrink_rss_bytes: u64,
+    pub after_shrink_rss_bytes: u64,
+    pub after_idle_rss_bytes: u64,
+    /// Seconds from the end of shrink until half of what idle gave back was
+    /// given back; None when idle gave back less than 1 % of the returnable
+    /// bytes (heap RSS before shrink − the bytes kept).
+    pub half_life_s: Option<f64>,
+    /// (after shrink − after idle) ÷ returnable: given back while no calls were made.
+    pub idle_returned_fraction: f64,
+    /// (before shrink − after idle) ÷ returnable: given back by shrink and idle together.
+    pub returned_fraction: f64,
+    /// Allocations (each with a free) in churn, all threads, and the CPU time
+    /// per allocation-and-free pair: churn's wall time × threads ÷ pairs.
+    pub churn_ops: u64,
+    pub churn_ns_per_op: f64,
+    /// Wall time of grow and shrink, and of malloc_trim where the arm calls it.
+    pub grow_s: f64,
+    pub shrink_ms: f64,
+    pub trim_ms: Option<f64>,
+    /// The run's memory cgroup charge (as root), bytes: the most seen and at the end of idle.
+    pub peak_charge_bytes: Option<u64>,
+    pub after_idle_charge_bytes: Option<u64>,
+    /// Ends of grow, churn, shrink and idle, seconds after grow began.
+    pub phase_ends_s: [f64; 4],
+    /// (seconds after grow began, heap RSS MiB, charge MiB), at most 400 points.
+    pub timeline: Vec<(f64, f64, Option<f64>)>,
+    /// The allocator's own account of its settings, where it gives one (the
+    /// check that a knob's environment setting took).
+    pub knob_readback: Option<String>,
+    /// With --pressure: the squeeze after idle, and the regrow after it.
+    pub pressure: Option<PressureRun>,
+}
+
+/// `heap --over-time --pressure`: after idle, the worker's memory cgroup is
+/// limited to what it still holds live (plus a margin) for a moment, with zram
+/// behind it, so that what the allocator kept but the program no longer uses
+/// goes to the compressed store; then the limit is lifted and the threads
+/// allocate back to the live size, paying for what comes back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PressureRun {
+    /// The limit during the squeeze, bytes (charge before grow + bytes kept + margin).
+    pub limit_bytes: u64,
+    /// The worker's swapped memory (VmSwap) at the end of the squeeze.
+    pub swapped_bytes: u64,
+    /// What the compressed store grew by during the squeeze: stored and compressed bytes.
+    pub stored_bytes: Option<u64>,
+    pub compressed_bytes: Option<u64>,
+    /// Heap RSS after the squeeze (the limit lifted, nothing touched yet).
+    pub after_squeeze_rss_bytes: u64,
+    /// Allocating back to the live size: wall time, and the major faults taken
+    /// (pages read back from the store).
+    pub regrow_s: f64,
+    pub regrow_major_faults: u64,
+    /// Heap RSS after the regrow.
+    pub after_regrow_rss_bytes: u64,
+}
+
+/// A figure over repeats: the median, and the 95 % interval of the verdicts
+/// (t on the logs, record::stats::claim); None where fewer than two repeats
+/// had a positive value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// None when no repeat had a value (e.g. a half-life that was never).
+    pub median: Option<f64>,
+    pub ci95: Option<[f64; 2]>,
+    pub n: usize,
+}
+
+/// One arm (an allocator, or an allocator with one setting changed) × pattern
+/// × thread count of `heap --over-time`, over its repeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverTimeResult {
+    /// The arm: `glibc`, or e.g. `glibc+malloc_trim`, `jemalloc+dirty_decay_ms:0`.
+    pub arm: String,
+    pub allocator: String,
+    /// The setting changed, if any (as given to --knobs, without the allocator).
+    pub knob: Option<String>,
+    pub pattern: String,
+    pub threads: u32,
+    /// The live size asked for, all threads.
+    pub live_target_bytes: u64,
+    pub churn_s: f64,
+    pub idle_s: f64,
+    pub peak_mib: Spread,
+    /// Steady heap RSS ÷ live bytes (fragmentation and caches).
+    pub steady_over_live: Spread,
+    pub after_shrink_mib: Spread,
+    pub after_idle_mib: Spread,
+    /// Over the repeats that gave back anything while idle.
+    pub half_life_s: Spread,
+    /// Repeats in which idle gave back less than 1 % of the returnable bytes.
+    pub half_life_never: usize,
+    pub idle_returned_fraction: Spread,
+    pub returned_fraction: Spread,
+    pub churn_ns_per_op: Spread,
+    /// Seconds to grow from empty to the live size.
+    pub grow_s: Spread,
+    /// With --pressure: MiB swapped in the squeeze, and the regrow's time ÷ grow's, per repeat.
+    pub swapped_mib: Option<Spread>,
+    pub regrow_over_grow: Option<Spread>,
+    pub runs: Vec<OverTimeRun>,
 }
 
 /// run.json's `config` for a heap run.
@@ -173,4 +300,33 @@ pub struct Config {
     pub timer: serde_json::Value,
     #[serde(default = "crate::results::nan")]
     pub timer_overhead_ns: f64,
+    /// `--over-time`'s plan; None when the run had no over-time part.
+    pub over_time: Option<OverTimeConfig>,
+    /// False when `--over-time` ran alone (no speed sweep).
+    #[serde(default = "yes")]
+    pub speed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// run.json's `config.over_time`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OverTimeConfig {
+    pub threads: Vec<u32>,
+    /// Every arm: the allocators, then the knob arms.
+    pub arms: Vec<String>,
+    pub patterns: Vec<String>,
+    pub live_bytes: u64,
+    pub churn_s: f64,
+    pub idle_s: f64,
+    pub repeat: u32,
+    pub sample_ms: u64,
+    /// Whether the charge of a memory cgroup per worker was recorded (root).
+    pub charge: bool,
+    /// Whether each worker was squeezed after idle (--pressure), and the store.
+    pub pressure: bool,
+    pub store: Option<String>,
 }

@@ -69,6 +69,7 @@ pub trait ThreadHeap {
     unsafe fn free(&mut self, p: *mut u8);
 }
 
+#[derive(Clone, Copy)]
 pub struct Libc;
 impl ThreadHeap for Libc {
     // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
@@ -84,6 +85,7 @@ impl ThreadHeap for Libc {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct MiDefault;
 impl ThreadHeap for MiDefault {
     // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.
@@ -130,6 +132,7 @@ impl Drop for MiHeap {
 
 /// jemalloc through its prefixed entry points. Binding the thread to an arena (see
 /// [`je_create_arena`], [`je_bind`]) happens before the first timed call.
+#[derive(Clone, Copy)]
 pub struct Je;
 impl ThreadHeap for Je {
     // SAFETY (callers): size > 0, and the block is freed by this allocator's own free.

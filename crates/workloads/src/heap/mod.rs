@@ -7,6 +7,7 @@
 //! allocator × heap mode × thread count × repeat runs in a fresh worker process.
 
 pub mod alloc;
+pub mod overtime;
 pub mod script;
 pub mod timer;
 

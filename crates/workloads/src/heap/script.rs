@@ -59,10 +59,10 @@ pub const BLOCKS: usize = 9;
 const GROWTH_MAX_ROUNDS: u64 = 10_000;
 
 /// splitmix64: tiny, seedable, and the same on every platform.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
     #[inline(always)]
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -70,7 +70,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     #[inline(always)]
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((self.next() as u128 * n as u128) >> 64) as u64
     }
 }

@@ -2,6 +2,10 @@
 //! original's ms per million, tails, peak RSS), the relative table against a
 //! baseline allocator, the charts, and HeapPerf's published figures beside ours.
 
+pub mod over_time;
+
+pub use over_time::over_time_table;
+
 use crate::charts::{self, Scale};
 use crate::experiment::Experiment;
 use crate::headline::{Builder, Figure, Metric};
@@ -203,17 +207,23 @@ pub fn render(rec: &RunRecord) -> Result<Vec<std::path::PathBuf>, Box<dyn std::e
             written.extend([dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png"))]);
         }
     }
+    written.extend(over_time::charts(dir, &all)?);
     let baseline = if config.baseline.is_empty() { "glibc" } else { config.baseline.as_str() };
-    crate::write_file(
-        dir.join("heap.md"),
-        format!(
-            "# pagelab heap\n\n{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
+    let mut md = String::from("# pagelab heap\n\n");
+    if config.speed {
+        md += &format!(
+            "{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
             config.timer_overhead_ns,
             text_table(&all),
             relative_table(&all, baseline),
             reference_markdown(&all)
-        ),
-    )?;
+        );
+    }
+    let ot = over_time_table(&all);
+    if !ot.is_empty() {
+        md += &format!("\n## Memory over time\n\n```{ot}```\n");
+    }
+    crate::write_file(dir.join("heap.md"), md)?;
     written.push(dir.join("heap.md"));
     Ok(written)
 }
@@ -228,12 +238,30 @@ pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true).export("pe
 /// included (HeapPerf timed each thread's 1 M calls by the clock on the wall).
 pub const WALL: Figure = Figure::new("wall ns per call", "ns", true).export("wall_per_call_seconds", "seconds", 1e-9);
 
+const FIGURES: [Figure; 15] = [
+    ALLOC,
+    FREE,
+    ALLOC_P99,
+    PEAK_RSS,
+    WALL,
+    over_time::FIGURES[0],
+    over_time::FIGURES[1],
+    over_time::FIGURES[2],
+    over_time::FIGURES[3],
+    over_time::FIGURES[4],
+    over_time::FIGURES[5],
+    over_time::FIGURES[6],
+    over_time::FIGURES[7],
+    over_time::FIGURES[8],
+    over_time::FIGURES[9],
+];
+
 /// `heap` in the report's list of experiments.
 pub struct Heap;
 
 impl Experiment for Heap {
     fn figures(&self) -> &'static [Figure] {
-        &[ALLOC, FREE, ALLOC_P99, PEAK_RSS, WALL]
+        &FIGURES
     }
     fn name(&self) -> &'static str {
         "heap"
@@ -256,12 +284,15 @@ impl Experiment for Heap {
                 b.push(&g, &WALL, (ops > 0.0).then(|| run.wall_ms * 1e6 / ops));
             }
         }
+        over_time::metrics(results, b);
     }
     fn claims(&self) -> &'static [Claim] {
         &CLAIMS
     }
     fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict> {
-        findings(m, results)
+        let mut v = findings(m, results);
+        v.extend(over_time::findings(m, results));
+        v
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let mut v: Vec<String> = Vec::new();
@@ -280,11 +311,12 @@ impl Experiment for Heap {
                 v.push(format!("×{t}: {} ns/alloc", here.join(", ")));
             }
         }
+        v.extend(over_time::summary(m));
         v
     }
 }
 
-pub static CLAIMS: [Claim; 2] = [
+pub static CLAIMS: [Claim; 5] = [
     Claim {
         id: "heap.growth",
         claim: "time per call grows with the thread count",
@@ -308,6 +340,9 @@ pub static CLAIMS: [Claim; 2] = [
         no: "the allocators differ by more than 10 %: per-thread caches (mimalloc, jemalloc) are much cheaper per \
              call than glibc's arenas here, unlike the study's lock-free heap on Linux",
     },
+    over_time::CLAIMS[0],
+    over_time::CLAIMS[1],
+    over_time::CLAIMS[2],
 ];
 
 fn findings(m: &Ms, _results: &[Value]) -> Vec<Verdict> {
