@@ -204,8 +204,10 @@ pub struct OverTimeRun {
     pub timeline: Vec<(f64, f64, Option<f64>)>,
     /// The allocator's own account of its settings, where it gives one (the
     /// check that a knob's environment setting took).
+    #[serde(default)]
     pub knob_readback: Option<String>,
     /// With --pressure: the squeeze after idle, and the regrow after it.
+    #[serde(default)]
     pub pressure: Option<PressureRun>,
 }
 
@@ -274,9 +276,12 @@ pub struct OverTimeResult {
     pub returned_fraction: Spread,
     pub churn_ns_per_op: Spread,
     /// Seconds to grow from empty to the live size.
+    #[serde(default)]
     pub grow_s: Spread,
     /// With --pressure: MiB swapped in the squeeze, and the regrow's time ÷ grow's, per repeat.
+    #[serde(default)]
     pub swapped_mib: Option<Spread>,
+    #[serde(default)]
     pub regrow_over_grow: Option<Spread>,
     pub runs: Vec<OverTimeRun>,
 }

@@ -355,6 +355,10 @@ fn findings(m: &Ms, _results: &[Value]) -> Vec<Verdict> {
             Some((name.to_string(), t.parse().ok()?))
         })
         .collect();
+    if threads.is_empty() {
+        let why = "this run had no speed sweep (heap --over-time without --speed)";
+        return vec![judge(&CLAIMS[0], m, Err(why.into())), judge(&CLAIMS[1], m, Err(why.into()))];
+    }
     let most = threads.iter().map(|a| a.1).max();
     let group =
         |who: &str, t: u64| threads.iter().find(|a| a.0.starts_with(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0));
