@@ -236,15 +236,39 @@ pub struct PressureRun {
     pub after_regrow_rss_bytes: u64,
 }
 
-/// A figure over repeats: the median, and the 95 % interval of the verdicts
-/// (t on the logs, record::stats::claim); None where fewer than two repeats
-/// had a positive value.
+/// A figure over repeats: the median and a 95 % interval; None where fewer
+/// than two repeats had a value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// None when no repeat had a value (e.g. a half-life that was never).
     pub median: Option<f64>,
     pub ci95: Option<[f64; 2]>,
     pub n: usize,
+}
+
+impl Spread {
+    /// Sizes, times and ratios: the verdicts' interval (t on the logs of the
+    /// positive values, crate::stats::claim::estimate).
+    pub fn of(v: &[f64]) -> Spread {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let e = crate::stats::claim::estimate(&v);
+        Spread { median: crate::stats::median(&v), ci95: e.map(|e| e.ci95), n: v.len() }
+    }
+
+    /// Shares (0 to 1, where 0 is common): t on the values themselves, clipped
+    /// to 0 and 1; the logarithm of a share near 0 would make the interval
+    /// span decades.
+    pub fn of_share(v: &[f64]) -> Spread {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let n = v.len();
+        let ci95 = (n >= 2).then(|| {
+            let m = v.iter().sum::<f64>() / n as f64;
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+            let half = crate::stats::claim::t_quantile(0.95, (n - 1) as f64) * sd / (n as f64).sqrt();
+            [(m - half).max(0.0), (m + half).min(1.0)]
+        });
+        Spread { median: crate::stats::median(&v), ci95, n }
+    }
 }
 
 /// One arm (an allocator, or an allocator with one setting changed) × pattern
@@ -334,4 +358,24 @@ pub struct OverTimeConfig {
     /// Whether each worker was squeezed after idle (--pressure), and the store.
     pub pressure: bool,
     pub store: Option<String>,
+}
+
+#[cfg(test)]
+mod spread_tests {
+    use super::Spread;
+
+    #[test]
+    fn a_share_near_zero_gets_a_linear_interval_clipped_to_zero() {
+        let s = Spread::of_share(&[0.0, 0.0, 0.03]);
+        assert_eq!(s.median, Some(0.0));
+        let [lo, hi] = s.ci95.unwrap();
+        assert_eq!(lo, 0.0);
+        // mean 0.01, sd 0.0173, t(2) 4.30: 0.01 + 0.043.
+        assert!((hi - 0.053).abs() < 0.001, "{hi}");
+        // The log interval of the same figures leaves the zeros out.
+        assert_eq!(Spread::of(&[0.0, 0.0, 0.03]).ci95, None);
+        let one = Spread::of_share(&[0.5]);
+        assert_eq!((one.median, one.ci95, one.n), (Some(0.5), None, 1));
+        assert!(Spread::of_share(&[0.9, 1.0, 0.95]).ci95.unwrap()[1] <= 1.0);
+    }
 }

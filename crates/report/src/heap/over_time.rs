@@ -155,7 +155,9 @@ pub fn over_time_table(all: &[Value]) -> String {
             cell(&r.after_shrink_mib, 0),
             cell(&r.after_idle_mib, 0),
             half,
-            cell(&r.returned_fraction, 2),
+            // Recomputed from the runs, so that a run recorded before the
+            // share's interval was linear shows it as it is now.
+            cell(&Spread::of_share(&r.runs.iter().map(|x| x.returned_fraction).collect::<Vec<_>>()), 2),
             cell(&r.churn_ns_per_op, 0),
         );
     }
@@ -342,9 +344,11 @@ pub fn findings(m: &Ms, all: &[Value]) -> Vec<Verdict> {
         }
     };
     let mut out = vec![judge(&CLAIMS[0], m, keeps), judge(&CLAIMS[1], m, trim), judge(&CLAIMS[2], m, idle)];
+    // Where it was judged: the first pattern at the most threads.
     if let Some(g) = judged(&rs, "glibc") {
-        for v in &mut out {
-            v.why += &format!(" (judged on {g})");
+        let at = g.split_once(' ').map_or(g.as_str(), |x| x.1).to_string();
+        for v in out.iter_mut().filter(|v| v.n > 0) {
+            v.ours = format!("{at}: {}", v.ours);
         }
     }
     out

@@ -105,9 +105,7 @@ fn timeline(seen: &Seen, heap: &dyn Fn(u64) -> u64, secs: &dyn Fn(u64) -> f64) -
 
 /// The median and the verdicts' 95 % interval of positive values.
 pub fn spread(v: &[f64]) -> Spread {
-    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    let e = record::stats::claim::estimate(&v);
-    Spread { median: record::stats::median(&v), ci95: e.map(|e| e.ci95), n: v.len() }
+    Spread::of(v)
 }
 
 /// A figure of the squeezed repeats, if any was.
@@ -135,8 +133,8 @@ pub fn aggregate(arm: &Arm, p: Pattern, threads: u32, cfg: &OverTimeConfig, runs
         after_idle_mib: of(|r| r.after_idle_rss_bytes as f64 / MIB),
         half_life_s: spread(&halves),
         half_life_never: runs.len() - halves.len(),
-        idle_returned_fraction: of(|r| r.idle_returned_fraction),
-        returned_fraction: of(|r| r.returned_fraction),
+        idle_returned_fraction: Spread::of_share(&runs.iter().map(|r| r.idle_returned_fraction).collect::<Vec<_>>()),
+        returned_fraction: Spread::of_share(&runs.iter().map(|r| r.returned_fraction).collect::<Vec<_>>()),
         churn_ns_per_op: of(|r| r.churn_ns_per_op),
         grow_s: of(|r| r.grow_s),
         swapped_mib: pressed(&runs, |p, _| p.swapped_bytes as f64 / MIB),
