@@ -1,10 +1,12 @@
 //! `pagelab eat`: glue between the CLI, the experiment, the run directory and the
 //! report.
 
-use crate::cli::EatArgs;
+use crate::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::experiment::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::lab::{MIB, Machine, arg, mib, step};
+use crate::units;
 use crate::usage;
+use clap::Args;
 use report::lab::Step;
 use workloads::eat::EatConfig;
 
@@ -98,4 +100,63 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     let mut e = step("eat", eat_args, eat_expect);
     e.note = eat_note;
     e
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
+pub struct EatArgs {
+    /// Private memory to fill, per pattern.
+    #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// random, semi, const, zero, all, or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = parse_patterns)]
+    pub pattern: PatternList,
+    /// Block size of the semi pattern, bytes.
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 4096>, allow_hyphen_values = true)]
+    pub block: u32,
+    /// What takes the trimmed pages: auto, zram, zswap, swapfile, existing, none.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap compression algorithm, or `all` to compare every one the kernel offers.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// self (madvise in the worker), external (process_madvise from pagelab), cgroup (reclaim), none.
+    #[arg(long, default_value = "self", value_parser = parse_trim)]
+    pub trim: workloads::eat::Trim,
+    /// Runs per pattern.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// PRNG seed (recorded, so a run can be reproduced).
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct PatternList(pub Vec<workloads::fill::Pattern>);
+
+fn parse_patterns(s: &str) -> Result<PatternList, String> {
+    use workloads::fill::Pattern;
+    let mut v = Vec::new();
+    for part in s.split(',') {
+        match part.trim() {
+            "all" => v.extend(Pattern::ALL),
+            p => v.push(
+                Pattern::parse(p)
+                    .ok_or_else(|| format!("unknown pattern '{p}': expected random, semi, const, zero or all"))?,
+            ),
+        }
+    }
+    v.dedup();
+    Ok(PatternList(v))
+}
+
+fn parse_trim(s: &str) -> Result<workloads::eat::Trim, String> {
+    workloads::eat::Trim::parse(s)
+        .ok_or_else(|| format!("unknown trim '{s}': expected {}", workloads::eat::Trim::NAMES))
 }

@@ -1,11 +1,14 @@
 //! `pagelab heap`: glue between the CLI, the experiment, the run directory and
 //! the report.
 
-use crate::cli::HeapArgs;
+use crate::cli::RunArgs;
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::lab::{Machine, arg, list, step};
+use crate::units;
+use clap::Args;
 use report::lab::Step;
+use std::time::Duration;
 use workloads::heap::HeapConfig;
 
 /// The speed sweep's thread counts when --threads is not given.
@@ -243,4 +246,111 @@ fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
         ]
     };
     v
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a thread count: expected e.g. 1,2,4,8"))?;
+    if n == 0 || n > workloads::heap::MAX_THREADS {
+        return Err(format!("{n} threads: expected 1 to {}", workloads::heap::MAX_THREADS));
+    }
+    Ok(n)
+}
+
+fn parse_allocator(s: &str) -> Result<workloads::heap::alloc::Allocator, String> {
+    workloads::heap::alloc::Allocator::parse(s.trim())
+}
+
+fn parse_pattern(s: &str) -> Result<workloads::heap::overtime::Pattern, String> {
+    workloads::heap::overtime::Pattern::parse(s)
+}
+
+/// One `--knobs` entry: an arm, or `none`.
+#[derive(Debug, Clone)]
+pub struct KnobArg(pub Option<workloads::heap::overtime::Arm>);
+
+fn parse_knob(s: &str) -> Result<KnobArg, String> {
+    if s.trim() == "none" {
+        return Ok(KnobArg(None));
+    }
+    workloads::heap::overtime::Arm::parse_knob(s).map(|a| KnobArg(Some(a)))
+}
+
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// Comma-separated thread counts of the speed sweep (default
+    /// 1,2,4,8,16,32,64,128). Counts above the core count still run:
+    /// oversubscription is part of the question.
+    #[arg(long, value_delimiter = ',', value_parser = parse_threads, allow_hyphen_values = true)]
+    pub threads: Option<Vec<u32>>,
+    /// Comma-separated: glibc, mimalloc, jemalloc (linked in), preload:PATH.so (any
+    /// allocator library, through LD_PRELOAD in the worker).
+    #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator)]
+    pub allocators: Vec<workloads::heap::alloc::Allocator>,
+    /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
+    /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
+    #[arg(long, default_value = "default", value_parser = ["default", "shared", "per-thread"])]
+    pub heap_mode: String,
+    /// The allocation pattern.
+    #[arg(long, default_value = "containers", value_parser = ["containers"])]
+    pub workload: String,
+    /// Allocations per thread in the warm phase, after the heap has grown to its
+    /// steady live set (each is freed too; timed in batches of 1024 calls).
+    #[arg(long, default_value_t = 2_000_000, value_parser = units::uint64::<1, 1_000_000_000>, allow_hyphen_values = true)]
+    pub ops: u64,
+    /// Runs per configuration, each in a fresh worker; figures are their median,
+    /// with the CV across them (default 10 for the speed sweep, 3 over time).
+    #[arg(long, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: Option<u32>,
+    /// Seed of the workload script (every thread runs the same script).
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
+    pub seed: u64,
+    /// The allocator the relative table compares against (default: glibc if it
+    /// runs, else the first of --allocators).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Memory over time instead of speed: each arm grows to --live, churns,
+    /// frees 90 % (a scattered 10 % survives) and idles, while its RSS is
+    /// sampled; peak, steady ÷ live, after shrink, after idle and the
+    /// half-life of what idle gives back (docs/heap.md).
+    #[arg(long)]
+    pub over_time: bool,
+    /// With --over-time, run the speed sweep too (the lab does).
+    #[arg(long, requires = "over_time")]
+    pub speed: bool,
+    /// Thread counts of --over-time, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = parse_threads, allow_hyphen_values = true)]
+    pub over_time_threads: Vec<u32>,
+    /// Over time: the allocation patterns, comma-separated: small, mixed
+    /// (across glibc's mmap threshold, up to 2 MiB), cross-thread (freed by
+    /// another thread), larson (tables passed between threads).
+    #[arg(long, value_delimiter = ',', default_value = "mixed", value_parser = parse_pattern)]
+    pub patterns: Vec<workloads::heap::overtime::Pattern>,
+    /// Over time: extra arms, each an allocator with one documented setting
+    /// changed, comma-separated, or none: glibc:malloc_trim (called after
+    /// shrink), glibc:MALLOC_ARENA_MAX=N, glibc:MALLOC_TRIM_THRESHOLD_=N,
+    /// mimalloc:MIMALLOC_PURGE_DELAY=N, mimalloc:mi_collect,
+    /// jemalloc:dirty_decay_ms:N, jemalloc:background_thread:true, ...
+    #[arg(long, value_delimiter = ',', default_value = "glibc:malloc_trim", value_parser = parse_knob)]
+    pub knobs: Vec<KnobArg>,
+    /// Over time: the live size all threads hold together in grow and churn.
+    #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub live: u64,
+    /// Over time: how long churn lasts.
+    #[arg(long, default_value = "5s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub churn: Duration,
+    /// Over time: how long idle lasts (no allocator calls at all).
+    #[arg(long, default_value = "10s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub idle: Duration,
+    /// Over time, as root: after idle, squeeze each worker's memory cgroup to
+    /// what it holds live (zram behind it), then regrow to --live: how much of
+    /// what the allocator kept goes to the store, and what getting it back costs.
+    #[arg(long, requires = "over_time")]
+    pub pressure: bool,
+    /// Over time: how often each worker reads its RSS.
+    #[arg(long, default_value = "50ms", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub sample_every: Duration,
+    #[command(flatten)]
+    pub run: RunArgs,
 }

@@ -1,10 +1,12 @@
 //! `pagelab mapping`: glue between the CLI, the experiment, the run directory and
 //! the report.
 
-use crate::cli::MappingArgs;
+use crate::cli::RunArgs;
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::lab::{MIB, Machine, arg, mib, step};
+use crate::units;
+use clap::Args;
 use report::lab::Step;
 use workloads::mapping::MappingConfig;
 
@@ -75,4 +77,41 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
         ],
         1.0 + 7.0 * reps as f64 * (0.15 + (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009),
     )
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
+pub struct MappingArgs {
+    /// Region size.
+    #[arg(long, default_value = "300MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// Distance between touched bytes for --touch first-byte (a multiple of the page size).
+    #[arg(long, default_value = "64KiB", value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub stride: u64,
+    /// all (memset of the region), first-byte (first byte of every stride), page (first byte of every page).
+    #[arg(long, default_value = "all", value_parser = ["all", "first-byte", "page"])]
+    pub touch: String,
+    /// Counted iterations per method.
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 100000>, allow_hyphen_values = true)]
+    pub iterations: u32,
+    /// Warm-up iterations, not counted.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<0, 1000>, allow_hyphen_values = true)]
+    pub warmup: u32,
+    /// Separate runs of every method (round-robin, each a fresh worker): the
+    /// repeats that verdicts and compare count; iterations inside a run are not repeats.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
+    #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
+    pub methods: Vec<String>,
+    /// Transparent huge pages for the regions: never or madvise.
+    #[arg(long, default_value = "never", value_parser = ["never", "madvise"])]
+    pub hugepages: String,
+    /// Run each method in a memory cgroup too small to keep released pages (needs root).
+    #[arg(long)]
+    pub pressure: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }

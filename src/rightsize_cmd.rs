@@ -1,11 +1,15 @@
 //! `pagelab rightsize`: glue between the CLI, the search (or service mode),
 //! the run directory and the report.
 
-use crate::cli::RightsizeArgs;
+use crate::cli::{RunArgs, SwapfileArgs, parse_share};
 use crate::experiment::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::lab::{Machine, arg, skip, step};
+use crate::units;
 use crate::usage;
+use clap::Args;
 use report::lab::Step;
+use std::path::PathBuf;
+use std::time::Duration;
 use workloads::rightsize::search::SearchConfig;
 use workloads::rightsize::service::ServiceConfig;
 use workloads::rightsize::{self as rs, BatchConfig};
@@ -175,4 +179,107 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     } else {
         s
     }
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+/// `--backing` of rightsize: `disk` is a swap file made for the run.
+fn parse_rightsize_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
+    match s {
+        "disk" => Ok(workloads::backing::BackingKind::Swapfile),
+        _ => workloads::backing::BackingKind::parse(s).ok_or_else(|| {
+            format!("unknown backing '{s}': expected auto, zram, zswap, disk (a swap file), existing or none")
+        }),
+    }
+}
+
+/// A share that must be above 0: `5%` or `0.05`.
+fn parse_positive_share(s: &str) -> Result<f64, String> {
+    match parse_share(s) {
+        Ok(f) if f > 0.0 => Ok(f),
+        Ok(_) => Err(format!("'{s}': must be above 0, e.g. 5% or 0.05")),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_cap_factor(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('x').parse::<f64>() {
+        Ok(f) if (1.2..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}': expected a factor from 1.2 to 100, e.g. 3 or 3x")),
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("200ms")))]
+pub struct RightsizeArgs {
+    /// The slowdown you accept: the recommended limit's runtime, over unlimited,
+    /// has its 95 % upper bound within 1 + this.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub slowdown: f64,
+    /// What takes the pages that do not fit under a limit: auto, zram, zswap,
+    /// disk (a swap file), existing (the swap already on), none.
+    #[arg(long, default_value = "auto", value_parser = parse_rightsize_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap algorithm.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// Wall time for the whole search, verification included.
+    #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub budget: Duration,
+    /// Runs of the program in all (baseline, search and verification).
+    #[arg(long, default_value_t = 12, value_parser = units::uint32::<4, 1000>, allow_hyphen_values = true)]
+    pub runs: u32,
+    /// Pairs (unlimited and limited, side by side) in the verification, at
+    /// least: the first verification also takes every run the search left.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<2, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// A limited run is stopped once it has run this many times the unlimited
+    /// median (it counts as too small).
+    #[arg(long, default_value = "2", value_parser = parse_cap_factor, allow_hyphen_values = true)]
+    pub time_cap: f64,
+    /// The search stops when the bracket is narrower than this share of the peak.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub resolution: f64,
+    /// Service mode: this running process (never restarted).
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["cgroup", "command", "synthetic_hot"])]
+    pub pid: Option<i32>,
+    /// Service mode: this cgroup v2 directory (memory.reclaim).
+    #[arg(long, conflicts_with_all = ["command", "synthetic_hot"])]
+    pub cgroup: Option<PathBuf>,
+    /// Service mode: reclaim holds while memory pressure (PSI some) is at or
+    /// above this share of the time.
+    #[arg(long, default_value = "0.1%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub psi: f64,
+    /// Service mode: a command whose latency is watched (via sh -c).
+    #[arg(long, allow_hyphen_values = true)]
+    pub probe: Option<String>,
+    /// Service mode: reclaim holds while the probe is this much slower than before.
+    #[arg(long, default_value = "25%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub probe_slowdown: f64,
+    /// Service mode: how long to watch.
+    #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Service mode: time between steps.
+    #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub every: Duration,
+    /// Service mode: the largest step, as a share of the footprint.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub step: f64,
+    /// Instead of a command: pagelab's own program with this hot set (swept
+    /// over and over) ...
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true, requires = "synthetic_cold")]
+    pub synthetic_hot: Option<u64>,
+    /// ... and this cold set (touched once).
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true, requires = "synthetic_hot")]
+    pub synthetic_cold: Option<u64>,
+    /// ... sweeping the hot set this many times.
+    #[arg(long, default_value_t = 8000, value_parser = units::uint64::<1, 1000000>, allow_hyphen_values = true)]
+    pub synthetic_passes: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+    /// The command to size (after --).
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }

@@ -1,11 +1,14 @@
 //! `pagelab thrash`: glue between the CLI, the experiment, the run directory and
 //! the report.
 
-use crate::cli::ThrashArgs;
+use crate::cli::{RunArgs, SwapfileArgs};
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::lab::{MIB, Machine, arg, skip, step};
+use crate::units;
+use clap::Args;
 use report::lab::Step;
+use std::time::Duration;
 use workloads::thrash::PlanExt;
 use workloads::thrash::ThrashConfig;
 
@@ -173,4 +176,114 @@ pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
     // Per backing and repeat, the share of the runs these presets take.
     s.expect_s *= part;
     Some(s)
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+/// Thrash's stores: a comma-separated list, each run in turn.
+#[derive(Debug, Clone)]
+pub struct BackingList(pub Vec<workloads::backing::BackingKind>);
+
+fn parse_thrash_backings(s: &str) -> Result<BackingList, String> {
+    use workloads::backing::BackingKind as K;
+    let mut v = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        match K::parse(p) {
+            Some(k @ (K::Zram | K::Swapfile | K::Existing | K::Auto)) if !v.contains(&k) => v.push(k),
+            Some(K::Zram | K::Swapfile | K::Existing | K::Auto) => return Err(format!("'{p}' is listed twice")),
+            _ => {
+                return Err(format!(
+                    "unknown backing '{p}': expected zram, swapfile, existing or auto, or a comma-separated list \
+                     such as zram,swapfile"
+                ));
+            }
+        }
+    }
+    Ok(BackingList(v))
+}
+
+#[derive(Debug, Clone)]
+pub struct PresetList(pub Vec<String>);
+
+fn parse_preset_list(s: &str) -> Result<PresetList, String> {
+    workloads::thrash::parse_presets(s).map(PresetList)
+}
+
+fn parse_time_scale(s: &str) -> Result<f64, String> {
+    parse_scale(s)
+        .map_err(|_| format!("'{s}' is not a time scale: expected a factor above 0 and at most 10, e.g. 0.05"))
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
+        _ => Err(format!("'{s}' is not a scale: expected a factor above 0 and at most 10, e.g. 0.1")),
+    }
+}
+
+fn parse_nonzero_u32(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+fn parse_nonzero_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ThrashArgs {
+    /// The study's experiments: e1, e2, e3, e4, a comma-separated list, or all.
+    /// Flags below override a preset's values.
+    #[arg(long, default_value = "e2", value_parser = parse_preset_list)]
+    pub preset: PresetList,
+    /// Consumer processes N (study: 25).
+    #[arg(long, value_parser = parse_nonzero_u32, allow_hyphen_values = true)]
+    pub consumers: Option<u32>,
+    /// Memory per consumer S (study: 100 MB; here 100 MiB).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: Option<u64>,
+    /// Random byte writes per cycle W.
+    #[arg(long, value_parser = parse_nonzero_u64, allow_hyphen_values = true)]
+    pub writes: Option<u64>,
+    /// Sleep after each cycle's writes, t_s.
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub sleep: Option<Duration>,
+    /// Stagger between consumer starts, t_c (activity lasts N t_c + t_c).
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub stagger: Option<Duration>,
+    /// Sleep before the first consumer starts.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    pub initial_delay: Duration,
+    /// Memory limit of the consumers' cgroup (default: the idle workers' usage plus
+    /// N × S ÷ 2.5, the study's ratio).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub limit: Option<u64>,
+    /// What takes the paged-out memory: zram, swapfile (a swap file on disk, the
+    /// study's setup), existing or auto; a comma-separated list runs every preset
+    /// on each, e.g. zram,swapfile.
+    #[arg(long, default_value = "zram", value_parser = parse_thrash_backings)]
+    pub backing: BackingList,
+    /// Multiply sizes (S, W) by F, and the times (t_s, t_c, the initial delay)
+    /// by F too unless --time-scale is given: W × f writes every t_s × f keep the
+    /// study's paging demand per second. 1 = the study.
+    #[arg(long, default_value = "1", value_parser = parse_scale, allow_hyphen_values = true)]
+    pub scale: f64,
+    /// Multiply the times (t_s, t_c, the initial delay) by F instead of --scale.
+    #[arg(long, value_parser = parse_time_scale, allow_hyphen_values = true)]
+    pub time_scale: Option<f64>,
+    /// Runs per preset.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
+    #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
+    pub smooth: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
 }

@@ -1,12 +1,15 @@
 //! `pagelab wscap`: glue between the CLI, the experiment, the run directory and
 //! the report.
 
-use crate::cli::WscapArgs;
+use crate::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::experiment::RunObserver;
 use crate::experiment::{ExperimentRun, conclude, exp_error};
 use crate::lab::{Machine, arg, skip, step};
+use crate::units;
 use crate::usage;
+use clap::Args;
 use report::lab::Step;
+use std::time::Duration;
 use workloads::wscap::WscapConfig;
 
 pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
@@ -95,4 +98,58 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
              create zram nor a memory cgroup (and no swap is active)",
         ),
     }
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("250ms")))]
+pub struct WscapArgs {
+    /// Memory the worker allocates and scans (one byte per page).
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// The working-set cap for the cap modes.
+    #[arg(long, default_value = "32MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub cap: u64,
+    /// Scan window per mode.
+    #[arg(long, default_value = "5s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Comma-separated: none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim (none always runs, as the reference).
+    #[arg(long, default_value = "none,cap-max,cap-high,periodic-pageout,periodic-cold,periodic-reclaim", value_parser = parse_modes)]
+    pub modes: ModeList,
+    /// Period of the periodic modes.
+    #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub period: Duration,
+    /// write (one byte per page, as the original) or read.
+    #[arg(long, default_value = "write", value_parser = ["write", "read"])]
+    pub access: String,
+    /// What takes the pages the cap pushes out: auto, zram, zswap, swapfile, existing.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap algorithm.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// Runs per mode.
+    #[arg(long, default_value_t = 1, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
+    #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub sweep_cap: Vec<u64>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModeList(pub Vec<workloads::wscap::Mode>);
+
+fn parse_modes(s: &str) -> Result<ModeList, String> {
+    s.split(',')
+        .map(|m| {
+            workloads::wscap::Mode::parse(m.trim())
+                .ok_or_else(|| format!("unknown mode '{m}': expected {}", workloads::wscap::Mode::NAMES))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(ModeList)
 }

@@ -198,6 +198,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("events.jsonl");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: c is a NUL-terminated path that outlives the call.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         assert!(append(&fifo).unwrap_err().to_string().contains("is a FIFO"));
         assert!(write(&fifo, b"x").unwrap_err().to_string().contains("is a FIFO"));

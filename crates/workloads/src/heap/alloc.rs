@@ -78,6 +78,7 @@ impl ThreadHeap for Libc {
         // SAFETY: plain malloc.
         unsafe { libc::malloc(size).cast() }
     }
+    // SAFETY (callers): p came from this allocator's alloc and is freed once.
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
         // SAFETY: p came from malloc.
@@ -94,6 +95,7 @@ impl ThreadHeap for MiDefault {
         // SAFETY: mimalloc's malloc.
         unsafe { libmimalloc_sys::mi_malloc(size).cast() }
     }
+    // SAFETY (callers): p came from this allocator's alloc and is freed once.
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
         // SAFETY: p came from mimalloc.
@@ -117,6 +119,7 @@ impl ThreadHeap for MiHeap {
         // SAFETY: allocating from our own thread's heap.
         unsafe { libmimalloc_sys::mi_heap_malloc(self.0, size).cast() }
     }
+    // SAFETY (callers): p came from this allocator's alloc and is freed once.
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
         // SAFETY: p came from a mimalloc heap.
@@ -141,6 +144,7 @@ impl ThreadHeap for Je {
         // SAFETY: jemalloc's malloc.
         unsafe { tikv_jemalloc_sys::malloc(size).cast() }
     }
+    // SAFETY (callers): p came from this allocator's alloc and is freed once.
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
         // SAFETY: p came from jemalloc.

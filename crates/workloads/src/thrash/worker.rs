@@ -100,6 +100,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let end_ns = probe::sample::monotonic_ns();
     cycle_ns.sort_unstable();
     let min = cycle_ns.first().copied().unwrap_or(0) as f64;
+    let p50 = record::stats::percentile_u64(&mut cycle_ns, 0.5).unwrap_or(0) as f64;
     let expected = if min > 0.0 { active_ns as f64 / min } else { 0.0 };
     io.emit(
         "done",
@@ -112,7 +113,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
             "lateness_s": (end_ns as f64 - planned_end as f64) / 1e9,
             "start_lateness_s": (alloc_ns as f64 - planned_start as f64) / 1e9,
             "cycle_ms_min": min / 1e6,
-            "cycle_ms_p50": cycle_ns.get(cycle_ns.len() / 2).copied().unwrap_or(0) as f64 / 1e6,
+            "cycle_ms_p50": p50 / 1e6,
             "cycle_ms_max": cycle_ns.last().copied().unwrap_or(0) as f64 / 1e6,
             "end_ns": end_ns,
             "start_s": (alloc_ns as f64 - t0 as f64) / 1e9,
