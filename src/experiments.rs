@@ -83,7 +83,7 @@ pub static ALL: [Experiment; 7] = [
         ],
         lab_step: crate::wscap_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
-        workers: &[("wscap", workloads::wscap::worker_main)],
+        workers: &[(workloads::wscap::WORKER, workloads::wscap::worker_main)],
     },
     Experiment {
         report: &report::heap::Heap,

@@ -57,6 +57,32 @@ pub struct WorkerSpec<'a> {
     pub label: String,
 }
 
+/// A worker's command line: `__worker KIND ARGS...` (the one place it is
+/// spelled; `pagelab __worker` dispatches on KIND).
+pub fn argv<S: Into<String>>(kind: &str, args: impl IntoIterator<Item = S>) -> Vec<String> {
+    let mut a = vec!["__worker".to_string(), kind.to_string()];
+    a.extend(args.into_iter().map(Into::into));
+    a
+}
+
+/// A worker's command line with a typed start: `__worker KIND --spec JSON`;
+/// the worker reads it back with [`spec_of`].
+pub fn argv_spec(kind: &str, spec: &impl Serialize) -> Vec<String> {
+    argv(kind, ["--spec".to_string(), serde_json::to_string(spec).expect("a worker spec serializes")])
+}
+
+/// The typed start a worker was given with [`argv_spec`]: Err(why) when it is
+/// missing or does not parse (an unknown or missing field included, where the
+/// type denies them).
+pub fn spec_of<T: serde::de::DeserializeOwned>(kind: &str, args: &[String]) -> std::result::Result<T, String> {
+    let text = args
+        .iter()
+        .position(|a| a == "--spec")
+        .and_then(|i| args.get(i + 1))
+        .ok_or_else(|| format!("the {kind} worker needs --spec JSON"))?;
+    serde_json::from_str(text).map_err(|e| format!("the {kind} worker: bad --spec: {e}"))
+}
+
 #[derive(Debug, Clone)]
 struct CgroupInfo {
     name: String,

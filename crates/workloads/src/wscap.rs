@@ -124,6 +124,59 @@ fn reclaim_counters() -> Reclaim {
     }
 }
 
+/// The worker's start: how much to map and how to touch it (`--spec`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub size: u64,
+    pub write: bool,
+}
+
+/// The reply to `setup`: where the region lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupDone {
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The reply to `scan`: the window's scans, their times and the worker's usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanDone {
+    pub scans: u64,
+    pub seconds: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub utime_s: f64,
+    pub stime_s: f64,
+    /// Scans completed in each whole second of the window.
+    pub per_second: Vec<u64>,
+}
+
+/// The reply to `baseline`: the instrumented loop against a minimal one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaselineDone {
+    pub instrumented_scans_per_sec: f64,
+    pub minimal_scans_per_sec: f64,
+    pub instrumented_vs_minimal: f64,
+}
+
+/// A worker's reply as its type: a missing or mistyped field is an error that
+/// names the command, never a 0.
+fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
+    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the wscap worker's reply to {cmd}: {e}")))
+}
+
+/// A reply as the JSON the worker emits.
+fn to_value(x: &impl Serialize) -> Value {
+    serde_json::to_value(x).expect("a reply serializes")
+}
+
 struct Ctx<'a, O: Observer> {
     cfg: &'a WscapConfig,
     obs: &'a mut O,
@@ -138,14 +191,7 @@ impl<O: Observer> Ctx<'_, O> {
         let cfg = self.cfg;
         let mut w = Worker::spawn(WorkerSpec {
             exe: cfg.exe.clone(),
-            args: vec![
-                "__worker".into(),
-                "wscap".into(),
-                "--size".into(),
-                cfg.size.to_string(),
-                "--access".into(),
-                if cfg.write { "write".into() } else { "read".into() },
-            ],
+            args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, write: cfg.write }),
             cgroup: Some(cg),
             env: vec![],
             label: "wscap".into(),
@@ -155,8 +201,8 @@ impl<O: Observer> Ctx<'_, O> {
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.back.zram_id.into_iter().collect(),
         );
-        let setup = self.call(&mut w, "setup", Value::Null, Duration::from_secs(600))?;
-        Ok((w, (setup["addr"].as_u64().unwrap_or(0) as usize, setup["len"].as_u64().unwrap_or(0) as usize)))
+        let setup: SetupDone = reply("setup", self.call(&mut w, "setup", Value::Null, Duration::from_secs(600))?)?;
+        Ok((w, (setup.addr, setup.len)))
     }
 
     fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
@@ -237,14 +283,62 @@ impl<O: Observer> Ctx<'_, O> {
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
             .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
-        let mut rss = Vec::new();
-        let (mut anon_max, mut swap_max, mut charged_max, mut store_max) = (0u64, 0u64, None::<u64>, None::<u64>);
+        let mut peaks = Peaks::default();
+        let done = self.watch(mode, &mut w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
+        let after = reclaim_counters();
+        self.obs.event("phase_end", mode.name(), probe::sample::monotonic_ns(), Value::Null);
+        r.reclaim = Reclaim {
+            pgscan: after.pgscan.saturating_sub(before.pgscan),
+            pgsteal: after.pgsteal.saturating_sub(before.pgsteal),
+            workingset_refault: after.workingset_refault.saturating_sub(before.workingset_refault),
+            pswpin: after.pswpin.saturating_sub(before.pswpin),
+            pswpout: after.pswpout.saturating_sub(before.pswpout),
+        };
+        peaks.fill(&mut r);
+        if let Some(d) = done {
+            scanned(&mut r, &d);
+            if mode == Mode::None {
+                // The same buffer, a minimal loop without per-scan timing.
+                let b: BaselineDone = reply(
+                    "baseline",
+                    self.call(
+                        &mut w,
+                        "baseline",
+                        json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
+                        Duration::from_secs(600),
+                    )?,
+                )?;
+                r.minimal_scans_per_sec = Some(b.minimal_scans_per_sec);
+                r.instrumented_scans_per_sec = Some(b.instrumented_scans_per_sec);
+                r.instrumented_vs_minimal = Some(b.instrumented_vs_minimal);
+            }
+            let _ = w.send("exit", Value::Null);
+            let _ = w.finish(Duration::from_secs(10));
+        }
+        Ok(r)
+    }
+    /// The scan window: polls the worker's and the group's memory every 50 ms,
+    /// trims each period (the periodic modes), and waits for the scan's reply
+    /// (None when the cap's OOM kill ended it).
+    #[allow(clippy::too_many_arguments)]
+    fn watch(
+        &mut self,
+        mode: Mode,
+        w: &mut Worker,
+        cg: &MemCgroup,
+        pid: i32,
+        region: (usize, usize),
+        pidfd: &Option<mm::PidFd>,
+        peaks: &mut Peaks,
+        r: &mut WscapResult,
+    ) -> Result<Option<ScanDone>, ExperimentError> {
+        let cfg = self.cfg;
         let mut next_action = Instant::now() + cfg.period;
         let mut last_poll = Instant::now() - Duration::from_secs(1);
         let deadline = Instant::now() + cfg.duration + Duration::from_secs(120);
-        let done = loop {
+        Ok(loop {
             if (self.stop)() {
-                w.kill();
+                // The caller drops the worker, which kills it.
                 return Err(ExperimentError::Interrupted);
             }
             if Instant::now() > deadline {
@@ -252,20 +346,7 @@ impl<O: Observer> Ctx<'_, O> {
             }
             if last_poll.elapsed() >= Duration::from_millis(50) {
                 last_poll = Instant::now();
-                let s = ProcSnap::of(pid);
-                if s.rss_bytes > 0 {
-                    rss.push(s.rss_bytes);
-                }
-                anon_max = anon_max.max(s.anon_bytes);
-                swap_max = swap_max.max(s.swap_bytes);
-                if let Some(u) = cg.usage() {
-                    charged_max = Some(charged_max.unwrap_or(0).max(u));
-                }
-                if let Some(id) = self.back.zram_id
-                    && let Ok(Some(m)) = probe::Probe::default().zram_mm_stat(id)
-                {
-                    store_max = Some(store_max.unwrap_or(0).max(m.mem_used_total));
-                }
+                peaks.poll(pid, cg, self.back.zram_id);
             }
             if Instant::now() >= next_action {
                 next_action += cfg.period;
@@ -286,7 +367,7 @@ impl<O: Observer> Ctx<'_, O> {
                 }
             }
             match w.recv(Duration::from_millis(10)) {
-                Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(ev.data),
+                Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(reply("scan", ev.data)?),
                 Ok(Some(ev)) if ev.kind == "error" => {
                     return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
                 }
@@ -298,52 +379,63 @@ impl<O: Observer> Ctx<'_, O> {
                 }
                 Err(f) => return Err(ExperimentError::Worker(f.to_string())),
             }
-        };
-        let after = reclaim_counters();
-        self.obs.event("phase_end", mode.name(), probe::sample::monotonic_ns(), Value::Null);
-        r.reclaim = Reclaim {
-            pgscan: after.pgscan.saturating_sub(before.pgscan),
-            pgsteal: after.pgsteal.saturating_sub(before.pgsteal),
-            workingset_refault: after.workingset_refault.saturating_sub(before.workingset_refault),
-            pswpin: after.pswpin.saturating_sub(before.pswpin),
-            pswpout: after.pswpout.saturating_sub(before.pswpout),
-        };
-        r.rss_median_bytes = record::stats::percentile_u64(&mut rss.clone(), 0.5).unwrap_or(0);
-        r.rss_max_bytes = rss.iter().copied().max().unwrap_or(0);
-        r.rss_anon_max_bytes = anon_max;
-        r.swap_max_bytes = swap_max;
-        r.charged_max_bytes = charged_max;
-        r.store_max_bytes = store_max;
-        if let Some(d) = done {
-            r.duration_s = d["seconds"].as_f64().unwrap_or(0.0);
-            r.scans = d["scans"].as_u64().unwrap_or(0);
-            r.scans_per_sec = if r.duration_s > 0.0 { r.scans as f64 / r.duration_s } else { 0.0 };
-            r.ms_per_scan_p50 = d["p50_ns"].as_f64().unwrap_or(0.0) / 1e6;
-            r.ms_per_scan_p99 = d["p99_ns"].as_f64().unwrap_or(0.0) / 1e6;
-            r.ms_per_scan_max = d["max_ns"].as_f64().unwrap_or(0.0) / 1e6;
-            let n = r.scans.max(1) as f64;
-            r.minor_faults_per_scan = d["minflt"].as_f64().unwrap_or(0.0) / n;
-            r.major_faults_per_scan = d["majflt"].as_f64().unwrap_or(0.0) / n;
-            r.cpu_user_s = d["utime_s"].as_f64().unwrap_or(0.0);
-            r.cpu_system_s = d["stime_s"].as_f64().unwrap_or(0.0);
-            r.scans_per_second_series = serde_json::from_value(d["per_second"].clone()).unwrap_or_default();
-            if mode == Mode::None {
-                // The same buffer, a minimal loop without per-scan timing.
-                let b = self.call(
-                    &mut w,
-                    "baseline",
-                    json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
-                    Duration::from_secs(600),
-                )?;
-                r.minimal_scans_per_sec = b["minimal_scans_per_sec"].as_f64();
-                r.instrumented_scans_per_sec = b["instrumented_scans_per_sec"].as_f64();
-                r.instrumented_vs_minimal = b["instrumented_vs_minimal"].as_f64();
-            }
-            let _ = w.send("exit", Value::Null);
-            let _ = w.finish(Duration::from_secs(10));
-        }
-        Ok(r)
+        })
     }
+}
+
+/// What the window's polls saw: RSS samples and the peaks of anon, swap, the
+/// group's charge and the store.
+#[derive(Default)]
+struct Peaks {
+    rss: Vec<u64>,
+    anon_max: u64,
+    swap_max: u64,
+    charged_max: Option<u64>,
+    store_max: Option<u64>,
+}
+
+impl Peaks {
+    fn poll(&mut self, pid: i32, cg: &MemCgroup, zram: Option<u32>) {
+        let s = ProcSnap::of(pid);
+        if s.rss_bytes > 0 {
+            self.rss.push(s.rss_bytes);
+        }
+        self.anon_max = self.anon_max.max(s.anon_bytes);
+        self.swap_max = self.swap_max.max(s.swap_bytes);
+        if let Some(u) = cg.usage() {
+            self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
+        }
+        if let Some(id) = zram
+            && let Ok(Some(m)) = probe::Probe::default().zram_mm_stat(id)
+        {
+            self.store_max = Some(self.store_max.unwrap_or(0).max(m.mem_used_total));
+        }
+    }
+
+    fn fill(mut self, r: &mut WscapResult) {
+        r.rss_median_bytes = record::stats::percentile_u64(&mut self.rss, 0.5).unwrap_or(0);
+        r.rss_max_bytes = self.rss.iter().copied().max().unwrap_or(0);
+        r.rss_anon_max_bytes = self.anon_max;
+        r.swap_max_bytes = self.swap_max;
+        r.charged_max_bytes = self.charged_max;
+        r.store_max_bytes = self.store_max;
+    }
+}
+
+/// The scan's figures into the result.
+fn scanned(r: &mut WscapResult, d: &ScanDone) {
+    r.duration_s = d.seconds;
+    r.scans = d.scans;
+    r.scans_per_sec = if r.duration_s > 0.0 { r.scans as f64 / r.duration_s } else { 0.0 };
+    r.ms_per_scan_p50 = d.p50_ns as f64 / 1e6;
+    r.ms_per_scan_p99 = d.p99_ns as f64 / 1e6;
+    r.ms_per_scan_max = d.max_ns as f64 / 1e6;
+    let n = r.scans.max(1) as f64;
+    r.minor_faults_per_scan = d.minflt as f64 / n;
+    r.major_faults_per_scan = d.majflt as f64 / n;
+    r.cpu_user_s = d.utime_s;
+    r.cpu_system_s = d.stime_s;
+    r.scans_per_second_series = d.per_second.clone();
 }
 
 /// Runs every mode (`none` first, as the reference), `repeat` times, then the sweep.
@@ -429,12 +521,15 @@ fn scan(buf: *mut u8, len: usize, page: usize, write: bool) -> u64 {
     sum
 }
 
-/// `pagelab __worker wscap --size N --access write|read`: commands setup, scan,
-/// baseline, exit; each ends with a `done` event.
+/// The worker kind.
+pub const WORKER: &str = "wscap";
+
+/// `pagelab __worker wscap --spec JSON` ([`Spec`]): commands setup, scan,
+/// baseline, exit; each ends with a `done` event carrying its typed reply
+/// ([`SetupDone`], [`ScanDone`], [`BaselineDone`]).
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let arg = |n: &str| args.iter().position(|a| a == n).and_then(|i| args.get(i + 1)).cloned();
-    let size: usize = arg("--size").and_then(|v| v.parse().ok()).ok_or("wscap worker needs --size")?;
-    let write = arg("--access").as_deref() != Some("read");
+    let Spec { size, write } = sandbox::worker::spec_of(WORKER, args)?;
+    let size = usize::try_from(size).map_err(|_| format!("the wscap worker: {size} bytes do not fit this machine"))?;
     let page = mm::page_size();
     let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
     while let Some(c) = io.command() {
@@ -443,7 +538,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 for (i, p) in m.as_mut_slice().chunks_mut(page).enumerate() {
                     p[0] = i as u8;
                 }
-                json!({"addr": m.ptr as usize, "len": m.len})
+                to_value(&SetupDone { addr: m.ptr as usize, len: m.len })
             }
             "scan" => {
                 let dur = Duration::from_secs_f64(c.arg["duration_s"].as_f64().unwrap_or(5.0));
@@ -473,17 +568,17 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 per_second.truncate(dur.as_secs().max(1) as usize);
                 std::hint::black_box(sink);
                 let scans = times.len() as u64;
-                json!({
-                    "scans": scans,
-                    "seconds": (t1 - t0) as f64 / 1e9,
-                    "p50_ns": record::stats::percentile_u64(&mut times, 0.5).unwrap_or(0),
-                    "p99_ns": record::stats::percentile_u64(&mut times, 0.99).unwrap_or(0),
-                    "max_ns": times.last().copied().unwrap_or(0),
-                    "minflt": f1 - f0,
-                    "majflt": j1 - j0,
-                    "utime_s": u1 - u0,
-                    "stime_s": s1 - s0,
-                    "per_second": per_second,
+                to_value(&ScanDone {
+                    scans,
+                    seconds: (t1 - t0) as f64 / 1e9,
+                    p50_ns: record::stats::percentile_u64(&mut times, 0.5).unwrap_or(0),
+                    p99_ns: record::stats::percentile_u64(&mut times, 0.99).unwrap_or(0),
+                    max_ns: times.last().copied().unwrap_or(0),
+                    minflt: f1 - f0,
+                    majflt: j1 - j0,
+                    utime_s: u1 - u0,
+                    stime_s: s1 - s0,
+                    per_second,
                 })
             }
             "baseline" => {
@@ -520,10 +615,10 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 // Neighbouring windows share conditions: the median of their ratios
                 // cancels slow drifts that a ratio of medians would keep.
                 let ratios: Vec<f64> = inst.iter().zip(&min).map(|(i, m)| i / m).collect();
-                json!({
-                    "instrumented_scans_per_sec": med(inst),
-                    "minimal_scans_per_sec": med(min),
-                    "instrumented_vs_minimal": med(ratios),
+                to_value(&BaselineDone {
+                    instrumented_scans_per_sec: med(inst),
+                    minimal_scans_per_sec: med(min),
+                    instrumented_vs_minimal: med(ratios),
                 })
             }
             "exit" => break,
@@ -532,4 +627,97 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
         io.emit("done", &c.cmd, done);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_done() -> ScanDone {
+        ScanDone {
+            scans: 200,
+            seconds: 4.0,
+            p50_ns: 18_000_000,
+            p99_ns: 40_000_000,
+            max_ns: 90_000_000,
+            minflt: 1000,
+            majflt: 50,
+            utime_s: 3.5,
+            stime_s: 0.4,
+            per_second: vec![50, 49, 51, 50],
+        }
+    }
+
+    #[test]
+    fn modes_parse_by_their_names_only() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.name()), Some(m));
+            assert!(Mode::NAMES.contains(m.name()));
+        }
+        assert_eq!(Mode::parse("cap"), None);
+        assert_eq!(Mode::parse("CAP-MAX"), None);
+    }
+
+    #[test]
+    fn the_spec_travels_as_numbers_and_comes_back_whole() {
+        let spec = Spec { size: 64 << 20, write: false };
+        let argv = sandbox::worker::argv_spec(WORKER, &spec);
+        assert_eq!(argv[..3], ["__worker", "wscap", "--spec"]);
+        let back: Spec = sandbox::worker::spec_of(WORKER, &argv[2..]).unwrap();
+        assert_eq!(back, spec);
+        // A missing field, an unknown one and a size in words are refused.
+        let bad = |j: &str| sandbox::worker::spec_of::<Spec>(WORKER, &["--spec".into(), j.into()]).unwrap_err();
+        assert!(bad(r#"{"size": 1}"#).contains("missing field `write`"));
+        assert!(bad(r#"{"size": 1, "write": true, "cap": 2}"#).contains("unknown field `cap`"));
+        assert!(bad(r#"{"size": "64MiB", "write": true}"#).contains("bad --spec"));
+        assert!(sandbox::worker::spec_of::<Spec>(WORKER, &[]).unwrap_err().contains("needs --spec"));
+    }
+
+    #[test]
+    fn a_reply_missing_a_field_is_an_error_not_zero() {
+        let mut v = to_value(&scan_done());
+        assert_eq!(reply::<ScanDone>("scan", v.clone()).unwrap(), scan_done());
+        v.as_object_mut().unwrap().remove("majflt");
+        let e = reply::<ScanDone>("scan", v).unwrap_err().to_string();
+        assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
+        let e = reply::<BaselineDone>("baseline", serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
+        assert!(e.to_string().contains("instrumented"), "{e}");
+    }
+
+    #[test]
+    fn a_scan_fills_the_result_per_scan() {
+        let mut r = WscapResult::default();
+        scanned(&mut r, &scan_done());
+        assert_eq!(r.scans, 200);
+        assert_eq!(r.scans_per_sec, 50.0);
+        assert_eq!(r.ms_per_scan_p50, 18.0);
+        assert_eq!(r.ms_per_scan_max, 90.0);
+        assert_eq!(r.minor_faults_per_scan, 5.0);
+        assert_eq!(r.major_faults_per_scan, 0.25);
+        assert_eq!(r.scans_per_second_series, [50, 49, 51, 50]);
+        // No time, no rate (not a division by zero).
+        let mut z = WscapResult::default();
+        scanned(&mut z, &ScanDone { seconds: 0.0, ..scan_done() });
+        assert_eq!(z.scans_per_sec, 0.0);
+    }
+
+    #[test]
+    fn peaks_keep_the_median_and_the_maxima() {
+        let p =
+            Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: 7, swap_max: 9, charged_max: Some(11), store_max: None };
+        let mut r = WscapResult::default();
+        p.fill(&mut r);
+        assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (30, 50));
+        assert_eq!(
+            (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
+            (7, 9, Some(11), None)
+        );
+    }
+
+    #[test]
+    fn the_plan_bounds_what_the_host_gives() {
+        // The region plus a store no larger than it: never less than the region.
+        assert!(planned_bytes(64 << 20) >= 64 << 20);
+        assert!(planned_bytes(128 << 20) > planned_bytes(64 << 20));
+    }
 }

@@ -91,41 +91,7 @@ fn run_once<O: crate::observe::Observer>(
     let cg = sb.memory_cgroup("thrash", &sandbox::cgroup::Limits { max: Some(start_limit), ..Default::default() })?;
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
     let zram: Vec<u32> = back.zram_id.into_iter().collect();
-    let probe_args = |inside: bool| {
-        vec![
-            "--ws".to_string(),
-            PROBE_WS.to_string(),
-            "--period-ms".into(),
-            PROBE_PERIOD.as_millis().to_string(),
-            "--where".into(),
-            if inside { "inside".into() } else { "outside".into() },
-        ]
-    };
-    let mut probe_out = spawn(cfg, "thrash-probe", probe_args(false), None, "probe outside the cgroup".into())?;
-    let mut probe_in = spawn(cfg, "thrash-probe", probe_args(true), Some(&cg), "probe inside the cgroup".into())?;
-    let mut sampler_in =
-        spawn(cfg, "sampler", vec!["--interval-ms".into(), "1000".into()], Some(&cg), "unlocked sampler".into())?;
-    let mut cons: Vec<Running> = Vec::new();
-    for i in 0..plan.consumers {
-        let args = vec![
-            "--index".to_string(),
-            i.to_string(),
-            "--size".into(),
-            plan.size_bytes.to_string(),
-            "--writes".into(),
-            plan.writes.to_string(),
-            "--sleep-us".into(),
-            ((plan.sleep_ms * 1e3) as u64).to_string(),
-            "--delay-us".into(),
-            ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round().to_string(),
-            "--active-us".into(),
-            ((plan.active_ms * 1e3) as u64).to_string(),
-            "--seed".into(),
-            (0x5eed_0000 + i as u64 + 1000 * rep as u64).to_string(),
-        ];
-        let w = spawn(cfg, "thrash-consumer", args, Some(&cg), format!("consumer {i}"))?;
-        cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
-    }
+    let Workers { mut probe_out, mut probe_in, mut sampler_in, mut cons } = start_workers(cfg, plan, rep, &cg)?;
     wait_ready(&mut probe_out, stop)?;
     wait_ready(&mut probe_in, stop)?;
     wait_ready(&mut sampler_in, stop)?;
@@ -139,38 +105,13 @@ fn run_once<O: crate::observe::Observer>(
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
     obs.targets(pids, Some(cg_target), zram);
-    obs.note(&format!(
-        "thrash {} repeat {}: {} consumers × {:.1} MiB in a {:.1} MiB cgroup (idle workers {:.1} MiB), W={} t_s={} ms t_c={} ms, \
-planned {:.0} s plus recovery",
-        plan.preset,
-        rep + 1,
-        plan.consumers,
-        plan.size_bytes as f64 / 1048576.0,
-        r.limit_bytes as f64 / 1048576.0,
-        r.idle_usage_bytes as f64 / 1048576.0,
-        plan.writes,
-        plan.sleep_ms,
-        plan.stagger_ms,
-        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
-    ));
+    obs.note(&announce(plan, rep, &r));
     // Baseline: the probes and the collector with nothing else going on.
     let base_t = probe::sample::monotonic_ns();
-    let vm = || probe::Probe::default().vmstat().ok().flatten();
-    let v0 = vm();
-    obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
-    record::stop::sleep(plan.baseline());
-    if stop() {
-        return Err(ExperimentError::Interrupted);
-    }
-    let v1 = vm();
-    let secs = (probe::sample::monotonic_ns() - base_t) as f64 / 1e9;
-    let paging = |v: &Option<probe::vmstat::Vmstat>| {
-        v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0)).unwrap_or(0)
-    };
-    let baseline_paging = paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3);
+    let baseline_paging = baseline(plan, obs, stop)?;
     // Go: every consumer counts its delay from now.
     let t0 = probe::sample::monotonic_ns();
-    let out_t0 = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
+    let out_t0 = pswpout();
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
         c.w.send("start", json!({"t0_ns": t0}))
@@ -189,7 +130,7 @@ planned {:.0} s plus recovery",
         (waited, watcher.join().expect("the guard thread does not panic"))
     });
     waited?;
-    let out_end = vm().and_then(|v| v.get("pswpout")).unwrap_or(0);
+    let out_end = pswpout();
     r.guard = guard.finish(&cg);
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
     let last_exit = cons
@@ -199,7 +140,139 @@ planned {:.0} s plus recovery",
         .unwrap_or_else(probe::sample::monotonic_ns);
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
     r.oom_kills = cg.oom_kills();
-    // Consumers: completed, and their progress and lateness.
+    consumers_done(&mut r, cons, plan);
+    r.pswpout_active = out_end.saturating_sub(out_t0);
+    let span = (last_exit as f64 - first_alloc as f64) / 1e9;
+    r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
+    protocol(&mut r, &cg.name);
+    let stop_t = recover(plan, obs, baseline_paging, stop);
+    // Let the collector take a sample past the end before reading the samples.
+    std::thread::sleep(Duration::from_millis(1100));
+    let out_d = stop_and_collect(probe_out);
+    let in_d = stop_and_collect(probe_in);
+    let sam_d = stop_and_collect(sampler_in);
+    obs.targets(vec![], None, vec![]);
+    let samples = obs.samples();
+    analyze(&mut r, &samples, t0, first_alloc, last_exit, stop_t, baseline_paging);
+    r.series.probe_outside = probe_points(&out_d, t0);
+    r.series.probe_inside = probe_points(&in_d, t0);
+    let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
+    r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
+    r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
+    if let Some(d) = sam_d {
+        let lat = lateness_within(&d, t0, ts, te);
+        r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
+        r.unlocked_lateness_max_ms = record::stats::percentile(&lat, 1.0);
+    }
+    r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
+    r.wall_s = (stop_t - base_t) as f64 / 1e9;
+    drop(cg);
+    sb.restore()?;
+    Ok(r)
+}
+
+/// The run's worker processes: two probes (outside and inside the group), the
+/// unlocked sampler and the consumers, spawned (not yet ready).
+struct Workers {
+    probe_out: sandbox::worker::Worker,
+    probe_in: sandbox::worker::Worker,
+    sampler_in: sandbox::worker::Worker,
+    cons: Vec<Running>,
+}
+
+fn start_workers(
+    cfg: &ThrashConfig,
+    plan: &Plan,
+    rep: u32,
+    cg: &sandbox::cgroup::MemCgroup,
+) -> Result<Workers, ExperimentError> {
+    let probe_args = |inside: bool| {
+        vec![
+            "--ws".to_string(),
+            PROBE_WS.to_string(),
+            "--period-ms".into(),
+            PROBE_PERIOD.as_millis().to_string(),
+            "--where".into(),
+            if inside { "inside".into() } else { "outside".into() },
+        ]
+    };
+    let probe_out = spawn(cfg, "thrash-probe", probe_args(false), None, "probe outside the cgroup".into())?;
+    let probe_in = spawn(cfg, "thrash-probe", probe_args(true), Some(cg), "probe inside the cgroup".into())?;
+    let sampler_in =
+        spawn(cfg, "sampler", vec!["--interval-ms".into(), "1000".into()], Some(cg), "unlocked sampler".into())?;
+    let mut cons: Vec<Running> = Vec::new();
+    for i in 0..plan.consumers {
+        let args = vec![
+            "--index".to_string(),
+            i.to_string(),
+            "--size".into(),
+            plan.size_bytes.to_string(),
+            "--writes".into(),
+            plan.writes.to_string(),
+            "--sleep-us".into(),
+            ((plan.sleep_ms * 1e3) as u64).to_string(),
+            "--delay-us".into(),
+            ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round().to_string(),
+            "--active-us".into(),
+            ((plan.active_ms * 1e3) as u64).to_string(),
+            "--seed".into(),
+            (0x5eed_0000 + i as u64 + 1000 * rep as u64).to_string(),
+        ];
+        let w = spawn(cfg, "thrash-consumer", args, Some(cg), format!("consumer {i}"))?;
+        cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
+    }
+    Ok(Workers { probe_out, probe_in, sampler_in, cons })
+}
+
+/// The run's opening line in the log.
+fn announce(plan: &Plan, rep: u32, r: &ThrashResult) -> String {
+    format!(
+        "thrash {} repeat {}: {} consumers × {:.1} MiB in a {:.1} MiB cgroup (idle workers {:.1} MiB), W={} t_s={} ms t_c={} ms, \
+planned {:.0} s plus recovery",
+        plan.preset,
+        rep + 1,
+        plan.consumers,
+        plan.size_bytes as f64 / 1048576.0,
+        r.limit_bytes as f64 / 1048576.0,
+        r.idle_usage_bytes as f64 / 1048576.0,
+        plan.writes,
+        plan.sleep_ms,
+        plan.stagger_ms,
+        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
+    )
+}
+
+fn vmstat() -> Option<probe::vmstat::Vmstat> {
+    probe::Probe::default().vmstat().ok().flatten()
+}
+
+fn pswpout() -> u64 {
+    vmstat().and_then(|v| v.get("pswpout")).unwrap_or(0)
+}
+
+/// Pages swapped in and out since boot.
+fn paging(v: &Option<probe::vmstat::Vmstat>) -> u64 {
+    v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0)).unwrap_or(0)
+}
+
+/// The baseline phase: the probes and the collector with nothing else going
+/// on. Returns its paging rate (pages/s).
+fn baseline<O: crate::observe::Observer>(plan: &Plan, obs: &mut O, stop: fn() -> bool) -> Result<f64, ExperimentError> {
+    let base_t = probe::sample::monotonic_ns();
+    let v0 = vmstat();
+    obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
+    record::stop::sleep(plan.baseline());
+    if stop() {
+        return Err(ExperimentError::Interrupted);
+    }
+    let v1 = vmstat();
+    let secs = (probe::sample::monotonic_ns() - base_t) as f64 / 1e9;
+    Ok(paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3))
+}
+
+/// The consumers' reports (completed, progress, lateness), and the workers
+/// ended: a consumer that did not complete is killed.
+fn consumers_done(r: &mut ThrashResult, cons: Vec<Running>, plan: &Plan) {
     for c in cons {
         let mut x = Consumer { index: c.index, failure: c.failure.clone(), ..Default::default() };
         if let Some(d) = &c.done {
@@ -214,15 +287,21 @@ planned {:.0} s plus recovery",
         r.consumer_details.push(x);
     }
     r.consumers_completed = r.consumer_details.iter().filter(|c| c.completed).count() as u32;
-    r.pswpout_active = out_end.saturating_sub(out_t0);
-    let span = (last_exit as f64 - first_alloc as f64) / 1e9;
-    r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
     let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
     (r.progress_overcommitted_median, r.overcommitted_s) =
         overcommitted(&mut r.consumer_details, plan.size_bytes, room);
+    let prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
+    r.progress_ratio_min = record::stats::percentile(&prog, 0.0).unwrap_or(0.0);
+    r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
+    r.deep = r.progress_overcommitted_median.is_some_and(|p| p <= DEEP_PROGRESS);
+    r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
+}
+
+/// Whether the study's protocol held: no OOM kill, every consumer completed.
+fn protocol(r: &mut ThrashResult, cgroup: &str) {
     if r.oom_kills > 0 {
         let why = probe::kmsg::read_kmsg()
-            .map(|t| probe::kmsg::oom_reports(&t, &cg.name))
+            .map(|t| probe::kmsg::oom_reports(&t, cgroup))
             .and_then(|v| v.last().map(probe::kmsg::OomReport::line))
             .unwrap_or_else(|| "the kernel log could not be read".into());
         r.protocol_breaks.push(format!("{} consumer(s) OOM-killed by the kernel ({why})", r.oom_kills));
@@ -239,12 +318,11 @@ planned {:.0} s plus recovery",
         r.protocol_breaks.push(format!("{not_done} of {} consumers did not complete", r.consumers));
     }
     r.protocol_held = r.protocol_breaks.is_empty();
-    let prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
-    r.progress_ratio_min = record::stats::percentile(&prog, 0.0).unwrap_or(0.0);
-    r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
-    r.deep = r.progress_overcommitted_median.is_some_and(|p| p <= DEEP_PROGRESS);
-    r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
-    // Recovery: watch paging and PSI each second until calm for 3 s (or the maximum).
+}
+
+/// Recovery: watches paging and PSI each second until calm for 3 s (and at
+/// least as long as the baseline), or [`RECOVERY_MAX`]. Returns its end.
+fn recover<O: crate::observe::Observer>(plan: &Plan, obs: &mut O, baseline_paging: f64, stop: fn() -> bool) -> u64 {
     let rec_t = probe::sample::monotonic_ns();
     obs.event("phase_start", &format!("{} recovery", plan.preset), rec_t, Value::Null);
     let mut p = probe::Probe::default();
@@ -265,39 +343,22 @@ planned {:.0} s plus recovery",
     }
     let stop_t = probe::sample::monotonic_ns();
     obs.event("phase_end", &format!("{} recovery", plan.preset), stop_t, Value::Null);
-    // Let the collector take a sample past the end before reading the samples.
-    std::thread::sleep(Duration::from_millis(1100));
-    let out_d = stop_and_collect(probe_out);
-    let in_d = stop_and_collect(probe_in);
-    let sam_d = stop_and_collect(sampler_in);
-    obs.targets(vec![], None, vec![]);
-    let samples = obs.samples();
-    analyze(&mut r, &samples, t0, first_alloc, last_exit, stop_t, baseline_paging);
-    r.series.probe_outside = probe_points(&out_d, t0);
-    r.series.probe_inside = probe_points(&in_d, t0);
-    let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
-    r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
-    r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
-    if let Some(d) = sam_d {
-        let lat: Vec<f64> = d["lateness"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| {
-                        let t = (p[0].as_u64()? as f64 - t0 as f64) / 1e9;
-                        (t > ts && t <= te + 1.0).then_some(p[1].as_f64()?)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
-        r.unlocked_lateness_max_ms = record::stats::percentile(&lat, 1.0);
-    }
-    r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
-    r.wall_s = (stop_t - base_t) as f64 / 1e9;
-    drop(cg);
-    sb.restore()?;
-    Ok(r)
+    stop_t
+}
+
+/// The unlocked sampler's lateness (ms) within the thrashing window (s after t0).
+fn lateness_within(d: &Value, t0: u64, ts: f64, te: f64) -> Vec<f64> {
+    d["lateness"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| {
+                    let t = (p[0].as_u64()? as f64 - t0 as f64) / 1e9;
+                    (t > ts && t <= te + 1.0).then_some(p[1].as_f64()?)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn psi_some_us(p: &mut probe::Probe) -> u64 {

@@ -450,10 +450,9 @@ fn one<O: Observer>(
         charge_file,
         pressure: cfg.pressure,
     };
-    let spec_json = serde_json::to_string(&spec).map_err(|e| ExperimentError::Worker(e.to_string()))?;
     let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
         exe: cfg.exe.clone(),
-        args: vec!["__worker".into(), WORKER.into(), "--spec".into(), spec_json],
+        args: sandbox::worker::argv_spec(WORKER, &spec),
         cgroup: cg.as_ref(),
         env,
         label: label.to_string(),
@@ -534,12 +533,7 @@ pub const WORKER: &str = "heap-time";
 
 /// `pagelab __worker heap-time --spec JSON`.
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let text = args
-        .iter()
-        .position(|a| a == "--spec")
-        .and_then(|i| args.get(i + 1))
-        .ok_or("heap-time worker needs --spec JSON")?;
-    let spec: Spec = serde_json::from_str(text).map_err(|e| format!("heap-time worker: bad --spec: {e}"))?;
+    let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
     let seen = phases::run(&spec, &mut |ask| {
         io.emit("squeeze", WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
         match io.command() {
