@@ -71,7 +71,7 @@ pub static ALL: [Experiment; 7] = [
         ],
         lab_step: crate::eat_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
-        workers: &[("eat", workloads::eat::worker_main)],
+        workers: &[(workloads::eat::WORKER, workloads::eat::worker_main)],
     },
     Experiment {
         report: &report::wscap::Wscap,

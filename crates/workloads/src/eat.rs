@@ -17,7 +17,7 @@ use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
 use sandbox::worker::{Worker, WorkerSpec};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -169,6 +169,74 @@ struct Reply {
     data: Value,
 }
 
+/// The worker kind.
+pub const WORKER: &str = "eat";
+
+/// The worker's start (`--spec`): what to fill and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub size: u64,
+    pub pattern: Pattern,
+    pub block: usize,
+    pub seed: u64,
+}
+
+/// The reply to `calibrate`: memset over a region of the same size, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibrated {
+    pub memset_first_touch_seconds: f64,
+    pub memset_refill_seconds: f64,
+}
+
+/// The reply to `alloc`: where the region lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allocated {
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The reply to `fill`: the refill's time, the reference hash and the estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filled {
+    pub refill_seconds: f64,
+    pub hash_written: String,
+    pub estimate: record::results::eat::Estimate,
+}
+
+/// The reply to `read`: the hash of what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadBack {
+    pub hash_read: String,
+}
+
+/// A reply's data as its type: a missing field is an error naming the command.
+fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
+    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the eat worker's reply to {cmd}: {e}")))
+}
+
+fn to_value(x: &impl Serialize) -> Value {
+    serde_json::to_value(x).expect("a reply serializes")
+}
+
+/// What one worker's commands returned, in order, with the store around the trim.
+struct Drove {
+    cal: Calibrated,
+    alloc: PhaseResult,
+    fill: (PhaseResult, Filled),
+    trim: PhaseResult,
+    settle: PhaseResult,
+    read: (PhaseResult, ReadBack),
+    free: PhaseResult,
+    before_trim: StoreStats,
+    after_trim: StoreStats,
+    after_settle: StoreStats,
+}
+
 impl<O: Observer> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
     fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
@@ -219,26 +287,24 @@ impl<O: Observer> Run<'_, O> {
         back: &Backing,
         cg: Option<&MemCgroup>,
     ) -> Result<EatResult, ExperimentError> {
+        let seed = self.cfg.seed.wrapping_add(repeat as u64 - 1);
+        let d = self.drive(pattern, seed, back, cg)?;
+        result(self.cfg, pattern, seed, repeat, back, d)
+    }
+
+    /// Starts the worker and drives it through calibrate, alloc, fill, trim,
+    /// settle, read and free.
+    fn drive(
+        &mut self,
+        pattern: Pattern,
+        seed: u64,
+        back: &Backing,
+        cg: Option<&MemCgroup>,
+    ) -> Result<Drove, ExperimentError> {
         let cfg = self.cfg;
-        let seed = cfg.seed.wrapping_add(repeat as u64 - 1);
-        let (size_s, block_s, seed_s) = (cfg.size.to_string(), cfg.block.to_string(), seed.to_string());
         let mut w = Worker::spawn(WorkerSpec {
             exe: cfg.exe.clone(),
-            args: [
-                "__worker",
-                "eat",
-                "--size",
-                &size_s,
-                "--pattern",
-                pattern.name(),
-                "--block",
-                &block_s,
-                "--seed",
-                &seed_s,
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, pattern, block: cfg.block, seed }),
             cgroup: cg,
             env: vec![],
             label: format!("eat {pattern}"),
@@ -246,11 +312,12 @@ impl<O: Observer> Run<'_, O> {
         let pid = w.pid;
         self.obs.targets(vec![pid], cg.map(cgroup_target), back.zram_id.into_iter().collect());
         let long = Duration::from_secs(3600);
-        let cal = self.command(&mut w, "calibrate", long)?.data;
+        let cal: Calibrated = reply("calibrate", self.command(&mut w, "calibrate", long)?.data)?;
         let alloc = self.command(&mut w, "alloc", long)?;
-        let region =
-            (alloc.data["addr"].as_u64().unwrap_or(0) as usize, alloc.data["len"].as_u64().unwrap_or(0) as usize);
+        let at: Allocated = reply("alloc", alloc.data)?;
+        let region = (at.addr, at.len);
         let fill = self.command(&mut w, "fill", long)?;
+        let fill = (fill.phase, reply("fill", fill.data)?);
         let before_trim = store_stats(back, pid);
         let trim = match cfg.trim {
             Trim::SelfTrim => self.command(&mut w, "trim", long)?.phase,
@@ -274,89 +341,96 @@ impl<O: Observer> Run<'_, O> {
         })?;
         let after_settle = store_stats(back, pid);
         let read = self.command(&mut w, "read", long)?;
-        let free = self.command(&mut w, "free", long)?;
+        let read = (read.phase, reply("read", read.data)?);
+        let free = self.command(&mut w, "free", long)?.phase;
         let _ = w.send("exit", Value::Null);
         if let Err(f) = w.finish(Duration::from_secs(10)) {
             return Err(ExperimentError::Worker(f.to_string()));
         }
+        Ok(Drove { cal, alloc: alloc.phase, fill, trim, settle, read, free, before_trim, after_trim, after_settle })
+    }
+}
 
-        let page = probe::environment::page_size() as f64;
-        let size = cfg.size as f64;
-        let trimmed = after_settle.swapped_bytes.saturating_sub(before_trim.swapped_bytes);
-        let stored = match (store_used(back, &before_trim), store_used(back, &after_settle)) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
-        };
-        let hash_written = fill.data["hash_written"].as_str().unwrap_or("").to_string();
-        let hash_read = read.data["hash_read"].as_str().unwrap_or("").to_string();
-        let gbps = |s: f64| if s > 0.0 { size / s / 1e9 } else { 0.0 };
-        let mut notes = Vec::new();
-        if !back.has_swap() && cfg.trim != Trim::None {
-            notes.push(
+/// One repeat's result from what its worker returned.
+fn result(
+    cfg: &EatConfig,
+    pattern: Pattern,
+    seed: u64,
+    repeat: u32,
+    back: &Backing,
+    d: Drove,
+) -> Result<EatResult, ExperimentError> {
+    let Drove { cal, alloc, fill, trim, settle, read, free, before_trim, after_trim, after_settle } = d;
+    let page = probe::environment::page_size() as f64;
+    let size = cfg.size as f64;
+    let trimmed = after_settle.swapped_bytes.saturating_sub(before_trim.swapped_bytes);
+    let stored = match (store_used(back, &before_trim), store_used(back, &after_settle)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let hash_written = fill.1.hash_written.clone();
+    let hash_read = read.1.hash_read.clone();
+    let gbps = |s: f64| if s > 0.0 { size / s / 1e9 } else { 0.0 };
+    let mut notes = Vec::new();
+    if !back.has_swap() && cfg.trim != Trim::None {
+        notes.push(
                 "no swap backs this run: a trim can only drop clean file pages or move nothing; anonymous pages stayed resident"
                     .to_string(),
             );
-        }
-        if back.has_swap() && cfg.trim != Trim::None && trimmed == 0 {
-            // With a store behind it, a trim that moved nothing means the store
-            // was not this run's to fill (full, or taken away): no figure of
-            // this repeat would mean anything, so the run fails rather than say
-            // complete.
-            return Err(ExperimentError::Worker(format!(
-                "the trim moved nothing of {} into the store ({}): this repeat measured nothing",
-                pattern.name(),
-                back.swap_areas.join(", ")
-            )));
-        }
-        let trimmed_pages = trimmed as f64 / page;
-        let kernel_compr_ratio = match (after_settle.orig_data_bytes, after_settle.compr_data_bytes) {
-            (Some(o), Some(c)) if o > 0 => Some(c as f64 / o as f64),
-            _ => None,
-        };
-        let phases: BTreeMap<String, PhaseResult> = [
-            ("alloc", alloc.phase),
-            ("fill", fill.phase),
-            ("trim", trim),
-            ("settle", settle),
-            ("read", read.phase),
-            ("free", free.phase),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        Ok(EatResult {
-            pattern: pattern.name().into(),
-            size_bytes: cfg.size,
-            block_bytes: cfg.block,
-            seed,
-            repeat,
-            backing: back.kind.clone(),
-            compressor: back.compressor.clone(),
-            swap_areas: back.swap_areas.clone(),
-            trim: cfg.trim.name().into(),
-            verified: !hash_written.is_empty() && hash_written == hash_read,
-            hash_written,
-            hash_read,
-            stored_fraction: match stored {
-                Some(s) if trimmed > 0 => Some(s as f64 / trimmed as f64),
-                _ => None,
-            },
-            stored_bytes: stored.unwrap_or(0),
-            trimmed_bytes: trimmed,
-            after_trim,
-            after_settle,
-            fill_gbps_first_touch: gbps(fill.phase.seconds),
-            fill_gbps_refill: gbps(fill.data["refill_seconds"].as_f64().unwrap_or(0.0)),
-            memset_gbps_first_touch: gbps(cal["memset_first_touch_seconds"].as_f64().unwrap_or(0.0)),
-            memset_gbps_refill: gbps(cal["memset_refill_seconds"].as_f64().unwrap_or(0.0)),
-            estimated_ratio: serde_json::from_value(fill.data["estimate"].clone()).unwrap_or_default(),
-            kernel_compr_ratio,
-            trim_us_per_page: (trimmed_pages > 0.0).then(|| trim.seconds * 1e6 / trimmed_pages),
-            restore_us_per_page: (trimmed_pages > 0.0).then(|| read.phase.seconds * 1e6 / trimmed_pages),
-            phases,
-            notes,
-        })
     }
+    if back.has_swap() && cfg.trim != Trim::None && trimmed == 0 {
+        // With a store behind it, a trim that moved nothing means the store
+        // was not this run's to fill (full, or taken away): no figure of
+        // this repeat would mean anything, so the run fails rather than say
+        // complete.
+        return Err(ExperimentError::Worker(format!(
+            "the trim moved nothing of {} into the store ({}): this repeat measured nothing",
+            pattern.name(),
+            back.swap_areas.join(", ")
+        )));
+    }
+    let trimmed_pages = trimmed as f64 / page;
+    let kernel_compr_ratio = match (after_settle.orig_data_bytes, after_settle.compr_data_bytes) {
+        (Some(o), Some(c)) if o > 0 => Some(c as f64 / o as f64),
+        _ => None,
+    };
+    let phases: BTreeMap<String, PhaseResult> =
+        [("alloc", alloc), ("fill", fill.0), ("trim", trim), ("settle", settle), ("read", read.0), ("free", free)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    Ok(EatResult {
+        pattern: pattern.name().into(),
+        size_bytes: cfg.size,
+        block_bytes: cfg.block,
+        seed,
+        repeat,
+        backing: back.kind.clone(),
+        compressor: back.compressor.clone(),
+        swap_areas: back.swap_areas.clone(),
+        trim: cfg.trim.name().into(),
+        verified: !hash_written.is_empty() && hash_written == hash_read,
+        hash_written,
+        hash_read,
+        stored_fraction: match stored {
+            Some(s) if trimmed > 0 => Some(s as f64 / trimmed as f64),
+            _ => None,
+        },
+        stored_bytes: stored.unwrap_or(0),
+        trimmed_bytes: trimmed,
+        after_trim,
+        after_settle,
+        fill_gbps_first_touch: gbps(fill.0.seconds),
+        fill_gbps_refill: gbps(fill.1.refill_seconds),
+        memset_gbps_first_touch: gbps(cal.memset_first_touch_seconds),
+        memset_gbps_refill: gbps(cal.memset_refill_seconds),
+        estimated_ratio: fill.1.estimate,
+        kernel_compr_ratio,
+        trim_us_per_page: (trimmed_pages > 0.0).then(|| trim.seconds * 1e6 / trimmed_pages),
+        restore_us_per_page: (trimmed_pages > 0.0).then(|| read.0.seconds * 1e6 / trimmed_pages),
+        phases,
+        notes,
+    })
 }
 
 /// Waits until the store stops changing (three equal readings 20 ms apart) and no
@@ -450,24 +524,18 @@ fn fmt_size(b: u64) -> String {
 // ---------------------------------------------------------------------------
 // The worker's side.
 
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
-}
-
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = Instant::now();
     let v = f();
     (v, t.elapsed().as_secs_f64())
 }
 
-/// `pagelab __worker eat --size N --pattern P --block B --seed S`: obeys the
+/// `pagelab __worker eat --spec JSON` ([`Spec`]): obeys the
 /// commands calibrate, alloc, fill, trim, read, free, exit. Each command ends with
 /// a `done` event named after it; phases also emit phase_start and phase_end.
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let size: usize = arg(args, "--size").and_then(|v| v.parse().ok()).ok_or("eat worker needs --size")?;
-    let pattern = arg(args, "--pattern").and_then(Pattern::parse).ok_or("eat worker needs --pattern")?;
-    let block: usize = arg(args, "--block").and_then(|v| v.parse().ok()).unwrap_or(20);
-    let seed: u64 = arg(args, "--seed").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let Spec { size, pattern, block, seed } = sandbox::worker::spec_of(WORKER, args)?;
+    let size = usize::try_from(size).map_err(|_| format!("the eat worker: {size} bytes do not fit this machine"))?;
     let page = probe::environment::page_size() as usize;
     let mut region: Option<mm::Mapping> = None;
     // Runs `f` as a timed phase with fault and memory deltas.
@@ -489,12 +557,12 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 let (_, refill) = timed(|| m.as_mut_slice().fill(0xa5));
                 std::hint::black_box(m.as_slice()[size / 2]);
                 drop(m);
-                json!({"memset_first_touch_seconds": first, "memset_refill_seconds": refill})
+                to_value(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill })
             }
             "alloc" => {
                 let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))
                     .map_err(|e| format!("mmap of {size} bytes: {e}"))?;
-                let v = json!({"addr": m.ptr as usize, "len": m.len});
+                let v = to_value(&Allocated { addr: m.ptr as usize, len: m.len });
                 region = Some(m);
                 v
             }
@@ -506,7 +574,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 let (_, refill) = timed(|| crate::fill::fill(m.as_mut_slice(), pattern, block, seed));
                 let h = crate::fill::hash(m.as_slice());
                 let est = crate::compress::estimate(m.as_slice(), page);
-                json!({"refill_seconds": refill, "hash_written": format!("{h:016x}"), "estimate": est})
+                to_value(&Filled { refill_seconds: refill, hash_written: format!("{h:016x}"), estimate: est })
             }
             "trim" => {
                 let m = region.as_ref().ok_or("trim before alloc")?;
@@ -516,7 +584,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
             "read" => {
                 let m = region.as_ref().ok_or("read before alloc")?;
                 let h = phase(io, "read", || crate::fill::hash(m.as_slice()));
-                json!({"hash_read": format!("{h:016x}")})
+                to_value(&ReadBack { hash_read: format!("{h:016x}") })
             }
             "free" => {
                 phase(io, "free", || region = None);
@@ -528,4 +596,115 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
         io.emit("done", &c.cmd, done);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> EatConfig {
+        EatConfig {
+            size: 64 << 20,
+            patterns: vec![Pattern::Random],
+            block: 20,
+            backing: BackingKind::Zram,
+            compressors: vec![None],
+            trim: Trim::SelfTrim,
+            repeat: 1,
+            seed: 1,
+            exe: PathBuf::from("/nonexistent"),
+            host_floor: None,
+            settle_max: Duration::from_secs(1),
+            swapfile_dir: PathBuf::from("/tmp"),
+        }
+    }
+
+    fn zram() -> Backing {
+        Backing {
+            kind: "zram".into(),
+            compressor: Some("lz4".into()),
+            zram_id: Some(3),
+            swap_areas: vec!["/dev/zram3".into()],
+            notes: vec![],
+        }
+    }
+
+    fn phase(seconds: f64) -> PhaseResult {
+        PhaseResult { seconds, ..Default::default() }
+    }
+
+    fn drove(trimmed: u64, hash_read: &str) -> Drove {
+        let store = |swapped: u64, used: u64, orig: u64, compr: u64| StoreStats {
+            swapped_bytes: swapped,
+            mem_used_bytes: Some(used),
+            orig_data_bytes: Some(orig),
+            compr_data_bytes: Some(compr),
+            ..Default::default()
+        };
+        Drove {
+            cal: Calibrated { memset_first_touch_seconds: 0.064, memset_refill_seconds: 0.016 },
+            alloc: phase(0.001),
+            fill: (
+                phase(0.128),
+                Filled { refill_seconds: 0.032, hash_written: "00ff".into(), estimate: Default::default() },
+            ),
+            trim: phase(0.5),
+            settle: phase(0.1),
+            read: (phase(0.25), ReadBack { hash_read: hash_read.into() }),
+            free: phase(0.01),
+            before_trim: store(0, 1 << 20, 0, 0),
+            after_trim: store(trimmed, 17 << 20, trimmed, trimmed / 4),
+            after_settle: store(trimmed, 17 << 20, trimmed, trimmed / 4),
+        }
+    }
+
+    #[test]
+    fn the_spec_round_trips_and_refuses_a_missing_field() {
+        let spec = Spec { size: 1 << 30, pattern: Pattern::Semi, block: 20, seed: 7 };
+        let argv = sandbox::worker::argv_spec(WORKER, &spec);
+        assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec);
+        let e = sandbox::worker::spec_of::<Spec>(
+            WORKER,
+            &["--spec".into(), r#"{"size":1,"pattern":"semi","block":20}"#.into()],
+        )
+        .unwrap_err();
+        assert!(e.contains("missing field `seed`"), "{e}");
+        let e = reply::<Filled>("fill", serde_json::json!({"refill_seconds": 1.0, "hash_written": "ab"})).unwrap_err();
+        assert!(e.to_string().contains("reply to fill") && e.to_string().contains("estimate"), "{e}");
+    }
+
+    #[test]
+    fn a_result_is_read_from_its_replies() {
+        let pages = (64u64 << 20) / probe::environment::page_size();
+        let trimmed = (64 << 20) - (1 << 20);
+        let r = result(&cfg(), Pattern::Random, 7, 2, &zram(), drove(trimmed, "00ff")).unwrap();
+        assert!(r.verified);
+        assert_eq!((r.seed, r.repeat, r.trimmed_bytes), (7, 2, trimmed));
+        // The store grew by 16 MiB for 63 MiB trimmed.
+        assert_eq!(r.stored_bytes, 16 << 20);
+        assert!((r.stored_fraction.unwrap() - 16.0 / 63.0).abs() < 1e-9);
+        assert_eq!(r.kernel_compr_ratio, Some(0.25));
+        // 64 MiB in 0.128 s and 0.032 s; memset in 0.064 s and 0.016 s.
+        assert!((r.fill_gbps_first_touch - 0.524288).abs() < 1e-6);
+        assert!((r.fill_gbps_refill / r.fill_gbps_first_touch - 4.0).abs() < 1e-9);
+        assert!((r.memset_gbps_first_touch / r.fill_gbps_first_touch - 2.0).abs() < 1e-9);
+        assert!(r.trim_us_per_page.unwrap() > 0.5e6 / pages as f64);
+        assert_eq!(
+            r.phases.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["alloc", "fill", "free", "read", "settle", "trim"]
+        );
+    }
+
+    #[test]
+    fn a_changed_read_back_is_not_verified_and_an_empty_trim_fails() {
+        let r = result(&cfg(), Pattern::Random, 1, 1, &zram(), drove(32 << 20, "0f0f")).unwrap();
+        assert!(!r.verified);
+        let e = result(&cfg(), Pattern::Random, 1, 1, &zram(), drove(0, "00ff")).unwrap_err();
+        assert!(e.to_string().contains("moved nothing"), "{e}");
+        // Without a store, an empty trim is a note, not a failure.
+        let none = Backing { kind: "none".into(), ..Default::default() };
+        let r = result(&cfg(), Pattern::Random, 1, 1, &none, drove(0, "00ff")).unwrap();
+        assert!(r.notes.iter().any(|n| n.contains("no swap backs this run")));
+        assert_eq!(r.stored_fraction, None);
+    }
 }
