@@ -100,7 +100,7 @@ pub static ALL: [Experiment; 7] = [
         needs: &[(Need::MemoryCgroup, "mapping --pressure"), (Need::QuietDamon, "mapping --pressure")],
         lab_step: crate::mapping_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
-        workers: &[("mapping", workloads::mapping::worker_main)],
+        workers: &[(workloads::mapping::WORKER, workloads::mapping::worker_main)],
     },
     Experiment {
         report: &report::thrash::Thrash,

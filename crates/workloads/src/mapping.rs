@@ -143,36 +143,80 @@ impl Series {
     }
 }
 
-/// Runs one method in this (worker) process. `pressure`: after each release, touch
-/// a second region as large as the first, so that a cgroup too small for both must
-/// reclaim the released pages.
-#[allow(clippy::too_many_arguments)]
-pub fn run_method(
-    method: &str,
+/// The worker kind.
+pub const WORKER: &str = "mapping";
+
+/// One worker's start (`--spec`): the method and how to run it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub method: String,
+    pub size: u64,
+    pub stride: u64,
+    /// all, first-byte or page.
+    pub touch: String,
+    pub iterations: u32,
+    pub warmup: u32,
+    /// never or madvise.
+    pub hugepages: String,
+    /// After each release, touch a second region as large as the first.
+    pub pressure: bool,
+}
+
+/// The worker's reply: each step's statistics over the counted iterations,
+/// and the touch-only baseline on resident memory.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Done {
+    pub obtain: StepStats,
+    pub touch: StepStats,
+    pub release: StepStats,
+    pub retouch: Option<StepStats>,
+    pub total_ms_p50: f64,
+    pub totals_ms: Vec<f64>,
+    pub baseline_touch_ms_p50: f64,
+    pub baseline_touch_ms_min: f64,
+    pub baseline_touch_ms_max: f64,
+}
+
+/// Whether a method keeps its region and releases pages inside it (the ones
+/// `--pressure` and the re-touch apply to).
+fn keeps_region(method: &str) -> bool {
+    matches!(method, "dontneed" | "free" | "memfd-punch")
+}
+
+/// The regions a method reuses across iterations: `dontneed` and `free` keep
+/// one mapping, `memfd-punch` one memfd, `mremap` the half it grows from.
+struct Regions<'a> {
+    spec: &'a Spec,
     size: usize,
-    stride: usize,
-    touch_mode: &str,
-    iterations: u32,
-    warmup: u32,
-    hugepages: &str,
-    pressure: bool,
-) -> Result<Value, String> {
-    let page = mm::page_size();
-    let (mut ob, mut to, mut re, mut rt) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut totals = Vec::new();
-    // Kept regions for the methods that reuse one.
-    let kept: Option<*mut u8> = match method {
-        "dontneed" | "free" => Some(map(size, 0, hugepages)?),
-        _ => None,
-    };
-    let kept_fd: Option<(i32, *mut u8)> = if method == "memfd-punch" { Some(memfd(size)?) } else { None };
-    let half = (size / 2).div_ceil(page) * page;
-    let mut remap: Option<*mut u8> = if method == "mremap" { Some(map(half, 0, hugepages)?) } else { None };
-    for it in 0..(warmup + iterations) {
-        let (p, so) = match method {
-            "mmap-munmap" => step(|| map(size, 0, hugepages)),
-            "populate" => step(|| map(size, libc::MAP_POPULATE, hugepages)),
-            "dontneed" | "free" => step(|| Ok(kept.unwrap())),
+    half: usize,
+    kept: Option<*mut u8>,
+    kept_fd: Option<(i32, *mut u8)>,
+    remap: Option<*mut u8>,
+}
+
+impl<'a> Regions<'a> {
+    fn new(spec: &'a Spec, size: usize) -> Result<Regions<'a>, String> {
+        let (m, hp) = (spec.method.as_str(), spec.hugepages.as_str());
+        let half = (size / 2).div_ceil(mm::page_size()) * mm::page_size();
+        Ok(Regions {
+            spec,
+            size,
+            half,
+            kept: if matches!(m, "dontneed" | "free") { Some(map(size, 0, hp)?) } else { None },
+            kept_fd: if m == "memfd-punch" { Some(memfd(size)?) } else { None },
+            remap: if m == "mremap" { Some(map(half, 0, hp)?) } else { None },
+        })
+    }
+
+    /// The obtain step: the region to touch.
+    fn obtain(&mut self) -> Result<(*mut u8, Step), String> {
+        let (size, half, hp) = (self.size, self.half, self.spec.hugepages.as_str());
+        let (p, s) = match self.spec.method.as_str() {
+            "mmap-munmap" => step(|| map(size, 0, hp)),
+            "populate" => step(|| map(size, libc::MAP_POPULATE, hp)),
+            "dontneed" | "free" => step(|| self.kept.ok_or_else(|| "no kept region".to_string())),
             "memfd" => {
                 let (r, s) = step(|| memfd(size));
                 let (fd, p) = r?;
@@ -180,9 +224,9 @@ pub fn run_method(
                 MEMFD.with(|c| c.set(fd));
                 (Ok(p), s)
             }
-            "memfd-punch" => step(|| Ok(kept_fd.unwrap().1)),
+            "memfd-punch" => step(|| self.kept_fd.map(|k| k.1).ok_or_else(|| "no kept memfd".to_string())),
             "mremap" => step(|| {
-                let old = remap.take().unwrap();
+                let old = self.remap.take().ok_or("no region to grow")?;
                 // SAFETY: growing our own mapping; the kernel may move it.
                 let p = unsafe { libc::mremap(old.cast(), half, size, libc::MREMAP_MAYMOVE) };
                 if p == libc::MAP_FAILED {
@@ -192,10 +236,14 @@ pub fn run_method(
             }),
             other => return Err(format!("unknown method '{other}'")),
         };
-        let p = p?;
-        let (_, st) = step(|| touch(p, size, touch_mode, stride, page));
-        let (r, sr) = step(|| -> Result<(), String> {
-            match method {
+        Ok((p?, s))
+    }
+
+    /// The release step of the region at `p`.
+    fn release(&mut self, p: *mut u8) -> Result<Step, String> {
+        let (size, half) = (self.size, self.half);
+        let (r, s) = step(|| -> Result<(), String> {
+            match self.spec.method.as_str() {
                 "mmap-munmap" | "populate" => unmap(p, size),
                 "dontneed" => mm::madvise(p, size, libc::MADV_DONTNEED).map_err(|e| e.to_string())?,
                 "free" => mm::madvise(p, size, libc::MADV_FREE).map_err(|e| e.to_string())?,
@@ -205,16 +253,10 @@ pub fn run_method(
                     MEMFD.with(|c| unsafe { libc::close(c.get()) });
                 }
                 "memfd-punch" => {
+                    let fd = self.kept_fd.ok_or("no kept memfd")?.0;
+                    let how = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
                     // SAFETY: punching a hole in our own memfd.
-                    let r = unsafe {
-                        libc::fallocate(
-                            kept_fd.unwrap().0,
-                            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                            0,
-                            size as libc::off_t,
-                        )
-                    };
-                    if r != 0 {
+                    if unsafe { libc::fallocate(fd, how, 0, size as libc::off_t) } != 0 {
                         return Err(format!("fallocate(PUNCH_HOLE): {}", std::io::Error::last_os_error()));
                     }
                 }
@@ -224,71 +266,97 @@ pub fn run_method(
                     if q == libc::MAP_FAILED {
                         return Err(format!("mremap shrink: {}", std::io::Error::last_os_error()));
                     }
-                    remap = Some(q.cast());
+                    self.remap = Some(q.cast());
                 }
                 _ => {}
             }
             Ok(())
         });
-        r?;
-        if pressure && matches!(method, "dontneed" | "free" | "memfd-punch") {
+        r.map(|_| s)
+    }
+}
+
+impl Drop for Regions<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.kept.take() {
+            unmap(p, self.size);
+        }
+        if let Some((fd, p)) = self.kept_fd.take() {
+            unmap(p, self.size);
+            // SAFETY: closing our memfd.
+            unsafe { libc::close(fd) };
+        }
+        if let Some(p) = self.remap.take() {
+            unmap(p, self.half);
+        }
+    }
+}
+
+/// Runs one method in this (worker) process. With `pressure`, after each
+/// release a second region as large as the first is touched, so that a cgroup
+/// too small for both must reclaim the released pages.
+pub fn run_method(spec: &Spec) -> Result<Done, String> {
+    let size = usize::try_from(spec.size).map_err(|_| format!("{} bytes do not fit this machine", spec.size))?;
+    let stride = spec.stride as usize;
+    let (page, touch_mode) = (mm::page_size(), spec.touch.as_str());
+    let (mut ob, mut to, mut re, mut rt) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut totals = Vec::new();
+    let keeps = keeps_region(&spec.method);
+    let mut regions = Regions::new(spec, size)?;
+    for it in 0..(spec.warmup + spec.iterations) {
+        let (p, so) = regions.obtain()?;
+        let (_, st) = step(|| touch(p, size, touch_mode, stride, page));
+        let sr = regions.release(p)?;
+        if spec.pressure && keeps {
             // Memory the group cannot hold together with the released pages (only the
             // methods that keep their region have released pages left to reclaim).
             let q = map(size, 0, "never")?;
             touch(q, size, "page", page, page);
             unmap(q, size);
         }
-        let srt = match method {
-            "dontneed" | "free" | "memfd-punch" => Some(step(|| touch(p, size, touch_mode, stride, page)).1),
-            _ => None,
-        };
-        if it >= warmup {
+        let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page)).1);
+        if it >= spec.warmup {
             let total = so.secs + st.secs + sr.secs + srt.map(|s| s.secs).unwrap_or(0.0);
             totals.push(total * 1e3);
             ob.push(so);
             to.push(st);
             re.push(sr);
-            if let Some(s) = srt {
-                rt.push(s);
-            }
+            rt.extend(srt);
         }
     }
     // Give back the kept regions first: with --pressure the group has no room for
     // them and the baseline region together.
-    if let Some(p) = kept {
-        unmap(p, size);
-    }
-    if let Some((fd, p)) = kept_fd {
-        unmap(p, size);
-        // SAFETY: closing our memfd.
-        unsafe { libc::close(fd) };
-    }
-    if let Some(p) = remap {
-        unmap(p, half);
-    }
-    // Touch-only baseline: the same touch on resident memory.
-    let b = map(size, 0, hugepages)?;
+    drop(regions);
+    let base = baseline(spec, size)?;
+    let med = |v: &[f64]| record::stats::median(v).unwrap_or(0.0);
+    Ok(Done {
+        obtain: Series { steps: ob }.stats(size),
+        touch: Series { steps: to }.stats(size),
+        release: Series { steps: re }.stats(size),
+        retouch: (!rt.is_empty()).then(|| Series { steps: rt }.stats(size)),
+        total_ms_p50: med(&totals),
+        totals_ms: totals,
+        baseline_touch_ms_p50: med(&base),
+        // (Until 0.x these were the first and last iterations, not the extremes.)
+        baseline_touch_ms_min: record::stats::percentile(&base, 0.0).unwrap_or(0.0),
+        baseline_touch_ms_max: record::stats::percentile(&base, 1.0).unwrap_or(0.0),
+    })
+}
+
+/// The touch-only baseline: the same touch on resident memory, ms per
+/// counted iteration.
+fn baseline(spec: &Spec, size: usize) -> Result<Vec<f64>, String> {
+    let (page, stride) = (mm::page_size(), spec.stride as usize);
+    let b = map(size, 0, &spec.hugepages)?;
     touch(b, size, "all", stride, page);
     let mut base = Vec::new();
-    for _ in 0..(warmup + iterations) {
-        let (_, s) = step(|| touch(b, size, touch_mode, stride, page));
+    for _ in 0..(spec.warmup + spec.iterations) {
+        let (_, s) = step(|| touch(b, size, &spec.touch, stride, page));
         base.push(s.secs * 1e3);
     }
     unmap(b, size);
-    base.drain(..warmup as usize);
-    let per_iteration = totals.clone();
-    let med = |v: &[f64]| record::stats::median(v).unwrap_or(0.0);
-    Ok(json!({
-        "obtain": Series { steps: ob }.stats(size),
-        "touch": Series { steps: to }.stats(size),
-        "release": Series { steps: re }.stats(size),
-        "retouch": (!rt.is_empty()).then(|| Series { steps: rt }.stats(size)),
-        "total_ms_p50": med(&totals),
-        "totals_ms": per_iteration,
-        "baseline_touch_ms_p50": med(&base),
-        "baseline_touch_ms_min": base.first().copied().unwrap_or(0.0),
-        "baseline_touch_ms_max": base.last().copied().unwrap_or(0.0),
-    }))
+    base.drain(..spec.warmup as usize);
+    Ok(base)
 }
 
 thread_local! {
@@ -347,10 +415,6 @@ pub fn planned_bytes(size: u64) -> u128 {
     3 * size as u128 + (64 << 20)
 }
 
-fn stats_of(v: &Value) -> StepStats {
-    serde_json::from_value(v.clone()).unwrap_or_default()
-}
-
 /// Runs every method in its own worker process, `repeat` times round-robin.
 pub fn run<O: crate::observe::Observer>(
     cfg: &MappingConfig,
@@ -383,32 +447,19 @@ pub fn run<O: crate::observe::Observer>(
         } else {
             None
         };
-        let args: Vec<String> = [
-            "__worker",
-            "mapping",
-            "--method",
-            method,
-            "--size",
-            &cfg.size.to_string(),
-            "--stride",
-            &cfg.stride.to_string(),
-            "--touch",
-            &cfg.touch,
-            "--iterations",
-            &cfg.iterations.to_string(),
-            "--warmup",
-            &cfg.warmup.to_string(),
-            "--hugepages",
-            &cfg.hugepages,
-            "--pressure",
-            if cfg.pressure { "1" } else { "0" },
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let spec = Spec {
+            method: method.to_string(),
+            size: cfg.size,
+            stride: cfg.stride,
+            touch: cfg.touch.clone(),
+            iterations: cfg.iterations,
+            warmup: cfg.warmup,
+            hugepages: cfg.hugepages.clone(),
+            pressure: cfg.pressure,
+        };
         let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
             exe: cfg.exe.clone(),
-            args,
+            args: sandbox::worker::argv_spec(WORKER, &spec),
             cgroup: cg.as_ref(),
             env: vec![],
             label: format!("mapping {method}"),
@@ -421,47 +472,16 @@ pub fn run<O: crate::observe::Observer>(
         let t0 = probe::sample::monotonic_ns();
         obs.event("phase_start", method, t0, Value::Null);
         let d = w
-            .wait_for("done", Some("mapping"), std::time::Duration::from_secs(3600), |_| {}, stop)
+            .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), |_| {}, stop)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
             .data;
         let _ = w.finish(std::time::Duration::from_secs(10));
         obs.event("phase_end", method, probe::sample::monotonic_ns(), Value::Null);
-        let retouch = (!d["retouch"].is_null()).then(|| stats_of(&d["retouch"]));
-        let total = d["total_ms_p50"].as_f64().unwrap_or(0.0);
-        let base = d["baseline_touch_ms_p50"].as_f64().unwrap_or(0.0);
-        let (obtain, touch_step, release) = (stats_of(&d["obtain"]), stats_of(&d["touch"]), stats_of(&d["release"]));
-        let mut notes = Vec::new();
-        if method == "free" && !cfg.pressure {
-            notes.push("without --pressure nothing forces the kernel to reclaim MADV_FREE pages, so the re-touch finds them in place".into());
-        }
-        let r = MappingResult {
-            method: method.to_string(),
-            touch: cfg.touch.clone(),
-            size_bytes: cfg.size,
-            stride_bytes: cfg.stride,
-            iterations: cfg.iterations,
-            warmup: cfg.warmup,
-            repeat,
-            hugepages: cfg.hugepages.clone(),
-            pressure: cfg.pressure,
-            obtain_ms_p50: obtain.ms_p50,
-            touch_ms_p50: touch_step.ms_p50,
-            release_ms_p50: release.ms_p50,
-            retouch_ms_p50: retouch.as_ref().map(|s| s.ms_p50),
-            rss_after_release_bytes: release.rss_after_bytes,
-            total_ms_p50: total,
-            total_ms: d["totals_ms"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-                .unwrap_or_default(),
-            normalized_ms_p50: total - base * if retouch.is_some() { 2.0 } else { 1.0 },
-            obtain,
-            touch_step,
-            release,
-            retouch,
-            notes,
-        };
-        obs.result(json!({"baseline": {"touch_ms_p50": base, "touch_ms_min": d["baseline_touch_ms_min"], "touch_ms_max": d["baseline_touch_ms_max"]}, "result": r}));
+        let d: Done = serde_json::from_value(d)
+            .map_err(|e| ExperimentError::Worker(format!("the mapping worker's reply ({method}): {e}")))?;
+        let baseline = json!({"touch_ms_p50": d.baseline_touch_ms_p50, "touch_ms_min": d.baseline_touch_ms_min, "touch_ms_max": d.baseline_touch_ms_max});
+        let r = result(cfg, &spec, repeat, d);
+        obs.result(json!({"baseline": baseline, "result": r}));
         out.push(r);
     }
     obs.targets(vec![], None, vec![]);
@@ -469,20 +489,133 @@ pub fn run<O: crate::observe::Observer>(
     Ok(out)
 }
 
-/// `pagelab __worker mapping --method M ...`: runs one method and reports it.
+/// One run's result from its worker's reply.
+fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResult {
+    let method = spec.method.as_str();
+    let (total, base) = (d.total_ms_p50, d.baseline_touch_ms_p50);
+    let mut notes = Vec::new();
+    if method == "free" && !cfg.pressure {
+        notes.push("without --pressure nothing forces the kernel to reclaim MADV_FREE pages, so the re-touch finds them in place".into());
+    }
+    let retouch = d.retouch;
+    MappingResult {
+        method: method.to_string(),
+        touch: cfg.touch.clone(),
+        size_bytes: cfg.size,
+        stride_bytes: cfg.stride,
+        iterations: cfg.iterations,
+        warmup: cfg.warmup,
+        repeat,
+        hugepages: cfg.hugepages.clone(),
+        pressure: cfg.pressure,
+        obtain_ms_p50: d.obtain.ms_p50,
+        touch_ms_p50: d.touch.ms_p50,
+        release_ms_p50: d.release.ms_p50,
+        retouch_ms_p50: retouch.as_ref().map(|s| s.ms_p50),
+        rss_after_release_bytes: d.release.rss_after_bytes,
+        total_ms_p50: total,
+        total_ms: d.totals_ms,
+        normalized_ms_p50: total - base * if retouch.is_some() { 2.0 } else { 1.0 },
+        obtain: d.obtain,
+        touch_step: d.touch,
+        release: d.release,
+        retouch,
+        notes,
+    }
+}
+
+/// `pagelab __worker mapping --spec JSON` ([`Spec`]): runs one method and
+/// replies with [`Done`].
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let arg = |n: &str| args.iter().position(|a| a == n).and_then(|i| args.get(i + 1)).cloned().unwrap_or_default();
-    let num = |n: &str| arg(n).parse::<u64>().map_err(|_| format!("mapping worker needs {n}"));
-    let d = run_method(
-        &arg("--method"),
-        num("--size")? as usize,
-        num("--stride")? as usize,
-        &arg("--touch"),
-        num("--iterations")? as u32,
-        num("--warmup")? as u32,
-        &arg("--hugepages"),
-        arg("--pressure") == "1",
-    )?;
-    io.emit("done", "mapping", d);
+    let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
+    let d = run_method(&spec)?;
+    io.emit("done", WORKER, serde_json::to_value(&d).map_err(|e| e.to_string())?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: &str) -> Spec {
+        Spec {
+            method: method.into(),
+            size: 4 << 20,
+            stride: 64 << 10,
+            touch: "page".into(),
+            iterations: 3,
+            warmup: 1,
+            hugepages: "never".into(),
+            pressure: false,
+        }
+    }
+
+    fn cfg() -> MappingConfig {
+        MappingConfig {
+            size: 4 << 20,
+            stride: 64 << 10,
+            touch: "page".into(),
+            iterations: 3,
+            warmup: 1,
+            repeat: 1,
+            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            hugepages: "never".into(),
+            pressure: false,
+            exe: "/nonexistent".into(),
+            host_floor: None,
+        }
+    }
+
+    #[test]
+    fn every_method_runs_in_process_and_counts_only_its_iterations() {
+        // Each method on a 4 MiB region, in this (unprivileged) test process.
+        let pages = (4u64 << 20) / mm::page_size() as u64;
+        for m in METHODS {
+            let d = run_method(&spec(m)).unwrap_or_else(|e| panic!("{m}: {e}"));
+            assert_eq!(d.totals_ms.len(), 3, "{m}: the warm-up is not counted");
+            assert_eq!(d.retouch.is_some(), keeps_region(m), "{m}");
+            // Touching each page of a fresh region faults it in (populate
+            // already did at obtain; mremap grows a half that stays resident;
+            // the kept regions are resident again after the last re-touch, and
+            // their re-touch faults instead, where the release took the pages).
+            let faults = match m {
+                "populate" | "free" => 0.0,
+                "mremap" => 0.45,
+                _ => 0.9,
+            };
+            let seen = if keeps_region(m) { d.retouch.as_ref().unwrap() } else { &d.touch };
+            assert!(seen.minor_faults_p50 >= pages as f64 * faults, "{m}: {d:?}");
+            assert!(d.baseline_touch_ms_min <= d.baseline_touch_ms_p50, "{m}");
+            assert!(d.baseline_touch_ms_p50 <= d.baseline_touch_ms_max, "{m}");
+            assert!(d.total_ms_p50 > 0.0, "{m}");
+        }
+        assert!(run_method(&spec("brk")).unwrap_err().contains("unknown method 'brk'"));
+    }
+
+    #[test]
+    fn dontneed_gives_pages_back_and_the_retouch_faults_them_again() {
+        let d = run_method(&spec("dontneed")).unwrap();
+        let r = d.retouch.as_ref().unwrap();
+        // After MADV_DONTNEED the region is not resident; touching it again
+        // faults every page afresh.
+        assert!(d.release.rss_after_bytes + (2 << 20) <= d.touch.rss_after_bytes, "{d:?}");
+        assert!(r.minor_faults_p50 >= d.touch.minor_faults_p50 * 0.9, "{d:?}");
+    }
+
+    #[test]
+    fn the_reply_is_typed_and_the_result_normalized_by_the_baseline() {
+        let d = run_method(&spec("free")).unwrap();
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(serde_json::from_value::<Done>(v.clone()).unwrap(), d);
+        let mut broken = v;
+        broken.as_object_mut().unwrap().remove("totals_ms");
+        assert!(serde_json::from_value::<Done>(broken).unwrap_err().to_string().contains("totals_ms"));
+        let r = result(&cfg(), &spec("free"), 2, d.clone());
+        assert_eq!((r.repeat, r.method.as_str()), (2, "free"));
+        // A method with a re-touch carries two touches of the baseline.
+        assert!((r.normalized_ms_p50 - (d.total_ms_p50 - 2.0 * d.baseline_touch_ms_p50)).abs() < 1e-12);
+        assert!(r.notes.iter().any(|n| n.contains("MADV_FREE")));
+        let argv = sandbox::worker::argv_spec(WORKER, &spec("memfd"));
+        assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec("memfd"));
+    }
 }
