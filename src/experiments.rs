@@ -91,7 +91,7 @@ pub static ALL: [Experiment; 7] = [
         lab_step: crate::heap_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
         workers: &[
-            ("heap", workloads::heap::worker_main),
+            (workloads::heap::WORKER, workloads::heap::worker_main),
             (workloads::heap::overtime::WORKER, workloads::heap::overtime::worker_main),
         ],
     },

@@ -277,83 +277,39 @@ where
     })
 }
 
+/// The speed sweep's worker kind.
+pub const WORKER: &str = "heap";
+
+/// One speed worker's start (`--spec`): one allocator, heap mode and thread count.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// glibc, mimalloc, jemalloc, or preload (with `preload`).
+    pub allocator: String,
+    pub mode: String,
+    pub threads: u32,
+    pub ops: u64,
+    pub seed: u64,
+    /// The library in LD_PRELOAD, for allocator `preload`.
+    pub preload: Option<String>,
+}
+
 /// One configuration in this (worker) process.
-pub fn run_config(
-    allocator: &str,
-    mode: &str,
-    threads: u32,
-    ops: u64,
-    seed: u64,
-    preload: Option<&str>,
-) -> Result<Repeat, String> {
-    // A preloaded library that does not define malloc leaves libc's in place:
-    // its figures would be glibc's under another name.
+pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
+    let Spec { allocator, mode, threads, ops, seed, preload } = spec;
+    let (allocator, mode, threads, ops, seed, preload) =
+        (allocator.as_str(), mode.as_str(), *threads, *ops, *seed, preload.as_deref());
     if let Some(p) = preload {
-        let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
-        let got = alloc::malloc_provider().unwrap_or_default();
-        let got_path = std::fs::canonicalize(&got).unwrap_or_else(|_| got.clone().into());
-        if got_path != want {
-            return Err(format!(
-                "preload:{p} does not provide malloc (malloc resolves to {got}): it is not an allocator, and its figures would be libc's"
-            ));
-        }
+        provides_malloc(p)?;
     }
     let cal = timer::calibrate(30, 20_000);
     let oh = cal.overhead_ticks;
     let base_rss = self_status().vm_rss.unwrap_or(0);
     let f0 = minflt();
-    let (stats, pinned) = match (allocator, mode) {
-        ("glibc" | "preload", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
-        ("glibc", "shared") => {
-            // SAFETY: mallopt before any workload thread exists.
-            if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
-                return Err("mallopt(M_ARENA_MAX, 1) failed".into());
-            }
-            run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?
-        }
-        ("mimalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::MiDefault))?,
-        ("mimalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| alloc::MiHeap::new())?,
-        ("jemalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Je))?,
-        ("jemalloc", "shared") => {
-            let a = alloc::je_create_arena()?;
-            run_threads(threads, ops, seed, oh, |_| alloc::je_bind(a).map(|_| alloc::Je))?
-        }
-        ("jemalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| {
-            alloc::je_create_arena().and_then(alloc::je_bind).map(|_| alloc::Je)
-        })?,
-        (a, m) => return Err(format!("allocator {a} cannot run heap mode {m}")),
-    };
+    let (stats, pinned) = drive(allocator, mode, threads, ops, seed, oh)?;
     let faults = minflt() - f0;
-    let mut ah = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
-    let mut fh = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
-    let (mut g, mut w) = (script::PhaseStats::default(), script::PhaseStats::default());
-    let (mut allocs, mut frees, mut wall, mut frac, mut share) = (0u64, 0u64, 0u64, 0f64, 0f64);
     let ns = cal.ns_per_tick;
-    for s in &stats {
-        ah.add(&s.alloc_hist).map_err(|e| e.to_string())?;
-        fh.add(&s.free_hist).map_err(|e| e.to_string())?;
-        allocs += s.allocs_total;
-        frees += s.frees_total;
-        for (sum, p) in [(&mut g, &s.growth), (&mut w, &s.warm)] {
-            sum.allocs += p.allocs;
-            sum.frees += p.frees;
-            sum.alloc_ticks += p.alloc_ticks;
-            sum.free_ticks += p.free_ticks;
-            sum.batches += p.batches;
-            sum.batches_preempted += p.batches_preempted;
-            sum.minor_faults += p.minor_faults;
-        }
-        wall = wall.max(s.wall_ns);
-        let timed = (s.warm.alloc_ticks + s.warm.free_ticks) as f64 * ns;
-        frac = frac.max(timed / s.warm_wall_ns.max(1) as f64);
-        // Batches per kind: half of the counted ones each (alloc, free).
-        let counted = ((s.warm.batches - s.warm.batches_preempted) as f64 / 2.0).max(1.0);
-        for t in [s.warm.alloc_ticks, s.warm.free_ticks] {
-            if t > 0 {
-                share = share.max(oh as f64 / (t as f64 / counted));
-            }
-        }
-    }
+    let Sums { ah, fh, g, w, allocs, frees, wall, frac, share } = sum_threads(&stats, ns, oh)?;
     let per = |ticks: u64, calls: u64| if calls == 0 { f64::NAN } else { ticks as f64 * ns / calls as f64 };
     // Each thread's lowest block mean (see script::BLOCKS), then the mean of
     // those over threads: a disturbance on one CPU then spoils blocks of that
@@ -409,6 +365,100 @@ pub fn run_config(
         preload_mapped,
         processes: 1,
     })
+}
+
+/// A preloaded library that does not define malloc leaves libc's in place:
+/// its figures would be glibc's under another name.
+fn provides_malloc(p: &str) -> Result<(), String> {
+    let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+    let got = alloc::malloc_provider().unwrap_or_default();
+    let got_path = std::fs::canonicalize(&got).unwrap_or_else(|_| got.clone().into());
+    if got_path != want {
+        return Err(format!(
+            "preload:{p} does not provide malloc (malloc resolves to {got}): it is not an allocator, and its figures would be libc's"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the script on `threads` threads with the allocator and heap mode's
+/// per-thread heap: each thread's figures, and whether the threads were pinned.
+fn drive(
+    allocator: &str,
+    mode: &str,
+    threads: u32,
+    ops: u64,
+    seed: u64,
+    oh: u64,
+) -> Result<(Vec<script::ThreadStats>, bool), String> {
+    Ok(match (allocator, mode) {
+        ("glibc" | "preload", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
+        ("glibc", "shared") => {
+            // SAFETY: mallopt before any workload thread exists.
+            if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
+                return Err("mallopt(M_ARENA_MAX, 1) failed".into());
+            }
+            run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?
+        }
+        ("mimalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::MiDefault))?,
+        ("mimalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| alloc::MiHeap::new())?,
+        ("jemalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Je))?,
+        ("jemalloc", "shared") => {
+            let a = alloc::je_create_arena()?;
+            run_threads(threads, ops, seed, oh, |_| alloc::je_bind(a).map(|_| alloc::Je))?
+        }
+        ("jemalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| {
+            alloc::je_create_arena().and_then(alloc::je_bind).map(|_| alloc::Je)
+        })?,
+        (a, m) => return Err(format!("allocator {a} cannot run heap mode {m}")),
+    })
+}
+
+/// The threads' figures summed: the histograms merged, the phases' counts
+/// added, and the worst thread's wall time, timed fraction and timer share.
+struct Sums {
+    ah: Histogram<u64>,
+    fh: Histogram<u64>,
+    g: script::PhaseStats,
+    w: script::PhaseStats,
+    allocs: u64,
+    frees: u64,
+    wall: u64,
+    frac: f64,
+    share: f64,
+}
+
+fn sum_threads(stats: &[script::ThreadStats], ns: f64, oh: u64) -> Result<Sums, String> {
+    let mut ah = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
+    let mut fh = Histogram::<u64>::new_with_bounds(1, 1 << 36, 3).map_err(|e| e.to_string())?;
+    let (mut g, mut w) = (script::PhaseStats::default(), script::PhaseStats::default());
+    let (mut allocs, mut frees, mut wall, mut frac, mut share) = (0u64, 0u64, 0u64, 0f64, 0f64);
+    for s in stats {
+        ah.add(&s.alloc_hist).map_err(|e| e.to_string())?;
+        fh.add(&s.free_hist).map_err(|e| e.to_string())?;
+        allocs += s.allocs_total;
+        frees += s.frees_total;
+        for (sum, p) in [(&mut g, &s.growth), (&mut w, &s.warm)] {
+            sum.allocs += p.allocs;
+            sum.frees += p.frees;
+            sum.alloc_ticks += p.alloc_ticks;
+            sum.free_ticks += p.free_ticks;
+            sum.batches += p.batches;
+            sum.batches_preempted += p.batches_preempted;
+            sum.minor_faults += p.minor_faults;
+        }
+        wall = wall.max(s.wall_ns);
+        let timed = (s.warm.alloc_ticks + s.warm.free_ticks) as f64 * ns;
+        frac = frac.max(timed / s.warm_wall_ns.max(1) as f64);
+        // Batches per kind: half of the counted ones each (alloc, free).
+        let counted = ((s.warm.batches - s.warm.batches_preempted) as f64 / 2.0).max(1.0);
+        for t in [s.warm.alloc_ticks, s.warm.free_ticks] {
+            if t > 0 {
+                share = share.max(oh as f64 / (t as f64 / counted));
+            }
+        }
+    }
+    Ok(Sums { ah, fh, g, w, allocs, frees, wall, frac, share })
 }
 
 /// The median over repeats of one figure (NaN-free; the mean of the middle two
@@ -498,23 +548,14 @@ pub fn run<O: crate::observe::Observer>(
                         ),
                         other => (other.name(), vec![], None),
                     };
-                    let mut args: Vec<String> = vec![
-                        "__worker".into(),
-                        "heap".into(),
-                        "--allocator".into(),
-                        name,
-                        "--mode".into(),
-                        cfg.heap_mode.clone(),
-                        "--threads".into(),
-                        threads.to_string(),
-                        "--ops".into(),
-                        proc_ops.to_string(),
-                        "--seed".into(),
-                        cfg.seed.to_string(),
-                    ];
-                    if let Some(p) = &preload {
-                        args.extend(["--preload".into(), p.clone()]);
-                    }
+                    let spec = Spec {
+                        allocator: name,
+                        mode: cfg.heap_mode.clone(),
+                        threads,
+                        ops: proc_ops,
+                        seed: cfg.seed,
+                        preload,
+                    };
                     let label = format!(
                         "heap {} {} threads, repeat {} process {}/{nprocs}",
                         a.name(),
@@ -522,26 +563,7 @@ pub fn run<O: crate::observe::Observer>(
                         rep + 1,
                         sub + 1
                     );
-                    let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
-                        exe: cfg.exe.clone(),
-                        args,
-                        cgroup: None,
-                        env,
-                        label: label.clone(),
-                    })?;
-                    obs.targets(vec![w.pid], None, vec![]);
-                    let t0 = probe::sample::monotonic_ns();
-                    obs.event("phase_start", &label, t0, Value::Null);
-                    let d = w
-                        .wait_for("done", Some("heap"), std::time::Duration::from_secs(3600), |_| {}, stop)
-                        .map_err(|f| {
-                            if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) }
-                        })?
-                        .data;
-                    let _ = w.finish(std::time::Duration::from_secs(10));
-                    obs.event("phase_end", &label, probe::sample::monotonic_ns(), Value::Null);
-                    let r: Repeat = serde_json::from_value(d)
-                        .map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))?;
+                    let r = one_process(cfg, &spec, env, &label, obs, stop)?;
                     done += 1;
                     obs.note(&format!(
                         "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",
@@ -564,25 +586,71 @@ pub fn run<O: crate::observe::Observer>(
     Ok(out)
 }
 
-/// `pagelab __worker heap --allocator A --mode M --threads T --ops N --seed S [--preload PATH]`.
+/// One worker process of the speed sweep: started, waited for, its report read.
+fn one_process<O: crate::observe::Observer>(
+    cfg: &HeapConfig,
+    spec: &Spec,
+    env: Vec<(String, String)>,
+    label: &str,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<Repeat, ExperimentError> {
+    let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+        exe: cfg.exe.clone(),
+        args: sandbox::worker::argv_spec(WORKER, spec),
+        cgroup: None,
+        env,
+        label: label.to_string(),
+    })?;
+    obs.targets(vec![w.pid], None, vec![]);
+    let t0 = probe::sample::monotonic_ns();
+    obs.event("phase_start", label, t0, Value::Null);
+    let d = w
+        .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), |_| {}, stop)
+        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
+        .data;
+    let _ = w.finish(std::time::Duration::from_secs(10));
+    obs.event("phase_end", label, probe::sample::monotonic_ns(), Value::Null);
+    serde_json::from_value(d).map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))
+}
+
+/// `pagelab __worker heap --spec JSON` ([`Spec`]): one configuration, replied
+/// as a [`Repeat`].
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let arg = |n: &str| args.iter().position(|a| a == n).and_then(|i| args.get(i + 1)).cloned();
-    let num = |n: &str| arg(n).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| format!("heap worker needs {n} N"));
-    let r = run_config(
-        &arg("--allocator").ok_or("heap worker needs --allocator")?,
-        &arg("--mode").unwrap_or_else(|| "default".into()),
-        num("--threads")? as u32,
-        num("--ops")?,
-        num("--seed")?,
-        arg("--preload").as_deref(),
-    )?;
-    io.emit("done", "heap", serde_json::to_value(&r).map_err(|e| e.to_string())?);
+    let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
+    let r = run_config(&spec)?;
+    io.emit("done", WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_configuration_runs_in_process_from_its_spec() {
+        let spec = Spec {
+            allocator: "jemalloc".into(),
+            mode: "per-thread".into(),
+            threads: 2,
+            ops: 20_000,
+            seed: 3,
+            preload: None,
+        };
+        let argv = sandbox::worker::argv_spec(WORKER, &spec);
+        assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec);
+        let r = run_config(&spec).unwrap();
+        // Both threads ran the script: every allocation was freed, and the
+        // warm phase's means are times, not NaN or zero.
+        assert!(r.allocs >= 20_000 && r.allocs == r.frees, "{} allocs, {} frees", r.allocs, r.frees);
+        assert!(r.alloc_ns_mean > 0.0 && r.alloc_ns_mean.is_finite());
+        assert!(r.alloc_ns_p50 <= r.alloc_ns_p99 && r.alloc_ns_p99 <= r.alloc_ns_max);
+        assert_eq!(r.processes, 1);
+        assert!(r.peak_rss_bytes >= r.baseline_rss_bytes);
+        // A mode the allocator has not is refused by name.
+        let bad = Spec { allocator: "mimalloc".into(), mode: "shared".into(), ..spec };
+        assert_eq!(run_config(&bad).unwrap_err(), "allocator mimalloc cannot run heap mode shared");
+    }
 
     #[test]
     fn repeats_split_into_processes_only_when_each_gets_eight_rounds() {
