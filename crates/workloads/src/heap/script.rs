@@ -296,37 +296,8 @@ pub fn run<H: ThreadHeap>(
         let block =
             warm_from.map(|(r0, _, _)| (((rounds - r0) * BLOCKS as u64 / warm_rounds) as usize).min(BLOCKS - 1));
         let phase = if warm { &mut s.warm } else { &mut s.growth };
-        // The allocation batch.
-        let (sw0, _) = thread_usage();
-        if timing == Timing::Batch {
-            let a = timer::start();
-            for (p, &size) in ptrs[..n].iter_mut().zip(&sizes) {
-                // SAFETY: freed below, through the same heap.
-                *p = unsafe { h.alloc(size) };
-            }
-            let b = timer::stop();
-            let (sw1, _) = thread_usage();
-            phase.batches += 1;
-            if sw1 == sw0 {
-                let t = b.saturating_sub(a).saturating_sub(overhead);
-                phase.allocs += n as u64;
-                phase.alloc_ticks += t;
-                if let Some(k) = block {
-                    phase.blocks[k][0] += t;
-                    phase.blocks[k][1] += n as u64;
-                }
-            } else {
-                phase.batches_preempted += 1;
-            }
-        } else {
-            for (p, &size) in ptrs[..n].iter_mut().zip(&sizes) {
-                let a = timer::start();
-                // SAFETY: as above.
-                *p = unsafe { h.alloc(size) };
-                let b = timer::stop();
-                s.alloc_hist.saturating_record(b.saturating_sub(a).saturating_sub(overhead).max(1));
-            }
-        }
+        let clock = Clock { timing, block, overhead };
+        alloc_batch(h, &mut ptrs[..n], &sizes, clock, phase, &mut s.alloc_hist);
         if let Some(i) = ptrs[..n].iter().position(|p| p.is_null()) {
             return Err(format!(
                 "allocation of {} bytes failed after {} allocations",
@@ -340,39 +311,9 @@ pub fn run<H: ThreadHeap>(
             warm_allocs += n as u64;
         }
         settle(&mut st, &ptrs[..n], &sizes, &fates, erased, &mut dying);
-        // The free batch.
         let m = dying.len();
-        let (sw0, _) = thread_usage();
-        if timing == Timing::Batch {
-            let a = timer::start();
-            for &p in &dying {
-                // SAFETY: every pointer in `dying` came from h.alloc and is freed once.
-                unsafe { h.free(p) };
-            }
-            let b = timer::stop();
-            let (sw1, _) = thread_usage();
-            let phase = if warm { &mut s.warm } else { &mut s.growth };
-            phase.batches += 1;
-            if sw1 == sw0 {
-                let t = b.saturating_sub(a).saturating_sub(overhead);
-                phase.frees += m as u64;
-                phase.free_ticks += t;
-                if let Some(k) = block {
-                    phase.blocks[k][2] += t;
-                    phase.blocks[k][3] += m as u64;
-                }
-            } else {
-                phase.batches_preempted += 1;
-            }
-        } else {
-            for &p in &dying {
-                let a = timer::start();
-                // SAFETY: as above.
-                unsafe { h.free(p) };
-                let b = timer::stop();
-                s.free_hist.saturating_record(b.saturating_sub(a).saturating_sub(overhead).max(1));
-            }
-        }
+        let phase = if warm { &mut s.warm } else { &mut s.growth };
+        free_batch(h, &dying, clock, phase, &mut s.free_hist);
         s.frees_total += m as u64;
         rounds += 1;
         if warm_from.is_none() && (st.full() || rounds >= GROWTH_MAX_ROUNDS) {
@@ -397,6 +338,101 @@ pub fn run<H: ThreadHeap>(
     }
     s.wall_ns = timer::mono_ns() - t0;
     Ok(s)
+}
+
+/// How a round's batches are timed: as a whole (the means) or per call (the
+/// histograms), into which block of the warm phase, less the timer's overhead.
+#[derive(Clone, Copy)]
+struct Clock {
+    timing: Timing,
+    block: Option<usize>,
+    overhead: u64,
+}
+
+impl Clock {
+    /// Counts a timed batch of `n` calls into `phase`: `k` is 0 for the
+    /// allocations, 2 for the frees (their columns in a block). A batch during
+    /// which the thread was switched out counts as preempted, not as time.
+    fn count(self, phase: &mut PhaseStats, undisturbed: bool, ticks: u64, n: usize, k: usize) {
+        phase.batches += 1;
+        if !undisturbed {
+            phase.batches_preempted += 1;
+            return;
+        }
+        let t = ticks.saturating_sub(self.overhead);
+        if k == 0 {
+            phase.allocs += n as u64;
+            phase.alloc_ticks += t;
+        } else {
+            phase.frees += n as u64;
+            phase.free_ticks += t;
+        }
+        if let Some(b) = self.block {
+            phase.blocks[b][k] += t;
+            phase.blocks[b][k + 1] += n as u64;
+        }
+    }
+}
+
+/// The allocation batch: one block per size, into `ptrs`.
+#[inline(always)]
+fn alloc_batch<H: ThreadHeap>(
+    h: &mut H,
+    ptrs: &mut [*mut u8],
+    sizes: &[usize],
+    c: Clock,
+    phase: &mut PhaseStats,
+    hist: &mut Histogram<u64>,
+) {
+    let (sw0, _) = thread_usage();
+    if c.timing == Timing::Batch {
+        let a = timer::start();
+        for (p, &size) in ptrs.iter_mut().zip(sizes) {
+            // SAFETY: freed later, through the same heap.
+            *p = unsafe { h.alloc(size) };
+        }
+        let b = timer::stop();
+        let (sw1, _) = thread_usage();
+        c.count(phase, sw1 == sw0, b.saturating_sub(a), ptrs.len(), 0);
+    } else {
+        for (p, &size) in ptrs.iter_mut().zip(sizes) {
+            let a = timer::start();
+            // SAFETY: as above.
+            *p = unsafe { h.alloc(size) };
+            let b = timer::stop();
+            hist.saturating_record(b.saturating_sub(a).saturating_sub(c.overhead).max(1));
+        }
+    }
+}
+
+/// The free batch: every pointer in `dying`, once.
+#[inline(always)]
+fn free_batch<H: ThreadHeap>(
+    h: &mut H,
+    dying: &[*mut u8],
+    c: Clock,
+    phase: &mut PhaseStats,
+    hist: &mut Histogram<u64>,
+) {
+    let (sw0, _) = thread_usage();
+    if c.timing == Timing::Batch {
+        let a = timer::start();
+        for &p in dying {
+            // SAFETY: every pointer in `dying` came from h.alloc and is freed once.
+            unsafe { h.free(p) };
+        }
+        let b = timer::stop();
+        let (sw1, _) = thread_usage();
+        c.count(phase, sw1 == sw0, b.saturating_sub(a), dying.len(), 2);
+    } else {
+        for &p in dying {
+            let a = timer::start();
+            // SAFETY: as above.
+            unsafe { h.free(p) };
+            let b = timer::stop();
+            hist.saturating_record(b.saturating_sub(a).saturating_sub(c.overhead).max(1));
+        }
+    }
 }
 
 #[cfg(test)]
