@@ -283,12 +283,11 @@ pub fn run(
     }
     let probe_baseline = match &cfg.probe {
         Some(c) => {
-            let mut v: Vec<f64> = (0..5).filter_map(|_| probe_ms(c)).collect();
+            let v: Vec<f64> = (0..5).filter_map(|_| probe_ms(c)).collect();
             if v.len() < 5 {
                 return Err(err(format!("--probe '{c}' failed before any reclaim; give a command that succeeds")));
             }
-            v.sort_by(f64::total_cmp);
-            Some(v[2])
+            record::stats::median(&v)
         }
         None => None,
     };
@@ -311,11 +310,38 @@ pub fn run(
         }),
         Target::Cgroup { .. } => None,
     };
+    let ended = follow(cfg, &target, &name, pager.as_mut(), &mut svc, obs, stop)?;
+    svc.ended = ended;
+    svc.major_faults = svc.timeline.iter().map(|p| p.major_faults).sum();
+    if let Target::Cgroup { dir, .. } = &target {
+        svc.oom_kills = std::fs::read_to_string(dir.join("memory.events"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
+            .unwrap_or(0);
+    }
+    settle(&mut svc, &mut res, obs, cfg.psi);
+    res.service = Some(svc);
+    drop(sb);
+    Ok(res)
+}
+
+/// Follows the service: every interval, reads its pressure, faults and
+/// footprint (and the probe), and reclaims in proportion to how far under the
+/// threshold the pressure is. Returns why it ended.
+fn follow(
+    cfg: &ServiceConfig,
+    target: &Target,
+    name: &str,
+    mut pager: Option<&mut Pager>,
+    svc: &mut Service,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<String, ExperimentError> {
     let t0 = Instant::now();
-    let (mut psi0, mut mf0, mut last) = (psi_some_us(&target), majflt(&target), Instant::now());
+    let (mut psi0, mut mf0, mut last) = (psi_some_us(target), majflt(target), Instant::now());
     let mut reclaim = 0u64;
     let mut step_no = 0u64;
-    let ended = loop {
+    Ok(loop {
         // Sleep one interval, watching for a stop and the target's exit.
         let until = last + cfg.interval;
         while Instant::now() < until {
@@ -327,18 +353,18 @@ pub fn run(
         if stop() {
             break "interrupted".to_string();
         }
-        if !alive(&target) {
+        if !alive(target) {
             break format!("{name} exited");
         }
         let dt = last.elapsed().as_secs_f64();
         last = Instant::now();
-        let (psi1, mf1) = (psi_some_us(&target), majflt(&target));
+        let (psi1, mf1) = (psi_some_us(target), majflt(target));
         let psi = psi1.saturating_sub(psi0) as f64 / 1e6 / dt.max(1e-3);
         let faults = mf1.saturating_sub(mf0);
         (psi0, mf0) = (psi1, mf1);
-        let fp = footprint(&target).unwrap_or(0);
+        let fp = footprint(target).unwrap_or(0);
         let probe = cfg.probe.as_deref().map(probe_ms);
-        let probe_ok = match (probe, probe_baseline) {
+        let probe_ok = match (probe, svc.probe_baseline_ms) {
             (Some(Some(ms)), Some(b)) => ms <= b * (1.0 + cfg.probe_slowdown),
             (Some(None), _) => false,
             _ => true,
@@ -367,7 +393,7 @@ pub fn run(
         step_no += 1;
         point.action = if reclaim > 0 { "reclaim" } else { "hold" }.into();
         if reclaim > 0 {
-            let asked = match (&target, pager.as_mut()) {
+            let asked = match (target, pager.as_deref_mut()) {
                 (_, Some(pg)) => pg.step(reclaim, step_no).map_err(ExperimentError::Worker)?,
                 (Target::Cgroup { dir, .. }, None) => {
                     match sandbox::cgroup::reclaim_once(dir, reclaim) {
@@ -404,18 +430,15 @@ pub fn run(
             serde_json::to_value(&point).unwrap_or_default(),
         );
         svc.timeline.push(point);
-    };
-    svc.ended = ended;
-    svc.major_faults = svc.timeline.iter().map(|p| p.major_faults).sum();
-    if let Target::Cgroup { dir, .. } = &target {
-        svc.oom_kills = std::fs::read_to_string(dir.join("memory.events"))
-            .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
-            .unwrap_or(0);
-    }
+    })
+}
+
+/// Where the footprint settled: the last third's median footprint and
+/// pressure, a note if it was still falling, and the recommendation.
+fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer, psi: f64) {
     let tail = &svc.timeline[svc.timeline.len() * 2 / 3..];
     let mut fps: Vec<u64> = tail.iter().map(|p| p.footprint_bytes).collect();
-    svc.settled_bytes = record::stats::percentile_u64(&mut fps, 50.0).unwrap_or(0);
+    svc.settled_bytes = record::stats::percentile_u64(&mut fps, 0.5).unwrap_or(0);
     let psis: Vec<f64> = tail.iter().map(|p| p.psi_some_pct).collect();
     svc.settled_psi_some_pct = record::stats::median(&psis).unwrap_or(f64::NAN);
     let most = fps.iter().copied().max().unwrap_or(0);
@@ -431,16 +454,13 @@ pub fn run(
         res.notes.push(msg);
     }
     if svc.timeline.len() >= 6 {
-        res.recommendation = Some(recommend(&svc, most, cfg.psi));
+        res.recommendation = Some(recommend(svc, most, psi));
     } else {
         res.unverified_reason = Some(format!(
             "{} readings: too few to say where the footprint settles; give a longer --duration",
             svc.timeline.len()
         ));
     }
-    res.service = Some(svc);
-    drop(sb);
-    Ok(res)
 }
 
 fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
