@@ -433,37 +433,7 @@ pub fn html(r: &Report) -> String {
     }
     o += "</nav>\n<main>\n";
 
-    // Every finding's interval against its region, then the table per experiment.
-    let findings = r.findings();
-    if let Some(svg) = crate::finding_chart::svg(&findings) {
-        let f = verdict::Findings::of(findings).with_passes(r.alpha_by_pass());
-        let _ = writeln!(
-            o,
-            "<section id=\"findings\"><h2>Findings</h2>\n<p>{} of {} findings this run could check are decided \
-             ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
-             study's acceptance region; Holm's correction over all {} with an interval keeps the chance of any wrong \
-             verdict at 5 %{} (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
-            f.decided,
-            f.checkable,
-            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Matches).count(),
-            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Differs).count(),
-            f.family,
-            if f.alpha_by_pass.len() > 1 {
-                format!(
-                    ", split between the lab's passes ({} %)",
-                    f.alpha_by_pass
-                        .iter()
-                        .map(|a| record::stats::claim::num(100.0 * a))
-                        .collect::<Vec<_>>()
-                        .join(" + ")
-                )
-            } else {
-                String::new()
-            },
-            esc(f.findings.first().map_or("", |x| x.experiment)),
-            r.lab.as_ref().map(|l| noise_line(&l.doctor)).unwrap_or_default(),
-        );
-    }
+    findings_html(&mut o, r);
 
     // Summary.
     o += "<section id=\"summary\"><h2>Summary</h2>\n<div class=\"scroll\"><table id=\"headline\"><thead><tr>";
@@ -491,15 +461,60 @@ pub fn html(r: &Report) -> String {
     }
     o += "</section>\n";
 
-    // Environment.
-    o += "<section id=\"environment\"><h2>Environment</h2>\n";
+    environment_html(&mut o, r);
+
+    for s in &r.sections {
+        section_html(&mut o, s, r.lab.as_ref());
+    }
+    o += "</main>\n</body></html>\n";
+    o
+}
+
+/// Every finding's interval against its region (the tables are per experiment).
+fn findings_html(o: &mut String, r: &Report) {
+    let findings = r.findings();
+    if let Some(svg) = crate::finding_chart::svg(&findings) {
+        let f = verdict::Findings::of(findings).with_passes(r.alpha_by_pass());
+        let _ = writeln!(
+            *o,
+            "<section id=\"findings\"><h2>Findings</h2>\n<p>{} of {} findings this run could check are decided \
+             ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
+             study's acceptance region; Holm's correction over all {} with an interval keeps the chance of any wrong \
+             verdict at 5 %{} (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
+            f.decided,
+            f.checkable,
+            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Matches).count(),
+            f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Differs).count(),
+            f.family,
+            if f.alpha_by_pass.len() > 1 {
+                format!(
+                    ", split between the lab's passes ({} %)",
+                    f.alpha_by_pass
+                        .iter()
+                        .map(|a| record::stats::claim::num(100.0 * a))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                )
+            } else {
+                String::new()
+            },
+            esc(f.findings.first().map_or("", |x| x.experiment)),
+            r.lab.as_ref().map(|l| noise_line(&l.doctor)).unwrap_or_default(),
+        );
+    }
+}
+
+/// The environment: the machine, the lab's command line and doctor's checks.
+fn environment_html(o: &mut String, r: &Report) {
+    let env = r.environment();
+    *o += "<section id=\"environment\"><h2>Environment</h2>\n";
     match env {
-        Some(e) => o += &env_table(e),
-        None => o += "<p class=\"muted\">No run of this report recorded its environment.</p>\n",
+        Some(e) => *o += &env_table(e),
+        None => *o += "<p class=\"muted\">No run of this report recorded its environment.</p>\n",
     }
     if let Some(l) = &r.lab {
         let _ = writeln!(
-            o,
+            *o,
             "<p>Command: <code>{}</code>. Planned for {} CPUs and {} of RAM, {}.</p>",
             esc(&l.command_line.join(" ")),
             l.cpus,
@@ -509,21 +524,15 @@ pub fn html(r: &Report) -> String {
         let doctor = crate::lab::Doctor::from_json(&l.doctor);
         let limited = doctor.checks.iter().any(|c| !c.affects.is_empty());
         let _ = writeln!(
-            o,
+            *o,
             "<details{}><summary>pagelab doctor: {}</summary>",
             if limited { " open" } else { "" },
             if limited { "some experiments are limited on this machine" } else { "everything is available" }
         );
-        o += &doctor_table(&doctor);
-        o += "</details>\n";
+        *o += &doctor_table(&doctor);
+        *o += "</details>\n";
     }
-    o += "</section>\n";
-
-    for s in &r.sections {
-        section_html(&mut o, s, r.lab.as_ref());
-    }
-    o += "</main>\n</body></html>\n";
-    o
+    *o += "</section>\n";
 }
 
 fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
