@@ -129,7 +129,17 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             Axis::default().bounds([0.0, ymax * 1.1]).labels(vec![Span::raw("0"), Span::raw(format!("{:.2}", ymax))]),
         );
     f.render_widget(chart, left[1]);
-    // Side panel.
+    let lines = side_panel(app);
+    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" now ")), main[1]);
+    let keys = "t trim  c cold  r reclaim  m mark  p pick  +/- zoom  ? help  q quit";
+    let status = if app.status.is_empty() { keys.to_string() } else { format!("{}  |  {keys}", app.status) };
+    f.render_widget(Paragraph::new(status).style(Style::default().add_modifier(Modifier::REVERSED)), outer[1]);
+    overlay(f, app);
+}
+
+/// The side panel: the target, the categories now, pressure, faults, swap
+/// traffic and the latest marks.
+fn side_panel(app: &App) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> =
         vec![Line::from(Span::styled(target_line(&app.target), Style::default().add_modifier(Modifier::BOLD)))];
     if let Some(p) = app.ring.last() {
@@ -155,10 +165,11 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     if let Some(r) = &app.recording {
         lines.push(Line::from(Span::styled(format!("recording to {}", r.display()), Style::default().fg(Color::Red))));
     }
-    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" now ")), main[1]);
-    let keys = "t trim  c cold  r reclaim  m mark  p pick  +/- zoom  ? help  q quit";
-    let status = if app.status.is_empty() { keys.to_string() } else { format!("{}  |  {keys}", app.status) };
-    f.render_widget(Paragraph::new(status).style(Style::default().add_modifier(Modifier::REVERSED)), outer[1]);
+    lines
+}
+
+/// The help or the process picker over the screen, when open.
+fn overlay(f: &mut Frame, app: &App) {
     match &app.mode {
         Mode::Normal => {}
         Mode::Help => {

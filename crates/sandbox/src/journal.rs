@@ -386,42 +386,7 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
     validate_change(change).map_err(|why| SandboxError::Other(format!("refused: {why}")))?;
     let verb = if dry_run { "would undo" } else { "undid" };
     match change {
-        Change::CgroupDir { path } => {
-            if !path.exists() {
-                return Ok(format!("cgroup {} already gone", path.display()));
-            }
-            if path.file_name().is_some_and(|n| n == "pagelab") {
-                // The shared parent: another pagelab run may still have a group in it;
-                // whoever removes the last child removes it (see kill_and_remove).
-                if dry_run {
-                    return Ok(format!("would remove cgroup {} if empty", path.display()));
-                }
-                return match std::fs::remove_dir(path) {
-                    Ok(()) => Ok(format!("removed cgroup {}", path.display())),
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::ENOTEMPTY)) => {
-                        Ok(format!("left cgroup {}: another pagelab run still uses it", path.display()))
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        Ok(format!("cgroup {} already gone", path.display()))
-                    }
-                    Err(e) if !path.join("cgroup.procs").exists() => {
-                        // A fake tree in tests.
-                        std::fs::remove_dir_all(path).map_err(|_| SandboxError::io("removing the cgroup", path, e))?;
-                        Ok(format!("removed cgroup {}", path.display()))
-                    }
-                    Err(e) => Err(SandboxError::io("removing the cgroup", path, e)),
-                };
-            }
-            if !dry_run {
-                let killed = kill_and_remove(path)?;
-                return Ok(format!(
-                    "removed cgroup {}{}",
-                    path.display(),
-                    if killed > 0 { format!(" (killed {killed} worker processes first)") } else { String::new() }
-                ));
-            }
-            Ok(format!("would remove cgroup {} (killing its processes first)", path.display()))
-        }
+        Change::CgroupDir { path } => undo_cgroup(path, dry_run),
         Change::WriteFile { path, previous } => {
             let now = std::fs::read_to_string(path).unwrap_or_default();
             if current_matches(&now, previous) {
@@ -472,40 +437,81 @@ fn undo(change: &Change, journal: &Path, dry_run: bool) -> Result<String> {
             Ok(false) => Ok(format!("DAMON kdamond watching pid {pid} already gone (or not pagelab's): left alone")),
             Err(_) => Ok(format!("DAMON kdamond watching pid {pid}: no DAMON admin files; nothing to undo")),
         },
-        Change::ZramDevice { sys, before, id } => {
-            let id = match id {
-                Some(id) => *id,
-                None => {
-                    // Crashed between hot_add and recording the id: the device is new,
-                    // unset (disksize 0), and claimed by no other journal.
-                    let claimed = claimed_zram_ids(journal.parent().unwrap_or(Path::new(DEFAULT_DIR)), journal);
-                    let candidates: Vec<u32> = crate::zram::device_ids(sys)
-                        .into_iter()
-                        .filter(|i| !before.contains(i) && !claimed.contains(i))
-                        .filter(|i| crate::zram::disksize(sys, *i) == Some(0))
-                        .collect();
-                    match candidates.as_slice() {
-                        [] => {
-                            return Ok("zram hot_add had not happened; nothing to remove".to_string());
-                        }
-                        [one] => *one,
-                        _ => {
-                            return Ok(format!(
-                                "zram hot_add was interrupted and several new devices are unset ({candidates:?}); left alone"
-                            ));
-                        }
-                    }
-                }
-            };
-            if !sys.join(format!("block/zram{id}")).exists() {
-                return Ok(format!("zram{id} already removed"));
-            }
-            if !dry_run {
-                crate::zram::remove_device(sys, id)?;
-            }
-            Ok(format!("{verb} zram{id} (swapoff, reset, hot_remove)"))
-        }
+        Change::ZramDevice { sys, before, id } => undo_zram(sys, before, *id, journal, dry_run, verb),
     }
+}
+
+/// Removes a cgroup pagelab made (killing its workers first); the shared
+/// `pagelab` parent only when no other run still uses it.
+fn undo_cgroup(path: &Path, dry_run: bool) -> Result<String> {
+    if !path.exists() {
+        return Ok(format!("cgroup {} already gone", path.display()));
+    }
+    if path.file_name().is_some_and(|n| n == "pagelab") {
+        // The shared parent: another pagelab run may still have a group in it;
+        // whoever removes the last child removes it (see kill_and_remove).
+        if dry_run {
+            return Ok(format!("would remove cgroup {} if empty", path.display()));
+        }
+        return match std::fs::remove_dir(path) {
+            Ok(()) => Ok(format!("removed cgroup {}", path.display())),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::ENOTEMPTY)) => {
+                Ok(format!("left cgroup {}: another pagelab run still uses it", path.display()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(format!("cgroup {} already gone", path.display())),
+            Err(e) if !path.join("cgroup.procs").exists() => {
+                // A fake tree in tests.
+                std::fs::remove_dir_all(path).map_err(|_| SandboxError::io("removing the cgroup", path, e))?;
+                Ok(format!("removed cgroup {}", path.display()))
+            }
+            Err(e) => Err(SandboxError::io("removing the cgroup", path, e)),
+        };
+    }
+    if !dry_run {
+        let killed = kill_and_remove(path)?;
+        return Ok(format!(
+            "removed cgroup {}{}",
+            path.display(),
+            if killed > 0 { format!(" (killed {killed} worker processes first)") } else { String::new() }
+        ));
+    }
+    Ok(format!("would remove cgroup {} (killing its processes first)", path.display()))
+}
+
+/// Removes a zram device pagelab added: by its id, or (a crash between
+/// hot_add and recording it) the one new, unset device no other journal claims.
+fn undo_zram(sys: &Path, before: &[u32], id: Option<u32>, journal: &Path, dry_run: bool, verb: &str) -> Result<String> {
+    let id = match id {
+        Some(id) => id,
+        None => {
+            // Crashed between hot_add and recording the id: the device is new,
+            // unset (disksize 0), and claimed by no other journal.
+            let claimed = claimed_zram_ids(journal.parent().unwrap_or(Path::new(DEFAULT_DIR)), journal);
+            let candidates: Vec<u32> = crate::zram::device_ids(sys)
+                .into_iter()
+                .filter(|i| !before.contains(i) && !claimed.contains(i))
+                .filter(|i| crate::zram::disksize(sys, *i) == Some(0))
+                .collect();
+            match candidates.as_slice() {
+                [] => {
+                    return Ok("zram hot_add had not happened; nothing to remove".to_string());
+                }
+                [one] => *one,
+                _ => {
+                    return Ok(format!(
+                        "zram hot_add was interrupted and several new devices are unset ({candidates:?}); left alone"
+                    ));
+                }
+            }
+        }
+    };
+    if !sys.join(format!("block/zram{id}")).exists() {
+        return Ok(format!("zram{id} already removed"));
+    }
+    if !dry_run {
+        crate::zram::remove_device(sys, id)?;
+    }
+    Ok(format!("{verb} zram{id} (swapoff, reset, hot_remove)"))
 }
 
 fn selected(s: &str) -> String {
