@@ -74,7 +74,8 @@ pub fn default_out(what: &str) -> anyhow::Result<PathBuf> {
         .map_err(|e| usage(format!("cannot create the default directory under runs/ ({e}); give one with --out")))
 }
 
-pub fn run(a: RecordArgs) -> anyhow::Result<()> {
+/// The command line's own rules, before anything is created.
+fn check(a: &RecordArgs) -> anyhow::Result<()> {
     if a.command.is_empty() && a.duration.is_none() {
         return Err(usage(
             "pagelab record needs a command after -- (e.g. pagelab record -- sleep 5) or --duration (e.g. --duration 10s)",
@@ -88,6 +89,31 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     {
         return Err(usage(format!("cannot run '{cmd}': not found or not executable (looked in PATH)")));
     }
+    Ok(())
+}
+
+/// Waits for the recorded command; on a stop request, gives it 3 s, then
+/// SIGTERM.
+fn wait_child(child: &mut std::process::Child, pid: i32) -> anyhow::Result<std::process::ExitStatus> {
+    let mut stop_seen: Option<Instant> = None;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(st);
+        }
+        if record::stop::requested() {
+            let t = *stop_seen.get_or_insert_with(Instant::now);
+            if t.elapsed() > Duration::from_secs(3) {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+                return Ok(child.wait()?);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn run(a: RecordArgs) -> anyhow::Result<()> {
+    check(&a)?;
     let mut p = Probe::default();
     if let Some(pid) = a.pid
         && (pid <= 0 || p.pid_stat(pid)?.is_none())
@@ -139,22 +165,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         if a.pid.is_none() && cgroup.is_none() {
             sampler.set_targets(Targets { pids: vec![pid], ..targets });
         }
-        let mut stop_seen: Option<Instant> = None;
-        let st = loop {
-            if let Some(st) = child.try_wait()? {
-                break Some(st);
-            }
-            if record::stop::requested() {
-                let t = *stop_seen.get_or_insert_with(Instant::now);
-                if t.elapsed() > Duration::from_secs(3) {
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                    break child.wait().ok();
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let st = st.expect("child status");
+        let st = wait_child(&mut child, pid)?;
         exit_code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
         rd.event(&Event::now("info", "command exited", serde_json::json!({"exit_code": exit_code})))?;
         status = if record::stop::requested() {
