@@ -113,6 +113,10 @@ pub enum Cmd {
     /// Internal: drive a sandbox through cgroup, zram and sysctl changes (crash tests).
     #[command(name = "__sandbox-drill", hide = true)]
     SandboxDrill(DrillArgs),
+    /// Internal: panic on purpose, to check that a build's backtrace names
+    /// file and line (`RUST_BACKTRACE=1 pagelab __panic`; docs/development.md).
+    #[command(name = "__panic", hide = true)]
+    Panic,
 }
 
 /// What an experiment does when another pagelab run holds the machine.

@@ -43,10 +43,10 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         let exe = std::env::current_exe()?;
         let mut w = Worker::spawn(WorkerSpec {
             exe,
-            args: vec!["__worker".into(), "hold".into(), "--bytes".into(), a.touch.to_string()],
+            args: sandbox::worker::argv_spec(crate::worker::HOLD, &crate::worker::HoldSpec { bytes: a.touch }),
             cgroup: Some(&cg),
             env: vec![],
-            label: "hold".into(),
+            label: crate::worker::HOLD.into(),
         })?;
         sandbox::fault::point("worker started");
         out["worker_pid"] = json!(w.pid);

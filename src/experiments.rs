@@ -113,8 +113,8 @@ pub static ALL: [Experiment; 7] = [
         lab_step: crate::thrash_cmd::lab_step,
         lab_more: crate::thrash_cmd::lab_more,
         workers: &[
-            ("thrash-consumer", workloads::thrash::consumer_main),
-            ("thrash-probe", workloads::thrash::probe_main),
+            (workloads::thrash::CONSUMER, workloads::thrash::consumer_main),
+            (workloads::thrash::PROBE, workloads::thrash::probe_main),
         ],
     },
     Experiment {
@@ -126,7 +126,7 @@ pub static ALL: [Experiment; 7] = [
         ],
         lab_step: crate::assess_cmd::lab_step,
         lab_more: crate::lab::more_repeats,
-        workers: &[("toucher", workloads::assess::toucher_main)],
+        workers: &[(workloads::assess::TOUCHER, workloads::assess::toucher_main)],
     },
     Experiment {
         report: &report::rightsize::Rightsize,

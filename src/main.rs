@@ -123,6 +123,13 @@ fn install_panic_hook() {
     }));
 }
 
+/// `pagelab __panic`: a panic in a named frame of pagelab's own, whose
+/// backtrace shows whether the build kept line tables.
+#[inline(never)]
+fn deliberate_panic() -> ! {
+    panic!("pagelab __panic: a deliberate panic, to show the backtrace")
+}
+
 /// Undoes what runs that died left behind, and says so.
 pub fn restore_stale_runs() {
     let dir = sandbox::journal::dir();
@@ -192,6 +199,9 @@ fn main() {
         install_signal_handlers();
     }
     install_panic_hook();
+    if matches!(cli.command, Cmd::Panic) {
+        deliberate_panic();
+    }
     if !matches!(cli.command, Cmd::Restore(_) | Cmd::Completions { .. } | Cmd::Man { .. }) {
         restore_stale_runs();
     }
@@ -203,7 +213,7 @@ fn main() {
         Cmd::Mapping(a) => mapping_cmd::run(&a),
         Cmd::Assess(a) => assess_cmd::run(&a),
         Cmd::Rightsize(a) => rightsize_cmd::run(&a),
-        Cmd::HotCold { .. } => unreachable!(),
+        Cmd::HotCold { .. } | Cmd::Panic => unreachable!(),
         Cmd::Heap(a) => heap_cmd::run(&a),
         Cmd::Thrash(a) => thrash_cmd::run(&a),
         Cmd::Monitor(a) => monitor::run(&a),

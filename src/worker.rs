@@ -10,8 +10,8 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
     let mut io = WorkerIo::new();
     let r = match kind {
         // pagelab's own workers (tests, the drill, bench); the experiments' are in their list.
-        "hold" => hold(&mut io, args),
-        "sampler" => sampler(&mut io, args),
+        HOLD => hold(&mut io, args),
+        workloads::thrash::SAMPLER => sampler(&mut io, args),
         other => match crate::experiments::worker(other) {
             Some(main) => main(&mut io, args),
             None => Err(format!("unknown worker kind '{other}'")),
@@ -26,8 +26,14 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
     }
 }
 
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+/// The holding worker's kind (the drill, the monitor's test).
+pub const HOLD: &str = "hold";
+
+/// The holding worker's start (`--spec`): how much it allocates and touches.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldSpec {
+    pub bytes: u64,
 }
 
 fn self_status() -> serde_json::Value {
@@ -35,9 +41,11 @@ fn self_status() -> serde_json::Value {
     json!({"rss_bytes": s.vm_rss, "swap_bytes": s.vm_swap, "hwm_bytes": s.vm_hwm})
 }
 
-/// Allocates and touches `--bytes`, reports `ready`, then obeys `touch` and `exit`.
+/// Allocates and touches [`HoldSpec`]'s bytes, reports `ready`, then obeys
+/// `touch` and `exit`.
 fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
-    let bytes: usize = arg(args, "--bytes").and_then(|v| v.parse().ok()).ok_or("hold needs --bytes N")?;
+    let HoldSpec { bytes } = sandbox::worker::spec_of(HOLD, args)?;
+    let bytes = usize::try_from(bytes).map_err(|_| format!("hold: {bytes} bytes do not fit this machine"))?;
     let page = probe::environment::page_size() as usize;
     let mut m =
         workloads::mm::Mapping::anon(bytes.max(page), 0).map_err(|e| format!("mmap of {bytes} bytes failed: {e}"))?;
@@ -69,7 +77,8 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
 /// collector: samples until `exit`, then reports each sample's lateness.
 fn sampler(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
     use record::sampler::{Sampler, SamplerConfig, Verdict};
-    let ms: u64 = arg(args, "--interval-ms").and_then(|v| v.parse().ok()).ok_or("sampler needs --interval-ms N")?;
+    let workloads::thrash::SamplerSpec { interval_ms: ms } =
+        sandbox::worker::spec_of(workloads::thrash::SAMPLER, args)?;
     let lat = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let l2 = lat.clone();
     let cfg =

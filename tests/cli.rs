@@ -206,3 +206,16 @@ fn runs_started_in_the_same_second_get_their_own_directories() {
         assert!(d.path().join("run.json").is_file(), "{}", d.path().display());
     }
 }
+
+#[test]
+fn a_panic_names_the_file_and_line_of_pagelab_s_own_frame() {
+    // The build under test keeps line tables (the release profile keeps them
+    // too: docs/development.md); a deliberate panic's backtrace names
+    // src/main.rs and a line, and the exit is libstd's panic status.
+    let out = pagelab().env("RUST_BACKTRACE", "1").arg("__panic").output().unwrap();
+    assert_eq!(out.status.code(), Some(101));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a deliberate panic"), "{err}");
+    let frame = err.lines().skip_while(|l| !l.contains("deliberate_panic")).nth(1).unwrap_or_default();
+    assert!(frame.contains("src/main.rs:"), "no file and line after the deliberate_panic frame: {err}");
+}

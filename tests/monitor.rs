@@ -27,7 +27,7 @@ fn trim_under_tmux_drops_rss_into_zram() {
     sb.zram_swap(&sandbox::sandbox::ZramSpec { disksize: 256 << 20, algorithm: None, priority: 32767 }).unwrap();
     // A process holding 64 MiB, each page written.
     let mut holder = Command::new(bin())
-        .args(["__worker", "hold", "--bytes", &(64u64 << 20).to_string()])
+        .args(["__worker", "hold", "--spec", &format!(r#"{{"bytes": {}}}"#, 64u64 << 20)])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -299,17 +299,10 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
     if let Some(size) = cfg.synthetic {
         let mut w = Worker::spawn(WorkerSpec {
             exe: cfg.exe.clone(),
-            args: vec![
-                "__worker".into(),
-                "toucher".into(),
-                "--size".into(),
-                size.to_string(),
-                "--hot".into(),
-                cfg.hot.to_string(),
-            ],
+            args: sandbox::worker::argv_spec(TOUCHER, &ToucherSpec { size, hot: cfg.hot }),
             cgroup: proc_.group.as_ref().map(|(_, cg)| cg),
             env: Vec::new(),
-            label: "toucher".into(),
+            label: TOUCHER.into(),
         })?;
         let ready = w
             .wait_for("ready", None, Duration::from_secs(120), |_| {}, || false)
@@ -484,13 +477,23 @@ fn measure(
     Ok(())
 }
 
-/// The synthetic target (`pagelab __worker toucher --size N --hot F`): fills
-/// N bytes with eat's semi pattern, then reads one byte of every page of the
-/// first F of them every 20 ms, until killed.
+/// The synthetic target's worker kind.
+pub const TOUCHER: &str = "toucher";
+
+/// The synthetic target's start (`--spec`): its size and the share it keeps touching.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToucherSpec {
+    pub size: u64,
+    pub hot: f64,
+}
+
+/// The synthetic target (`pagelab __worker toucher --spec JSON`, [`ToucherSpec`]):
+/// fills `size` bytes with eat's semi pattern, then reads one byte of every
+/// page of the first `hot` of them every 20 ms, until killed.
 pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let arg = |n: &str| args.iter().position(|a| a == n).and_then(|i| args.get(i + 1));
-    let size: usize = arg("--size").and_then(|v| v.parse().ok()).ok_or("toucher needs --size BYTES")?;
-    let hot: f64 = arg("--hot").and_then(|v| v.parse().ok()).ok_or("toucher needs --hot FRACTION")?;
+    let ToucherSpec { size, hot } = sandbox::worker::spec_of(TOUCHER, args)?;
+    let size = usize::try_from(size).map_err(|_| format!("the toucher: {size} bytes do not fit this machine"))?;
     let page = crate::mm::page_size();
     let mut m = crate::mm::Mapping::anon(size.max(page), 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
     // eat's semi pattern at eat's default block (20 bytes), so the two can be compared.

@@ -59,6 +59,23 @@ mod tests {
     }
 
     #[test]
+    fn each_consumer_starts_a_stagger_later_with_its_own_seed() {
+        let p = &cfg().plans()[0];
+        let a = consumer_spec(p, 0, 0);
+        let b = consumer_spec(p, 3, 0);
+        let c = consumer_spec(p, 3, 1);
+        assert_eq!(a.delay_us, 10_000_000);
+        assert_eq!(b.delay_us - a.delay_us, 3 * 30_000_000);
+        assert_eq!((b.size, b.writes, b.sleep_us, b.active_us), (100 << 20, 10_000, 100_000, 780_000_000));
+        assert!(a.seed != b.seed && b.seed != c.seed);
+        // The spec travels whole, and a missing field is refused.
+        let argv = sandbox::worker::argv_spec(CONSUMER, &b);
+        assert_eq!(sandbox::worker::spec_of::<ConsumerSpec>(CONSUMER, &argv[2..]).unwrap(), b);
+        let e = sandbox::worker::spec_of::<ProbeSpec>(PROBE, &["--spec".into(), r#"{"ws": 1, "inside": true}"#.into()]);
+        assert!(e.unwrap_err().contains("period_ms"));
+    }
+
+    #[test]
     fn presets_follow_the_study_and_scale_in_proportion() {
         let p = &cfg().plans()[0];
         assert_eq!((p.consumers, p.size_bytes, p.writes), (25, 100 << 20, 10_000));

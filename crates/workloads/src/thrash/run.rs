@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::observe::ExperimentError;
+use serde::Serialize;
 
 /// What the parent keeps of a worker while the run goes on.
 struct Running {
@@ -16,12 +17,11 @@ struct Running {
 fn spawn(
     cfg: &ThrashConfig,
     kind: &str,
-    args: Vec<String>,
+    spec: &impl Serialize,
     cg: Option<&sandbox::cgroup::MemCgroup>,
     label: String,
 ) -> Result<sandbox::worker::Worker, ExperimentError> {
-    let mut a = vec!["__worker".to_string(), kind.to_string()];
-    a.extend(args);
+    let a = sandbox::worker::argv_spec(kind, spec);
     // Workers in the thrashing group run without glibc's rseq registration
     // ([`NO_RSEQ`]).
     let env = if cg.is_some() { vec![(NO_RSEQ.0.to_string(), NO_RSEQ.1.to_string())] } else { vec![] };
@@ -186,42 +186,31 @@ fn start_workers(
     rep: u32,
     cg: &sandbox::cgroup::MemCgroup,
 ) -> Result<Workers, ExperimentError> {
-    let probe_args = |inside: bool| {
-        vec![
-            "--ws".to_string(),
-            PROBE_WS.to_string(),
-            "--period-ms".into(),
-            PROBE_PERIOD.as_millis().to_string(),
-            "--where".into(),
-            if inside { "inside".into() } else { "outside".into() },
-        ]
-    };
-    let probe_out = spawn(cfg, "thrash-probe", probe_args(false), None, "probe outside the cgroup".into())?;
-    let probe_in = spawn(cfg, "thrash-probe", probe_args(true), Some(cg), "probe inside the cgroup".into())?;
-    let sampler_in =
-        spawn(cfg, "sampler", vec!["--interval-ms".into(), "1000".into()], Some(cg), "unlocked sampler".into())?;
+    let probe = |inside: bool| ProbeSpec { ws: PROBE_WS, period_ms: PROBE_PERIOD.as_millis() as u64, inside };
+    let probe_out = spawn(cfg, PROBE, &probe(false), None, "probe outside the cgroup".into())?;
+    let probe_in = spawn(cfg, PROBE, &probe(true), Some(cg), "probe inside the cgroup".into())?;
+    let sampler_in = spawn(cfg, SAMPLER, &SamplerSpec { interval_ms: 1000 }, Some(cg), "unlocked sampler".into())?;
     let mut cons: Vec<Running> = Vec::new();
     for i in 0..plan.consumers {
-        let args = vec![
-            "--index".to_string(),
-            i.to_string(),
-            "--size".into(),
-            plan.size_bytes.to_string(),
-            "--writes".into(),
-            plan.writes.to_string(),
-            "--sleep-us".into(),
-            ((plan.sleep_ms * 1e3) as u64).to_string(),
-            "--delay-us".into(),
-            ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round().to_string(),
-            "--active-us".into(),
-            ((plan.active_ms * 1e3) as u64).to_string(),
-            "--seed".into(),
-            (0x5eed_0000 + i as u64 + 1000 * rep as u64).to_string(),
-        ];
-        let w = spawn(cfg, "thrash-consumer", args, Some(cg), format!("consumer {i}"))?;
+        let spec = consumer_spec(plan, i, rep);
+        let w = spawn(cfg, CONSUMER, &spec, Some(cg), format!("consumer {i}"))?;
         cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
     }
     Ok(Workers { probe_out, probe_in, sampler_in, cons })
+}
+
+/// Consumer `i`'s start in repeat `rep`: its delay is `i` staggers after the
+/// initial delay, and its seed differs per consumer and repeat.
+pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
+    ConsumerSpec {
+        index: i,
+        size: plan.size_bytes,
+        writes: plan.writes,
+        sleep_us: (plan.sleep_ms * 1e3) as u64,
+        delay_us: ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round() as u64,
+        active_us: (plan.active_ms * 1e3) as u64,
+        seed: 0x5eed_0000 + i as u64 + 1000 * rep as u64,
+    }
 }
 
 /// The run's opening line in the log.
@@ -445,4 +434,55 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
         out.push(r);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_consumer_that_did_not_complete_breaks_the_protocol() {
+        let mut r = ThrashResult { consumers: 5, consumers_completed: 4, ..Default::default() };
+        protocol(&mut r, "pagelab/thrash-test");
+        assert!(!r.protocol_held);
+        assert_eq!(r.protocol_breaks, ["1 of 5 consumers did not complete"]);
+        let mut ok = ThrashResult { consumers: 5, consumers_completed: 5, ..Default::default() };
+        protocol(&mut ok, "pagelab/thrash-test");
+        assert!(ok.protocol_held && ok.protocol_breaks.is_empty());
+    }
+
+    #[test]
+    fn the_unlocked_samplers_lateness_is_cut_to_the_thrashing_window() {
+        // Samples at 1, 2, 3 and 9 s after t0 (ns), lateness 5, 6, 7 and 8 ms;
+        // the window is (1.5 s, 3 s] plus a second.
+        let t0 = 1_000_000_000_000u64;
+        let d = serde_json::json!({"lateness": [[t0 + 1_000_000_000, 5.0], [t0 + 2_000_000_000, 6.0], [t0 + 3_000_000_000, 7.0], [t0 + 9_000_000_000u64, 8.0]]});
+        assert_eq!(lateness_within(&d, t0, 1.5, 3.0), [6.0, 7.0]);
+        assert!(lateness_within(&serde_json::json!({}), t0, 0.0, 10.0).is_empty());
+    }
+
+    #[test]
+    fn the_opening_line_names_the_plan() {
+        let cfg = ThrashConfig {
+            presets: vec!["e2".into()],
+            consumers: None,
+            size: None,
+            writes: None,
+            sleep: None,
+            stagger: None,
+            initial_delay: Duration::from_secs(10),
+            limit: None,
+            backings: vec![BackingKind::Zram],
+            time_scale: None,
+            scale: 0.1,
+            repeat: 1,
+            exe: "/bin/true".into(),
+            host_floor: None,
+            swapfile_dir: "/tmp".into(),
+        };
+        let p = &cfg.plans()[0];
+        let r = ThrashResult { limit_bytes: 2000 << 20, idle_usage_bytes: 50 << 20, ..Default::default() };
+        let line = announce(p, 1, &r);
+        assert!(line.starts_with("thrash e2 repeat 2: 25 consumers × 10.0 MiB in a 2000.0 MiB cgroup"), "{line}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The worker processes: the consumers and the responsiveness probes.
 
 use super::*;
+use serde::{Deserialize, Serialize};
 
 /// Writes "thrash consumer: SIGSEGV at 0x…, code N" to stderr, then dies of the
 /// signal as it would have: a consumer the kernel kills with a fault signal
@@ -45,14 +46,51 @@ fn report_fault_signals() {
     }
 }
 
-/// The consumer: `__worker thrash-consumer --index i --size S --writes W
-/// --sleep-us T --delay-us D --active-us P --seed X`. Waits for `start` {t0_ns}.
+/// The consumer's worker kind.
+pub const CONSUMER: &str = "thrash-consumer";
+/// The responsiveness probe's worker kind.
+pub const PROBE: &str = "thrash-probe";
+/// The unlocked sampler's worker kind (pagelab's own worker, src/worker.rs).
+pub const SAMPLER: &str = "sampler";
+
+/// A consumer's start (`--spec`): its region, its writes per cycle, its sleep,
+/// and when it starts and stops after `t0`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerSpec {
+    pub index: u32,
+    pub size: u64,
+    pub writes: u64,
+    pub sleep_us: u64,
+    pub delay_us: u64,
+    pub active_us: u64,
+    pub seed: u64,
+}
+
+/// The probe's start (`--spec`): its working set and period, and which side
+/// of the group it runs on (for the reader of `ps`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSpec {
+    pub ws: u64,
+    pub period_ms: u64,
+    pub inside: bool,
+}
+
+/// The unlocked sampler's start (`--spec`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerSpec {
+    pub interval_ms: u64,
+}
+
+/// The consumer: `__worker thrash-consumer --spec JSON` ([`ConsumerSpec`]).
+/// Waits for `start` {t0_ns}.
 pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     report_fault_signals();
-    let num = |n: &str| num_arg(args, n, "thrash consumer");
-    let (index, size, writes) = (num("--index")?, num("--size")? as usize, num("--writes")?);
-    let (sleep_ns, delay_ns, active_ns, seed) =
-        (num("--sleep-us")? * 1000, num("--delay-us")? * 1000, num("--active-us")? * 1000, num("--seed")?);
+    let s: ConsumerSpec = sandbox::worker::spec_of(CONSUMER, args)?;
+    let (index, size, writes) = (s.index as u64, s.size as usize, s.writes);
+    let (sleep_ns, delay_ns, active_ns, seed) = (s.sleep_us * 1000, s.delay_us * 1000, s.active_us * 1000, s.seed);
     io.emit("ready", "", Value::Null);
     let t0 = loop {
         match io.command() {
@@ -124,15 +162,6 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     Ok(())
 }
 
-/// The number after `name` in a worker's arguments.
-fn num_arg(args: &[String], name: &str, who: &str) -> Result<u64, String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse::<u64>().ok())
-        .ok_or_else(|| format!("{who} needs {name} N"))
-}
-
 fn sleep_until(t_ns: u64) {
     let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as _ };
     // SAFETY: absolute sleep on CLOCK_MONOTONIC; EINTR just returns early and we loop.
@@ -159,12 +188,12 @@ pub fn wait_input_until(t_ns: u64) -> bool {
     }
 }
 
-/// The responsiveness probe: `__worker thrash-probe --ws BYTES --period-ms P`. Every
+/// The responsiveness probe: `__worker thrash-probe --spec JSON` ([`ProbeSpec`]). Every
 /// period it wakes at its planned time, writes one byte in each page of its working
 /// set, and records planned-wake-to-done; on `exit` it reports every sample.
 pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
-    let num = |n: &str| num_arg(args, n, "thrash probe");
-    let (ws, period) = (num("--ws")? as usize, num("--period-ms")? * 1_000_000);
+    let s: ProbeSpec = sandbox::worker::spec_of(PROBE, args)?;
+    let (ws, period) = (s.ws as usize, s.period_ms * 1_000_000);
     let page = crate::mm::page_size();
     let mut m = crate::mm::Mapping::anon(ws, 0).map_err(|e| format!("allocating {ws} bytes: {e}"))?;
     let buf = m.as_mut_slice();
