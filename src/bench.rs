@@ -25,7 +25,58 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         BenchWhat::Probe => probe_bench(a),
         BenchWhat::Timer => timer_bench(a),
         BenchWhat::Aa => aa_bench(a),
+        BenchWhat::Fill => fill_bench(a),
     }
+}
+
+/// eat's random fill and its hash against memset, each pass on the same 256
+/// MiB (resident first), side by side `--repeat` times: medians of GB/s, and
+/// each one's ratio to memset within a pass (the ratio holds where absolute
+/// speed drifts).
+fn fill_bench(a: &BenchArgs) -> anyhow::Result<()> {
+    const SIZE: usize = 256 << 20;
+    let mut b = vec![1u8; SIZE];
+    let gbps = |s: f64| SIZE as f64 / s / 1e9;
+    let timed = |f: &mut dyn FnMut()| {
+        let t = std::time::Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let (mut fill, mut memset, mut hash, mut fill_r, mut hash_r) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut sink = 0u64;
+    for _ in 0..a.repeat {
+        let f = timed(&mut || workloads::fill::fill(&mut b, workloads::fill::Pattern::Random, 20, 1));
+        let m = timed(&mut || b.fill(0x5a));
+        let h = timed(&mut || sink ^= workloads::fill::hash(&b));
+        fill.push(gbps(f));
+        memset.push(gbps(m));
+        hash.push(gbps(h));
+        fill_r.push(m / f);
+        hash_r.push(m / h);
+    }
+    std::hint::black_box(sink);
+    let med = |v: &[f64]| record::stats::median(v).unwrap_or(f64::NAN);
+    let out = json!({
+        "bytes": SIZE,
+        "n": a.repeat,
+        "fill_random_gbps_p50": med(&fill),
+        "memset_gbps_p50": med(&memset),
+        "hash_gbps_p50": med(&hash),
+        "fill_vs_memset_p50": med(&fill_r),
+        "hash_vs_memset_p50": med(&hash_r),
+    });
+    if a.json {
+        return crate::print_json(&out);
+    }
+    println!(
+        "fill (random) {:.2} GB/s, memset {:.2} GB/s, hash {:.2} GB/s (medians of {} passes of 256 MiB)",
+        med(&fill),
+        med(&memset),
+        med(&hash),
+        a.repeat
+    );
+    println!("fill ÷ memset {:.2}, hash ÷ memset {:.2} (medians of the per-pass ratios)", med(&fill_r), med(&hash_r));
+    Ok(())
 }
 
 /// Collects a mapping run's results; prints nothing.

@@ -339,6 +339,9 @@ pub enum BenchWhat {
     /// A real A/A claim: the same mapping method as both arms, run side by side,
     /// judged --trials times; how often the verdict rules call it "differs".
     Aa,
+    /// eat's fill (the random pattern) and hash against memset of the same
+    /// 256 MiB, side by side --repeat times: GB/s and each one's ratio to memset.
+    Fill,
 }
 
 #[derive(Debug, Args)]

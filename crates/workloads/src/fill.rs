@@ -382,32 +382,3 @@ mod tests {
         assert_eq!(hash_body(&a), h, "the AVX2 and plain paths agree");
     }
 }
-
-#[cfg(test)]
-mod speed {
-    /// Not a test of speed (this machine is noisy): prints figures for a look.
-    /// `cargo test --release -p workloads fill_speed -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn fill_speed() {
-        let mut b = vec![0u8; 256 << 20];
-        b.fill(1);
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            super::fill(&mut b, super::Pattern::Random, 20, 1);
-            let r = t.elapsed().as_secs_f64();
-            let t = std::time::Instant::now();
-            b.fill(0x5a);
-            let m = t.elapsed().as_secs_f64();
-            let t = std::time::Instant::now();
-            let h = super::hash(&b);
-            let hs = t.elapsed().as_secs_f64();
-            eprintln!(
-                "random {:.2} GB/s, memset {:.2} GB/s, hash {:.2} GB/s ({h:x})",
-                0.268 / r,
-                0.268 / m,
-                0.268 / hs
-            );
-        }
-    }
-}
