@@ -210,7 +210,10 @@ mod tests {
                 run_schema["$defs"].get(format!("{name}_result")).is_some(),
                 "{name}: no $defs/{name}_result in schema/run.schema.json"
             );
-            assert!(out_schema.contains(&format!("\"const\": \"{name}\"")), "{name}: not in experiment-output.schema.json");
+            assert!(
+                out_schema.contains(&format!("\"const\": \"{name}\"")),
+                "{name}: not in experiment-output.schema.json"
+            );
             assert_eq!((e.lab_step)(&m, false).experiment, name, "{name}: lab step");
             assert!(!e.report.study().is_empty(), "{name}: no study");
             assert!(!e.report.claims().is_empty(), "{name}: no claims");

@@ -162,6 +162,17 @@ fn a_preloaded_library_without_malloc_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains(&format!("preload:{libz} does not provide malloc")), "{err}");
+    // The same over time: its curves would be libc's under libz's name.
+    let out = Command::new(bin())
+        .args(["heap", "--over-time", "--allocators", &format!("preload:{libz}"), "--knobs", "none"])
+        .args(["--over-time-threads", "1", "--patterns", "small", "--live", "16MiB", "--churn", "200ms"])
+        .args(["--idle", "200ms", "--repeat", "1", "--out"])
+        .arg(tmp.path().join("over-time"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("preload:{libz} does not provide malloc")), "{err}");
 }
 
 /// `heap --over-time` at a small size: the phases' figures hold together, the

@@ -369,7 +369,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
 
 /// A preloaded library that does not define malloc leaves libc's in place:
 /// its figures would be glibc's under another name.
-fn provides_malloc(p: &str) -> Result<(), String> {
+pub(crate) fn provides_malloc(p: &str) -> Result<(), String> {
     let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
     let got = alloc::malloc_provider().unwrap_or_default();
     let got_path = std::fs::canonicalize(&got).unwrap_or_else(|_| got.clone().into());

@@ -103,20 +103,15 @@ fn timeline(seen: &Seen, heap: &dyn Fn(u64) -> u64, secs: &dyn Fn(u64) -> f64) -
         .collect()
 }
 
-/// The median and the verdicts' 95 % interval of positive values.
-pub fn spread(v: &[f64]) -> Spread {
-    Spread::of(v)
-}
-
 /// A figure of the squeezed repeats, if any was.
 fn pressed(runs: &[OverTimeRun], f: fn(&PressureRun, &OverTimeRun) -> f64) -> Option<Spread> {
     let v: Vec<f64> = runs.iter().filter_map(|r| r.pressure.as_ref().map(|p| f(p, r))).collect();
-    (!v.is_empty()).then(|| spread(&v))
+    (!v.is_empty()).then(|| Spread::of(&v))
 }
 
 /// An arm's repeats as one result.
 pub fn aggregate(arm: &Arm, p: Pattern, threads: u32, cfg: &OverTimeConfig, runs: Vec<OverTimeRun>) -> OverTimeResult {
-    let of = |f: fn(&OverTimeRun) -> f64| spread(&runs.iter().map(f).collect::<Vec<_>>());
+    let of = |f: fn(&OverTimeRun) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
     let halves: Vec<f64> = runs.iter().filter_map(|r| r.half_life_s).collect();
     OverTimeResult {
         arm: arm.label(),
@@ -131,7 +126,7 @@ pub fn aggregate(arm: &Arm, p: Pattern, threads: u32, cfg: &OverTimeConfig, runs
         steady_over_live: of(|r| r.steady_rss_bytes as f64 / r.live_bytes.max(1) as f64),
         after_shrink_mib: of(|r| r.after_shrink_rss_bytes as f64 / MIB),
         after_idle_mib: of(|r| r.after_idle_rss_bytes as f64 / MIB),
-        half_life_s: spread(&halves),
+        half_life_s: Spread::of(&halves),
         half_life_never: runs.len() - halves.len(),
         idle_returned_fraction: Spread::of_share(&runs.iter().map(|r| r.idle_returned_fraction).collect::<Vec<_>>()),
         returned_fraction: Spread::of_share(&runs.iter().map(|r| r.returned_fraction).collect::<Vec<_>>()),

@@ -534,6 +534,12 @@ pub const WORKER: &str = "heap-time";
 /// `pagelab __worker heap-time --spec JSON`.
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
+    // A preloaded library must be the allocator, or its curves are libc's.
+    if spec.allocator == "preload" {
+        let lib =
+            std::env::var("LD_PRELOAD").map_err(|_| "heap-time worker: preload without LD_PRELOAD".to_string())?;
+        crate::heap::provides_malloc(&lib)?;
+    }
     let seen = phases::run(&spec, &mut |ask| {
         io.emit("squeeze", WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
         match io.command() {
