@@ -35,10 +35,11 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cfg() -> ThrashConfig {
+    /// The study's e2 at full scale (shared with run.rs's tests).
+    pub(crate) fn cfg() -> ThrashConfig {
         ThrashConfig {
             presets: vec!["e2".into()],
             consumers: None,

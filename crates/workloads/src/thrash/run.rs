@@ -463,23 +463,7 @@ mod tests {
 
     #[test]
     fn the_opening_line_names_the_plan() {
-        let cfg = ThrashConfig {
-            presets: vec!["e2".into()],
-            consumers: None,
-            size: None,
-            writes: None,
-            sleep: None,
-            stagger: None,
-            initial_delay: Duration::from_secs(10),
-            limit: None,
-            backings: vec![BackingKind::Zram],
-            time_scale: None,
-            scale: 0.1,
-            repeat: 1,
-            exe: "/bin/true".into(),
-            host_floor: None,
-            swapfile_dir: "/tmp".into(),
-        };
+        let cfg = ThrashConfig { scale: 0.1, ..crate::thrash::tests::cfg() };
         let p = &cfg.plans()[0];
         let r = ThrashResult { limit_bytes: 2000 << 20, idle_usage_bytes: 50 << 20, ..Default::default() };
         let line = announce(p, 1, &r);
