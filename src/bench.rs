@@ -99,7 +99,7 @@ impl workloads::observe::Observer for Quiet {
 /// Nothing is asserted: the rates are printed (docs/stability.md quotes them).
 fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
     use record::stats::claim::{ALPHA, Decision, Region, test};
-    let cfg = workloads::mapping::MappingConfig {
+    let cfg = experiments::mapping::work::MappingConfig {
         size: 32 << 20,
         stride: 64 << 10,
         touch: "all".into(),
@@ -112,7 +112,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: None,
     };
-    workloads::mapping::validate(&cfg)?;
+    experiments::mapping::work::validate(&cfg)?;
     let regions = [
         ("A ≥ B", Region::at_least(1.0)),
         ("A ≤ B", Region::at_most(1.0)),
@@ -126,7 +126,8 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
             anyhow::bail!("interrupted");
         }
         let mut obs = Quiet(Vec::new());
-        workloads::mapping::run(&cfg, &mut obs, record::stop::requested).map_err(crate::experiment::exp_error)?;
+        experiments::mapping::work::run(&cfg, &mut obs, record::stop::requested)
+            .map_err(crate::experiment::exp_error)?;
         // Pair k ran A then B when k is even, B then A when it is odd (ABBA).
         let r: Vec<f64> = obs
             .0
@@ -176,7 +177,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
 /// 21 calibrations of the heap timer, each over 100k empty pairs; beside them, the
 /// cost of an empty CLOCK_MONOTONIC pair measured the same way in the same run.
 fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
-    use workloads::heap::timer;
+    use experiments::heap::work::timer;
     let cals: Vec<timer::Calibration> = (0..21).map(|_| timer::calibrate(30, 100_000)).collect();
     let mut oh: Vec<u64> = cals.iter().map(|c| (c.overhead_ns * 1000.0) as u64).collect();
     let mut ratio: Vec<u64> = cals.iter().map(|c| (c.ns_per_tick * 1e6) as u64).collect();

@@ -6,14 +6,26 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
-// Each experiment's arguments live with its command (src/<name>_cmd.rs).
-pub use crate::assess_cmd::AssessArgs;
-pub use crate::eat_cmd::EatArgs;
-pub use crate::heap_cmd::HeapArgs;
-pub use crate::mapping_cmd::MappingArgs;
-pub use crate::rightsize_cmd::RightsizeArgs;
-pub use crate::thrash_cmd::ThrashArgs;
-pub use crate::wscap_cmd::WscapArgs;
+// The arguments every experiment shares live in the experiments crate's kit.
+pub use experiments::kit::cli::LockArgs;
+
+/// The whole command line: the binary's own commands ([`Cmd`]) and each
+/// experiment's, from [`experiments::ALL`], listed after `compare` in the
+/// lab's order. Completions and the man page are generated from it.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut c = Cli::command();
+    let own: Vec<String> = c.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    let after = own.iter().position(|n| n == "compare").map_or(own.len(), |i| i + 1);
+    for (i, e) in experiments::ALL.iter().enumerate() {
+        c = c.subcommand((e.command)().display_order(after + i));
+    }
+    for (i, n) in own.iter().enumerate() {
+        let order = if i < after { i } else { i + experiments::ALL.len() };
+        c = c.mut_subcommand(n, |s| s.display_order(order));
+    }
+    c
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,26 +57,6 @@ pub enum Cmd {
     /// Compare runs or labs: headline metrics side by side, the % change, and
     /// whether it exceeds the run-to-run noise (Welch's t-test on the repeats).
     Compare(CompareArgs),
-    /// Fill private memory with data of chosen compressibility, trim it into
-    /// (compressed) swap, read it back, and time each phase.
-    Eat(EatArgs),
-    /// What a working-set cap costs: scans/s under hard caps against periodic reclaim.
-    Wscap(WscapArgs),
-    /// What each way of obtaining and releasing memory costs, step by step.
-    Mapping(MappingArgs),
-    /// How allocators scale with threads: per-call time, tail latency, peak memory.
-    Heap(HeapArgs),
-    /// Many processes whose working sets exceed their memory, in a cgroup: paging,
-    /// CPU, PSI, responsiveness inside and outside, and recovery.
-    Thrash(ThrashArgs),
-    /// What compressed memory would do for a program: how much of its memory is
-    /// cold, how its real pages compress, and (with --trim) what trimming costs.
-    Assess(AssessArgs),
-    /// How much memory to give a program: the smallest limit whose slowdown's
-    /// 95 % upper bound is within --slowdown, verified, with the curve (batch,
-    /// `-- CMD`); or where a running service's footprint settles under gentle
-    /// reclaim (--pid, --cgroup).
-    Rightsize(RightsizeArgs),
     /// A live memory timeline of the system, a process or a cgroup, with trim,
     /// reclaim and numbered marks (a terminal UI).
     Monitor(MonitorArgs),
@@ -117,47 +109,6 @@ pub enum Cmd {
     /// file and line (`RUST_BACKTRACE=1 pagelab __panic`; docs/development.md).
     #[command(name = "__panic", hide = true)]
     Panic,
-}
-
-/// What an experiment does when another pagelab run holds the machine.
-#[derive(Debug, Args)]
-pub struct LockArgs {
-    /// Refuse at once (exit 2) if another pagelab run is in progress, instead of
-    /// waiting for it. Two runs never share the machine: their stores and figures would mix.
-    #[arg(long)]
-    pub no_wait: bool,
-}
-
-/// The flags every experiment shares, documented once. The sampling interval's
-/// default is each experiment's own (`#[command(mut_arg("interval", ...))]`).
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Run directory to write (default: runs/<UTC timestamp>-<experiment>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Sampling interval of the run's timeline (10ms to 1h).
-    #[arg(long, default_value = "1s", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
-    /// Refuse to run if the plan would leave MemAvailable below this, and stop the
-    /// run if it falls below it (default: the larger of 1 GiB and 10 % of RAM).
-    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
-    pub host_floor: Option<u64>,
-    /// Print the results as JSON on stdout: {"experiment": NAME, "results": [...],
-    /// "dir": RUN_DIR}, plus the experiment's own fields (heap's timer, mapping's
-    /// baseline, thrash's summary).
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub lock: LockArgs,
-}
-
-/// Where an experiment that may need a swap file puts it.
-#[derive(Debug, Args)]
-pub struct SwapfileArgs {
-    /// Directory for a swap file when one is needed (--backing swapfile, or auto
-    /// without zram).
-    #[arg(long, default_value = "/var/tmp")]
-    pub swapfile_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -262,9 +213,12 @@ pub struct LabArgs {
 
 fn parse_experiment(s: &str) -> Result<String, String> {
     let s = s.trim();
-    match report::experiment::find(s) {
+    match experiments::find(s) {
         Some(e) => Ok(e.name().to_string()),
-        None => Err(format!("unknown experiment '{s}': expected {}", report::experiment::names().join(", "))),
+        None => Err(format!(
+            "unknown experiment '{s}': expected {}",
+            experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+        )),
     }
 }
 
@@ -279,18 +233,6 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     match s.trim_end_matches('%').parse::<f64>() {
         Ok(f) if (0.0..=1000.0).contains(&f) => Ok(f),
         _ => Err(format!("'{s}': expected a percentage from 0 to 1000, e.g. 2 or 2%")),
-    }
-}
-
-/// A fraction: `0.25` or `25%`.
-pub(crate) fn parse_share(s: &str) -> Result<f64, String> {
-    let v = match s.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => s.parse::<f64>(),
-    };
-    match v {
-        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
-        _ => Err(format!("'{s}': expected a fraction from 0 to 1 or a percentage, e.g. 0.25 or 25%")),
     }
 }
 
@@ -397,11 +339,6 @@ pub struct DrillArgs {
     /// (default: the larger of 1 GiB and 10 % of RAM).
     #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     pub host_floor: Option<u64>,
-}
-
-pub(crate) fn parse_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
-    workloads::backing::BackingKind::parse(s)
-        .ok_or_else(|| format!("unknown backing '{s}': expected {}", workloads::backing::BackingKind::NAMES))
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
         if !d.is_dir() {
             return Err(usage(format!("{}: no such run or lab directory", d.display())));
         }
-        reports.push(Report::load(d, Render::Never).map_err(usage)?);
+        reports.push(Report::load(d, Render::Never, experiments::catalog()).map_err(usage)?);
     }
     let base = &reports[0];
     let comparisons: Vec<_> =

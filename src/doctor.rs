@@ -1,7 +1,7 @@
 //! `pagelab doctor`: what this machine supports, and which experiments that affects.
 
 use crate::cli::DoctorArgs;
-use crate::experiments::{Need, affected_by};
+use experiments::{Need, affected_by};
 use sandbox::privilege::{self, CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE};
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -5,89 +5,24 @@
 use crate::cli::LabArgs;
 use crate::usage;
 use anyhow::Context;
+pub use experiments::kit::plan::Machine;
 use report::html::fmt_secs as fmt_s;
 use report::lab::{Lab, Step, StepState};
-use sandbox::privilege;
 use std::io::IsTerminal;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const MIB: u64 = 1 << 20;
-
-/// What the plan depends on.
-#[derive(Debug, Clone)]
-pub struct Machine {
-    pub root: bool,
-    pub cpus: u32,
-    pub ram_bytes: u64,
-    /// An active swap area that pagelab did not create (usable without root).
-    pub swap_active: bool,
-}
-
-impl Machine {
-    pub fn here() -> Machine {
-        let mut p = probe::Probe::default();
-        let env = p.environment();
-        let caps = privilege::effective_caps();
-        Machine {
-            root: privilege::is_root() && caps & (1 << privilege::CAP_SYS_ADMIN) != 0,
-            cpus: env.cpus.max(1) as u32,
-            ram_bytes: env.ram_bytes,
-            swap_active: !env.swaps.is_empty(),
-        }
-    }
-}
-
-/// A size argument, in whole MiB.
-pub fn mib(b: u64) -> String {
-    format!("{}MiB", b / MIB)
-}
-
-/// A comma-separated list argument.
-pub fn list<T: ToString>(v: &[T]) -> String {
-    v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
-}
-
 /// The steps for this machine, in the lab's order: each experiment plans its own
 /// (`lab_step` in its `<experiment>_cmd.rs`). `full` comes closer to the studies;
 /// the quick plan fits in about 5 minutes on a 2-core VM.
 pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
-    crate::experiments::ALL
+    experiments::ALL
         .iter()
         .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name()))
         .map(|e| (e.lab_step)(m, full))
         .collect()
-}
-
-/// A planned step.
-pub fn step(experiment: &str, args: Vec<String>, expect_s: f64) -> Step {
-    Step {
-        experiment: experiment.into(),
-        args,
-        expect_s,
-        state: StepState::Planned,
-        reason: None,
-        seconds: None,
-        dir: None,
-        exit_code: None,
-        note: None,
-        pass: 1,
-    }
-}
-
-/// A step that cannot run here, and why.
-pub fn skip(mut s: Step, why: &str) -> Step {
-    s.state = StepState::Skipped;
-    s.reason = Some(why.into());
-    s.expect_s = 0.0;
-    s
-}
-
-/// An argument of a step.
-pub fn arg(x: &str) -> String {
-    x.to_string()
 }
 
 /// Progress on the terminal (indicatif bars) or as plain lines.
@@ -171,16 +106,6 @@ const REPORT_RESERVE_S: f64 = 5.0;
 /// The passes a budgeted lab plans before any data: the first, then one of
 /// extra repeats for what it left inconclusive (the error is split between them).
 pub const BUDGET_PASSES: u32 = 2;
-
-/// `k` more repeats of a first pass's step: the same arms with `--repeat k`,
-/// its estimate scaled from the first pass's.
-pub fn more_repeats(first: &Step, _claims: &[&str], k: u32) -> Option<Step> {
-    let i = first.args.iter().position(|a| a == "--repeat")?;
-    let n: f64 = first.args.get(i + 1)?.parse().ok().filter(|n: &f64| *n >= 1.0)?;
-    let mut s = step(&first.experiment, first.args.clone(), first.expect_s * k as f64 / n);
-    s.args[i + 1] = k.to_string();
-    Some(s)
-}
 
 /// The steps of one running lab, written to lab.json after each.
 struct Runner {
@@ -319,7 +244,9 @@ fn settle_step(st: &mut Step, r: anyhow::Result<(i32, Option<i32>)>, dir: &Path,
 /// would decide the most of them per second, at the level pass `pass` may
 /// spend. The best buys first, one step per experiment.
 fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
-    let Ok(r) = report::html::Report::load(out, report::html::Render::Never) else { return Vec::new() };
+    let Ok(r) = report::html::Report::load(out, report::html::Render::Never, experiments::catalog()) else {
+        return Vec::new();
+    };
     let alpha = lab.alpha_by_pass().get(pass as usize - 1).copied().unwrap_or(0.0);
     let open: Vec<(&str, &report::verdict::Verdict)> =
         r.findings().into_iter().filter(|(_, v)| v.outcome == report::verdict::Outcome::Inconclusive).collect();
@@ -327,7 +254,7 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
     // ones, with smaller p, take the larger ones).
     let level = alpha / open.len().max(1) as f64;
     let mut options: Vec<(f64, Step, Vec<&str>, u32)> = Vec::new();
-    for e in &crate::experiments::ALL {
+    for e in &experiments::ALL {
         let Some(first) = lab.steps.iter().find(|s| s.experiment == e.name() && s.pass == 1) else { continue };
         if first.state != StepState::Complete {
             continue;
@@ -365,7 +292,7 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
     while grew {
         grew = false;
         for (s, ids, k) in chosen.iter_mut().filter(|c| c.2 < 10) {
-            let e = crate::experiments::ALL.iter().find(|e| e.name() == s.experiment);
+            let e = experiments::ALL.iter().find(|e| e.name() == s.experiment);
             let first = lab.steps.iter().find(|f| f.experiment == s.experiment && f.pass == 1);
             if let (Some(e), Some(first)) = (e, first)
                 && let Some(mut more) = (e.lab_more)(first, ids, *k + 1)
@@ -387,7 +314,7 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
         })
         .collect();
     // In the lab's order.
-    steps.sort_by_key(|s| crate::experiments::ALL.iter().position(|e| e.name() == s.experiment));
+    steps.sort_by_key(|s| experiments::ALL.iter().position(|e| e.name() == s.experiment));
     steps
 }
 
@@ -484,7 +411,8 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
 /// interruption or a failed step after everything is written.
 fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>) -> anyhow::Result<()> {
     let expect = lab.expect_s;
-    let r = report::html::Report::load(out, report::html::Render::IfMissing).map_err(anyhow::Error::msg)?;
+    let r = report::html::Report::load(out, report::html::Render::IfMissing, experiments::catalog())
+        .map_err(anyhow::Error::msg)?;
     lab.findings = Some(serde_json::to_value(r.findings_doc())?);
     lab.save(out)?;
     let html = crate::report_cmd::write_html(&r, out)?;
@@ -641,6 +569,7 @@ fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use experiments::kit::plan::{arg, more_repeats, step};
 
     fn machine(root: bool, swap: bool) -> Machine {
         Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: swap }
@@ -649,7 +578,10 @@ mod tests {
     #[test]
     fn quick_plan_as_root_runs_everything_in_five_minutes() {
         let p = plan(&machine(true, false), false, &[]);
-        assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), report::experiment::names());
+        assert_eq!(
+            p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(),
+            experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>()
+        );
         // Everything but rightsize (a dozen runs of a program): the full lab runs it.
         assert!(p.iter().all(|s| s.state == StepState::Planned || s.experiment == "rightsize"));
         let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
@@ -702,7 +634,7 @@ mod tests {
         );
         assert!((h.expect_s - by("heap").expect_s * 2.0 / 3.0).abs() < 1e-9);
         // thrash runs only the presets its open claims compare.
-        let t = crate::thrash_cmd::lab_more(by("thrash"), &["thrash.sleep", "thrash.recovery"], 1).unwrap();
+        let t = experiments::thrash::cmd::lab_more(by("thrash"), &["thrash.sleep", "thrash.recovery"], 1).unwrap();
         let a = t.args.join(" ");
         assert!(a.contains("--preset e2,e3") && a.contains("--repeat 1") && a.contains("--backing swapfile"), "{a}");
         assert!(t.expect_s < by("thrash").expect_s / 2.0 / 1.5, "{} vs {}", t.expect_s, by("thrash").expect_s);

@@ -2,82 +2,28 @@
 //! and panic handlers, restores what crashed runs left behind, and dispatches to
 //! the crates that do the work.
 
-mod assess_cmd;
 mod bench;
 mod cli;
 mod compare_cmd;
 mod doctor;
 mod drill;
-mod eat_cmd;
-mod experiment;
-mod experiments;
-mod heap_cmd;
 mod lab;
-mod mapping_cmd;
 mod monitor;
 mod record_cmd;
 mod report_cmd;
-mod rightsize_cmd;
 mod serve;
-mod thrash_cmd;
-mod units;
+#[cfg(test)]
+mod walk;
 mod worker;
-mod wscap_cmd;
 
-use clap::{CommandFactory, Parser};
+pub use experiments::kit::run as experiment;
+pub use experiments::kit::{
+    Interrupted, JSON_FORMAT, UsageError, print_json, restore_stale_runs, units, usage, write_output,
+};
+
 use cli::{Cli, Cmd};
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-/// An error that is the user's or the environment's (exit code 2).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for UsageError {}
-
-/// The version of every `--json` output's layout (schema/*.schema.json). Raise it
-/// when a field is renamed, removed or changes meaning; adding a field does not.
-pub const JSON_FORMAT: u32 = 1;
-
-/// Prints a `--json` document, with `"format": JSON_FORMAT` added.
-pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut v = serde_json::to_value(v)?;
-    if let Some(m) = v.as_object_mut() {
-        m.insert("format".into(), JSON_FORMAT.into());
-    }
-    println!("{}", serde_json::to_string_pretty(&v)?);
-    Ok(())
-}
-
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(msg.into()))
-}
-
-/// Writes an output file whole, the safe way ([`record::safe::write`]). A path
-/// pagelab refuses (a link, a device, a FIFO) is bad input (exit 2, one line
-/// naming it); so is any failure to write a path the user named with `flag`.
-pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> anyhow::Result<()> {
-    record::safe::write(path, bytes).map_err(|e| match flag {
-        Some(f) if record::safe::is_refused(&e) => usage(format!("{f} {e}")),
-        Some(f) => usage(format!("{f} {}: {e}", path.display())),
-        None if record::safe::is_refused(&e) => usage(e.to_string()),
-        None => anyhow::Error::new(e).context(format!("writing {}", path.display())),
-    })
-}
-
-/// The run was interrupted by the user (exit code 130).
-#[derive(Debug)]
-pub struct Interrupted;
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-impl std::error::Error for Interrupted {}
 
 /// A command's own exit code (`record` passes on the command's).
 #[derive(Debug)]
@@ -130,21 +76,6 @@ fn deliberate_panic() -> ! {
     panic!("pagelab __panic: a deliberate panic, to show the backtrace")
 }
 
-/// Undoes what runs that died left behind, and says so.
-pub fn restore_stale_runs() {
-    let dir = sandbox::journal::dir();
-    if !dir.exists() {
-        return;
-    }
-    let rep = sandbox::journal::restore_stale(&dir, false);
-    for a in &rep.actions {
-        eprintln!("pagelab: restored after an earlier run that died: {a}");
-    }
-    for e in &rep.errors {
-        eprintln!("pagelab: {e}; run `pagelab restore` as root");
-    }
-}
-
 /// clap's errors span several lines; the convention here is one line.
 fn one_line_clap_error(e: &clap::Error) -> String {
     let text = e.render().to_string();
@@ -165,9 +96,33 @@ fn one_line_clap_error(e: &clap::Error) -> String {
     s
 }
 
+/// What the command line asked for: an experiment (from [`experiments::ALL`])
+/// with its arguments, or one of the binary's own commands.
+enum Invocation {
+    Experiment(&'static experiments::Experiment, clap::ArgMatches),
+    Own(Cli),
+}
+
+fn parse() -> Result<Invocation, clap::Error> {
+    use clap::FromArgMatches;
+    let m = cli::command().try_get_matches()?;
+    if let Some((name, sub)) = m.subcommand()
+        && let Some(e) = experiments::find(name)
+    {
+        return Ok(Invocation::Experiment(e, sub.clone()));
+    }
+    Ok(Invocation::Own(Cli::from_arg_matches(&m)?))
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
+    let cli = match parse() {
+        Ok(Invocation::Own(c)) => c,
+        Ok(Invocation::Experiment(e, m)) => {
+            install_signal_handlers();
+            install_panic_hook();
+            restore_stale_runs();
+            finish((e.run)(&m))
+        }
         Err(e) => {
             use clap::error::ErrorKind::*;
             if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
@@ -180,8 +135,8 @@ fn main() {
     };
     if let Cmd::HotCold { hot, cold, passes } = cli.command {
         // A plain program (rightsize's known target): no handlers, no journal.
-        let h = workloads::rightsize::hotcold::HotCold { hot, cold, passes };
-        if let Err(e) = workloads::rightsize::hotcold::run(&h) {
+        let h = experiments::rightsize::work::hotcold::HotCold { hot, cold, passes };
+        if let Err(e) = experiments::rightsize::work::hotcold::run(&h) {
             eprintln!("pagelab __hotcold: {e}");
             std::process::exit(1);
         }
@@ -208,14 +163,7 @@ fn main() {
     let r = match cli.command {
         Cmd::Doctor(a) => doctor::run(&a),
         Cmd::Record(a) => record_cmd::run(a),
-        Cmd::Eat(a) => eat_cmd::run(&a),
-        Cmd::Wscap(a) => wscap_cmd::run(&a),
-        Cmd::Mapping(a) => mapping_cmd::run(&a),
-        Cmd::Assess(a) => assess_cmd::run(&a),
-        Cmd::Rightsize(a) => rightsize_cmd::run(&a),
         Cmd::HotCold { .. } | Cmd::Panic => unreachable!(),
-        Cmd::Heap(a) => heap_cmd::run(&a),
-        Cmd::Thrash(a) => thrash_cmd::run(&a),
         Cmd::Monitor(a) => monitor::run(&a),
         Cmd::MonitorDemo { png, process } => monitor::demo_png(&png, process),
         Cmd::Report(a) => report_cmd::run(&a),
@@ -224,13 +172,18 @@ fn main() {
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "pagelab", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut cli::command(), "pagelab", &mut std::io::stdout());
             Ok(())
         }
         Cmd::Man { out } => man(out),
         Cmd::SandboxDrill(a) => drill::run(&a),
         Cmd::Worker { .. } => unreachable!(),
     };
+    finish(r)
+}
+
+/// Flushes, then exits with the code the result calls for.
+fn finish(r: anyhow::Result<()>) -> ! {
     let _ = std::io::stdout().flush();
     match r {
         Ok(()) => {}
@@ -260,6 +213,7 @@ fn main() {
             std::process::exit(code);
         }
     }
+    std::process::exit(0)
 }
 
 fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
@@ -297,7 +251,7 @@ fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
 }
 
 fn man(out: Option<std::path::PathBuf>) -> anyhow::Result<()> {
-    let cmd = Cli::command();
+    let cmd = cli::command();
     match out {
         None => {
             clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;

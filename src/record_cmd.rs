@@ -4,26 +4,13 @@
 use crate::cli::RecordArgs;
 use crate::{ExitCode, Interrupted, usage};
 use anyhow::Context;
+pub use experiments::kit::run::{create_run_dir, default_out, resolve_program};
 use probe::{CgroupTarget, Probe, Targets};
-use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
+use record::rundir::{Event, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// Finds a program the way execvp would, so a typo is a usage error before
-/// anything is created.
-pub fn resolve_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let exec = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return exec(&p).then_some(p);
-    }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| exec(p)))
-        .unwrap_or(None)
-}
 
 /// Resolves `--cgroup` to a memory cgroup directory.
 pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget> {
@@ -49,29 +36,6 @@ pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget
     }
     let name = dir.strip_prefix(&root).unwrap_or(&dir).display().to_string();
     Ok(CgroupTarget { version, dir, name })
-}
-
-/// Creates the run directory: `--out` as given (flag named in every error, exit
-/// 2), or a new `runs/<UTC timestamp>-<experiment>[-n]`, unique even for runs
-/// started in the same second.
-pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> anyhow::Result<RunDir> {
-    let path = match out {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let stem = format!("{}-{}", crate::units::utc_stamp(), run.experiment);
-            record::rundir::create_unique_dir(Path::new("runs"), &stem).map_err(|e| {
-                usage(format!("cannot create the default run directory under runs/ ({e}); give one with {flag}"))
-            })?
-        }
-    };
-    RunDir::create(&path, run).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))
-}
-
-/// A new default directory `runs/<UTC timestamp>-<what>[-n]` (for lab).
-pub fn default_out(what: &str) -> anyhow::Result<PathBuf> {
-    let stem = format!("{}-{what}", crate::units::utc_stamp());
-    record::rundir::create_unique_dir(Path::new("runs"), &stem)
-        .map_err(|e| usage(format!("cannot create the default directory under runs/ ({e}); give one with --out")))
 }
 
 /// The command line's own rules, before anything is created.

@@ -37,6 +37,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         let r = report::html::Report::load(
             &a.dir,
             if a.html { report::html::Render::Always } else { report::html::Render::IfMissing },
+            experiments::catalog(),
         )
         .map_err(|e| usage(read_only_hint(e)))?;
         if a.markdown {
@@ -63,7 +64,8 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
     let s = report::summary::summarize(&rec, &iv);
     if a.json {
-        let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
+        let r =
+            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
         let f = r.findings_doc();
         crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
     } else {
@@ -75,7 +77,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
 
 /// `--openmetrics FILE` and `--bmf FILE`: the headline figures, read only.
 fn export(a: &ReportArgs) -> anyhow::Result<()> {
-    let r = report::html::Report::load(&a.dir, report::html::Render::Never).map_err(usage)?;
+    let r = report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
     let mut wrote = serde_json::Map::new();
     let outputs = [
         ("--openmetrics", "openmetrics", a.openmetrics.as_ref(), report::openmetrics::report_file(&r)),

@@ -11,8 +11,8 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
     let r = match kind {
         // pagelab's own workers (tests, the drill, bench); the experiments' are in their list.
         HOLD => hold(&mut io, args),
-        workloads::thrash::SAMPLER => sampler(&mut io, args),
-        other => match crate::experiments::worker(other) {
+        experiments::thrash::work::SAMPLER => sampler(&mut io, args),
+        other => match experiments::worker(other) {
             Some(main) => main(&mut io, args),
             None => Err(format!("unknown worker kind '{other}'")),
         },
@@ -77,8 +77,8 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
 /// collector: samples until `exit`, then reports each sample's lateness.
 fn sampler(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
     use record::sampler::{Sampler, SamplerConfig, Verdict};
-    let workloads::thrash::SamplerSpec { interval_ms: ms } =
-        sandbox::worker::spec_of(workloads::thrash::SAMPLER, args)?;
+    let experiments::thrash::work::SamplerSpec { interval_ms: ms } =
+        sandbox::worker::spec_of(experiments::thrash::work::SAMPLER, args)?;
     let lat = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(u64, f64)>::new()));
     let l2 = lat.clone();
     let cfg =

@@ -179,7 +179,7 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("crates/report/tests/fixtures/run-dirs").join(name)
+    root().join("crates/experiments/tests/fixtures/run-dirs").join(name)
 }
 
 /// A copy of a fixture run, for commands that write into the directory.

@@ -77,10 +77,10 @@ pub fn swap_free() -> bool {
     std::fs::read_to_string("/proc/swaps").map(|s| s.lines().count() <= 1).unwrap_or(false)
 }
 
-/// A run directory of the report's fixtures (crates/report/tests/fixtures/run-dirs).
+/// A run directory of the report's fixtures (crates/experiments/tests/fixtures/run-dirs).
 #[allow(dead_code)]
 pub fn fixture(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/run-dirs").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/experiments/tests/fixtures/run-dirs").join(name)
 }
 
 /// A copy of a fixture run in `dst` (report writes into the directory it reads).

@@ -5,55 +5,148 @@
 //! is cannot be forgotten by any of them.
 
 use crate::headline::{Builder, Figure, Metric};
-use crate::html::Renderer;
 use crate::verdict::{Claim, Ms, Verdict};
+use record::rundir::RunRecord;
 use serde_json::Value;
+use std::any::Any;
+use std::path::PathBuf;
 
-/// One experiment's part of the report.
-pub trait Experiment: Sync {
+type DynErr = Box<dyn std::error::Error + Send + Sync>;
+
+/// One run's results, parsed once (when the run is loaded) into its
+/// experiment's own entry type; every consumer reads that type.
+pub struct Parsed(Box<dyn Any + Send + Sync>);
+
+impl Parsed {
+    /// Entries already typed (an experiment's own, for the generic code).
+    pub fn of<T: Send + Sync + 'static>(entries: Vec<T>) -> Parsed {
+        Parsed(Box::new(entries))
+    }
+
+    /// No entries (a run of an experiment the catalog does not know).
+    pub fn none() -> Parsed {
+        Parsed(Box::new(()))
+    }
+
+    /// The entries, as the experiment that parsed them typed them; none when
+    /// `T` is not that type.
+    pub fn entries<T: 'static>(&self) -> &[T] {
+        self.0.downcast_ref::<Vec<T>>().map_or(&[], Vec::as_slice)
+    }
+}
+
+/// One experiment's part of the report, on its own types. Each experiment
+/// implements this; the report's generic code sees it as [`Experiment`].
+pub trait Study: Sync + 'static {
+    /// One entry of run.json's `results`, typed.
+    type Entry: Clone + Send + Sync + 'static;
     /// Its name: the subcommand, and run.json's `experiment`.
     fn name(&self) -> &'static str;
     /// The published study it reproduces, in a line.
     fn study(&self) -> &'static str;
-    /// Writes its charts and `<name>.md` into a run directory.
-    fn renderer(&self) -> Renderer;
     /// Its headline figures, each declared once as a constant.
     fn figures(&self) -> &'static [Figure];
-    /// Its headline figures' values, one per repeat (what `compare` tests).
-    fn metrics(&self, results: &[Value], b: &mut Builder);
-    /// Err(why) when the run broke the study's protocol (Ok where the study set
-    /// no condition a run could break).
-    fn protocol(&self, _results: &[Value]) -> Result<(), String> {
-        Ok(())
-    }
     /// The study's findings as claims, fixed before any data (ids `<name>.*`).
     fn claims(&self) -> &'static [Claim];
-    /// Its claims judged, each alone (see [`crate::verdict::judge`]); the
-    /// report forms the family.
-    fn verdicts(&self, m: &Ms, results: &[Value]) -> Vec<Verdict>;
     /// The few figures the lab's summary table shows.
     fn summary(&self, m: &[Metric]) -> Vec<String>;
+    /// run.json's `results`, read into its entries; an entry that is not one
+    /// (another version's shape, a damaged file) is left out.
+    fn parse(&self, results: &[Value]) -> Vec<Self::Entry>;
+    /// Writes its charts and `<name>.md` into the run directory, returning the
+    /// files written.
+    fn render(&self, rec: &RunRecord, r: &[Self::Entry]) -> Result<Vec<PathBuf>, DynErr>;
+    /// Its headline figures' values, one per repeat (what `compare` tests).
+    fn metrics(&self, r: &[Self::Entry], b: &mut Builder);
+    /// Err(why) when the run broke the study's protocol (Ok where the study set
+    /// no condition a run could break).
+    fn protocol(&self, _r: &[Self::Entry]) -> Result<(), String> {
+        Ok(())
+    }
+    /// Its claims judged, each alone (see [`crate::verdict::judge`]); the
+    /// report forms the family.
+    fn verdicts(&self, m: &Ms, r: &[Self::Entry]) -> Vec<Verdict>;
 }
 
-/// Every experiment, in the order the lab runs them.
-pub static ALL: [&dyn Experiment; 7] = [
-    &crate::eat::Eat,
-    &crate::wscap::Wscap,
-    &crate::heap::Heap,
-    &crate::mapping::Mapping,
-    &crate::thrash::Thrash,
-    &crate::assess::Assess,
-    &crate::rightsize::Rightsize,
-];
-
-/// The experiment called `name`.
-pub fn find(name: &str) -> Option<&'static dyn Experiment> {
-    ALL.iter().copied().find(|e| e.name() == name)
+/// An experiment as the report's generic code (HTML, Markdown, verdicts,
+/// `compare`, the exports) sees it: results behind [`Parsed`]. Every
+/// [`Study`] is one.
+pub trait Experiment: Sync {
+    fn name(&self) -> &'static str;
+    fn study(&self) -> &'static str;
+    fn figures(&self) -> &'static [Figure];
+    fn claims(&self) -> &'static [Claim];
+    fn summary(&self, m: &[Metric]) -> Vec<String>;
+    /// Parses a run's `results` (once, when the run is loaded).
+    fn parse(&self, results: &[Value]) -> Parsed;
+    fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr>;
+    fn metrics(&self, p: &Parsed, b: &mut Builder);
+    /// Whether the runs (a lab's passes, together) kept the study's protocol.
+    fn protocol(&self, runs: &[&Parsed]) -> Result<(), String>;
+    /// The claims judged on the runs together (arms pair by repeat across them).
+    fn verdicts(&self, m: &Ms, runs: &[&Parsed]) -> Vec<Verdict>;
 }
 
-/// The experiments' names, in the lab's order.
-pub fn names() -> Vec<&'static str> {
-    ALL.iter().map(|e| e.name()).collect()
+impl<S: Study> Experiment for S {
+    fn name(&self) -> &'static str {
+        Study::name(self)
+    }
+    fn study(&self) -> &'static str {
+        Study::study(self)
+    }
+    fn figures(&self) -> &'static [Figure] {
+        Study::figures(self)
+    }
+    fn claims(&self) -> &'static [Claim] {
+        Study::claims(self)
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        Study::summary(self, m)
+    }
+    fn parse(&self, results: &[Value]) -> Parsed {
+        Parsed(Box::new(Study::parse(self, results)))
+    }
+    fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr> {
+        Study::render(self, rec, p.entries::<S::Entry>())
+    }
+    fn metrics(&self, p: &Parsed, b: &mut Builder) {
+        Study::metrics(self, p.entries::<S::Entry>(), b)
+    }
+    fn protocol(&self, runs: &[&Parsed]) -> Result<(), String> {
+        Study::protocol(self, &joined::<S>(runs))
+    }
+    fn verdicts(&self, m: &Ms, runs: &[&Parsed]) -> Vec<Verdict> {
+        Study::verdicts(self, m, &joined::<S>(runs))
+    }
+}
+
+/// The entries of several runs, in order.
+fn joined<S: Study>(runs: &[&Parsed]) -> Vec<S::Entry> {
+    runs.iter().flat_map(|p| p.entries::<S::Entry>().iter().cloned()).collect()
+}
+
+/// The experiments a report knows, in the lab's order: the binary's list
+/// (`experiments::ALL`), passed in. The report's generic code names none of
+/// them; a run of an experiment that is not here loads, with no section of
+/// its own to draw.
+#[derive(Clone, Copy)]
+pub struct Catalog(pub &'static [&'static dyn Experiment]);
+
+impl Catalog {
+    /// The experiment called `name`.
+    pub fn find(&self, name: &str) -> Option<&'static dyn Experiment> {
+        self.0.iter().copied().find(|e| e.name() == name)
+    }
+
+    /// The experiments' names, in the lab's order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|e| e.name()).collect()
+    }
+
+    /// The claim with this id, from any experiment.
+    pub fn claim(&self, id: &str) -> Option<Claim> {
+        self.0.iter().flat_map(|e| e.claims()).find(|c| c.id == id).copied()
+    }
 }
 
 /// The median of `fig` in the first metric whose group starts with `group`.
@@ -61,28 +154,28 @@ pub fn median_of(m: &[Metric], group: &str, fig: &Figure) -> Option<f64> {
     m.iter().find(|x| x.group.starts_with(group) && x.name == fig.name).and_then(Metric::median)
 }
 
-#[cfg(test)]
-mod tests {
+/// Checks that hold for every experiment in a catalog (its test suite calls
+/// this with the real list).
+pub mod checks {
     use super::*;
 
-    #[test]
-    fn names_are_unique_and_found() {
-        let n = names();
+    /// Names are unique, and each is found.
+    pub fn names_are_unique_and_found(cat: Catalog) {
+        let n = cat.names();
         let mut d = n.clone();
         d.sort();
         d.dedup();
         assert_eq!(d.len(), n.len(), "{n:?}");
         for x in n {
-            assert_eq!(find(x).map(|e| e.name()), Some(x));
+            assert_eq!(cat.find(x).map(|e| e.name()), Some(x));
         }
-        assert!(find("nope").is_none());
+        assert!(cat.find("nope").is_none());
     }
 
     /// Every figure can be exported: a Prometheus name in base units, unique in
     /// its experiment, that ends in its OpenMetrics unit, and a scale.
-    #[test]
-    fn every_figure_has_an_export_name() {
-        for e in ALL {
+    pub fn every_figure_has_an_export_name(cat: Catalog) {
+        for e in cat.0 {
             let mut seen = Vec::new();
             for f in e.figures() {
                 let x = f.export;

@@ -1,8 +1,8 @@
 //! The headline metrics of each experiment, with every repeat's value: what the
 //! lab report's summary shows and what `compare` tests between runs.
 
+use crate::experiment::{Experiment, Parsed};
 use serde::Serialize;
-use serde_json::Value;
 
 /// One headline metric of one configuration, with a value per repeat (or per
 /// counted iteration, for `mapping`).
@@ -167,73 +167,18 @@ impl Builder {
     }
 }
 
-/// The headline metrics of one run, from its experiment name and `results`.
-pub fn metrics(experiment: &str, results: &[Value]) -> Vec<Metric> {
-    metrics_of_runs(experiment, &[results])
+/// The headline metrics of one run.
+pub fn metrics(e: &dyn Experiment, p: &Parsed) -> Vec<Metric> {
+    metrics_of_runs(e, &[p])
 }
 
 /// The metrics of several runs of one experiment (a lab's passes), their
 /// repeats numbered on from run to run so that arms still pair by repeat.
-pub fn metrics_of_runs(experiment: &str, runs: &[&[Value]]) -> Vec<Metric> {
-    let mut b = Builder::new(experiment);
-    if let Some(e) = crate::experiment::find(experiment) {
-        for r in runs {
-            b.next_run();
-            e.metrics(r, &mut b);
-        }
+pub fn metrics_of_runs(e: &dyn Experiment, runs: &[&Parsed]) -> Vec<Metric> {
+    let mut b = Builder::new(e.name());
+    for r in runs {
+        b.next_run();
+        e.metrics(r, &mut b);
     }
     b.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn thrash_recovery_is_judged_at_the_collectors_one_second() {
-        let r = |rec: f64| json!({"result": {"preset": "e2", "backing": "swapfile", "recovery_s": rec}});
-        let m = metrics("thrash", &[r(0.4), r(1.3)]);
-        let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
-        assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 1 s: the same figure");
-        let m = metrics("thrash", &[r(0.4), r(2.5)]);
-        assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable());
-    }
-
-    #[test]
-    fn eat_repeats_collect_per_group() {
-        let rs = vec![
-            json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.2, "trim_us_per_page": 3.0}),
-            json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.3, "trim_us_per_page": 4.0}),
-            json!({"pattern": "const", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.0}),
-        ];
-        let m = metrics("eat", &rs);
-        let semi = m.iter().find(|m| m.group == "semi" && m.name == "stored fraction").unwrap();
-        assert_eq!(semi.values, vec![0.2, 0.3]);
-        assert_eq!(m.iter().filter(|m| m.group == "const").count(), 1);
-        // Two stores in one run: the store becomes part of the group.
-        let mut two = rs.clone();
-        two.push(json!({"pattern": "semi", "backing": "zram", "compressor": "lzo-rle", "stored_fraction": 0.21}));
-        let m = metrics("eat", &two);
-        assert!(m.iter().any(|m| m.group == "semi lzo-rle") && m.iter().any(|m| m.group == "semi lz4"));
-        assert!(m.iter().all(|m| m.experiment == "eat"));
-    }
-
-    #[test]
-    fn heap_uses_each_repeat() {
-        let rs = vec![json!({"result": {"allocator": "glibc", "heap_mode": "default", "threads": 2,
-            "runs": [{"alloc_ns_mean": 40.0}, {"alloc_ns_mean": 50.0}, {"alloc_ns_mean": 45.0}]}})];
-        let m = metrics("heap", &rs);
-        assert_eq!(m.len(), 1);
-        assert_eq!(m[0].group, "glibc default ×2");
-        assert_eq!(m[0].values, vec![40.0, 50.0, 45.0]);
-        assert_eq!(m[0].median(), Some(45.0));
-    }
-
-    #[test]
-    fn unsupported_and_unknown_give_nothing() {
-        let rs = vec![json!({"mode": "cap-max", "supported": false, "scans_per_sec": 1.0})];
-        assert!(metrics("wscap", &rs).is_empty());
-        assert!(metrics("nope", &rs).is_empty());
-    }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use crate::model::{Render, Renderer, Report, Section, mark_below_noise, noise_floor, renderer};
+pub use crate::model::{Render, Report, Section, mark_below_noise, noise_floor};
 
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -173,7 +173,7 @@ pub fn fmt_secs(s: f64) -> String {
 /// A few figures that say what a run found, for the summary table.
 pub fn headline(s: &Section) -> String {
     let m = s.metrics();
-    let parts = crate::experiment::find(&s.experiment).map(|e| e.summary(&m)).unwrap_or_default();
+    let parts = s.exp.map(|e| e.summary(&m)).unwrap_or_default();
     let mut out = parts.join("; ");
     let shaky = m.iter().filter(|x| !x.stable()).count();
     if shaky > 0 {
@@ -294,7 +294,7 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(o, "{}: {}\n", s.state, s.reason.as_deref().unwrap_or("no run"));
             continue;
         }
-        let _ = writeln!(o, "Against the published study ({}):\n", verdict::study(&s.experiment));
+        let _ = writeln!(o, "Against the published study ({}):\n", s.exp.map_or("", |e| e.study()));
         o += &verdict_markdown(&s.verdicts());
         o += "\nHeadline metrics:\n\n";
         o += &metrics_table(&s.metrics());
@@ -542,7 +542,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         esc(&s.experiment),
         esc(&s.state)
     );
-    let _ = writeln!(o, "<p class=\"muted\">Reproduces: {}.</p>", esc(verdict::study(&s.experiment)));
+    let _ = writeln!(o, "<p class=\"muted\">Reproduces: {}.</p>", esc(s.exp.map_or("", |e| e.study())));
     if let Some(why) = &s.reason {
         let _ = writeln!(o, "<p><strong>{}:</strong> {}</p>", esc(&s.state), esc(why));
     }
@@ -657,7 +657,20 @@ mod tests {
         let floor = noise_floor(&doctor).unwrap();
         assert!((floor - 0.08).abs() < 1e-12);
         assert_eq!(noise_floor(&serde_json::json!({})), None);
-        let c = &crate::mapping::CLAIMS[2];
+        // A comparison of arms (as mapping.shared_costlier) and a threshold
+        // (as eat.semi_fraction).
+        use crate::verdict::Claim;
+        use record::stats::claim::Region;
+        let c = &Claim {
+            id: "x.costlier",
+            claim: "A costs more than B",
+            study: "",
+            quantity: "total ms, A ÷ B, paired by repeat (costlier: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.0,
+            yes: "",
+            no: "",
+        };
         let mut v = verdict::judge(c, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.05, 1.06, 1.04]));
         let before = v.why.clone();
         mark_below_noise(&mut v, floor);
@@ -671,7 +684,8 @@ mod tests {
         let w = big.why.clone();
         mark_below_noise(&mut big, floor);
         assert_eq!(big.why, w);
-        let t = &crate::eat::CLAIMS[0];
+        let t =
+            &Claim { id: "x.fraction", quantity: "stored fraction, per repeat", region: Region::about(1.0, 1.5), ..*c };
         let mut one = verdict::judge(t, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.0, 1.01]));
         let w = one.why.clone();
         mark_below_noise(&mut one, floor);

@@ -3,28 +3,21 @@
 //! This crate reads run directories only; it never touches /proc or /sys. Every
 //! per-interval value comes from `record::derive`.
 
-pub mod assess;
 pub mod charts;
 pub mod compare;
-pub mod eat;
 pub mod experiment;
 pub mod finding_chart;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod headline;
-pub mod heap;
 pub mod html;
 pub mod lab;
-pub mod mapping;
 pub mod model;
 pub mod openmetrics;
-pub mod rightsize;
 pub mod stats;
 pub mod summary;
-pub mod thrash;
 pub mod timeline;
 pub mod verdict;
-pub mod wscap;
 
 /// Writes a whole output file the safe way ([`record::safe::write`]): never
 /// through a link, never over what is not a regular file.

@@ -3,6 +3,7 @@
 //! their findings judged as one family. `html` and `markdown` draw it;
 //! `compare` and the exports read it.
 
+use crate::experiment::{Catalog, Experiment, Parsed};
 use crate::headline::Metric;
 use crate::lab::Lab;
 use crate::verdict::{self, Verdict};
@@ -10,11 +11,11 @@ use record::rundir::RunRecord;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-type DynErr = Box<dyn std::error::Error + Send + Sync>;
-
 /// One experiment's part of the report.
 pub struct Section {
     pub experiment: String,
+    /// The experiment, when the catalog knows it.
+    pub exp: Option<&'static dyn Experiment>,
     pub state: String,
     pub reason: Option<String>,
     /// What ran only in part, and why (from lab.json).
@@ -27,6 +28,9 @@ pub struct Section {
     pub more: Vec<(u32, RunRecord)>,
     /// Its findings, judged in the report's family ([`Report::judge`]).
     pub findings: Vec<Verdict>,
+    /// Each run's results, parsed once when it was loaded, with its pass
+    /// (`record`'s first, then `more`'s).
+    pub parsed: Vec<(u32, Parsed)>,
 }
 
 impl Section {
@@ -36,15 +40,20 @@ impl Section {
 
     /// Its figures over every pass's repeats.
     pub fn metrics(&self) -> Vec<Metric> {
-        let runs = self.runs(u32::MAX);
-        crate::headline::metrics_of_runs(&self.experiment, &runs.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        match self.exp {
+            Some(e) => crate::headline::metrics_of_runs(e, &self.runs(u32::MAX)),
+            None => Vec::new(),
+        }
     }
 
-    /// The results of each run up to pass `upto`, the first pass's first.
-    pub fn runs(&self, upto: u32) -> Vec<Vec<Value>> {
-        let of = |r: &RunRecord| r.run.results.as_array().cloned().unwrap_or_default();
-        let first = self.record.iter().map(of);
-        first.chain(self.more.iter().filter(|(p, _)| *p <= upto).map(|(_, r)| of(r))).collect()
+    /// The parsed results of each run up to pass `upto`, the first pass's first.
+    pub fn runs(&self, upto: u32) -> Vec<&Parsed> {
+        self.parsed.iter().filter(|(p, _)| *p <= upto).map(|(_, r)| r).collect()
+    }
+
+    /// The first run's entries, typed as its experiment typed them.
+    pub fn entries<T: 'static>(&self) -> &[T] {
+        self.parsed.first().map_or(&[], |(_, p)| p.entries())
     }
 
     /// Its findings as the report judged them (with every other section's,
@@ -59,15 +68,6 @@ pub struct Report {
     pub dir: PathBuf,
     pub lab: Option<Lab>,
     pub sections: Vec<Section>,
-}
-
-/// Writes an experiment's charts and `<experiment>.md` into its run directory,
-/// returning the files written.
-pub type Renderer = fn(&RunRecord) -> Result<Vec<PathBuf>, DynErr>;
-
-/// The renderer of each experiment.
-pub fn renderer(experiment: &str) -> Option<Renderer> {
-    crate::experiment::find(experiment).map(|e| e.renderer())
 }
 
 fn run_state(rec: &RunRecord) -> (String, Option<String>) {
@@ -89,16 +89,18 @@ pub enum Render {
 
 impl Report {
     /// Loads a lab directory (lab.json) or a run directory (run.json).
-    pub fn load(dir: &Path, render: Render) -> Result<Report, String> {
-        let load_run = |d: &Path| -> Result<RunRecord, String> {
+    /// `cat` is the experiments it knows (the binary's `experiments::catalog()`);
+    /// each run's results are parsed here, once.
+    pub fn load(dir: &Path, render: Render, cat: Catalog) -> Result<Report, String> {
+        let load_run = |d: &Path| -> Result<(RunRecord, Parsed), String> {
             let rec = RunRecord::load(d).map_err(|e| format!("{}: {e}", d.display()))?;
-            if let Some(r) = renderer(&rec.run.experiment) {
-                let md = d.join(format!("{}.md", rec.run.experiment));
-                if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
-                    r(&rec).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
-                }
+            let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
+            let parsed = e.parse(rec.run.results.as_array().map_or(&[], Vec::as_slice));
+            let md = d.join(format!("{}.md", rec.run.experiment));
+            if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
+                e.render(&rec, &parsed).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
             }
-            Ok(rec)
+            Ok((rec, parsed))
         };
         if dir.join(crate::lab::FILE).exists() {
             let lab = Lab::load(dir)?;
@@ -139,11 +141,12 @@ impl Report {
                 // A later pass adds its repeats to the first pass's section; one
                 // that did not complete adds nothing (its repeats may be partial).
                 if s.pass > 1 {
-                    if let (Some(rec), Some(sec)) =
+                    if let (Some((rec, parsed)), Some(sec)) =
                         (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
                         && s.state == crate::lab::StepState::Complete
                     {
                         sec.more.push((s.pass, rec));
+                        sec.parsed.push((s.pass, parsed));
                         sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
                     }
                     continue;
@@ -151,7 +154,7 @@ impl Report {
                 // A step still "running" in lab.json: the run's own record knows
                 // whether its process is alive (running) or died (interrupted).
                 let (state, reason) = match (&record, s.state) {
-                    (Some(rec), crate::lab::StepState::Running) => run_state(rec),
+                    (Some((rec, _)), crate::lab::StepState::Running) => run_state(rec),
                     (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
                         if lab.ended_unix_ms.is_none() =>
                     {
@@ -159,8 +162,13 @@ impl Report {
                     }
                     _ => (s.state.word().to_string(), s.reason.clone()),
                 };
+                let (record, parsed) = match record {
+                    Some((rec, p)) => (Some(rec), vec![(1, p)]),
+                    None => (None, Vec::new()),
+                };
                 sections.push(Section {
                     experiment: s.experiment.clone(),
+                    exp: cat.find(&s.experiment),
                     state,
                     reason,
                     note: s.note.clone(),
@@ -169,11 +177,12 @@ impl Report {
                     record,
                     more: Vec::new(),
                     findings: Vec::new(),
+                    parsed,
                 });
             }
-            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge())
+            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge(cat))
         } else if dir.join("run.json").exists() {
-            let rec = load_run(dir)?;
+            let (rec, parsed) = load_run(dir)?;
             let (state, reason) = run_state(&rec);
             let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
             Ok(Report {
@@ -181,6 +190,7 @@ impl Report {
                 lab: None,
                 sections: vec![Section {
                     experiment: rec.run.experiment.clone(),
+                    exp: cat.find(&rec.run.experiment),
                     state,
                     reason,
                     note: None,
@@ -189,9 +199,10 @@ impl Report {
                     record: Some(rec),
                     more: Vec::new(),
                     findings: Vec::new(),
+                    parsed: vec![(1, parsed)],
                 }],
             }
-            .judge())
+            .judge(cat))
         } else {
             Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
         }
@@ -203,7 +214,7 @@ impl Report {
     /// A budgeted lab planned later passes: pass k judges everything on the
     /// data of passes 1..=k at its share of the error ([`Lab::alpha_by_pass`]),
     /// and a finding keeps the verdict of the first pass that decided it.
-    pub fn judge(mut self) -> Report {
+    pub fn judge(mut self, cat: Catalog) -> Report {
         let alphas = self.alpha_by_pass();
         let ran = self.sections.iter().flat_map(|s| s.more.iter().map(|(p, _)| *p)).max().unwrap_or(1);
         for pass in 1..=ran.min(alphas.len() as u32) {
@@ -212,12 +223,14 @@ impl Report {
                 .iter()
                 .map(|s| {
                     let runs = s.runs(pass);
-                    let runs: Vec<&[Value]> = runs.iter().map(Vec::as_slice).collect();
-                    if runs.is_empty() { Vec::new() } else { verdict::verdicts_of_runs(&s.experiment, &runs) }
+                    match s.exp {
+                        Some(e) if !runs.is_empty() => verdict::verdicts_of_runs(e, &runs),
+                        _ => Vec::new(),
+                    }
                 })
                 .collect();
             let mut all: Vec<&mut Verdict> = now.iter_mut().flatten().collect();
-            verdict::family(&mut all, &verdict::claim_by_id, alphas[pass as usize - 1]);
+            verdict::family(&mut all, &|id| cat.claim(id), alphas[pass as usize - 1]);
             for (s, now) in self.sections.iter_mut().zip(now) {
                 if pass == 1 {
                     s.findings = now;

@@ -454,11 +454,15 @@ mod tests {
 
     #[test]
     fn figures_are_in_base_units_with_n_and_cv() {
+        // As heap declares them.
+        use crate::headline::Figure;
+        const ALLOC: Figure = Figure::new("alloc ns", "ns", true).export("alloc_seconds", "seconds", 1e-9);
+        const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true).export("peak_rss_bytes", "bytes", 1048576.0);
         let mut b = crate::headline::Builder::new("heap");
         for v in [40.0, 50.0, 45.0] {
-            b.push("glibc ×2", &crate::heap::ALLOC, Some(v));
+            b.push("glibc ×2", &ALLOC, Some(v));
         }
-        b.push("glibc ×2", &crate::heap::PEAK_RSS, Some(2.0));
+        b.push("glibc ×2", &PEAK_RSS, Some(2.0));
         let l = RunLabels { kernel: "6.12".into(), host: "h".into() };
         let fams = figures(&b.finish().into_iter().map(|m| (l.clone(), m)).collect::<Vec<_>>());
         let get = |n: &str| fams.iter().find(|f| f.name == n).unwrap_or_else(|| panic!("{n}: {fams:?}"));

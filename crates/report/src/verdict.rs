@@ -10,10 +10,10 @@
 //! that judges many claims controls the family-wise error across them with
 //! Holm ([`family`]). The CV is shown on every figure, and gates nothing.
 
+use crate::experiment::{Experiment, Parsed};
 use crate::headline::{Figure, Metric};
 use record::stats::claim::{self, ALPHA, Decision, Region, num};
 use serde::Serialize;
-use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -347,36 +347,20 @@ impl<'a> Findings<'a> {
     }
 }
 
-/// The claim with this id, from any experiment.
-pub fn claim_by_id(id: &str) -> Option<Claim> {
-    crate::experiment::ALL.iter().flat_map(|e| e.claims()).find(|c| c.id == id).copied()
-}
-
-/// The study each experiment reproduces.
-pub fn study(experiment: &str) -> &'static str {
-    crate::experiment::find(experiment).map_or("", |e| e.study())
-}
-
-/// One run's findings, judged as one family.
-pub fn verdicts(experiment: &str, results: &[Value]) -> Vec<Verdict> {
-    let mut v = verdicts_alone(experiment, results);
-    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim_by_id, ALPHA);
+/// One run's findings, judged as one family (its own claims).
+pub fn verdicts(e: &dyn Experiment, p: &Parsed) -> Vec<Verdict> {
+    let mut v = verdicts_of_runs(e, &[p]);
+    let claim = |id: &str| e.claims().iter().find(|c| c.id == id).copied();
+    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim, ALPHA);
     v
-}
-
-/// One run's findings, each judged alone (before a family is formed).
-pub fn verdicts_alone(experiment: &str, results: &[Value]) -> Vec<Verdict> {
-    verdicts_of_runs(experiment, &[results])
 }
 
 /// The findings of several runs of one experiment (a lab's passes), each
 /// judged alone: arms pair by repeat across all of them.
-pub fn verdicts_of_runs(experiment: &str, runs: &[&[Value]]) -> Vec<Verdict> {
-    let Some(e) = crate::experiment::find(experiment) else { return Vec::new() };
-    let all = crate::headline::metrics_of_runs(experiment, runs);
-    let results: Vec<Value> = runs.iter().flat_map(|r| r.iter().cloned()).collect();
-    let m = Ms { all: &all, protocol: e.protocol(&results) };
-    e.verdicts(&m, &results)
+pub fn verdicts_of_runs(e: &dyn Experiment, runs: &[&Parsed]) -> Vec<Verdict> {
+    let all = crate::headline::metrics_of_runs(e, runs);
+    let m = Ms { all: &all, protocol: e.protocol(runs) };
+    e.verdicts(&m, runs)
 }
 
 /// The family-wise error each pass of a lab may spend: all of it in one pass;
@@ -396,60 +380,9 @@ pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
     }
 }
 
-/// Whether a run kept the study's protocol (docs/stability.md); Ok for an
-/// experiment whose study set no conditions this run could break.
-pub fn protocol(experiment: &str, results: &[Value]) -> Result<(), String> {
-    crate::experiment::find(experiment).map_or(Ok(()), |e| e.protocol(results))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn eat_result(pattern: &str, repeat: u32, frac: f64, trim: f64, read: f64) -> Value {
-        json!({"pattern": pattern, "backing": "zram", "compressor": "lzo-rle", "stored_fraction": frac,
-               "trim_us_per_page": trim, "restore_us_per_page": read, "repeat": repeat})
-    }
-
-    fn eat_run(rows: &[(f64, f64, f64, f64)]) -> Vec<Value> {
-        // (semi fraction, random trim, semi trim, const trim) per repeat.
-        let mut v = Vec::new();
-        for (i, (f, r, s, c)) in rows.iter().enumerate() {
-            let i = i as u32 + 1;
-            v.push(eat_result("random", i, 1.0, *r, 4.0));
-            v.push(eat_result("semi", i, *f, *s, 4.4));
-            v.push(eat_result("const", i, 0.0, *c, 4.2));
-        }
-        v
-    }
-
-    #[test]
-    fn eat_findings_follow_the_intervals() {
-        // One repeat: nothing has an interval.
-        let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5)]));
-        assert!(v.iter().all(|x| x.outcome == Outcome::Inconclusive), "{v:?}");
-        assert!(v[0].why.contains("n = 1"), "{}", v[0].why);
-        // Three repeats close to the study: every claim matches.
-        let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5), (0.20, 10.4, 5.1, 2.4), (0.215, 9.8, 4.9, 2.5)]));
-        let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().clone();
-        for id in ["eat.semi_fraction", "eat.const_fraction", "eat.random_fraction", "eat.trim_random_semi"] {
-            assert_eq!(by(&v, id).outcome, Outcome::Matches, "{id}: {:?}", by(&v, id));
-        }
-        assert_eq!(by(&v, "eat.semi_fraction").family, v.iter().filter(|x| x.p.is_some()).count());
-        // Random trims cheaper than semi (as lzo-rle does here): that claim differs.
-        let v = verdicts("eat", &eat_run(&[(0.21, 3.0, 5.0, 2.5), (0.20, 3.1, 5.1, 2.4), (0.215, 2.9, 4.9, 2.5)]));
-        assert_eq!(by(&v, "eat.trim_random_semi").outcome, Outcome::Differs);
-        let ci = by(&v, "eat.trim_random_semi").ci95.unwrap();
-        assert!(ci[0] > 0.5 && ci[1] < 0.7, "{ci:?}");
-    }
-
-    #[test]
-    fn without_a_store_eat_checks_no_fractions() {
-        let rs = vec![json!({"pattern": "semi", "backing": "none", "trim_us_per_page": 1.0})];
-        let v = verdicts("eat", &rs);
-        assert_eq!(v.iter().find(|x| x.id == "eat.semi_fraction").unwrap().outcome, Outcome::NotChecked);
-    }
 
     fn metric(values: &[f64], repeats: &[u32]) -> Metric {
         Metric {
@@ -518,7 +451,7 @@ mod tests {
     #[test]
     fn a_second_run_pairs_after_the_first() {
         // Two runs, two repeats each: by repeat number (push_of) and by position (push).
-        let fig = crate::mapping::TOTAL;
+        let fig = crate::headline::Figure::new("total ms", "ms", true);
         let mut b = crate::headline::Builder::new("mapping");
         for (run, scale) in [(0, 1.0), (1, 2.0)] {
             b.next_run();
@@ -558,67 +491,5 @@ mod tests {
         assert!(vs[0].outcome == Outcome::Matches && vs.iter().all(|v| v.family == 12));
         assert_eq!(vs[1].outcome, Outcome::Inconclusive);
         assert!(vs[1].why.contains("Holm over 12"), "{}", vs[1].why);
-    }
-
-    fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
-        json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
-            "oom_kills": 0, "pswpout_total": out.round() as u64, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
-            "recovery_s": 1.0, "protocol_breaks": breaks}})
-    }
-
-    #[test]
-    fn thrash_findings_need_their_presets_and_the_protocol() {
-        let e2: Vec<Value> = (0..3)
-            .map(|i| thrash_run("e2", i, 1e5 * (1.0 + 0.01 * i as f64), 5e3, 0.3 + 0.01 * i as f64, &[]))
-            .collect();
-        let v = verdicts("thrash", &e2);
-        let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().outcome;
-        for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
-            assert_eq!(by(&v, id), Outcome::NotChecked, "{id}");
-        }
-        assert_eq!(by(&v, "thrash.deep"), Outcome::Matches);
-        let mut all = e2.clone();
-        for (p, out, peak) in [("e1-custom", 2e4, 1e3), ("e3-custom", 3e4, 2e3), ("e4-custom", 6e4, 9e3)] {
-            for i in 0..3 {
-                all.push(thrash_run(p, i, out * (1.0 + 0.02 * i as f64), peak, 0.9, &[]));
-            }
-        }
-        let v = verdicts("thrash", &all);
-        for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
-            assert_eq!(by(&v, id), Outcome::Matches, "{id}");
-        }
-        all.push(thrash_run(
-            "e2",
-            3,
-            1e5,
-            5e3,
-            0.4,
-            &["1 consumer(s) OOM-killed by the kernel (memcg OOM in /pagelab/x)"],
-        ));
-        let v = verdicts("thrash", &all);
-        assert!(v.iter().all(|x| x.outcome == Outcome::OutsideProtocol), "{v:?}");
-        assert!(v[0].why.contains("e2 repeat 4") && v[0].why.contains("OOM"), "{}", v[0].why);
-    }
-
-    #[test]
-    fn old_thrash_records_without_the_protocol_field_are_judged_from_their_counts() {
-        let r = json!({"result": {"preset": "e2", "repeat_index": 0, "consumers": 12, "consumers_completed": 11, "oom_kills": 1}});
-        let p = protocol("thrash", &[r]).unwrap_err();
-        assert!(p.contains("1 consumer(s) OOM-killed") && p.contains("1 of 12"), "{p}");
-        assert!(protocol("heap", &[]).is_ok());
-    }
-
-    #[test]
-    fn every_claim_has_a_unique_id_in_its_experiment_and_a_region() {
-        let mut seen = Vec::new();
-        for e in crate::experiment::ALL {
-            for c in e.claims() {
-                assert!(c.id.starts_with(&format!("{}.", e.name())), "{}", c.id);
-                assert!(!seen.contains(&c.id), "{} twice", c.id);
-                assert!(c.region.lo.is_some() || c.region.hi.is_some(), "{}: no region", c.id);
-                assert!(c.region.lo.is_none_or(|x| x > 0.0) && c.region.hi.is_none_or(|x| x > 0.0), "{}", c.id);
-                seen.push(c.id);
-            }
-        }
     }
 }

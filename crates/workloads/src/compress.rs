@@ -1,7 +1,19 @@
 //! Compressibility estimates: compress 4 KiB pages with lz4 and zstd (level 1),
 //! the way a compressed store sees them, one page at a time.
 
-pub use record::results::eat::Estimate;
+use serde::{Deserialize, Serialize};
+
+/// Estimated stored fraction (compressed bytes / original bytes) per compressor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Estimate {
+    #[serde(default = "record::results::nan")]
+    pub lz4: f64,
+    #[serde(default = "record::results::nan")]
+    pub zstd: f64,
+    /// Pages compressed (a sample for large regions).
+    pub pages: u64,
+}
 
 /// At most this many pages are compressed; larger regions are sampled evenly.
 pub const MAX_PAGES: usize = 16_384;

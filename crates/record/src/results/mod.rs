@@ -5,14 +5,6 @@
 //! before a field existed still reads; a missing `f64` reads as NaN (as does a
 //! `null`, which is how serde_json writes a NaN), never as a plausible 0.
 
-pub mod assess;
-pub mod eat;
-pub mod heap;
-pub mod mapping;
-pub mod rightsize;
-pub mod thrash;
-pub mod wscap;
-
 use serde::{Deserialize, Serialize};
 
 /// One timed phase: duration, fault deltas, memory before and after.
@@ -107,28 +99,5 @@ mod tests {
         assert_eq!(store_of(&thrash).backing.as_deref(), Some("swapfile"));
         assert_eq!(store_of(&json!({"result": {"allocator": "glibc"}})), Store::default());
         assert_eq!(store_of(&json!(3)), Store::default());
-    }
-
-    #[test]
-    fn typed_reads_what_fits_and_skips_what_does_not() {
-        let v = vec![
-            json!({"mode": "none", "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}}),
-            json!({"mode": 7}),
-            json!("not an object"),
-        ];
-        let r: Vec<wscap::WscapResult> = typed(&v);
-        assert_eq!(r.len(), 1);
-        assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
-        // A figure that is not there is not a zero.
-        assert!(r[0].ms_per_scan_p99.is_nan());
-        assert_eq!(r[0].reclaim.pgscan, 3);
-        // NaN in a series (written as null) stays NaN, and the rest of the entry reads.
-        let v =
-            vec![json!({"result": {"preset": "e2", "series": {"t_s": [1.0, 2.0], "cgroup_psi_some_pct": [null, 0.5],
-            "probe_outside": [[1.0, null]]}}})];
-        let t: Vec<thrash::Entry> = typed(&v);
-        let s = &t[0].result.as_ref().unwrap().series;
-        assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
-        assert!(s.probe_outside[0].1.is_nan());
     }
 }

@@ -1,0 +1,178 @@
+//! `pagelab assess`: glue between the CLI, the assessment, the run directory and
+//! the report.
+
+use crate::assess::work::AssessConfig;
+use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
+use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::units;
+use clap::Args;
+use report::lab::Step;
+use std::time::Duration;
+
+pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
+    let cfg = AssessConfig {
+        pid: a.pid,
+        command: a.command.clone(),
+        synthetic: a.synthetic,
+        hot: a.hot,
+        warmup: a.warmup,
+        windows: a.windows.clone(),
+        repeat: a.repeat,
+        trim: a.trim,
+        compressor: a.compressor.clone(),
+        duration: a.duration,
+        probe: a.probe.clone(),
+        probe_runs: a.probe_runs,
+        max_read: a.max_read,
+        exe: std::env::current_exe()?,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+        source: a.source,
+    };
+    if let Some(cmd) = a.command.first()
+        && crate::kit::run::resolve_program(cmd).is_none()
+    {
+        return Err(crate::kit::usage(format!("cannot run '{cmd}': not found or not executable (looked in PATH)")));
+    }
+    if a.probe.is_some() && a.trim.is_none() {
+        return Err(crate::kit::usage("--probe measures the trim's cost: give --trim with it"));
+    }
+    crate::assess::work::validate(&cfg).map_err(exp_error)?;
+    // The synthetic worker's memory is real memory on this machine: the host
+    // guard's floor holds for it as for every experiment's plan.
+    if let Some(size) = cfg.synthetic {
+        let m = probe::Probe::default().meminfo()?.unwrap_or_default();
+        sandbox::guard::HostGuard::new(a.run.host_floor, &m)
+            .check_plan(size as u128, "--synthetic", &m)
+            .map_err(anyhow::Error::new)?;
+    }
+    let config = serde_json::json!({
+        "pid": cfg.pid, "command": cfg.command, "synthetic_bytes": cfg.synthetic, "hot": cfg.hot,
+        "warmup_s": cfg.warmup.as_secs_f64(),
+        "windows_s": cfg.windows.iter().map(|w| w.as_secs_f64()).collect::<Vec<_>>(), "repeat": cfg.repeat,
+        "source": cfg.source,
+        "trim": cfg.trim, "compressor": cfg.compressor, "duration_s": cfg.duration.as_secs_f64(),
+        "probe": cfg.probe, "probe_runs": cfg.probe_runs, "max_read_bytes": cfg.max_read,
+    });
+    let run = ExperimentRun::start("assess", &a.run, config)?;
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::assess::report::Assess,
+        |all, _| serde_json::json!({"experiment": "assess", "results": all}),
+        |all| {
+            format!(
+                "{}\npublished compressor ratios beside this program's:\n{}",
+                crate::assess::report::text_table(all),
+                crate::assess::report::reference_markdown(all)
+            )
+        },
+    )
+}
+
+/// The lab's `assess` step: the synthetic worker, whose truth is known (a
+/// quarter of it hot); trimmed into a zram made for the run in the full lab.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    let size = if full { (256 * MIB).min(m.ram_bytes / 16) } else { (64 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
+    let mut args = vec![arg("--synthetic"), mib(size), arg("--hot"), arg("25%"), arg("--warmup"), arg("1s")];
+    let (windows, last) = if full { ("1s,10s,60s", 60.0) } else { ("1s,3s", 3.0) };
+    args.extend([arg("--windows"), arg(windows), arg("--repeat"), arg("3")]);
+    let mut expect = 2.0 + 3.0 * (last + (size / MIB) as f64 * 0.02);
+    if full && (m.root || m.swap_active) {
+        args.extend([arg("--trim"), arg("auto"), arg("--duration"), arg("30s")]);
+        expect += 32.0;
+    }
+    step("assess", args, expect)
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("500ms")))]
+pub struct AssessArgs {
+    /// Assess this running process (its owner or root).
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "synthetic")]
+    pub pid: Option<i32>,
+    /// Assess a pagelab worker of this size that keeps touching --hot of it (a
+    /// target whose truth is known).
+    #[arg(long, allow_hyphen_values = true, value_parser = units::parse_nonzero_size)]
+    pub synthetic: Option<u64>,
+    /// The share of --synthetic the worker keeps touching.
+    #[arg(long, allow_hyphen_values = true, default_value = "25%", value_parser = parse_share)]
+    pub hot: f64,
+    /// The windows of the working-set estimate: memory not touched within a
+    /// window is cold at that age.
+    #[arg(long, allow_hyphen_values = true, default_value = "1s,10s,60s", value_parser = parse_windows)]
+    pub windows: std::vec::Vec<Duration>,
+    /// Where the working-set estimate comes from: damon (a kdamond of
+    /// pagelab's own, per page; needs root and DAMON's list empty), mglru (the
+    /// target's memory cgroup aged per window; needs root, MGLRU on, debugfs,
+    /// at most 3 windows, and a --pid alone in its cgroup), referenced
+    /// (clear_refs and smaps, per mapping), or auto (the first of those that
+    /// can be had).
+    #[arg(long, allow_hyphen_values = true, default_value = "auto", value_parser = parse_wss_source)]
+    pub source: crate::assess::work::WssSource,
+    /// How many times to measure the windows and the compressibility (each a
+    /// value of the headline figures; the trim follows the last).
+    #[arg(long, allow_hyphen_values = true, default_value = "1", value_parser = units::uint32::<1, 100>)]
+    pub repeat: u32,
+    /// How long a started target (-- CMD, --synthetic) runs before the assessment.
+    #[arg(long, allow_hyphen_values = true, default_value = "2s", value_parser = units::parse_duration)]
+    pub warmup: Duration,
+    /// Also trim the target (MADV_PAGEOUT) and measure the cost: into a zram made
+    /// for the run (zram, needs root), the swap already active (existing), or
+    /// whichever applies (auto, the default when given alone).
+    #[arg(long, value_name = "STORE", num_args = 0..=1, default_missing_value = "auto", value_parser = parse_trim_store)]
+    pub trim: Option<workloads::backing::BackingKind>,
+    /// zram's compression algorithm for --trim zram (default: the kernel's).
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// How long to follow the target after the trim.
+    #[arg(long, allow_hyphen_values = true, default_value = "30s", value_parser = units::parse_positive_duration)]
+    pub duration: Duration,
+    /// A command whose latency stands for the program's (e.g. a request against
+    /// it), run through sh before and after the trim.
+    #[arg(long, value_name = "CMD")]
+    pub probe: Option<String>,
+    /// How many times the probe runs before, and after, the trim.
+    #[arg(long, allow_hyphen_values = true, default_value = "20", value_parser = units::uint32::<1, 10000>)]
+    pub probe_runs: u32,
+    /// Read and compress at most this much of the target's memory (an even
+    /// sample beyond).
+    #[arg(long, allow_hyphen_values = true, default_value = "1GiB", value_parser = units::parse_nonzero_size)]
+    pub max_read: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+    /// The command to start and assess (after --).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Durations separated by commas, e.g. `1s,10s,60s`.
+fn parse_windows(s: &str) -> Result<Vec<Duration>, String> {
+    let v: Result<Vec<Duration>, String> = s.split(',').map(|x| units::parse_positive_duration(x.trim())).collect();
+    let v = v.map_err(|e| format!("{e}; expected durations separated by commas, e.g. 1s,10s,60s"))?;
+    if v.is_empty() || v.len() > 16 {
+        return Err(format!("'{s}': expected 1 to 16 durations separated by commas, e.g. 1s,10s,60s"));
+    }
+    Ok(v)
+}
+
+fn parse_wss_source(s: &str) -> Result<crate::assess::work::WssSource, String> {
+    crate::assess::work::WssSource::parse(s).ok_or_else(|| format!("'{s}': expected auto, damon, mglru or referenced"))
+}
+
+fn parse_trim_store(s: &str) -> Result<workloads::backing::BackingKind, String> {
+    use workloads::backing::BackingKind;
+    match BackingKind::parse(s) {
+        Some(k @ (BackingKind::Auto | BackingKind::Zram | BackingKind::Existing)) => Ok(k),
+        _ => Err(format!("'{s}': expected zram, existing or auto")),
+    }
+}

@@ -1,0 +1,224 @@
+//! The cost, with `--trim`: the probe, the trim into a store, and following
+//! the target after it.
+
+use super::*;
+
+/// Runs the probe command once: its latency in ms, or why it failed.
+pub(super) fn probe_once(cmd: &str) -> Result<f64, String> {
+    let t = Instant::now();
+    let mut c = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("sh -c: {e}"))?;
+    loop {
+        if let Some(st) = c.try_wait().map_err(|e| e.to_string())? {
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if st.success() {
+                return Ok(ms);
+            }
+            let mut e = String::new();
+            if let Some(mut s) = c.stderr.take() {
+                use std::io::Read;
+                let _ = s.read_to_string(&mut e);
+            }
+            let first = e.lines().next().unwrap_or("").trim().to_string();
+            return Err(format!("{st}{}", if first.is_empty() { String::new() } else { format!(": {first}") }));
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = c.kill();
+            let _ = c.wait();
+            return Err("took more than 10 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+pub(super) fn probe_runs(cmd: &str, n: u32) -> (Latency, Option<String>) {
+    let mut ms = Vec::new();
+    let mut l = Latency { runs: n, ..Default::default() };
+    let mut first_err = None;
+    for _ in 0..n {
+        match probe_once(cmd) {
+            Ok(x) => ms.push(x),
+            Err(e) => {
+                l.failures += 1;
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    l.p50_ms = record::stats::percentile(&ms, 0.5).unwrap_or(f64::NAN);
+    l.p99_ms = record::stats::percentile(&ms, 0.99).unwrap_or(f64::NAN);
+    (l, first_err)
+}
+
+/// The process's private mappings, as process_madvise ranges.
+pub fn private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
+    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
+    Ok(maps
+        .iter()
+        .filter(|m| m.is_private() && !m.is_empty() && m.name != "[vsyscall]")
+        .map(|m| (m.start, m.len()))
+        .collect())
+}
+
+/// MADV_PAGEOUT (or MADV_COLD) over the process's private mappings.
+pub fn advise(pid: i32, advice: i32) -> Result<usize, String> {
+    let fd = workloads::mm::PidFd::open(pid).map_err(|e| format!("pidfd_open({pid}): {e}"))?;
+    let ranges = private_ranges(pid).map_err(|e| format!("reading /proc/{pid}/maps: {e}"))?;
+    workloads::mm::process_madvise(&fd, &ranges, advice).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EPERM) {
+            format!("not permitted on pid {pid}: process_madvise needs CAP_SYS_NICE (and ptrace access); run as root")
+        } else {
+            format!("process_madvise on pid {pid}: {e}")
+        }
+    })
+}
+
+pub(super) struct Follow {
+    rss_anon: u64,
+    swap: u64,
+    majflt: u64,
+}
+
+pub(super) fn follow_point(pid: i32) -> Option<Follow> {
+    let mut p = Probe::default();
+    let st = p.pid_status(pid).ok().flatten()?;
+    let stat = p.pid_stat(pid).ok().flatten()?;
+    Some(Follow { rss_anon: st.rss_anon.unwrap_or(0), swap: st.vm_swap.unwrap_or(0), majflt: stat.majflt })
+}
+
+pub(super) fn psi_some_us() -> Option<u64> {
+    Probe::default().pressure("memory").ok().flatten().map(|p| p.some.total_us)
+}
+
+/// The store's sizes: our zram device's, or the swap in use for an existing store.
+pub(super) fn store_sizes(zram: Option<u32>) -> (u64, u64, u64) {
+    let mut p = Probe::default();
+    match zram {
+        Some(id) => p
+            .zram_mm_stat(id)
+            .ok()
+            .flatten()
+            .map(|m| (m.orig_data_size, m.compr_data_size, m.mem_used_total))
+            .unwrap_or_default(),
+        None => {
+            let m = p.meminfo().ok().flatten().unwrap_or_default();
+            let used = m.get("SwapTotal").unwrap_or(0).saturating_sub(m.get("SwapFree").unwrap_or(0));
+            let zs = m.get("Zswap").unwrap_or(0);
+            (used, zs, zs)
+        }
+    }
+}
+
+pub(super) fn trim(
+    cfg: &AssessConfig,
+    kind: BackingKind,
+    pid: i32,
+    ws: u64,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<Trim, ExperimentError> {
+    let mut t = Trim { working_set_bytes: ws, ..Default::default() };
+    // The probe first: a probe that fails before anything changed is bad input.
+    if let Some(cmd) = &cfg.probe {
+        let (l, e) = probe_runs(cmd, cfg.probe_runs);
+        if let Some(e) = e {
+            return Err(err(format!("--probe '{cmd}' failed before the trim ({e}); give a command that succeeds")));
+        }
+        t.probe_before = Some(l);
+    }
+    let before =
+        follow_point(pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited before the trim")))?;
+    let mut sb = Sandbox::new("assess");
+    let back = backing::setup(&mut sb, kind, cfg.compressor.as_deref(), before.rss_anon, &cfg.swapfile_dir)?;
+    for n in &back.notes {
+        obs.note(n);
+    }
+    t.store = back.kind.clone();
+    t.compressor = back.compressor.clone();
+    obs.targets(vec![pid], None, back.zram_id.into_iter().collect());
+    t.rss_anon_before_bytes = before.rss_anon;
+    let t0 = Instant::now();
+    obs.event("phase_start", "trim", probe::sample::monotonic_ns(), json!({}));
+    advise(pid, workloads::mm::MADV_PAGEOUT).map_err(err)?;
+    obs.event("phase_end", "trim", probe::sample::monotonic_ns(), json!({}));
+    t.seconds = t0.elapsed().as_secs_f64();
+    let after =
+        follow_point(pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited during the trim")))?;
+    t.rss_anon_after_bytes = after.rss_anon;
+    if let Some(cmd) = &cfg.probe {
+        t.probe_after = Some(probe_runs(cmd, cfg.probe_runs).0);
+    }
+    // Follow the working set re-forming.
+    let (psi0, f0) = (psi_some_us(), Instant::now());
+    let start = Instant::now();
+    let mut ended = None;
+    loop {
+        let s = start.elapsed().as_secs_f64();
+        let Some(f) = follow_point(pid) else {
+            ended = Some(format!("pid {pid} exited {s:.1} s after the trim; the curve stops there"));
+            break;
+        };
+        let (o, c, u) = store_sizes(back.zram_id);
+        t.curve.push(Point {
+            t_s: s,
+            rss_anon_bytes: f.rss_anon,
+            swap_bytes: f.swap,
+            major_faults: f.majflt.saturating_sub(after.majflt),
+            store_orig_bytes: o,
+            store_compr_bytes: c,
+            store_used_bytes: u,
+        });
+        if start.elapsed() >= cfg.duration || stop() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500).min(cfg.duration));
+    }
+    if let Some(e) = ended {
+        obs.note(&e);
+    }
+    let elapsed = f0.elapsed().as_secs_f64();
+    if let (Some(a), Some(b)) = (psi0, psi_some_us()) {
+        t.psi_some_pct = (b.saturating_sub(a)) as f64 / 1e4 / elapsed;
+    }
+    if let Some(last) = t.curve.last() {
+        t.major_faults_per_s = last.major_faults as f64 / last.t_s.max(1e-3);
+        let swapped_in = after.swap.saturating_sub(last.swap_bytes);
+        t.swap_in_bytes = swapped_in;
+        if ws > 0 && last.t_s > 0.0 {
+            t.swap_in_pct_ws_per_min = swapped_in as f64 / ws as f64 * 100.0 / (last.t_s / 60.0);
+        }
+    }
+    t.major_faults_first_5s = t.curve.iter().filter(|p| p.t_s <= 5.0).map(|p| p.major_faults).max().unwrap_or(0);
+    // The store made for the run goes only when that is safe: swapoff brings
+    // its pages back into RAM.
+    if let Some(id) = back.zram_id {
+        let (orig, _, used) = store_sizes(Some(id));
+        let need = orig.saturating_sub(used);
+        let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable")).unwrap_or(0);
+        let margin = (avail / 10).max(256 << 20);
+        if alive(pid) && need + margin > avail {
+            t.store_note = format!(
+                "zram{id} left in place: swapoff would bring {} MiB back into RAM and only {} MiB is available; `pagelab restore` removes it once there is room",
+                need >> 20,
+                avail >> 20
+            );
+            obs.note(&t.store_note);
+            // Keep the journal (and the device): the next pagelab run, or
+            // `pagelab restore`, undoes it.
+            std::mem::forget(sb);
+            return Ok(t);
+        }
+        t.store_note = format!(
+            "zram{id} removed: swapoff brought {} MiB back into RAM ({} MiB was available)",
+            need >> 20,
+            avail >> 20
+        );
+        t.store_removed = true;
+    }
+    sb.restore()?;
+    Ok(t)
+}

@@ -1,0 +1,162 @@
+//! `pagelab eat`: glue between the CLI, the experiment, the run directory and the
+//! report.
+
+use crate::eat::work::EatConfig;
+use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
+use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::units;
+use crate::kit::usage;
+use clap::Args;
+use report::lab::Step;
+
+pub fn run(a: &EatArgs) -> anyhow::Result<()> {
+    let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
+        None => vec![None],
+        Some("all") => {
+            let all = workloads::backing::all_compressors(workloads::backing::resolve(a.backing));
+            if all.is_empty() {
+                return Err(usage(
+                    "--compressor all: this backing offers no compression algorithms (use --backing zram or zswap)",
+                ));
+            }
+            all.into_iter().map(Some).collect()
+        }
+        Some(c) => vec![Some(c.to_string())],
+    };
+    let cfg = EatConfig {
+        size: a.size,
+        patterns: a.pattern.0.clone(),
+        block: a.block as usize,
+        backing: a.backing,
+        compressors,
+        trim: a.trim,
+        repeat: a.repeat,
+        seed: a.seed,
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+        settle_max: std::time::Duration::from_secs(10),
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+    };
+    // Everything that can be refused is refused here, before any change.
+    crate::eat::work::validate(&cfg)?;
+    let config = serde_json::json!({
+        "size_bytes": cfg.size,
+        "patterns": cfg.patterns,
+        "block_bytes": cfg.block,
+        "backing": cfg.backing,
+        "compressors": cfg.compressors,
+        "trim": cfg.trim,
+        "repeat": cfg.repeat,
+        "seed": cfg.seed,
+        "interval_s": a.run.interval.as_secs_f64(),
+    });
+    let run = ExperimentRun::start("eat", &a.run, config)?;
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: a.run.json };
+        crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::eat::report::Eat,
+        |results, _| serde_json::json!({"experiment": "eat", "results": results}),
+        |results| {
+            format!(
+                "{}\nfill bandwidth (GB/s) beside memset of the same region, same worker:\n{}\npublished figures beside ours:\n{}",
+                crate::eat::report::text_table(results),
+                crate::eat::report::fill_table(results),
+                crate::eat::report::reference_markdown(results).split("\n\n").next().unwrap_or("")
+            )
+        },
+    )
+}
+
+/// The lab's `eat` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // eat: the study used 5 GB per pattern on 16 GB; stay at 1/16 of RAM at most.
+    let eat_size =
+        if full { (1024 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 64) }.max(16 * MIB);
+    let eat_repeat = 3u32;
+    let compressors = if full && m.root { 3.0 } else { 1.0 };
+    let mut eat_args = vec![arg("--size"), mib(eat_size), arg("--repeat"), eat_repeat.to_string()];
+    if full && m.root {
+        eat_args.extend([arg("--compressor"), arg("all")]);
+    }
+    let mut eat_note = None;
+    if !m.root && !m.swap_active {
+        eat_args.extend([arg("--backing"), arg("none")]);
+        eat_note = Some(
+            "ran without swap: creating zram needs root and no swap is active, so nothing could be trimmed \
+             and the store figures are missing; the fill and read-back are measured"
+                .to_string(),
+        );
+    } else if !m.root {
+        eat_args.extend([arg("--backing"), arg("existing")]);
+        eat_note = Some("used the swap already active (creating zram needs root)".to_string());
+    }
+    let eat_expect = 2.0 + 4.0 * eat_repeat as f64 * compressors * (0.1 + (eat_size / MIB) as f64 * 0.0075);
+    let mut e = step("eat", eat_args, eat_expect);
+    e.note = eat_note;
+    e
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
+pub struct EatArgs {
+    /// Private memory to fill, per pattern.
+    #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// random, semi, const, zero, all, or a comma-separated list.
+    #[arg(long, default_value = "all", value_parser = parse_patterns)]
+    pub pattern: PatternList,
+    /// Block size of the semi pattern, bytes.
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 4096>, allow_hyphen_values = true)]
+    pub block: u32,
+    /// What takes the trimmed pages: auto, zram, zswap, swapfile, existing, none.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap compression algorithm, or `all` to compare every one the kernel offers.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// self (madvise in the worker), external (process_madvise from pagelab), cgroup (reclaim), none.
+    #[arg(long, default_value = "self", value_parser = parse_trim)]
+    pub trim: crate::eat::work::Trim,
+    /// Runs per pattern.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// PRNG seed (recorded, so a run can be reproduced).
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct PatternList(pub Vec<workloads::fill::Pattern>);
+
+fn parse_patterns(s: &str) -> Result<PatternList, String> {
+    use workloads::fill::Pattern;
+    let mut v = Vec::new();
+    for part in s.split(',') {
+        match part.trim() {
+            "all" => v.extend(Pattern::ALL),
+            p => v.push(
+                Pattern::parse(p)
+                    .ok_or_else(|| format!("unknown pattern '{p}': expected random, semi, const, zero or all"))?,
+            ),
+        }
+    }
+    v.dedup();
+    Ok(PatternList(v))
+}
+
+fn parse_trim(s: &str) -> Result<crate::eat::work::Trim, String> {
+    crate::eat::work::Trim::parse(s)
+        .ok_or_else(|| format!("unknown trim '{s}': expected {}", crate::eat::work::Trim::NAMES))
+}

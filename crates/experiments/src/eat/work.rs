@@ -1,0 +1,710 @@
+//! `eat`: fill private memory with data of a given compressibility, trim the
+//! working set into (compressed) swap, read it back, free it, and time each phase.
+//!
+//! Reproduces the test application of Mangan's 2016 study of Windows 10 memory
+//! compression ("Performance versus Data"). The target runs in a worker process
+//! (the pagelab binary in worker mode), placed in a memory cgroup when pagelab may
+//! create one. The parent drives the phases over the control pipe, trims the worker
+//! from outside when asked (`process_madvise`, or the cgroup), waits for the store
+//! to settle, and measures the store.
+
+use sandbox::Sandbox;
+use sandbox::cgroup::{Limits, MemCgroup};
+use sandbox::error::SandboxError;
+use sandbox::worker::{Worker, WorkerSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use workloads::backing::{self, Backing, BackingKind};
+use workloads::fill::Pattern;
+use workloads::mm;
+use workloads::procsnap::{PhaseResult, ProcSnap, phase_between};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trim {
+    /// The worker calls madvise(MADV_PAGEOUT) on its own region.
+    #[serde(rename = "self")]
+    SelfTrim,
+    /// The parent calls process_madvise(MADV_PAGEOUT) on the worker through a pidfd.
+    External,
+    /// v2 memory.reclaim; v1: lower the group's limit, then restore it.
+    Cgroup,
+    None,
+}
+
+impl Trim {
+    pub const NAMES: &'static str = "self, external, cgroup, none";
+    pub fn parse(s: &str) -> Option<Trim> {
+        Some(match s {
+            "self" => Trim::SelfTrim,
+            "external" => Trim::External,
+            "cgroup" => Trim::Cgroup,
+            "none" => Trim::None,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Trim::SelfTrim => "self",
+            Trim::External => "external",
+            Trim::Cgroup => "cgroup",
+            Trim::None => "none",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EatConfig {
+    pub size: u64,
+    pub patterns: Vec<Pattern>,
+    pub block: usize,
+    pub backing: BackingKind,
+    /// One entry per compressor to compare; `None` is the kernel's default.
+    pub compressors: Vec<Option<String>>,
+    pub trim: Trim,
+    pub repeat: u32,
+    pub seed: u64,
+    /// The pagelab binary, for workers.
+    pub exe: PathBuf,
+    pub host_floor: Option<u64>,
+    /// Upper bound of the settle phase.
+    pub settle_max: Duration,
+    /// Where a swap file goes when one is needed.
+    pub swapfile_dir: PathBuf,
+}
+
+pub use crate::eat::results::{EatResult, StoreStats};
+
+use workloads::observe::ExperimentError;
+pub use workloads::observe::Observer;
+
+/// Checks the configuration and the machine before anything is changed.
+pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
+    if cfg.size == 0 {
+        return Err(SandboxError::Invalid("--size must be greater than zero".into()));
+    }
+    let page = probe::environment::page_size();
+    if cfg.size < page {
+        return Err(SandboxError::Invalid(format!("--size {} is smaller than one page ({page} bytes)", cfg.size)));
+    }
+    for c in &cfg.compressors {
+        backing::validate_with_dir(cfg.backing, c.as_deref(), &cfg.swapfile_dir)?;
+    }
+    if cfg.compressors.is_empty() {
+        backing::validate_with_dir(cfg.backing, None, &cfg.swapfile_dir)?;
+    }
+    if cfg.trim == Trim::Cgroup {
+        sandbox::privilege::require_admin("--trim cgroup (creating a memory cgroup)", "use --trim self or external")?;
+        if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+            return Err(SandboxError::Unsupported(
+                "--trim cgroup needs a memory cgroup controller; none is mounted".into(),
+            ));
+        }
+    }
+    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
+    let store = backing::resolve(cfg.backing) != BackingKind::None;
+    guard.check_plan(planned_bytes(cfg.size, store), "eat", &meminfo)?;
+    Ok(())
+}
+
+/// What a run takes from the host at most: the worker's region, plus a compressed
+/// store that may hold as much again (random data does not compress) and lives
+/// outside the worker's cgroup, plus 64 MiB for the worker itself. In u128, so
+/// that no size wraps it.
+pub fn planned_bytes(size: u64, store: bool) -> u128 {
+    size as u128 * if store { 2 } else { 1 } + (64 << 20)
+}
+
+fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {
+    probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }
+}
+
+fn store_stats(b: &Backing, pid: i32) -> StoreStats {
+    let mut p = probe::Probe::default();
+    let snap = ProcSnap::of(pid);
+    let mut s = StoreStats { swapped_bytes: snap.swap_bytes, resident_bytes: snap.anon_bytes, ..Default::default() };
+    if let Some(id) = b.zram_id
+        && let Ok(Some(m)) = p.zram_mm_stat(id)
+    {
+        s.orig_data_bytes = Some(m.orig_data_size);
+        s.compr_data_bytes = Some(m.compr_data_size);
+        s.mem_used_bytes = Some(m.mem_used_total);
+        s.same_pages = Some(m.same_pages);
+        s.huge_pages = m.huge_pages;
+    }
+    if let Ok(Some(mi)) = p.meminfo() {
+        s.zswap_bytes = mi.get("Zswap");
+        s.zswapped_bytes = mi.get("Zswapped");
+    }
+    if let Ok(Some(v)) = p.vmstat() {
+        s.zswpout_pages = v.get("zswpout");
+        s.swpout_zero_pages = v.get("swpout_zero");
+    }
+    s
+}
+
+/// The store's memory in use, bytes, for the backing kind.
+fn store_used(b: &Backing, s: &StoreStats) -> Option<u64> {
+    match b.kind.as_str() {
+        "zram" => s.mem_used_bytes,
+        "zswap" => s.zswap_bytes,
+        _ if b.compressor.is_some() => s.zswap_bytes,
+        _ => None,
+    }
+}
+
+struct Run<'a, O: Observer> {
+    cfg: &'a EatConfig,
+    obs: &'a mut O,
+    stop: fn() -> bool,
+}
+
+/// What one worker command produced: its phase (if it was one) and its `done` data.
+struct Reply {
+    phase: PhaseResult,
+    data: Value,
+}
+
+/// The worker kind.
+pub const WORKER: &str = "eat";
+
+/// The worker's start (`--spec`): what to fill and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub size: u64,
+    pub pattern: Pattern,
+    pub block: usize,
+    pub seed: u64,
+}
+
+/// The reply to `calibrate`: memset over a region of the same size, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibrated {
+    pub memset_first_touch_seconds: f64,
+    pub memset_refill_seconds: f64,
+}
+
+/// The reply to `alloc`: where the region lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allocated {
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The reply to `fill`: the refill's time, the reference hash and the estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filled {
+    pub refill_seconds: f64,
+    pub hash_written: String,
+    pub estimate: crate::eat::results::Estimate,
+}
+
+/// The reply to `read`: the hash of what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadBack {
+    pub hash_read: String,
+}
+
+/// A reply's data as its type: a missing field is an error naming the command.
+fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
+    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the eat worker's reply to {cmd}: {e}")))
+}
+
+fn to_value(x: &impl Serialize) -> Value {
+    serde_json::to_value(x).expect("a reply serializes")
+}
+
+/// What one worker's commands returned, in order, with the store around the trim.
+struct Drove {
+    cal: Calibrated,
+    alloc: PhaseResult,
+    fill: (PhaseResult, Filled),
+    trim: PhaseResult,
+    settle: PhaseResult,
+    read: (PhaseResult, ReadBack),
+    free: PhaseResult,
+    before_trim: StoreStats,
+    after_trim: StoreStats,
+    after_settle: StoreStats,
+}
+
+impl<O: Observer> Run<'_, O> {
+    /// Sends a command and waits for its `done` event, forwarding phase events.
+    fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
+        // A failed send means the worker is gone: say how it ended, not "broken pipe".
+        w.send(cmd, Value::Null).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+        let obs = &mut *self.obs;
+        let mut phase = PhaseResult::default();
+        let r = w.wait_for(
+            "done",
+            Some(cmd),
+            timeout,
+            |ev| {
+                if matches!(ev.kind.as_str(), "phase_start" | "phase_end") {
+                    obs.event(&ev.kind, &ev.name, ev.t_ns, ev.data.clone());
+                    if ev.kind == "phase_end" {
+                        phase = serde_json::from_value(ev.data.clone()).unwrap_or_default();
+                    }
+                }
+            },
+            self.stop,
+        );
+        match r {
+            Ok(done) => Ok(Reply { phase, data: done.data }),
+            Err(_) if (self.stop)() => Err(ExperimentError::Interrupted),
+            Err(f) => Err(ExperimentError::Worker(f.to_string())),
+        }
+    }
+
+    fn parent_phase(
+        &mut self,
+        name: &str,
+        pid: i32,
+        f: impl FnOnce() -> Result<(), ExperimentError>,
+    ) -> Result<PhaseResult, ExperimentError> {
+        let a = ProcSnap::of(pid);
+        self.obs.event("phase_start", name, a.t_ns, Value::Null);
+        f()?;
+        let b = ProcSnap::of(pid);
+        let r = phase_between(&a, &b);
+        self.obs.event("phase_end", name, b.t_ns, serde_json::to_value(r).unwrap_or(Value::Null));
+        Ok(r)
+    }
+
+    fn one(
+        &mut self,
+        pattern: Pattern,
+        repeat: u32,
+        back: &Backing,
+        cg: Option<&MemCgroup>,
+    ) -> Result<EatResult, ExperimentError> {
+        let seed = self.cfg.seed.wrapping_add(repeat as u64 - 1);
+        let d = self.drive(pattern, seed, back, cg)?;
+        result(self.cfg, pattern, seed, repeat, back, d)
+    }
+
+    /// Starts the worker and drives it through calibrate, alloc, fill, trim,
+    /// settle, read and free.
+    fn drive(
+        &mut self,
+        pattern: Pattern,
+        seed: u64,
+        back: &Backing,
+        cg: Option<&MemCgroup>,
+    ) -> Result<Drove, ExperimentError> {
+        let cfg = self.cfg;
+        let mut w = Worker::spawn(WorkerSpec {
+            exe: cfg.exe.clone(),
+            args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, pattern, block: cfg.block, seed }),
+            cgroup: cg,
+            env: vec![],
+            label: format!("eat {pattern}"),
+        })?;
+        let pid = w.pid;
+        self.obs.targets(vec![pid], cg.map(cgroup_target), back.zram_id.into_iter().collect());
+        let long = Duration::from_secs(3600);
+        let cal: Calibrated = reply("calibrate", self.command(&mut w, "calibrate", long)?.data)?;
+        let alloc = self.command(&mut w, "alloc", long)?;
+        let at: Allocated = reply("alloc", alloc.data)?;
+        let region = (at.addr, at.len);
+        let fill = self.command(&mut w, "fill", long)?;
+        let fill = (fill.phase, reply("fill", fill.data)?);
+        let before_trim = store_stats(back, pid);
+        let trim = match cfg.trim {
+            Trim::SelfTrim => self.command(&mut w, "trim", long)?.phase,
+            Trim::External => self.parent_phase("trim", pid, || {
+                let fd =
+                    mm::PidFd::open(pid).map_err(|e| ExperimentError::Worker(format!("pidfd_open({pid}): {e}")))?;
+                mm::process_madvise(&fd, &[region], mm::MADV_PAGEOUT)
+                    .map_err(|e| ExperimentError::Worker(format!("process_madvise(MADV_PAGEOUT) on pid {pid}: {e}")))?;
+                Ok(())
+            })?,
+            Trim::Cgroup => {
+                let cg = cg.ok_or_else(|| ExperimentError::Worker("--trim cgroup without a cgroup".into()))?;
+                self.parent_phase("trim", pid, || Ok(cg.reclaim(cfg.size + (16 << 20))?))?
+            }
+            Trim::None => self.parent_phase("trim", pid, || Ok(()))?,
+        };
+        let after_trim = store_stats(back, pid);
+        let settle = self.parent_phase("settle", pid, || {
+            settle_store(back, pid, cfg.settle_max);
+            Ok(())
+        })?;
+        let after_settle = store_stats(back, pid);
+        let read = self.command(&mut w, "read", long)?;
+        let read = (read.phase, reply("read", read.data)?);
+        let free = self.command(&mut w, "free", long)?.phase;
+        let _ = w.send("exit", Value::Null);
+        if let Err(f) = w.finish(Duration::from_secs(10)) {
+            return Err(ExperimentError::Worker(f.to_string()));
+        }
+        Ok(Drove { cal, alloc: alloc.phase, fill, trim, settle, read, free, before_trim, after_trim, after_settle })
+    }
+}
+
+/// One repeat's result from what its worker returned.
+fn result(
+    cfg: &EatConfig,
+    pattern: Pattern,
+    seed: u64,
+    repeat: u32,
+    back: &Backing,
+    d: Drove,
+) -> Result<EatResult, ExperimentError> {
+    let Drove { cal, alloc, fill, trim, settle, read, free, before_trim, after_trim, after_settle } = d;
+    let page = probe::environment::page_size() as f64;
+    let size = cfg.size as f64;
+    let trimmed = after_settle.swapped_bytes.saturating_sub(before_trim.swapped_bytes);
+    let stored = match (store_used(back, &before_trim), store_used(back, &after_settle)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let hash_written = fill.1.hash_written.clone();
+    let hash_read = read.1.hash_read.clone();
+    let gbps = |s: f64| if s > 0.0 { size / s / 1e9 } else { 0.0 };
+    let mut notes = Vec::new();
+    if !back.has_swap() && cfg.trim != Trim::None {
+        notes.push(
+                "no swap backs this run: a trim can only drop clean file pages or move nothing; anonymous pages stayed resident"
+                    .to_string(),
+            );
+    }
+    if back.has_swap() && cfg.trim != Trim::None && trimmed == 0 {
+        // With a store behind it, a trim that moved nothing means the store
+        // was not this run's to fill (full, or taken away): no figure of
+        // this repeat would mean anything, so the run fails rather than say
+        // complete.
+        return Err(ExperimentError::Worker(format!(
+            "the trim moved nothing of {} into the store ({}): this repeat measured nothing",
+            pattern.name(),
+            back.swap_areas.join(", ")
+        )));
+    }
+    let trimmed_pages = trimmed as f64 / page;
+    let kernel_compr_ratio = match (after_settle.orig_data_bytes, after_settle.compr_data_bytes) {
+        (Some(o), Some(c)) if o > 0 => Some(c as f64 / o as f64),
+        _ => None,
+    };
+    let phases: BTreeMap<String, PhaseResult> =
+        [("alloc", alloc), ("fill", fill.0), ("trim", trim), ("settle", settle), ("read", read.0), ("free", free)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    Ok(EatResult {
+        pattern: pattern.name().into(),
+        size_bytes: cfg.size,
+        block_bytes: cfg.block,
+        seed,
+        repeat,
+        backing: back.kind.clone(),
+        compressor: back.compressor.clone(),
+        swap_areas: back.swap_areas.clone(),
+        trim: cfg.trim.name().into(),
+        verified: !hash_written.is_empty() && hash_written == hash_read,
+        hash_written,
+        hash_read,
+        stored_fraction: match stored {
+            Some(s) if trimmed > 0 => Some(s as f64 / trimmed as f64),
+            _ => None,
+        },
+        stored_bytes: stored.unwrap_or(0),
+        trimmed_bytes: trimmed,
+        after_trim,
+        after_settle,
+        fill_gbps_first_touch: gbps(fill.0.seconds),
+        fill_gbps_refill: gbps(fill.1.refill_seconds),
+        memset_gbps_first_touch: gbps(cal.memset_first_touch_seconds),
+        memset_gbps_refill: gbps(cal.memset_refill_seconds),
+        estimated_ratio: fill.1.estimate,
+        kernel_compr_ratio,
+        trim_us_per_page: (trimmed_pages > 0.0).then(|| trim.seconds * 1e6 / trimmed_pages),
+        restore_us_per_page: (trimmed_pages > 0.0).then(|| read.0.seconds * 1e6 / trimmed_pages),
+        phases,
+        notes,
+    })
+}
+
+/// Waits until the store stops changing (three equal readings 20 ms apart) and no
+/// writeback is in flight, or `max` has passed.
+fn settle_store(b: &Backing, pid: i32, max: Duration) {
+    if !b.has_swap() {
+        return;
+    }
+    // Writeback matters only where pages go to a disk (a swap file, the user's swap,
+    // zswap writing back); zram is memory, and unrelated file writeback is not ours.
+    let disk = matches!(b.kind.as_str(), "swapfile" | "existing" | "zswap");
+    let t0 = Instant::now();
+    let mut last = None;
+    let mut same = 0;
+    while t0.elapsed() < max {
+        let s = store_stats(b, pid);
+        let wb = if disk {
+            probe::Probe::default().meminfo().ok().flatten().and_then(|m| m.get("Writeback")).unwrap_or(0)
+        } else {
+            0
+        };
+        let key = (s.mem_used_bytes, s.orig_data_bytes, s.zswap_bytes, s.swapped_bytes, wb);
+        if Some(key) == last && wb == 0 {
+            same += 1;
+            if same >= 2 {
+                return;
+            }
+        } else {
+            same = 0;
+        }
+        last = Some(key);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the experiment: for each compressor, set up the backing in a fresh
+/// sandbox, run every pattern `repeat` times, and restore.
+pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
+    let mut results = Vec::new();
+    let compressors = if cfg.compressors.is_empty() { vec![None] } else { cfg.compressors.clone() };
+    for comp in &compressors {
+        let mut sb = Sandbox::new("eat");
+        let back = backing::setup(&mut sb, cfg.backing, comp.as_deref(), cfg.size, &cfg.swapfile_dir)?;
+        obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
+        for n in &back.notes {
+            obs.note(n);
+        }
+        if !back.has_swap() && cfg.trim != Trim::None {
+            obs.note("no swap backs this run: trimming can only move pages into page cache or nowhere; running anyway");
+        }
+        // A group to contain the worker, when pagelab may make one: the region, the
+        // worker's own pages, and room to spare.
+        let cg =
+            if sandbox::privilege::is_root() && probe::Probe::default().memory_controller().ok().flatten().is_some() {
+                let limit = cfg.size + cfg.size / 16 + (64 << 20);
+                Some(sb.memory_cgroup("eat", &Limits { max: Some(limit), ..Default::default() })?)
+            } else {
+                None
+            };
+        for repeat in 1..=cfg.repeat {
+            // ABBA: what one pattern leaves in the store falls on each alike.
+            for p in workloads::order::abba(&cfg.patterns, repeat as usize - 1) {
+                if stop() {
+                    sb.restore()?;
+                    return Err(ExperimentError::Interrupted);
+                }
+                obs.note(&format!(
+                    "eat {p} ({}, repeat {repeat}/{}) on {}{}",
+                    fmt_size(cfg.size),
+                    cfg.repeat,
+                    back.kind,
+                    back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+                ));
+                let mut run = Run { cfg, obs, stop };
+                let r = run.one(p, repeat, &back, cg.as_ref())?;
+                obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
+                results.push(r);
+            }
+        }
+        obs.targets(vec![], None, vec![]);
+        drop(cg);
+        sb.restore()?;
+    }
+    Ok(results)
+}
+
+fn fmt_size(b: u64) -> String {
+    if b >= 1 << 30 && b % (1 << 30) == 0 { format!("{} GiB", b >> 30) } else { format!("{} MiB", b >> 20) }
+}
+
+// ---------------------------------------------------------------------------
+// The worker's side.
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64())
+}
+
+/// `pagelab __worker eat --spec JSON` ([`Spec`]): obeys the
+/// commands calibrate, alloc, fill, trim, read, free, exit. Each command ends with
+/// a `done` event named after it; phases also emit phase_start and phase_end.
+pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
+    let Spec { size, pattern, block, seed } = sandbox::worker::spec_of(WORKER, args)?;
+    let size = usize::try_from(size).map_err(|_| format!("the eat worker: {size} bytes do not fit this machine"))?;
+    let page = probe::environment::page_size() as usize;
+    let mut region: Option<mm::Mapping> = None;
+    // Runs `f` as a timed phase with fault and memory deltas.
+    fn phase<T>(io: &mut sandbox::worker::child::WorkerIo, name: &str, f: impl FnOnce() -> T) -> T {
+        let a = ProcSnap::own();
+        io.emit("phase_start", name, Value::Null);
+        let v = f();
+        let b = ProcSnap::own();
+        io.emit("phase_end", name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
+        v
+    }
+    while let Some(c) = io.command() {
+        let done = match c.cmd.as_str() {
+            "calibrate" => {
+                // memset over a separate region of the same size, before the main
+                // region exists, so peak memory stays at one region.
+                let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
+                let (_, first) = timed(|| m.as_mut_slice().fill(0x5a));
+                let (_, refill) = timed(|| m.as_mut_slice().fill(0xa5));
+                std::hint::black_box(m.as_slice()[size / 2]);
+                drop(m);
+                to_value(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill })
+            }
+            "alloc" => {
+                let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))
+                    .map_err(|e| format!("mmap of {size} bytes: {e}"))?;
+                let v = to_value(&Allocated { addr: m.ptr as usize, len: m.len });
+                region = Some(m);
+                v
+            }
+            "fill" => {
+                let m = region.as_mut().ok_or("fill before alloc")?;
+                phase(io, "fill", || workloads::fill::fill(m.as_mut_slice(), pattern, block, seed));
+                // Re-fill of resident memory (same data), then the reference hash and
+                // the compressibility estimate; none of these is part of a phase.
+                let (_, refill) = timed(|| workloads::fill::fill(m.as_mut_slice(), pattern, block, seed));
+                let h = workloads::fill::hash(m.as_slice());
+                let est = workloads::compress::estimate(m.as_slice(), page);
+                to_value(&Filled { refill_seconds: refill, hash_written: format!("{h:016x}"), estimate: est })
+            }
+            "trim" => {
+                let m = region.as_ref().ok_or("trim before alloc")?;
+                phase(io, "trim", || m.madvise(mm::MADV_PAGEOUT)).map_err(|e| format!("madvise(MADV_PAGEOUT): {e}"))?;
+                Value::Null
+            }
+            "read" => {
+                let m = region.as_ref().ok_or("read before alloc")?;
+                let h = phase(io, "read", || workloads::fill::hash(m.as_slice()));
+                to_value(&ReadBack { hash_read: format!("{h:016x}") })
+            }
+            "free" => {
+                phase(io, "free", || region = None);
+                Value::Null
+            }
+            "exit" => break,
+            other => return Err(format!("unknown command '{other}'")),
+        };
+        io.emit("done", &c.cmd, done);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> EatConfig {
+        EatConfig {
+            size: 64 << 20,
+            patterns: vec![Pattern::Random],
+            block: 20,
+            backing: BackingKind::Zram,
+            compressors: vec![None],
+            trim: Trim::SelfTrim,
+            repeat: 1,
+            seed: 1,
+            exe: PathBuf::from("/nonexistent"),
+            host_floor: None,
+            settle_max: Duration::from_secs(1),
+            swapfile_dir: PathBuf::from("/tmp"),
+        }
+    }
+
+    fn zram() -> Backing {
+        Backing {
+            kind: "zram".into(),
+            compressor: Some("lz4".into()),
+            zram_id: Some(3),
+            swap_areas: vec!["/dev/zram3".into()],
+            notes: vec![],
+        }
+    }
+
+    fn phase(seconds: f64) -> PhaseResult {
+        PhaseResult { seconds, ..Default::default() }
+    }
+
+    fn drove(trimmed: u64, hash_read: &str) -> Drove {
+        let store = |swapped: u64, used: u64, orig: u64, compr: u64| StoreStats {
+            swapped_bytes: swapped,
+            mem_used_bytes: Some(used),
+            orig_data_bytes: Some(orig),
+            compr_data_bytes: Some(compr),
+            ..Default::default()
+        };
+        Drove {
+            cal: Calibrated { memset_first_touch_seconds: 0.064, memset_refill_seconds: 0.016 },
+            alloc: phase(0.001),
+            fill: (
+                phase(0.128),
+                Filled { refill_seconds: 0.032, hash_written: "00ff".into(), estimate: Default::default() },
+            ),
+            trim: phase(0.5),
+            settle: phase(0.1),
+            read: (phase(0.25), ReadBack { hash_read: hash_read.into() }),
+            free: phase(0.01),
+            before_trim: store(0, 1 << 20, 0, 0),
+            after_trim: store(trimmed, 17 << 20, trimmed, trimmed / 4),
+            after_settle: store(trimmed, 17 << 20, trimmed, trimmed / 4),
+        }
+    }
+
+    #[test]
+    fn the_spec_round_trips_and_refuses_a_missing_field() {
+        let spec = Spec { size: 1 << 30, pattern: Pattern::Semi, block: 20, seed: 7 };
+        let argv = sandbox::worker::argv_spec(WORKER, &spec);
+        assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec);
+        let e = sandbox::worker::spec_of::<Spec>(
+            WORKER,
+            &["--spec".into(), r#"{"size":1,"pattern":"semi","block":20}"#.into()],
+        )
+        .unwrap_err();
+        assert!(e.contains("missing field `seed`"), "{e}");
+        let e = reply::<Filled>("fill", serde_json::json!({"refill_seconds": 1.0, "hash_written": "ab"})).unwrap_err();
+        assert!(e.to_string().contains("reply to fill") && e.to_string().contains("estimate"), "{e}");
+    }
+
+    #[test]
+    fn a_result_is_read_from_its_replies() {
+        let pages = (64u64 << 20) / probe::environment::page_size();
+        let trimmed = (64 << 20) - (1 << 20);
+        let r = result(&cfg(), Pattern::Random, 7, 2, &zram(), drove(trimmed, "00ff")).unwrap();
+        assert!(r.verified);
+        assert_eq!((r.seed, r.repeat, r.trimmed_bytes), (7, 2, trimmed));
+        // The store grew by 16 MiB for 63 MiB trimmed.
+        assert_eq!(r.stored_bytes, 16 << 20);
+        assert!((r.stored_fraction.unwrap() - 16.0 / 63.0).abs() < 1e-9);
+        assert_eq!(r.kernel_compr_ratio, Some(0.25));
+        // 64 MiB in 0.128 s and 0.032 s; memset in 0.064 s and 0.016 s.
+        assert!((r.fill_gbps_first_touch - 0.524288).abs() < 1e-6);
+        assert!((r.fill_gbps_refill / r.fill_gbps_first_touch - 4.0).abs() < 1e-9);
+        assert!((r.memset_gbps_first_touch / r.fill_gbps_first_touch - 2.0).abs() < 1e-9);
+        assert!(r.trim_us_per_page.unwrap() > 0.5e6 / pages as f64);
+        assert_eq!(
+            r.phases.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["alloc", "fill", "free", "read", "settle", "trim"]
+        );
+    }
+
+    #[test]
+    fn a_changed_read_back_is_not_verified_and_an_empty_trim_fails() {
+        let r = result(&cfg(), Pattern::Random, 1, 1, &zram(), drove(32 << 20, "0f0f")).unwrap();
+        assert!(!r.verified);
+        let e = result(&cfg(), Pattern::Random, 1, 1, &zram(), drove(0, "00ff")).unwrap_err();
+        assert!(e.to_string().contains("moved nothing"), "{e}");
+        // Without a store, an empty trim is a note, not a failure.
+        let none = Backing { kind: "none".into(), ..Default::default() };
+        let r = result(&cfg(), Pattern::Random, 1, 1, &none, drove(0, "00ff")).unwrap();
+        assert!(r.notes.iter().any(|n| n.contains("no swap backs this run")));
+        assert_eq!(r.stored_fraction, None);
+    }
+}

@@ -1,0 +1,356 @@
+//! `pagelab heap`: glue between the CLI, the experiment, the run directory and
+//! the report.
+
+use crate::heap::work::HeapConfig;
+use crate::kit::cli::RunArgs;
+use crate::kit::plan::{Machine, arg, list, step};
+use crate::kit::run::RunObserver;
+use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::units;
+use clap::Args;
+use report::lab::Step;
+use std::time::Duration;
+
+/// The speed sweep's thread counts when --threads is not given.
+const SWEEP_THREADS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+
+pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
+    let speed = !a.over_time || a.speed;
+    if a.over_time && !a.speed && a.threads.is_some() {
+        return Err(sandbox::SandboxError::Invalid(
+            "--threads sets the speed sweep's threads: with --over-time use --over-time-threads (or add --speed)"
+                .into(),
+        )
+        .into());
+    }
+    let cfg = HeapConfig {
+        threads: a.threads.clone().unwrap_or_else(|| SWEEP_THREADS.to_vec()),
+        allocators: a.allocators.clone(),
+        heap_mode: a.heap_mode.clone(),
+        workload: a.workload.clone(),
+        ops: a.ops,
+        repeat: a.repeat.unwrap_or(10),
+        seed: a.seed,
+        baseline: a.baseline.clone().unwrap_or_else(|| {
+            let names: Vec<String> = a.allocators.iter().map(|x| x.name()).collect();
+            if names.iter().any(|n| n == "glibc") { "glibc".into() } else { names.first().cloned().unwrap_or_default() }
+        }),
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+    };
+    let ot = a.over_time.then(|| over_time_config(a, &cfg)).transpose()?;
+    if speed {
+        crate::heap::work::validate(&cfg)?;
+    }
+    if let Some(ot) = &ot {
+        crate::heap::work::overtime::validate(ot)?;
+    }
+    // The parent's own calibration: the timer as this machine gives it.
+    let timer = crate::heap::work::timer::calibrate(60, 100_000);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let names: Vec<String> = cfg.allocators.iter().map(|a| a.name()).collect();
+    let config = serde_json::to_value(crate::heap::results::Config {
+        threads: if speed { cfg.threads.clone() } else { vec![] },
+        allocators: names,
+        heap_mode: cfg.heap_mode.clone(),
+        workload: cfg.workload.clone(),
+        ops_per_thread: cfg.ops,
+        repeat: cfg.repeat,
+        seed: cfg.seed,
+        baseline: cfg.baseline.clone(),
+        cores: cores as u64,
+        timer: serde_json::to_value(timer)?,
+        timer_overhead_ns: timer.overhead_ns,
+        over_time: ot.as_ref().map(|o| o.record()),
+        speed,
+    })?;
+    let run = ExperimentRun::start("heap", &a.run, config)?;
+    if speed {
+        run.note(&format!(
+            "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",
+            timer.source,
+            timer.ns_per_tick,
+            timer.overhead_ns,
+            if timer.invariant { "" } else { "; the CPU does not advertise an invariant TSC" }
+        ));
+    }
+    if let Some(ot) = &ot {
+        note_over_time(&run, ot);
+    }
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        let sweep =
+            if speed { crate::heap::work::run(&cfg, &mut obs, record::stop::requested).map(|_| ()) } else { Ok(()) };
+        sweep
+            .and_then(|_| match &ot {
+                Some(ot) => crate::heap::work::overtime::run(ot, &mut obs, record::stop::requested).map(|_| ()),
+                None => Ok(()),
+            })
+            .map_err(exp_error)
+    };
+    let baseline = cfg.baseline.clone();
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::heap::report::Heap,
+        |all, _| {
+            let results: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("result")).collect();
+            let unsupported: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("unsupported")).collect();
+            let over_time: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("over_time")).collect();
+            let mut doc = serde_json::json!({"experiment": "heap", "cores": cores, "baseline": baseline,
+                "results": results, "unsupported": unsupported, "over_time": over_time});
+            if speed {
+                doc["timer_overhead_ns"] = serde_json::json!(timer.overhead_ns);
+                doc["timer"] = serde_json::json!(timer);
+            }
+            doc
+        },
+        |all| {
+            let mut s = String::new();
+            if speed {
+                s += &format!(
+                    "timer overhead {:.1} ns per call (subtracted); {cores} cores\n{}\n{}\npublished figures beside ours:\n{}",
+                    timer.overhead_ns,
+                    crate::heap::report::text_table(all),
+                    crate::heap::report::relative_table(all, &baseline),
+                    crate::heap::report::reference_markdown(all)
+                );
+            }
+            if ot.is_some() {
+                s += &crate::heap::report::over_time_table(all);
+            }
+            s
+        },
+    )
+}
+
+/// The over-time plan from the flags: every allocator as it comes, then the knob arms.
+fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> anyhow::Result<crate::heap::work::overtime::OverTimeConfig> {
+    use crate::heap::work::overtime::{Arm, OverTimeConfig};
+    let mut arms: Vec<Arm> = a.allocators.iter().map(|x| Arm { allocator: x.clone(), knob: None }).collect();
+    for k in a.knobs.iter().filter_map(|k| k.0.clone()) {
+        if !a.allocators.contains(&k.allocator) {
+            return Err(sandbox::SandboxError::Invalid(format!(
+                "--knobs {}: {} is not in --allocators ({})",
+                k.label(),
+                k.allocator.name(),
+                a.allocators.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+        if !arms.contains(&k) {
+            arms.push(k);
+        }
+    }
+    let charge = sandbox::privilege::require_admin("", "").is_ok()
+        && probe::Probe::default().memory_controller().ok().flatten().is_some();
+    Ok(OverTimeConfig {
+        threads: a.over_time_threads.clone(),
+        arms,
+        patterns: a.patterns.clone(),
+        live_bytes: a.live,
+        churn: a.churn,
+        idle: a.idle,
+        repeat: a.repeat.unwrap_or(3),
+        sample: a.sample_every,
+        seed: cfg.seed,
+        exe: cfg.exe.clone(),
+        host_floor: cfg.host_floor,
+        charge,
+        pressure: a.pressure,
+    })
+}
+
+/// What the run's notes say of the over-time plan, and of the environment the
+/// workers inherit.
+fn note_over_time(run: &ExperimentRun, ot: &crate::heap::work::overtime::OverTimeConfig) {
+    run.note(&format!(
+        "over time: {} workers ({} arms), about {:.0} s; RSS every {} ms{}",
+        ot.runs().len(),
+        ot.arms.len(),
+        ot.expect_s(),
+        ot.sample.as_millis(),
+        if ot.charge { ", and each worker's cgroup charge" } else { " (not root: no cgroup charge)" }
+    ));
+    let inherited: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            k.starts_with("MALLOC_") || k.starts_with("MIMALLOC_") || k == "_RJEM_MALLOC_CONF" || k == "GLIBC_TUNABLES"
+        })
+        .collect();
+    if !inherited.is_empty() {
+        run.note(&format!(
+            "the environment sets {}: every arm inherits it, so the default arms are not the allocators' defaults",
+            inherited.join(", ")
+        ));
+    }
+}
+
+/// The lab's `heap` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // heap: thread counts up to 128 (full) or 4 × cores (quick: past the core
+    // count, where the study's wall-time measure grows; 1, the cores and 4 ×
+    // are what the findings compare).
+    let c = m.cpus;
+    let mut threads: Vec<u32> = if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, (4 * c).min(64)] };
+    threads.sort_unstable();
+    threads.dedup();
+    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
+    let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
+    // Each repeat runs PROCS processes, each with its own growth phase (about
+    // 300 000 allocations per thread) before its share of the warm calls.
+    let procs = crate::heap::work::PROCS as f64;
+    let calls = ops as f64 + procs * 300_000.0;
+    let speed_expect =
+        1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
+    let mut args =
+        vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string(), arg("--repeat"), hrep.to_string()];
+    // Memory over time: the quick lab's short version at the core count (the
+    // allocators at their defaults and glibc with malloc_trim, which the
+    // findings compare); the full lab's at 1 and 4 threads, two patterns, and
+    // a documented setting of each allocator.
+    let ot = over_time_plan(c, full);
+    args.extend([arg("--over-time"), arg("--speed")]);
+    args.extend(ot.iter().map(|s| s.to_string()));
+    let workers = if full { 7.0 * 3.0 * hrep as f64 } else { 4.0 * hrep as f64 };
+    let (live, churn, idle) = if full { (256.0, 5.0, 10.0) } else { (32.0, 0.3, 1.0) };
+    // Measured here: a worker takes its churn and idle plus about 0.15 s and
+    // 1 ms per MiB of live size (start, grow, shrink).
+    let ot_expect = workers * (churn + idle + 0.15 + live / 1000.0);
+    step("heap", args, speed_expect + ot_expect)
+}
+
+/// The lab's `--over-time` flags.
+fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
+    let v: Vec<String> = if full {
+        vec![
+            "--over-time-threads".into(),
+            "1,4".into(),
+            "--patterns".into(),
+            "mixed,cross-thread".into(),
+            "--knobs".into(),
+            "glibc:malloc_trim,glibc:MALLOC_ARENA_MAX=1,jemalloc:background_thread:true,mimalloc:MIMALLOC_PURGE_DELAY=0"
+                .into(),
+        ]
+    } else {
+        vec![
+            "--over-time-threads".into(),
+            cores.to_string(),
+            "--live".into(),
+            "32MiB".into(),
+            "--churn".into(),
+            "300ms".into(),
+            "--idle".into(),
+            "1s".into(),
+        ]
+    };
+    v
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a thread count: expected e.g. 1,2,4,8"))?;
+    if n == 0 || n > crate::heap::work::MAX_THREADS {
+        return Err(format!("{n} threads: expected 1 to {}", crate::heap::work::MAX_THREADS));
+    }
+    Ok(n)
+}
+
+fn parse_allocator(s: &str) -> Result<crate::heap::work::alloc::Allocator, String> {
+    crate::heap::work::alloc::Allocator::parse(s.trim())
+}
+
+fn parse_pattern(s: &str) -> Result<crate::heap::work::overtime::Pattern, String> {
+    crate::heap::work::overtime::Pattern::parse(s)
+}
+
+/// One `--knobs` entry: an arm, or `none`.
+#[derive(Debug, Clone)]
+pub struct KnobArg(pub Option<crate::heap::work::overtime::Arm>);
+
+fn parse_knob(s: &str) -> Result<KnobArg, String> {
+    if s.trim() == "none" {
+        return Ok(KnobArg(None));
+    }
+    crate::heap::work::overtime::Arm::parse_knob(s).map(|a| KnobArg(Some(a)))
+}
+
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// Comma-separated thread counts of the speed sweep (default
+    /// 1,2,4,8,16,32,64,128). Counts above the core count still run:
+    /// oversubscription is part of the question.
+    #[arg(long, value_delimiter = ',', value_parser = parse_threads, allow_hyphen_values = true)]
+    pub threads: Option<Vec<u32>>,
+    /// Comma-separated: glibc, mimalloc, jemalloc (linked in), preload:PATH.so (any
+    /// allocator library, through LD_PRELOAD in the worker).
+    #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator)]
+    pub allocators: Vec<crate::heap::work::alloc::Allocator>,
+    /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
+    /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
+    #[arg(long, default_value = "default", value_parser = ["default", "shared", "per-thread"])]
+    pub heap_mode: String,
+    /// The allocation pattern.
+    #[arg(long, default_value = "containers", value_parser = ["containers"])]
+    pub workload: String,
+    /// Allocations per thread in the warm phase, after the heap has grown to its
+    /// steady live set (each is freed too; timed in batches of 1024 calls).
+    #[arg(long, default_value_t = 2_000_000, value_parser = units::uint64::<1, 1_000_000_000>, allow_hyphen_values = true)]
+    pub ops: u64,
+    /// Runs per configuration, each in a fresh worker; figures are their median,
+    /// with the CV across them (default 10 for the speed sweep, 3 over time).
+    #[arg(long, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: Option<u32>,
+    /// Seed of the workload script (every thread runs the same script).
+    #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
+    pub seed: u64,
+    /// The allocator the relative table compares against (default: glibc if it
+    /// runs, else the first of --allocators).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Memory over time instead of speed: each arm grows to --live, churns,
+    /// frees 90 % (a scattered 10 % survives) and idles, while its RSS is
+    /// sampled; peak, steady ÷ live, after shrink, after idle and the
+    /// half-life of what idle gives back (docs/heap.md).
+    #[arg(long)]
+    pub over_time: bool,
+    /// With --over-time, run the speed sweep too (the lab does).
+    #[arg(long, requires = "over_time")]
+    pub speed: bool,
+    /// Thread counts of --over-time, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = parse_threads, allow_hyphen_values = true)]
+    pub over_time_threads: Vec<u32>,
+    /// Over time: the allocation patterns, comma-separated: small, mixed
+    /// (across glibc's mmap threshold, up to 2 MiB), cross-thread (freed by
+    /// another thread), larson (tables passed between threads).
+    #[arg(long, value_delimiter = ',', default_value = "mixed", value_parser = parse_pattern)]
+    pub patterns: Vec<crate::heap::work::overtime::Pattern>,
+    /// Over time: extra arms, each an allocator with one documented setting
+    /// changed, comma-separated, or none: glibc:malloc_trim (called after
+    /// shrink), glibc:MALLOC_ARENA_MAX=N, glibc:MALLOC_TRIM_THRESHOLD_=N,
+    /// mimalloc:MIMALLOC_PURGE_DELAY=N, mimalloc:mi_collect,
+    /// jemalloc:dirty_decay_ms:N, jemalloc:background_thread:true, ...
+    #[arg(long, value_delimiter = ',', default_value = "glibc:malloc_trim", value_parser = parse_knob)]
+    pub knobs: Vec<KnobArg>,
+    /// Over time: the live size all threads hold together in grow and churn.
+    #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub live: u64,
+    /// Over time: how long churn lasts.
+    #[arg(long, default_value = "5s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub churn: Duration,
+    /// Over time: how long idle lasts (no allocator calls at all).
+    #[arg(long, default_value = "10s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub idle: Duration,
+    /// Over time, as root: after idle, squeeze each worker's memory cgroup to
+    /// what it holds live (zram behind it), then regrow to --live: how much of
+    /// what the allocator kept goes to the store, and what getting it back costs.
+    #[arg(long, requires = "over_time")]
+    pub pressure: bool,
+    /// Over time: how often each worker reads its RSS.
+    #[arg(long, default_value = "50ms", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub sample_every: Duration,
+    #[command(flatten)]
+    pub run: RunArgs,
+}

@@ -1,0 +1,407 @@
+//! Rendering `heap` runs: the per-allocator tables (ns per call and the
+//! original's ms per million, tails, peak RSS), the relative table against a
+//! baseline allocator, the charts, and HeapPerf's published figures beside ours.
+
+pub mod over_time;
+
+pub use over_time::over_time_table;
+
+use crate::heap::results::{self, Entry, HeapResult, Unsupported};
+use record::results::typed;
+use record::rundir::RunRecord;
+use record::stats::claim::Region;
+use report::charts::{self, Scale};
+use report::experiment::Study;
+use report::headline::{Builder, Figure, Metric};
+use report::summary::bytes;
+use report::verdict::{Claim, Evidence, Ms, Verdict, judge};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// HeapPerf ("Windows 7 Heap Performance Analysis"): ms per 1M allocations / frees,
+/// averaged over 10 runs: (system, heap, 1 thread alloc, free, 128 threads alloc, free).
+pub const REFERENCE: &[(&str, &str, f64, f64, f64, f64)] = &[
+    ("Windows 7", "default", 121.0, 92.0, 2717.0, 2018.0),
+    ("Windows 7", "lock-free", 55.0, 45.0, 1475.0, 1277.0),
+    ("Ubuntu 10.10", "glibc default", 80.0, 79.0, 3155.0, 2123.0),
+];
+
+fn results_of(all: &[Entry]) -> Vec<HeapResult> {
+    all.iter().filter_map(|e| e.result.clone()).collect()
+}
+
+fn unsupported(all: &[Entry]) -> Vec<Unsupported> {
+    all.iter().filter_map(|e| e.unsupported.clone()).collect()
+}
+
+/// A figure of a result, by accessor (NaN where it has none).
+type Field = fn(&HeapResult) -> f64;
+
+pub fn text_table(all: &[Entry]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<24} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>7}",
+        "allocator",
+        "mode",
+        "threads",
+        "alloc ns",
+        "free ns",
+        "alloc ms/M",
+        "free ms/M",
+        "alloc p99",
+        "a p99.9",
+        "free p99",
+        "f p99.9",
+        "peak RSS",
+        "CV",
+    );
+    for r in results_of(all) {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>10} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>11} {:>6.1}%",
+            r.allocator,
+            r.heap_mode,
+            r.threads,
+            r.alloc_ns_mean,
+            r.free_ns_mean,
+            r.alloc_ms_per_million,
+            r.free_ms_per_million,
+            r.alloc_ns_p99,
+            r.alloc_ns_p999,
+            r.free_ns_p99,
+            r.free_ns_p999,
+            bytes(r.peak_rss_bytes),
+            100.0 * r.alloc_ns_mean_cv.unwrap_or(f64::NAN).max(r.free_ns_mean_cv.unwrap_or(f64::NAN)),
+        );
+    }
+    for u in unsupported(all) {
+        let _ = writeln!(s, "{} in heap mode {}: unsupported ({})", u.allocator, u.heap_mode, u.reason);
+    }
+    let _ = writeln!(
+        s,
+        "ns = mean per call over all threads and repeats, timer overhead subtracted; ms/M = ms per million calls (the study's unit); \
+p99/p99.9 in ns; CV = the larger of the alloc and free CVs across repeats"
+    );
+    s
+}
+
+/// (B − A)/A in % against the baseline allocator, per thread count, as the study's
+/// relative tables.
+pub fn relative_table(all: &[Entry], baseline: &str) -> String {
+    let rs = results_of(all);
+    let mut s = format!("relative to {baseline}, (B − A)/A: negative is faster / smaller\n");
+    let _ = writeln!(
+        s,
+        "{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}",
+        "allocator", "threads", "alloc", "free", "alloc p99", "peak RSS"
+    );
+    for r in &rs {
+        if r.allocator == baseline {
+            continue;
+        }
+        let Some(b) = rs.iter().find(|b| b.allocator == baseline && b.threads == r.threads) else { continue };
+        let rel = |f: Field| {
+            let (x, y) = (f(r), f(b));
+            if y > 0.0 { format!("{:+.0}%", 100.0 * (x - y) / y) } else { "-".into() }
+        };
+        let _ = writeln!(
+            s,
+            "{:<24} {:>7} {:>10} {:>10} {:>10} {:>10}",
+            r.allocator,
+            r.threads,
+            rel(|r| r.alloc_ns_mean),
+            rel(|r| r.free_ns_mean),
+            rel(|r| r.alloc_ns_p99),
+            rel(|r| r.peak_rss_bytes as f64),
+        );
+    }
+    s
+}
+
+pub fn reference_markdown(all: &[Entry]) -> String {
+    let rs = results_of(all);
+    let mut s = String::from(
+        "| system | heap | 1 thread: alloc / free ms per 1M | 128 threads: alloc / free ms per 1M |\n|---|---|---|---|\n",
+    );
+    for (sys, heap, a1, f1, a128, f128) in REFERENCE {
+        let _ = writeln!(s, "| {sys} (HeapPerf) | {heap} | {a1:.0} / {f1:.0} | {a128:.0} / {f128:.0} |");
+    }
+    let mut allocs: Vec<(&str, &str)> = Vec::new();
+    for r in &rs {
+        let k = (r.allocator.as_str(), r.heap_mode.as_str());
+        if !allocs.contains(&k) {
+            allocs.push(k);
+        }
+    }
+    let cell = |a: &str, t: u64| {
+        rs.iter()
+            .find(|r| r.allocator == a && u64::from(r.threads) == t)
+            .map(|r| format!("{:.0} / {:.0}", r.alloc_ms_per_million, r.free_ms_per_million))
+            .unwrap_or_else(|| "not run".into())
+    };
+    let most = rs.iter().map(|r| u64::from(r.threads)).max().unwrap_or(0);
+    for (a, m) in &allocs {
+        let hi = if most == 128 { cell(a, 128) } else { format!("not run (most: {most} threads: {})", cell(a, most)) };
+        let _ = writeln!(s, "| this machine | {a} ({m}) | {} | {hi} |", cell(a, 1));
+    }
+    s += "\nHeapPerf's container workload, machine and timer differ from ours, so compare the shape (how time per \
+call grows with threads, and how heaps rank), not the milliseconds. Past the core count, a call's time includes \
+any preemption inside it, which is part of why the study found that too many threads are bad.\n";
+    s
+}
+
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// One line per allocator: (threads, value) for the figure `f`.
+fn series(rs: &[HeapResult], f: Field) -> Series {
+    let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in rs {
+        let name = format!("{} ({})", r.allocator, r.heap_mode);
+        let p = (f64::from(r.threads), f(r));
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(p),
+            None => out.push((name, vec![p])),
+        }
+    }
+    out
+}
+
+pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let rs = results_of(all);
+    let dir = &rec.dir;
+    let mut written = Vec::new();
+    let config: results::Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
+    let cores = config.cores;
+    if !rs.is_empty() {
+        let mut alloc_free = series(&rs, |r| r.alloc_ns_mean);
+        for (n, _) in alloc_free.iter_mut() {
+            *n = format!("{n} alloc");
+        }
+        for (n, p) in series(&rs, |r| r.free_ns_mean) {
+            alloc_free.push((format!("{n} free"), p));
+        }
+        let charts: [(&str, String, &str, Series); 3] = [
+            ("time_per_op", format!("pagelab heap: mean ns per call ({cores} cores)"), "ns per call (log)", alloc_free),
+            (
+                "p99",
+                format!("pagelab heap: p99 ns per allocation ({cores} cores)"),
+                "p99 ns (log)",
+                series(&rs, |r| r.alloc_ns_p99),
+            ),
+            (
+                "peak_rss",
+                "pagelab heap: peak RSS (VmHWM)".into(),
+                "bytes (log)",
+                series(&rs, |r| r.peak_rss_bytes as f64),
+            ),
+        ];
+        for (stem, title, y, s) in charts {
+            charts::lines(&dir.join(stem), &title, "threads (log)", y, &s, Scale::LogLog)?;
+            written.extend([dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png"))]);
+        }
+    }
+    written.extend(over_time::charts(dir, all)?);
+    let baseline = if config.baseline.is_empty() { "glibc" } else { config.baseline.as_str() };
+    let mut md = String::from("# pagelab heap\n\n");
+    if config.speed {
+        md += &format!(
+            "{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
+            config.timer_overhead_ns,
+            text_table(all),
+            relative_table(all, baseline),
+            reference_markdown(all)
+        );
+    }
+    let ot = over_time_table(all);
+    if !ot.is_empty() {
+        md += &format!("\n## Memory over time\n\n```{ot}```\n");
+    }
+    report::write_file(dir.join("heap.md"), md)?;
+    written.push(dir.join("heap.md"));
+    Ok(written)
+}
+
+// ---- The experiment, as the report sees it (report::experiment).
+
+pub const ALLOC: Figure = Figure::new("alloc ns", "ns", true).export("alloc_seconds", "seconds", 1e-9);
+pub const FREE: Figure = Figure::new("free ns", "ns", true).export("free_seconds", "seconds", 1e-9);
+pub const ALLOC_P99: Figure = Figure::new("alloc p99 ns", "ns", true).export("alloc_p99_seconds", "seconds", 1e-9);
+pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true).export("peak_rss_bytes", "bytes", 1048576.0);
+/// The study's measure: the slowest thread's wall time per call, preemption
+/// included (HeapPerf timed each thread's 1 M calls by the clock on the wall).
+pub const WALL: Figure = Figure::new("wall ns per call", "ns", true).export("wall_per_call_seconds", "seconds", 1e-9);
+
+const FIGURES: [Figure; 15] = [
+    ALLOC,
+    FREE,
+    ALLOC_P99,
+    PEAK_RSS,
+    WALL,
+    over_time::FIGURES[0],
+    over_time::FIGURES[1],
+    over_time::FIGURES[2],
+    over_time::FIGURES[3],
+    over_time::FIGURES[4],
+    over_time::FIGURES[5],
+    over_time::FIGURES[6],
+    over_time::FIGURES[7],
+    over_time::FIGURES[8],
+    over_time::FIGURES[9],
+];
+
+/// `heap` in the report's list of experiments.
+pub struct Heap;
+
+impl Study for Heap {
+    type Entry = Entry;
+    fn figures(&self) -> &'static [Figure] {
+        &FIGURES
+    }
+    fn name(&self) -> &'static str {
+        "heap"
+    }
+    fn study(&self) -> &'static str {
+        "HeapPerf, Windows 7 default and lock-free heaps, 1 to 128 threads"
+    }
+    fn parse(&self, results: &[Value]) -> Vec<Entry> {
+        typed(results)
+    }
+    fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+        render(rec, r)
+    }
+    fn metrics(&self, results: &[Entry], b: &mut Builder) {
+        for r in results_of(results) {
+            let g = format!("{} {} ×{}", r.allocator, r.heap_mode, r.threads);
+            for run in &r.runs {
+                b.push(&g, &ALLOC, Some(run.alloc_ns_mean));
+                b.push(&g, &FREE, Some(run.free_ns_mean));
+                b.push(&g, &ALLOC_P99, Some(run.alloc_ns_p99));
+                b.push(&g, &PEAK_RSS, (run.peak_rss_bytes > 0).then(|| run.peak_rss_bytes as f64 / 1048576.0));
+                let ops = r.ops_per_thread as f64;
+                b.push(&g, &WALL, (ops > 0.0).then(|| run.wall_ms * 1e6 / ops));
+            }
+        }
+        over_time::metrics(results, b);
+    }
+    fn claims(&self) -> &'static [Claim] {
+        &CLAIMS
+    }
+    fn verdicts(&self, m: &Ms, results: &[Entry]) -> Vec<Verdict> {
+        let mut v = findings(m, results);
+        v.extend(over_time::findings(m, results));
+        v
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        let most = m.iter().filter_map(|x| x.group.rsplit_once(" ×")?.1.parse::<u64>().ok()).max();
+        for t in [Some(1), most] {
+            let Some(t) = t else { continue };
+            let here: Vec<String> = m
+                .iter()
+                .filter(|x| x.name == ALLOC.name && x.group.ends_with(&format!(" ×{t}")))
+                .filter_map(|x| {
+                    let flag = if x.stable() { "" } else { " (CV > 5 %)" };
+                    Some(format!("{} {:.1}{flag}", x.group.split(' ').next()?, x.median()?))
+                })
+                .collect();
+            if !here.is_empty() && !v.iter().any(|s| s.starts_with(&format!("×{t}:"))) {
+                v.push(format!("×{t}: {} ns/alloc", here.join(", ")));
+            }
+        }
+        v.extend(over_time::summary(m));
+        v
+    }
+}
+
+pub static CLAIMS: [Claim; 5] = [
+    Claim {
+        id: "heap.growth",
+        claim: "time per call grows with the thread count",
+        study: "default heap: 121 → 2717 ms per 1M allocations from 1 to 128 threads (each thread's wall time)",
+        quantity: "glibc wall ns per call (the slowest thread, preemption included: the study's measure), \
+                   most threads ÷ 1 thread, paired by repeat (grows: ≥ 1.10)",
+        region: Region::at_least(1.10),
+        floor: 0.0,
+        yes: "each thread's wall time per call grows once threads outnumber cores",
+        no: "each thread's wall time per call did not grow: the sweep did not go past the core count",
+    },
+    Claim {
+        id: "heap.concurrent_linux",
+        claim: "on Linux, a heap built for concurrency is about as fast as the default heap",
+        study: "Table 4 (Linux): the lock-free heap within ±4 % of the default up to 64 threads",
+        quantity: "wall ns per call, glibc ÷ the fastest other allocator at the most threads, paired by repeat \
+                   (about the same: 0.91 – 1.10)",
+        region: Region::within(1.0 / 1.1, 1.1),
+        floor: 0.0,
+        yes: "glibc's per-thread arenas keep up with an allocator built for concurrency",
+        no: "the allocators differ by more than 10 %: per-thread caches (mimalloc, jemalloc) are much cheaper per \
+             call than glibc's arenas here, unlike the study's lock-free heap on Linux",
+    },
+    over_time::CLAIMS[0],
+    over_time::CLAIMS[1],
+    over_time::CLAIMS[2],
+];
+
+fn findings(m: &Ms, _results: &[Entry]) -> Vec<Verdict> {
+    let threads: Vec<(String, u64)> = m
+        .all
+        .iter()
+        .filter(|x| x.name == WALL.name)
+        .filter_map(|x| {
+            let (name, t) = x.group.rsplit_once(" ×")?;
+            Some((name.to_string(), t.parse().ok()?))
+        })
+        .collect();
+    if threads.is_empty() {
+        let why = "this run had no speed sweep (heap --over-time without --speed)";
+        return vec![judge(&CLAIMS[0], m, Err(why.into())), judge(&CLAIMS[1], m, Err(why.into()))];
+    }
+    let most = threads.iter().map(|a| a.1).max();
+    let group =
+        |who: &str, t: u64| threads.iter().find(|a| a.0.starts_with(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0));
+    let growth: Evidence = match (group("glibc", 1), most.and_then(|t| group("glibc", t))) {
+        _ if most <= Some(1) => Err("the run had one thread count; growth needs several".into()),
+        (Some(one), Some(many)) => m.ratios((&many, &WALL), (&one, &WALL)),
+        _ => Err("growth is judged on glibc at 1 thread and at the most threads".into()),
+    };
+    // The fastest allocator other than glibc at the most threads, by median.
+    let other = most.and_then(|t| {
+        threads
+            .iter()
+            .filter(|a| a.1 == t && !a.0.starts_with("glibc"))
+            .filter_map(|a| {
+                let g = format!("{} ×{t}", a.0);
+                Some((m.get(&g, &WALL)?, g))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    });
+    let concurrent: Evidence = match (most.and_then(|t| group("glibc", t)), &other) {
+        (Some(g), Some((_, o))) => m.ratios((&g, &WALL), (o, &WALL)),
+        _ => Err("this needs glibc and another allocator at the same thread count".into()),
+    };
+    let mut grow = judge(&CLAIMS[0], m, growth);
+    // Ours beside the study's: the CPU-only time per call, which leaves the
+    // time-slicing out.
+    if let (Some(one), Some(many)) = (group("glibc", 1), most.and_then(|t| group("glibc", t)))
+        && let (Some(a), Some(b)) = (m.get(&one, &ALLOC), m.get(&many, &ALLOC))
+        && most > Some(1)
+    {
+        grow.why += &format!(
+            "; CPU-only ns per allocation (preempted batches left out) went {a:.1} → {b:.1} ({:.2}×), so {}",
+            b / a,
+            if b / a < 1.10 {
+                "the growth is time-slicing of threads on the cores, not contention inside the calls"
+            } else {
+                "contention inside the calls grows too"
+            }
+        );
+    }
+    let mut conc = judge(&CLAIMS[1], m, concurrent);
+    if let Some((_, o)) = other {
+        conc.quantity = CLAIMS[1].quantity;
+        conc.ours = format!("glibc ÷ {}: {}", o, conc.ours);
+    }
+    vec![grow, conc]
+}

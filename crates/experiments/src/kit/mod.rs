@@ -1,0 +1,94 @@
+//! What every experiment's command shares: the arguments every run takes
+//! ([`cli`]), the lab's planning helpers ([`plan`]), a run's lifecycle from lock
+//! to report ([`run`]), sizes and durations on the command line ([`units`]),
+//! and the errors and JSON output conventions of the whole binary.
+
+pub mod cli;
+pub mod plan;
+pub mod run;
+pub mod units;
+
+/// An error that is the user's or the environment's (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The version of every `--json` output's layout (schema/*.schema.json). Raise it
+/// when a field is renamed, removed or changes meaning; adding a field does not.
+pub const JSON_FORMAT: u32 = 1;
+
+/// Prints a `--json` document, with `"format": JSON_FORMAT` added.
+pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(v)?;
+    if let Some(m) = v.as_object_mut() {
+        m.insert("format".into(), JSON_FORMAT.into());
+    }
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Writes an output file whole, the safe way ([`record::safe::write`]). A path
+/// pagelab refuses (a link, a device, a FIFO) is bad input (exit 2, one line
+/// naming it); so is any failure to write a path the user named with `flag`.
+pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> anyhow::Result<()> {
+    record::safe::write(path, bytes).map_err(|e| match flag {
+        Some(f) if record::safe::is_refused(&e) => usage(format!("{f} {e}")),
+        Some(f) => usage(format!("{f} {}: {e}", path.display())),
+        None if record::safe::is_refused(&e) => usage(e.to_string()),
+        None => anyhow::Error::new(e).context(format!("writing {}", path.display())),
+    })
+}
+
+/// The run was interrupted by the user (exit code 130).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Undoes what runs that died left behind, and says so.
+pub fn restore_stale_runs() {
+    let dir = sandbox::journal::dir();
+    if !dir.exists() {
+        return;
+    }
+    let rep = sandbox::journal::restore_stale(&dir, false);
+    for a in &rep.actions {
+        eprintln!("pagelab: restored after an earlier run that died: {a}");
+    }
+    for e in &rep.errors {
+        eprintln!("pagelab: {e}; run `pagelab restore` as root");
+    }
+}
+
+/// An experiment's subcommand: its `Args` under its name and help line.
+pub fn command<A: clap::Args>(name: &'static str, about: &'static str) -> clap::Command {
+    // After the arguments: the structs they flatten bring doc comments of
+    // their own, which would otherwise become the help line.
+    A::augment_args(clap::Command::new(name)).about(about).long_about(None::<&str>)
+}
+
+/// Runs an experiment's command from its parsed subcommand.
+pub fn dispatch<A: clap::FromArgMatches>(
+    m: &clap::ArgMatches,
+    run: fn(&A) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let a = A::from_arg_matches(m).map_err(|e| usage(e.to_string()))?;
+    run(&a)
+}

@@ -1,0 +1,80 @@
+//! The lab's planning helpers: what the machine is, and how an experiment
+//! writes its lab step (`lab_step` in its `cmd.rs`).
+
+use report::lab::{Step, StepState};
+use sandbox::privilege;
+
+pub const MIB: u64 = 1 << 20;
+
+/// What the plan depends on.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub root: bool,
+    pub cpus: u32,
+    pub ram_bytes: u64,
+    /// An active swap area that pagelab did not create (usable without root).
+    pub swap_active: bool,
+}
+
+impl Machine {
+    pub fn here() -> Machine {
+        let mut p = probe::Probe::default();
+        let env = p.environment();
+        let caps = privilege::effective_caps();
+        Machine {
+            root: privilege::is_root() && caps & (1 << privilege::CAP_SYS_ADMIN) != 0,
+            cpus: env.cpus.max(1) as u32,
+            ram_bytes: env.ram_bytes,
+            swap_active: !env.swaps.is_empty(),
+        }
+    }
+}
+
+/// A size argument, in whole MiB.
+pub fn mib(b: u64) -> String {
+    format!("{}MiB", b / MIB)
+}
+
+/// A comma-separated list argument.
+pub fn list<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// A planned step.
+pub fn step(experiment: &str, args: Vec<String>, expect_s: f64) -> Step {
+    Step {
+        experiment: experiment.into(),
+        args,
+        expect_s,
+        state: StepState::Planned,
+        reason: None,
+        seconds: None,
+        dir: None,
+        exit_code: None,
+        note: None,
+        pass: 1,
+    }
+}
+
+/// A step that cannot run here, and why.
+pub fn skip(mut s: Step, why: &str) -> Step {
+    s.state = StepState::Skipped;
+    s.reason = Some(why.into());
+    s.expect_s = 0.0;
+    s
+}
+
+/// An argument of a step.
+pub fn arg(x: &str) -> String {
+    x.to_string()
+}
+
+/// `k` more repeats of a first pass's step: the same arms with `--repeat k`,
+/// its estimate scaled from the first pass's.
+pub fn more_repeats(first: &Step, _claims: &[&str], k: u32) -> Option<Step> {
+    let i = first.args.iter().position(|a| a == "--repeat")?;
+    let n: f64 = first.args.get(i + 1)?.parse().ok().filter(|n: &f64| *n >= 1.0)?;
+    let mut s = step(&first.experiment, first.args.clone(), first.expect_s * k as f64 / n);
+    s.args[i + 1] = k.to_string();
+    Some(s)
+}

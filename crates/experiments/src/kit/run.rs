@@ -1,0 +1,278 @@
+//! What every experiment command shares: a run directory, the mlocked sampler
+//! with the host guard in its sink, events and results written as they happen,
+//! and the final status.
+
+use crate::kit::cli::{LockArgs, RunArgs};
+use crate::kit::{Interrupted, usage};
+use probe::{CgroupTarget, Probe, Targets};
+use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
+use record::sampler::{Sampler, SamplerConfig, Verdict};
+use sandbox::guard::HostGuard;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub struct ExperimentRun {
+    pub dir: RunDir,
+    sampler: Option<Sampler>,
+    /// Held for the whole run: no other pagelab run's store or figures mix with ours.
+    _lock: sandbox::runlock::RunLock,
+    /// Whether this run made its directory (it did not exist before).
+    made_dir: bool,
+    /// The samples so far, in memory, for experiments that analyse their own
+    /// collector's record (`keep_samples`); None for the others.
+    kept: Option<Arc<Mutex<Vec<probe::Sample>>>>,
+}
+
+/// Takes the machine's run lock for `what`, waiting for another run (and saying
+/// so) unless `no_wait`; then undoes anything a run that died while we waited
+/// left behind, so that `--backing auto` never mistakes it for the user's swap.
+pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlock::RunLock> {
+    let lock = sandbox::runlock::acquire(what, !no_wait, &record::stop::requested, &mut |h| {
+        eprintln!("pagelab: waiting for {} to finish (--no-wait refuses instead)", h.describe());
+    })
+    .map_err(|e| if record::stop::requested() { anyhow::Error::new(Interrupted) } else { anyhow::Error::new(e) })?;
+    crate::kit::restore_stale_runs();
+    Ok(lock)
+}
+
+impl ExperimentRun {
+    /// Creates the run directory and starts sampling. The sampler aborts the run
+    /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
+    pub fn start(experiment: &str, args: &RunArgs, config: serde_json::Value) -> anyhow::Result<ExperimentRun> {
+        Self::start_with(experiment, args, config, false)
+    }
+
+    /// [`ExperimentRun::start`], also keeping every sample in memory
+    /// ([`ExperimentRun::samples`]) when `keep_samples`.
+    pub fn start_with(
+        experiment: &str,
+        args: &RunArgs,
+        config: serde_json::Value,
+        keep_samples: bool,
+    ) -> anyhow::Result<ExperimentRun> {
+        let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
+        let lock = take_run_lock(experiment, *no_wait)?;
+        let mut p = Probe::default();
+        let env = p.environment();
+        let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
+        let meminfo = p.meminfo()?.unwrap_or_default();
+        let guard = HostGuard::new(*host_floor, &meminfo);
+        let made_dir = out.as_ref().is_none_or(|o| !o.exists());
+        let dir =
+            create_run_dir(out.as_deref(), "--out", RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config))?;
+        dir.update(|r| r.notes.push(format!("host guard floor: {} bytes of MemAvailable", guard.floor)))?;
+        for k in damon {
+            let msg = format!(
+                "a DAMON worker that is not pagelab's is running ({k}): it may move this run's pages behind its back"
+            );
+            eprintln!("pagelab: {msg}");
+            dir.update(|r| r.notes.push(msg))?;
+        }
+        let mut w = dir.sample_writer()?;
+        let kept = keep_samples.then(|| Arc::new(Mutex::new(Vec::new())));
+        let keep = kept.clone();
+        let sampler = Sampler::start(
+            SamplerConfig { interval: *interval, ..Default::default() },
+            Targets::default(),
+            move |s| {
+                if let Err(e) = w.write(s) {
+                    return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
+                }
+                if let Some(k) = &keep
+                    && let Ok(mut v) = k.lock()
+                {
+                    v.push(s.clone());
+                }
+                match guard.check_sample(s) {
+                    Some(reason) => Verdict::Abort(reason),
+                    None => Verdict::Continue,
+                }
+            },
+        )?;
+        if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
+            eprintln!("pagelab: warning: {why}");
+        }
+        Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir, kept })
+    }
+
+    /// The samples so far, when the run keeps them (`start_with(.., true)`);
+    /// none otherwise.
+    pub fn samples(&self) -> Vec<probe::Sample> {
+        self.kept.as_ref().and_then(|k| k.lock().ok().map(|v| v.clone())).unwrap_or_default()
+    }
+
+    pub fn event(&self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
+        let _ = self.dir.event(&Event { t_ns, kind: kind.into(), name: name.into(), detail });
+    }
+
+    pub fn targets(&self, pids: Vec<i32>, cgroup: Option<CgroupTarget>, zram: Vec<u32>) {
+        if let Some(s) = &self.sampler {
+            s.set_targets(Targets { pids, cgroup, zram, smaps: false });
+        }
+    }
+
+    /// Appends one result to run.json's `results` array, now.
+    pub fn push_result<T: serde::Serialize>(&self, r: &T) {
+        let v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+        let _ = self.dir.update(|run| match &mut run.results {
+            serde_json::Value::Array(a) => a.push(v),
+            other => *other = serde_json::Value::Array(vec![v]),
+        });
+    }
+
+    /// A warning or a fact about the run: always on stderr (stdout may carry
+    /// JSON), and kept in run.json.
+    pub fn note(&self, msg: &str) {
+        eprintln!("pagelab: {msg}");
+        let _ = self.dir.update(|r| r.notes.push(msg.to_string()));
+    }
+
+    /// Stops the sampler and records the final status.
+    pub fn finish(&mut self, status: RunStatus) -> anyhow::Result<()> {
+        if let Some(s) = self.sampler.take() {
+            let st = s.stop();
+            self.dir.update(|r| r.sampler = Some(st))?;
+        }
+        self.dir.finish(status)?;
+        Ok(())
+    }
+
+    /// The status for an outcome: complete, interrupted (with the stop reason) or failed.
+    pub fn status_for<T>(r: &anyhow::Result<T>) -> RunStatus {
+        match r {
+            Ok(_) => RunStatus::new(State::Complete, None),
+            Err(_) if record::stop::requested() => RunStatus::new(
+                State::Interrupted,
+                Some(record::stop::reason().unwrap_or_else(|| "interrupted by a signal".into())),
+            ),
+            Err(e) => RunStatus::new(State::Failed, Some(format!("{e:#}"))),
+        }
+    }
+}
+
+impl Drop for ExperimentRun {
+    fn drop(&mut self) {
+        if self.sampler.is_some() {
+            let _ = self.finish(RunStatus::new(State::Failed, Some("ended without a status".into())));
+        }
+    }
+}
+
+/// Carries an experiment's events, targets, results and notes into its run
+/// directory; `quiet` keeps the phase lines off stderr (under --json).
+pub struct RunObserver<'a> {
+    pub run: &'a ExperimentRun,
+    pub quiet: bool,
+}
+
+impl workloads::observe::Observer for RunObserver<'_> {
+    fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
+        self.run.event(kind, name, t_ns, detail.clone());
+        if !self.quiet && kind == "phase_end" {
+            let secs = detail["seconds"].as_f64().unwrap_or(0.0);
+            eprintln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
+        }
+    }
+    fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
+        self.run.targets(pids, cgroup, zram);
+    }
+    fn result(&mut self, r: serde_json::Value) {
+        self.run.push_result(&r);
+    }
+    fn note(&mut self, msg: &str) {
+        self.run.note(msg);
+    }
+    fn samples(&mut self) -> Vec<probe::Sample> {
+        self.run.samples()
+    }
+}
+
+/// An experiment's error as the binary reports it (exit codes follow from the kind).
+pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
+    use workloads::observe::ExperimentError;
+    match e {
+        ExperimentError::Interrupted => anyhow::Error::new(Interrupted),
+        ExperimentError::Sandbox(s) => anyhow::Error::new(s),
+        ExperimentError::Worker(w) => anyhow::anyhow!(w),
+    }
+}
+
+/// What every experiment command does after the run: record the status, render
+/// the charts, then print JSON (`json_doc` of the results) or text (`text`).
+///
+/// The results are parsed once, from the run.json just written (so the live
+/// run renders from the same file as `pagelab report`), into the experiment's
+/// own entries; the charts and the text read those.
+pub fn conclude<T, S: report::experiment::Study>(
+    mut run: ExperimentRun,
+    r: anyhow::Result<T>,
+    json: bool,
+    study: &S,
+    json_doc: impl FnOnce(&[serde_json::Value], &[S::Entry]) -> serde_json::Value,
+    text: impl FnOnce(&[S::Entry]) -> String,
+) -> anyhow::Result<()> {
+    run.finish(ExperimentRun::status_for(&r))?;
+    let rec = record::RunRecord::load(run.dir.path())?;
+    let results = rec.run.results.as_array().cloned().unwrap_or_default();
+    // A refusal (bad input or environment, exit 2) before any result measured
+    // nothing and changed nothing: it leaves no run directory behind either.
+    if let Err(e) = &r
+        && results.is_empty()
+        && run.made_dir
+        && e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()))
+    {
+        let _ = std::fs::remove_dir_all(run.dir.path());
+        return r.map(|_| ());
+    }
+    let entries = study.parse(&results);
+    match study.render(&rec, &entries) {
+        Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
+        Ok(_) => {}
+        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
+    }
+    if json {
+        let mut doc = json_doc(&results, &entries);
+        doc["dir"] = serde_json::json!(run.dir.path());
+        crate::kit::print_json(&doc)?;
+    } else if !results.is_empty() {
+        print!("{}", text(&entries));
+        println!("\nrun directory: {}", run.dir.path().display());
+    }
+    r.map(|_| ())
+}
+/// Creates the run directory: `--out` as given (flag named in every error, exit
+/// 2), or a new `runs/<UTC timestamp>-<experiment>[-n]`, unique even for runs
+/// started in the same second.
+pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> anyhow::Result<RunDir> {
+    let path = match out {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let stem = format!("{}-{}", crate::kit::units::utc_stamp(), run.experiment);
+            record::rundir::create_unique_dir(Path::new("runs"), &stem).map_err(|e| {
+                usage(format!("cannot create the default run directory under runs/ ({e}); give one with {flag}"))
+            })?
+        }
+    };
+    RunDir::create(&path, run).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))
+}
+
+/// A new default directory `runs/<UTC timestamp>-<what>[-n]` (for lab).
+pub fn default_out(what: &str) -> anyhow::Result<PathBuf> {
+    let stem = format!("{}-{what}", crate::kit::units::utc_stamp());
+    record::rundir::create_unique_dir(Path::new("runs"), &stem)
+        .map_err(|e| usage(format!("cannot create the default directory under runs/ ({e}); give one with --out")))
+}
+
+/// Finds a program the way execvp would, so a typo is a usage error before
+/// anything is created.
+pub fn resolve_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return exec(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| exec(p)))
+        .unwrap_or(None)
+}

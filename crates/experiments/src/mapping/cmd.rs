@@ -1,0 +1,117 @@
+//! `pagelab mapping`: glue between the CLI, the experiment, the run directory and
+//! the report.
+
+use crate::kit::cli::RunArgs;
+use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::run::RunObserver;
+use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::units;
+use crate::mapping::work::MappingConfig;
+use clap::Args;
+use report::lab::Step;
+
+pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
+    let cfg = MappingConfig {
+        size: a.size,
+        stride: a.stride,
+        touch: a.touch.clone(),
+        iterations: a.iterations,
+        warmup: a.warmup,
+        repeat: a.repeat,
+        methods: a.methods.clone(),
+        hugepages: a.hugepages.clone(),
+        pressure: a.pressure,
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+    };
+    crate::mapping::work::validate(&cfg)?;
+    let config = serde_json::json!({
+        "size_bytes": cfg.size, "stride_bytes": cfg.stride, "touch": cfg.touch, "iterations": cfg.iterations,
+        "warmup": cfg.warmup, "repeat": cfg.repeat, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
+    });
+    let run = ExperimentRun::start("mapping", &a.run, config)?;
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::mapping::report::Mapping,
+        |all, _| {
+            let results: Vec<&serde_json::Value> = all.iter().map(|r| &r["result"]).collect();
+            let baseline = all.first().map(|r| r["baseline"].clone()).unwrap_or_default();
+            serde_json::json!({"experiment": "mapping", "baseline": baseline, "results": results})
+        },
+        |all| {
+            format!(
+                "{}\n{}\npublished figures beside ours:\n{}",
+                crate::mapping::report::text_table(all),
+                crate::mapping::report::semantics_markdown(all),
+                crate::mapping::report::reference_markdown(all).split("\n\n").next().unwrap_or("")
+            )
+        },
+    )
+}
+
+/// The lab's `mapping` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
+    let map_size =
+        if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
+    // Repeats are separate runs of every method (the verdicts' unit); the
+    // iterations inside one run only make its median.
+    let (iters, warm, reps) = if full { (10u32, 2u32, 5u32) } else { (2, 1, 4) };
+    step(
+        "mapping",
+        vec![
+            arg("--size"),
+            mib(map_size),
+            arg("--iterations"),
+            iters.to_string(),
+            arg("--warmup"),
+            warm.to_string(),
+            arg("--repeat"),
+            reps.to_string(),
+        ],
+        1.0 + 7.0 * reps as f64 * (0.15 + (iters + warm) as f64 * (map_size / MIB) as f64 * 0.0009),
+    )
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("100ms")))]
+pub struct MappingArgs {
+    /// Region size.
+    #[arg(long, default_value = "300MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// Distance between touched bytes for --touch first-byte (a multiple of the page size).
+    #[arg(long, default_value = "64KiB", value_parser = units::parse_size, allow_hyphen_values = true)]
+    pub stride: u64,
+    /// all (memset of the region), first-byte (first byte of every stride), page (first byte of every page).
+    #[arg(long, default_value = "all", value_parser = ["all", "first-byte", "page"])]
+    pub touch: String,
+    /// Counted iterations per method.
+    #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 100000>, allow_hyphen_values = true)]
+    pub iterations: u32,
+    /// Warm-up iterations, not counted.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<0, 1000>, allow_hyphen_values = true)]
+    pub warmup: u32,
+    /// Separate runs of every method (round-robin, each a fresh worker): the
+    /// repeats that verdicts and compare count; iterations inside a run are not repeats.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
+    #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
+    pub methods: Vec<String>,
+    /// Transparent huge pages for the regions: never or madvise.
+    #[arg(long, default_value = "never", value_parser = ["never", "madvise"])]
+    pub hugepages: String,
+    /// Run each method in a memory cgroup too small to keep released pages (needs root).
+    #[arg(long)]
+    pub pressure: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}

@@ -1,0 +1,83 @@
+//! `mapping`: one entry per method, `{"baseline": {...}, "result": {...}}`.
+
+use serde::{Deserialize, Serialize};
+
+/// One step's statistics over the counted iterations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepStats {
+    #[serde(default = "record::results::nan")]
+    pub ms_p50: f64,
+    #[serde(default = "record::results::nan")]
+    pub ms_min: f64,
+    #[serde(default = "record::results::nan")]
+    pub ms_max: f64,
+    /// Median ns per 4 KiB page of the region.
+    #[serde(default = "record::results::nan")]
+    pub ns_per_page_p50: f64,
+    #[serde(default = "record::results::nan")]
+    pub minor_faults_p50: f64,
+    #[serde(default = "record::results::nan")]
+    pub major_faults_p50: f64,
+    /// Resident set after the step, median, bytes.
+    pub rss_after_bytes: u64,
+    /// Shared memory (RssShmem) after the step, median, bytes.
+    pub shmem_after_bytes: u64,
+}
+
+/// One method's run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MappingResult {
+    pub method: String,
+    pub touch: String,
+    pub size_bytes: u64,
+    pub stride_bytes: u64,
+    pub iterations: u32,
+    pub warmup: u32,
+    /// 1-based run of this method (each a fresh worker); 0 in records from
+    /// before repeats, whose one run's iterations are no repeats.
+    pub repeat: u32,
+    pub hugepages: String,
+    pub pressure: bool,
+    pub obtain: StepStats,
+    pub touch_step: StepStats,
+    pub release: StepStats,
+    pub retouch: Option<StepStats>,
+    #[serde(default = "record::results::nan")]
+    pub obtain_ms_p50: f64,
+    #[serde(default = "record::results::nan")]
+    pub touch_ms_p50: f64,
+    #[serde(default = "record::results::nan")]
+    pub release_ms_p50: f64,
+    pub retouch_ms_p50: Option<f64>,
+    /// Median over iterations of obtain + touch + release (+ re-touch).
+    #[serde(default = "record::results::nan")]
+    pub total_ms_p50: f64,
+    /// total minus the touch-only baseline (touch of resident memory).
+    #[serde(default = "record::results::nan")]
+    pub normalized_ms_p50: f64,
+    /// obtain + touch + release (+ re-touch) of each counted iteration, in order
+    /// (what `compare` tests across runs).
+    #[serde(deserialize_with = "record::results::nan_vec")]
+    pub total_ms: Vec<f64>,
+    pub rss_after_release_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+/// The touch of resident memory alone, which the normalized figures subtract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Baseline {
+    pub touch_ms_p50: Option<f64>,
+    pub touch_ms_min: Option<f64>,
+    pub touch_ms_max: Option<f64>,
+}
+
+/// One entry of run.json's `results`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Entry {
+    pub baseline: Option<Baseline>,
+    pub result: Option<MappingResult>,
+}

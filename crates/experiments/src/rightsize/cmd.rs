@@ -1,0 +1,285 @@
+//! `pagelab rightsize`: glue between the CLI, the search (or service mode),
+//! the run directory and the report.
+
+use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
+use crate::kit::plan::{Machine, arg, skip, step};
+use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::units;
+use crate::kit::usage;
+use crate::rightsize::work::search::SearchConfig;
+use crate::rightsize::work::service::ServiceConfig;
+use crate::rightsize::work::{self as rs, BatchConfig};
+use clap::Args;
+use report::lab::Step;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+
+fn service_config(a: &RightsizeArgs) -> ServiceConfig {
+    ServiceConfig {
+        pid: a.pid,
+        cgroup: a.cgroup.clone(),
+        psi: a.psi,
+        probe: a.probe.clone(),
+        probe_slowdown: a.probe_slowdown,
+        duration: a.duration,
+        interval: a.every,
+        step: a.step,
+        backing: a.backing,
+        compressor: a.compressor.clone(),
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+    }
+}
+
+/// The command to size: the user's, or pagelab's own hot/cold program.
+fn command(a: &RightsizeArgs) -> anyhow::Result<Vec<String>> {
+    if let (Some(hot), Some(cold)) = (a.synthetic_hot, a.synthetic_cold) {
+        let exe = std::env::current_exe()?.to_string_lossy().to_string();
+        return Ok(vec![
+            exe,
+            "__hotcold".into(),
+            "--hot".into(),
+            hot.to_string(),
+            "--cold".into(),
+            cold.to_string(),
+            "--passes".into(),
+            a.synthetic_passes.to_string(),
+        ]);
+    }
+    let Some(cmd) = a.command.first() else {
+        return Err(usage(
+            "give the program to size after --, e.g. `pagelab rightsize -- xz -9 -k -c big.tar`, \
+             or --pid PID / --cgroup PATH for a running service, or --synthetic-hot/--synthetic-cold",
+        ));
+    };
+    if crate::kit::run::resolve_program(cmd).is_none() {
+        return Err(usage(format!("cannot run '{cmd}': not found or not executable (looked in PATH)")));
+    }
+    Ok(a.command.clone())
+}
+
+pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
+    let service = a.pid.is_some() || a.cgroup.is_some();
+    workloads::backing::validate_with_dir(a.backing, a.compressor.as_deref(), &a.swapfile.swapfile_dir)
+        .map_err(anyhow::Error::new)?;
+    let m = probe::Probe::default().meminfo()?.unwrap_or_default();
+    let guard = sandbox::guard::HostGuard::new(a.run.host_floor, &m);
+    let avail = m.get("MemAvailable").unwrap_or(0);
+    // A fifth below the guard's room: a program that grows without bound meets
+    // its group's limit (an OOM kill in the group) before the guard stops the run.
+    let guard_max = avail.saturating_sub(guard.floor) / 5 * 4;
+    let config;
+    let mut mode = None;
+    let mut batch = None;
+    if service {
+        let c = service_config(a);
+        crate::rightsize::work::service::validate(&c).map_err(exp_error)?;
+        config = serde_json::json!({
+            "mode": "service", "pid": a.pid, "cgroup": a.cgroup, "psi": a.psi, "probe": a.probe,
+            "probe_slowdown": a.probe_slowdown, "duration_s": a.duration.as_secs_f64(),
+            "every_s": a.every.as_secs_f64(), "step": a.step, "backing": a.backing, "compressor": a.compressor,
+        });
+        mode = Some(c);
+    } else {
+        let command = command(a)?;
+        sandbox::privilege::require_admin(
+            "creating a memory cgroup for each run",
+            "rightsize's batch mode needs root; service mode (--pid) works on a process you own with --backing existing",
+        )
+        .map_err(anyhow::Error::new)?;
+        if guard_max < 64 * MIB {
+            return Err(usage(format!(
+                "only {} MiB is available above the host guard's floor ({} MiB): too little to run a program in; \
+                 free memory or lower --host-floor",
+                avail / MIB,
+                guard.floor / MIB
+            )));
+        }
+        if let Some(h) = a.synthetic_hot {
+            let total = h + a.synthetic_cold.unwrap_or(0);
+            guard.check_plan(total as u128, "--synthetic-hot + --synthetic-cold", &m).map_err(anyhow::Error::new)?;
+        }
+        let search = SearchConfig {
+            slowdown: a.slowdown,
+            max_runs: a.runs,
+            pairs: a.repeat,
+            cap_factor: a.time_cap,
+            resolution: a.resolution,
+            budget_s: a.budget.as_secs_f64(),
+        };
+        if a.runs < 1 + 2 * a.repeat {
+            return Err(usage(format!(
+                "--runs {} leaves no room for a verification of --repeat {} pairs: give --runs {} or more",
+                a.runs,
+                a.repeat,
+                1 + 2 * a.repeat
+            )));
+        }
+        config = serde_json::json!({
+            "mode": "batch", "command": command, "slowdown": a.slowdown, "backing": a.backing,
+            "compressor": a.compressor, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat,
+            "time_cap": a.time_cap, "resolution": a.resolution, "guard_max_bytes": guard_max,
+            "synthetic_hot_bytes": a.synthetic_hot, "synthetic_cold_bytes": a.synthetic_cold,
+            "synthetic_passes": a.synthetic_hot.map(|_| a.synthetic_passes),
+        });
+        batch = Some(BatchConfig {
+            command,
+            search,
+            backing: a.backing,
+            compressor: a.compressor.clone(),
+            swapfile_dir: a.swapfile.swapfile_dir.clone(),
+            guard_max,
+            synthetic: a.synthetic_hot.zip(a.synthetic_cold),
+        });
+    }
+    let run = ExperimentRun::start("rightsize", &a.run, config)?;
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        let res = match (&mode, &batch) {
+            (Some(c), _) => rs::service::run(c, &mut obs, &record::stop::requested),
+            (_, Some(b)) => rs::run(b, &mut obs, &record::stop::requested),
+            _ => unreachable!("one mode"),
+        };
+        res.map(|r| run.push_result(&r)).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::rightsize::report::Rightsize,
+        |results, _| serde_json::json!({"experiment": "rightsize", "results": results}),
+        |results| {
+            format!(
+                "{}\npublished figures beside ours:\n{}",
+                crate::rightsize::report::text_table(results),
+                crate::rightsize::report::reference_markdown(results)
+            )
+        },
+    )
+}
+
+/// The lab's `rightsize` step: pagelab's hot/cold program (64 MiB hot, 192
+/// MiB cold), whose answer is known, in the full lab; the quick lab leaves it
+/// out (a dozen runs of a program do not fit its budget).
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    let args = vec![
+        arg("--synthetic-hot"),
+        arg("64MiB"),
+        arg("--synthetic-cold"),
+        arg("192MiB"),
+        arg("--slowdown"),
+        arg("10%"),
+    ];
+    let s = step("rightsize", args, 180.0);
+    if !full {
+        skip(s, "the full lab runs it: a dozen runs of a program take about three minutes")
+    } else if !m.root {
+        skip(s, "needs root: each run goes in a memory cgroup made for it")
+    } else {
+        s
+    }
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+/// `--backing` of rightsize: `disk` is a swap file made for the run.
+fn parse_rightsize_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
+    match s {
+        "disk" => Ok(workloads::backing::BackingKind::Swapfile),
+        _ => workloads::backing::BackingKind::parse(s).ok_or_else(|| {
+            format!("unknown backing '{s}': expected auto, zram, zswap, disk (a swap file), existing or none")
+        }),
+    }
+}
+
+/// A share that must be above 0: `5%` or `0.05`.
+fn parse_positive_share(s: &str) -> Result<f64, String> {
+    match parse_share(s) {
+        Ok(f) if f > 0.0 => Ok(f),
+        Ok(_) => Err(format!("'{s}': must be above 0, e.g. 5% or 0.05")),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_cap_factor(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('x').parse::<f64>() {
+        Ok(f) if (1.2..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}': expected a factor from 1.2 to 100, e.g. 3 or 3x")),
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("200ms")))]
+pub struct RightsizeArgs {
+    /// The slowdown you accept: the recommended limit's runtime, over unlimited,
+    /// has its 95 % upper bound within 1 + this.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub slowdown: f64,
+    /// What takes the pages that do not fit under a limit: auto, zram, zswap,
+    /// disk (a swap file), existing (the swap already on), none.
+    #[arg(long, default_value = "auto", value_parser = parse_rightsize_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap algorithm.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// Wall time for the whole search, verification included.
+    #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub budget: Duration,
+    /// Runs of the program in all (baseline, search and verification).
+    #[arg(long, default_value_t = 12, value_parser = units::uint32::<4, 1000>, allow_hyphen_values = true)]
+    pub runs: u32,
+    /// Pairs (unlimited and limited, side by side) in the verification, at
+    /// least: the first verification also takes every run the search left.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<2, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// A limited run is stopped once it has run this many times the unlimited
+    /// median (it counts as too small).
+    #[arg(long, default_value = "2", value_parser = parse_cap_factor, allow_hyphen_values = true)]
+    pub time_cap: f64,
+    /// The search stops when the bracket is narrower than this share of the peak.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub resolution: f64,
+    /// Service mode: this running process (never restarted).
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["cgroup", "command", "synthetic_hot"])]
+    pub pid: Option<i32>,
+    /// Service mode: this cgroup v2 directory (memory.reclaim).
+    #[arg(long, conflicts_with_all = ["command", "synthetic_hot"])]
+    pub cgroup: Option<PathBuf>,
+    /// Service mode: reclaim holds while memory pressure (PSI some) is at or
+    /// above this share of the time.
+    #[arg(long, default_value = "0.1%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub psi: f64,
+    /// Service mode: a command whose latency is watched (via sh -c).
+    #[arg(long, allow_hyphen_values = true)]
+    pub probe: Option<String>,
+    /// Service mode: reclaim holds while the probe is this much slower than before.
+    #[arg(long, default_value = "25%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub probe_slowdown: f64,
+    /// Service mode: how long to watch.
+    #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Service mode: time between steps.
+    #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub every: Duration,
+    /// Service mode: the largest step, as a share of the footprint.
+    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    pub step: f64,
+    /// Instead of a command: pagelab's own program with this hot set (swept
+    /// over and over) ...
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true, requires = "synthetic_cold")]
+    pub synthetic_hot: Option<u64>,
+    /// ... and this cold set (touched once).
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true, requires = "synthetic_hot")]
+    pub synthetic_cold: Option<u64>,
+    /// ... sweeping the hot set this many times.
+    #[arg(long, default_value_t = 8000, value_parser = units::uint64::<1, 1000000>, allow_hyphen_values = true)]
+    pub synthetic_passes: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+    /// The command to size (after --).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}

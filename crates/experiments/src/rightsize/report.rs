@@ -1,0 +1,392 @@
+//! `rightsize` in the report: the curve (limit → runtime ratio, with its
+//! intervals), the recommendation and its ready lines, service mode's
+//! footprint over time, and two claims judged on the run.
+
+use crate::rightsize::results::RightsizeResult;
+use record::RunRecord;
+use record::stats::claim::Region;
+use report::charts::{self, Scale, Trace};
+use report::experiment::Study;
+use report::headline::{Builder, Figure, Metric};
+use report::verdict::{Claim, Ms, Verdict, judge};
+use serde_json::Value;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+const MIB: f64 = 1048576.0;
+
+pub const LIMIT: Figure =
+    Figure::new("recommended limit MiB", "MiB", true).export("recommended_limit_bytes", "bytes", MIB);
+pub const PEAK: Figure = Figure::new("unlimited peak MiB", "MiB", true).export("unlimited_peak_bytes", "bytes", MIB);
+pub const RATIO: Figure =
+    Figure::new("runtime ratio at the limit", "×", true).export("limited_runtime_ratio", "ratio", 1.0);
+pub const SETTLED: Figure =
+    Figure::new("settled footprint MiB", "MiB", true).export("settled_footprint_bytes", "bytes", MIB);
+
+pub fn results(all: &[Value]) -> Vec<RightsizeResult> {
+    record::results::typed(all)
+}
+
+/// Whole MiB, rounded up (as the ready lines give them).
+fn mib(b: u64) -> String {
+    b.div_ceil(1 << 20).to_string()
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() { format!("{:+.1} %", x * 100.0) } else { "-".into() }
+}
+
+/// The recommendation's paired ratios (limited ÷ unlimited, one per pair).
+pub fn verified_ratios(r: &RightsizeResult) -> Vec<f64> {
+    let Some(rec) = &r.recommendation else { return Vec::new() };
+    r.runs
+        .iter()
+        .filter(|x| x.role == "verify" && x.limit_bytes == Some(rec.limit_bytes) && x.ratio.is_finite())
+        .map(|x| x.ratio)
+        .collect()
+}
+
+/// The curve, the baseline and the answer, as text.
+pub fn text_table(rs: &[RightsizeResult]) -> String {
+    let mut s = String::new();
+    for r in rs {
+        let _ = writeln!(
+            s,
+            "rightsize ({}) of: {}",
+            r.mode,
+            if r.command.is_empty() { "-".into() } else { r.command.join(" ") }
+        );
+        if let Some(b) = &r.baseline {
+            let _ = writeln!(
+                s,
+                "unlimited: {} runs, median {:.2} s (CV {:.1} %), CPU {:.2} s, peak {} MiB (largest {} MiB), major faults {}",
+                b.n,
+                b.seconds_median,
+                b.seconds_cv * 100.0,
+                b.cpu_s_median,
+                mib(b.peak_bytes_median),
+                mib(b.peak_bytes_max),
+                b.major_faults_median
+            );
+        }
+        if !r.curve.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{:>9} {:>3} {:>8} {:>17} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}",
+                "limit MiB",
+                "n",
+                "ratio",
+                "95 % CI",
+                "outcome",
+                "PSI some",
+                "PSI full",
+                "maj flt",
+                "store MiB",
+                "total MiB"
+            );
+            for p in &r.curve {
+                let ci = p.ci95.map(|c| format!("{:.3} – {:.3}", c[0], c[1])).unwrap_or_else(|| "-".into());
+                let ratio = if p.censored { format!("≥{:.2}", p.ratio) } else { format!("{:.3}", p.ratio) };
+                let _ = writeln!(
+                    s,
+                    "{:>9} {:>3} {:>8} {:>17} {:>9} {:>7.2}% {:>7.2}% {:>9} {:>9} {:>9}",
+                    mib(p.limit_bytes),
+                    p.n,
+                    ratio,
+                    ci,
+                    p.outcome,
+                    p.psi_some_pct,
+                    p.psi_full_pct,
+                    p.major_faults,
+                    mib(p.store_used_bytes),
+                    mib(p.total_bytes)
+                );
+            }
+        }
+        if let Some(svc) = &r.service {
+            let _ = writeln!(
+                s,
+                "service: {} by {}, every {:.1} s, PSI threshold {:.3} %: from {} MiB to {} MiB (PSI some {:.3} % over the \
+                 last third), {} MiB reclaimed, {} major faults, {} OOM kills; ended: {}",
+                svc.target,
+                svc.method,
+                svc.interval_s,
+                svc.psi_threshold_pct,
+                mib(svc.start_bytes),
+                mib(svc.settled_bytes),
+                svc.settled_psi_some_pct,
+                mib(svc.reclaimed_bytes),
+                svc.major_faults,
+                svc.oom_kills,
+                svc.ended
+            );
+        }
+        match (&r.recommendation, &r.unverified_reason) {
+            (Some(rec), _) => {
+                let _ = writeln!(s, "\n{}\n", rec.summary);
+                for l in &rec.lines {
+                    let _ = writeln!(s, "  {l}");
+                }
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(s, "\nno recommendation: {why}");
+            }
+            _ => {}
+        }
+        match &r.service {
+            Some(svc) => {
+                let _ = writeln!(
+                    s,
+                    "watched for {:.0} s; nothing was restarted",
+                    svc.timeline.last().map(|p| p.t_s).unwrap_or(0.0)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "{} runs of the program, {:.0} s in all", r.run_count, r.seconds);
+            }
+        }
+    }
+    s
+}
+
+/// The published figures beside this run's.
+pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
+    let mut s = String::from(
+        "| source | program | peak | settled / recommended | cost |\n| --- | --- | --- | --- | --- |\n\
+         | senpai (Meta) | make -j4 | 800 MB | about 340 MB | +4 % time |\n\
+         | TMO (Meta, ASPLOS'22) | fleet | - | 20–32 % of memory saved | within SLOs |\n\
+         | Google far memory (ASPLOS'19) | fleet | - | 32 % of memory cold at 120 s | 0.2 %/min promotions |\n",
+    );
+    for r in rs {
+        let peak = r.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
+        match (&r.recommendation, &r.service) {
+            (Some(rec), None) => {
+                let _ = writeln!(
+                    s,
+                    "| this run | {} | {} MiB | {} MiB ({:.0} % saved) | {} (95 % CI {} to {}) |",
+                    r.command.join(" "),
+                    mib(peak),
+                    mib(rec.limit_bytes),
+                    if peak > 0 { (1.0 - rec.limit_bytes as f64 / peak as f64) * 100.0 } else { f64::NAN },
+                    pct(rec.slowdown),
+                    rec.slowdown_ci95.map(|c| pct(c[0])).unwrap_or("-".into()),
+                    rec.slowdown_ci95.map(|c| pct(c[1])).unwrap_or("-".into()),
+                );
+            }
+            (_, Some(svc)) => {
+                let _ = writeln!(
+                    s,
+                    "| this run (service) | {} | {} MiB at start | {} MiB settled | PSI some {:.3} % |",
+                    svc.target,
+                    mib(svc.start_bytes),
+                    mib(svc.settled_bytes),
+                    svc.settled_psi_some_pct
+                );
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+type DynErr = Box<dyn std::error::Error + Send + Sync>;
+
+pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, DynErr> {
+    let dir = &rec.dir;
+    let mut written = Vec::new();
+    for r in rs {
+        if !r.curve.is_empty() {
+            let ok: Vec<_> = r.curve.iter().filter(|p| !p.censored).collect();
+            let mut tr = vec![Trace {
+                name: "runtime ratio (bars: 95 % interval)".into(),
+                color: 1,
+                points: ok.iter().map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect(),
+                faint: false,
+                band: vec![],
+            }];
+            // Each limit's interval as a bar of its own (a band would join limits).
+            for p in &ok {
+                if let Some(c) = p.ci95 {
+                    let x = p.limit_bytes as f64 / MIB;
+                    tr.push(Trace {
+                        name: String::new(),
+                        color: 1,
+                        points: vec![(x, c[0]), (x, c[1])],
+                        faint: true,
+                        band: vec![],
+                    });
+                }
+            }
+            let stopped: Vec<(f64, f64)> =
+                r.curve.iter().filter(|p| p.censored).map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect();
+            if !stopped.is_empty() {
+                tr.push(Trace {
+                    name: "stopped (at least)".into(),
+                    color: 0,
+                    points: stopped,
+                    faint: false,
+                    band: vec![],
+                });
+            }
+            let xmax = r.baseline.as_ref().map(|b| b.peak_bytes_max as f64 / MIB).unwrap_or(0.0);
+            tr.push(Trace {
+                name: format!("target 1 + {:.0} %", r.target_slowdown * 100.0),
+                color: 5,
+                points: vec![(0.0, 1.0 + r.target_slowdown), (xmax, 1.0 + r.target_slowdown)],
+                faint: true,
+                band: vec![],
+            });
+            if let Some(x) = &r.recommendation {
+                let l = x.limit_bytes as f64 / MIB;
+                tr.push(Trace {
+                    name: format!("recommended {l:.0} MiB"),
+                    color: 2,
+                    points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
+                    faint: false,
+                    band: vec![],
+                });
+            }
+            charts::traces(
+                &dir.join("rightsize"),
+                "pagelab rightsize: runtime under each limit, over unlimited",
+                "memory limit, MiB",
+                "runtime ratio (log)",
+                &tr,
+                true,
+            )?;
+            written.extend([dir.join("rightsize.svg"), dir.join("rightsize.png")]);
+        }
+        if let Some(svc) = &r.service
+            && svc.timeline.len() > 1
+        {
+            let series = vec![
+                (
+                    "footprint MiB".to_string(),
+                    svc.timeline.iter().map(|p| (p.t_s, p.footprint_bytes as f64 / MIB)).collect(),
+                ),
+                (
+                    "PSI some % × 100".to_string(),
+                    svc.timeline.iter().map(|p| (p.t_s, p.psi_some_pct.max(0.0) * 100.0)).collect(),
+                ),
+            ];
+            charts::lines(
+                &dir.join("service"),
+                "pagelab rightsize: footprint under gentle reclaim",
+                "seconds",
+                "MiB",
+                &series,
+                Scale::Linear,
+            )?;
+            written.extend([dir.join("service.svg"), dir.join("service.png")]);
+        }
+    }
+    report::write_file(
+        dir.join("rightsize.md"),
+        format!(
+            "# pagelab rightsize\n\n```\n{}```\n\n## Published figures beside this run's\n\n{}",
+            text_table(rs),
+            reference_markdown(rs)
+        ),
+    )?;
+    written.push(dir.join("rightsize.md"));
+    Ok(written)
+}
+
+pub static CLAIMS: [Claim; 2] = [
+    Claim {
+        id: "rightsize.within_target",
+        claim: "a limit well below the program's peak keeps its slowdown within 10 %",
+        study: "senpai: a make -j4 that peaks at 800 MB settles near 340 MB for +4 % time",
+        quantity: "runtime at the recommended limit ÷ unlimited, per pair run side by side",
+        region: Region::at_most(1.10),
+        floor: 0.0,
+        yes: "the verified limit costs less than 10 % of runtime",
+        no: "at the limit found the program ran more than 10 % slower",
+    },
+    Claim {
+        id: "rightsize.saves",
+        claim: "the program needs at least 20 % less than its peak",
+        study: "TMO saves 20–32 % of memory per server; Google finds 32 % of memory cold at 120 s",
+        quantity: "recommended limit ÷ each unlimited run's peak charge",
+        region: Region::at_most(0.80),
+        floor: 0.0,
+        yes: "a fifth or more of this program's peak is memory it does not need in RAM",
+        no: "this program needs nearly all of its peak",
+    },
+];
+
+fn group(r: &RightsizeResult) -> String {
+    r.mode.clone()
+}
+
+pub struct Rightsize;
+
+impl Study for Rightsize {
+    type Entry = RightsizeResult;
+    fn name(&self) -> &'static str {
+        "rightsize"
+    }
+    fn study(&self) -> &'static str {
+        "Meta's senpai and TMO; Google's far memory"
+    }
+    fn parse(&self, results: &[Value]) -> Vec<RightsizeResult> {
+        self::results(results)
+    }
+    fn render(
+        &self,
+        rec: &RunRecord,
+        r: &[RightsizeResult],
+    ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+        render(rec, r)
+    }
+    fn figures(&self) -> &'static [Figure] {
+        &[LIMIT, PEAK, RATIO, SETTLED]
+    }
+    fn metrics(&self, results: &[RightsizeResult], b: &mut Builder) {
+        for r in results {
+            let g = group(r);
+            if let Some(rec) = &r.recommendation {
+                b.push(&g, &LIMIT, Some(rec.limit_bytes as f64 / MIB));
+            }
+            for (i, x) in r.runs.iter().filter(|x| x.limit_bytes.is_none()).enumerate() {
+                b.push_rep(&g, &PEAK, i as u32 + 1, Some(x.peak_bytes as f64 / MIB));
+            }
+            for (i, x) in verified_ratios(r).into_iter().enumerate() {
+                b.push_rep(&g, &RATIO, i as u32 + 1, Some(x));
+            }
+            if let Some(s) = &r.service {
+                b.push(&g, &SETTLED, Some(s.settled_bytes as f64 / MIB));
+            }
+        }
+    }
+    fn claims(&self) -> &'static [Claim] {
+        &CLAIMS
+    }
+    fn verdicts(&self, m: &Ms, rs: &[RightsizeResult]) -> Vec<Verdict> {
+        let Some(r) = rs.last() else { return Vec::new() };
+        let none = || -> Result<Vec<f64>, String> {
+            Err(match (&r.service, &r.unverified_reason) {
+                (Some(_), _) => "service mode runs the program once: no pairs to judge".into(),
+                (_, Some(why)) => format!("no verified limit: {why}"),
+                _ => "no verified limit".into(),
+            })
+        };
+        let within = if r.recommendation.is_some() && r.service.is_none() { Ok(verified_ratios(r)) } else { none() };
+        let saves = match (&r.recommendation, r.service.is_none()) {
+            (Some(rec), true) => Ok(r
+                .runs
+                .iter()
+                .filter(|x| x.limit_bytes.is_none() && x.peak_bytes > 0)
+                .map(|x| rec.limit_bytes as f64 / x.peak_bytes as f64)
+                .collect()),
+            _ => none(),
+        };
+        vec![judge(&CLAIMS[0], m, within), judge(&CLAIMS[1], m, saves)]
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        m.iter()
+            .filter(|x| x.name == LIMIT.name || x.name == PEAK.name || x.name == SETTLED.name)
+            .filter_map(|x| Some(format!("{} {:.0}", x.name, x.median()?)))
+            .collect()
+    }
+}

@@ -1,0 +1,195 @@
+//! `rightsize`: the smallest memory limit a program needs for a chosen
+//! slowdown (batch mode), or the footprint a running service settles at under
+//! gentle reclaim (service mode).
+
+use serde::{Deserialize, Serialize};
+
+/// One run of the program: unlimited (`limit_bytes` none) or under a limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProgramRun {
+    /// 1-based, in the order the runs happened.
+    pub index: u32,
+    /// `baseline`, `probe` (the search) or `verify`.
+    pub role: String,
+    pub limit_bytes: Option<u64>,
+    /// `ok`, `too_slow` (stopped at the time cap), `oom` (killed by the
+    /// kernel's OOM killer in its group) or `failed` (exited non-zero).
+    pub outcome: String,
+    pub exit_code: Option<i32>,
+    #[serde(default = "record::results::nan")]
+    pub seconds: f64,
+    #[serde(default = "record::results::nan")]
+    pub user_s: f64,
+    #[serde(default = "record::results::nan")]
+    pub sys_s: f64,
+    /// Peak charge of its memory cgroup (memory.peak, memory.max_usage_in_bytes).
+    pub peak_bytes: u64,
+    pub major_faults: u64,
+    /// Stall time while it ran: its group's memory.pressure on cgroup v2, the
+    /// whole machine's /proc/pressure/memory on v1 (`psi_scope`).
+    pub psi_some_us: u64,
+    pub psi_full_us: u64,
+    /// Pages swapped in while it ran (/proc/vmstat pswpin; the machine's).
+    pub swap_in_pages: u64,
+    /// The compressed store's RAM at its largest while it ran (zram
+    /// mem_used_total, or zswap's pool).
+    pub store_used_bytes: u64,
+    /// What the store held at its largest, uncompressed.
+    pub store_orig_bytes: u64,
+    /// Its runtime over the unlimited runs' (the paired run's, for a verify run).
+    #[serde(default = "record::results::nan")]
+    pub ratio: f64,
+    /// The unlimited run it is paired with (verify runs).
+    pub paired_with: Option<u32>,
+    /// A baseline run's working set: bytes its processes referenced after
+    /// their first half second (the search's first guess).
+    pub working_set_bytes: Option<u64>,
+}
+
+/// One point of the curve: a limit and what running under it cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CurvePoint {
+    pub limit_bytes: u64,
+    /// Runs at this limit.
+    pub n: u32,
+    /// The runtime ratio (geometric mean of the runs' ratios).
+    #[serde(default = "record::results::nan")]
+    pub ratio: f64,
+    /// Its 95 % interval: paired runs' t interval (n ≥ 2), or for one run the
+    /// interval the unlimited runs' spread gives a single run.
+    pub ci95: Option<[f64; 2]>,
+    /// A run stopped at the time cap: the ratio is at least this.
+    pub censored: bool,
+    /// ok, too_slow, oom (the worst of its runs).
+    pub outcome: String,
+    #[serde(default = "record::results::nan")]
+    pub psi_some_pct: f64,
+    #[serde(default = "record::results::nan")]
+    pub psi_full_pct: f64,
+    pub major_faults: u64,
+    pub swap_in_pages: u64,
+    pub store_used_bytes: u64,
+    /// The limit plus what the compressed store held in RAM.
+    pub total_bytes: u64,
+}
+
+/// What the unlimited runs measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Baseline {
+    pub n: u32,
+    #[serde(default = "record::results::nan")]
+    pub seconds_median: f64,
+    /// Coefficient of variation of the runtimes (describes the spread).
+    #[serde(default = "record::results::nan")]
+    pub seconds_cv: f64,
+    #[serde(default = "record::results::nan")]
+    pub cpu_s_median: f64,
+    pub peak_bytes_median: u64,
+    pub peak_bytes_max: u64,
+    pub major_faults_median: u64,
+}
+
+/// The answer, and how well it was checked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Recommendation {
+    pub limit_bytes: u64,
+    /// The verification's 95 % upper bound lies within the target.
+    pub verified: bool,
+    /// Paired runs at the limit.
+    pub pairs: u32,
+    /// The slowdown (runtime ratio − 1) and its 95 % interval.
+    #[serde(default = "record::results::nan")]
+    pub slowdown: f64,
+    pub slowdown_ci95: Option<[f64; 2]>,
+    /// The largest swap the program held at the limit (what a unit needs
+    /// besides the limit: MemorySwapMax=, docker --memory-swap).
+    pub swap_bytes: u64,
+    /// The limit plus the compressed store's RAM at its largest.
+    pub total_bytes: u64,
+    /// Ready lines: systemd, docker, kubernetes.
+    pub lines: Vec<String>,
+    /// The answer in one paragraph.
+    pub summary: String,
+}
+
+/// One reading of service mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServicePoint {
+    pub t_s: f64,
+    /// The target's memory: its cgroup's charge (--cgroup) or its resident
+    /// set (--pid).
+    pub footprint_bytes: u64,
+    /// Asked of the kernel in this step.
+    pub reclaim_bytes: u64,
+    /// Stall share in the step before this reading, percent.
+    #[serde(default = "record::results::nan")]
+    pub psi_some_pct: f64,
+    /// Major faults (refaults) in the step.
+    pub major_faults: u64,
+    pub probe_ms: Option<f64>,
+    /// `reclaim`, `hold` (pressure at or above the threshold) or `back_off`.
+    pub action: String,
+}
+
+/// Service mode: the target, the method, and where it settled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Service {
+    /// `pid 1234 (comm)` or the cgroup's path.
+    pub target: String,
+    /// `memory.reclaim` or `process_madvise`.
+    pub method: String,
+    pub psi_threshold_pct: f64,
+    pub interval_s: f64,
+    pub start_bytes: u64,
+    /// Median footprint over the last third of the run.
+    pub settled_bytes: u64,
+    /// Median stall share over the last third, percent.
+    #[serde(default = "record::results::nan")]
+    pub settled_psi_some_pct: f64,
+    pub reclaimed_bytes: u64,
+    pub major_faults: u64,
+    pub oom_kills: u64,
+    pub probe_baseline_ms: Option<f64>,
+    pub timeline: Vec<ServicePoint>,
+    /// Why it ended: duration, interrupted, target exited.
+    pub ended: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RightsizeResult {
+    /// `batch` or `service`.
+    pub mode: String,
+    pub command: Vec<String>,
+    /// The slowdown the user accepts (0.05 = 5 %).
+    pub target_slowdown: f64,
+    /// `v1` or `v2`.
+    pub cgroup_version: String,
+    /// What took the pages that did not fit: zram, zswap, swapfile, existing, none.
+    pub backing: String,
+    pub compressor: Option<String>,
+    /// `cgroup` or `machine`: where the runs' PSI comes from.
+    pub psi_scope: String,
+    /// Every run of the program, in order.
+    pub runs: Vec<ProgramRun>,
+    pub run_count: u32,
+    pub baseline: Option<Baseline>,
+    /// Limit → cost, by limit.
+    pub curve: Vec<CurvePoint>,
+    pub recommendation: Option<Recommendation>,
+    /// Why there is no verified recommendation, if there is none.
+    pub unverified_reason: Option<String>,
+    pub service: Option<Service>,
+    /// For a synthetic target (pagelab's hot/cold worker): its hot and cold sets.
+    pub synthetic_hot_bytes: Option<u64>,
+    pub synthetic_cold_bytes: Option<u64>,
+    #[serde(default = "record::results::nan")]
+    pub seconds: f64,
+    pub notes: Vec<String>,
+}

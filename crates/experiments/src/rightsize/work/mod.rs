@@ -1,0 +1,598 @@
+//! `rightsize`: how much memory to give a program.
+//!
+//! **Batch mode** runs the command again and again, each run in a memory
+//! cgroup made for it (journaled, removed after the run), unlimited or under a
+//! limit, with a store made for the search (`--backing`) taking what does not
+//! fit; [`search`] decides where to spend the runs. **Service mode**
+//! ([`service`]) never restarts anything: it reclaims from a running process or
+//! cgroup in small steps while the pressure stays under a threshold.
+//!
+//! Every run's group is capped: an unlimited run's at what the host guard
+//! allows, so a program that grows without bound meets its own group's limit,
+//! never the machine's.
+
+pub mod hotcold;
+pub mod search;
+pub mod service;
+
+use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun, Recommendation, RightsizeResult};
+use probe::Probe;
+use probe::cgroup::CgroupVersion;
+use record::stats::claim;
+use sandbox::Sandbox;
+use sandbox::cgroup::{Limits, MemCgroup};
+use search::{MIB, Outcome, Role, Runner, SearchConfig, Trial};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use workloads::backing::{self, BackingKind};
+use workloads::observe::{ExperimentError, Observer};
+
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    pub command: Vec<String>,
+    pub search: SearchConfig,
+    pub backing: BackingKind,
+    pub compressor: Option<String>,
+    pub swapfile_dir: PathBuf,
+    /// The most any run's group may use (the host guard's room).
+    pub guard_max: u64,
+    /// Set when the command is pagelab's hot/cold worker.
+    pub synthetic: Option<(u64, u64)>,
+}
+
+fn err(msg: impl Into<String>) -> ExperimentError {
+    ExperimentError::Sandbox(sandbox::SandboxError::Invalid(msg.into()))
+}
+
+/// Stall totals (some, full), µs: the group's on v2, the machine's on v1.
+fn psi_us(cg: &MemCgroup) -> (u64, u64) {
+    let p = match cg.version {
+        CgroupVersion::V2 => {
+            std::fs::read_to_string(cg.dir.join("memory.pressure")).ok().and_then(|t| probe::pressure::parse(&t).ok())
+        }
+        CgroupVersion::V1 => Probe::default().pressure("memory").ok().flatten(),
+    };
+    p.map(|p| (p.some.total_us, p.full.map(|f| f.total_us).unwrap_or(0))).unwrap_or((0, 0))
+}
+
+fn pswpin() -> u64 {
+    Probe::default().vmstat().ok().flatten().and_then(|v| v.get("pswpin")).unwrap_or(0)
+}
+
+/// The group's peak charge since it was made.
+fn peak_of(cg: &MemCgroup) -> Option<u64> {
+    let f = match cg.version {
+        CgroupVersion::V2 => "memory.peak",
+        CgroupVersion::V1 => "memory.max_usage_in_bytes",
+    };
+    std::fs::read_to_string(cg.dir.join(f)).ok()?.trim().parse().ok()
+}
+
+/// The store's RAM and what it holds (uncompressed): our zram device's, or
+/// zswap's pool where that is the store, or nothing measurable.
+pub fn store_now(zram: Option<u32>, kind: &str) -> (u64, u64) {
+    let mut p = Probe::default();
+    if let Some(id) = zram {
+        return p.zram_mm_stat(id).ok().flatten().map(|m| (m.mem_used_total, m.orig_data_size)).unwrap_or_default();
+    }
+    if kind == "zswap" {
+        let m = p.meminfo().ok().flatten().unwrap_or_default();
+        return (m.get("Zswap").unwrap_or(0), m.get("Zswapped").unwrap_or(0));
+    }
+    (0, 0)
+}
+
+fn swap_used() -> u64 {
+    let m = Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    m.get("SwapTotal").unwrap_or(0).saturating_sub(m.get("SwapFree").unwrap_or(0))
+}
+
+struct Real<'a> {
+    cfg: &'a BatchConfig,
+    obs: &'a mut dyn Observer,
+    stop: &'a dyn Fn() -> bool,
+    zram: Option<u32>,
+    store_kind: String,
+    runs: Vec<ProgramRun>,
+    /// Swap in use before the search (the user's, if any).
+    swap0: u64,
+    /// The largest swap use seen above `swap0`, per run.
+    swap_peaks: Vec<u64>,
+    started: Instant,
+}
+
+/// Waits for `pid` (our child) without blocking, with its resource usage.
+fn reap(pid: i32, block: bool) -> Option<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: a C struct of integers, for which all-zero bytes are a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    // SAFETY: wait4 on our own child with valid out-pointers.
+    let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
+    (r == pid).then_some((status, ru))
+}
+
+fn kill_group(cg: &MemCgroup) {
+    for _ in 0..500 {
+        let pids = cg.procs();
+        if pids.is_empty() {
+            return;
+        }
+        for p in pids {
+            // SAFETY: signalling a process in a group pagelab made for the run.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl Real<'_> {
+    fn once(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<ProgramRun, ExperimentError> {
+        let cfg = self.cfg;
+        let mut sb = Sandbox::new("rightsize");
+        let cg =
+            sb.memory_cgroup("rightsize", &Limits { max: Some(limit.unwrap_or(cfg.guard_max)), ..Default::default() })?;
+        let (s0, f0) = psi_us(&cg);
+        let in0 = pswpin();
+        let mut cmd = std::process::Command::new(&cfg.command[0]);
+        cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+        sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).map_err(|e| err(format!("{}: {e}", cg.dir.display())))?;
+        let t0 = Instant::now();
+        let child = cmd.spawn().map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
+        let pid = child.id() as i32;
+        // Reaped below with wait4 (for its rusage), not through `child`.
+        drop(child);
+        self.obs.targets(
+            vec![pid],
+            Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
+            self.zram.into_iter().collect(),
+        );
+        let (mut store_used, mut store_orig, mut usage_max, mut swap_max) = (0u64, 0u64, 0u64, 0u64);
+        let mut stopped = false;
+        // An unlimited run's working set: what its processes touch after the
+        // first half second (referenced bits cleared then, read as it runs).
+        let mut cleared = false;
+        let mut ws_max: Option<u64> = None;
+        let mut next_read = Instant::now();
+        let (status, ru) = loop {
+            if let Some(r) = reap(pid, false) {
+                break r;
+            }
+            let (u, o) = store_now(self.zram, &self.store_kind);
+            store_used = store_used.max(u);
+            store_orig = store_orig.max(o);
+            usage_max = usage_max.max(cg.usage().unwrap_or(0));
+            swap_max = swap_max.max(swap_used().saturating_sub(self.swap0));
+            if role == Role::Baseline && limit.is_none() {
+                if !cleared && t0.elapsed() >= Duration::from_millis(500) {
+                    for p in cg.procs() {
+                        let _ = sandbox::mm::clear_refs(std::path::Path::new("/proc"), p);
+                    }
+                    cleared = true;
+                    next_read = Instant::now() + Duration::from_millis(250);
+                } else if cleared && Instant::now() >= next_read {
+                    let ws: u64 = cg.procs().into_iter().filter_map(referenced).sum();
+                    ws_max = Some(ws_max.unwrap_or(0).max(ws));
+                    next_read = Instant::now() + Duration::from_millis(250);
+                }
+            }
+            let interrupted = (self.stop)();
+            if interrupted || cap_s.is_some_and(|c| t0.elapsed().as_secs_f64() >= c) {
+                kill_group(&cg);
+                let r = reap(pid, true);
+                if interrupted {
+                    return Err(ExperimentError::Interrupted);
+                }
+                stopped = true;
+                if let Some(r) = r {
+                    break r;
+                }
+                break (0, unsafe_zero_rusage());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let seconds = t0.elapsed().as_secs_f64();
+        // Children that outlived the program are the run's too.
+        kill_group(&cg);
+        let (s1, f1) = psi_us(&cg);
+        let oom = cg.oom_kills() > 0;
+        let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        let outcome = if stopped {
+            "too_slow"
+        } else if oom {
+            "oom"
+        } else if exited == Some(0) {
+            "ok"
+        } else {
+            "failed"
+        };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        let run = ProgramRun {
+            index: self.runs.len() as u32 + 1,
+            role: role.name().into(),
+            limit_bytes: limit,
+            outcome: outcome.into(),
+            exit_code: exited,
+            seconds,
+            user_s: tv(ru.ru_utime),
+            sys_s: tv(ru.ru_stime),
+            peak_bytes: peak_of(&cg).unwrap_or(usage_max).max(usage_max),
+            major_faults: ru.ru_majflt as u64,
+            psi_some_us: s1.saturating_sub(s0),
+            psi_full_us: f1.saturating_sub(f0),
+            swap_in_pages: pswpin().saturating_sub(in0),
+            store_used_bytes: store_used,
+            store_orig_bytes: store_orig,
+            ratio: f64::NAN,
+            paired_with: None,
+            working_set_bytes: ws_max,
+        };
+        drop(cg);
+        sb.restore()?;
+        self.swap_peaks.push(swap_max);
+        Ok(run)
+    }
+}
+
+/// Bytes the process has referenced since its bits were last cleared
+/// (/proc/PID/smaps_rollup).
+fn referenced(pid: i32) -> Option<u64> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    t.lines()
+        .find_map(|l| l.strip_prefix("Referenced:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|k| k * 1024)
+}
+
+fn unsafe_zero_rusage() -> libc::rusage {
+    // SAFETY: a C struct of integers, for which all-zero bytes are a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+fn mib(b: u64) -> String {
+    format!("{} MiB", b / MIB)
+}
+
+impl Runner for Real<'_> {
+    type Error = ExperimentError;
+    fn run(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<Trial, ExperimentError> {
+        let n = self.runs.len() + 1;
+        let what = limit.map(mib).unwrap_or_else(|| "unlimited".into());
+        eprint!("pagelab: run {n:>2}/{} {:<8} {what:>10} … ", self.cfg.search.max_runs, role.name());
+        let r = self.once(role, limit, cap_s)?;
+        let base: Vec<f64> = self.runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
+        let reference = record::stats::median(&base);
+        let rel = match (limit, reference) {
+            (Some(_), Some(m)) => format!(" ({:.2}× the unlimited median)", r.seconds / m),
+            _ => String::new(),
+        };
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let left = self.cfg.search.max_runs.saturating_sub(n as u32) as f64;
+        let eta = reference.map(|m| format!(", at most ~{:.0} s to go", left * m * 1.05)).unwrap_or_default();
+        eprintln!("{:.2} s {}{rel} · {:.0} s so far{eta}", r.seconds, r.outcome, elapsed);
+        if role == Role::Baseline && r.outcome == "oom" {
+            return Err(err(format!(
+                "'{}' needed more than the host guard allows ({} MiB: MemAvailable less --host-floor) and was \
+                 OOM-killed in its own group: rightsize cannot measure it unlimited here",
+                self.cfg.command.join(" "),
+                self.cfg.guard_max / MIB
+            )));
+        }
+        if role == Role::Baseline && r.outcome != "ok" {
+            let why = match r.exit_code {
+                Some(c) => format!("exited with status {c}"),
+                None => "was killed by a signal".into(),
+            };
+            return Err(err(format!(
+                "'{}' {why} without a limit: rightsize measures a program that succeeds on its own",
+                self.cfg.command.join(" ")
+            )));
+        }
+        if role == Role::Baseline && r.seconds < 1.0 {
+            return Err(err(format!(
+                "'{}' ran for {:.2} s: rightsize needs a program that runs for at least a second \
+                 (this machine's noise swamps shorter runs); give it more work",
+                self.cfg.command.join(" "),
+                r.seconds
+            )));
+        }
+        let outcome = match r.outcome.as_str() {
+            "ok" => Outcome::Ok,
+            "oom" => Outcome::Oom,
+            // A failed limited run (the program gave up for want of memory) is too small.
+            _ => Outcome::TooSlow,
+        };
+        let trial = Trial { seconds: r.seconds, outcome, peak_bytes: r.peak_bytes, working_set: r.working_set_bytes };
+        self.obs.event("run", role.name(), probe::sample::monotonic_ns(), serde_json::to_value(&r).unwrap_or_default());
+        self.runs.push(r);
+        Ok(trial)
+    }
+    fn progress(&mut self, msg: &str) {
+        eprintln!("pagelab: {msg}");
+    }
+}
+
+/// Runs the batch search and builds the result.
+pub fn run(
+    cfg: &BatchConfig,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<RightsizeResult, ExperimentError> {
+    let version = Probe::default().memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {
+        err("rightsize needs a memory cgroup controller (cgroup v1 'memory' or cgroup2 with 'memory')")
+    })?;
+    let mut res = RightsizeResult {
+        mode: "batch".into(),
+        command: cfg.command.clone(),
+        target_slowdown: cfg.search.slowdown,
+        cgroup_version: match version {
+            CgroupVersion::V1 => "v1",
+            CgroupVersion::V2 => "v2",
+        }
+        .into(),
+        psi_scope: match version {
+            CgroupVersion::V1 => "machine",
+            CgroupVersion::V2 => "cgroup",
+        }
+        .into(),
+        synthetic_hot_bytes: cfg.synthetic.map(|s| s.0),
+        synthetic_cold_bytes: cfg.synthetic.map(|s| s.1),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    // The store comes after the first (unlimited) run, sized by its peak; that
+    // run happens through the same runner so it counts and is recorded.
+    let mut outer = Sandbox::new("rightsize");
+    let mut real = Real {
+        cfg,
+        obs,
+        stop,
+        zram: None,
+        store_kind: String::new(),
+        runs: Vec::new(),
+        swap0: swap_used(),
+        swap_peaks: Vec::new(),
+        started,
+    };
+    let mut staged = Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new() };
+    let found = search::search(cfg.search, &mut staged)?;
+    let backing = staged.backing.take();
+    res.notes.append(&mut staged.notes);
+    if let Some(b) = &backing {
+        res.backing = b.kind.clone();
+        res.compressor = b.compressor.clone();
+    }
+    let runs = std::mem::take(&mut real.runs);
+    let swap_peaks = std::mem::take(&mut real.swap_peaks);
+    outer.restore()?;
+    res.runs = runs;
+    res.run_count = res.runs.len() as u32;
+    fill_ratios(&mut res.runs);
+    res.baseline = baseline(&res.runs);
+    res.curve = curve(&res.runs);
+    match found.recommended {
+        Some(limit) => {
+            let v = found.verifications.iter().find(|v| v.limit == limit).expect("verified");
+            let swap = res
+                .runs
+                .iter()
+                .zip(&swap_peaks)
+                .filter(|(r, _)| r.limit_bytes == Some(limit))
+                .map(|(_, s)| *s)
+                .max()
+                .unwrap_or(0);
+            res.recommendation = Some(recommend(&res, limit, v, swap));
+        }
+        None => res.unverified_reason = found.why_not.clone(),
+    }
+    res.seconds = started.elapsed().as_secs_f64();
+    Ok(res)
+}
+
+/// The runner the search sees: the real one, with the store set up after the
+/// first (unlimited) run has shown how much it must take.
+struct Staged<'a, 'b> {
+    real: &'a mut Real<'b>,
+    outer: &'a mut Sandbox,
+    backing: Option<backing::Backing>,
+    notes: Vec<String>,
+}
+
+impl Runner for Staged<'_, '_> {
+    type Error = ExperimentError;
+    fn run(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<Trial, ExperimentError> {
+        if limit.is_some() && self.backing.is_none() {
+            let peak = self.real.runs.iter().map(|r| r.peak_bytes).max().unwrap_or(0);
+            let c = self.real.cfg;
+            let b = backing::setup(
+                self.outer,
+                c.backing,
+                c.compressor.as_deref(),
+                peak + peak / 4 + 16 * MIB,
+                &c.swapfile_dir,
+            )?;
+            for n in &b.notes {
+                self.real.obs.note(n);
+                self.notes.push(n.clone());
+            }
+            self.real.zram = b.zram_id;
+            self.real.store_kind = b.kind.clone();
+            self.real.swap0 = swap_used();
+            self.real.obs.event("store", &b.kind, probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
+            self.backing = Some(b);
+        }
+        self.real.run(role, limit, cap_s)
+    }
+    fn progress(&mut self, msg: &str) {
+        self.real.progress(msg);
+    }
+}
+
+/// Each run's ratio: a verify run's over its pair's, any other limited run's
+/// over the unlimited runs' median.
+fn fill_ratios(runs: &mut [ProgramRun]) {
+    let base: Vec<f64> = runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
+    let m = record::stats::median(&base).unwrap_or(f64::NAN);
+    // Pairs: a verify run at a limit and the unlimited verify run beside it.
+    let idx: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].role == "verify").collect();
+    for w in idx.chunks(2) {
+        if let [a, b] = *w {
+            runs[a].paired_with = Some(runs[b].index);
+            runs[b].paired_with = Some(runs[a].index);
+        }
+    }
+    for i in 0..runs.len() {
+        let reference = match (runs[i].role.as_str(), runs[i].paired_with) {
+            ("verify", Some(p)) => runs[p as usize - 1].seconds,
+            _ => m,
+        };
+        runs[i].ratio = runs[i].seconds / reference;
+    }
+}
+
+fn baseline(runs: &[ProgramRun]) -> Option<Baseline> {
+    let b: Vec<&ProgramRun> = runs.iter().filter(|r| r.limit_bytes.is_none()).collect();
+    if b.is_empty() {
+        return None;
+    }
+    let secs: Vec<f64> = b.iter().map(|r| r.seconds).collect();
+    let cpu: Vec<f64> = b.iter().map(|r| r.user_s + r.sys_s).collect();
+    let mut peaks: Vec<u64> = b.iter().map(|r| r.peak_bytes).collect();
+    let mut majf: Vec<u64> = b.iter().map(|r| r.major_faults).collect();
+    Some(Baseline {
+        n: b.len() as u32,
+        seconds_median: record::stats::median(&secs).unwrap_or(f64::NAN),
+        seconds_cv: record::stats::cv(&secs).unwrap_or(f64::NAN),
+        cpu_s_median: record::stats::median(&cpu).unwrap_or(f64::NAN),
+        peak_bytes_median: record::stats::percentile_u64(&mut peaks, 50.0).unwrap_or(0),
+        peak_bytes_max: peaks.iter().copied().max().unwrap_or(0),
+        major_faults_median: record::stats::percentile_u64(&mut majf, 50.0).unwrap_or(0),
+    })
+}
+
+/// One point per limit tried, smallest first.
+fn curve(runs: &[ProgramRun]) -> Vec<CurvePoint> {
+    let base: Vec<f64> = runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
+    let be = claim::estimate(&base);
+    let mut limits: Vec<u64> = runs.iter().filter_map(|r| r.limit_bytes).collect();
+    limits.sort_unstable();
+    limits.dedup();
+    limits
+        .into_iter()
+        .map(|l| {
+            // A verified limit's point is its pairs' (the probe there was
+            // chosen for being fast); any other limit's is its single run.
+            let all: Vec<&ProgramRun> = runs.iter().filter(|r| r.limit_bytes == Some(l)).collect();
+            let verify: Vec<&ProgramRun> = all.iter().copied().filter(|r| r.role == "verify").collect();
+            let at = if verify.is_empty() { all } else { verify };
+            let ratios: Vec<f64> = at.iter().map(|r| r.ratio).collect();
+            let censored = at.iter().any(|r| r.outcome != "ok");
+            let e = claim::estimate(&ratios);
+            let ratio = e.map(|e| e.estimate).unwrap_or_else(|| ratios[0]);
+            let ci95 = match (e, be) {
+                (Some(e), _) => Some(e.ci95),
+                // One run: the spread of the unlimited runs gives the interval
+                // a single run's ratio has (a prediction interval).
+                (None, Some(b)) if !censored => {
+                    let n = b.n as f64;
+                    let t = claim::t_quantile(0.95, n - 1.0);
+                    let half = t * b.log_sd * (1.0 + 1.0 / n).sqrt();
+                    Some([ratio * (-half).exp(), ratio * half.exp()])
+                }
+                _ => None,
+            };
+            let secs: f64 = at.iter().map(|r| r.seconds).sum();
+            let worst = if at.iter().any(|r| r.outcome == "oom") {
+                "oom"
+            } else if censored {
+                "too_slow"
+            } else {
+                "ok"
+            };
+            let store = at.iter().map(|r| r.store_used_bytes).max().unwrap_or(0);
+            CurvePoint {
+                limit_bytes: l,
+                n: at.len() as u32,
+                ratio,
+                ci95,
+                censored,
+                outcome: worst.into(),
+                psi_some_pct: at.iter().map(|r| r.psi_some_us).sum::<u64>() as f64 / 1e4 / secs.max(1e-9),
+                psi_full_pct: at.iter().map(|r| r.psi_full_us).sum::<u64>() as f64 / 1e4 / secs.max(1e-9),
+                major_faults: at.iter().map(|r| r.major_faults).max().unwrap_or(0),
+                swap_in_pages: at.iter().map(|r| r.swap_in_pages).max().unwrap_or(0),
+                store_used_bytes: store,
+                total_bytes: l + store,
+            }
+        })
+        .collect()
+}
+
+/// Sizes as systemd, docker and Kubernetes read them: whole MiB, rounded up.
+fn m_units(b: u64) -> u64 {
+    b.div_ceil(MIB)
+}
+
+fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Recommendation {
+    let e = v.estimate;
+    let store = res.curve.iter().find(|p| p.limit_bytes == limit).map(|p| p.store_used_bytes).unwrap_or(0);
+    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
+    // What the program put in swap at the limit, with a quarter more room.
+    // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
+    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
+    let (l, s, p) = (m_units(limit), m_units(swap_room), m_units(peak));
+    let mut lines = vec![if s > 0 {
+        format!("systemd:    MemoryMax={l}M MemorySwapMax={s}M")
+    } else {
+        format!("systemd:    MemoryMax={l}M")
+    }];
+    lines.push(if s > 0 {
+        format!("docker run: --memory {l}m --memory-swap {}m", l + s)
+    } else {
+        format!("docker run: --memory {l}m")
+    });
+    lines.push(format!("kubernetes: resources: {{requests: {{memory: {l}Mi}}, limits: {{memory: {l}Mi}}}}"));
+    if s > 0 {
+        lines.push(format!(
+            "            (the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
+        ));
+    }
+    let (lo, hi) = e.map(|e| (e.ci95[0] - 1.0, e.ci95[1] - 1.0)).unwrap_or((f64::NAN, f64::NAN));
+    let slow = e.map(|e| e.estimate - 1.0).unwrap_or(f64::NAN);
+    let store_txt = if store > 0 {
+        format!(
+            ", and the compressed store held {} MiB of RAM beside it (total {} MiB)",
+            store / MIB,
+            (limit + store) / MIB
+        )
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "Give '{}' {l} MiB: at that limit it ran {:+.1} % slower than unlimited (95 % interval {:+.1} % to {:+.1} %, \
+         {} pairs of runs side by side), within the {:.0} % asked for; its unlimited peak was {p} MiB ({:.0} % saved){store_txt}. \
+         {} runs in all, on cgroup {} with {} backing.",
+        res.command.join(" "),
+        slow * 100.0,
+        lo * 100.0,
+        hi * 100.0,
+        v.ratios.len(),
+        res.target_slowdown * 100.0,
+        if peak > 0 { ((1.0 - limit as f64 / peak as f64) * 100.0).max(0.0) } else { 0.0 },
+        res.runs.len(),
+        res.cgroup_version,
+        if res.backing.is_empty() { "no" } else { &res.backing },
+    );
+    Recommendation {
+        limit_bytes: limit,
+        verified: true,
+        pairs: v.ratios.len() as u32,
+        slowdown: slow,
+        slowdown_ci95: e.map(|_| [lo, hi]),
+        swap_bytes: swap,
+        total_bytes: limit + store,
+        lines,
+        summary,
+    }
+}

@@ -1,0 +1,492 @@
+//! Service mode: a running process (or cgroup) is never restarted. pagelab
+//! reclaims from it in small steps while memory pressure (PSI some) and an
+//! optional probe's latency stay under their thresholds, holds when they rise,
+//! and reports where the footprint settled (Meta's senpai, one program at a
+//! time).
+//!
+//! - `--cgroup` (cgroup v2): `memory.reclaim` of the group; the kernel's LRU
+//!   picks the pages. No setting of the group changes.
+//! - `--pid`: process_madvise(MADV_PAGEOUT) of the process's own pages, a step
+//!   at a time in address order. A page that comes back (present again in
+//!   /proc/PID/pagemap) was needed: it is hot, and is left alone for a while;
+//!   what stays out was cold. No setting of any group changes.
+//!
+//! Either way everything reclaimed comes back by the program's own faults.
+
+use crate::rightsize::results::{Recommendation, RightsizeResult, Service, ServicePoint};
+use probe::Probe;
+use probe::cgroup::CgroupVersion;
+use sandbox::Sandbox;
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use workloads::backing::{self, BackingKind};
+use workloads::observe::{ExperimentError, Observer};
+
+const MIB: u64 = 1 << 20;
+/// A page that came back is left alone for this many steps.
+const HOT_FOR_STEPS: u64 = 60;
+
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    pub pid: Option<i32>,
+    pub cgroup: Option<PathBuf>,
+    /// PSI some share above which reclaim holds (0.001 = 0.1 %).
+    pub psi: f64,
+    pub probe: Option<String>,
+    /// The probe's latency may grow by this share before reclaim holds.
+    pub probe_slowdown: f64,
+    pub duration: Duration,
+    pub interval: Duration,
+    /// The largest step, as a share of the footprint.
+    pub step: f64,
+    pub backing: BackingKind,
+    pub compressor: Option<String>,
+    pub swapfile_dir: PathBuf,
+}
+
+fn err(msg: impl Into<String>) -> ExperimentError {
+    ExperimentError::Sandbox(sandbox::SandboxError::Invalid(msg.into()))
+}
+
+enum Target {
+    Pid { pid: i32, cg_pressure: Option<PathBuf> },
+    Cgroup { dir: PathBuf, version: CgroupVersion },
+}
+
+/// Checks the target without changing anything.
+pub fn validate(cfg: &ServiceConfig) -> Result<(), ExperimentError> {
+    match (cfg.pid, &cfg.cgroup) {
+        (Some(pid), None) => crate::assess::work::check_pid(pid),
+        (None, Some(dir)) => {
+            if !sandbox::cgroup::is_cgroup_dir(dir) {
+                return Err(err(format!(
+                    "--cgroup {}: not a directory of a cgroup filesystem (give one under /sys/fs/cgroup)",
+                    dir.display()
+                )));
+            }
+            let (version, _) = cgroup_version_of(dir)?;
+            if version == CgroupVersion::V1 {
+                return Err(err(format!(
+                    "--cgroup {}: a cgroup v1 group has no memory.reclaim, and pagelab changes no setting of a group \
+                     it did not create; give --pid of the process instead",
+                    dir.display()
+                )));
+            }
+            if !dir.join("memory.reclaim").exists() {
+                return Err(err(format!("--cgroup {}: no memory.reclaim (needs Linux 5.19)", dir.display())));
+            }
+            Ok(())
+        }
+        _ => Err(err("service mode needs exactly one of --pid PID or --cgroup PATH")),
+    }
+}
+
+fn cgroup_version_of(dir: &std::path::Path) -> Result<(CgroupVersion, ()), ExperimentError> {
+    if dir.join("memory.current").exists() {
+        Ok((CgroupVersion::V2, ()))
+    } else if dir.join("memory.usage_in_bytes").exists() {
+        Ok((CgroupVersion::V1, ()))
+    } else {
+        Err(err(format!(
+            "--cgroup {}: not a memory cgroup (no memory.current or memory.usage_in_bytes)",
+            dir.display()
+        )))
+    }
+}
+
+fn read_u64(p: PathBuf) -> Option<u64> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn footprint(t: &Target) -> Option<u64> {
+    match t {
+        Target::Pid { pid, .. } => Probe::default().pid_status(*pid).ok().flatten().and_then(|s| s.vm_rss),
+        Target::Cgroup { dir, version } => match version {
+            CgroupVersion::V2 => read_u64(dir.join("memory.current")),
+            CgroupVersion::V1 => read_u64(dir.join("memory.usage_in_bytes")),
+        },
+    }
+}
+
+fn psi_some_us(t: &Target) -> u64 {
+    let file = match t {
+        Target::Pid { cg_pressure: Some(p), .. } => Some(p.clone()),
+        Target::Cgroup { dir, .. } => Some(dir.join("memory.pressure")),
+        _ => None,
+    };
+    let p = match file {
+        Some(f) => std::fs::read_to_string(f).ok().and_then(|t| probe::pressure::parse(&t).ok()),
+        None => Probe::default().pressure("memory").ok().flatten(),
+    };
+    p.map(|p| p.some.total_us).unwrap_or(0)
+}
+
+fn majflt(t: &Target) -> u64 {
+    match t {
+        Target::Pid { pid, .. } => Probe::default().pid_stat(*pid).ok().flatten().map(|s| s.majflt).unwrap_or(0),
+        Target::Cgroup { dir, .. } => std::fs::read_to_string(dir.join("memory.stat"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("pgmajfault ").and_then(|v| v.trim().parse().ok())))
+            .unwrap_or(0),
+    }
+}
+
+/// The --pid method's memory of pages: which it paged out (and when), and
+/// which came back (hot, until a step).
+struct Pager {
+    pid: i32,
+    page: u64,
+    out: HashMap<u64, u64>,
+    hot: HashMap<u64, u64>,
+    cursor: u64,
+}
+
+impl Pager {
+    /// Present bits of `len` bytes at `start` from /proc/PID/pagemap.
+    fn present(&self, f: &mut std::fs::File, start: u64, len: u64) -> Vec<bool> {
+        let n = (len / self.page) as usize;
+        let mut buf = vec![0u8; n * 8];
+        if f.seek(SeekFrom::Start(start / self.page * 8)).is_err() || f.read_exact(&mut buf).is_err() {
+            return vec![false; n];
+        }
+        buf.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().expect("8")) >> 63 == 1).collect()
+    }
+
+    /// Marks the pages paged out before that are back as hot; then pages out
+    /// up to `bytes` of present pages that are not hot, from the cursor on.
+    /// Returns the bytes asked of the kernel.
+    fn step(&mut self, bytes: u64, now: u64) -> Result<u64, String> {
+        let ranges = crate::assess::work::private_ranges(self.pid)?;
+        let mut pm = std::fs::File::open(format!("/proc/{}/pagemap", self.pid))
+            .map_err(|e| format!("/proc/{}/pagemap: {e}", self.pid))?;
+        self.hot.retain(|_, until| *until > now);
+        let mut chosen: Vec<(usize, usize)> = Vec::new();
+        let mut taken = 0u64;
+        let mut back = Vec::new();
+        // Ranges from the cursor on, then from the start (one lap at most).
+        let mut order: Vec<(usize, usize)> =
+            ranges.iter().copied().filter(|r| (r.0 + r.1) as u64 > self.cursor).collect();
+        order.extend(ranges.iter().copied().filter(|r| (r.0 + r.1) as u64 <= self.cursor));
+        for (start, len) in order {
+            let present = self.present(&mut pm, start as u64, len as u64);
+            for (i, p) in present.iter().enumerate() {
+                let a = start as u64 + i as u64 * self.page;
+                if *p && self.out.remove(&a).is_some() {
+                    back.push(a);
+                }
+            }
+            let from = if (start as u64) < self.cursor && self.cursor < (start + len) as u64 {
+                ((self.cursor - start as u64) / self.page) as usize
+            } else {
+                0
+            };
+            for (i, p) in present.iter().enumerate().skip(from) {
+                if taken >= bytes {
+                    break;
+                }
+                let a = start as u64 + i as u64 * self.page;
+                if !*p || self.hot.contains_key(&a) || back.contains(&a) {
+                    continue;
+                }
+                match chosen.last_mut() {
+                    Some((s, l)) if (*s + *l) as u64 == a => *l += self.page as usize,
+                    _ => chosen.push((a as usize, self.page as usize)),
+                }
+                self.out.insert(a, now);
+                taken += self.page;
+                self.cursor = a + self.page;
+            }
+        }
+        for a in back {
+            self.hot.insert(a, now + HOT_FOR_STEPS);
+        }
+        if chosen.is_empty() {
+            return Ok(0);
+        }
+        let fd = workloads::mm::PidFd::open(self.pid).map_err(|e| format!("pidfd_open({}): {e}", self.pid))?;
+        workloads::mm::process_madvise(&fd, &chosen, workloads::mm::MADV_PAGEOUT)
+            .map_err(|e| format!("process_madvise on pid {}: {e}", self.pid))?;
+        Ok(taken)
+    }
+}
+
+fn probe_ms(cmd: &str) -> Option<f64> {
+    let t0 = Instant::now();
+    let st = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    st.success().then(|| t0.elapsed().as_secs_f64() * 1e3)
+}
+
+fn alive(t: &Target) -> bool {
+    match t {
+        Target::Pid { pid, .. } => Probe::default().pid_status(*pid).ok().flatten().is_some_and(|s| s.vm_rss.is_some()),
+        Target::Cgroup { dir, .. } => dir.exists(),
+    }
+}
+
+pub fn run(
+    cfg: &ServiceConfig,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<RightsizeResult, ExperimentError> {
+    validate(cfg)?;
+    let mut p = Probe::default();
+    let target = match (cfg.pid, &cfg.cgroup) {
+        (Some(pid), _) => {
+            let cg_pressure = p.memory_cgroup_of(Some(pid)).ok().flatten().and_then(|cg| {
+                (cg.version == CgroupVersion::V2).then(|| cg.dir.join("memory.pressure")).filter(|f| f.exists())
+            });
+            Target::Pid { pid, cg_pressure }
+        }
+        (None, Some(dir)) => Target::Cgroup { dir: dir.clone(), version: cgroup_version_of(dir)?.0 },
+        _ => unreachable!("validated"),
+    };
+    let (name, method, psi_scope) = match &target {
+        Target::Pid { pid, cg_pressure } => (
+            format!("pid {pid} ({})", p.pid_comm(*pid).unwrap_or_default()),
+            "process_madvise",
+            if cg_pressure.is_some() { "cgroup" } else { "machine" },
+        ),
+        Target::Cgroup { dir, .. } => (dir.display().to_string(), "memory.reclaim", "cgroup"),
+    };
+    let start_bytes = footprint(&target).ok_or_else(|| err(format!("{name}: cannot read its memory")))?;
+    let mut res = RightsizeResult {
+        mode: "service".into(),
+        target_slowdown: cfg.probe_slowdown,
+        psi_scope: psi_scope.into(),
+        cgroup_version: p
+            .memory_controller()
+            .ok()
+            .flatten()
+            .map(|(v, _)| format!("{v:?}").to_lowercase())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    // Where reclaimed anonymous pages go: a store made for the run, or the swap there.
+    let mut sb = Sandbox::new("rightsize");
+    let b = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), start_bytes + 16 * MIB, &cfg.swapfile_dir)?;
+    for n in &b.notes {
+        obs.note(n);
+        res.notes.push(n.clone());
+    }
+    res.backing = b.kind.clone();
+    res.compressor = b.compressor.clone();
+    if let Target::Pid { pid, .. } = &target {
+        obs.targets(vec![*pid], None, b.zram_id.into_iter().collect());
+    }
+    let probe_baseline = match &cfg.probe {
+        Some(c) => {
+            let v: Vec<f64> = (0..5).filter_map(|_| probe_ms(c)).collect();
+            if v.len() < 5 {
+                return Err(err(format!("--probe '{c}' failed before any reclaim; give a command that succeeds")));
+            }
+            record::stats::median(&v)
+        }
+        None => None,
+    };
+    let mut svc = Service {
+        target: name.clone(),
+        method: method.into(),
+        psi_threshold_pct: cfg.psi * 100.0,
+        interval_s: cfg.interval.as_secs_f64(),
+        start_bytes,
+        probe_baseline_ms: probe_baseline,
+        ..Default::default()
+    };
+    let mut pager = match &target {
+        Target::Pid { pid, .. } => Some(Pager {
+            pid: *pid,
+            page: workloads::mm::page_size() as u64,
+            out: HashMap::new(),
+            hot: HashMap::new(),
+            cursor: 0,
+        }),
+        Target::Cgroup { .. } => None,
+    };
+    let ended = follow(cfg, &target, &name, pager.as_mut(), &mut svc, obs, stop)?;
+    svc.ended = ended;
+    svc.major_faults = svc.timeline.iter().map(|p| p.major_faults).sum();
+    if let Target::Cgroup { dir, .. } = &target {
+        svc.oom_kills = std::fs::read_to_string(dir.join("memory.events"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
+            .unwrap_or(0);
+    }
+    settle(&mut svc, &mut res, obs, cfg.psi);
+    res.service = Some(svc);
+    drop(sb);
+    Ok(res)
+}
+
+/// Follows the service: every interval, reads its pressure, faults and
+/// footprint (and the probe), and reclaims in proportion to how far under the
+/// threshold the pressure is. Returns why it ended.
+fn follow(
+    cfg: &ServiceConfig,
+    target: &Target,
+    name: &str,
+    mut pager: Option<&mut Pager>,
+    svc: &mut Service,
+    obs: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<String, ExperimentError> {
+    let t0 = Instant::now();
+    let (mut psi0, mut mf0, mut last) = (psi_some_us(target), majflt(target), Instant::now());
+    let mut reclaim = 0u64;
+    let mut step_no = 0u64;
+    Ok(loop {
+        // Sleep one interval, watching for a stop and the target's exit.
+        let until = last + cfg.interval;
+        while Instant::now() < until {
+            if stop() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
+        }
+        if stop() {
+            break "interrupted".to_string();
+        }
+        if !alive(target) {
+            break format!("{name} exited");
+        }
+        let dt = last.elapsed().as_secs_f64();
+        last = Instant::now();
+        let (psi1, mf1) = (psi_some_us(target), majflt(target));
+        let psi = psi1.saturating_sub(psi0) as f64 / 1e6 / dt.max(1e-3);
+        let faults = mf1.saturating_sub(mf0);
+        (psi0, mf0) = (psi1, mf1);
+        let fp = footprint(target).unwrap_or(0);
+        let probe = cfg.probe.as_deref().map(probe_ms);
+        let probe_ok = match (probe, svc.probe_baseline_ms) {
+            (Some(Some(ms)), Some(b)) => ms <= b * (1.0 + cfg.probe_slowdown),
+            (Some(None), _) => false,
+            _ => true,
+        };
+        let mut point = ServicePoint {
+            t_s: t0.elapsed().as_secs_f64(),
+            footprint_bytes: fp,
+            psi_some_pct: psi * 100.0,
+            major_faults: faults,
+            probe_ms: probe.flatten(),
+            reclaim_bytes: reclaim,
+            ..Default::default()
+        };
+        if t0.elapsed() >= cfg.duration {
+            point.action = "end".into();
+            svc.timeline.push(point);
+            break "duration".to_string();
+        }
+        // senpai's rule: reclaim in proportion to how far under the threshold
+        // the pressure is; hold at or above it.
+        reclaim = if psi < cfg.psi && probe_ok {
+            ((fp as f64 * cfg.step * (1.0 - psi / cfg.psi)) as u64).max(MIB)
+        } else {
+            0
+        };
+        step_no += 1;
+        point.action = if reclaim > 0 { "reclaim" } else { "hold" }.into();
+        if reclaim > 0 {
+            let asked = match (target, pager.as_deref_mut()) {
+                (_, Some(pg)) => pg.step(reclaim, step_no).map_err(ExperimentError::Worker)?,
+                (Target::Cgroup { dir, .. }, None) => {
+                    match sandbox::cgroup::reclaim_once(dir, reclaim) {
+                        Ok(()) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                        Err(e) => {
+                            return Err(ExperimentError::Worker(format!("{}: memory.reclaim: {e}", dir.display())));
+                        }
+                    }
+                    reclaim
+                }
+                _ => 0,
+            };
+            svc.reclaimed_bytes += asked;
+            reclaim = asked;
+            if asked == 0 {
+                // Every resident page came back after its last pageout: nothing cold is left.
+                point.action = "nothing_cold".into();
+            }
+        }
+        eprintln!(
+            "pagelab: {:>5.0} s of {:.0}  footprint {:>6} MiB  psi some {:>6.3} %  major faults {:>6}  {}",
+            point.t_s,
+            cfg.duration.as_secs_f64(),
+            fp / MIB,
+            psi * 100.0,
+            faults,
+            if reclaim > 0 { format!("reclaim {} MiB", reclaim.div_ceil(MIB)) } else { point.action.replace('_', " ") }
+        );
+        obs.event(
+            "step",
+            &point.action,
+            probe::sample::monotonic_ns(),
+            serde_json::to_value(&point).unwrap_or_default(),
+        );
+        svc.timeline.push(point);
+    })
+}
+
+/// Where the footprint settled: the last third's median footprint and
+/// pressure, a note if it was still falling, and the recommendation.
+fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer, psi: f64) {
+    let tail = &svc.timeline[svc.timeline.len() * 2 / 3..];
+    let mut fps: Vec<u64> = tail.iter().map(|p| p.footprint_bytes).collect();
+    svc.settled_bytes = record::stats::percentile_u64(&mut fps, 0.5).unwrap_or(0);
+    let psis: Vec<f64> = tail.iter().map(|p| p.psi_some_pct).collect();
+    svc.settled_psi_some_pct = record::stats::median(&psis).unwrap_or(f64::NAN);
+    let most = fps.iter().copied().max().unwrap_or(0);
+    if let (Some(first), Some(last)) = (tail.first(), tail.last())
+        && last.footprint_bytes < first.footprint_bytes - first.footprint_bytes / 10
+    {
+        let msg = format!(
+            "the footprint was still falling in the last third ({} → {} MiB): it has not settled; give a longer --duration",
+            first.footprint_bytes / MIB,
+            last.footprint_bytes / MIB
+        );
+        obs.note(&msg);
+        res.notes.push(msg);
+    }
+    if svc.timeline.len() >= 6 {
+        res.recommendation = Some(recommend(svc, most, psi));
+    } else {
+        res.unverified_reason = Some(format!(
+            "{} readings: too few to say where the footprint settles; give a longer --duration",
+            svc.timeline.len()
+        ));
+    }
+}
+
+fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
+    // The largest footprint of the settled third, with a tenth more room.
+    let limit = (most + most / 10).div_ceil(MIB) * MIB;
+    let l = limit / MIB;
+    let held = s.settled_psi_some_pct <= psi * 100.0;
+    Recommendation {
+        limit_bytes: limit,
+        verified: held && s.oom_kills == 0,
+        lines: vec![
+            format!("systemd:    MemoryHigh={l}M"),
+            format!("docker run: --memory {l}m"),
+            format!("kubernetes: resources: {{requests: {{memory: {l}Mi}}}}"),
+        ],
+        summary: format!(
+            "{} settled at {} MiB (from {} MiB) with memory pressure at {:.3} % (threshold {:.3} %); \
+             {} MiB is that footprint with a tenth more room. Its cold pages now sit in swap: they come back \
+             when it touches them.",
+            s.target,
+            s.settled_bytes / MIB,
+            s.start_bytes / MIB,
+            s.settled_psi_some_pct,
+            psi * 100.0,
+            l
+        ),
+        ..Default::default()
+    }
+}

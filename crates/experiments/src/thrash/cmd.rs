@@ -1,0 +1,289 @@
+//! `pagelab thrash`: glue between the CLI, the experiment, the run directory and
+//! the report.
+
+use crate::kit::cli::{RunArgs, SwapfileArgs};
+use crate::kit::plan::{MIB, Machine, arg, skip, step};
+use crate::kit::run::RunObserver;
+use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::units;
+use crate::thrash::work::PlanExt;
+use crate::thrash::work::ThrashConfig;
+use clap::Args;
+use report::lab::Step;
+use std::time::Duration;
+
+pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
+    let presets: Vec<String> = a.preset.0.iter().fold(Vec::new(), |mut v, p| {
+        if !v.contains(p) {
+            v.push(p.clone());
+        }
+        v
+    });
+    let cfg = ThrashConfig {
+        presets,
+        consumers: a.consumers,
+        size: a.size,
+        writes: a.writes,
+        sleep: a.sleep,
+        stagger: a.stagger,
+        initial_delay: a.initial_delay,
+        limit: a.limit,
+        backings: a.backing.0.clone(),
+        scale: a.scale,
+        time_scale: a.time_scale,
+        repeat: a.repeat,
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+    };
+    let plans = crate::thrash::work::validate(&cfg)?;
+    let expected_s: f64 = plans
+        .iter()
+        .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
+        .sum::<f64>()
+        * a.backing.0.len() as f64;
+    let config = serde_json::to_value(crate::thrash::results::Config {
+        plans: plans.clone(),
+        repeat: a.repeat,
+        backing: a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect(),
+        scale: a.scale,
+        time_scale: a.time_scale.unwrap_or(a.scale),
+        smooth: a.smooth.clone(),
+        recovery_rule: crate::thrash::work::RECOVERY.into(),
+        interval_ms: a.run.interval.as_millis() as u64,
+        probe_period_ms: crate::thrash::work::PROBE_PERIOD.as_millis() as u64,
+        probe_ws_bytes: crate::thrash::work::PROBE_WS,
+    })?;
+    // thrash analyses its own collector's samples: keep them in memory.
+    let run = ExperimentRun::start_with("thrash", &a.run, config, true)?;
+    run.note(&format!(
+        "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
+        expected_s / 60.0,
+        plans.len(),
+        a.repeat,
+        a.backing.0.len()
+    ));
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::thrash::report::Thrash,
+        |all, rs| {
+            let results: Vec<serde_json::Value> = all
+                .iter()
+                .filter_map(|r| r.get("result"))
+                .map(|r| {
+                    let mut r = r.clone();
+                    // The per-second series are in run.json and the charts; keep stdout readable.
+                    if let Some(o) = r.as_object_mut() {
+                        o.remove("series");
+                    }
+                    r
+                })
+                .collect();
+            serde_json::json!({"experiment": "thrash", "results": results, "summary": crate::thrash::report::summary(rs)})
+        },
+        |all| format!("{}\n{}", crate::thrash::report::text_table(all), crate::thrash::report::findings_markdown(all)),
+    )
+}
+
+/// The lab's `thrash` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    let ram_mib = m.ram_bytes / MIB;
+    // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
+    // sizes and a twentieth of its times, on a swap file (the study's store:
+    // a disk makes each fault expensive, so e2 thrashes deeply at this scale).
+    // Full: all four at a quarter (or a tenth) on zram and on a swap file,
+    // side by side. t_s scales with W, so the paging demand per second is the
+    // study's (docs/thrash.md).
+    if !m.root {
+        skip(
+            step("thrash", vec![], 0.0),
+            "needs root: the consumers must be contained in a memory cgroup, and pagelab never thrashes the host itself",
+        )
+    } else if full {
+        let scale = if ram_mib >= 8 * 1024 { 0.25 } else { 0.1 };
+        // Per run: the initial delay, N - 1 staggers and t_p = (N + 1) t_c, plus
+        // the baseline, after window and setup.
+        let per = |tc: f64| (50.0 * tc + 10.0) * scale + 12.0;
+        step(
+            "thrash",
+            vec![
+                arg("--preset"),
+                arg("all"),
+                arg("--scale"),
+                scale.to_string(),
+                arg("--backing"),
+                arg("zram,swapfile"),
+                arg("--repeat"),
+                arg("2"),
+            ],
+            2.0 * 2.0 * (3.0 * per(30.0) + per(1.0)),
+        )
+    } else {
+        let (n, scale, time_scale, rep) = (6u32, 0.1, 0.05, 2u32);
+        // Per run: the baseline and after windows (3 s each), the plan, setup.
+        let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
+        step(
+            "thrash",
+            vec![
+                arg("--preset"),
+                arg("all"),
+                arg("--scale"),
+                scale.to_string(),
+                arg("--time-scale"),
+                time_scale.to_string(),
+                arg("--consumers"),
+                n.to_string(),
+                arg("--backing"),
+                arg("swapfile"),
+                arg("--repeat"),
+                rep.to_string(),
+            ],
+            rep as f64 * (3.0 * per(30.0) + per(1.0)),
+        )
+    }
+}
+
+/// The presets each thrash claim compares (crates/report/src/thrash.rs).
+fn presets_of(claim: &str) -> &'static [&'static str] {
+    match claim {
+        "thrash.writes" => &["e1", "e2"],
+        "thrash.sleep" => &["e2", "e3"],
+        "thrash.stagger" => &["e2", "e4"],
+        _ => &["e2"],
+    }
+}
+
+/// A budgeted lab's extra pass of thrash: `k` more repeats of only the presets
+/// the inconclusive claims compare (e2 and e3 for `thrash.sleep`), on the first
+/// pass's store and sizes. Its estimate is the first pass's per-run time, e4's
+/// runs being about a third of the others'.
+pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
+    let mut want: Vec<&str> = claims.iter().flat_map(|c| presets_of(c).iter().copied()).collect();
+    want.sort_unstable();
+    want.dedup();
+    let weight = |p: &str| if p == "e4" { 1.0 / 3.0 } else { 1.0 };
+    let all: f64 = ["e1", "e2", "e3", "e4"].iter().map(|p| weight(p)).sum();
+    let part: f64 = want.iter().map(|p| weight(p)).sum::<f64>() / all;
+    let mut s = crate::kit::plan::more_repeats(first, claims, k)?;
+    let i = s.args.iter().position(|a| a == "--preset")?;
+    s.args[i + 1] = want.join(",");
+    // Per backing and repeat, the share of the runs these presets take.
+    s.expect_s *= part;
+    Some(s)
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+/// Thrash's stores: a comma-separated list, each run in turn.
+#[derive(Debug, Clone)]
+pub struct BackingList(pub Vec<workloads::backing::BackingKind>);
+
+fn parse_thrash_backings(s: &str) -> Result<BackingList, String> {
+    use workloads::backing::BackingKind as K;
+    let mut v = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        match K::parse(p) {
+            Some(k @ (K::Zram | K::Swapfile | K::Existing | K::Auto)) if !v.contains(&k) => v.push(k),
+            Some(K::Zram | K::Swapfile | K::Existing | K::Auto) => return Err(format!("'{p}' is listed twice")),
+            _ => {
+                return Err(format!(
+                    "unknown backing '{p}': expected zram, swapfile, existing or auto, or a comma-separated list \
+                     such as zram,swapfile"
+                ));
+            }
+        }
+    }
+    Ok(BackingList(v))
+}
+
+#[derive(Debug, Clone)]
+pub struct PresetList(pub Vec<String>);
+
+fn parse_preset_list(s: &str) -> Result<PresetList, String> {
+    crate::thrash::work::parse_presets(s).map(PresetList)
+}
+
+fn parse_time_scale(s: &str) -> Result<f64, String> {
+    parse_scale(s)
+        .map_err(|_| format!("'{s}' is not a time scale: expected a factor above 0 and at most 10, e.g. 0.05"))
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
+        _ => Err(format!("'{s}' is not a scale: expected a factor above 0 and at most 10, e.g. 0.1")),
+    }
+}
+
+fn parse_nonzero_u32(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+fn parse_nonzero_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}': expected a whole number of at least 1")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ThrashArgs {
+    /// The study's experiments: e1, e2, e3, e4, a comma-separated list, or all.
+    /// Flags below override a preset's values.
+    #[arg(long, default_value = "e2", value_parser = parse_preset_list)]
+    pub preset: PresetList,
+    /// Consumer processes N (study: 25).
+    #[arg(long, value_parser = parse_nonzero_u32, allow_hyphen_values = true)]
+    pub consumers: Option<u32>,
+    /// Memory per consumer S (study: 100 MB; here 100 MiB).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: Option<u64>,
+    /// Random byte writes per cycle W.
+    #[arg(long, value_parser = parse_nonzero_u64, allow_hyphen_values = true)]
+    pub writes: Option<u64>,
+    /// Sleep after each cycle's writes, t_s.
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub sleep: Option<Duration>,
+    /// Stagger between consumer starts, t_c (activity lasts N t_c + t_c).
+    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub stagger: Option<Duration>,
+    /// Sleep before the first consumer starts.
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    pub initial_delay: Duration,
+    /// Memory limit of the consumers' cgroup (default: the idle workers' usage plus
+    /// N × S ÷ 2.5, the study's ratio).
+    #[arg(long, value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub limit: Option<u64>,
+    /// What takes the paged-out memory: zram, swapfile (a swap file on disk, the
+    /// study's setup), existing or auto; a comma-separated list runs every preset
+    /// on each, e.g. zram,swapfile.
+    #[arg(long, default_value = "zram", value_parser = parse_thrash_backings)]
+    pub backing: BackingList,
+    /// Multiply sizes (S, W) by F, and the times (t_s, t_c, the initial delay)
+    /// by F too unless --time-scale is given: W × f writes every t_s × f keep the
+    /// study's paging demand per second. 1 = the study.
+    #[arg(long, default_value = "1", value_parser = parse_scale, allow_hyphen_values = true)]
+    pub scale: f64,
+    /// Multiply the times (t_s, t_c, the initial delay) by F instead of --scale.
+    #[arg(long, value_parser = parse_time_scale, allow_hyphen_values = true)]
+    pub time_scale: Option<f64>,
+    /// Runs per preset.
+    #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
+    #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
+    pub smooth: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}

@@ -1,0 +1,29 @@
+//! `pagelab thrash`: its arguments and run ([`cmd`]), its workload and worker
+//! processes ([`work`]), its typed results ([`results`]) and its part of the
+//! report ([`report`]).
+
+pub mod cmd;
+pub mod report;
+pub mod results;
+pub mod work;
+
+use crate::{Experiment, Need};
+
+/// thrash, as [`crate::ALL`] lists it.
+pub static EXPERIMENT: Experiment = Experiment {
+    report: &report::Thrash,
+    needs: &[
+        (Need::Root, "thrash"),
+        (Need::MemoryCgroup, "thrash"),
+        (Need::Zram, "thrash --backing zram"),
+        (Need::QuietDamon, "thrash"),
+    ],
+    lab_step: cmd::lab_step,
+    lab_more: cmd::lab_more,
+    workers: &[(work::CONSUMER, work::consumer_main), (work::PROBE, work::probe_main)],
+    command: || crate::kit::command::<cmd::ThrashArgs>(EXPERIMENT.name(), ABOUT),
+    run: |m| crate::kit::dispatch(m, cmd::run),
+};
+
+/// Its help line.
+const ABOUT: &str = "Many processes whose working sets exceed their memory, in a cgroup: paging, CPU, PSI, responsiveness inside and outside, and recovery";

@@ -1,0 +1,141 @@
+//! What a run measured: its result types, and the figures computed from the
+//! collector's samples, the probes' latencies and the consumers' cycles.
+
+use super::*;
+
+pub use crate::thrash::results::{Consumer, Series, ThrashResult, Window, Windows};
+
+/// Percentiles of the probe latencies whose wake-up time falls in [from, to).
+pub fn window(samples: &[(f64, f64)], from: f64, to: f64) -> Window {
+    let v: Vec<f64> = samples.iter().filter(|(t, _)| *t >= from && *t < to).map(|s| s.1).collect();
+    let p = |q: f64| record::stats::percentile(&v, q);
+    Window { p50: p(0.5), p99: p(0.99), max: v.iter().copied().reduce(f64::max), n: v.len() }
+}
+
+pub(crate) fn windows(samples: &[(f64, f64)], start: f64, end: f64) -> Windows {
+    Windows {
+        before: window(samples, f64::NEG_INFINITY, start),
+        during: window(samples, start, end),
+        after: window(samples, end, f64::INFINITY),
+    }
+}
+
+/// Recovery from 1 s intervals (t_s, paging pages/s, psi some %): the first t at
+/// or after `from` that starts 3 calm intervals in a row, minus `from`.
+pub fn recovery(points: &[(f64, f64, f64)], from: f64, baseline_paging: f64) -> Option<f64> {
+    let thr = (2.0 * baseline_paging).max(16.0);
+    let calm: Vec<(f64, bool)> =
+        points.iter().filter(|p| p.0 > from).map(|p| (p.0, p.1 <= thr && p.2 <= 1.0)).collect();
+    calm.windows(3).find(|w| w.iter().all(|c| c.1)).map(|w| {
+        // The interval ending at w[0].0 began about one second earlier.
+        (w[0].0 - 1.0 - from).max(0.0)
+    })
+}
+
+/// Builds the result's collector figures from the samples of this run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn analyze(
+    r: &mut ThrashResult,
+    samples: &[probe::Sample],
+    t0_ns: u64,
+    start_ns: u64,
+    end_ns: u64,
+    stop_ns: u64,
+    baseline_paging: f64,
+) {
+    let s: Vec<probe::Sample> = samples
+        .iter()
+        .filter(|x| x.t_ns + 2_000_000_000 >= t0_ns && x.t_ns <= stop_ns + 2_000_000_000)
+        .cloned()
+        .collect();
+    let rel = |ns: u64| (ns as f64 - t0_ns as f64) / 1e9;
+    let (ts, te) = (rel(start_ns), rel(end_ns));
+    let mut active = Vec::new();
+    let mut calm = Vec::new();
+    for w in s.windows(2) {
+        let iv = record::derive::interval(&w[0], &w[1], t0_ns);
+        let t = rel(w[1].t_ns);
+        let se = &mut r.series;
+        se.t_s.push(t);
+        let cpu = iv.cpu.unwrap_or_default();
+        se.cpu_user_pct.push(cpu.user + cpu.nice);
+        se.cpu_system_pct.push(cpu.system + cpu.irq + cpu.softirq);
+        se.cpu_iowait_pct.push(cpu.iowait);
+        se.pswpin_per_s.push(iv.pswpin_per_s.unwrap_or(0.0));
+        se.pswpout_per_s.push(iv.pswpout_per_s.unwrap_or(0.0));
+        se.pgpgin_kib_per_s.push(iv.pgpgin_kib_per_s.unwrap_or(0.0));
+        se.pgpgout_kib_per_s.push(iv.pgpgout_kib_per_s.unwrap_or(0.0));
+        se.pgmajfault_per_s.push(iv.pgmajfault_per_s.unwrap_or(0.0));
+        se.psi_some_pct.push(iv.psi_memory_some_pct.unwrap_or(0.0));
+        se.psi_full_pct.push(iv.psi_memory_full_pct.unwrap_or(0.0));
+        se.cgroup_psi_some_pct.push(iv.cgroup_psi_memory_some_pct.unwrap_or(f64::NAN));
+        se.cgroup_psi_full_pct.push(iv.cgroup_psi_memory_full_pct.unwrap_or(f64::NAN));
+        se.collector_lateness_ms.push(iv.sampler_lateness_ms.unwrap_or(0.0));
+        let paging = iv.pswpin_per_s.unwrap_or(0.0) + iv.pswpout_per_s.unwrap_or(0.0);
+        calm.push((t, paging, iv.psi_memory_some_pct.unwrap_or(0.0)));
+        if t > ts && t - iv.dt_s < te {
+            active.push(iv);
+        }
+    }
+    // Means and peaks while the consumers ran (record::derive::totals).
+    let a = record::derive::totals(&active);
+    r.cpu_user_pct_mean = a.cpu_user_pct_mean.unwrap_or(0.0);
+    r.cpu_system_pct_mean = a.cpu_system_pct_mean.unwrap_or(0.0);
+    r.cpu_iowait_pct_mean = a.cpu_iowait_pct_mean.unwrap_or(0.0);
+    r.cpu_user_share = a.cpu_user_share().unwrap_or(0.0);
+    r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(0.0);
+    r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(0.0);
+    r.cgroup_psi_some_pct_mean = a.cgroup_psi_memory_some_pct_mean;
+    r.pswpout_per_s_peak = a.pswpout_per_s_peak.unwrap_or(0.0);
+    r.collector_lateness_p99_ms = record::stats::percentile(&a.sampler_lateness_ms, 0.99).unwrap_or(0.0);
+    r.collector_lateness_max_ms = a.sampler_lateness_ms.iter().copied().reduce(f64::max).unwrap_or(0.0);
+    // Totals over the whole run, start signal to end.
+    let inside: Vec<&probe::Sample> = s.iter().filter(|x| x.t_ns >= t0_ns && x.t_ns <= stop_ns).collect();
+    if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
+        let d = |k: &str| record::derive::vmstat_delta(a, b, k);
+        r.pswpout_total = d("pswpout");
+        r.pswpin_total = d("pswpin");
+        r.pgmajfault_total = d("pgmajfault");
+    }
+    r.host_mem_available_min_bytes =
+        s.iter().filter_map(|x| x.meminfo.as_ref().and_then(|m| m.available())).min().unwrap_or(0);
+    r.recovery_s = recovery(&calm, te, baseline_paging);
+    r.thrash_start_s = ts;
+    r.thrash_end_s = te;
+}
+
+/// The progress while memory was overcommitted: for each [`BIN_MS`] bin, the
+/// consumers running through all of it; the bin is overcommitted when their
+/// sizes exceed `room`. Sets each completed consumer's `progress_overcommitted`
+/// (cycles in its overcommitted bins ÷ the cycles its fastest cycle would have
+/// fitted in them) and returns the median over consumers and the overcommitted
+/// seconds.
+pub fn overcommitted(cs: &mut [Consumer], size: u64, room: u64) -> (Option<f64>, f64) {
+    let bin_s = BIN_MS as f64 / 1e3;
+    let done: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].completed).collect();
+    let last = done.iter().map(|&i| cs[i].end_s).fold(0.0, f64::max);
+    let nbins = (last / bin_s).ceil().max(0.0) as usize;
+    let runs = |c: &Consumer, b: usize| c.start_s <= b as f64 * bin_s && c.end_s >= (b + 1) as f64 * bin_s;
+    let over: Vec<bool> = (0..nbins)
+        .map(|b| {
+            let n = done.iter().filter(|&&i| runs(&cs[i], b)).count() as u64;
+            n.saturating_mul(size) > room
+        })
+        .collect();
+    let mut ratios = Vec::new();
+    for &i in &done {
+        let c = &mut cs[i];
+        let mine: Vec<usize> = (0..nbins).filter(|&b| over[b] && runs(c, b)).collect();
+        let secs = mine.len() as f64 * bin_s;
+        c.progress_overcommitted = None;
+        if secs + 1e-9 < MIN_OVERCOMMIT_S || c.cycle_ms_min <= 0.0 {
+            continue;
+        }
+        let cycles: u64 = mine.iter().map(|&b| c.bins.get(b).copied().unwrap_or(0) as u64).sum();
+        let expected = secs * 1e3 / c.cycle_ms_min;
+        let r = (cycles as f64 / expected).min(1.0);
+        c.progress_overcommitted = Some(r);
+        ratios.push(r);
+    }
+    (record::stats::median(&ratios), over.iter().filter(|&&o| o).count() as f64 * bin_s)
+}

@@ -1,0 +1,255 @@
+//! The study's presets and constants, a run's configuration, and its plan
+//! (validated before anything changes).
+
+use super::*;
+
+/// A preset: (name, writes per cycle W, sleep t_s, stagger t_c).
+pub const PRESETS: [(&str, u64, Duration, Duration); 4] = [
+    ("e1", 1_000, Duration::from_millis(100), Duration::from_secs(30)),
+    ("e2", 10_000, Duration::from_millis(100), Duration::from_secs(30)),
+    ("e3", 10_000, Duration::from_millis(1000), Duration::from_secs(30)),
+    ("e4", 10_000, Duration::from_millis(100), Duration::from_secs(1)),
+];
+pub const PRESET_NAMES: &str = "e1, e2, e3, e4 (or a comma-separated list, or all)";
+/// The study's N and S.
+pub const DEFAULT_CONSUMERS: u32 = 25;
+pub const DEFAULT_SIZE: u64 = 100 << 20;
+/// N × S ÷ limit in the study (25 × 100 MB on 1 GB, about 2.5 after the OS's share).
+pub const OVERCOMMIT: f64 = 2.5;
+/// The quiet window recorded before the consumers start: a sixth of the plan,
+/// between [`BASELINE_MIN`] and this (5 s at the study's scale).
+pub const BASELINE: Duration = Duration::from_secs(5);
+pub const BASELINE_MIN: Duration = Duration::from_secs(3);
+/// The probes' period and working set.
+pub const PROBE_PERIOD: Duration = Duration::from_millis(100);
+pub const PROBE_WS: u64 = 4 << 20;
+
+/// How recovery is decided, documented in docs/thrash.md: after the last consumer
+/// exits, the first second from which, for 3 consecutive 1 s intervals, swap-ins
+/// plus swap-outs stay at most max(2 × the baseline rate, 16 pages/s) and the
+/// system's memory PSI "some" stays at most 1 % of the interval.
+pub const RECOVERY: &str =
+    "paging (pswpin+pswpout) <= max(2 x baseline, 16 pages/s) and memory PSI some <= 1 % for 3 consecutive seconds";
+/// Deep thrashing, as this project defines it (docs/thrash.md): while memory is
+/// overcommitted (the running consumers' sizes exceed the room under the
+/// limit), the median consumer completes at most this share of the cycles it
+/// would have completed unthrashed (its progress ratio in that window). The
+/// study's defining observation is that processes progress slowly while user CPU
+/// falls; at 0.5 a consumer loses at least as much time to paging as it spends on
+/// its own work and sleep.
+pub const DEEP_PROGRESS: f64 = 0.5;
+/// The consumers count their cycles in bins of this width.
+pub const BIN_MS: u64 = 100;
+/// A consumer counts towards the overcommitted progress when it ran at least
+/// this long while memory was overcommitted.
+pub const MIN_OVERCOMMIT_S: f64 = 0.5;
+/// glibc registers an rseq area for every thread, and the kernel writes the
+/// task's CPU into it on each return to user space after a migration or
+/// preemption. In a group at its limit with the OOM killer off (v1), that
+/// kernel-mode write can meet a swapped-out page whose charge fails: the fault
+/// cannot wait for the guard as a user fault does, the write fails, and the
+/// kernel kills the task with SIGSEGV (`force_sigsegv` in kernel/rseq.c).
+/// Three consumers died so in 32 quick-lab thrash runs here, with no OOM
+/// report. The consumers make no use of rseq, so the thrashing group's workers
+/// run with it off.
+pub const NO_RSEQ: (&str, &str) = ("GLIBC_TUNABLES", "glibc.pthread.rseq=0");
+/// The longest wait for recovery after the last consumer exits.
+pub const RECOVERY_MAX: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct ThrashConfig {
+    /// Preset names, run in order (each `repeat` times); empty for a custom run.
+    pub presets: Vec<String>,
+    pub consumers: Option<u32>,
+    pub size: Option<u64>,
+    pub writes: Option<u64>,
+    pub sleep: Option<Duration>,
+    pub stagger: Option<Duration>,
+    pub initial_delay: Duration,
+    pub limit: Option<u64>,
+    /// The stores to run each plan on, in order (each run gets its own).
+    pub backings: Vec<BackingKind>,
+    pub scale: f64,
+    /// Multiplies the times (t_s, t_c, the initial delay); None: `scale`.
+    pub time_scale: Option<f64>,
+    pub repeat: u32,
+    pub exe: std::path::PathBuf,
+    pub host_floor: Option<u64>,
+    pub swapfile_dir: std::path::PathBuf,
+}
+
+pub use crate::thrash::results::Plan;
+
+/// What a plan takes from the host, and its quiet window.
+pub trait PlanExt {
+    /// N × S, in u128: no count or size wraps it.
+    fn total_bytes(&self) -> u128;
+    /// What the plan takes from the host at most: the group's memory, a swap
+    /// store that may hold every consumer's data, and the workers' overhead.
+    fn planned_bytes(&self) -> u128;
+    /// The quiet window before the consumers start (and the shortest "after" window).
+    fn baseline(&self) -> Duration;
+}
+
+impl PlanExt for Plan {
+    fn total_bytes(&self) -> u128 {
+        self.consumers as u128 * self.size_bytes as u128
+    }
+
+    fn planned_bytes(&self) -> u128 {
+        let total = self.total_bytes();
+        let limit = self.limit_bytes.map(u128::from).unwrap_or((total as f64 / OVERCOMMIT) as u128);
+        let overhead = (self.consumers as u128 + 3) * WORKER_OVERHEAD as u128 + 2 * PROBE_WS as u128;
+        limit + total + overhead
+    }
+
+    fn baseline(&self) -> Duration {
+        Duration::from_secs_f64(
+            (self.planned_duration_ms / 6e3).clamp(BASELINE_MIN.as_secs_f64(), BASELINE.as_secs_f64()),
+        )
+    }
+}
+
+impl ThrashConfig {
+    /// The runs, in order: for each backing, `repeat` rounds of every plan.
+    /// Round-robin rather than all repeats of one preset in a row, so that a
+    /// slow drift in the machine's paging speed falls on every preset alike
+    /// instead of on the presets that happened to run last; and every other
+    /// round reversed (ABBA), so that what a run leaves in the swap store falls
+    /// on every preset alike too ([`workloads::order::abba`]).
+    pub fn schedule(&self) -> Vec<(BackingKind, Plan, u32)> {
+        let plans = self.plans();
+        let mut out = Vec::new();
+        for &b in &self.backings {
+            for rep in 0..self.repeat {
+                out.extend(workloads::order::abba(&plans, rep as usize).into_iter().map(|p| (b, p, rep)));
+            }
+        }
+        out
+    }
+
+    /// The plans, one per preset in the order given (or one custom plan);
+    /// [`ThrashConfig::schedule`] orders the runs.
+    pub fn plans(&self) -> Vec<Plan> {
+        let names: Vec<String> = if self.presets.is_empty() { vec!["e2".into()] } else { self.presets.clone() };
+        // A preset with any of its values overridden is not the study's any more.
+        let custom = self.consumers.is_some()
+            || self.size.is_some()
+            || self.writes.is_some()
+            || self.sleep.is_some()
+            || self.stagger.is_some();
+        names
+            .iter()
+            .map(|name| {
+                let p = PRESETS.iter().find(|p| p.0 == name.as_str()).copied().unwrap_or(PRESETS[1]);
+                let f = self.scale;
+                let ft = self.time_scale.unwrap_or(f);
+                let page = workloads::mm::page_size() as u64;
+                let n = self.consumers.unwrap_or(DEFAULT_CONSUMERS);
+                // `as u64` saturates; the page rounding must not wrap either.
+                let size =
+                    ((self.size.unwrap_or(DEFAULT_SIZE) as f64 * f) as u64).div_ceil(page).max(1).saturating_mul(page);
+                let writes = ((self.writes.unwrap_or(p.1) as f64 * f).round() as u64).max(1);
+                let sleep = self.sleep.unwrap_or(p.2).as_secs_f64() * 1e3 * ft;
+                let stagger = self.stagger.unwrap_or(p.3).as_secs_f64() * 1e3 * ft;
+                let initial = self.initial_delay.as_secs_f64() * 1e3 * ft;
+                let active = n as f64 * stagger + stagger;
+                Plan {
+                    preset: if custom { format!("{name}-custom") } else { name.clone() },
+                    consumers: n,
+                    size_bytes: size,
+                    writes,
+                    sleep_ms: sleep,
+                    stagger_ms: stagger,
+                    initial_delay_ms: initial,
+                    active_ms: active,
+                    scale: f,
+                    time_scale: ft,
+                    limit_bytes: self.limit,
+                    planned_duration_ms: initial + (n.saturating_sub(1)) as f64 * stagger + active,
+                }
+            })
+            .collect()
+    }
+}
+
+pub fn parse_presets(s: &str) -> Result<Vec<String>, String> {
+    if s == "all" {
+        return Ok(PRESETS.iter().map(|p| p.0.to_string()).collect());
+    }
+    s.split(',')
+        .map(|p| {
+            let p = p.trim();
+            if PRESETS.iter().any(|q| q.0 == p) {
+                Ok(p.to_string())
+            } else {
+                Err(format!("unknown preset '{p}': expected {PRESET_NAMES}"))
+            }
+        })
+        .collect()
+}
+
+/// Idle anonymous memory a consumer process needs besides its S bytes (measured
+/// on the project's machine at about 1.3 MiB; rounded up), used for the plan check.
+pub(crate) const WORKER_OVERHEAD: u64 = 3 << 20;
+
+pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> {
+    use sandbox::SandboxError::Invalid;
+    if !(cfg.scale > 0.0 && cfg.scale <= 10.0) {
+        return Err(Invalid(format!("--scale {}: expected a factor above 0 and at most 10, e.g. 0.1", cfg.scale)));
+    }
+    if let Some(t) = cfg.time_scale {
+        if !(t > 0.0 && t <= 10.0) {
+            return Err(Invalid(format!("--time-scale {t}: expected a factor above 0 and at most 10, e.g. 0.05")));
+        }
+    }
+    if cfg.backings.is_empty() {
+        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::NAMES)));
+    }
+    if cfg.consumers == Some(0) {
+        return Err(Invalid("--consumers 0: expected at least 1 consumer (the study used 25)".into()));
+    }
+    if cfg.size == Some(0) {
+        return Err(Invalid("--size 0: expected a size per consumer, e.g. 100MiB".into()));
+    }
+    if cfg.writes == Some(0) {
+        return Err(Invalid("--writes 0: expected at least 1 write per cycle".into()));
+    }
+    if cfg.repeat == 0 {
+        return Err(Invalid("--repeat 0: expected at least 1".into()));
+    }
+    sandbox::privilege::require_admin(
+        "creating the memory cgroup that contains the thrashing",
+        "pagelab thrash needs root (CAP_SYS_ADMIN); it never thrashes the host itself",
+    )?;
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        return Err(sandbox::SandboxError::Unsupported(
+            "pagelab thrash needs a memory cgroup controller; none is mounted".into(),
+        ));
+    }
+    for b in &cfg.backings {
+        if matches!(b, BackingKind::Zswap | BackingKind::None) {
+            return Err(Invalid(
+                "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
+            ));
+        }
+        backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
+    }
+    let plans = cfg.plans();
+    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
+    for p in &plans {
+        let total = p.total_bytes();
+        if let Some(l) = p.limit_bytes {
+            if total <= l as u128 {
+                return Err(Invalid(format!(
+                    "--limit {l} bytes holds all {} consumers × {} bytes = {total} bytes: no thrashing would occur; \
+give a limit below {total} (the study's ratio is N × S ≈ 2.5 × limit), or omit --limit",
+                    p.consumers, p.size_bytes
+                )));
+            }
+        }
+        guard.check_plan(p.planned_bytes(), &format!("thrash {}", p.preset), &meminfo)?;
+    }
+    Ok(plans)
+}

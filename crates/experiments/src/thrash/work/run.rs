@@ -1,0 +1,476 @@
+//! Running the experiment: the cgroup, the store, the consumers, the probes and
+//! the second sampler, for each preset and repeat.
+
+use super::*;
+use serde::Serialize;
+use workloads::observe::ExperimentError;
+
+/// What the parent keeps of a worker while the run goes on.
+struct Running {
+    w: sandbox::worker::Worker,
+    index: u32,
+    done: Option<Value>,
+    alloc_ns: Option<u64>,
+    failure: Option<String>,
+}
+
+fn spawn(
+    cfg: &ThrashConfig,
+    kind: &str,
+    spec: &impl Serialize,
+    cg: Option<&sandbox::cgroup::MemCgroup>,
+    label: String,
+) -> Result<sandbox::worker::Worker, ExperimentError> {
+    let a = sandbox::worker::argv_spec(kind, spec);
+    // Workers in the thrashing group run without glibc's rseq registration
+    // ([`NO_RSEQ`]).
+    let env = if cg.is_some() { vec![(NO_RSEQ.0.to_string(), NO_RSEQ.1.to_string())] } else { vec![] };
+    Ok(sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+        exe: cfg.exe.clone(),
+        args: a,
+        cgroup: cg,
+        env,
+        label,
+    })?)
+}
+
+fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
+    w.wait_for("ready", None, Duration::from_secs(60), |_| {}, stop)
+        .map(|e| e.data)
+        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
+}
+
+fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
+    let mut w = w;
+    let _ = w.send("exit", Value::Null);
+    let d = w.wait_for("done", None, Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
+    let _ = w.finish(Duration::from_secs(5));
+    d
+}
+
+fn probe_points(d: &Option<Value>, t0_ns: u64) -> Vec<(f64, f64)> {
+    d.as_ref()
+        .and_then(|v| v["samples"].as_array())
+        .map(|a| {
+            a.iter().filter_map(|p| Some(((p[0].as_u64()? as f64 - t0_ns as f64) / 1e9, p[1].as_f64()?))).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs one plan once.
+fn run_once<O: workloads::observe::Observer>(
+    cfg: &ThrashConfig,
+    plan: &Plan,
+    kind: BackingKind,
+    rep: u32,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<ThrashResult, ExperimentError> {
+    let mut sb = sandbox::Sandbox::new("thrash");
+    let total = plan.consumers as u64 * plan.size_bytes;
+    let back = backing::setup(&mut sb, kind, None, total, &cfg.swapfile_dir)?;
+    for n in &back.notes {
+        obs.note(n);
+    }
+    let mut r = ThrashResult {
+        preset: plan.preset.clone(),
+        repeat_index: rep,
+        plan: Some(plan.clone()),
+        backing: back.kind.clone(),
+        consumers: plan.consumers,
+        recovery_rule: RECOVERY.into(),
+        ..Default::default()
+    };
+    if !back.has_swap() {
+        r.notes.push("no swap backs this run: consumers beyond the limit can only be OOM-killed".into());
+        obs.note(r.notes.last().unwrap());
+    }
+    // Unlimited at first (bounded by the plan's total, for safety): the idle workers'
+    // own usage is measured before the limit is set.
+    let start_limit = total + (plan.consumers as u64 + 8) * WORKER_OVERHEAD + (64 << 20);
+    let cg = sb.memory_cgroup("thrash", &sandbox::cgroup::Limits { max: Some(start_limit), ..Default::default() })?;
+    let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
+    let zram: Vec<u32> = back.zram_id.into_iter().collect();
+    let Workers { mut probe_out, mut probe_in, mut sampler_in, mut cons } = start_workers(cfg, plan, rep, &cg)?;
+    wait_ready(&mut probe_out, stop)?;
+    wait_ready(&mut probe_in, stop)?;
+    wait_ready(&mut sampler_in, stop)?;
+    for c in cons.iter_mut() {
+        wait_ready(&mut c.w, stop)?;
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    r.idle_usage_bytes = cg.usage().unwrap_or(0);
+    r.limit_bytes = plan.limit_bytes.unwrap_or(r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64);
+    let guard = guard::Guard::start(&cg, r.limit_bytes)?;
+    let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
+    pids.extend([probe_out.pid, probe_in.pid]);
+    obs.targets(pids, Some(cg_target), zram);
+    obs.note(&announce(plan, rep, &r));
+    // Baseline: the probes and the collector with nothing else going on.
+    let base_t = probe::sample::monotonic_ns();
+    let baseline_paging = baseline(plan, obs, stop)?;
+    // Go: every consumer counts its delay from now.
+    let t0 = probe::sample::monotonic_ns();
+    let out_t0 = pswpout();
+    obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
+    for c in cons.iter_mut() {
+        c.w.send("start", json!({"t0_ns": t0}))
+            .map_err(|e| ExperimentError::Worker(format!("consumer {}: {e}", c.index)))?;
+    }
+    // Wait for every consumer: done, or dead. A consumer far past its planned end
+    // (t_p or 2 minutes, whichever is longer) is killed and counted as not completed.
+    let give_up = t0 + ((plan.planned_duration_ms + plan.active_ms.max(120_000.0)) * 1e6) as u64;
+    // The guard watches on its own thread, so that a stalled consumer's raise
+    // does not wait for the main thread's round of the consumers.
+    let guard_stop = std::sync::atomic::AtomicBool::new(false);
+    let (waited, guard) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
+        let waited = wait_consumers(&mut cons, obs, stop, give_up);
+        guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (waited, watcher.join().expect("the guard thread does not panic"))
+    });
+    waited?;
+    let out_end = pswpout();
+    r.guard = guard.finish(&cg);
+    let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
+    let last_exit = cons
+        .iter()
+        .filter_map(|c| c.done.as_ref().and_then(|d| d["end_ns"].as_u64()))
+        .max()
+        .unwrap_or_else(probe::sample::monotonic_ns);
+    obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
+    r.oom_kills = cg.oom_kills();
+    consumers_done(&mut r, cons, plan);
+    r.pswpout_active = out_end.saturating_sub(out_t0);
+    let span = (last_exit as f64 - first_alloc as f64) / 1e9;
+    r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
+    protocol(&mut r, &cg.name);
+    let stop_t = recover(plan, obs, baseline_paging, stop);
+    // Let the collector take a sample past the end before reading the samples.
+    std::thread::sleep(Duration::from_millis(1100));
+    let out_d = stop_and_collect(probe_out);
+    let in_d = stop_and_collect(probe_in);
+    let sam_d = stop_and_collect(sampler_in);
+    obs.targets(vec![], None, vec![]);
+    let samples = obs.samples();
+    analyze(&mut r, &samples, t0, first_alloc, last_exit, stop_t, baseline_paging);
+    r.series.probe_outside = probe_points(&out_d, t0);
+    r.series.probe_inside = probe_points(&in_d, t0);
+    let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
+    r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
+    r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
+    if let Some(d) = sam_d {
+        let lat = lateness_within(&d, t0, ts, te);
+        r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
+        r.unlocked_lateness_max_ms = record::stats::percentile(&lat, 1.0);
+    }
+    r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
+    r.wall_s = (stop_t - base_t) as f64 / 1e9;
+    drop(cg);
+    sb.restore()?;
+    Ok(r)
+}
+
+/// The run's worker processes: two probes (outside and inside the group), the
+/// unlocked sampler and the consumers, spawned (not yet ready).
+struct Workers {
+    probe_out: sandbox::worker::Worker,
+    probe_in: sandbox::worker::Worker,
+    sampler_in: sandbox::worker::Worker,
+    cons: Vec<Running>,
+}
+
+fn start_workers(
+    cfg: &ThrashConfig,
+    plan: &Plan,
+    rep: u32,
+    cg: &sandbox::cgroup::MemCgroup,
+) -> Result<Workers, ExperimentError> {
+    let probe = |inside: bool| ProbeSpec { ws: PROBE_WS, period_ms: PROBE_PERIOD.as_millis() as u64, inside };
+    let probe_out = spawn(cfg, PROBE, &probe(false), None, "probe outside the cgroup".into())?;
+    let probe_in = spawn(cfg, PROBE, &probe(true), Some(cg), "probe inside the cgroup".into())?;
+    let sampler_in = spawn(cfg, SAMPLER, &SamplerSpec { interval_ms: 1000 }, Some(cg), "unlocked sampler".into())?;
+    let mut cons: Vec<Running> = Vec::new();
+    for i in 0..plan.consumers {
+        let spec = consumer_spec(plan, i, rep);
+        let w = spawn(cfg, CONSUMER, &spec, Some(cg), format!("consumer {i}"))?;
+        cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
+    }
+    Ok(Workers { probe_out, probe_in, sampler_in, cons })
+}
+
+/// Consumer `i`'s start in repeat `rep`: its delay is `i` staggers after the
+/// initial delay, and its seed differs per consumer and repeat.
+pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
+    ConsumerSpec {
+        index: i,
+        size: plan.size_bytes,
+        writes: plan.writes,
+        sleep_us: (plan.sleep_ms * 1e3) as u64,
+        delay_us: ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round() as u64,
+        active_us: (plan.active_ms * 1e3) as u64,
+        seed: 0x5eed_0000 + i as u64 + 1000 * rep as u64,
+    }
+}
+
+/// The run's opening line in the log.
+fn announce(plan: &Plan, rep: u32, r: &ThrashResult) -> String {
+    format!(
+        "thrash {} repeat {}: {} consumers × {:.1} MiB in a {:.1} MiB cgroup (idle workers {:.1} MiB), W={} t_s={} ms t_c={} ms, \
+planned {:.0} s plus recovery",
+        plan.preset,
+        rep + 1,
+        plan.consumers,
+        plan.size_bytes as f64 / 1048576.0,
+        r.limit_bytes as f64 / 1048576.0,
+        r.idle_usage_bytes as f64 / 1048576.0,
+        plan.writes,
+        plan.sleep_ms,
+        plan.stagger_ms,
+        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
+    )
+}
+
+fn vmstat() -> Option<probe::vmstat::Vmstat> {
+    probe::Probe::default().vmstat().ok().flatten()
+}
+
+fn pswpout() -> u64 {
+    vmstat().and_then(|v| v.get("pswpout")).unwrap_or(0)
+}
+
+/// Pages swapped in and out since boot.
+fn paging(v: &Option<probe::vmstat::Vmstat>) -> u64 {
+    v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0)).unwrap_or(0)
+}
+
+/// The baseline phase: the probes and the collector with nothing else going
+/// on. Returns its paging rate (pages/s).
+fn baseline<O: workloads::observe::Observer>(
+    plan: &Plan,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<f64, ExperimentError> {
+    let base_t = probe::sample::monotonic_ns();
+    let v0 = vmstat();
+    obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
+    record::stop::sleep(plan.baseline());
+    if stop() {
+        return Err(ExperimentError::Interrupted);
+    }
+    let v1 = vmstat();
+    let secs = (probe::sample::monotonic_ns() - base_t) as f64 / 1e9;
+    Ok(paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3))
+}
+
+/// The consumers' reports (completed, progress, lateness), and the workers
+/// ended: a consumer that did not complete is killed.
+fn consumers_done(r: &mut ThrashResult, cons: Vec<Running>, plan: &Plan) {
+    for c in cons {
+        let mut x = Consumer { index: c.index, failure: c.failure.clone(), ..Default::default() };
+        if let Some(d) = &c.done {
+            x = serde_json::from_value(d.clone()).unwrap_or(x);
+            x.completed = true;
+        }
+        if !x.completed {
+            c.w.kill();
+        } else {
+            let _ = c.w.finish(Duration::from_secs(10));
+        }
+        r.consumer_details.push(x);
+    }
+    r.consumers_completed = r.consumer_details.iter().filter(|c| c.completed).count() as u32;
+    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
+    (r.progress_overcommitted_median, r.overcommitted_s) =
+        overcommitted(&mut r.consumer_details, plan.size_bytes, room);
+    let prog: Vec<f64> = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.progress_ratio).collect();
+    r.progress_ratio_min = record::stats::percentile(&prog, 0.0).unwrap_or(0.0);
+    r.progress_ratio_median = record::stats::median(&prog).unwrap_or(0.0);
+    r.deep = r.progress_overcommitted_median.is_some_and(|p| p <= DEEP_PROGRESS);
+    r.lateness_max_s = r.consumer_details.iter().filter(|c| c.completed).map(|c| c.lateness_s).fold(0.0, f64::max);
+}
+
+/// Whether the study's protocol held: no OOM kill, every consumer completed.
+fn protocol(r: &mut ThrashResult, cgroup: &str) {
+    if r.oom_kills > 0 {
+        let why = probe::kmsg::read_kmsg()
+            .map(|t| probe::kmsg::oom_reports(&t, cgroup))
+            .and_then(|v| v.last().map(probe::kmsg::OomReport::line))
+            .unwrap_or_else(|| "the kernel log could not be read".into());
+        r.protocol_breaks.push(format!("{} consumer(s) OOM-killed by the kernel ({why})", r.oom_kills));
+        if r.guard.gave_up {
+            r.protocol_breaks.push(format!(
+                "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target)",
+                r.guard.limit_max_bytes as f64 / 1048576.0,
+                guard::MAX_RAISE
+            ));
+        }
+    }
+    let not_done = r.consumers - r.consumers_completed;
+    if not_done > 0 {
+        r.protocol_breaks.push(format!("{not_done} of {} consumers did not complete", r.consumers));
+    }
+    r.protocol_held = r.protocol_breaks.is_empty();
+}
+
+/// Recovery: watches paging and PSI each second until calm for 3 s (and at
+/// least as long as the baseline), or [`RECOVERY_MAX`]. Returns its end.
+fn recover<O: workloads::observe::Observer>(plan: &Plan, obs: &mut O, baseline_paging: f64, stop: fn() -> bool) -> u64 {
+    let rec_t = probe::sample::monotonic_ns();
+    obs.event("phase_start", &format!("{} recovery", plan.preset), rec_t, Value::Null);
+    let mut p = probe::Probe::default();
+    let mut prev = (paging(&p.vmstat().ok().flatten()), psi_some_us(&mut p), probe::sample::monotonic_ns());
+    let mut calm_run = 0;
+    while probe::sample::monotonic_ns() - rec_t < RECOVERY_MAX.as_nanos() as u64 && !stop() {
+        record::stop::sleep(Duration::from_secs(1));
+        let cur = (paging(&p.vmstat().ok().flatten()), psi_some_us(&mut p), probe::sample::monotonic_ns());
+        let dt = (cur.2 - prev.2) as f64 / 1e9;
+        let rate = cur.0.saturating_sub(prev.0) as f64 / dt;
+        let psi = cur.1.saturating_sub(prev.1) as f64 / 1e4 / dt;
+        prev = cur;
+        calm_run = if rate <= (2.0 * baseline_paging).max(16.0) && psi <= 1.0 { calm_run + 1 } else { 0 };
+        // Three calm seconds, and at least as long an "after" window as the baseline.
+        if calm_run >= 3 && probe::sample::monotonic_ns() - rec_t >= plan.baseline().as_nanos() as u64 {
+            break;
+        }
+    }
+    let stop_t = probe::sample::monotonic_ns();
+    obs.event("phase_end", &format!("{} recovery", plan.preset), stop_t, Value::Null);
+    stop_t
+}
+
+/// The unlocked sampler's lateness (ms) within the thrashing window (s after t0).
+fn lateness_within(d: &Value, t0: u64, ts: f64, te: f64) -> Vec<f64> {
+    d["lateness"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| {
+                    let t = (p[0].as_u64()? as f64 - t0 as f64) / 1e9;
+                    (t > ts && t <= te + 1.0).then_some(p[1].as_f64()?)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn psi_some_us(p: &mut probe::Probe) -> u64 {
+    p.pressure("memory").ok().flatten().map(|m| m.some.total_us).unwrap_or(0)
+}
+
+/// Waits for every consumer: done, or dead. One past `give_up` is killed and
+/// counted as not completed.
+fn wait_consumers<O: workloads::observe::Observer>(
+    cons: &mut [Running],
+    obs: &mut O,
+    stop: fn() -> bool,
+    give_up: u64,
+) -> Result<(), ExperimentError> {
+    loop {
+        if stop() {
+            return Err(ExperimentError::Interrupted);
+        }
+        let mut pending = 0;
+        for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+            pending += 1;
+            match c.w.recv(Duration::from_millis(2)) {
+                Ok(Some(ev)) if ev.kind == "alloc" => {
+                    c.alloc_ns = Some(ev.t_ns);
+                    obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
+                }
+                Ok(Some(ev)) if ev.kind == "done" => {
+                    obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
+                    c.done = Some(ev.data);
+                }
+                Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
+                Ok(_) => {}
+                Err(f) => c.failure = Some(f.to_string()),
+            }
+        }
+        if pending == 0 {
+            break;
+        }
+        if probe::sample::monotonic_ns() > give_up {
+            for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
+                c.failure = Some("did not finish within the planned time plus max(t_p, 2 min); killed".into());
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Runs every plan `repeat` times, in [`ThrashConfig::schedule`]'s order.
+pub fn run<O: workloads::observe::Observer>(
+    cfg: &ThrashConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<Vec<ThrashResult>, ExperimentError> {
+    let mut out = Vec::new();
+    for (kind, plan, rep) in cfg.schedule() {
+        if stop() {
+            return Err(ExperimentError::Interrupted);
+        }
+        let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
+        obs.note(&format!(
+                "thrash {} on {} repeat {}: {}/{} consumers completed, {} pages swapped out, {:.0}/s while active, progress \
+median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
+                r.preset,
+                r.backing,
+                rep + 1,
+                r.consumers_completed,
+                r.consumers,
+                r.pswpout_active,
+                r.pswpout_per_s_active,
+                r.progress_ratio_median,
+                r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),
+                if r.deep { " (deep)" } else { "" },
+                r.recovery_s.map(|s| format!("{s:.0} s")).unwrap_or("not within 60 s".into()),
+                r.guard.oom_stalls,
+                if r.protocol_held {
+                    String::new()
+                } else {
+                    format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
+                }
+            ));
+        obs.result(json!({"result": r}));
+        out.push(r);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_consumer_that_did_not_complete_breaks_the_protocol() {
+        let mut r = ThrashResult { consumers: 5, consumers_completed: 4, ..Default::default() };
+        protocol(&mut r, "pagelab/thrash-test");
+        assert!(!r.protocol_held);
+        assert_eq!(r.protocol_breaks, ["1 of 5 consumers did not complete"]);
+        let mut ok = ThrashResult { consumers: 5, consumers_completed: 5, ..Default::default() };
+        protocol(&mut ok, "pagelab/thrash-test");
+        assert!(ok.protocol_held && ok.protocol_breaks.is_empty());
+    }
+
+    #[test]
+    fn the_unlocked_samplers_lateness_is_cut_to_the_thrashing_window() {
+        // Samples at 1, 2, 3 and 9 s after t0 (ns), lateness 5, 6, 7 and 8 ms;
+        // the window is (1.5 s, 3 s] plus a second.
+        let t0 = 1_000_000_000_000u64;
+        let d = serde_json::json!({"lateness": [[t0 + 1_000_000_000, 5.0], [t0 + 2_000_000_000, 6.0], [t0 + 3_000_000_000, 7.0], [t0 + 9_000_000_000u64, 8.0]]});
+        assert_eq!(lateness_within(&d, t0, 1.5, 3.0), [6.0, 7.0]);
+        assert!(lateness_within(&serde_json::json!({}), t0, 0.0, 10.0).is_empty());
+    }
+
+    #[test]
+    fn the_opening_line_names_the_plan() {
+        let cfg = ThrashConfig { scale: 0.1, ..crate::thrash::work::tests::cfg() };
+        let p = &cfg.plans()[0];
+        let r = ThrashResult { limit_bytes: 2000 << 20, idle_usage_bytes: 50 << 20, ..Default::default() };
+        let line = announce(p, 1, &r);
+        assert!(line.starts_with("thrash e2 repeat 2: 25 consumers × 10.0 MiB in a 2000.0 MiB cgroup"), "{line}");
+    }
+}

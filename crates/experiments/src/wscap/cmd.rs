@@ -1,0 +1,155 @@
+//! `pagelab wscap`: glue between the CLI, the experiment, the run directory and
+//! the report.
+
+use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
+use crate::kit::plan::{Machine, arg, skip, step};
+use crate::kit::run::RunObserver;
+use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::units;
+use crate::kit::usage;
+use crate::wscap::work::WscapConfig;
+use clap::Args;
+use report::lab::Step;
+use std::time::Duration;
+
+pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
+    let cfg = WscapConfig {
+        size: a.size,
+        cap: a.cap,
+        duration: a.duration,
+        modes: a.modes.0.clone(),
+        period: a.period,
+        write: a.access == "write",
+        backing: a.backing,
+        compressor: a.compressor.clone(),
+        repeat: a.repeat,
+        sweep_caps: a.sweep_cap.clone(),
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+    };
+    if a.period < std::time::Duration::from_millis(10) {
+        return Err(usage("--period must be at least 10ms"));
+    }
+    crate::wscap::work::validate(&cfg)?;
+    let config = serde_json::json!({
+        "size_bytes": cfg.size, "cap_bytes": cfg.cap, "duration_s": cfg.duration.as_secs_f64(),
+        "modes": cfg.modes, "period_s": cfg.period.as_secs_f64(), "access": a.access, "backing": cfg.backing,
+        "compressor": cfg.compressor, "repeat": cfg.repeat, "sweep_caps": cfg.sweep_caps,
+    });
+    let run = ExperimentRun::start("wscap", &a.run, config)?;
+    let r = {
+        let mut obs = RunObserver { run: &run, quiet: true };
+        crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::wscap::report::Wscap,
+        |results, _| serde_json::json!({"experiment": "wscap", "results": results}),
+        |results| {
+            format!(
+                "{}\npublished figures beside ours:\n{}",
+                crate::wscap::report::text_table(results),
+                crate::wscap::report::reference_markdown(results).split("\n\n").next().unwrap_or("")
+            )
+        },
+    )
+}
+
+/// The lab's `wscap` step for this machine.
+pub fn lab_step(m: &Machine, full: bool) -> Step {
+    // wscap: the study's 64 MiB scan under a 32 MiB cap.
+    let (dur, rep) = if full { (5.0, 3u32) } else { (1.0, 3u32) };
+    let mut w_args = vec![
+        arg("--size"),
+        arg("64MiB"),
+        arg("--cap"),
+        arg("32MiB"),
+        arg("--duration"),
+        format!("{dur}s"),
+        arg("--repeat"),
+        rep.to_string(),
+    ];
+    let mut modes = 6.0;
+    let mut w_note = None;
+    if full {
+        w_args.extend([arg("--sweep-cap"), arg("56MiB,48MiB,40MiB,24MiB,16MiB")]);
+        modes += 5.0 / rep as f64;
+    }
+    let wscap = if m.root {
+        Some(step("wscap", w_args, 1.0 + modes * rep as f64 * (dur + 0.3)))
+    } else if m.swap_active {
+        w_args.extend([arg("--backing"), arg("existing"), arg("--modes"), arg("none,periodic-pageout,periodic-cold")]);
+        w_note = Some("the cap modes need a memory cgroup, which needs root: only the periodic modes ran".into());
+        Some(step("wscap", w_args, 1.0 + 3.0 * rep as f64 * (dur + 0.3)))
+    } else {
+        None
+    };
+    match wscap {
+        Some(mut w) => {
+            w.note = w_note;
+            w
+        }
+        None => skip(
+            step("wscap", vec![], 0.0),
+            "needs root: a capped working set needs swap to go to, and without root pagelab can neither \
+             create zram nor a memory cgroup (and no swap is active)",
+        ),
+    }
+}
+
+// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+
+#[derive(Debug, Args)]
+#[command(mut_arg("interval", |a| a.default_value("250ms")))]
+pub struct WscapArgs {
+    /// Memory the worker allocates and scans (one byte per page).
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub size: u64,
+    /// The working-set cap for the cap modes.
+    #[arg(long, default_value = "32MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub cap: u64,
+    /// Scan window per mode.
+    #[arg(long, default_value = "5s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Comma-separated: none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim (none always runs, as the reference).
+    #[arg(long, default_value = "none,cap-max,cap-high,periodic-pageout,periodic-cold,periodic-reclaim", value_parser = parse_modes)]
+    pub modes: ModeList,
+    /// Period of the periodic modes.
+    #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    pub period: Duration,
+    /// write (one byte per page, as the original) or read.
+    #[arg(long, default_value = "write", value_parser = ["write", "read"])]
+    pub access: String,
+    /// What takes the pages the cap pushes out: auto, zram, zswap, swapfile, existing.
+    #[arg(long, default_value = "auto", value_parser = parse_backing)]
+    pub backing: workloads::backing::BackingKind,
+    /// zram or zswap algorithm.
+    #[arg(long)]
+    pub compressor: Option<String>,
+    /// Runs per mode.
+    #[arg(long, default_value_t = 1, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
+    #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
+    pub sweep_cap: Vec<u64>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModeList(pub Vec<crate::wscap::work::Mode>);
+
+fn parse_modes(s: &str) -> Result<ModeList, String> {
+    s.split(',')
+        .map(|m| {
+            crate::wscap::work::Mode::parse(m.trim())
+                .ok_or_else(|| format!("unknown mode '{m}': expected {}", crate::wscap::work::Mode::NAMES))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(ModeList)
+}

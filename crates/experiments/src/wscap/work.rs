@@ -1,0 +1,723 @@
+//! `wscap`: what a working-set cap costs a process that touches more than the cap,
+//! and whether periodic reclaim is a better idea.
+//!
+//! Reproduces Dawson's "32 MiB Working Sets on a 64 GiB machine": a process
+//! allocates SIZE and walks over it, one byte per page, again and again; the scans
+//! per second with and without a cap are compared. On Linux the cap is a memory
+//! cgroup limit (`memory.max`, v1 `memory.limit_in_bytes`) or v2 throttling
+//! (`memory.high`); the alternative the original author argued for, trimming once
+//! per period instead of at every fault, is `process_madvise(MADV_PAGEOUT)` or
+//! `MADV_COLD` on the region, or a `memory.reclaim` write, every PERIOD.
+
+use probe::cgroup::CgroupVersion;
+use sandbox::Sandbox;
+use sandbox::cgroup::{Limits, MemCgroup};
+use sandbox::error::SandboxError;
+use sandbox::worker::{Worker, WorkerSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use workloads::backing::{self, Backing, BackingKind};
+use workloads::mm;
+use workloads::observe::ExperimentError;
+use workloads::observe::Observer;
+use workloads::procsnap::ProcSnap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    None,
+    CapMax,
+    CapHigh,
+    PeriodicPageout,
+    PeriodicCold,
+    PeriodicReclaim,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 6] =
+        [Mode::None, Mode::CapMax, Mode::CapHigh, Mode::PeriodicPageout, Mode::PeriodicCold, Mode::PeriodicReclaim];
+    pub const NAMES: &'static str = "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim";
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::CapMax => "cap-max",
+            Mode::CapHigh => "cap-high",
+            Mode::PeriodicPageout => "periodic-pageout",
+            Mode::PeriodicCold => "periodic-cold",
+            Mode::PeriodicReclaim => "periodic-reclaim",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WscapConfig {
+    pub size: u64,
+    pub cap: u64,
+    pub duration: Duration,
+    pub modes: Vec<Mode>,
+    pub period: Duration,
+    /// Write one byte per page (true) or read it.
+    pub write: bool,
+    pub backing: BackingKind,
+    pub compressor: Option<String>,
+    pub repeat: u32,
+    /// Extra cap-max runs at these caps, for the slowdown curve.
+    pub sweep_caps: Vec<u64>,
+    pub exe: PathBuf,
+    pub host_floor: Option<u64>,
+    pub swapfile_dir: PathBuf,
+}
+
+pub use crate::wscap::results::{Reclaim, WscapResult};
+
+pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
+    if cfg.size == 0 {
+        return Err(SandboxError::Invalid("--size must be greater than zero".into()));
+    }
+    if cfg.cap == 0 || cfg.sweep_caps.contains(&0) {
+        return Err(SandboxError::Invalid("--cap must be greater than zero".into()));
+    }
+    if backing::resolve(cfg.backing) == BackingKind::None {
+        return Err(SandboxError::Invalid(
+            "wscap needs swap behind the cap (a capped working set has nowhere to go otherwise): run as root for a zram swap, or use --backing existing/swapfile"
+                .into(),
+        ));
+    }
+    backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir)?;
+    sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));
+    }
+    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let ram = meminfo.total().unwrap_or(u64::MAX);
+    for (flag, cap) in std::iter::once(("--cap", cfg.cap)).chain(cfg.sweep_caps.iter().map(|c| ("--sweep-cap", *c))) {
+        if cap > ram {
+            return Err(SandboxError::Invalid(format!(
+                "{flag} {cap} bytes is larger than this machine's RAM ({ram} bytes): a cap must be below --size"
+            )));
+        }
+    }
+    let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
+    guard.check_plan(planned_bytes(cfg.size), "wscap", &meminfo)?;
+    Ok(())
+}
+
+/// What a run takes from the host at most: the worker's region, a store that may
+/// hold all of it, and 64 MiB for the worker (u128: no size wraps it).
+pub fn planned_bytes(size: u64) -> u128 {
+    2 * size as u128 + (64 << 20)
+}
+
+fn reclaim_counters() -> Reclaim {
+    let v = probe::Probe::default().vmstat().ok().flatten().unwrap_or_default();
+    Reclaim {
+        pgscan: v.sum_prefix("pgscan_"),
+        pgsteal: v.sum_prefix("pgsteal_"),
+        workingset_refault: v.sum_prefix("workingset_refault"),
+        pswpin: v.get("pswpin").unwrap_or(0),
+        pswpout: v.get("pswpout").unwrap_or(0),
+    }
+}
+
+/// The worker's start: how much to map and how to touch it (`--spec`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub size: u64,
+    pub write: bool,
+}
+
+/// The reply to `setup`: where the region lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupDone {
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The reply to `scan`: the window's scans, their times and the worker's usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanDone {
+    pub scans: u64,
+    pub seconds: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub utime_s: f64,
+    pub stime_s: f64,
+    /// Scans completed in each whole second of the window.
+    pub per_second: Vec<u64>,
+}
+
+/// The reply to `baseline`: the instrumented loop against a minimal one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaselineDone {
+    pub instrumented_scans_per_sec: f64,
+    pub minimal_scans_per_sec: f64,
+    pub instrumented_vs_minimal: f64,
+}
+
+/// A worker's reply as its type: a missing or mistyped field is an error that
+/// names the command, never a 0.
+fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
+    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the wscap worker's reply to {cmd}: {e}")))
+}
+
+/// A reply as the JSON the worker emits.
+fn to_value(x: &impl Serialize) -> Value {
+    serde_json::to_value(x).expect("a reply serializes")
+}
+
+struct Ctx<'a, O: Observer> {
+    cfg: &'a WscapConfig,
+    obs: &'a mut O,
+    stop: fn() -> bool,
+    back: &'a Backing,
+    sb: &'a mut Sandbox,
+    headroom_limit: u64,
+}
+
+impl<O: Observer> Ctx<'_, O> {
+    fn worker(&mut self, cg: &MemCgroup) -> Result<(Worker, (usize, usize)), ExperimentError> {
+        let cfg = self.cfg;
+        let mut w = Worker::spawn(WorkerSpec {
+            exe: cfg.exe.clone(),
+            args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, write: cfg.write }),
+            cgroup: Some(cg),
+            env: vec![],
+            label: "wscap".into(),
+        })?;
+        self.obs.targets(
+            vec![w.pid],
+            Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
+            self.back.zram_id.into_iter().collect(),
+        );
+        let setup: SetupDone = reply("setup", self.call(&mut w, "setup", Value::Null, Duration::from_secs(600))?)?;
+        Ok((w, (setup.addr, setup.len)))
+    }
+
+    fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
+        // A failed send means the worker is gone: say how it ended, not "broken pipe".
+        w.send(cmd, arg).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+        let stop = self.stop;
+        w.wait_for("done", Some(cmd), timeout, |_| {}, stop)
+            .map(|e| e.data)
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
+    }
+
+    /// One mode's window. `cap` is the cap for cap modes.
+    fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, ExperimentError> {
+        let cfg = self.cfg;
+        let mut r = WscapResult {
+            mode: mode.name().into(),
+            supported: true,
+            outcome: "ok".into(),
+            sweep,
+            size_bytes: cfg.size,
+            access: if cfg.write { "write".into() } else { "read".into() },
+            repeat,
+            backing: self.back.kind.clone(),
+            compressor: self.back.compressor.clone(),
+            ..Default::default()
+        };
+        let version = probe::Probe::default().memory_controller().ok().flatten().map(|(v, _)| v);
+        if mode == Mode::CapHigh && version == Some(CgroupVersion::V1) {
+            r.supported = false;
+            r.outcome = "unsupported".into();
+            r.reason = Some("cgroup v1 has no memory.high (throttling without OOM); only cgroup v2 does".into());
+            return Ok(r);
+        }
+        // A fresh group per mode, created with its limit: an empty new group always
+        // accepts the limit (a used one may refuse with EBUSY on v1), and a cap too
+        // small to run in ends as the kernel's OOM kill while the worker touches its
+        // memory.
+        let limits = match mode {
+            Mode::CapMax => Limits { max: Some(cap), ..Default::default() },
+            Mode::CapHigh => Limits { high: Some(cap), max: Some(self.headroom_limit.max(cap)), ..Default::default() },
+            _ => Limits { max: Some(self.headroom_limit), ..Default::default() },
+        };
+        if matches!(mode, Mode::CapMax | Mode::CapHigh) {
+            r.cap_bytes = Some(cap);
+        }
+        let cg = self.sb.memory_cgroup("wscap", &limits)?;
+        let (mut w, region) = match self.worker(&cg) {
+            Ok(x) => x,
+            Err(ExperimentError::Worker(msg)) if msg.contains("OOM killer") => {
+                r.outcome = "OOM-killed inside the cap".into();
+                r.notes.push(msg);
+                return Ok(r);
+            }
+            Err(e) => return Err(e),
+        };
+        let pid = w.pid;
+        let t_start = probe::sample::monotonic_ns();
+        match mode {
+            Mode::CapMax | Mode::CapHigh => {}
+            Mode::PeriodicPageout | Mode::PeriodicCold | Mode::PeriodicReclaim => {
+                r.period_s = Some(cfg.period.as_secs_f64());
+            }
+            Mode::None => {}
+        }
+        if matches!(mode, Mode::CapMax | Mode::CapHigh) && cap >= cfg.size {
+            r.notes.push(format!(
+                "the cap ({cap} bytes) is not below the size ({} bytes): no slowdown is expected unless the worker's own other pages push its working set over the cap",
+                cfg.size
+            ));
+        }
+        if mode == Mode::PeriodicReclaim && cg.version == CgroupVersion::V1 {
+            r.notes.push(
+                "cgroup v1 has no memory.reclaim: each period lowers the limit below usage and restores it".into(),
+            );
+        }
+        self.obs.event("phase_start", mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
+        let before = reclaim_counters();
+        let pidfd = mm::PidFd::open(pid).ok();
+        w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
+            .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+        let mut peaks = Peaks::default();
+        let done = self.watch(mode, &mut w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
+        let after = reclaim_counters();
+        self.obs.event("phase_end", mode.name(), probe::sample::monotonic_ns(), Value::Null);
+        r.reclaim = Reclaim {
+            pgscan: after.pgscan.saturating_sub(before.pgscan),
+            pgsteal: after.pgsteal.saturating_sub(before.pgsteal),
+            workingset_refault: after.workingset_refault.saturating_sub(before.workingset_refault),
+            pswpin: after.pswpin.saturating_sub(before.pswpin),
+            pswpout: after.pswpout.saturating_sub(before.pswpout),
+        };
+        peaks.fill(&mut r);
+        if let Some(d) = done {
+            scanned(&mut r, &d);
+            if mode == Mode::None {
+                // The same buffer, a minimal loop without per-scan timing.
+                let b: BaselineDone = reply(
+                    "baseline",
+                    self.call(
+                        &mut w,
+                        "baseline",
+                        json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
+                        Duration::from_secs(600),
+                    )?,
+                )?;
+                r.minimal_scans_per_sec = Some(b.minimal_scans_per_sec);
+                r.instrumented_scans_per_sec = Some(b.instrumented_scans_per_sec);
+                r.instrumented_vs_minimal = Some(b.instrumented_vs_minimal);
+            }
+            let _ = w.send("exit", Value::Null);
+            let _ = w.finish(Duration::from_secs(10));
+        }
+        Ok(r)
+    }
+    /// The scan window: polls the worker's and the group's memory every 50 ms,
+    /// trims each period (the periodic modes), and waits for the scan's reply
+    /// (None when the cap's OOM kill ended it).
+    #[allow(clippy::too_many_arguments)]
+    fn watch(
+        &mut self,
+        mode: Mode,
+        w: &mut Worker,
+        cg: &MemCgroup,
+        pid: i32,
+        region: (usize, usize),
+        pidfd: &Option<mm::PidFd>,
+        peaks: &mut Peaks,
+        r: &mut WscapResult,
+    ) -> Result<Option<ScanDone>, ExperimentError> {
+        let cfg = self.cfg;
+        let mut next_action = Instant::now() + cfg.period;
+        let mut last_poll = Instant::now() - Duration::from_secs(1);
+        let deadline = Instant::now() + cfg.duration + Duration::from_secs(120);
+        Ok(loop {
+            if (self.stop)() {
+                // The caller drops the worker, which kills it.
+                return Err(ExperimentError::Interrupted);
+            }
+            if Instant::now() > deadline {
+                return Err(ExperimentError::Worker("wscap worker did not finish its scan window".into()));
+            }
+            if last_poll.elapsed() >= Duration::from_millis(50) {
+                last_poll = Instant::now();
+                peaks.poll(pid, cg, self.back.zram_id);
+            }
+            if Instant::now() >= next_action {
+                next_action += cfg.period;
+                let t = probe::sample::monotonic_ns();
+                let res = match (mode, &pidfd) {
+                    (Mode::PeriodicPageout, Some(fd)) => {
+                        mm::process_madvise(fd, &[region], mm::MADV_PAGEOUT).map(|_| ())
+                    }
+                    (Mode::PeriodicCold, Some(fd)) => mm::process_madvise(fd, &[region], mm::MADV_COLD).map(|_| ()),
+                    (Mode::PeriodicReclaim, _) => cg.reclaim(cfg.size).map_err(std::io::Error::other),
+                    _ => Ok(()),
+                };
+                if matches!(mode, Mode::PeriodicPageout | Mode::PeriodicCold | Mode::PeriodicReclaim) {
+                    self.obs.event("trim", mode.name(), t, json!({"ok": res.is_ok()}));
+                    if let Err(e) = res {
+                        r.notes.push(format!("{} failed: {e}", mode.name()));
+                    }
+                }
+            }
+            match w.recv(Duration::from_millis(10)) {
+                Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(reply("scan", ev.data)?),
+                Ok(Some(ev)) if ev.kind == "error" => {
+                    return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
+                }
+                Ok(_) => {}
+                Err(f) if f.oom_killed => {
+                    r.outcome = "OOM-killed inside the cap".into();
+                    r.notes.push(f.to_string());
+                    break None;
+                }
+                Err(f) => return Err(ExperimentError::Worker(f.to_string())),
+            }
+        })
+    }
+}
+
+/// What the window's polls saw: RSS samples and the peaks of anon, swap, the
+/// group's charge and the store.
+#[derive(Default)]
+struct Peaks {
+    rss: Vec<u64>,
+    anon_max: u64,
+    swap_max: u64,
+    charged_max: Option<u64>,
+    store_max: Option<u64>,
+}
+
+impl Peaks {
+    fn poll(&mut self, pid: i32, cg: &MemCgroup, zram: Option<u32>) {
+        let s = ProcSnap::of(pid);
+        if s.rss_bytes > 0 {
+            self.rss.push(s.rss_bytes);
+        }
+        self.anon_max = self.anon_max.max(s.anon_bytes);
+        self.swap_max = self.swap_max.max(s.swap_bytes);
+        if let Some(u) = cg.usage() {
+            self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
+        }
+        if let Some(id) = zram
+            && let Ok(Some(m)) = probe::Probe::default().zram_mm_stat(id)
+        {
+            self.store_max = Some(self.store_max.unwrap_or(0).max(m.mem_used_total));
+        }
+    }
+
+    fn fill(mut self, r: &mut WscapResult) {
+        r.rss_median_bytes = record::stats::percentile_u64(&mut self.rss, 0.5).unwrap_or(0);
+        r.rss_max_bytes = self.rss.iter().copied().max().unwrap_or(0);
+        r.rss_anon_max_bytes = self.anon_max;
+        r.swap_max_bytes = self.swap_max;
+        r.charged_max_bytes = self.charged_max;
+        r.store_max_bytes = self.store_max;
+    }
+}
+
+/// The scan's figures into the result.
+fn scanned(r: &mut WscapResult, d: &ScanDone) {
+    r.duration_s = d.seconds;
+    r.scans = d.scans;
+    r.scans_per_sec = if r.duration_s > 0.0 { r.scans as f64 / r.duration_s } else { 0.0 };
+    r.ms_per_scan_p50 = d.p50_ns as f64 / 1e6;
+    r.ms_per_scan_p99 = d.p99_ns as f64 / 1e6;
+    r.ms_per_scan_max = d.max_ns as f64 / 1e6;
+    let n = r.scans.max(1) as f64;
+    r.minor_faults_per_scan = d.minflt as f64 / n;
+    r.major_faults_per_scan = d.majflt as f64 / n;
+    r.cpu_user_s = d.utime_s;
+    r.cpu_system_s = d.stime_s;
+    r.scans_per_second_series = d.per_second.clone();
+}
+
+/// Runs every mode (`none` first, as the reference), `repeat` times, then the sweep.
+pub fn run<O: Observer>(
+    cfg: &WscapConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+) -> Result<Vec<WscapResult>, ExperimentError> {
+    let mut sb = Sandbox::new("wscap");
+    let back = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), cfg.size, &cfg.swapfile_dir)?;
+    obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
+    for n in &back.notes {
+        obs.note(n);
+    }
+    let headroom_limit = cfg.size + cfg.size / 8 + (64 << 20);
+    let mut modes = vec![Mode::None];
+    modes.extend(cfg.modes.iter().copied().filter(|m| *m != Mode::None));
+    let mut results: Vec<WscapResult> = Vec::new();
+    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, headroom_limit };
+    let mut plan: Vec<(Mode, u64, bool)> = Vec::new();
+    for _ in 0..cfg.repeat {
+        for &m in &modes {
+            plan.push((m, cfg.cap, false));
+        }
+    }
+    for &c in &cfg.sweep_caps {
+        plan.push((Mode::CapMax, c, true));
+    }
+    let mut rep = std::collections::HashMap::new();
+    for (m, cap, sweep) in plan {
+        let n = rep.entry((m.name(), cap, sweep)).or_insert(0u32);
+        *n += 1;
+        ctx.obs.note(&format!(
+            "wscap {}{} ({} s)",
+            m.name(),
+            if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", cap >> 20) } else { String::new() },
+            cfg.duration.as_secs_f64()
+        ));
+        let mut r = ctx.mode(m, cap, *n, sweep)?;
+        let base: Vec<f64> =
+            results.iter().filter(|x| x.mode == "none" && x.scans_per_sec > 0.0).map(|x| x.scans_per_sec).collect();
+        if m == Mode::None {
+            // The reference itself.
+            r.slowdown = Some(1.0);
+        } else if let Some(b) = record::stats::median(&base)
+            && r.scans_per_sec > 0.0
+        {
+            r.slowdown = Some(b / r.scans_per_sec);
+        }
+        ctx.obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
+        results.push(r);
+    }
+    ctx.obs.targets(vec![], None, vec![]);
+    sb.restore()?;
+    Ok(results)
+}
+
+// ---------------------------------------------------------------------------
+// The worker's side.
+
+fn rusage() -> (u64, u64, f64, f64) {
+    let u = workloads::usage::process();
+    (u.minflt, u.majflt, u.user_s, u.sys_s)
+}
+
+/// One scan: one byte per page, written or read.
+#[inline(always)]
+fn scan(buf: *mut u8, len: usize, page: usize, write: bool) -> u64 {
+    let mut sum = 0u64;
+    let mut off = 0;
+    while off < len {
+        // SAFETY: off < len within our mapping; volatile so every page is touched.
+        unsafe {
+            let p = buf.add(off);
+            let v = std::ptr::read_volatile(p);
+            if write {
+                std::ptr::write_volatile(p, v.wrapping_add(1));
+            }
+            sum = sum.wrapping_add(v as u64);
+        }
+        off += page;
+    }
+    sum
+}
+
+/// The worker kind.
+pub const WORKER: &str = "wscap";
+
+/// `pagelab __worker wscap --spec JSON` ([`Spec`]): commands setup, scan,
+/// baseline, exit; each ends with a `done` event carrying its typed reply
+/// ([`SetupDone`], [`ScanDone`], [`BaselineDone`]).
+pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
+    let Spec { size, write } = sandbox::worker::spec_of(WORKER, args)?;
+    let size = usize::try_from(size).map_err(|_| format!("the wscap worker: {size} bytes do not fit this machine"))?;
+    let page = mm::page_size();
+    let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
+    while let Some(c) = io.command() {
+        let done = match c.cmd.as_str() {
+            "setup" => {
+                for (i, p) in m.as_mut_slice().chunks_mut(page).enumerate() {
+                    p[0] = i as u8;
+                }
+                to_value(&SetupDone { addr: m.ptr as usize, len: m.len })
+            }
+            "scan" => {
+                let dur = Duration::from_secs_f64(c.arg["duration_s"].as_f64().unwrap_or(5.0));
+                let mut times: Vec<u64> = Vec::with_capacity(1 << 16);
+                let mut per_second = vec![0u64];
+                let (f0, j0, u0, s0) = rusage();
+                let t0 = probe::sample::monotonic_ns();
+                let end = t0 + dur.as_nanos() as u64;
+                let mut sink = 0u64;
+                loop {
+                    let a = probe::sample::monotonic_ns();
+                    if a >= end {
+                        break;
+                    }
+                    sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                    let b = probe::sample::monotonic_ns();
+                    times.push(b - a);
+                    let sec = ((b - t0) / 1_000_000_000) as usize;
+                    if per_second.len() <= sec {
+                        per_second.resize(sec + 1, 0);
+                    }
+                    per_second[sec] += 1;
+                }
+                let t1 = probe::sample::monotonic_ns();
+                let (f1, j1, u1, s1) = rusage();
+                // Whole seconds only: the last bucket holds the window's final moments.
+                per_second.truncate(dur.as_secs().max(1) as usize);
+                std::hint::black_box(sink);
+                let scans = times.len() as u64;
+                to_value(&ScanDone {
+                    scans,
+                    seconds: (t1 - t0) as f64 / 1e9,
+                    p50_ns: record::stats::percentile_u64(&mut times, 0.5).unwrap_or(0),
+                    p99_ns: record::stats::percentile_u64(&mut times, 0.99).unwrap_or(0),
+                    max_ns: times.last().copied().unwrap_or(0),
+                    minflt: f1 - f0,
+                    majflt: j1 - j0,
+                    utime_s: u1 - u0,
+                    stime_s: s1 - s0,
+                    per_second,
+                })
+            }
+            "baseline" => {
+                // Alternating short windows of the instrumented loop (a timestamp per
+                // scan, as in `scan`) and a minimal loop (no per-scan timing), so both
+                // see the same conditions on a noisy machine; medians of each.
+                let dur = c.arg["duration_s"].as_f64().unwrap_or(2.0);
+                let pairs = 20;
+                let slot = Duration::from_secs_f64(dur / (2 * pairs) as f64);
+                let (mut inst, mut min) = (Vec::new(), Vec::new());
+                let mut sink = 0u64;
+                let mut times: Vec<u64> = Vec::with_capacity(1 << 14);
+                for _ in 0..pairs {
+                    times.clear();
+                    let t0 = Instant::now();
+                    while t0.elapsed() < slot {
+                        let a = probe::sample::monotonic_ns();
+                        sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                        times.push(probe::sample::monotonic_ns() - a);
+                    }
+                    inst.push(times.len() as f64 / t0.elapsed().as_secs_f64());
+                    let t0 = Instant::now();
+                    let mut n = 0u64;
+                    while t0.elapsed() < slot {
+                        for _ in 0..16 {
+                            sink = sink.wrapping_add(scan(m.ptr, m.len, page, write));
+                        }
+                        n += 16;
+                    }
+                    min.push(n as f64 / t0.elapsed().as_secs_f64());
+                }
+                std::hint::black_box(sink);
+                let med = |v: Vec<f64>| record::stats::median(&v).unwrap_or(0.0);
+                // Neighbouring windows share conditions: the median of their ratios
+                // cancels slow drifts that a ratio of medians would keep.
+                let ratios: Vec<f64> = inst.iter().zip(&min).map(|(i, m)| i / m).collect();
+                to_value(&BaselineDone {
+                    instrumented_scans_per_sec: med(inst),
+                    minimal_scans_per_sec: med(min),
+                    instrumented_vs_minimal: med(ratios),
+                })
+            }
+            "exit" => break,
+            other => return Err(format!("unknown command '{other}'")),
+        };
+        io.emit("done", &c.cmd, done);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_done() -> ScanDone {
+        ScanDone {
+            scans: 200,
+            seconds: 4.0,
+            p50_ns: 18_000_000,
+            p99_ns: 40_000_000,
+            max_ns: 90_000_000,
+            minflt: 1000,
+            majflt: 50,
+            utime_s: 3.5,
+            stime_s: 0.4,
+            per_second: vec![50, 49, 51, 50],
+        }
+    }
+
+    #[test]
+    fn modes_parse_by_their_names_only() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.name()), Some(m));
+            assert!(Mode::NAMES.contains(m.name()));
+        }
+        assert_eq!(Mode::parse("cap"), None);
+        assert_eq!(Mode::parse("CAP-MAX"), None);
+    }
+
+    #[test]
+    fn the_spec_travels_as_numbers_and_comes_back_whole() {
+        let spec = Spec { size: 64 << 20, write: false };
+        let argv = sandbox::worker::argv_spec(WORKER, &spec);
+        assert_eq!(argv[..3], ["__worker", "wscap", "--spec"]);
+        let back: Spec = sandbox::worker::spec_of(WORKER, &argv[2..]).unwrap();
+        assert_eq!(back, spec);
+        // A missing field, an unknown one and a size in words are refused.
+        let bad = |j: &str| sandbox::worker::spec_of::<Spec>(WORKER, &["--spec".into(), j.into()]).unwrap_err();
+        assert!(bad(r#"{"size": 1}"#).contains("missing field `write`"));
+        assert!(bad(r#"{"size": 1, "write": true, "cap": 2}"#).contains("unknown field `cap`"));
+        assert!(bad(r#"{"size": "64MiB", "write": true}"#).contains("bad --spec"));
+        assert!(sandbox::worker::spec_of::<Spec>(WORKER, &[]).unwrap_err().contains("needs --spec"));
+    }
+
+    #[test]
+    fn a_reply_missing_a_field_is_an_error_not_zero() {
+        let mut v = to_value(&scan_done());
+        assert_eq!(reply::<ScanDone>("scan", v.clone()).unwrap(), scan_done());
+        v.as_object_mut().unwrap().remove("majflt");
+        let e = reply::<ScanDone>("scan", v).unwrap_err().to_string();
+        assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
+        let e = reply::<BaselineDone>("baseline", serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
+        assert!(e.to_string().contains("instrumented"), "{e}");
+    }
+
+    #[test]
+    fn a_scan_fills_the_result_per_scan() {
+        let mut r = WscapResult::default();
+        scanned(&mut r, &scan_done());
+        assert_eq!(r.scans, 200);
+        assert_eq!(r.scans_per_sec, 50.0);
+        assert_eq!(r.ms_per_scan_p50, 18.0);
+        assert_eq!(r.ms_per_scan_max, 90.0);
+        assert_eq!(r.minor_faults_per_scan, 5.0);
+        assert_eq!(r.major_faults_per_scan, 0.25);
+        assert_eq!(r.scans_per_second_series, [50, 49, 51, 50]);
+        // No time, no rate (not a division by zero).
+        let mut z = WscapResult::default();
+        scanned(&mut z, &ScanDone { seconds: 0.0, ..scan_done() });
+        assert_eq!(z.scans_per_sec, 0.0);
+    }
+
+    #[test]
+    fn peaks_keep_the_median_and_the_maxima() {
+        let p =
+            Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: 7, swap_max: 9, charged_max: Some(11), store_max: None };
+        let mut r = WscapResult::default();
+        p.fill(&mut r);
+        assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (30, 50));
+        assert_eq!(
+            (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
+            (7, 9, Some(11), None)
+        );
+    }
+
+    #[test]
+    fn the_plan_bounds_what_the_host_gives() {
+        // The region plus a store no larger than it: never less than the region.
+        assert!(planned_bytes(64 << 20) >= 64 << 20);
+        assert!(planned_bytes(128 << 20) > planned_bytes(64 << 20));
+    }
+}

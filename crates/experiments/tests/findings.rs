@@ -1,0 +1,272 @@
+//! Each experiment's figures, verdicts and comparisons through the report's
+//! generic code, from run.json entries as the experiments write them.
+
+use experiments::catalog;
+use report::compare::{Call, compare, html, markdown};
+use report::headline::Metric;
+use report::html::{Report, Section};
+use report::verdict::{Outcome, Verdict};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// The headline metrics of one run of `name` (none for an unknown name).
+fn metrics(name: &str, rs: &[Value]) -> Vec<Metric> {
+    catalog().find(name).map_or_else(Vec::new, |e| report::headline::metrics(e, &e.parse(rs)))
+}
+
+/// One run's findings, as one family.
+fn verdicts(name: &str, rs: &[Value]) -> Vec<Verdict> {
+    let e = catalog().find(name).unwrap();
+    report::verdict::verdicts(e, &e.parse(rs))
+}
+
+/// Whether one run kept its study's protocol.
+fn protocol(name: &str, rs: &[Value]) -> Result<(), String> {
+    let e = catalog().find(name).unwrap();
+    e.protocol(&[&e.parse(rs)])
+}
+
+#[test]
+fn the_catalog_holds() {
+    report::experiment::checks::names_are_unique_and_found(catalog());
+    report::experiment::checks::every_figure_has_an_export_name(catalog());
+}
+
+#[test]
+fn thrash_recovery_is_judged_at_the_collectors_one_second() {
+    let r = |rec: f64| json!({"result": {"preset": "e2", "backing": "swapfile", "recovery_s": rec}});
+    let m = metrics("thrash", &[r(0.4), r(1.3)]);
+    let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
+    assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 1 s: the same figure");
+    let m = metrics("thrash", &[r(0.4), r(2.5)]);
+    assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable());
+}
+
+#[test]
+fn eat_repeats_collect_per_group() {
+    let rs = vec![
+        json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.2, "trim_us_per_page": 3.0}),
+        json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.3, "trim_us_per_page": 4.0}),
+        json!({"pattern": "const", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.0}),
+    ];
+    let m = metrics("eat", &rs);
+    let semi = m.iter().find(|m| m.group == "semi" && m.name == "stored fraction").unwrap();
+    assert_eq!(semi.values, vec![0.2, 0.3]);
+    assert_eq!(m.iter().filter(|m| m.group == "const").count(), 1);
+    // Two stores in one run: the store becomes part of the group.
+    let mut two = rs.clone();
+    two.push(json!({"pattern": "semi", "backing": "zram", "compressor": "lzo-rle", "stored_fraction": 0.21}));
+    let m = metrics("eat", &two);
+    assert!(m.iter().any(|m| m.group == "semi lzo-rle") && m.iter().any(|m| m.group == "semi lz4"));
+    assert!(m.iter().all(|m| m.experiment == "eat"));
+}
+
+#[test]
+fn heap_uses_each_repeat() {
+    let rs = vec![json!({"result": {"allocator": "glibc", "heap_mode": "default", "threads": 2,
+        "runs": [{"alloc_ns_mean": 40.0}, {"alloc_ns_mean": 50.0}, {"alloc_ns_mean": 45.0}]}})];
+    let m = metrics("heap", &rs);
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].group, "glibc default ×2");
+    assert_eq!(m[0].values, vec![40.0, 50.0, 45.0]);
+    assert_eq!(m[0].median(), Some(45.0));
+}
+
+#[test]
+fn unsupported_and_unknown_give_nothing() {
+    let rs = vec![json!({"mode": "cap-max", "supported": false, "scans_per_sec": 1.0})];
+    assert!(metrics("wscap", &rs).is_empty());
+    assert!(metrics("nope", &rs).is_empty());
+}
+
+fn eat_result(pattern: &str, repeat: u32, frac: f64, trim: f64, read: f64) -> Value {
+    json!({"pattern": pattern, "backing": "zram", "compressor": "lzo-rle", "stored_fraction": frac,
+           "trim_us_per_page": trim, "restore_us_per_page": read, "repeat": repeat})
+}
+
+fn eat_run(rows: &[(f64, f64, f64, f64)]) -> Vec<Value> {
+    // (semi fraction, random trim, semi trim, const trim) per repeat.
+    let mut v = Vec::new();
+    for (i, (f, r, s, c)) in rows.iter().enumerate() {
+        let i = i as u32 + 1;
+        v.push(eat_result("random", i, 1.0, *r, 4.0));
+        v.push(eat_result("semi", i, *f, *s, 4.4));
+        v.push(eat_result("const", i, 0.0, *c, 4.2));
+    }
+    v
+}
+
+#[test]
+fn eat_findings_follow_the_intervals() {
+    // One repeat: nothing has an interval.
+    let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5)]));
+    assert!(v.iter().all(|x| x.outcome == Outcome::Inconclusive), "{v:?}");
+    assert!(v[0].why.contains("n = 1"), "{}", v[0].why);
+    // Three repeats close to the study: every claim matches.
+    let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5), (0.20, 10.4, 5.1, 2.4), (0.215, 9.8, 4.9, 2.5)]));
+    let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().clone();
+    for id in ["eat.semi_fraction", "eat.const_fraction", "eat.random_fraction", "eat.trim_random_semi"] {
+        assert_eq!(by(&v, id).outcome, Outcome::Matches, "{id}: {:?}", by(&v, id));
+    }
+    assert_eq!(by(&v, "eat.semi_fraction").family, v.iter().filter(|x| x.p.is_some()).count());
+    // Random trims cheaper than semi (as lzo-rle does here): that claim differs.
+    let v = verdicts("eat", &eat_run(&[(0.21, 3.0, 5.0, 2.5), (0.20, 3.1, 5.1, 2.4), (0.215, 2.9, 4.9, 2.5)]));
+    assert_eq!(by(&v, "eat.trim_random_semi").outcome, Outcome::Differs);
+    let ci = by(&v, "eat.trim_random_semi").ci95.unwrap();
+    assert!(ci[0] > 0.5 && ci[1] < 0.7, "{ci:?}");
+}
+
+#[test]
+fn without_a_store_eat_checks_no_fractions() {
+    let rs = vec![json!({"pattern": "semi", "backing": "none", "trim_us_per_page": 1.0})];
+    let v = verdicts("eat", &rs);
+    assert_eq!(v.iter().find(|x| x.id == "eat.semi_fraction").unwrap().outcome, Outcome::NotChecked);
+}
+
+fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
+    json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
+        "oom_kills": 0, "pswpout_total": out.round() as u64, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
+        "recovery_s": 1.0, "protocol_breaks": breaks}})
+}
+
+#[test]
+fn thrash_findings_need_their_presets_and_the_protocol() {
+    let e2: Vec<Value> =
+        (0..3).map(|i| thrash_run("e2", i, 1e5 * (1.0 + 0.01 * i as f64), 5e3, 0.3 + 0.01 * i as f64, &[])).collect();
+    let v = verdicts("thrash", &e2);
+    let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().outcome;
+    for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
+        assert_eq!(by(&v, id), Outcome::NotChecked, "{id}");
+    }
+    assert_eq!(by(&v, "thrash.deep"), Outcome::Matches);
+    let mut all = e2.clone();
+    for (p, out, peak) in [("e1-custom", 2e4, 1e3), ("e3-custom", 3e4, 2e3), ("e4-custom", 6e4, 9e3)] {
+        for i in 0..3 {
+            all.push(thrash_run(p, i, out * (1.0 + 0.02 * i as f64), peak, 0.9, &[]));
+        }
+    }
+    let v = verdicts("thrash", &all);
+    for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
+        assert_eq!(by(&v, id), Outcome::Matches, "{id}");
+    }
+    all.push(thrash_run("e2", 3, 1e5, 5e3, 0.4, &["1 consumer(s) OOM-killed by the kernel (memcg OOM in /pagelab/x)"]));
+    let v = verdicts("thrash", &all);
+    assert!(v.iter().all(|x| x.outcome == Outcome::OutsideProtocol), "{v:?}");
+    assert!(v[0].why.contains("e2 repeat 4") && v[0].why.contains("OOM"), "{}", v[0].why);
+}
+
+#[test]
+fn old_thrash_records_without_the_protocol_field_are_judged_from_their_counts() {
+    let r = json!({"result": {"preset": "e2", "repeat_index": 0, "consumers": 12, "consumers_completed": 11, "oom_kills": 1}});
+    let p = protocol("thrash", &[r]).unwrap_err();
+    assert!(p.contains("1 consumer(s) OOM-killed") && p.contains("1 of 12"), "{p}");
+    assert!(protocol("heap", &[]).is_ok());
+}
+
+#[test]
+fn every_claim_has_a_unique_id_in_its_experiment_and_a_region() {
+    let mut seen = Vec::new();
+    for e in catalog().0 {
+        for c in e.claims() {
+            assert!(c.id.starts_with(&format!("{}.", e.name())), "{}", c.id);
+            assert!(!seen.contains(&c.id), "{} twice", c.id);
+            assert!(c.region.lo.is_some() || c.region.hi.is_some(), "{}: no region", c.id);
+            assert!(c.region.lo.is_none_or(|x| x > 0.0) && c.region.hi.is_none_or(|x| x > 0.0), "{}", c.id);
+            seen.push(c.id);
+        }
+    }
+}
+
+fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
+    // A report with one section whose results are given; no run directory.
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        record::rundir::RunJson::new(experiment, "0", probe::Probe::default().environment(), serde_json::json!({}));
+    let rd = record::rundir::RunDir::create(&dir.path().join("r"), run).unwrap();
+    rd.update(|r| r.results = Value::Array(metrics_json)).unwrap();
+    let rec = record::RunRecord::load(rd.path()).unwrap();
+    // The record is in memory now; the directory can go.
+    Report {
+        dir: PathBuf::from(format!("{experiment}-run")),
+        lab: None,
+        sections: vec![Section {
+            experiment: experiment.into(),
+            exp: catalog().find(experiment),
+            parsed: vec![(1, catalog().find(experiment).unwrap().parse(rec.run.results.as_array().unwrap()))],
+            state: "complete".into(),
+            reason: None,
+            note: None,
+            seconds: None,
+            dir: None,
+            record: Some(rec),
+            more: Vec::new(),
+            findings: Vec::new(),
+        }],
+    }
+    .judge(catalog())
+}
+
+fn eat(fr: &[f64], trim: &[f64]) -> Vec<Value> {
+    fr.iter()
+        .zip(trim)
+        .map(|(f, t)| {
+            serde_json::json!({"pattern": "semi", "backing": "zram", "compressor": "lz4",
+                "stored_fraction": f, "trim_us_per_page": t})
+        })
+        .collect()
+}
+
+#[test]
+fn a_clear_shift_differs_and_noise_does_not() {
+    let a = report("eat", eat(&[0.20, 0.20, 0.20], &[5.0, 5.5, 4.8]));
+    let b = report("eat", eat(&[0.25, 0.25, 0.25], &[5.2, 4.9, 5.4]));
+    let c = compare(&a, &b, 0.05, 2.0);
+    let call = |m: &str| c.rows.iter().find(|r| r.metric == m).unwrap().call;
+    assert_eq!(call("stored fraction"), Call::Differs);
+    assert_eq!(call("trim µs/page"), Call::Same);
+    assert_eq!(c.differing(), 1);
+    let md = markdown(&c);
+    assert!(md.contains("**DIFFERS (worse)**"), "{md}");
+    assert!(html(&[c]).contains("class=\"differs\""));
+}
+
+#[test]
+fn single_runs_are_untested_and_missing_metrics_are_marked() {
+    let a = report("eat", eat(&[0.2], &[5.0]));
+    let b = report("heap", vec![]);
+    let c = compare(&a, &b, 0.05, 2.0);
+    assert!(c.rows.iter().all(|r| r.call == Call::OnlyA), "{:?}", c.rows);
+    let b = report("eat", eat(&[0.3], &[5.0]));
+    let c = compare(&a, &b, 0.05, 2.0);
+    assert!(c.rows.iter().all(|r| r.call == Call::Untested));
+}
+
+#[test]
+fn tiny_but_certain_changes_are_below_min_change() {
+    let a = report("eat", eat(&[0.2000, 0.2000], &[5.0, 5.0]));
+    let b = report("eat", eat(&[0.2010, 0.2010], &[5.0, 5.0]));
+    let c = compare(&a, &b, 0.05, 2.0);
+    assert_eq!(c.rows.iter().find(|r| r.metric == "stored fraction").unwrap().call, Call::TooSmall);
+}
+
+#[test]
+fn typed_reads_what_fits_and_skips_what_does_not() {
+    let v = vec![
+        json!({"mode": "none", "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}}),
+        json!({"mode": 7}),
+        json!("not an object"),
+    ];
+    let r: Vec<experiments::wscap::results::WscapResult> = record::results::typed(&v);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
+    // A figure that is not there is not a zero.
+    assert!(r[0].ms_per_scan_p99.is_nan());
+    assert_eq!(r[0].reclaim.pgscan, 3);
+    // NaN in a series (written as null) stays NaN, and the rest of the entry reads.
+    let v = vec![json!({"result": {"preset": "e2", "series": {"t_s": [1.0, 2.0], "cgroup_psi_some_pct": [null, 0.5],
+        "probe_outside": [[1.0, null]]}}})];
+    let t: Vec<experiments::thrash::results::Entry> = record::results::typed(&v);
+    let s = &t[0].result.as_ref().unwrap().series;
+    assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
+    assert!(s.probe_outside[0].1.is_nan());
+}

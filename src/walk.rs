@@ -1,0 +1,85 @@
+//! A walk over [`experiments::ALL`] for every piece the binary gives each
+//! experiment: its subcommand and help, its schema blocks, its lab step, its
+//! report section and its docs page (docs/development.md). An experiment is
+//! one folder in crates/experiments/src and one line in that list; a piece
+//! forgotten fails here.
+
+use experiments::{ALL, Need, affected_by, worker};
+
+mod tests {
+    use super::*;
+    use crate::lab::Machine;
+
+    #[test]
+    fn each_step_is_its_own_experiments() {
+        let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+        for e in ALL {
+            for full in [false, true] {
+                assert_eq!((e.lab_step)(&m, full).experiment, e.name());
+            }
+        }
+    }
+
+    #[test]
+    fn needs_name_their_experiment() {
+        for e in ALL {
+            assert!(e.needs.iter().all(|(_, what)| what.starts_with(e.name())), "{}", e.name());
+        }
+        assert_eq!(
+            affected_by(Need::Root),
+            ["eat (zram, cgroup trim)", "wscap", "thrash", "assess --trim zram", "rightsize (batch)"]
+        );
+        assert!(affected_by(Need::MemoryCgroup).contains(&"mapping --pressure"));
+    }
+
+    /// Each experiment in the list has every piece the house gives one: its
+    /// subcommand with help, its blocks in the schemas, a lab step, its report
+    /// section (figures and claims named after it), and its docs page linked
+    /// from the README. A piece forgotten (or a docs page removed) fails here.
+    #[test]
+    fn every_experiment_has_its_help_schema_lab_step_report_and_docs() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+        let mut cli = crate::cli::command();
+        let help = cli.render_long_help().to_string();
+        let run_schema: serde_json::Value = serde_json::from_str(&read("schema/run.schema.json")).unwrap();
+        let out_schema = read("schema/experiment-output.schema.json");
+        let readme = read("README.md");
+        let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+        for e in ALL {
+            let name = e.name();
+            let sub = cli.find_subcommand(name).unwrap_or_else(|| panic!("{name}: no subcommand"));
+            assert!(sub.get_about().is_some_and(|a| !a.to_string().is_empty()), "{name}: no help line");
+            assert!(help.contains(&format!("  {name}")), "{name}: not in pagelab --help");
+            assert!(
+                run_schema["$defs"].get(format!("{name}_result")).is_some(),
+                "{name}: no $defs/{name}_result in schema/run.schema.json"
+            );
+            assert!(
+                out_schema.contains(&format!("\"const\": \"{name}\"")),
+                "{name}: not in experiment-output.schema.json"
+            );
+            assert_eq!((e.lab_step)(&m, false).experiment, name, "{name}: lab step");
+            assert!(!e.report.study().is_empty(), "{name}: no study");
+            assert!(!e.report.claims().is_empty(), "{name}: no claims");
+            for c in e.report.claims() {
+                assert!(c.id.starts_with(&format!("{name}.")), "{name}: claim {} is not named after it", c.id);
+            }
+            let page = format!("docs/{name}.md");
+            assert!(root.join(&page).is_file(), "{name}: no {page}");
+            assert!(read(&page).contains(&format!("pagelab {name}")), "{page} does not show `pagelab {name}`");
+            assert!(readme.contains(&format!("]({page})")), "{name}: README does not link {page}");
+        }
+    }
+
+    #[test]
+    fn worker_kinds_are_unique_and_found() {
+        let kinds: Vec<&str> = ALL.iter().flat_map(|e| e.workers).map(|(k, _)| *k).collect();
+        let mut d = kinds.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), kinds.len(), "{kinds:?}");
+        assert!(kinds.iter().all(|k| worker(k).is_some()));
+        assert!(worker("nope").is_none());
+    }
+}
