@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The steps for this machine, in the lab's order: each experiment plans its own
-/// (`lab_step` in its `<experiment>_cmd.rs`). `full` comes closer to the studies;
+/// (`lab_step` in its folder's `cmd.rs`). `full` comes closer to the studies;
 /// the quick plan fits in about 5 minutes on a 2-core VM.
 pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
     experiments::ALL

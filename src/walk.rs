@@ -72,6 +72,37 @@ mod tests {
         }
     }
 
+    /// The published schemas are what the experiments' `schema.json` make of
+    /// them, byte for byte (generated: keys sorted, two-space indent);
+    /// `PAGELAB_BLESS=1` rewrites them (after a fragment changed, or an
+    /// experiment was added).
+    #[test]
+    fn schemas_are_assembled_from_each_experiments_fragment() {
+        use experiments::kit::schema::{Doc, assemble};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let frags = experiments::schema_fragments().unwrap();
+        for doc in Doc::ALL {
+            let path = root.join(doc.path());
+            let text = std::fs::read_to_string(&path).unwrap();
+            let published: serde_json::Value = serde_json::from_str(&text).unwrap();
+            // The file is generated: byte for byte what assembling writes.
+            let want = serde_json::to_string_pretty(&assemble(doc, &published, &frags)).unwrap() + "\n";
+            if want == text {
+                continue;
+            }
+            if std::env::var_os("PAGELAB_BLESS").is_some() {
+                std::fs::write(&path, want).unwrap();
+                eprintln!("rewrote {}", doc.path());
+            } else {
+                panic!(
+                    "{} is not what the experiments' schema.json make of it; \
+                     run PAGELAB_BLESS=1 cargo test --bin pagelab schemas",
+                    doc.path()
+                );
+            }
+        }
+    }
+
     #[test]
     fn worker_kinds_are_unique_and_found() {
         let kinds: Vec<&str> = ALL.iter().flat_map(|e| e.workers).map(|(k, _)| *k).collect();

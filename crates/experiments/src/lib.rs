@@ -66,6 +66,9 @@ pub struct Experiment {
     pub command: fn() -> clap::Command,
     /// Runs its subcommand from the parsed arguments.
     pub run: fn(&clap::ArgMatches) -> anyhow::Result<()>,
+    /// Its part of the published schemas (its folder's `schema.json`; see
+    /// [`kit::schema`]).
+    pub schema: &'static str,
 }
 
 impl Experiment {
@@ -88,6 +91,11 @@ pub static ALL: [&Experiment; 7] = [
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<&'static Experiment> {
     ALL.iter().copied().find(|e| e.name() == name)
+}
+
+/// Every experiment's schema fragment, in the lab's order.
+pub fn schema_fragments() -> Result<Vec<kit::schema::Fragment>, String> {
+    ALL.iter().map(|e| kit::schema::Fragment::parse(e.name(), e.schema)).collect()
 }
 
 /// The report's view of [`ALL`]: what `report`, `compare` and the lab's

@@ -22,6 +22,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::TOUCHER, work::toucher_main)],
     command: || crate::kit::command::<cmd::AssessArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
+    schema: include_str!("schema.json"),
 };
 
 /// Its help line.

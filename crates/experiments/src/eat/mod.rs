@@ -23,6 +23,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::EatArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
+    schema: include_str!("schema.json"),
 };
 
 /// Its help line.

@@ -248,7 +248,7 @@ fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
     v
 }
 
-// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+// Its command-line arguments (its subcommand, under its name in `crate::ALL`).
 
 fn parse_threads(s: &str) -> Result<u32, String> {
     let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a thread count: expected e.g. 1,2,4,8"))?;

@@ -18,6 +18,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main), (work::overtime::WORKER, work::overtime::worker_main)],
     command: || crate::kit::command::<cmd::HeapArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
+    schema: include_str!("schema.json"),
 };
 
 /// Its help line.

@@ -325,7 +325,7 @@ pub struct Config {
     pub baseline: String,
     /// CPUs this process may use.
     pub cores: u64,
-    /// The parent's timer calibration (workloads::heap::timer::Calibration).
+    /// The parent's timer calibration (crate::heap::work::timer::Calibration).
     pub timer: serde_json::Value,
     #[serde(default = "record::results::nan")]
     pub timer_overhead_ns: f64,

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod plan;
 pub mod run;
+pub mod schema;
 pub mod units;
 
 /// An error that is the user's or the environment's (exit code 2).

@@ -79,7 +79,7 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     )
 }
 
-// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+// Its command-line arguments (its subcommand, under its name in `crate::ALL`).
 
 #[derive(Debug, Args)]
 #[command(mut_arg("interval", |a| a.default_value("100ms")))]

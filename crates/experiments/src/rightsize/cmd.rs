@@ -181,7 +181,7 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     }
 }
 
-// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+// Its command-line arguments (its subcommand, under its name in `crate::ALL`).
 
 /// `--backing` of rightsize: `disk` is a swap file made for the run.
 fn parse_rightsize_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {

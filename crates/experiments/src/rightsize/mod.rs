@@ -25,6 +25,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[],
     command: || crate::kit::command::<cmd::RightsizeArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
+    schema: include_str!("schema.json"),
 };
 
 /// Its help line.

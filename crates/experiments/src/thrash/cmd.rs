@@ -149,7 +149,7 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     }
 }
 
-/// The presets each thrash claim compares (crates/report/src/thrash.rs).
+/// The presets each thrash claim compares (crate::thrash::report).
 fn presets_of(claim: &str) -> &'static [&'static str] {
     match claim {
         "thrash.writes" => &["e1", "e2"],
@@ -178,7 +178,7 @@ pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
     Some(s)
 }
 
-// Its command-line arguments (the `Cmd` variant in src/cli.rs).
+// Its command-line arguments (its subcommand, under its name in `crate::ALL`).
 
 /// Thrash's stores: a comma-separated list, each run in turn.
 #[derive(Debug, Clone)]

@@ -175,7 +175,7 @@ pub struct ThrashResult {
     pub consumer_details: Vec<Consumer>,
     pub series: Series,
     pub notes: Vec<String>,
-    /// What kept the run inside the study's protocol (workloads::thrash::guard).
+    /// What kept the run inside the study's protocol (crate::thrash::work::guard).
     pub guard: GuardReport,
     /// The study's protocol held: every consumer completed, none was OOM-killed.
     pub protocol_held: bool,
