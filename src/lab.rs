@@ -254,7 +254,7 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
     // ones, with smaller p, take the larger ones).
     let level = alpha / open.len().max(1) as f64;
     let mut options: Vec<(f64, Step, Vec<&str>, u32)> = Vec::new();
-    for e in &experiments::ALL {
+    for e in experiments::ALL {
         let Some(first) = lab.steps.iter().find(|s| s.experiment == e.name() && s.pass == 1) else { continue };
         if first.state != StepState::Complete {
             continue;

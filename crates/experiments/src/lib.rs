@@ -13,14 +13,6 @@
 
 pub mod kit;
 
-pub mod assess;
-pub mod eat;
-pub mod heap;
-pub mod mapping;
-pub mod rightsize;
-pub mod thrash;
-pub mod wscap;
-
 use crate::kit::plan::Machine;
 use report::lab::Step;
 use sandbox::worker::child::WorkerIo;
@@ -77,16 +69,26 @@ impl Experiment {
     }
 }
 
-/// Every experiment, in the lab's order.
-pub static ALL: [&Experiment; 7] = [
-    &eat::EXPERIMENT,
-    &wscap::EXPERIMENT,
-    &heap::EXPERIMENT,
-    &mapping::EXPERIMENT,
-    &thrash::EXPERIMENT,
-    &assess::EXPERIMENT,
-    &rightsize::EXPERIMENT,
-];
+/// Declares each experiment's folder (`pub mod <x>;`) and lists its
+/// `<x>::EXPERIMENT` in [`ALL`], so that the list is written once.
+macro_rules! experiments {
+    ($($x:ident),* $(,)?) => {
+        $(pub mod $x;)*
+        /// Every experiment, in the lab's order.
+        pub static ALL: &[&Experiment] = &[$(&$x::EXPERIMENT),*];
+    };
+}
+
+// The list: one line per experiment, in the lab's order.
+experiments! {
+    eat,
+    wscap,
+    heap,
+    mapping,
+    thrash,
+    assess,
+    rightsize,
+}
 
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<&'static Experiment> {
