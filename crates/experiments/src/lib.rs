@@ -42,6 +42,8 @@ pub enum Need {
     ProcessMadvise,
 }
 
+/// An experiment as the binary uses it: what [`ALL`] lists, one per folder
+/// (each folder's `mod.rs` makes its `EXPERIMENT`).
 pub struct Experiment {
     /// The report's side: name, study, renderer, metrics and verdicts.
     pub report: &'static dyn report::experiment::Experiment,
