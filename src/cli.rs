@@ -183,8 +183,13 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// The default: every experiment in about 5 minutes on a 2-core VM.
-    #[arg(long, conflicts_with = "full")]
+    #[arg(long, conflicts_with_all = ["full", "smoke"])]
     pub quick: bool,
+    /// Every experiment and report section at toy sizes, in about a minute:
+    /// checks that the lab runs on this machine. Its figures and verdicts are
+    /// no evidence about the studies.
+    #[arg(long, conflicts_with = "full")]
+    pub smoke: bool,
     /// Closer to the original studies' sizes and durations (the expected time is
     /// printed before it starts; about 40 minutes on a 2-core VM).
     #[arg(long)]

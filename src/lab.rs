@@ -5,7 +5,7 @@
 use crate::cli::LabArgs;
 use crate::usage;
 use anyhow::Context;
-pub use experiments::kit::plan::Machine;
+pub use experiments::kit::plan::{Machine, Scale};
 use report::html::fmt_secs as fmt_s;
 use report::lab::{Lab, Step, StepState};
 use std::io::IsTerminal;
@@ -15,13 +15,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The steps for this machine, in the lab's order: each experiment plans its own
-/// (`lab_step` in its folder's `cmd.rs`). `full` comes closer to the studies;
-/// the quick plan fits in about 5 minutes on a 2-core VM.
-pub fn plan(m: &Machine, full: bool, only: &[String]) -> Vec<Step> {
+/// (`lab_step` in its folder's `cmd.rs`). `Full` comes closer to the studies;
+/// the quick plan fits in about 5 minutes on a 2-core VM; the smoke plan in
+/// about a minute.
+pub fn plan(m: &Machine, scale: Scale, only: &[String]) -> Vec<Step> {
     experiments::ALL
         .iter()
         .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name()))
-        .map(|e| (e.lab_step)(m, full))
+        .map(|e| (e.lab_step)(m, scale))
         .collect()
 }
 
@@ -319,8 +320,14 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
 }
 
 pub fn run(a: &LabArgs) -> anyhow::Result<()> {
-    let full = a.full;
-    let mode = if full { "full" } else { "quick" };
+    let scale = if a.full {
+        Scale::Full
+    } else if a.smoke {
+        Scale::Smoke
+    } else {
+        Scale::Quick
+    };
+    let mode = scale.name();
     if let Some(out) = &a.out
         && out.exists()
         && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true)
@@ -330,11 +337,17 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     }
     let m = Machine::here();
     let findings = crate::doctor::examine();
-    let steps = plan(&m, full, &a.only);
+    let steps = plan(&m, scale, &a.only);
     let expect: f64 = steps.iter().map(|s| s.expect_s).sum();
-    // The whole quick lab spends 5 minutes; the full one, and a part of either
-    // (--only), runs its plan once unless given a budget.
-    let budget = a.budget.map(|d| d.as_secs_f64()).or((!full && a.only.is_empty()).then_some(300.0));
+    // The whole quick lab spends 5 minutes; the whole smoke lab half as long
+    // again as its first pass (so that its second pass runs too); the full
+    // one, and a part of any (--only), runs its plan once unless given a budget.
+    let default_budget = match scale {
+        Scale::Quick => Some(300.0),
+        Scale::Smoke => Some((1.5 * expect).ceil()),
+        Scale::Full => None,
+    };
+    let budget = a.budget.map(|d| d.as_secs_f64()).or(default_budget.filter(|_| a.only.is_empty()));
     if let Some(b) = budget
         && b < expect
     {
@@ -577,7 +590,7 @@ mod tests {
 
     #[test]
     fn quick_plan_as_root_runs_everything_in_five_minutes() {
-        let p = plan(&machine(true, false), false, &[]);
+        let p = plan(&machine(true, false), Scale::Quick, &[]);
         assert_eq!(
             p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(),
             experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>()
@@ -586,7 +599,7 @@ mod tests {
         assert!(p.iter().all(|s| s.state == StepState::Planned || s.experiment == "rightsize"));
         let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
         assert!(rs.state == StepState::Skipped && rs.reason.as_deref().is_some_and(|r| r.contains("full lab")));
-        let full = plan(&machine(true, false), true, &[]);
+        let full = plan(&machine(true, false), Scale::Full, &[]);
         assert!(full.iter().any(|s| s.experiment == "rightsize" && s.state == StepState::Planned));
         let total: f64 = p.iter().map(|s| s.expect_s).sum();
         // The first pass leaves a quarter minute of the 5-minute budget or more
@@ -601,14 +614,14 @@ mod tests {
         // repeated, on the study's store.
         let t = p.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
         assert!(t.contains("--preset all") && t.contains("--backing swapfile") && t.contains("--repeat 2"), "{t}");
-        let full = plan(&machine(true, false), true, &[]);
+        let full = plan(&machine(true, false), Scale::Full, &[]);
         let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
         assert!(t.contains("--backing zram,swapfile"), "{t}");
     }
 
     #[test]
     fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
-        let p = plan(&machine(false, false), false, &[]);
+        let p = plan(&machine(false, false), Scale::Quick, &[]);
         let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
         assert_eq!(by("thrash").state, StepState::Skipped);
         assert!(by("thrash").reason.as_deref().unwrap().contains("root"));
@@ -616,7 +629,7 @@ mod tests {
         assert!(by("eat").args.contains(&"none".to_string()));
         assert!(by("eat").note.is_some());
         // With a swap area already active, wscap runs its periodic modes.
-        let p = plan(&machine(false, true), false, &[]);
+        let p = plan(&machine(false, true), Scale::Quick, &[]);
         let w = p.iter().find(|s| s.experiment == "wscap").unwrap();
         assert_eq!(w.state, StepState::Planned);
         assert!(w.args.join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
@@ -624,7 +637,7 @@ mod tests {
 
     #[test]
     fn an_extra_pass_repeats_the_same_arms() {
-        let p = plan(&machine(true, false), false, &[]);
+        let p = plan(&machine(true, false), Scale::Quick, &[]);
         let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
         let h = more_repeats(by("heap"), &["heap.concurrent_linux"], 2).unwrap();
         assert!(
@@ -644,10 +657,10 @@ mod tests {
 
     #[test]
     fn full_is_longer_and_only_filters() {
-        let q: f64 = plan(&machine(true, false), false, &[]).iter().map(|s| s.expect_s).sum();
-        let f: f64 = plan(&machine(true, false), true, &[]).iter().map(|s| s.expect_s).sum();
+        let q: f64 = plan(&machine(true, false), Scale::Quick, &[]).iter().map(|s| s.expect_s).sum();
+        let f: f64 = plan(&machine(true, false), Scale::Full, &[]).iter().map(|s| s.expect_s).sum();
         assert!(f > 4.0 * q, "{f} vs {q}");
-        let p = plan(&machine(true, false), false, &["heap".into(), "eat".into()]);
+        let p = plan(&machine(true, false), Scale::Quick, &["heap".into(), "eat".into()]);
         assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), ["eat", "heap"]);
     }
 }

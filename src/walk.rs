@@ -8,14 +8,14 @@ use experiments::{ALL, Need, affected_by, worker};
 
 mod tests {
     use super::*;
-    use crate::lab::Machine;
+    use crate::lab::{Machine, Scale};
 
     #[test]
     fn each_step_is_its_own_experiments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
         for e in ALL {
-            for full in [false, true] {
-                assert_eq!((e.lab_step)(&m, full).experiment, e.name());
+            for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
+                assert_eq!((e.lab_step)(&m, scale).experiment, e.name());
             }
         }
     }
@@ -59,7 +59,7 @@ mod tests {
                 out_schema.contains(&format!("\"const\": \"{name}\"")),
                 "{name}: not in experiment-output.schema.json"
             );
-            assert_eq!((e.lab_step)(&m, false).experiment, name, "{name}: lab step");
+            assert_eq!((e.lab_step)(&m, Scale::Quick).experiment, name, "{name}: lab step");
             assert!(!e.report.study().is_empty(), "{name}: no study");
             assert!(!e.report.claims().is_empty(), "{name}: no claims");
             for c in e.report.claims() {

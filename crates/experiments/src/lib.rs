@@ -13,7 +13,7 @@
 
 pub mod kit;
 
-use crate::kit::plan::Machine;
+use crate::kit::plan::{Machine, Scale};
 use report::lab::Step;
 use sandbox::worker::child::WorkerIo;
 
@@ -49,8 +49,8 @@ pub struct Experiment {
     pub report: &'static dyn report::experiment::Experiment,
     /// What it needs, and which of its modes need it (as doctor names them).
     pub needs: &'static [(Need, &'static str)],
-    /// The lab's step for this machine (`full` or quick).
-    pub lab_step: fn(&Machine, bool) -> Step,
+    /// The lab's step for this machine at this scale.
+    pub lab_step: fn(&Machine, Scale) -> Step,
     /// A budgeted lab's extra pass: `k` more repeats of the first pass's step,
     /// for these inconclusive claims (by id); None when it cannot repeat.
     pub lab_more: fn(&Step, &[&str], u32) -> Option<Step>,

@@ -3,7 +3,7 @@
 
 use crate::assess::work::AssessConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use clap::Args;
@@ -77,12 +77,22 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
 
 /// The lab's `assess` step: the synthetic worker, whose truth is known (a
 /// quarter of it hot); trimmed into a zram made for the run in the full lab.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
-    let size = if full { (256 * MIB).min(m.ram_bytes / 16) } else { (64 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
-    let mut args = vec![arg("--synthetic"), mib(size), arg("--hot"), arg("25%"), arg("--warmup"), arg("1s")];
-    let (windows, last) = if full { ("1s,10s,60s", 60.0) } else { ("1s,3s", 3.0) };
-    args.extend([arg("--windows"), arg(windows), arg("--repeat"), arg("3")]);
-    let mut expect = 2.0 + 3.0 * (last + (size / MIB) as f64 * 0.02);
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let full = scale == Scale::Full;
+    let size = match scale {
+        Scale::Full => (256 * MIB).min(m.ram_bytes / 16),
+        Scale::Quick => (64 * MIB).min(m.ram_bytes / 32),
+        Scale::Smoke => 16 * MIB,
+    }
+    .max(16 * MIB);
+    let (warmup, windows, last, rep) = match scale {
+        Scale::Full => ("1s", "1s,10s,60s", 60.0, 3u32),
+        Scale::Quick => ("1s", "1s,3s", 3.0, 3),
+        Scale::Smoke => ("500ms", "500ms,1s", 1.0, 2),
+    };
+    let mut args = vec![arg("--synthetic"), mib(size), arg("--hot"), arg("25%"), arg("--warmup"), arg(warmup)];
+    args.extend([arg("--windows"), arg(windows), arg("--repeat"), rep.to_string()]);
+    let mut expect = 2.0 + rep as f64 * (last + (size / MIB) as f64 * 0.02);
     if full && (m.root || m.swap_active) {
         args.extend([arg("--trim"), arg("auto"), arg("--duration"), arg("30s")]);
         expect += 32.0;

@@ -3,7 +3,7 @@
 
 use crate::eat::work::EatConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use crate::kit::usage;
@@ -74,11 +74,16 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
 }
 
 /// The lab's `eat` step for this machine.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let full = scale == Scale::Full;
     // eat: the study used 5 GB per pattern on 16 GB; stay at 1/16 of RAM at most.
-    let eat_size =
-        if full { (1024 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 64) }.max(16 * MIB);
-    let eat_repeat = 3u32;
+    let eat_size = match scale {
+        Scale::Full => (1024 * MIB).min(m.ram_bytes / 16),
+        Scale::Quick => (128 * MIB).min(m.ram_bytes / 64),
+        Scale::Smoke => 16 * MIB,
+    }
+    .max(16 * MIB);
+    let eat_repeat = if scale == Scale::Smoke { 2u32 } else { 3 };
     let compressors = if full && m.root { 3.0 } else { 1.0 };
     let mut eat_args = vec![arg("--size"), mib(eat_size), arg("--repeat"), eat_repeat.to_string()];
     if full && m.root {

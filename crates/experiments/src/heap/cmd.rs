@@ -3,7 +3,7 @@
 
 use crate::heap::work::HeapConfig;
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{Machine, arg, list, step};
+use crate::kit::plan::{Machine, Scale, arg, list, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
@@ -188,19 +188,28 @@ fn note_over_time(run: &ExperimentRun, ot: &crate::heap::work::overtime::OverTim
 }
 
 /// The lab's `heap` step for this machine.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let full = scale == Scale::Full;
     // heap: thread counts up to 128 (full) or 4 × cores (quick: past the core
     // count, where the study's wall-time measure grows; 1, the cores and 4 ×
     // are what the findings compare).
     let c = m.cpus;
-    let mut threads: Vec<u32> = if full { vec![1, 2, 4, 8, 16, 32, 64, 128] } else { vec![1, c, (4 * c).min(64)] };
+    let mut threads: Vec<u32> = match scale {
+        Scale::Full => vec![1, 2, 4, 8, 16, 32, 64, 128],
+        Scale::Quick => vec![1, c, (4 * c).min(64)],
+        Scale::Smoke => vec![1, c.min(4)],
+    };
     threads.sort_unstable();
     threads.dedup();
-    let (ops, hrep) = if full { (2_000_000u64, 3u32) } else { (1_000_000u64, 3u32) };
+    let (ops, hrep) = match scale {
+        Scale::Full => (2_000_000u64, 3u32),
+        Scale::Quick => (1_000_000, 3),
+        Scale::Smoke => (20_000, 2),
+    };
     let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();
     // Each repeat runs PROCS processes, each with its own growth phase (about
     // 300 000 allocations per thread) before its share of the warm calls.
-    let procs = crate::heap::work::PROCS as f64;
+    let procs = crate::heap::work::procs_for(ops) as f64;
     let calls = ops as f64 + procs * 300_000.0;
     let speed_expect =
         1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
@@ -210,11 +219,15 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
     // allocators at their defaults and glibc with malloc_trim, which the
     // findings compare); the full lab's at 1 and 4 threads, two patterns, and
     // a documented setting of each allocator.
-    let ot = over_time_plan(c, full);
+    let ot = over_time_plan(c, scale);
     args.extend([arg("--over-time"), arg("--speed")]);
     args.extend(ot.iter().map(|s| s.to_string()));
     let workers = if full { 7.0 * 3.0 * hrep as f64 } else { 4.0 * hrep as f64 };
-    let (live, churn, idle) = if full { (256.0, 5.0, 10.0) } else { (32.0, 0.3, 1.0) };
+    let (live, churn, idle) = match scale {
+        Scale::Full => (256.0, 5.0, 10.0),
+        Scale::Quick => (32.0, 0.3, 1.0),
+        Scale::Smoke => (8.0, 0.1, 0.2),
+    };
     // Measured here: a worker takes its churn and idle plus about 0.15 s and
     // 1 ms per MiB of live size (start, grow, shrink).
     let ot_expect = workers * (churn + idle + 0.15 + live / 1000.0);
@@ -222,8 +235,8 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
 }
 
 /// The lab's `--over-time` flags.
-fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
-    let v: Vec<String> = if full {
+fn over_time_plan(cores: u32, scale: Scale) -> Vec<String> {
+    let v: Vec<String> = if scale == Scale::Full {
         vec![
             "--over-time-threads".into(),
             "1,4".into(),
@@ -234,15 +247,16 @@ fn over_time_plan(cores: u32, full: bool) -> Vec<String> {
                 .into(),
         ]
     } else {
+        let (live, churn, idle) = if scale == Scale::Smoke { ("8MiB", "100ms", "200ms") } else { ("32MiB", "300ms", "1s") };
         vec![
             "--over-time-threads".into(),
             cores.to_string(),
             "--live".into(),
-            "32MiB".into(),
+            live.into(),
             "--churn".into(),
-            "300ms".into(),
+            churn.into(),
             "--idle".into(),
-            "1s".into(),
+            idle.into(),
         ]
     };
     v

@@ -6,6 +6,30 @@ use sandbox::privilege;
 
 pub const MIB: u64 = 1 << 20;
 
+/// How big a lab is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Every experiment and every report section at toy sizes, planned in
+    /// seconds: it checks that the lab runs on this machine (the tests use
+    /// it). Its figures and verdicts are no evidence about the studies.
+    Smoke,
+    /// The default: every experiment in about 5 minutes on a 2-core VM.
+    Quick,
+    /// Closer to the original studies' sizes and durations.
+    Full,
+}
+
+impl Scale {
+    /// The name in lab.json's `mode` and on the command line (`--smoke`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Smoke => "smoke",
+            Scale::Quick => "quick",
+            Scale::Full => "full",
+        }
+    }
+}
+
 /// What the plan depends on.
 #[derive(Debug, Clone)]
 pub struct Machine {

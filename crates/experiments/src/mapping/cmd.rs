@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{MIB, Machine, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
@@ -56,13 +56,21 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
 }
 
 /// The lab's `mapping` step for this machine.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
-    let map_size =
-        if full { (300 * MIB).min(m.ram_bytes / 16) } else { (128 * MIB).min(m.ram_bytes / 32) }.max(16 * MIB);
+    let map_size = match scale {
+        Scale::Full => (300 * MIB).min(m.ram_bytes / 16),
+        Scale::Quick => (128 * MIB).min(m.ram_bytes / 32),
+        Scale::Smoke => 16 * MIB,
+    }
+    .max(16 * MIB);
     // Repeats are separate runs of every method (the verdicts' unit); the
     // iterations inside one run only make its median.
-    let (iters, warm, reps) = if full { (10u32, 2u32, 5u32) } else { (2, 1, 4) };
+    let (iters, warm, reps) = match scale {
+        Scale::Full => (10u32, 2u32, 5u32),
+        Scale::Quick => (2, 1, 4),
+        Scale::Smoke => (1, 0, 2),
+    };
     step(
         "mapping",
         vec![

@@ -2,7 +2,7 @@
 //! the run directory and the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{Machine, arg, skip, step};
+use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use crate::kit::usage;
@@ -162,17 +162,32 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
 /// The lab's `rightsize` step: pagelab's hot/cold program (64 MiB hot, 192
 /// MiB cold), whose answer is known, in the full lab; the quick lab leaves it
 /// out (a dozen runs of a program do not fit its budget).
-pub fn lab_step(m: &Machine, full: bool) -> Step {
-    let args = vec![
-        arg("--synthetic-hot"),
-        arg("64MiB"),
-        arg("--synthetic-cold"),
-        arg("192MiB"),
-        arg("--slowdown"),
-        arg("10%"),
-    ];
-    let s = step("rightsize", args, 180.0);
-    if !full {
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let s = if scale == Scale::Smoke {
+        // A small program with a sharp knee, a handful of short runs: the
+        // step and its report section, not a recommendation worth keeping.
+        let args = [
+            "--synthetic-hot",
+            "8MiB",
+            "--synthetic-cold",
+            "24MiB",
+            "--synthetic-passes",
+            "12000",
+            "--slowdown",
+            "50%",
+            "--runs",
+            "6",
+            "--repeat",
+            "2",
+            "--time-cap",
+            "3",
+        ];
+        step("rightsize", args.iter().map(|a| arg(a)).collect(), 20.0)
+    } else {
+        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "10%"];
+        step("rightsize", args.iter().map(|a| arg(a)).collect(), 180.0)
+    };
+    if scale == Scale::Quick {
         skip(s, "the full lab runs it: a dozen runs of a program take about three minutes")
     } else if !m.root {
         skip(s, "needs root: each run goes in a memory cgroup made for it")

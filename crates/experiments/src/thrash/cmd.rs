@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs};
-use crate::kit::plan::{MIB, Machine, arg, skip, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, skip, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
@@ -92,7 +92,8 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
 }
 
 /// The lab's `thrash` step for this machine.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let full = scale == Scale::Full;
     let ram_mib = m.ram_bytes / MIB;
     // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
     // sizes and a twentieth of its times, on a swap file (the study's store:
@@ -125,7 +126,11 @@ pub fn lab_step(m: &Machine, full: bool) -> Step {
             2.0 * 2.0 * (3.0 * per(30.0) + per(1.0)),
         )
     } else {
-        let (n, scale, time_scale, rep) = (6u32, 0.1, 0.05, 2u32);
+        // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
+        // the times, once per preset (the calm windows before and after each
+        // run, about 7 s, are most of it).
+        let (n, scale, time_scale, rep) =
+            if scale == Scale::Smoke { (4u32, 0.02, 0.01, 1u32) } else { (6u32, 0.1, 0.05, 2u32) };
         // Per run: the baseline and after windows (3 s each), the plan, setup.
         let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
         step(

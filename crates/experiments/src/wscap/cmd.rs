@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{Machine, arg, skip, step};
+use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
@@ -59,14 +59,20 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
 }
 
 /// The lab's `wscap` step for this machine.
-pub fn lab_step(m: &Machine, full: bool) -> Step {
-    // wscap: the study's 64 MiB scan under a 32 MiB cap.
-    let (dur, rep) = if full { (5.0, 3u32) } else { (1.0, 3u32) };
+pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+    let full = scale == Scale::Full;
+    // wscap: the study's 64 MiB scan under a 32 MiB cap (smoke: a quarter).
+    let (dur, rep) = match scale {
+        Scale::Full => (5.0, 3u32),
+        Scale::Quick => (1.0, 3),
+        Scale::Smoke => (0.3, 2),
+    };
+    let (size, cap) = if scale == Scale::Smoke { ("16MiB", "8MiB") } else { ("64MiB", "32MiB") };
     let mut w_args = vec![
         arg("--size"),
-        arg("64MiB"),
+        arg(size),
         arg("--cap"),
-        arg("32MiB"),
+        arg(cap),
         arg("--duration"),
         format!("{dur}s"),
         arg("--repeat"),
