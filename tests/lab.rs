@@ -1,7 +1,13 @@
-//! `pagelab lab`: the quick suite as root writes a report that a real browser
+//! `pagelab lab`: the whole suite as root writes a report that a real browser
 //! opens offline (no console errors, no network requests, every experiment's
 //! section and charts present); without root the same command completes and the
 //! report says what was skipped and why. Bad input exits 2.
+//!
+//! The labs here are smoke labs (`--smoke`: every experiment, step and report
+//! section at toy sizes, a first and a second pass, in about a minute): what
+//! these tests ask is whether a lab runs and reports, not what the quick lab's
+//! figures are. The quick lab's time and verdicts are benchmarks
+//! (`pagelab lab --quick` itself; docs/stability.md).
 
 use serde_json::Value;
 use std::path::Path;
@@ -50,7 +56,7 @@ fn browse(report: &Path, shot: &Path) -> Option<Value> {
 }
 
 #[test]
-fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
+fn lab_as_root_writes_a_report_the_browser_opens_offline() {
     if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/class/zram-control/hot_add").exists() {
         common::skip("needs root and zram");
         return;
@@ -61,24 +67,19 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     let dir = tmp.path().join("lab");
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", journals())
-        .args(["lab", "--quick", "--json", "--out", dir.to_str().unwrap()])
+        .args(["lab", "--smoke", "--json", "--out", dir.to_str().unwrap()])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(system_state(), before, "the lab left changes behind");
     // Plain progress lines (stdout is not a terminal), on stderr because of --json.
-    assert!(err.contains("[1/6] eat: running") && err.contains("[6/6] assess: complete"), "{err}");
+    assert!(err.contains("[1/7] eat: running") && err.contains("[7/7] rightsize: complete"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["mode"], "quick");
+    assert_eq!(v["mode"], "smoke");
+    common::assert_schema("lab", &v);
     let lab = lab_json(&dir);
     for s in lab["steps"].as_array().unwrap() {
-        if s["experiment"] == "rightsize" {
-            // A dozen runs of a program: the full lab's, listed here as skipped.
-            assert_eq!(s["state"], "skipped", "{s}");
-            assert!(s["reason"].as_str().is_some_and(|r| r.contains("full lab")), "{s}");
-            continue;
-        }
         assert_eq!(s["state"], "complete", "{s}");
         assert!(dir.join(s["dir"].as_str().unwrap()).join("run.json").exists());
     }
@@ -97,12 +98,10 @@ fn quick_lab_as_root_writes_a_report_the_browser_opens_offline() {
     let ids: Vec<&str> = sections.iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "assess", "rightsize"]);
     for s in sections {
-        if s["id"] == "rightsize" {
-            assert_eq!(s["state"], "skipped", "{s}");
-            continue;
-        }
         assert_eq!(s["state"], "complete", "{s}");
-        assert!(s["charts"].as_u64().unwrap() >= 2, "too few charts: {s}");
+        // rightsize's batch report has one chart (its curve); the others two or more.
+        let charts = if s["id"] == "rightsize" { 1 } else { 2 };
+        assert!(s["charts"].as_u64().unwrap() >= charts, "too few charts: {s}");
         assert!(s["verdicts"].as_u64().unwrap() >= 2, "no comparison with the study: {s}");
     }
 }
@@ -121,7 +120,7 @@ fn lab_without_root_completes_and_reports_what_it_skipped() {
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
         .arg(bin())
-        .args(["lab", "--quick", "--out", dir.to_str().unwrap()])
+        .args(["lab", "--smoke", "--out", dir.to_str().unwrap()])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -631,8 +631,13 @@ mod tests {
             let s =
                 run(&spec(a, p), &mut |_| Err("no squeeze here".into())).unwrap_or_else(|e| panic!("{a} {p:?}: {e}"));
             let live = s.live as f64;
-            // Each thread fills to its half of 8 MiB and stops past it by one object.
-            assert!(live >= (8 << 20) as f64 && live < (8 << 20) as f64 * 1.3, "{a} {p:?}: live {live}");
+            // Each thread fills to its half of 8 MiB and stops past it by one
+            // object, of at most 2 MiB (Pattern::size). Which object was last
+            // depends on how many churn steps the 150 ms held, that is on the
+            // machine's load: a bound of 1.3 × 8 MiB failed under load with a
+            // mixed-size object last (issue 42).
+            let most = (8u64 << 20) + spec(a, p).threads as u64 * (2 << 20);
+            assert!(s.live >= 8 << 20 && s.live <= most, "{a} {p:?}: live {live}, at most {most}");
             assert_eq!(s.freed + s.kept, s.live, "{a} {p:?}");
             let kept = s.kept as f64 / live;
             // A random tenth of the objects (by bytes: more spread for the mixed sizes).
@@ -682,18 +687,33 @@ mod regrow_tests {
             charge_file: None,
             pressure: true,
         };
-        let mut asked = Vec::new();
-        let s = run(&spec, &mut |a| {
-            asked.push(a.kept_bytes);
-            Ok(Squeezed { limit_bytes: 1, ..Default::default() })
-        })
-        .unwrap();
-        assert_eq!(asked.len(), 1);
-        assert_eq!(asked[0], s.kept);
-        let p = s.pressure.expect("the regrow ran");
-        assert_eq!(p.squeezed.limit_bytes, 1);
-        // Back to the live size: RSS after the regrow is well above after shrink.
-        assert!(p.after_regrow_rss > s.after_shrink.rss + (4 << 20) || p.after_regrow_rss > s.before_shrink * 9 / 10);
+        // Back to the live size: RSS after the regrow is well above after
+        // shrink. The RSS is this test process's, whose other tests allocate
+        // and free beside it: one of three tries must see it (as
+        // anonymous_rss_sees_a_written_mapping does); it failed once in one
+        // try under load (issue 42).
+        let mut regrown = Vec::new();
+        for _ in 0..3 {
+            let mut asked = Vec::new();
+            let s = run(&spec, &mut |a| {
+                asked.push(a.kept_bytes);
+                Ok(Squeezed { limit_bytes: 1, ..Default::default() })
+            })
+            .unwrap();
+            assert_eq!(asked.len(), 1);
+            assert_eq!(asked[0], s.kept);
+            let p = s.pressure.expect("the regrow ran");
+            assert_eq!(p.squeezed.limit_bytes, 1);
+            let seen = p.after_regrow_rss > s.after_shrink.rss + (4 << 20) || p.after_regrow_rss > s.before_shrink * 9 / 10;
+            regrown.push((s.before_shrink, s.after_shrink.rss, p.after_regrow_rss));
+            if seen {
+                break;
+            }
+        }
+        assert!(
+            regrown.iter().any(|&(before, shrunk, regrow)| regrow > shrunk + (4 << 20) || regrow > before * 9 / 10),
+            "(before shrink, after shrink, after regrow) RSS: {regrown:?}"
+        );
         // A failing squeeze fails the run, after every thread has passed every barrier.
         let e = run(&spec, &mut |_| Err("the parent is gone".into())).err().unwrap();
         assert!(e.contains("parent is gone"), "{e}");
