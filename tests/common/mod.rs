@@ -1,9 +1,15 @@
 //! Helpers shared by the integration tests.
 
-/// The pagelab binary under test.
+/// The pagelab binary under test: `$PAGELAB_BIN` when set (e.g. a release
+/// build: `PAGELAB_BIN=target/release/pagelab scripts/test`), else the one
+/// that `cargo test` built with the tests.
 #[allow(dead_code)]
 pub fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("pagelab")
+    match std::env::var_os("PAGELAB_BIN") {
+        // A relative path is the workspace's (absolute ones stay as they are).
+        Some(p) if !p.is_empty() => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(p),
+        _ => assert_cmd::cargo::cargo_bin("pagelab"),
+    }
 }
 
 #[allow(dead_code)] // not every test binary checks the system state
