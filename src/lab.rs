@@ -251,9 +251,6 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
     let alpha = lab.alpha_by_pass().get(pass as usize - 1).copied().unwrap_or(0.0);
     let open: Vec<(&str, &report::verdict::Verdict)> =
         r.findings().into_iter().filter(|(_, v)| v.outcome == report::verdict::Outcome::Inconclusive).collect();
-    // Holm's smallest multiplier for these is about their number (the decided
-    // ones, with smaller p, take the larger ones).
-    let level = alpha / open.len().max(1) as f64;
     let mut options: Vec<(f64, Step, Vec<&str>, u32)> = Vec::new();
     for e in experiments::ALL {
         let Some(first) = lab.steps.iter().find(|s| s.experiment == e.name() && s.pass == 1) else { continue };
@@ -265,9 +262,13 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
             .iter()
             .filter(|(x, _)| *x == e.name())
             .filter_map(|(_, v)| {
+                // A later pass decides at its share ÷ the family's size
+                // (report::verdict::judge_stages), and tests its own repeats
+                // alone: at least two, for a spread of their own.
+                let level = alpha / v.family.max(1) as f64;
                 let est = record::stats::claim::estimate(&v.values)?;
                 let need = record::stats::claim::repeats_to_decide(&est, &v.region, level)?;
-                Some((v.id, need.saturating_sub(v.n).clamp(1, 10) as u32))
+                Some((v.id, need.saturating_sub(v.n).clamp(2, 10) as u32))
             })
             .collect();
         for &(_, k) in &needs {
@@ -388,6 +389,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         expect_s: expect,
         budget_s: budget,
         passes: if budget.is_some() { BUDGET_PASSES } else { 1 },
+        // Fixed before any data: each pass's p-values count alike when a
+        // later pass combines them (report::verdict::judge_stages).
+        pass_weights: if budget.is_some() { vec![1.0; BUDGET_PASSES as usize] } else { Vec::new() },
         doctor: findings.json.clone(),
         steps,
         notes: Vec::new(),

@@ -1,6 +1,6 @@
 //! `pagelab report DIR --json` lists every finding with its interval, region
-//! and verdict, valid against schema/findings.schema.json; a lab judges all of
-//! its findings as one family.
+//! and verdict, valid against schema/findings.schema.json; a lab judges each
+//! study's findings as one family, and a second pass by a combination test.
 
 mod common;
 use assert_cmd::Command;
@@ -34,7 +34,7 @@ fn report_json_lists_every_finding_with_its_interval() {
 }
 
 #[test]
-fn a_lab_judges_its_findings_as_one_family() {
+fn a_lab_judges_each_studys_findings_as_one_family() {
     // A lab directory of two fixture runs, as `pagelab lab` lays it out.
     let tmp = tempfile::tempdir().unwrap();
     let lab = tmp.path().join("lab");
@@ -53,12 +53,22 @@ fn a_lab_judges_its_findings_as_one_family() {
     common::assert_schema("findings", f);
     let rows = f["findings"].as_array().unwrap();
     assert_eq!(rows.len(), 9, "six eat findings and three wscap ones");
-    let family = f["family"].as_u64().unwrap();
     let with_p = rows.iter().filter(|r| !r["p"].is_null()).count() as u64;
-    assert_eq!(family, with_p);
-    assert!(family > 3, "the family spans both experiments: {family}");
+    assert_eq!(f["family"].as_u64(), Some(with_p), "every finding with a test, over the families");
+    // Two families, one per study, each as large as its findings with a test.
+    let families: Vec<(&str, u64)> = f["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["name"].as_str().unwrap(), x["size"].as_u64().unwrap()))
+        .collect();
+    let size = |e: &str| rows.iter().filter(|r| r["experiment"] == e && !r["p"].is_null()).count() as u64;
+    assert_eq!(families, [("eat", size("eat")), ("wscap", size("wscap"))], "{f:#}");
+    assert!(f["guarantee"].as_str().unwrap().starts_with("per study"), "{f:#}");
     for r in rows.iter().filter(|r| !r["p"].is_null()) {
-        assert_eq!(r["family"].as_u64(), Some(family), "{r:#}");
+        let e = r["experiment"].as_str().unwrap();
+        assert_eq!(r["family_name"], e, "{r:#}");
+        assert_eq!(r["family"].as_u64(), Some(size(e)), "{r:#}");
         // Holm's adjusted p is never below the finding's own.
         assert!(r["p_adjusted"].as_f64().unwrap() >= r["p"].as_f64().unwrap() - 1e-12, "{r:#}");
     }
@@ -68,22 +78,22 @@ fn a_lab_judges_its_findings_as_one_family() {
 
 #[test]
 fn a_budgeted_labs_second_pass_adds_repeats_and_keeps_first_pass_verdicts() {
-    // wscap ran twice: the plan, then a second pass of the same arms (as
-    // `lab --budget` lays it out); eat once. The error is split 4 % + 1 %.
+    // eat ran twice: the plan, then a second pass of the same arms (as
+    // `lab --budget` lays it out); wscap once. The error is split 4 % + 1 %.
     let tmp = tempfile::tempdir().unwrap();
     let lab = tmp.path().join("lab");
-    common::copy_fixture("wscap", &lab.join("wscap"));
-    common::copy_fixture("wscap", &lab.join("wscap-pass2"));
     common::copy_fixture("eat", &lab.join("eat"));
+    common::copy_fixture("eat", &lab.join("eat-pass2"));
+    common::copy_fixture("wscap", &lab.join("wscap"));
     let step = |e: &str, dir: &str, pass: u32| serde_json::json!({"experiment": e, "args": [], "expect_s": 1.0, "state": "complete", "dir": dir, "seconds": 1.0, "pass": pass});
     let doc = serde_json::json!({
         "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
         "started_unix_ms": 1, "ended_unix_ms": 2, "wall_s": 1.0, "root": true, "cpus": 2, "ram_bytes": 1,
         "expect_s": 2.0, "budget_s": 3.0, "passes": 2, "doctor": {},
-        "steps": [step("eat", "eat", 1), step("wscap", "wscap", 1), step("wscap", "wscap-pass2", 2)]
+        "steps": [step("eat", "eat", 1), step("wscap", "wscap", 1), step("eat", "eat-pass2", 2)]
     });
     std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
-    let one = report_json(&lab.join("wscap"), &[]);
+    let one = report_json(&lab.join("eat"), &[]);
     let v = report_json(&lab, &[]);
     common::assert_schema("report-output", &v);
     let f = &v["findings"];
@@ -94,18 +104,25 @@ fn a_budgeted_labs_second_pass_adds_repeats_and_keeps_first_pass_verdicts() {
     let rows = f["findings"].as_array().unwrap();
     assert_eq!(rows.len(), 9, "one section per experiment: {f:#}");
     let alone = one["findings"]["findings"].as_array().unwrap();
-    for r in rows.iter().filter(|r| r["experiment"] == "wscap") {
+    for r in rows.iter().filter(|r| r["experiment"] == "eat") {
         let single = alone.iter().find(|x| x["id"] == r["id"]).unwrap();
         let n1 = single["n"].as_u64().unwrap();
         match r["pass"].as_u64().unwrap() {
             // Decided by the first pass: its verdict and n are the first pass's.
             1 => assert_eq!(r["n"].as_u64(), Some(n1), "{r:#}"),
-            // Judged again with the second pass's repeats paired after the first's.
-            2 => assert_eq!(r["n"].as_u64(), Some(2 * n1), "{r:#}"),
+            // Judged again on both passes' repeats, each pass tested alone and
+            // combined, at the second pass's 1 % ÷ the family's size.
+            2 => {
+                assert_eq!(r["n"].as_u64(), Some(2 * n1), "{r:#}");
+                let (p, adj) = (r["p"].as_f64().unwrap(), r["p_adjusted"].as_f64().unwrap());
+                assert!((adj - (p * r["family"].as_f64().unwrap()).min(1.0)).abs() < 1e-12, "{r:#}");
+                let decided = r["verdict"] == "matches" || r["verdict"] == "differs";
+                assert_eq!(decided, adj <= 0.01, "{r:#}");
+            }
             p => panic!("pass {p}: {r:#}"),
         }
     }
     // Some finding was left to the second pass (the fixture's two repeats do
-    // not decide every wscap claim at 4 %).
+    // not decide every eat claim at 4 %).
     assert!(rows.iter().any(|r| r["pass"] == 2), "{f:#}");
 }

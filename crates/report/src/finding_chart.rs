@@ -151,6 +151,7 @@ mod tests {
             p: None,
             p_adjusted: None,
             family: 1,
+            family_name: String::new(),
             outcome: o,
             why: String::new(),
             repeats_to_decide: None,

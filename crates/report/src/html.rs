@@ -479,13 +479,15 @@ fn findings_html(o: &mut String, r: &Report) {
             *o,
             "<section id=\"findings\"><h2>Findings</h2>\n<p>{} of {} findings this run could check are decided \
              ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
-             study's acceptance region; Holm's correction over all {} with an interval keeps the chance of any wrong \
-             verdict at 5 %{} (<a href=\"#exp-{}\">tables below</a>).{}</p>\n<div class=\"scroll\">{svg}</div></section>",
+             study's acceptance region. Each study's findings are one family, and pagelab's own checks another \
+             ({}): Holm's correction inside each keeps the chance of any wrong verdict about a study at 5 %{} (<a \
+             href=\"#exp-{}\">tables below</a>; each table shows the unadjusted interval).{}</p>\n<div \
+             class=\"scroll\">{svg}</div></section>",
             f.decided,
             f.checkable,
             f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Matches).count(),
             f.findings.iter().filter(|x| x.verdict.outcome == Outcome::Differs).count(),
-            f.family,
+            esc(&f.families.iter().map(|x| format!("{} {}", x.name, x.size)).collect::<Vec<_>>().join(", ")),
             if f.alpha_by_pass.len() > 1 {
                 format!(
                     ", split between the lab's passes ({} %)",
@@ -668,6 +670,7 @@ mod tests {
             quantity: "total ms, A ÷ B, paired by repeat (costlier: ≥ 1.10)",
             region: Region::at_least(1.1),
             floor: 0.0,
+            own: false,
             yes: "",
             no: "",
         };

@@ -130,6 +130,11 @@ pub struct Lab {
     /// between them ([`crate::verdict::alpha_by_pass`]).
     #[serde(default = "first_pass")]
     pub passes: u32,
+    /// The weight of each pass's p-values when a later pass combines them
+    /// (inverse normal), written before any data; empty in labs from before
+    /// the combination, which read as equal weights.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_weights: Vec<f64>,
     /// `pagelab doctor --json`, taken before the plan.
     pub doctor: serde_json::Value,
     pub steps: Vec<Step>,
@@ -145,6 +150,19 @@ impl Lab {
     /// The family-wise error each planned pass may spend.
     pub fn alpha_by_pass(&self) -> Vec<f64> {
         crate::verdict::alpha_by_pass(self.passes)
+    }
+
+    /// The weight of each pass in a later pass's combination: as written
+    /// before the data, or equal.
+    pub fn pass_weights(&self) -> Vec<f64> {
+        if self.pass_weights.len() >= self.passes as usize
+            && self.pass_weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+        {
+            self.pass_weights.clone()
+        } else {
+            // Bounded: a crafted lab.json's pass count must not size an allocation.
+            vec![1.0; (self.passes as usize).clamp(1, 64)]
+        }
     }
 
     pub fn load(dir: &Path) -> Result<Lab, String> {

@@ -1,6 +1,6 @@
 //! What a report is made of, apart from how it is drawn: a lab or run
 //! directory loaded into sections (one per experiment, its passes merged), and
-//! their findings judged as one family. `html` and `markdown` draw it;
+//! their findings judged in their families. `html` and `markdown` draw it;
 //! `compare` and the exports read it.
 
 use crate::experiment::{Catalog, Experiment, Parsed};
@@ -26,7 +26,7 @@ pub struct Section {
     /// The runs of a budgeted lab's later passes, with their pass: more
     /// repeats of the same arms ([`Section::runs`]).
     pub more: Vec<(u32, RunRecord)>,
-    /// Its findings, judged in the report's family ([`Report::judge`]).
+    /// Its findings, judged in their families ([`Report::judge`]).
     pub findings: Vec<Verdict>,
     /// Each run's results, parsed once when it was loaded, with its pass
     /// (`record`'s first, then `more`'s).
@@ -51,13 +51,17 @@ impl Section {
         self.parsed.iter().filter(|(p, _)| *p <= upto).map(|(_, r)| r).collect()
     }
 
+    /// The parsed results of the runs of pass `pass` alone.
+    pub fn runs_of(&self, pass: u32) -> Vec<&Parsed> {
+        self.parsed.iter().filter(|(p, _)| *p == pass).map(|(_, r)| r).collect()
+    }
+
     /// The first run's entries, typed as its experiment typed them.
     pub fn entries<T: 'static>(&self) -> &[T] {
         self.parsed.first().map_or(&[], |(_, p)| p.entries())
     }
 
-    /// Its findings as the report judged them (with every other section's,
-    /// as one family).
+    /// Its findings as the report judged them ([`Report::judge`]).
     pub fn verdicts(&self) -> Vec<Verdict> {
         self.findings.clone()
     }
@@ -208,47 +212,65 @@ impl Report {
         }
     }
 
-    /// Judges every section's findings as one family: Holm over all of them,
-    /// so that the chance of any wrong verdict in the report is at most 5 %.
+    /// Judges the findings: one family per study (its experiment's findings)
+    /// and one for pagelab's own checks, with Holm inside each, so that the
+    /// chance of any wrong verdict about a study is at most 5 %
+    /// (docs/stability.md).
     ///
-    /// A budgeted lab planned later passes: pass k judges everything on the
-    /// data of passes 1..=k at its share of the error ([`Lab::alpha_by_pass`]),
-    /// and a finding keeps the verdict of the first pass that decided it.
+    /// A budgeted lab planned later passes, and splits the error between them
+    /// ([`Lab::alpha_by_pass`]). The first pass judges on its own repeats at
+    /// its share. A later pass k judges each finding still inconclusive on
+    /// every pass's repeats, each pass tested alone and the one-sided p-values
+    /// combined with the weights lab.json fixed before any data
+    /// ([`verdict::judge_stages`]); a finding keeps the verdict of the first
+    /// pass that decided it.
     pub fn judge(mut self, cat: Catalog) -> Report {
         let alphas = self.alpha_by_pass();
-        let ran = self.sections.iter().flat_map(|s| s.more.iter().map(|(p, _)| *p)).max().unwrap_or(1);
-        for pass in 1..=ran.min(alphas.len() as u32) {
-            let mut now: Vec<Vec<Verdict>> = self
-                .sections
-                .iter()
-                .map(|s| {
-                    let runs = s.runs(pass);
-                    match s.exp {
-                        Some(e) if !runs.is_empty() => verdict::verdicts_of_runs(e, &runs),
-                        _ => Vec::new(),
-                    }
-                })
-                .collect();
-            let mut all: Vec<&mut Verdict> = now.iter_mut().flatten().collect();
-            verdict::family(&mut all, &|id| cat.claim(id), alphas[pass as usize - 1]);
-            for (s, now) in self.sections.iter_mut().zip(now) {
-                if pass == 1 {
-                    s.findings = now;
+        let weights = self.pass_weights();
+        // Pass 1.
+        for s in &mut self.sections {
+            let runs = s.runs_of(1);
+            s.findings = match s.exp {
+                Some(e) if !runs.is_empty() => verdict::verdicts_of_runs(e, &runs),
+                _ => Vec::new(),
+            };
+        }
+        let all: Vec<&mut Verdict> = self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()).collect();
+        verdict::families(all, &|id| cat.claim(id), alphas[0]);
+        // Each family's size in the first pass: the later passes' Bonferroni.
+        let mut sizes: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for v in self.sections.iter().flat_map(|s| s.findings.iter()).filter(|v| v.p.is_some()) {
+            *sizes.entry(v.family_name.clone()).or_default() += 1;
+        }
+        let ran = self.sections.iter().flat_map(|s| s.parsed.iter().map(|(p, _)| *p)).max().unwrap_or(1);
+        for pass in 2..=ran.min(alphas.len() as u32) {
+            let alpha = alphas[pass as usize - 1];
+            for s in &mut self.sections {
+                let Some(e) = s.exp else { continue };
+                if s.runs_of(pass).is_empty() {
                     continue;
                 }
-                for mut v in now {
-                    if let Some(old) = s.findings.iter_mut().find(|o| o.id == v.id)
-                        && !old.outcome.decided()
-                    {
-                        v.pass = pass;
-                        if v.outcome.decided() {
-                            v.why = format!(
-                                "{} (decided in pass {pass}, with its {} % share of the error)",
-                                v.why,
-                                record::stats::claim::num(100.0 * alphas[pass as usize - 1])
-                            );
-                        }
-                        *old = v;
+                // Each pass's findings on its own repeats.
+                let stages: Vec<Vec<Verdict>> = (1..=pass)
+                    .map(|p| {
+                        let runs = s.runs_of(p);
+                        if runs.is_empty() { Vec::new() } else { verdict::verdicts_of_runs(e, &runs) }
+                    })
+                    .collect();
+                for v in s.findings.iter_mut().filter(|v| v.outcome == verdict::Outcome::Inconclusive) {
+                    let Some(c) = cat.claim(v.id) else { continue };
+                    let values: Vec<Vec<f64>> = stages
+                        .iter()
+                        .map(|st| st.iter().find(|x| x.id == v.id).map(|x| x.values.clone()).unwrap_or_default())
+                        .collect();
+                    let family = sizes.get(&v.family_name).copied().unwrap_or(1);
+                    verdict::judge_stages(v, &c, &values, &weights, alpha, family, pass);
+                    if v.outcome.decided() {
+                        v.why = format!(
+                            "{} (decided in pass {pass}, passes combined, with its {} % share of the error)",
+                            v.why,
+                            record::stats::claim::num(100.0 * alpha)
+                        );
                     }
                 }
             }
@@ -259,6 +281,12 @@ impl Report {
             }
         }
         self
+    }
+
+    /// The weight of each pass's p-values in a later pass's combination
+    /// ([`Lab::pass_weights`]; one pass: 1).
+    pub fn pass_weights(&self) -> Vec<f64> {
+        self.lab.as_ref().map_or_else(|| vec![1.0], Lab::pass_weights)
     }
 
     /// The family-wise error each pass spent: all of it in one pass unless

@@ -60,6 +60,10 @@ pub struct Claim {
     /// Values below this are raised to it (a fraction of 0 has no logarithm);
     /// 0 for none.
     pub floor: f64,
+    /// pagelab's own check (assess, heap over time, rightsize), not a
+    /// published study's finding: judged in pagelab's family
+    /// ([`PAGELAB_FAMILY`]) rather than its experiment's study's.
+    pub own: bool,
     /// Why, when it matches; and when it differs.
     pub yes: &'static str,
     pub no: &'static str,
@@ -87,10 +91,14 @@ pub struct Verdict {
     pub cv: Option<f64>,
     /// The p-value of the decision the interval leans to (this claim alone).
     pub p: Option<f64>,
-    /// Holm's adjusted p over the claims judged together ([`family`]).
+    /// The p adjusted for the claims judged together ([`family`]; in a later
+    /// pass, [`judge_stages`]).
     pub p_adjusted: Option<f64>,
     /// How many claims were judged together.
     pub family: usize,
+    /// Which claims were judged together: the study of its experiment (the
+    /// experiment's name), or [`PAGELAB_FAMILY`] for pagelab's own checks.
+    pub family_name: String,
     #[serde(rename = "verdict")]
     pub outcome: Outcome,
     /// Why, in a sentence.
@@ -192,6 +200,7 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
         p: None,
         p_adjusted: None,
         family: 1,
+        family_name: String::new(),
         outcome: Outcome::NotChecked,
         why: String::new(),
         repeats_to_decide: None,
@@ -229,12 +238,12 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
     v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
     v.p = Some(t.p().0);
     v.p_adjusted = v.p;
-    settle(&mut v, c, t.decide(ALPHA), ALPHA);
+    settle(&mut v, c, t.decide(ALPHA), ALPHA, "Holm");
     v
 }
 
 /// Sets outcome and reason from a decision (at the family's level).
-fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64) {
+fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str) {
     let region = v.region;
     v.outcome = match d {
         Decision::Matches => Outcome::Matches,
@@ -253,7 +262,7 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64) {
             v.repeats_to_decide = need;
             let family = if v.family > 1 && v.p.is_some_and(|p| p <= alpha) {
                 format!(
-                    "decided alone at {} % (p = {:.3}), but not after Holm over {} findings (adjusted p = {:.3}); ",
+                    "decided alone at {} % (p = {:.3}), but not after {correction} over {} findings (adjusted p = {:.3}); ",
                     num(100.0 * (1.0 - alpha)),
                     v.p.unwrap_or(1.0),
                     v.family,
@@ -290,14 +299,78 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, a
         v.p_adjusted = Some(a);
         let Some(c) = claims(v.id) else { continue };
         let lean = claim::test(&v.values, &v.region).map_or(Decision::Inconclusive, |t| t.p().1);
-        settle(v, &c, if a <= alpha { lean } else { Decision::Inconclusive }, alpha);
+        settle(v, &c, if a <= alpha { lean } else { Decision::Inconclusive }, alpha, "Holm");
     }
+}
+
+/// Judges claims in their families ([`Verdict::family_name`]): Holm inside
+/// each ([`family`]), so that the chance of any wrong verdict in a family is
+/// at most `alpha`.
+pub fn families(vs: Vec<&mut Verdict>, claims: &dyn Fn(&str) -> Option<Claim>, alpha: f64) {
+    let mut by: std::collections::BTreeMap<String, Vec<&mut Verdict>> = std::collections::BTreeMap::new();
+    for v in vs {
+        by.entry(v.family_name.clone()).or_default().push(v);
+    }
+    for (_, mut group) in by {
+        family(&mut group, claims, alpha);
+    }
+}
+
+/// The family of pagelab's own checks (assess, heap over time, rightsize):
+/// findings of no published study, judged together apart from the studies'.
+pub const PAGELAB_FAMILY: &str = "pagelab";
+
+/// The family a claim of `experiment` is judged in: its study's (the
+/// experiment's name), or pagelab's own.
+pub fn family_of(experiment: &str, c: &Claim) -> String {
+    if c.own { PAGELAB_FAMILY.to_string() } else { experiment.to_string() }
+}
+
+/// Judges a claim that the passes before left inconclusive on every pass's
+/// repeats: each pass tested on its own repeats alone, and the one-sided
+/// p-values combined with the weights `ws` fixed before any data
+/// ([`claim::test_stages`]), so that the test keeps its level however each
+/// pass's size was chosen. It is decided at `alpha ÷ family` (Bonferroni
+/// over the claims of its family that had a test in the first pass: the set
+/// still open in a later pass depends on the first pass's data, and
+/// Bonferroni holds whatever that set is). The estimate and interval shown
+/// are those of every repeat together, unadjusted. A pass with fewer than two
+/// repeats of the claim has no spread of its own: the claim stays as it was,
+/// and says so.
+pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64], alpha: f64, family: usize, pass: u32) {
+    let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
+    let Some(t) = claim::test_stages(&slices, &c.region, ws) else {
+        let sizes: Vec<String> = stages.iter().map(|s| s.len().to_string()).collect();
+        v.why = format!(
+            "{}; pass {pass} could not be combined with the passes before (repeats per pass: {}; each needs two)",
+            v.why,
+            sizes.join(", ")
+        );
+        return;
+    };
+    v.values = stages.concat();
+    v.n = v.values.len();
+    v.cv = record::stats::cv(&v.values);
+    let e = t.estimate;
+    v.estimate = Some(e.estimate);
+    v.ci95 = Some(e.ci95);
+    v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
+    let (p, lean) = t.p();
+    let family = family.max(1);
+    v.p = Some(p);
+    v.p_adjusted = Some((p * family as f64).min(1.0));
+    v.family = family;
+    v.pass = pass;
+    settle(v, c, if p * family as f64 <= alpha { lean } else { Decision::Inconclusive }, alpha, "Bonferroni");
 }
 
 /// How verdicts are reached, in a line (`report --json`, lab.json).
 pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms paired by repeat) against an acceptance \
-                          region fixed before the data; Holm's step-down over every finding of the report keeps the \
-                          family-wise error at 5 % (in a budgeted lab, split between its passes: alpha_by_pass)";
+                          region fixed before the data; one family per study, and one for pagelab's own checks, with \
+                          Holm's step-down inside each keeping its family-wise error at 5 % (in a budgeted lab, split \
+                          between its passes: alpha_by_pass; a later pass tests each still open finding on each pass's \
+                          repeats alone and combines the one-sided p-values with weights fixed before any data, \
+                          inverse normal, Bonferroni inside the family)";
 
 /// A report's findings as a document (`pagelab report DIR --json`, lab.json's
 /// `findings`; schema/findings.schema.json).
@@ -309,14 +382,32 @@ pub struct Findings<'a> {
     /// The part of it each pass spent ([`alpha_by_pass`]): one entry unless a
     /// budgeted lab planned later passes.
     pub alpha_by_pass: Vec<f64>,
-    /// Findings with an interval (the family Holm corrects over).
+    /// Findings with an interval.
     pub family: usize,
+    /// What the families guarantee, in a sentence.
+    pub guarantee: &'static str,
+    /// The families, each with its findings that had a test.
+    pub families: Vec<FamilyDoc>,
     /// Findings the run could check (not "not checked", not outside the protocol).
     pub checkable: usize,
     /// Of those, decided (matches or differs).
     pub decided: usize,
     pub findings: Vec<Row<'a>>,
 }
+
+/// One family of findings judged together.
+#[derive(Debug, Clone, Serialize)]
+pub struct FamilyDoc {
+    /// The experiment's name (its study), or [`PAGELAB_FAMILY`].
+    pub name: String,
+    /// Its findings with a test.
+    pub size: usize,
+    /// Of its findings, decided.
+    pub decided: usize,
+}
+
+/// What the families guarantee ([`Findings::guarantee`]).
+pub const GUARANTEE: &str = "per study, and for pagelab's own checks, the chance of any wrong verdict is at most 5 %";
 
 /// One finding with its experiment.
 #[derive(Debug, Clone, Serialize)]
@@ -330,11 +421,28 @@ impl<'a> Findings<'a> {
     pub fn of(rows: Vec<(&'a str, &'a Verdict)>) -> Findings<'a> {
         let checkable =
             rows.iter().filter(|(_, v)| !matches!(v.outcome, Outcome::NotChecked | Outcome::OutsideProtocol)).count();
+        let mut families: Vec<FamilyDoc> = Vec::new();
+        for (_, v) in &rows {
+            if v.family_name.is_empty() {
+                continue;
+            }
+            let i = match families.iter().position(|f| f.name == v.family_name) {
+                Some(i) => i,
+                None => {
+                    families.push(FamilyDoc { name: v.family_name.clone(), size: 0, decided: 0 });
+                    families.len() - 1
+                }
+            };
+            families[i].size += usize::from(v.p.is_some());
+            families[i].decided += usize::from(v.outcome.decided());
+        }
         Findings {
             method: METHOD,
             alpha: ALPHA,
             alpha_by_pass: vec![ALPHA],
             family: rows.iter().filter(|(_, v)| v.p.is_some()).count(),
+            guarantee: GUARANTEE,
+            families,
             checkable,
             decided: rows.iter().filter(|(_, v)| v.outcome.decided()).count(),
             findings: rows.into_iter().map(|(experiment, verdict)| Row { experiment, verdict }).collect(),
@@ -347,20 +455,29 @@ impl<'a> Findings<'a> {
     }
 }
 
-/// One run's findings, judged as one family (its own claims).
+/// One run's findings, judged in their families (its study's, and
+/// pagelab's own checks).
 pub fn verdicts(e: &dyn Experiment, p: &Parsed) -> Vec<Verdict> {
     let mut v = verdicts_of_runs(e, &[p]);
     let claim = |id: &str| e.claims().iter().find(|c| c.id == id).copied();
-    family(&mut v.iter_mut().collect::<Vec<_>>(), &claim, ALPHA);
+    families(v.iter_mut().collect(), &claim, ALPHA);
     v
 }
 
 /// The findings of several runs of one experiment (a lab's passes), each
-/// judged alone: arms pair by repeat across all of them.
+/// judged alone: arms pair by repeat across all of them. Each carries its
+/// family's name.
 pub fn verdicts_of_runs(e: &dyn Experiment, runs: &[&Parsed]) -> Vec<Verdict> {
     let all = crate::headline::metrics_of_runs(e, runs);
     let m = Ms { all: &all, protocol: e.protocol(runs) };
-    e.verdicts(&m, runs)
+    let mut vs = e.verdicts(&m, runs);
+    for v in &mut vs {
+        v.family_name = match e.claims().iter().find(|c| c.id == v.id) {
+            Some(c) => family_of(e.name(), c),
+            None => e.name().to_string(),
+        };
+    }
+    vs
 }
 
 /// The family-wise error each pass of a lab may spend: all of it in one pass;
@@ -413,6 +530,7 @@ mod tests {
         quantity: "A ÷ B",
         region: Region::at_least(1.1),
         floor: 0.0,
+        own: false,
         yes: "yes",
         no: "no",
     };
@@ -491,5 +609,69 @@ mod tests {
         assert!(vs[0].outcome == Outcome::Matches && vs.iter().all(|v| v.family == 12));
         assert_eq!(vs[1].outcome, Outcome::Inconclusive);
         assert!(vs[1].why.contains("Holm over 12"), "{}", vs[1].why);
+    }
+
+    /// The same twelve findings as above, but the marginal one's study has
+    /// only it and the strong one: judged in its own family of two, it stays
+    /// decided; the ten others are another family.
+    #[test]
+    fn each_study_is_its_own_family() {
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        let mut strong = judge(&C, &ok, Ok(vec![50.0, 55.0, 52.0, 51.0]));
+        let mut marginal = judge(&C, &ok, Ok(vec![1.3, 1.17, 1.45, 1.22]));
+        let mut null = judge(&C, &ok, Ok(vec![1.0, 1.3, 0.9, 1.2]));
+        strong.family_name = "a".into();
+        marginal.family_name = "a".into();
+        null.family_name = PAGELAB_FAMILY.into();
+        let mut vs: Vec<Verdict> = [strong, marginal].into_iter().chain(std::iter::repeat_n(null, 10)).collect();
+        let lookup = |_: &str| Some(C);
+        families(vs.iter_mut().collect(), &lookup, ALPHA);
+        assert_eq!(vs[1].outcome, Outcome::Matches, "{}", vs[1].why);
+        assert!(vs[..2].iter().all(|v| v.family == 2) && vs[2..].iter().all(|v| v.family == 10));
+        let f = Findings::of(vs.iter().map(|v| ("x", v)).collect());
+        let names: Vec<(&str, usize, usize)> =
+            f.families.iter().map(|x| (x.name.as_str(), x.size, x.decided)).collect();
+        assert_eq!(names, [("a", 2, 2), (PAGELAB_FAMILY, 10, 0)]);
+        assert_eq!(f.guarantee, GUARANTEE);
+    }
+
+    /// A later pass combines each pass's own test: the first pass's three
+    /// repeats straddle the edge, the second's two lie well inside; combined
+    /// (equal weights) it matches at the second pass's 1 % ÷ a family of 3.
+    /// Without a spread of its own (one repeat) the second pass decides
+    /// nothing, and says why.
+    #[test]
+    fn a_later_pass_combines_each_pass_alone() {
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        let first = vec![1.05, 1.3, 1.2];
+        let v1 = judge(&C, &ok, Ok(first.clone()));
+        assert_eq!(v1.outcome, Outcome::Inconclusive);
+        let mut v = v1.clone();
+        let stages = [first.clone(), vec![1.6, 1.7, 1.65]];
+        judge_stages(&mut v, &C, &stages, &[1.0, 1.0], 0.01, 1, 2);
+        assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+        assert_eq!((v.n, v.family, v.pass), (6, 1, 2));
+        let p = v.p.unwrap();
+        // In a family of three, Bonferroni asks p ≤ 1 % ÷ 3: not this one.
+        let mut in3 = v1.clone();
+        judge_stages(&mut in3, &C, &stages, &[1.0, 1.0], 0.01, 3, 2);
+        assert!(p > 0.01 / 3.0 && in3.outcome == Outcome::Inconclusive, "{in3:?}");
+        assert!((in3.p_adjusted.unwrap() - (3.0 * p).min(1.0)).abs() < 1e-12);
+        assert!(in3.why.contains("Bonferroni over 3"), "{}", in3.why);
+        // The p is the combination of each pass's own one-sided p (doubled,
+        // as an interval's), not a pooled t test of all six (p = 0.032 here:
+        // the passes differ, so the pooled spread is wide).
+        let side = |v: &[f64]| claim::Sides::of(&claim::estimate(v).unwrap(), &C.region).above_lo;
+        let want = 2.0 * claim::combine(&[side(&stages[0]), side(&stages[1])], &[1.0, 1.0]);
+        assert!((p - want).abs() < 1e-12, "combined {p}, by hand {want}");
+        let pooled = claim::test(&v.values, &C.region).unwrap().p().0;
+        assert!((pooled - p).abs() > 0.01, "combined {p}, pooled {pooled}");
+        // One repeat in the second pass: no test, the verdict stays.
+        let mut w = v1.clone();
+        judge_stages(&mut w, &C, &[first, vec![1.6]], &[1.0, 1.0], 0.01, 3, 2);
+        assert_eq!((w.outcome, w.n, w.pass), (Outcome::Inconclusive, 3, 1));
+        assert!(w.why.contains("each needs two"), "{}", w.why);
     }
 }

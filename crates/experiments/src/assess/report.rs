@@ -368,6 +368,7 @@ pub static CLAIMS: [Claim; 2] = [
         quantity: "compression ratio of the program's pages, zstd ÷ lz4, paired by repeat (better: ≥ 1.10)",
         region: Region::at_least(1.1),
         floor: 0.0,
+        own: true,
         yes: "this program's pages rank the compressors as the published data does",
         no: "on this program's pages zstd did not beat lz4 by 10 %",
     },
@@ -378,6 +379,7 @@ pub static CLAIMS: [Claim; 2] = [
         quantity: "swap-ins after the trim, % of the working set per minute (values under 0.001 count as 0.001)",
         region: Region::at_most(FAR_MEMORY_PCT_PER_MIN),
         floor: 0.001,
+        own: true,
         yes: "the trimmed pages stayed out: this program's cold memory is cold",
         no: "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at \
              this age",

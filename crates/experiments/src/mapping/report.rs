@@ -251,6 +251,7 @@ pub static CLAIMS: [Claim; 3] = [
         quantity: "total ms, free ÷ dontneed, paired by repeat (cheaper: ≤ 0.91)",
         region: Region::at_most(1.0 / 1.1),
         floor: 0.0,
+        own: false,
         yes: "a lazy release leaves the pages in place until memory is short, so touching them again is cheap",
         no: "the lazy release cost about as much as the eager one here",
     },
@@ -261,6 +262,7 @@ pub static CLAIMS: [Claim; 3] = [
         quantity: "total ms, mmap-munmap ÷ the cheapest of dontneed, free and memfd, paired by repeat (cheapest: ≤ 0.91)",
         region: Region::at_most(1.0 / 1.1),
         floor: 0.0,
+        own: false,
         yes: "creating and destroying mappings is cheap on both systems",
         no: "on Linux MADV_FREE and MADV_DONTNEED keep the mapping and avoid its setup and teardown, so they are \
              no dearer than a fresh mmap; on Windows decommit and re-commit were the slow path",
@@ -272,6 +274,7 @@ pub static CLAIMS: [Claim; 3] = [
         quantity: "total ms, memfd ÷ mmap-munmap, paired by repeat (costlier: ≥ 1.10)",
         region: Region::at_least(1.1),
         floor: 0.0,
+        own: false,
         yes: "shared pages go through the page cache (shmem) on both systems",
         no: "shared pages were about as cheap as private ones here",
     },

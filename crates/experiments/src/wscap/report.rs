@@ -264,6 +264,7 @@ pub static CLAIMS: [Claim; 3] = [
         quantity: "scans/s without a cap ÷ under cap-max, paired by repeat",
         region: Region::at_least(100.0),
         floor: 0.0,
+        own: false,
         yes: "every scan faults the capped half back in from (compressed) swap, one page at a time",
         no: "the cap here costs far less than orders of magnitude: the swap-in path is much cheaper on this machine \
              than the study's",
@@ -275,6 +276,7 @@ pub static CLAIMS: [Claim; 3] = [
         quantity: "scans/s of the slowest periodic mode ÷ under cap-max, paired by repeat (far less: ≥ 10×)",
         region: Region::at_least(10.0),
         floor: 0.0,
+        own: false,
         yes: "a periodic trim pays the refaults once per period, a cap pays them on every scan",
         no: "a periodic trim cost nearly as much as the cap here",
     },
@@ -286,6 +288,7 @@ pub static CLAIMS: [Claim; 3] = [
                    paired by repeat (no saving: ≥ 0.9)",
         region: Region::at_least(0.9),
         floor: 0.0,
+        own: false,
         yes: "what the cap pushes out lands in the compressed store, which is RAM too: the total barely falls",
         no: "the cap freed memory here: the store holds the capped pages in much less RAM than they took",
     },

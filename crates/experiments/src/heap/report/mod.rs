@@ -324,6 +324,7 @@ pub static CLAIMS: [Claim; 5] = [
                    most threads ÷ 1 thread, paired by repeat (grows: ≥ 1.10)",
         region: Region::at_least(1.10),
         floor: 0.0,
+        own: false,
         yes: "each thread's wall time per call grows once threads outnumber cores",
         no: "each thread's wall time per call did not grow: the sweep did not go past the core count",
     },
@@ -335,6 +336,7 @@ pub static CLAIMS: [Claim; 5] = [
                    (about the same: 0.91 – 1.10)",
         region: Region::within(1.0 / 1.1, 1.1),
         floor: 0.0,
+        own: false,
         yes: "glibc's per-thread arenas keep up with an allocator built for concurrency",
         no: "the allocators differ by more than 10 %: per-thread caches (mimalloc, jemalloc) are much cheaper per \
              call than glibc's arenas here, unlike the study's lock-free heap on Linux",

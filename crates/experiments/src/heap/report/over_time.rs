@@ -270,6 +270,7 @@ pub const CLAIMS: [Claim; 3] = [
                    − bytes still live), per repeat, at the most threads (keeps more than half: ≥ 0.5)",
         region: Region::at_least(0.5),
         floor: 0.001,
+        own: true,
         yes: "glibc kept more than half of what the program freed: the scattered survivors and the heap's \
               unused top pin its pages",
         no: "glibc gave back more than half of what the program freed (large blocks are mmap'd and return on free)",
@@ -282,6 +283,7 @@ pub const CLAIMS: [Claim; 3] = [
                    (lowers: ≤ 0.9)",
         region: Region::at_most(0.9),
         floor: 0.0,
+        own: true,
         yes: "malloc_trim gave back free pages that glibc's free() kept",
         no: "malloc_trim changed glibc's heap RSS after shrink by less than 10 %",
     },
@@ -294,6 +296,7 @@ pub const CLAIMS: [Claim; 3] = [
                    threads (nothing given back: ≥ 0.95)",
         region: Region::at_least(0.95),
         floor: 0.001,
+        own: true,
         yes: "what a program frees and then leaves alone stays resident in every allocator at its defaults: \
               purging and decay run inside allocator calls, and an idle program makes none",
         no: "an allocator at its defaults gave memory back while the program made no calls",
