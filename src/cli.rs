@@ -191,7 +191,7 @@ pub struct LabArgs {
     #[arg(long, conflicts_with = "full")]
     pub smoke: bool,
     /// Closer to the original studies' sizes and durations (the expected time is
-    /// printed before it starts; about 40 minutes on a 2-core VM).
+    /// printed before it starts; planned at about two hours on a 2-core VM).
     #[arg(long)]
     pub full: bool,
     /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash, assess.
@@ -210,7 +210,7 @@ pub struct LabArgs {
     /// whose findings are still inconclusive run again while it lasts. The whole
     /// quick lab's default is 5m; the full lab, and --only, run their plan once
     /// unless given one.
-    #[arg(long, value_parser = crate::units::parse_positive_duration)]
+    #[arg(long, value_parser = crate::units::parse_positive_duration, allow_hyphen_values = true)]
     pub budget: Option<std::time::Duration>,
     #[command(flatten)]
     pub lock: LockArgs,

@@ -161,6 +161,30 @@ fn a_lab_json_with_absurdly_many_steps_is_refused_in_one_line() {
     assert!(!lab.join("report.html").exists());
 }
 
+/// Issue 46 item 1: `"passes": 4294967295` made report and compare allocate
+/// 32 GiB (one alpha per pass) and abort with exit 134. Refused in one line.
+#[test]
+fn a_lab_json_with_four_billion_passes_is_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    std::fs::create_dir_all(&lab).unwrap();
+    common::copy_fixture("eat", &lab.join("eat"));
+    let step = serde_json::json!({"experiment": "eat", "args": [], "expect_s": 1.0, "state": "complete", "dir": "eat"});
+    for passes in [4294967295u64, 9] {
+        let doc = serde_json::json!({
+            "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+            "started_unix_ms": 1, "root": true, "cpus": 2, "ram_bytes": 1, "expect_s": 2.0, "doctor": {},
+            "passes": passes, "steps": [step]
+        });
+        std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+        let out = pagelab(&["report", lab.to_str().unwrap(), "--json"]);
+        refused(&out, &format!("passes {passes} with 0 weights; a lab plans at most 8"));
+        let out = pagelab(&["compare", lab.to_str().unwrap(), lab.to_str().unwrap()]);
+        refused(&out, "a lab plans at most 8");
+    }
+    assert!(!lab.join("report.html").exists());
+}
+
 #[test]
 fn compare_and_man_out_errors_name_the_path_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
@@ -284,6 +308,11 @@ fn values_starting_with_a_dash_get_the_flags_own_message() {
         (vec!["assess", "--synthetic", "1MiB", "--hot", "-5%"], "--hot", "expected a fraction"),
         (vec!["assess", "--synthetic", "1MiB", "--windows", "-1s"], "--windows", "is not a duration"),
         (vec!["assess", "--synthetic", "1MiB", "--repeat", "-3"], "--repeat", "whole number"),
+        // Issue 46 item 14: these gave clap's "unexpected argument '-1'" with no flag named.
+        (vec!["lab", "--budget", "-1m", "--dry-run"], "--budget", "-1m"),
+        (vec!["heap", "--knobs", "-x", "--over-time"], "--knobs", "-x"),
+        (vec!["heap", "--patterns", "-small", "--over-time"], "--patterns", "-small"),
+        (vec!["heap", "--allocators", "-glibc"], "--allocators", "-glibc"),
     ] {
         let out = pagelab(&args);
         refused(&out, flag);

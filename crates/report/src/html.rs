@@ -167,7 +167,13 @@ fn fmt_num(x: f64) -> String {
 
 /// Seconds as `12.3 s` or `2 min 51 s`.
 pub fn fmt_secs(s: f64) -> String {
-    if s >= 90.0 { format!("{:.0} min {:02.0} s", (s / 60.0).floor(), s % 60.0) } else { format!("{s:.1} s") }
+    if s >= 90.0 {
+        // Whole seconds first: 119.6 s is "2 min 00 s", not "1 min 60 s" (issue 46 item 15).
+        let t = s.round() as u64;
+        format!("{} min {:02} s", t / 60, t % 60)
+    } else {
+        format!("{s:.1} s")
+    }
 }
 
 /// A few figures that say what a run found, for the summary table.
@@ -652,6 +658,15 @@ pub fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46 item 15: the plan printed "mapping ~1 min 60 s".
+    #[test]
+    fn times_round_to_whole_seconds_before_minutes() {
+        assert_eq!(fmt_secs(119.6), "2 min 00 s");
+        assert_eq!(fmt_secs(90.0), "1 min 30 s");
+        assert_eq!(fmt_secs(3599.5), "60 min 00 s");
+        assert_eq!(fmt_secs(89.94), "89.9 s");
+    }
 
     #[test]
     fn an_effect_below_the_noise_floor_says_so() {

@@ -11,6 +11,11 @@ pub const FILE: &str = "lab.json";
 /// passes, with room to spare. A larger one is refused, not read.
 pub const MAX_STEPS: usize = 64;
 
+/// The most passes a lab.json may plan (pagelab plans two): each pass is a
+/// judging round and an entry of `alpha_by_pass`, so a crafted count (issue
+/// 46: 4294967295 made `report` allocate 32 GiB and abort) is refused, not read.
+pub const MAX_PASSES: u32 = 8;
+
 /// Whether a step's `dir` names a place inside the lab directory: relative,
 /// plain names only (no `..`, no root, no `.`), so that a lab.json from
 /// elsewhere cannot make pagelab read or write outside it.
@@ -160,8 +165,8 @@ impl Lab {
         {
             self.pass_weights.clone()
         } else {
-            // Bounded: a crafted lab.json's pass count must not size an allocation.
-            vec![1.0; (self.passes as usize).clamp(1, 64)]
+            // Bounded here too, for a Lab not read by `load`.
+            vec![1.0; self.passes.clamp(1, MAX_PASSES) as usize]
         }
     }
 
@@ -171,8 +176,17 @@ impl Lab {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{}: no such file", p.display()))?;
         record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))
+        let lab: Lab = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))?;
+        if lab.passes > MAX_PASSES || lab.pass_weights.len() > MAX_PASSES as usize {
+            return Err(format!(
+                "{}: passes {} with {} weights; a lab plans at most {MAX_PASSES}",
+                p.display(),
+                lab.passes,
+                lab.pass_weights.len()
+            ));
+        }
+        Ok(lab)
     }
 
     /// Writes lab.json atomically (a rename), so a reader never sees half a file.

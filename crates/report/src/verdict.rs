@@ -486,7 +486,8 @@ pub fn verdicts_of_runs(e: &dyn Experiment, runs: &[&Parsed]) -> Vec<Verdict> {
 /// bound the chance of any wrong decision in any pass stays ≤ 5 %, however the
 /// later passes were chosen (docs/stability.md, "A budget").
 pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
-    match passes {
+    // Bounded: the count comes from lab.json (Lab::load refuses more).
+    match passes.min(crate::lab::MAX_PASSES) {
         0 | 1 => vec![ALPHA],
         n => {
             let first = 0.8 * ALPHA;

@@ -300,7 +300,7 @@ pub struct HeapArgs {
     pub threads: Option<Vec<u32>>,
     /// Comma-separated: glibc, mimalloc, jemalloc (linked in), preload:PATH.so (any
     /// allocator library, through LD_PRELOAD in the worker).
-    #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator)]
+    #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator, allow_hyphen_values = true)]
     pub allocators: Vec<crate::heap::work::alloc::Allocator>,
     /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
     /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
@@ -322,7 +322,7 @@ pub struct HeapArgs {
     pub seed: u64,
     /// The allocator the relative table compares against (default: glibc if it
     /// runs, else the first of --allocators).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub baseline: Option<String>,
     /// Memory over time instead of speed: each arm grows to --live, churns,
     /// frees 90 % (a scattered 10 % survives) and idles, while its RSS is
@@ -339,14 +339,14 @@ pub struct HeapArgs {
     /// Over time: the allocation patterns, comma-separated: small, mixed
     /// (across glibc's mmap threshold, up to 2 MiB), cross-thread (freed by
     /// another thread), larson (tables passed between threads).
-    #[arg(long, value_delimiter = ',', default_value = "mixed", value_parser = parse_pattern)]
+    #[arg(long, value_delimiter = ',', default_value = "mixed", value_parser = parse_pattern, allow_hyphen_values = true)]
     pub patterns: Vec<crate::heap::work::overtime::Pattern>,
     /// Over time: extra arms, each an allocator with one documented setting
     /// changed, comma-separated, or none: glibc:malloc_trim (called after
     /// shrink), glibc:MALLOC_ARENA_MAX=N, glibc:MALLOC_TRIM_THRESHOLD_=N,
     /// mimalloc:MIMALLOC_PURGE_DELAY=N, mimalloc:mi_collect,
     /// jemalloc:dirty_decay_ms:N, jemalloc:background_thread:true, ...
-    #[arg(long, value_delimiter = ',', default_value = "glibc:malloc_trim", value_parser = parse_knob)]
+    #[arg(long, value_delimiter = ',', default_value = "glibc:malloc_trim", value_parser = parse_knob, allow_hyphen_values = true)]
     pub knobs: Vec<KnobArg>,
     /// Over time: the live size all threads hold together in grow and churn.
     #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
