@@ -161,7 +161,7 @@ impl Lab {
     /// before the data, or equal.
     pub fn pass_weights(&self) -> Vec<f64> {
         if self.pass_weights.len() >= self.passes as usize
-            && self.pass_weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+            && self.pass_weights.iter().all(|w| w.is_finite() && *w > 0.0)
         {
             self.pass_weights.clone()
         } else {

@@ -354,7 +354,13 @@ pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64],
     let e = t.estimate;
     v.estimate = Some(e.estimate);
     v.ci95 = Some(e.ci95);
-    v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
+    v.ours = format!(
+        "{} (95 % CI {} – {} of all {} pooled; the verdict is the passes' combination test)",
+        num(e.estimate),
+        num(e.ci95[0]),
+        num(e.ci95[1]),
+        e.n
+    );
     let (p, lean) = t.p();
     let family = family.max(1);
     v.p = Some(p);
@@ -407,7 +413,8 @@ pub struct FamilyDoc {
 }
 
 /// What the families guarantee ([`Findings::guarantee`]).
-pub const GUARANTEE: &str = "per study, and for pagelab's own checks, the chance of any wrong verdict is at most 5 %";
+pub const GUARANTEE: &str = "per study, and for pagelab's own checks, the chance of any wrong verdict is at most 5 % \
+                             (each family on its own: over a lab's six families together it can be up to about 26 %)";
 
 /// One finding with its experiment.
 #[derive(Debug, Clone, Serialize)]
