@@ -170,8 +170,10 @@ fn a_python_dict_is_cold_and_compresses() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let script = "d = {i: ('value-%d-' % i) * 8 for i in range(1_200_000)}\nimport time\nprint('ready', flush=True)\ntime.sleep(600)\n";
-    // The dict takes python about 2 s to build; the windows start after 6 s.
-    let r = ok(&["--windows", "1s,5s", "--warmup", "6s", "--", "python3", "-c", script], &tmp.path().join("py"));
+    // The dict takes python about 2 s to build on a quiet machine; the windows
+    // start after 15 s. (6 s was tried in issue 42 and failed once beside the
+    // VM test: 93 % of the dict was still being touched in the 5 s window.)
+    let r = ok(&["--windows", "1s,5s", "--warmup", "15s", "--", "python3", "-c", script], &tmp.path().join("py"));
     let w = longest(&r);
     let anon = w["resident"]["anon"].as_u64().unwrap();
     assert!(anon > 150 << 20, "the dict should hold well over 150 MiB: {w}");
