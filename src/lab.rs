@@ -266,7 +266,7 @@ fn plan_more(out: &Path, lab: &Lab, pass: u32, left: f64) -> Vec<Step> {
                 // (report::verdict::judge_stages), and tests its own repeats
                 // alone: at least two, for a spread of their own.
                 let level = alpha / v.family.max(1) as f64;
-                let est = record::stats::claim::estimate(&v.values)?;
+                let est = record::stats::claim::estimate_at(&v.values, v.resolution)?;
                 let need = record::stats::claim::repeats_to_decide(&est, &v.region, level)?;
                 Some((v.id, need.saturating_sub(v.n).clamp(2, 10) as u32))
             })

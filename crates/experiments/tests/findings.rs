@@ -43,6 +43,61 @@ fn thrash_recovery_is_judged_at_the_collectors_one_second() {
 }
 
 #[test]
+fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
+    // Issue 43: a repeat that never recovered was no value, so the finding
+    // could not differ for that reason.
+    let r = |rec: Value, i: u64| {
+        json!({"result": {"preset": "e2", "backing": "swapfile", "repeat_index": i, "recovery_s": rec,
+                          "thrash_end_s": 20.0, "end_s": 80.0, "consumers": 6, "consumers_completed": 6,
+                          "protocol_breaks": []}})
+    };
+    let rs = [r(Value::Null, 0), r(Value::Null, 1), r(Value::Null, 2)];
+    let m = metrics("thrash", &rs);
+    let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
+    assert_eq!(rec.values, vec![60.0, 60.0, 60.0], "censored at the 60 s the run watched");
+    let e = catalog().find("thrash").unwrap();
+    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let v = vs.iter().find(|v| v.id == "thrash.recovery").unwrap();
+    assert_eq!((v.outcome, v.n), (Outcome::Differs, 3), "{v:?}");
+    assert_eq!(v.family_name, report::verdict::PAGELAB_FAMILY, "the study gives no figure: pagelab's own check");
+    // One that recovered in 2 s beside two that recovered in under a second.
+    let rs = [r(json!(2.0), 0), r(json!(0.0), 1), r(json!(0.4), 2)];
+    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let v = vs.iter().find(|v| v.id == "thrash.recovery").unwrap();
+    assert_eq!((v.outcome, v.n), (Outcome::Matches, 3), "{v:?}");
+    assert_eq!(v.values, vec![2.0, 1.0, 1.0], "read on 1 s intervals");
+}
+
+#[test]
+fn mapping_is_judged_less_the_touch_as_the_study_was() {
+    // Issue 43: Gerstmann's figures have the touch time subtracted; pagelab
+    // judged totals with it. Totals free ÷ dontneed 0.95 (differs from ≤ 0.91),
+    // less the touch 0.90 (matches): the verdict follows the second.
+    let r = |m: &str, rep: u32, total: f64, less: f64| {
+        json!({"result": {"method": m, "repeat": rep, "total_ms_p50": total, "normalized_ms_p50": less,
+                          "total_ms": [total]}})
+    };
+    let mut rs = Vec::new();
+    for rep in 1..=3 {
+        let k = 1.0 + 0.02 * rep as f64;
+        rs.push(r("free", rep, 9.5 * k, 4.5 * k));
+        rs.push(r("dontneed", rep, 10.0 * k, 5.0 * k));
+    }
+    let e = catalog().find("mapping").unwrap();
+    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let v = vs.iter().find(|v| v.id == "mapping.lazy_reset").unwrap();
+    assert_eq!(v.n, 3, "{v:?}");
+    assert!(v.values.iter().all(|x| (x - 0.9).abs() < 1e-9), "{v:?}");
+    assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+    // A total less its touch of 0 or below is one resolution step, not a lost repeat.
+    rs.push(r("free", 4, 1.0, -0.5));
+    rs.push(r("dontneed", 4, 1.2, 0.2));
+    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let v = vs.iter().find(|v| v.id == "mapping.lazy_reset").unwrap();
+    assert_eq!((v.n, v.unusable), (4, 0), "{v:?}");
+}
+
+#[test]
 fn eat_repeats_collect_per_group() {
     let rs = vec![
         json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.2, "trim_us_per_page": 3.0}),
@@ -172,6 +227,13 @@ fn every_claim_has_a_unique_id_in_its_experiment_and_a_region() {
             assert!(!seen.contains(&c.id), "{} twice", c.id);
             assert!(c.region.lo.is_some() || c.region.hi.is_some(), "{}: no region", c.id);
             assert!(c.region.lo.is_none_or(|x| x > 0.0) && c.region.hi.is_none_or(|x| x > 0.0), "{}", c.id);
+            // Issue 43: a resolution, so that a zero is one step and not a
+            // repeat that vanishes, and identical values are not a certainty.
+            assert!(c.floor > 0.0 && c.floor.is_finite(), "{}: no resolution (floor {})", c.id, c.floor);
+            // And one finer than the region it is judged against.
+            for edge in [c.region.lo, c.region.hi].into_iter().flatten() {
+                assert!(c.floor < edge, "{}: resolution {} is not finer than the edge {edge}", c.id, c.floor);
+            }
             seen.push(c.id);
         }
     }

@@ -147,6 +147,8 @@ mod tests {
             ci95: Some(ci),
             n: 3,
             values: vec![],
+            resolution: 0.001,
+            unusable: 0,
             cv: None,
             p: None,
             p_adjusted: None,

@@ -74,8 +74,9 @@ pub struct Figure {
     pub name: &'static str,
     pub unit: &'static str,
     pub lower_is_better: bool,
-    /// The absolute spread below which differences mean nothing (0: none), e.g.
-    /// a stored fraction read to 0.005, or a recovery found on 1 s intervals.
+    /// The step the figure is read to, in its unit (one page, the timer's
+    /// step, a recovery found on 1 s intervals): a difference below it means
+    /// nothing, and a zero is "under one step".
     pub resolution: f64,
     pub export: Export,
 }
@@ -91,12 +92,17 @@ pub struct Export {
     pub scale: f64,
 }
 
+/// One 4 KiB page in MiB: the resolution of a figure of memory in MiB.
+pub const PAGE_MIB: f64 = 4096.0 / 1048576.0;
+
 impl Figure {
-    pub const fn new(name: &'static str, unit: &'static str, lower_is_better: bool) -> Figure {
-        Figure { name, unit, lower_is_better, resolution: 0.0, export: Export { name: "", unit: "", scale: 1.0 } }
-    }
-    pub const fn resolution(self, resolution: f64) -> Figure {
-        Figure { resolution, ..self }
+    /// A figure and its resolution, in its own unit: the step it is read to
+    /// (one page, the timer's or the sampler's step). Every figure states one:
+    /// a verdict raises a zero to it and gives identical values at least its
+    /// spread ([`record::stats::claim::estimate_at`]), so no repeat vanishes
+    /// and no repeat is a certainty.
+    pub const fn new(name: &'static str, unit: &'static str, lower_is_better: bool, resolution: f64) -> Figure {
+        Figure { name, unit, lower_is_better, resolution, export: Export { name: "", unit: "", scale: 1.0 } }
     }
     /// Its exported name, OpenMetrics unit and scale (see [`Export`]).
     pub const fn export(self, name: &'static str, unit: &'static str, scale: f64) -> Figure {

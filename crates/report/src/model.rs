@@ -264,7 +264,15 @@ impl Report {
                         .map(|st| st.iter().find(|x| x.id == v.id).map(|x| x.values.clone()).unwrap_or_default())
                         .collect();
                     let family = sizes.get(&v.family_name).copied().unwrap_or(1);
+                    let unusable: usize =
+                        stages.iter().filter_map(|st| st.iter().find(|x| x.id == v.id)).map(|x| x.unusable).sum();
+                    let first = v.unusable;
+                    v.unusable = unusable;
                     verdict::judge_stages(v, &c, &values, &weights, alpha, family, pass);
+                    if !v.outcome.decided() && v.pass < pass {
+                        // Not combined: the verdict is still the first pass's.
+                        v.unusable = first;
+                    }
                     if v.outcome.decided() {
                         v.why = format!(
                             "{} (decided in pass {pass}, passes combined, with its {} % share of the error)",

@@ -214,10 +214,16 @@ pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
         }
         let lo = m.values.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = m.values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let (value, lower, upper) = (med * x.scale, lo * x.scale, hi * x.scale);
+        // A figure out of floating point's range in base units (1e300 ms) is
+        // left out: JSON has no infinity, and null is no BMF value (issue 46
+        // item 12).
+        if ![value, lower, upper].iter().all(|v| v.is_finite()) {
+            continue;
+        }
         let bench = format!("{}/{}", m.experiment, m.group);
         let entry = out.entry(bench).or_insert_with(|| serde_json::json!({}));
-        entry[x.name] =
-            serde_json::json!({"value": med * x.scale, "lower_value": lo * x.scale, "upper_value": hi * x.scale});
+        entry[x.name] = serde_json::json!({"value": value, "lower_value": lower, "upper_value": upper});
     }
     serde_json::Value::Object(out)
 }
@@ -456,8 +462,12 @@ mod tests {
     fn figures_are_in_base_units_with_n_and_cv() {
         // As heap declares them.
         use crate::headline::Figure;
-        const ALLOC: Figure = Figure::new("alloc ns", "ns", true).export("alloc_seconds", "seconds", 1e-9);
-        const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true).export("peak_rss_bytes", "bytes", 1048576.0);
+        const ALLOC: Figure = Figure::new("alloc ns", "ns", true, 0.01).export("alloc_seconds", "seconds", 1e-9);
+        const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true, crate::headline::PAGE_MIB).export(
+            "peak_rss_bytes",
+            "bytes",
+            1048576.0,
+        );
         let mut b = crate::headline::Builder::new("heap");
         for v in [40.0, 50.0, 45.0] {
             b.push("glibc ×2", &ALLOC, Some(v));

@@ -57,8 +57,10 @@ pub struct Claim {
     pub quantity: &'static str,
     /// Where the quantity must lie for the finding to hold.
     pub region: Region,
-    /// Values below this are raised to it (a fraction of 0 has no logarithm);
-    /// 0 for none.
+    /// The quantity's resolution: a value below it is raised to it (a fraction
+    /// of 0 has no logarithm, and a zero is "less than one step", not
+    /// nothing), and the values' spread is at least the resolution's
+    /// ([`claim::estimate_at`]). Positive for every claim (a test checks).
     pub floor: f64,
     /// pagelab's own check (assess, heap over time, rightsize), not a
     /// published study's finding: judged in pagelab's family
@@ -84,9 +86,16 @@ pub struct Verdict {
     /// Geometric mean of the per-repeat values.
     pub estimate: Option<f64>,
     pub ci95: Option<[f64; 2]>,
+    /// The repeats the verdict rests on: `values.len()`.
     pub n: usize,
     /// The per-repeat values the verdict rests on.
     pub values: Vec<f64>,
+    /// The quantity's resolution (the claim's floor).
+    pub resolution: f64,
+    /// Repeats the run measured but whose value could not be used (not a
+    /// number, or an arm of 0 without a resolution): not in `n`, and the
+    /// reason says how many.
+    pub unusable: usize,
     /// CV of the values (a description, not a gate).
     pub cv: Option<f64>,
     /// The p-value of the decision the interval leans to (this claim alone).
@@ -132,10 +141,11 @@ impl<'a> Ms<'a> {
     pub fn get(&self, group: &str, fig: &Figure) -> Option<f64> {
         self.metric(group, fig)?.median()
     }
-    /// The per-repeat values of a figure, or why there are none.
+    /// The per-repeat values of a figure (each at least the figure's
+    /// resolution: a zero is "less than one step"), or why there are none.
     pub fn values(&self, group: &str, fig: &Figure) -> Evidence {
         match self.metric(group, fig) {
-            Some(m) => Ok(m.values.clone()),
+            Some(m) => Ok(m.values.iter().map(|x| at_resolution(*x, m.resolution)).collect()),
             None => Err(format!("this run did not measure {} of {group}", fig.name)),
         }
     }
@@ -159,9 +169,27 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 /// The quantity's per-repeat values, or why this run cannot test the claim.
 pub type Evidence = Result<Vec<f64>, String>;
 
-/// a ÷ b for every repeat both measured.
+/// a ÷ b for every repeat both measured, each arm at least its resolution (a
+/// repeat whose b paged nothing is "a's pages ÷ under one page", the
+/// strongest evidence that a pages more, not a repeat to drop). An arm of 0
+/// with no resolution gives NaN, which the verdict counts as unusable
+/// ([`Verdict::unusable`]) rather than losing it.
 pub fn paired(a: &Metric, b: &Metric) -> Vec<f64> {
-    per_repeat(a, &[b], |x, o| (o[0] > 0.0).then(|| x / o[0]))
+    let (ra, rb) = (a.resolution, b.resolution);
+    per_repeat(a, &[b], |x, o| Some(ratio_at(x, ra, o[0], rb)))
+}
+
+/// x ÷ y, each at least its resolution; NaN (counted, not dropped) when y is
+/// not positive and has no resolution.
+pub fn ratio_at(x: f64, rx: f64, y: f64, ry: f64) -> f64 {
+    let (x, y) = (at_resolution(x, rx), at_resolution(y, ry));
+    if y > 0.0 { x / y } else { f64::NAN }
+}
+
+/// A value read to `resolution`: at least one step (NaN stays NaN; no
+/// resolution leaves it as it is).
+pub fn at_resolution(x: f64, resolution: f64) -> f64 {
+    if x.is_nan() || resolution <= 0.0 { x } else { x.max(resolution) }
 }
 
 /// `f(a's value, the others' values)` for every repeat of `a` that each of
@@ -196,6 +224,8 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
         ci95: None,
         n: 0,
         values: Vec::new(),
+        resolution: c.floor,
+        unusable: 0,
         cv: None,
         p: None,
         p_adjusted: None,
@@ -222,17 +252,27 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
             return v;
         }
     };
-    v.values = values.iter().map(|x| x.max(c.floor)).collect();
+    // Every measured repeat is used: a value below the resolution is raised to
+    // it; only one that is not a number (or not positive with no resolution)
+    // cannot be, and the reason counts it.
+    v.values = values.iter().filter(|x| x.is_finite()).map(|x| x.max(c.floor)).filter(|x| *x > 0.0).collect();
+    v.unusable = values.len() - v.values.len();
     v.n = v.values.len();
     v.cv = record::stats::cv(&v.values);
-    let Some(t) = claim::test(&v.values, &c.region) else {
+    let Some(t) = claim::test_at(&v.values, &c.region, c.floor) else {
         v.estimate = record::stats::median(&v.values);
         v.ours = v.estimate.map(|x| format!("{} (n = {})", num(x), v.n)).unwrap_or("-".into());
         v.outcome = Outcome::Inconclusive;
-        v.why = format!("n = {}: one repeat has no interval; run with --repeat 2 or more", v.n);
+        v.why = format!("n = {}: one repeat has no interval; run with --repeat 2 or more{}", v.n, unusable_note(&v));
         return v;
     };
     let e = t.estimate;
+    if !representable(&e) {
+        v.estimate = None;
+        v.ours = format!("- (n = {})", v.n);
+        v.why = out_of_range(&v.values);
+        return v;
+    }
     v.estimate = Some(e.estimate);
     v.ci95 = Some(e.ci95);
     v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
@@ -240,6 +280,33 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
     v.p_adjusted = v.p;
     settle(&mut v, c, t.decide(ALPHA), ALPHA, "Holm");
     v
+}
+
+/// Whether an estimate and its interval are finite, positive numbers: values
+/// such as 1e-300 and 1e300 give an interval of [0, ∞], which JSON cannot
+/// carry (issue 46 item 12).
+fn representable(e: &claim::Estimate) -> bool {
+    [e.estimate, e.ci95[0], e.ci95[1]].iter().all(|x| x.is_finite() && *x > 0.0)
+}
+
+/// The reason for a finding whose values are out of floating point's range.
+fn out_of_range(values: &[f64]) -> String {
+    let lo = values.iter().cloned().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    format!(
+        "the values ({lo:e} to {hi:e}) are too far apart or too extreme for an interval in floating point: not judged"
+    )
+}
+
+/// "; 1 of 4 repeats had no usable value …", when any had none.
+fn unusable_note(v: &Verdict) -> String {
+    match v.unusable {
+        0 => String::new(),
+        k => format!(
+            "; {k} of {} repeats had no usable value (not a number, or an arm of 0 with no resolution) and are not in n",
+            k + v.n
+        ),
+    }
 }
 
 /// Sets outcome and reason from a decision (at the family's level).
@@ -257,7 +324,7 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str)
         Decision::Inconclusive => {
             // In a family, at the strictest level Holm may ask (α ÷ the family).
             let level = alpha / v.family.max(1) as f64;
-            let e = claim::estimate(&v.values);
+            let e = claim::estimate_at(&v.values, v.resolution);
             let need = e.and_then(|e| claim::repeats_to_decide(&e, &region, level));
             v.repeats_to_decide = need;
             let family = if v.family > 1 && v.p.is_some_and(|p| p <= alpha) {
@@ -283,6 +350,7 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str)
             }
         }
     };
+    v.why += &unusable_note(v);
 }
 
 /// Judges claims together: Holm's step-down over their p-values, so that the
@@ -298,7 +366,7 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, a
         v.family = m;
         v.p_adjusted = Some(a);
         let Some(c) = claims(v.id) else { continue };
-        let lean = claim::test(&v.values, &v.region).map_or(Decision::Inconclusive, |t| t.p().1);
+        let lean = claim::test_at(&v.values, &v.region, v.resolution).map_or(Decision::Inconclusive, |t| t.p().1);
         settle(v, &c, if a <= alpha { lean } else { Decision::Inconclusive }, alpha, "Holm");
     }
 }
@@ -339,7 +407,7 @@ pub fn family_of(experiment: &str, c: &Claim) -> String {
 /// and says so.
 pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64], alpha: f64, family: usize, pass: u32) {
     let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
-    let Some(t) = claim::test_stages(&slices, &c.region, ws) else {
+    let Some(t) = claim::test_stages(&slices, &c.region, ws, c.floor) else {
         let sizes: Vec<String> = stages.iter().map(|s| s.len().to_string()).collect();
         v.why = format!(
             "{}; pass {pass} could not be combined with the passes before (repeats per pass: {}; each needs two)",
@@ -348,6 +416,10 @@ pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64],
         );
         return;
     };
+    if !representable(&t.estimate) {
+        v.why = format!("{}; pass {pass}: {}", v.why, out_of_range(&stages.concat()));
+        return;
+    }
     v.values = stages.concat();
     v.n = v.values.len();
     v.cv = record::stats::cv(&v.values);
@@ -519,7 +591,7 @@ mod tests {
             values: values.to_vec(),
             repeats: repeats.to_vec(),
             resolution: 0.0,
-            export: crate::headline::Figure::new("m", "", true).export,
+            export: crate::headline::Figure::new("m", "", true, 0.001).export,
         }
     }
 
@@ -531,13 +603,52 @@ mod tests {
         assert_eq!(paired(&a, &b), vec![2.0, 3.0]);
     }
 
+    #[test]
+    fn a_zero_arm_is_one_step_not_a_lost_repeat() {
+        // Issue 43: thrash.writes when e1 paged nothing was dropped, though it
+        // is the strongest evidence that e2 pages more.
+        let mut e2 = metric(&[500.0, 400.0, 450.0], &[0, 1, 2]);
+        let mut e1 = metric(&[100.0, 0.0, 120.0], &[0, 1, 2]);
+        e2.resolution = 1.0;
+        e1.resolution = 1.0;
+        assert_eq!(paired(&e2, &e1), vec![5.0, 400.0, 3.75]);
+        // Without a resolution the zero is no ratio: NaN, which the verdict counts.
+        e1.resolution = 0.0;
+        let r = paired(&e2, &e1);
+        assert_eq!(r.len(), 3);
+        assert!(r[1].is_nan());
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        let v = judge(&C, &ok, Ok(r));
+        assert_eq!((v.n, v.unusable, v.values.len()), (2, 1, 2), "{v:?}");
+        assert!(v.why.contains("1 of 3 repeats had no usable value"), "{}", v.why);
+        // A value below the claim's resolution is raised to it, and counted.
+        let v = judge(&C, &ok, Ok(vec![1.5, 0.0, 1.6]));
+        assert_eq!((v.n, v.unusable), (3, 0), "{v:?}");
+        assert_eq!(v.values[1], C.floor);
+    }
+
+    #[test]
+    fn identical_values_are_not_a_certainty() {
+        // A figure read to 1e-4: [1e-4, 1e-4] and [1e-4, 2e-4] now decide alike
+        // (they were p = 0, matches, against inconclusive).
+        let c = Claim { region: Region::at_most(2e-4), floor: 1e-4, ..C };
+        let all: Vec<Metric> = Vec::new();
+        let ok = Ms { all: &all, protocol: Ok(()) };
+        let same = judge(&c, &ok, Ok(vec![1e-4, 1e-4]));
+        let step = judge(&c, &ok, Ok(vec![1e-4, 2e-4]));
+        assert_eq!(same.outcome, step.outcome, "{same:?} {step:?}");
+        assert!(same.p.unwrap() > 0.0, "{same:?}");
+        assert!(same.ci95.unwrap()[1] > same.ci95.unwrap()[0], "{same:?}");
+    }
+
     const C: Claim = Claim {
         id: "x.c",
         claim: "A is at least 10 % costlier than B",
         study: "",
         quantity: "A ÷ B",
         region: Region::at_least(1.1),
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "yes",
         no: "no",
@@ -577,7 +688,7 @@ mod tests {
     #[test]
     fn a_second_run_pairs_after_the_first() {
         // Two runs, two repeats each: by repeat number (push_of) and by position (push).
-        let fig = crate::headline::Figure::new("total ms", "ms", true);
+        let fig = crate::headline::Figure::new("total ms", "ms", true, 0.001);
         let mut b = crate::headline::Builder::new("mapping");
         for (run, scale) in [(0, 1.0), (1, 2.0)] {
             b.next_run();

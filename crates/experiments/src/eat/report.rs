@@ -10,7 +10,7 @@ use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat, ratio};
+use report::verdict::{self, Claim, Evidence, Ms, Verdict, judge, per_repeat, ratio};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -254,11 +254,11 @@ pub fn render(
 // ---- The experiment, as the report sees it (report::experiment).
 
 pub const STORED_FRACTION: Figure =
-    Figure::new("stored fraction", "", true).resolution(0.005).export("stored_ratio", "ratio", 1.0);
-pub const TRIM: Figure = Figure::new("trim µs/page", "µs", true).export("trim_seconds_per_page", "", 1e-6);
+    Figure::new("stored fraction", "", true, 1e-4).export("stored_ratio", "ratio", 1.0);
+pub const TRIM: Figure = Figure::new("trim µs/page", "µs", true, 0.001).export("trim_seconds_per_page", "", 1e-6);
 pub const READ_BACK: Figure =
-    Figure::new("read-back µs/page", "µs", true).export("read_back_seconds_per_page", "", 1e-6);
-pub const FILL: Figure = Figure::new("fill GB/s", "GB/s", false).export("fill_bytes_per_second", "", 1e9);
+    Figure::new("read-back µs/page", "µs", true, 0.001).export("read_back_seconds_per_page", "", 1e-6);
+pub const FILL: Figure = Figure::new("fill GB/s", "GB/s", false, 0.001).export("fill_bytes_per_second", "", 1e9);
 
 /// `eat` in the report's list of experiments.
 pub struct Eat;
@@ -344,7 +344,7 @@ pub static CLAIMS: [Claim; 6] = [
         study: "0.20",
         quantity: "stored fraction of semi, per repeat (region by compressor: LZ without entropy coding 0.13 – 0.30; zstd, deflate ≤ 0.30)",
         region: Region { lo: Some(0.20 / ABOUT), hi: Some(0.20 * ABOUT) },
-        floor: 0.0,
+        floor: 1e-4,
         own: false,
         yes: "both stores find the same redundancy in 20-byte blocks",
         no: "the compressor here finds more or less redundancy than Windows' Xpress in 20-byte blocks",
@@ -366,7 +366,7 @@ pub static CLAIMS: [Claim; 6] = [
         study: "slightly above 1",
         quantity: "stored fraction of random, per repeat",
         region: Region::at_least(0.95),
-        floor: 0.0,
+        floor: 1e-4,
         own: false,
         yes: "incompressible pages are stored as they are",
         no: "the store reports less than the data trimmed: check that every page reached swap",
@@ -377,7 +377,7 @@ pub static CLAIMS: [Claim; 6] = [
         study: "about 2",
         quantity: "trim µs/page, random ÷ semi, paired by repeat",
         region: Region { lo: Some(2.0 / ABOUT), hi: Some(2.0 * ABOUT) },
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "compressing incompressible data costs the most, as on Windows",
         no: "this compressor gives up on incompressible pages sooner or later than Xpress, so random pages do not cost \
@@ -389,7 +389,7 @@ pub static CLAIMS: [Claim; 6] = [
         study: "about 0.5",
         quantity: "trim µs/page, const ÷ semi, paired by repeat",
         region: Region { lo: Some(0.5 / ABOUT), hi: Some(0.5 * ABOUT) },
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "same-value pages need no compression at all",
         no: "on this machine the per-page cost of the swap path, not the compression saved, sets the ratio",
@@ -400,7 +400,7 @@ pub static CLAIMS: [Claim; 6] = [
         study: "similar",
         quantity: "read-back µs/page, slowest ÷ fastest of random, semi and const, per repeat",
         region: Region::at_most(ABOUT),
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "read-back is dominated by the fault path, not by decompression",
         no: "semi pages must be decompressed on every fault, while zram returns same-value and raw pages without \
@@ -434,6 +434,7 @@ fn read_back_spread(m: &Ms) -> Evidence {
     Ok(per_repeat(r, &[s, c], |x, o| {
         let v = [x, o[0], o[1]];
         let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
-        (lo > 0.0).then(|| v.iter().cloned().fold(0.0, f64::max) / lo)
+        let r = READ_BACK.resolution;
+        Some(verdict::ratio_at(v.iter().cloned().fold(0.0, f64::max), r, lo, r))
     }))
 }

@@ -20,6 +20,11 @@ pub struct Repeat {
     /// The plain mean over every counted batch of the warm phase.
     #[serde(default = "record::results::nan")]
     pub alloc_ns_mean_plain: f64,
+    /// HeapPerf's measure: ns per allocation over every warm batch, preempted
+    /// ones included (a preemption inside the calls counts, one between them
+    /// does not), all threads' calls together. NaN in records from before it.
+    #[serde(default = "record::results::nan")]
+    pub alloc_ns_in_calls: f64,
     #[serde(default = "record::results::nan")]
     pub free_ns_mean_plain: f64,
     #[serde(default = "record::results::nan")]

@@ -10,7 +10,7 @@ use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat};
+use report::verdict::{self, Claim, Evidence, Ms, Verdict, judge, per_repeat};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -191,11 +191,11 @@ pub fn render(
 
 // ---- The experiment, as the report sees it (report::experiment).
 
-pub const SCANS: Figure = Figure::new("scans/s", "/s", false).export("scans_per_second", "", 1.0);
-pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true).export("scan_p99_seconds", "seconds", 1e-3);
+pub const SCANS: Figure = Figure::new("scans/s", "/s", false, 0.01).export("scans_per_second", "", 1.0);
+pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true, 0.001).export("scan_p99_seconds", "seconds", 1e-3);
 /// The memory a mode's pages take in RAM: without a cap its resident set; under
 /// a cap its cgroup's charge plus the compressed store (which is RAM too).
-pub const HELD: Figure = Figure::new("memory held MiB", "MiB", true).export("memory_held_bytes", "bytes", 1048576.0);
+pub const HELD: Figure = Figure::new("memory held MiB", "MiB", true, report::headline::PAGE_MIB).export("memory_held_bytes", "bytes", 1048576.0);
 
 /// `wscap` in the report's list of experiments.
 pub struct Wscap;
@@ -263,7 +263,7 @@ pub static CLAIMS: [Claim; 3] = [
         study: "about 250×, sometimes 800×",
         quantity: "scans/s without a cap ÷ under cap-max, paired by repeat",
         region: Region::at_least(100.0),
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "every scan faults the capped half back in from (compressed) swap, one page at a time",
         no: "the cap here costs far less than orders of magnitude: the swap-in path is much cheaper on this machine \
@@ -275,7 +275,7 @@ pub static CLAIMS: [Claim; 3] = [
         study: "argued, not measured",
         quantity: "scans/s of the slowest periodic mode ÷ under cap-max, paired by repeat (far less: ≥ 10×)",
         region: Region::at_least(10.0),
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "a periodic trim pays the refaults once per period, a cap pays them on every scan",
         no: "a periodic trim cost nearly as much as the cap here",
@@ -285,9 +285,9 @@ pub static CLAIMS: [Claim; 3] = [
         claim: "capping the working set does not save memory",
         study: "the trimmed pages stay in RAM (standby list, compressed store)",
         quantity: "memory held under cap-max (cgroup charge + compressed store, max) ÷ resident set without a cap, \
-                   paired by repeat (no saving: ≥ 0.9)",
+                   paired by repeat, the pages holding random bytes that do not compress (no saving: ≥ 0.9)",
         region: Region::at_least(0.9),
-        floor: 0.0,
+        floor: 0.001,
         own: false,
         yes: "what the cap pushes out lands in the compressed store, which is RAM too: the total barely falls",
         no: "the cap freed memory here: the store holds the capped pages in much less RAM than they took",
@@ -314,7 +314,7 @@ fn findings(m: &Ms, _results: &[WscapResult]) -> Vec<Verdict> {
         Some(_) if periodic.is_empty() => Err("this run had no periodic mode".into()),
         Some(cap) => Ok(per_repeat(cap, &periodic, |c, p| {
             let worst = p.iter().cloned().reduce(f64::min)?;
-            (c > 0.0).then(|| worst / c)
+            Some(verdict::ratio_at(worst, SCANS.resolution, c, SCANS.resolution))
         })),
     };
     vec![

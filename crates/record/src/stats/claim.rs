@@ -125,6 +125,30 @@ pub fn estimate(values: &[f64]) -> Option<Estimate> {
     })
 }
 
+/// The spread on the log scale that reading a value of about `at` to
+/// `resolution` gives by itself: a rounding error uniform over one step has a
+/// standard deviation of resolution ÷ √12, about that ÷ `at` in logs. 0 for
+/// no resolution.
+pub fn resolution_sd(resolution: f64, at: f64) -> f64 {
+    if resolution > 0.0 && at > 0.0 && at.is_finite() { resolution / 12f64.sqrt() / at } else { 0.0 }
+}
+
+/// [`estimate`] of values read to `resolution`: their spread is at least the
+/// resolution's ([`resolution_sd`]), so that identical values (a stored
+/// fraction of 1e-4 read to 1e-4, twice) are not a certainty that one step
+/// more would undo.
+pub fn estimate_at(values: &[f64], resolution: f64) -> Option<Estimate> {
+    let mut e = estimate(values)?;
+    let floor = resolution_sd(resolution, e.estimate);
+    if e.log_sd < floor {
+        let n = e.n as f64;
+        let half = t_quantile(0.95, n - 1.0) * floor / n.sqrt();
+        e.log_sd = floor;
+        e.ci95 = [(e.log_mean - half).exp(), (e.log_mean + half).exp()];
+    }
+    Some(e)
+}
+
 /// What the interval says about the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -206,7 +230,12 @@ impl Sides {
 /// Tests per-repeat `values` against `region`. `None` for fewer than two
 /// usable values.
 pub fn test(values: &[f64], region: &Region) -> Option<Test> {
-    let e = estimate(values)?;
+    test_at(values, region, 0.0)
+}
+
+/// [`test`] of values read to `resolution` ([`estimate_at`]).
+pub fn test_at(values: &[f64], region: &Region, resolution: f64) -> Option<Test> {
+    let e = estimate_at(values, resolution)?;
     Some(Sides::of(&e, region).test(e))
 }
 
@@ -244,16 +273,21 @@ pub fn combine(ps: &[f64], ws: &[f64]) -> f64 {
 /// (each stage needs a spread of its own: a stage without one has p of 0 or
 /// 1, which would decide the claim whatever the other stages showed), or `ws`
 /// has fewer weights than there are stages.
-pub fn test_stages(stages: &[&[f64]], region: &Region, ws: &[f64]) -> Option<Test> {
+///
+/// Values read to `resolution` have at least its spread ([`estimate_at`]), so a
+/// stage of identical values has a spread when the resolution is positive.
+pub fn test_stages(stages: &[&[f64]], region: &Region, ws: &[f64], resolution: f64) -> Option<Test> {
     if stages.is_empty() || ws.len() < stages.len() {
         return None;
     }
     let sides: Vec<Sides> = stages
         .iter()
-        .map(|v| estimate(v).filter(|e| e.log_sd > 0.0 && e.log_sd.is_finite()).map(|e| Sides::of(&e, region)))
+        .map(|v| {
+            estimate_at(v, resolution).filter(|e| e.log_sd > 0.0 && e.log_sd.is_finite()).map(|e| Sides::of(&e, region))
+        })
         .collect::<Option<Vec<_>>>()?;
     let all: Vec<f64> = stages.iter().flat_map(|v| v.iter().copied()).collect();
-    let e = estimate(&all)?;
+    let e = estimate_at(&all, resolution)?;
     let ws = &ws[..stages.len()];
     let c = |f: fn(&Sides) -> f64| combine(&sides.iter().map(f).collect::<Vec<_>>(), ws);
     let s = Sides {
@@ -531,19 +565,19 @@ mod tests {
         let r = Region::at_least(1.10);
         let w = [1.0, 1.0];
         // Both stages well inside: matches, with the pooled estimate shown.
-        let t = test_stages(&[&[1.5, 1.6, 1.4], &[1.55, 1.45]], &r, &w).unwrap();
+        let t = test_stages(&[&[1.5, 1.6, 1.4], &[1.55, 1.45]], &r, &w, 0.0).unwrap();
         assert_eq!(t.decide(0.01), Decision::Matches, "{t:?}");
         assert_eq!(t.estimate.n, 5);
         // Both on the wrong side: differs.
-        let t = test_stages(&[&[0.9, 0.95, 0.92], &[0.93, 0.91]], &r, &w).unwrap();
+        let t = test_stages(&[&[0.9, 0.95, 0.92], &[0.93, 0.91]], &r, &w, 0.0).unwrap();
         assert_eq!(t.decide(0.01), Decision::Differs, "{t:?}");
         // On the edge in both: inconclusive.
-        let t = test_stages(&[&[1.05, 1.15, 1.1], &[1.12, 1.08]], &r, &w).unwrap();
+        let t = test_stages(&[&[1.05, 1.15, 1.1], &[1.12, 1.08]], &r, &w, 0.0).unwrap();
         assert_eq!(t.decide(0.01), Decision::Inconclusive, "{t:?}");
         // A stage of one repeat has no spread of its own: no test.
-        assert!(test_stages(&[&[1.5, 1.6, 1.4], &[1.55]], &r, &w).is_none());
+        assert!(test_stages(&[&[1.5, 1.6, 1.4], &[1.55]], &r, &w, 0.0).is_none());
         // Nor without a weight for each stage.
-        assert!(test_stages(&[&[1.5, 1.6, 1.4], &[1.55, 1.5]], &r, &[1.0]).is_none());
+        assert!(test_stages(&[&[1.5, 1.6, 1.4], &[1.55, 1.5]], &r, &[1.0], 0.0).is_none());
         // The combination itself: equal weights of two p = 0.05 give about 0.01.
         let p = combine(&[0.05, 0.05], &[1.0, 1.0]);
         assert!((p - 0.0100).abs() < 1e-4, "{p}");
@@ -558,7 +592,30 @@ mod tests {
         let p = combine(&[1.0, 0.0], &[1.0, 1.0]);
         assert!((p - 0.5).abs() < 0.01, "{p}");
         // A stage without spread of its own is no stage.
-        assert!(test_stages(&[&[1.05, 1.15, 1.1], &[1.6, 1.6]], &r, &w).is_none());
+        assert!(test_stages(&[&[1.05, 1.15, 1.1], &[1.6, 1.6]], &r, &w, 0.0).is_none());
+        // Unless its values were read to a resolution: then it has that spread.
+        assert!(test_stages(&[&[1.05, 1.15, 1.1], &[1.6, 1.6]], &r, &w, 0.01).is_some());
+    }
+
+    #[test]
+    fn identical_values_have_the_spread_of_their_resolution() {
+        // Issue 43: a stored fraction of [1e-4, 1e-4] matched "≤ 0.005" with
+        // certainty (p = 0) while [1e-4, 2e-4] did not decide; read to 1e-4,
+        // both now carry at least one step's spread, and decide alike.
+        let r = Region::at_most(2e-4);
+        let same = test_at(&[1e-4, 1e-4], &r, 1e-4).unwrap();
+        let step = test_at(&[1e-4, 2e-4], &r, 1e-4).unwrap();
+        assert!(same.p_matches > 0.05, "{same:?}");
+        assert_eq!(same.decide(ALPHA), step.decide(ALPHA), "{same:?} {step:?}");
+        assert!(same.estimate.log_sd >= resolution_sd(1e-4, 1e-4) - 1e-12, "{same:?}");
+        // Far inside the region the resolution's spread still decides.
+        assert_eq!(test_at(&[1e-4, 1e-4, 1e-4], &Region::at_most(0.5), 1e-4).unwrap().decide(ALPHA), Decision::Matches);
+        // A spread larger than the resolution's is left as it is.
+        let wide = estimate_at(&[1.0, 2.0, 1.5], 0.01).unwrap();
+        assert_eq!(wide.log_sd, estimate(&[1.0, 2.0, 1.5]).unwrap().log_sd);
+        // No resolution: the old rule.
+        assert_eq!(resolution_sd(0.0, 1.0), 0.0);
+        assert_eq!(test_at(&[0.005, 0.005], &Region::at_most(0.01), 0.0).unwrap().p_matches, 0.0);
     }
 
     #[test]

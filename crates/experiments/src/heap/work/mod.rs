@@ -75,6 +75,7 @@ pub fn merge_repeats(procs: &[Repeat]) -> Repeat {
         alloc_ns_mean: trim(|r| r.alloc_ns_mean),
         free_ns_mean: trim(|r| r.free_ns_mean),
         alloc_ns_mean_plain: mean(|r| r.alloc_ns_mean_plain),
+        alloc_ns_in_calls: mean(|r| r.alloc_ns_in_calls),
         free_ns_mean_plain: mean(|r| r.free_ns_mean_plain),
         alloc_ns_p50: median(|r| r.alloc_ns_p50),
         alloc_ns_p99: median(|r| r.alloc_ns_p99),
@@ -335,6 +336,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
         alloc_ns_mean: block_means(0).or(finite(per(w.alloc_ticks, w.allocs))).ok_or(TOO_FEW)?,
         free_ns_mean: block_means(2).or(finite(per(w.free_ticks, w.frees))).ok_or(TOO_FEW)?,
         alloc_ns_mean_plain: per(w.alloc_ticks, w.allocs),
+        alloc_ns_in_calls: per(w.alloc_ticks_all, w.allocs_all),
         free_ns_mean_plain: per(w.free_ticks, w.frees),
         alloc_ns_p50: a[0],
         alloc_ns_p99: a[1],
@@ -442,6 +444,8 @@ fn sum_threads(stats: &[script::ThreadStats], ns: f64, oh: u64) -> Result<Sums, 
             sum.allocs += p.allocs;
             sum.frees += p.frees;
             sum.alloc_ticks += p.alloc_ticks;
+            sum.allocs_all += p.allocs_all;
+            sum.alloc_ticks_all += p.alloc_ticks_all;
             sum.free_ticks += p.free_ticks;
             sum.batches += p.batches;
             sum.batches_preempted += p.batches_preempted;

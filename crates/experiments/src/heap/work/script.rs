@@ -95,6 +95,12 @@ pub struct PhaseStats {
     /// overhead subtracted).
     pub alloc_ticks: u64,
     pub free_ticks: u64,
+    /// Every timed allocation batch's calls and ticks, preempted ones
+    /// included: HeapPerf's measure (a clock read before and after the calls,
+    /// summed per thread: a preemption inside the calls counts, one between
+    /// them does not), which the study's findings are judged on.
+    pub allocs_all: u64,
+    pub alloc_ticks_all: u64,
     /// Batches timed, and those left out because the thread was preempted.
     pub batches: u64,
     pub batches_preempted: u64,
@@ -355,6 +361,10 @@ impl Clock {
     /// which the thread was switched out counts as preempted, not as time.
     fn count(self, phase: &mut PhaseStats, undisturbed: bool, ticks: u64, n: usize, k: usize) {
         phase.batches += 1;
+        if k == 0 {
+            phase.allocs_all += n as u64;
+            phase.alloc_ticks_all += ticks.saturating_sub(self.overhead);
+        }
         if !undisturbed {
             phase.batches_preempted += 1;
             return;
