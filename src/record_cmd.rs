@@ -17,6 +17,15 @@ pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget
     let (version, root) = p.memory_controller()?.ok_or_else(|| {
         usage(format!("--cgroup {}: no memory cgroup controller is mounted on this machine", path.display()))
     })?;
+    // A plain path inside the hierarchy: `..` would lead out of it lexically
+    // (issue 46 item 4: `--cgroup ../../../../DIR` was read as a group).
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir | std::path::Component::CurDir)) {
+        return Err(usage(format!(
+            "--cgroup {}: give the group's path without . or .. (e.g. system.slice/foo.service, relative to {})",
+            path.display(),
+            root.display()
+        )));
+    }
     let dir = if path.is_absolute() && path.starts_with(&root) {
         path.to_path_buf()
     } else {
@@ -29,6 +38,17 @@ pub fn resolve_cgroup(p: &mut Probe, path: &Path) -> anyhow::Result<CgroupTarget
     if !dir.join(marker).exists() {
         return Err(usage(format!(
             "--cgroup {}: no memory cgroup at {} (expected a path relative to {}, e.g. system.slice)",
+            path.display(),
+            dir.display(),
+            root.display()
+        )));
+    }
+    // On a cgroup filesystem, where no file is a FIFO, a device or a link: a
+    // look-alike tree elsewhere could hang the sampler on a FIFO or feed it
+    // /dev/zero.
+    if !sandbox::cgroup::is_cgroup_dir(&dir) {
+        return Err(usage(format!(
+            "--cgroup {}: {} is not a directory of a cgroup filesystem (give a group under {})",
             path.display(),
             dir.display(),
             root.display()

@@ -142,6 +142,16 @@ fn a_lab_step_dir_outside_the_lab_is_refused() {
     let out = pagelab(&["report", lab.to_str().unwrap()]);
     refused(&out, "is a symbolic link");
     assert!(!outside.join("eat.md").exists());
+    // Issue 46 item 2: a link in an earlier component (`x/sub`, `x` a link to
+    // a directory outside) was followed: a step dir is one plain name.
+    let parent = tmp.path().join("parent");
+    common::copy_fixture("eat", &parent.join("sub"));
+    let lab = tmp.path().join("lab-deep");
+    lab_with_step_dir(&lab, "x/sub");
+    symlink(&parent, lab.join("x")).unwrap();
+    let out = pagelab(&["report", lab.to_str().unwrap()]);
+    refused(&out, "is not a name inside the lab directory");
+    assert!(!parent.join("sub/eat.md").exists(), "rendered through a link");
 }
 
 #[test]
@@ -301,6 +311,33 @@ fn restore_leaves_a_world_writable_journal_directory_alone() {
 }
 
 #[test]
+fn restore_moves_an_unreadable_journal_aside_and_names_it() {
+    // Issue 46 item 16: a file with a journal's name but no header was deleted
+    // without a word (undo information lost).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("jdir");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let planted = dir.join("1-1-1.journal");
+    std::fs::write(&planted, "not json\n{\"seq\": 1}\n").unwrap();
+    std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // An empty one holds nothing to lose, and an earlier set-aside stays.
+    let taken = dir.join("1-1-1.journal.unreadable");
+    std::fs::write(&taken, "earlier").unwrap();
+    let out =
+        Command::new(common::bin()).env("PAGELAB_JOURNAL_DIR", &dir).args(["restore", "--json"]).output().unwrap();
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!planted.exists(), "{all}");
+    let aside = dir.join("1-1-1.journal.unreadable.1");
+    assert_eq!(std::fs::read_to_string(&aside).unwrap(), "not json\n{\"seq\": 1}\n", "{all}");
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "earlier", "an earlier file is never replaced");
+    assert!(all.contains("1-1-1.journal.unreadable.1") && all.contains("not one pagelab can read"), "{all}");
+    // The next restore finds nothing to do with it.
+    let out = Command::new(common::bin()).env("PAGELAB_JOURNAL_DIR", &dir).args(["restore"]).output().unwrap();
+    assert!(aside.exists() && !String::from_utf8_lossy(&out.stderr).contains("unreadable.1"));
+}
+
+#[test]
 fn values_starting_with_a_dash_get_the_flags_own_message() {
     for (args, flag, says) in [
         (vec!["lab", "--only", "-heap", "--dry-run"], "--only", "unknown experiment '-heap'"),
@@ -346,6 +383,126 @@ fn parse_errors_do_not_quote_a_files_contents_at_length() {
         assert!(!err.contains(secret) && !err.contains(&secret[..20]), "the error quotes the file: {err}");
         assert!(err.contains("characters)"), "{err}");
     }
+}
+
+#[test]
+fn heap_over_time_refuses_a_sampler_buffer_it_cannot_hold() {
+    // Issue 46 item 11: --idle 300h --sample-every 1ms asked for a 32 GiB
+    // buffer and aborted.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pagelab(&[
+        "heap",
+        "--over-time",
+        "--idle",
+        "300h",
+        "--sample-every",
+        "1ms",
+        "--out",
+        tmp.path().join("r").to_str().unwrap(),
+    ]);
+    refused(&out, "--sample-every");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 1000000"));
+    assert!(!tmp.path().join("r").exists());
+}
+
+#[test]
+fn a_crafted_svg_in_a_run_directory_is_not_embedded() {
+    // Issue 46 item 3: every *.svg was embedded from `<svg` on.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    common::copy_fixture("eat", &run);
+    std::fs::write(
+        run.join("evil.svg"),
+        "<svg></svg></figure><meta http-equiv=\"refresh\" content=\"0;url=https://example.com\">\
+         <form action=\"https://example.com\"><input name=\"x\"></form><svg></svg>",
+    )
+    .unwrap();
+    let out = pagelab(&["report", run.to_str().unwrap(), "--html"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(!html.contains("http-equiv=\"refresh\"") && !html.contains("<form"), "embedded");
+    assert!(html.contains("evil.svg: not embedded"), "the report says what it left out");
+    assert!(html.contains("form-action 'none'"), "the page's policy forbids form targets");
+    // pagelab's own charts are still there.
+    assert!(html.matches("<figure class=\"chart\"><svg").count() >= 1);
+}
+
+#[test]
+fn record_cgroup_must_be_a_group_of_a_cgroup_filesystem() {
+    // Issue 46 item 4: `..` led out of the hierarchy to a look-alike tree whose
+    // memory.stat was a FIFO (the sampler hung past its duration, deaf to
+    // SIGTERM) or a link to /dev/zero (read until an allocation failed).
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("fake");
+    std::fs::create_dir(&fake).unwrap();
+    for f in ["memory.usage_in_bytes", "memory.current"] {
+        std::fs::write(fake.join(f), "4096\n").unwrap();
+    }
+    let fifo = std::ffi::CString::new(fake.join("memory.stat").to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    symlink("/dev/zero", fake.join("memory.events")).unwrap();
+    let up = format!("{}{}", "../".repeat(12), fake.to_str().unwrap().trim_start_matches('/'));
+    for arg in [up.as_str(), fake.to_str().unwrap()] {
+        let t = std::time::Instant::now();
+        let mut child = std::process::Command::new(common::bin())
+            .args(["record", "--cgroup", arg, "--duration", "1s", "--out"])
+            .arg(tmp.path().join("rec"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        while child.try_wait().unwrap().is_none() && t.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            panic!("record --cgroup {arg} still running after 10 s");
+        }
+        let out = child.wait_with_output().unwrap();
+        refused(&out, "--cgroup");
+        assert!(!tmp.path().join("rec").exists(), "a refused record made its directory");
+    }
+}
+
+#[test]
+fn figures_of_1e300_and_1e_300_never_reach_json_as_null() {
+    // Issue 46 item 12: extreme figures gave findings `ci95 [0.0, null]` and
+    // BMF `value null`, which their schemas refuse.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    common::copy_fixture("mapping", &run);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let mut results = Vec::new();
+    for (rep, extreme) in [(1, 1e300), (2, 1e-300)] {
+        for r in v["results"].as_array().unwrap() {
+            let mut r = r.clone();
+            let free = r["result"]["method"] == "free";
+            r["result"]["repeat"] = serde_json::json!(rep);
+            for k in ["total_ms_p50", "normalized_ms_p50"] {
+                r["result"][k] = serde_json::json!(if free { extreme } else { 1.0 });
+            }
+            results.push(r);
+        }
+    }
+    v["results"] = serde_json::Value::Array(results);
+    std::fs::write(run.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let bmf = tmp.path().join("m.bmf.json");
+    let out = pagelab(&["report", run.to_str().unwrap(), "--bmf", bmf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = pagelab(&["report", run.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    common::assert_schema("report-output", &doc);
+    let b: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&bmf).unwrap()).unwrap();
+    common::assert_schema("bmf", &b);
+    assert!(!std::fs::read_to_string(&bmf).unwrap().contains("null"), "{b}");
+    let f = doc["findings"]["findings"].as_array().unwrap();
+    let lazy = f.iter().find(|x| x["id"] == "mapping.lazy_reset").unwrap();
+    assert_eq!(lazy["verdict"], "not_checked", "{lazy}");
+    assert!(lazy["reason"].as_str().unwrap().contains("floating point"), "{lazy}");
 }
 
 #[test]

@@ -274,30 +274,49 @@ pub enum ReadError {
 /// mistake (a key, a password file) should not end up in a terminal or a log.
 /// Quoted spans (in `backticks` or "double quotes") longer than 16 characters
 /// keep their first 8 and say how long they were.
+///
+/// Text between quotes is cut the same way once it is longer than 64
+/// characters: an embedded quote in a value pairs the wrong marks, and the
+/// value's rest would otherwise come out as "unquoted" text (issue 46 item
+/// 13: 300 characters after an embedded backtick). The text before the first
+/// quote (a path, the error's kind) is kept whole.
 pub fn brief(e: &impl std::fmt::Display) -> String {
+    fn cut(out: &mut String, text: &str, longest: usize) {
+        let n = text.chars().count();
+        if n > longest {
+            out.extend(text.chars().take(8));
+            out.push_str(&format!("… ({n} characters)"));
+        } else {
+            out.push_str(text);
+        }
+    }
     let s = e.to_string();
     let mut out = String::with_capacity(s.len().min(512));
     let mut rest = s.as_str();
+    let mut first = true;
     while let Some(i) = rest.find(['`', '"']) {
         let q = rest.as_bytes()[i] as char;
-        out.push_str(&rest[..=i]);
+        if first {
+            out.push_str(&rest[..i]);
+        } else {
+            cut(&mut out, &rest[..i], 64);
+        }
+        first = false;
+        out.push(q);
         let after = &rest[i + 1..];
         let Some(j) = after.find(q) else {
             rest = after;
             break;
         };
-        let quoted = &after[..j];
-        let n = quoted.chars().count();
-        if n > 16 {
-            out.extend(quoted.chars().take(8));
-            out.push_str(&format!("… ({n} characters)"));
-        } else {
-            out.push_str(quoted);
-        }
+        cut(&mut out, &after[..j], 16);
         out.push(q);
         rest = &after[j + 1..];
     }
-    out.push_str(rest);
+    if first {
+        out.push_str(rest);
+    } else {
+        cut(&mut out, rest, 64);
+    }
     out
 }
 
@@ -568,6 +587,28 @@ pub fn writer_alive(run: &RunJson) -> bool {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_parse_error_quotes_at_most_a_few_characters_of_the_file() {
+        let secret = "s".repeat(300);
+        // Plain: the quoted value is cut to 8 characters.
+        let b = brief(&format!("/x/run.json: unknown variant `{secret}`, expected one of `eat`"));
+        assert!(b.starts_with("/x/run.json: unknown variant `ssssssss… (300 characters)`"), "{b}");
+        // Issue 46 item 13: an embedded backtick paired the wrong marks and
+        // 300 characters came out as "unquoted" text.
+        let b = brief(&format!("unknown variant `ab`{secret}`, expected one of `eat`, `wscap`"));
+        assert!(!b.contains(&"s".repeat(20)), "{b}");
+        assert!(b.len() < 140, "{} characters: {b}", b.len());
+        // The same after an unmatched quote.
+        let b = brief(&format!("invalid type: string \"ab{secret}"));
+        assert!(!b.contains(&"s".repeat(20)), "{b}");
+        // What comes before the first quote (a path) is kept whole; short
+        // messages are unchanged.
+        let long_path = format!("/{}/run.json: expected `,`", "d".repeat(80));
+        assert_eq!(brief(&long_path), long_path);
+        let m = "unknown field `x`, expected one of `a`, `b` at line 1 column 5";
+        assert_eq!(brief(&m), m);
+    }
 
     #[test]
     fn a_long_jsonl_is_thinned_evenly_and_a_huge_line_is_skipped_unheld() {

@@ -150,6 +150,85 @@ pub fn charts(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The elements pagelab's charts are drawn with (plotters' SVG backend, and
+/// the findings chart): a run directory's SVG with any other element is not
+/// embedded.
+const CHART_ELEMENTS: [&str; 13] =
+    ["svg", "g", "line", "polyline", "polygon", "rect", "circle", "ellipse", "path", "text", "tspan", "title", "desc"];
+
+/// A run directory's SVG as it may be embedded in report.html: one `<svg>`
+/// root of chart elements only, no attribute that runs code or links (`on…`,
+/// `href`, `style`), no comment, CDATA or processing instruction, nothing
+/// after the root (issue 46 item 3: any `*.svg` was embedded from `<svg` on,
+/// so a crafted one added `</figure><meta http-equiv="refresh" …><form …>`).
+/// The error says what was refused.
+pub fn chart_svg(text: &str) -> Result<&str, String> {
+    let start = text.find("<svg").ok_or("no <svg> element")?;
+    let body = text[start..].trim_end();
+    if !body.ends_with("</svg>") {
+        return Err("something follows the <svg> element".into());
+    }
+    let b = body.as_bytes();
+    let mut i = 0;
+    let mut roots = 0;
+    while let Some(off) = body[i..].find('<') {
+        i += off + 1;
+        let close = b.get(i) == Some(&b'/');
+        if close {
+            i += 1;
+        }
+        let name_end = body[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == ':' || c == '-'))
+            .map_or(body.len(), |n| i + n);
+        let name = &body[i..name_end];
+        if name.is_empty() {
+            return Err(format!("markup that is not an element at byte {}", start + i - 1));
+        }
+        if !CHART_ELEMENTS.contains(&name) {
+            return Err(format!("a <{name}> element, which no chart has"));
+        }
+        if name == "svg" && !close {
+            roots += 1;
+        }
+        // The attributes, up to the tag's end, quotes honoured.
+        let mut j = name_end;
+        let mut quote: Option<u8> = None;
+        let mut attr_start: Option<usize> = None;
+        loop {
+            let Some(&c) = b.get(j) else { return Err("an element that does not end".into()) };
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if c == b'"' || c == b'\'' => quote = Some(c),
+                None if c == b'>' => break,
+                None if c == b'<' => return Err("a '<' inside an element".into()),
+                None if c.is_ascii_alphabetic() && attr_start.is_none() => attr_start = Some(j),
+                None if c == b'=' || c.is_ascii_whitespace() || c == b'/' => {
+                    if let Some(a) = attr_start.take() {
+                        let attr = body[a..j].to_ascii_lowercase();
+                        if attr.starts_with("on") || attr.contains("href") || attr == "style" {
+                            return Err(format!("a {attr} attribute on <{name}>"));
+                        }
+                    }
+                }
+                None => {}
+            }
+            j += 1;
+        }
+        if let Some(a) = attr_start {
+            let attr = body[a..j].to_ascii_lowercase();
+            if attr.starts_with("on") || attr.contains("href") || attr == "style" {
+                return Err(format!("a {attr} attribute on <{name}>"));
+            }
+        }
+        i = j + 1;
+    }
+    if roots != 1 {
+        return Err(format!("{roots} <svg> elements"));
+    }
+    Ok(body)
+}
+
 fn fmt_num(x: f64) -> String {
     let a = x.abs();
     if a == 0.0 {
@@ -416,7 +495,7 @@ pub fn html(r: &Report) -> String {
     let _ = write!(
         o,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'\">\n\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"pagelab {}\">\n\
 <title>{}</title>\n<style>{CSS}</style></head>\n<body>\n",
         env!("CARGO_PKG_VERSION"),
@@ -595,9 +674,21 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
         for p in &svgs {
             let Ok(Some(svg)) = record::rundir::read_bounded(p, record::rundir::MAX_JSON_BYTES) else { continue };
-            let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or("");
             let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-            let _ = writeln!(o, "<figure class=\"chart\">{body}<figcaption>{}</figcaption></figure>", esc(&name));
+            match chart_svg(&svg) {
+                Ok(body) => {
+                    let _ =
+                        writeln!(o, "<figure class=\"chart\">{body}<figcaption>{}</figcaption></figure>", esc(&name));
+                }
+                Err(why) => {
+                    let _ = writeln!(
+                        o,
+                        "<figure class=\"chart\"><figcaption>{}: not embedded ({})</figcaption></figure>",
+                        esc(&name),
+                        esc(&why)
+                    );
+                }
+            }
         }
         o.push_str("</div>\n");
     }
@@ -658,6 +749,40 @@ pub fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_chart_is_embedded_from_a_run_directorys_svg() {
+        let chart = "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\" xmlns=\"http://www.w3.org/2000/svg\">\
+                     <rect x=\"0\" y=\"0\" width=\"10\" height=\"10\" fill=\"#FFFFFF\"/>\
+                     <text x=\"1\" y=\"5\" font-family=\"sans-serif\">a &lt; b</text>\
+                     <polyline fill=\"none\" points=\"0,0 1,1\"/></svg>\n";
+        let body = chart_svg(chart).unwrap();
+        assert!(body.starts_with("<svg") && body.ends_with("</svg>"), "{body}");
+        // Issue 46 item 3: what a crafted file added after the chart.
+        let escape = "<svg></svg></figure><meta http-equiv=\"refresh\" content=\"0;url=https://x\"><form action=\"https://x\"><svg></svg>";
+        for (bad, says) in [
+            (escape, "<figure>"),
+            ("<svg><script>alert(1)</script></svg>", "<script>"),
+            ("<svg><foreignObject><form/></foreignObject></svg>", "<foreignObject>"),
+            ("<svg><rect onload=\"x()\"/></svg>", "onload"),
+            ("<svg><rect ONCLICK='x()'/></svg>", "onclick"),
+            ("<svg><a xlink:href=\"https://x\"><rect/></a></svg>", "<a>"),
+            ("<svg><use href=\"#x\"/></svg>", "<use>"),
+            ("<svg><rect xlink:href=\"https://x\"/></svg>", "xlink:href"),
+            ("<svg><rect style=\"background:url(x)\"/></svg>", "style"),
+            ("<svg><!-- x --></svg>", "not an element"),
+            ("<svg></svg><p>after</p>", "follows"),
+            ("<svg><svg></svg></svg>", "2 <svg>"),
+            ("no chart here", "no <svg>"),
+            ("<svg><rect x=\"1\"", "follows"),
+        ] {
+            let e = chart_svg(bad).expect_err(bad);
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // A '>' inside an attribute's quotes does not end the element early.
+        assert!(chart_svg("<svg><text x=\"a>b\">t</text></svg>").is_ok());
+        assert!(chart_svg("<svg><text x=\"a><meta>\">t</text></svg>").is_ok(), "inside quotes it is a value");
+    }
 
     /// Issue 46 item 15: the plan printed "mapping ~1 min 60 s".
     #[test]

@@ -16,12 +16,16 @@ pub const MAX_STEPS: usize = 64;
 /// 46: 4294967295 made `report` allocate 32 GiB and abort) is refused, not read.
 pub const MAX_PASSES: u32 = 8;
 
-/// Whether a step's `dir` names a place inside the lab directory: relative,
-/// plain names only (no `..`, no root, no `.`), so that a lab.json from
-/// elsewhere cannot make pagelab read or write outside it.
+/// Whether a step's `dir` names a place inside the lab directory: one plain
+/// name (no `/`, no `..`, no root, no `.`; pagelab names its steps `eat`,
+/// `eat-pass2`), so that a lab.json from elsewhere cannot make pagelab read or
+/// write outside it. With one component the only link on the way is the name
+/// itself, which the loader refuses too (issue 46 item 2: `x/sub` with `x` a
+/// link to a directory outside the lab was read and written through).
 pub fn inside(dir: &Path) -> bool {
     use std::path::Component;
-    dir.components().count() > 0 && dir.components().all(|c| matches!(c, Component::Normal(_)))
+    let mut c = dir.components();
+    matches!((c.next(), c.next()), (Some(Component::Normal(_)), None))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

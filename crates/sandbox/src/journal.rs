@@ -585,8 +585,30 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
             rep.live.push(path);
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                rep.errors.push(format!("journal {} left alone: it could not be read: {e}", path.display()));
+                continue;
+            }
+        };
         let (header, pending) = parse(&text);
+        if header.is_none() && !text.trim().is_empty() {
+            // Not a journal pagelab can read: it may still be undo information,
+            // so it is moved aside and named, never deleted (issue 46 item 16).
+            rep.errors.push(match set_aside(&path, dry_run) {
+                Ok(aside) => format!(
+                    "journal {} is not one pagelab can read (no header line): {} {}; nothing was undone from it",
+                    path.display(),
+                    if dry_run { "would move it to" } else { "moved it to" },
+                    aside.display()
+                ),
+                Err(e) => {
+                    format!("journal {} is not one pagelab can read, and could not be moved aside: {e}", path.display())
+                }
+            });
+            continue;
+        }
         let who = header
             .as_ref()
             .map(|h| format!("pagelab {} (pid {})", h.label, h.pid))
@@ -625,6 +647,33 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         rep.restored.push(path);
     }
     rep
+}
+
+/// Moves an unreadable journal to `NAME.unreadable` (or `.unreadable.N`, never
+/// over an existing file) beside it, which no later restore reads as a journal.
+fn set_aside(path: &Path, dry_run: bool) -> std::io::Result<PathBuf> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("journal");
+    for n in 0..1000 {
+        let aside =
+            path.with_file_name(if n == 0 { format!("{name}.unreadable") } else { format!("{name}.unreadable.{n}") });
+        if aside.symlink_metadata().is_ok() {
+            continue;
+        }
+        if dry_run {
+            return Ok(aside);
+        }
+        // A hard link then an unlink: unlike rename, link never replaces a file
+        // that appeared at the new name in between.
+        match std::fs::hard_link(path, &aside) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                return Ok(aside);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("a thousand names beside it are taken"))
 }
 
 /// Undoes a journal owned by this very process (from the panic hook), without

@@ -125,6 +125,9 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
     )
 }
 
+/// The most RSS samples one over-time worker keeps (24 bytes each: 24 MB).
+pub const MAX_OVER_TIME_SAMPLES: u64 = 1_000_000;
+
 /// The over-time plan from the flags: every allocator as it comes, then the knob arms.
 fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> anyhow::Result<crate::heap::work::overtime::OverTimeConfig> {
     use crate::heap::work::overtime::{Arm, OverTimeConfig};
@@ -142,6 +145,21 @@ fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> anyhow::Result<crate::hea
         if !arms.contains(&k) {
             arms.push(k);
         }
+    }
+    // The sampler keeps every sample of a worker in memory: bounded, refused in
+    // one line rather than an abort on a failed allocation (issue 46 item 11:
+    // --idle 300h --sample-every 1ms asked for 32 GiB).
+    let window = a.churn.as_secs_f64() + a.idle.as_secs_f64() + 120.0;
+    let samples = window / a.sample_every.as_secs_f64().max(1e-3);
+    if samples > MAX_OVER_TIME_SAMPLES as f64 {
+        return Err(sandbox::SandboxError::Invalid(format!(
+            "--sample-every {} ms over --churn {} s and --idle {} s (plus 120 s of the rest) is {samples:.0} samples per \
+             worker; at most {MAX_OVER_TIME_SAMPLES}: lengthen --sample-every or shorten --idle",
+            a.sample_every.as_millis(),
+            a.churn.as_secs_f64(),
+            a.idle.as_secs_f64()
+        ))
+        .into());
     }
     let charge = sandbox::privilege::require_admin("", "").is_ok()
         && probe::Probe::default().memory_controller().ok().flatten().is_some();

@@ -433,7 +433,9 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
         spec.charge_file.as_ref().and_then(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok());
     let sampling = AtomicBool::new(true);
     let every = Duration::from_millis(spec.sample_ms.max(1));
-    let expect = (spec.churn_ms + spec.idle_ms + 120_000) / spec.sample_ms.max(1);
+    // Bounded whatever the spec says (the command refuses more: heap::cmd).
+    let expect = (spec.churn_ms.saturating_add(spec.idle_ms).saturating_add(120_000) / spec.sample_ms.max(1))
+        .min(crate::heap::cmd::MAX_OVER_TIME_SAMPLES);
     std::thread::scope(|s| {
         let sampler = std::thread::Builder::new()
             .name("sampler".into())
