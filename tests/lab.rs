@@ -31,7 +31,8 @@ fn lab_json(dir: &Path) -> Value {
 const PAGE_FACTS: &str = r#"JSON.stringify({
   sections: [...document.querySelectorAll('section.experiment')].map(s => ({
     id: s.dataset.experiment, state: s.dataset.state,
-    charts: s.querySelectorAll('figure.chart svg').length,
+    charts: s.querySelectorAll('figure.chart svg').length
+      + [...s.querySelectorAll('figure.chart img')].filter(i => i.complete && i.naturalWidth > 0).length,
     verdicts: s.querySelectorAll('table.verdicts tbody tr').length,
     tables: s.querySelectorAll('table').length })),
   headline: document.querySelectorAll('#headline tbody tr').length,
@@ -102,7 +103,10 @@ fn lab_as_root_writes_a_report_the_browser_opens_offline() {
         // rightsize's batch report has one chart (its curve); the others two or more.
         let charts = if s["id"] == "rightsize" { 1 } else { 2 };
         assert!(s["charts"].as_u64().unwrap() >= charts, "too few charts: {s}");
-        assert!(s["verdicts"].as_u64().unwrap() >= 2, "no comparison with the study: {s}");
+        // rightsize has one finding of its own (issue 43 removed the one that
+        // could only match); the others compare with their study on two or more.
+        let verdicts = if s["id"] == "rightsize" { 1 } else { 2 };
+        assert!(s["verdicts"].as_u64().unwrap() >= verdicts, "no comparison with the study: {s}");
     }
 }
 

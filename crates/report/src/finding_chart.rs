@@ -149,6 +149,7 @@ mod tests {
             values: vec![],
             resolution: 0.001,
             unusable: 0,
+            censored: 0,
             cv: None,
             p: None,
             p_adjusted: None,

@@ -266,12 +266,14 @@ impl Report {
                     let family = sizes.get(&v.family_name).copied().unwrap_or(1);
                     let unusable: usize =
                         stages.iter().filter_map(|st| st.iter().find(|x| x.id == v.id)).map(|x| x.unusable).sum();
-                    let first = v.unusable;
-                    v.unusable = unusable;
+                    let censored: usize =
+                        stages.iter().filter_map(|st| st.iter().find(|x| x.id == v.id)).map(|x| x.censored).sum();
+                    let first = (v.unusable, v.censored);
+                    (v.unusable, v.censored) = (unusable, censored);
                     verdict::judge_stages(v, &c, &values, &weights, alpha, family, pass);
                     if !v.outcome.decided() && v.pass < pass {
                         // Not combined: the verdict is still the first pass's.
-                        v.unusable = first;
+                        (v.unusable, v.censored) = first;
                     }
                     if v.outcome.decided() {
                         v.why = format!(

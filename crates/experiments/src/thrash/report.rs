@@ -17,7 +17,7 @@ use record::stats::{cv, median};
 use report::charts::{self, Trace};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::verdict::{Claim, Evidence, Ms, Verdict, group_is, judge};
+use report::verdict::{Claim, Evidence, Ms, Verdict, group_is, judge, judge_censored};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -434,7 +434,7 @@ impl Study for Thrash {
             b.push_rep(&g, &SWAP_OUT_RATE, r.repeat_index, Some(r.pswpout_per_s_active));
             b.push_rep(&g, &PROGRESS, r.repeat_index, r.progress_overcommitted_median);
             b.push_rep(&g, &PROBE_P99, r.repeat_index, r.probe_outside_ms.during.p99);
-            b.push_rep(&g, &RECOVERY, r.repeat_index, recovery_or_censored(r));
+            b.push_rep(&g, &RECOVERY, r.repeat_index, r.recovery_s);
         }
     }
     fn protocol(&self, rs: &[ThrashResult]) -> Result<(), String> {
@@ -504,17 +504,34 @@ fn protocol(rs: &[ThrashResult]) -> Result<(), String> {
     if why.is_empty() { Ok(()) } else { Err(why.join(" / ")) }
 }
 
-/// A repeat's recovery in seconds; one that did not recover within its
-/// after-window is censored there: it counts as the window's length (it took
-/// at least that), never as no value (issue 43: a repeat that never recovered
-/// was dropped, so the finding could not differ for that reason).
-pub fn recovery_or_censored(r: &ThrashResult) -> Option<f64> {
-    r.recovery_s.or_else(|| {
-        let window = r.end_s - r.thrash_end_s;
-        let max = crate::thrash::work::RECOVERY_MAX.as_secs_f64();
-        // A run recorded without its window's edges watched for at most RECOVERY_MAX.
-        Some(if window.is_finite() && window > 0.0 { window } else { max })
-    })
+/// e2's recovery per repeat for `thrash.recovery`, and how many of the values
+/// are censored. A repeat that did not recover within its after-window counts
+/// at the window's length, a lower bound (issue 43: it was dropped, so the
+/// finding could not differ for that reason); one whose window was no longer
+/// than the region's edge says nothing about "within 10 s" and is unusable
+/// (NaN); a run recorded without its window's edges watched for at most
+/// RECOVERY_MAX.
+pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
+    let max = crate::thrash::work::RECOVERY_MAX.as_secs_f64();
+    let mut censored = 0;
+    let values = rs
+        .iter()
+        .filter(|r| group_is(&group(r, rs), "e2"))
+        .map(|r| match r.recovery_s {
+            Some(x) => x,
+            None => {
+                let window = r.end_s - r.thrash_end_s;
+                let window = if window.is_finite() && window > 0.0 { window } else { max };
+                if window > edge {
+                    censored += 1;
+                    window
+                } else {
+                    f64::NAN
+                }
+            }
+        })
+        .collect();
+    (values, censored)
 }
 
 /// Direction claims need a 10 % minimum effect (docs/stability.md).
@@ -584,7 +601,7 @@ pub static CLAIMS: [Claim; 5] = [
 /// Maziero et al.'s three findings compare e2 with e1 (fewer writes), e3 (a
 /// longer sleep) and e4 (a faster stagger); a run without that preset beside
 /// e2 has not tested the finding.
-fn findings(m: &Ms, _rs: &[ThrashResult]) -> Vec<Verdict> {
+fn findings(m: &Ms, rs: &[ThrashResult]) -> Vec<Verdict> {
     let has = |p: &str| m.all.iter().any(|x| group_is(&x.group, p));
     let beside = |p: &str, a: (&str, &Figure), b: (&str, &Figure)| -> Evidence {
         if !has("e2") {
@@ -595,15 +612,24 @@ fn findings(m: &Ms, _rs: &[ThrashResult]) -> Vec<Verdict> {
             m.ratios(a, b)
         }
     };
-    let on_e2 = |fig: &Figure| -> Evidence {
-        if has("e2") { m.values("e2", fig) } else { Err(format!("this is judged on e2; this run ran {}", ran(m))) }
+    // Every e2 repeat, a missing figure counted as unusable rather than
+    // dropped (a repeat never overcommitted has no progress to judge).
+    let e2 = |f: fn(&ThrashResult) -> Option<f64>| -> Evidence {
+        if has("e2") {
+            Ok(rs.iter().filter(|r| group_is(&group(r, rs), "e2")).map(|r| f(r).unwrap_or(f64::NAN)).collect())
+        } else {
+            Err(format!("this is judged on e2; this run ran {}", ran(m)))
+        }
     };
+    let edge = CLAIMS[4].region.hi.unwrap_or(f64::INFINITY);
+    let (recovery, censored) = recovery_evidence(rs, edge);
+    let recovery = if has("e2") { Ok(recovery) } else { Err(format!("this is judged on e2; this run ran {}", ran(m))) };
     vec![
-        judge(&CLAIMS[0], m, on_e2(&PROGRESS)),
+        judge(&CLAIMS[0], m, e2(|r| r.progress_overcommitted_median)),
         judge(&CLAIMS[1], m, beside("e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT))),
         judge(&CLAIMS[2], m, beside("e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT))),
         judge(&CLAIMS[3], m, beside("e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE))),
-        judge(&CLAIMS[4], m, on_e2(&RECOVERY)),
+        judge_censored(&CLAIMS[4], m, recovery, censored),
     ]
 }
 

@@ -150,83 +150,31 @@ pub fn charts(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The elements pagelab's charts are drawn with (plotters' SVG backend, and
-/// the findings chart): a run directory's SVG with any other element is not
-/// embedded.
-const CHART_ELEMENTS: [&str; 13] =
-    ["svg", "g", "line", "polyline", "polygon", "rect", "circle", "ellipse", "path", "text", "tspan", "title", "desc"];
+/// A run directory's SVG as report.html embeds it: an image whose source is
+/// the file itself as a data URI (`<img src="data:image/svg+xml;base64,…">`),
+/// which the page's policy allows (`img-src data:`). An SVG shown as an image
+/// runs no script, fetches nothing and cannot change the page around it
+/// (issue 46 item 3: a crafted `*.svg` inlined from `<svg` on added a meta
+/// refresh and a form; a review then got markup past an element allowlist
+/// with a quote in an attribute name, and hid the rest of the page with an
+/// unclosed `<title>`). `None` for a file that is not an SVG.
+pub fn chart_img(text: &str, alt: &str) -> Option<String> {
+    let start = text.find("<svg")?;
+    Some(format!("<img alt=\"{}\" src=\"data:image/svg+xml;base64,{}\">", esc(alt), base64(&text.as_bytes()[start..])))
+}
 
-/// A run directory's SVG as it may be embedded in report.html: one `<svg>`
-/// root of chart elements only, no attribute that runs code or links (`on…`,
-/// `href`, `style`), no comment, CDATA or processing instruction, nothing
-/// after the root (issue 46 item 3: any `*.svg` was embedded from `<svg` on,
-/// so a crafted one added `</figure><meta http-equiv="refresh" …><form …>`).
-/// The error says what was refused.
-pub fn chart_svg(text: &str) -> Result<&str, String> {
-    let start = text.find("<svg").ok_or("no <svg> element")?;
-    let body = text[start..].trim_end();
-    if !body.ends_with("</svg>") {
-        return Err("something follows the <svg> element".into());
+/// Standard base64 with padding (RFC 4648).
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n =
+            (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            out.push(if i <= c.len() { A[(n >> shift) as usize & 63] as char } else { '=' });
+        }
     }
-    let b = body.as_bytes();
-    let mut i = 0;
-    let mut roots = 0;
-    while let Some(off) = body[i..].find('<') {
-        i += off + 1;
-        let close = b.get(i) == Some(&b'/');
-        if close {
-            i += 1;
-        }
-        let name_end = body[i..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == ':' || c == '-'))
-            .map_or(body.len(), |n| i + n);
-        let name = &body[i..name_end];
-        if name.is_empty() {
-            return Err(format!("markup that is not an element at byte {}", start + i - 1));
-        }
-        if !CHART_ELEMENTS.contains(&name) {
-            return Err(format!("a <{name}> element, which no chart has"));
-        }
-        if name == "svg" && !close {
-            roots += 1;
-        }
-        // The attributes, up to the tag's end, quotes honoured.
-        let mut j = name_end;
-        let mut quote: Option<u8> = None;
-        let mut attr_start: Option<usize> = None;
-        loop {
-            let Some(&c) = b.get(j) else { return Err("an element that does not end".into()) };
-            match quote {
-                Some(q) if c == q => quote = None,
-                Some(_) => {}
-                None if c == b'"' || c == b'\'' => quote = Some(c),
-                None if c == b'>' => break,
-                None if c == b'<' => return Err("a '<' inside an element".into()),
-                None if c.is_ascii_alphabetic() && attr_start.is_none() => attr_start = Some(j),
-                None if c == b'=' || c.is_ascii_whitespace() || c == b'/' => {
-                    if let Some(a) = attr_start.take() {
-                        let attr = body[a..j].to_ascii_lowercase();
-                        if attr.starts_with("on") || attr.contains("href") || attr == "style" {
-                            return Err(format!("a {attr} attribute on <{name}>"));
-                        }
-                    }
-                }
-                None => {}
-            }
-            j += 1;
-        }
-        if let Some(a) = attr_start {
-            let attr = body[a..j].to_ascii_lowercase();
-            if attr.starts_with("on") || attr.contains("href") || attr == "style" {
-                return Err(format!("a {attr} attribute on <{name}>"));
-            }
-        }
-        i = j + 1;
-    }
-    if roots != 1 {
-        return Err(format!("{roots} <svg> elements"));
-    }
-    Ok(body)
+    out
 }
 
 fn fmt_num(x: f64) -> String {
@@ -414,7 +362,7 @@ code{background:var(--panel);padding:0 3px;border-radius:3px}
 .skipped,.not-checked{color:var(--na)}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 figure{margin:0;flex:1 1 560px;max-width:900px;border:1px solid var(--line);padding:6px;background:#fff}
-figure svg{width:100%;height:auto;display:block}
+figure svg,figure img{width:100%;height:auto;display:block}
 figcaption{color:var(--muted);font-size:12px}
 .muted{color:var(--muted)}
 ";
@@ -673,19 +621,26 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     if !svgs.is_empty() {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
         for p in &svgs {
-            let Ok(Some(svg)) = record::rundir::read_bounded(p, record::rundir::MAX_JSON_BYTES) else { continue };
             let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-            match chart_svg(&svg) {
-                Ok(body) => {
+            // A link is not followed: its target could be any file root can read.
+            let img = if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()) {
+                record::rundir::read_bounded(p, record::rundir::MAX_JSON_BYTES)
+                    .ok()
+                    .flatten()
+                    .and_then(|t| chart_img(&t, &name))
+            } else {
+                None
+            };
+            match img {
+                Some(img) => {
                     let _ =
-                        writeln!(o, "<figure class=\"chart\">{body}<figcaption>{}</figcaption></figure>", esc(&name));
+                        writeln!(o, "<figure class=\"chart\">{img}<figcaption>{}</figcaption></figure>", esc(&name));
                 }
-                Err(why) => {
+                None => {
                     let _ = writeln!(
                         o,
-                        "<figure class=\"chart\"><figcaption>{}: not embedded ({})</figcaption></figure>",
-                        esc(&name),
-                        esc(&why)
+                        "<figure class=\"chart\"><figcaption>{}: not embedded (not a readable SVG file)</figcaption></figure>",
+                        esc(&name)
                     );
                 }
             }
@@ -747,112 +702,4 @@ pub fn utc(ms: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_chart_is_embedded_from_a_run_directorys_svg() {
-        let chart = "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\" xmlns=\"http://www.w3.org/2000/svg\">\
-                     <rect x=\"0\" y=\"0\" width=\"10\" height=\"10\" fill=\"#FFFFFF\"/>\
-                     <text x=\"1\" y=\"5\" font-family=\"sans-serif\">a &lt; b</text>\
-                     <polyline fill=\"none\" points=\"0,0 1,1\"/></svg>\n";
-        let body = chart_svg(chart).unwrap();
-        assert!(body.starts_with("<svg") && body.ends_with("</svg>"), "{body}");
-        // Issue 46 item 3: what a crafted file added after the chart.
-        let escape = "<svg></svg></figure><meta http-equiv=\"refresh\" content=\"0;url=https://x\"><form action=\"https://x\"><svg></svg>";
-        for (bad, says) in [
-            (escape, "<figure>"),
-            ("<svg><script>alert(1)</script></svg>", "<script>"),
-            ("<svg><foreignObject><form/></foreignObject></svg>", "<foreignObject>"),
-            ("<svg><rect onload=\"x()\"/></svg>", "onload"),
-            ("<svg><rect ONCLICK='x()'/></svg>", "onclick"),
-            ("<svg><a xlink:href=\"https://x\"><rect/></a></svg>", "<a>"),
-            ("<svg><use href=\"#x\"/></svg>", "<use>"),
-            ("<svg><rect xlink:href=\"https://x\"/></svg>", "xlink:href"),
-            ("<svg><rect style=\"background:url(x)\"/></svg>", "style"),
-            ("<svg><!-- x --></svg>", "not an element"),
-            ("<svg></svg><p>after</p>", "follows"),
-            ("<svg><svg></svg></svg>", "2 <svg>"),
-            ("no chart here", "no <svg>"),
-            ("<svg><rect x=\"1\"", "follows"),
-        ] {
-            let e = chart_svg(bad).expect_err(bad);
-            assert!(e.contains(says), "{bad}: {e}");
-        }
-        // A '>' inside an attribute's quotes does not end the element early.
-        assert!(chart_svg("<svg><text x=\"a>b\">t</text></svg>").is_ok());
-        assert!(chart_svg("<svg><text x=\"a><meta>\">t</text></svg>").is_ok(), "inside quotes it is a value");
-    }
-
-    /// Issue 46 item 15: the plan printed "mapping ~1 min 60 s".
-    #[test]
-    fn times_round_to_whole_seconds_before_minutes() {
-        assert_eq!(fmt_secs(119.6), "2 min 00 s");
-        assert_eq!(fmt_secs(90.0), "1 min 30 s");
-        assert_eq!(fmt_secs(3599.5), "60 min 00 s");
-        assert_eq!(fmt_secs(89.94), "89.9 s");
-    }
-
-    #[test]
-    fn an_effect_below_the_noise_floor_says_so() {
-        let doctor = serde_json::json!({"noise": {"max_over_min": 1.08, "cv": 0.02, "runs": 15}});
-        let floor = noise_floor(&doctor).unwrap();
-        assert!((floor - 0.08).abs() < 1e-12);
-        assert_eq!(noise_floor(&serde_json::json!({})), None);
-        // A comparison of arms (as mapping.shared_costlier) and a threshold
-        // (as eat.semi_fraction).
-        use crate::verdict::Claim;
-        use record::stats::claim::Region;
-        let c = &Claim {
-            id: "x.costlier",
-            claim: "A costs more than B",
-            study: "",
-            quantity: "total ms, A ÷ B, paired by repeat (costlier: ≥ 1.10)",
-            region: Region::at_least(1.1),
-            floor: 0.0,
-            own: false,
-            yes: "",
-            no: "",
-        };
-        let mut v = verdict::judge(c, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.05, 1.06, 1.04]));
-        let before = v.why.clone();
-        mark_below_noise(&mut v, floor);
-        assert!(
-            v.why.starts_with(&before) && v.why.contains("(5.00 %) is smaller than this machine's noise floor (8.00 %"),
-            "{}",
-            v.why
-        );
-        // A 50 % effect is far above it; a threshold claim (no ÷) is not a comparison of arms.
-        let mut big = verdict::judge(c, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.5, 1.52, 1.48]));
-        let w = big.why.clone();
-        mark_below_noise(&mut big, floor);
-        assert_eq!(big.why, w);
-        let t =
-            &Claim { id: "x.fraction", quantity: "stored fraction, per repeat", region: Region::about(1.0, 1.5), ..*c };
-        let mut one = verdict::judge(t, &verdict::Ms { all: &[], protocol: Ok(()) }, Ok(vec![1.0, 1.01]));
-        let w = one.why.clone();
-        mark_below_noise(&mut one, floor);
-        assert_eq!(one.why, w, "{}", t.quantity);
-    }
-
-    #[test]
-    fn markdown_tables_code_and_escapes() {
-        let md = "# pagelab eat\n\n## Store\n\n| a | b<c |\n|---|---|\n| `x` | **1** |\n\n```\nraw <table>\n```\ntext & more\n- one\n- two\n";
-        let h = markdown_to_html(md, 1);
-        assert!(h.contains("<h2>pagelab eat</h2>"), "{h}");
-        assert!(h.contains("<h3>Store</h3>"));
-        assert!(h.contains("<th>b&lt;c</th>"));
-        assert!(h.contains("<td><code>x</code></td><td><strong>1</strong></td>"));
-        assert!(h.contains("<pre>raw &lt;table&gt;\n</pre>"));
-        assert!(h.contains("<p>text &amp; more</p>"));
-        assert!(h.contains("<ul><li>one</li><li>two</li></ul>"));
-    }
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        // 2026-11-22 10:05 UTC
-        assert_eq!(utc(1_795_341_900_000), "2026-11-22 10:05 UTC");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00 UTC");
-    }
-}
+mod tests;

@@ -62,7 +62,7 @@ pub struct Claim {
     /// nothing), and the values' spread is at least the resolution's
     /// ([`claim::estimate_at`]). Positive for every claim (a test checks).
     pub floor: f64,
-    /// pagelab's own check (assess, heap over time, rightsize), not a
+    /// pagelab's own check (assess, heap over time, rightsize, thrash.recovery), not a
     /// published study's finding: judged in pagelab's family
     /// ([`PAGELAB_FAMILY`]) rather than its experiment's study's.
     pub own: bool,
@@ -96,6 +96,10 @@ pub struct Verdict {
     /// number, or an arm of 0 without a resolution): not in `n`, and the
     /// reason says how many.
     pub unusable: usize,
+    /// Repeats whose value is a lower bound (a recovery not seen within the
+    /// window watched counts at the window's length): they stay in, and a
+    /// finding with any cannot match (the true values may lie further out).
+    pub censored: usize,
     /// CV of the values (a description, not a gate).
     pub cv: Option<f64>,
     /// The p-value of the decision the interval leans to (this claim alone).
@@ -179,17 +183,31 @@ pub fn paired(a: &Metric, b: &Metric) -> Vec<f64> {
     per_repeat(a, &[b], |x, o| Some(ratio_at(x, ra, o[0], rb)))
 }
 
-/// x ÷ y, each at least its resolution; NaN (counted, not dropped) when y is
-/// not positive and has no resolution.
+/// x ÷ y, each at least its resolution. NaN (counted as unusable, not
+/// dropped) when y is not positive and has no resolution, when either is
+/// negative, and when both are under one step: 0 ÷ 0 is no effect to compare,
+/// not a ratio of 1 (raised to one step each it would be 1 with almost no
+/// spread, a near-certain "differs" from a run where nothing happened).
 pub fn ratio_at(x: f64, rx: f64, y: f64, ry: f64) -> f64 {
+    if x < rx && y < ry {
+        return f64::NAN;
+    }
     let (x, y) = (at_resolution(x, rx), at_resolution(y, ry));
     if y > 0.0 { x / y } else { f64::NAN }
 }
 
 /// A value read to `resolution`: at least one step (NaN stays NaN; no
-/// resolution leaves it as it is).
+/// resolution leaves it as it is). A negative value is no reading of a
+/// quantity that cannot be negative (a difference that came out below 0): NaN,
+/// counted as unusable, not raised to one step.
 pub fn at_resolution(x: f64, resolution: f64) -> f64 {
-    if x.is_nan() || resolution <= 0.0 { x } else { x.max(resolution) }
+    if x.is_nan() || resolution <= 0.0 {
+        x
+    } else if x < 0.0 {
+        f64::NAN
+    } else {
+        x.max(resolution)
+    }
 }
 
 /// `f(a's value, the others' values)` for every repeat of `a` that each of
@@ -212,6 +230,12 @@ pub fn per_repeat(a: &Metric, others: &[&Metric], f: impl Fn(f64, &[f64]) -> Opt
 /// 4. the 95 % interval inside the region → matches; wholly outside → differs;
 ///    otherwise inconclusive, with the repeats that would decide it.
 pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
+    judge_censored(c, m, evidence, 0)
+}
+
+/// [`judge`], where `censored` of the values are lower bounds
+/// ([`Verdict::censored`]).
+pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) -> Verdict {
     let mut v = Verdict {
         id: c.id,
         claim: c.claim,
@@ -226,6 +250,7 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
         values: Vec::new(),
         resolution: c.floor,
         unusable: 0,
+        censored: 0,
         cv: None,
         p: None,
         p_adjusted: None,
@@ -236,6 +261,7 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
         repeats_to_decide: None,
         pass: 1,
     };
+    v.censored = censored;
     if let Err(why) = &m.protocol {
         v.outcome = Outcome::OutsideProtocol;
         v.why = why.clone();
@@ -252,12 +278,20 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
             return v;
         }
     };
-    // Every measured repeat is used: a value below the resolution is raised to
-    // it; only one that is not a number (or not positive with no resolution)
-    // cannot be, and the reason counts it.
-    v.values = values.iter().filter(|x| x.is_finite()).map(|x| x.max(c.floor)).filter(|x| *x > 0.0).collect();
+    // Every measured repeat is used: a value in [0, resolution) is raised to
+    // it; one that is not a number or is negative cannot be, and the reason
+    // counts it.
+    v.values =
+        values.iter().filter(|x| x.is_finite() && **x >= 0.0).map(|x| x.max(c.floor)).filter(|x| *x > 0.0).collect();
     v.unusable = values.len() - v.values.len();
     v.n = v.values.len();
+    if v.n == 0 {
+        v.why = format!(
+            "none of the {} repeats had a usable value (not measured, negative, or both arms under one step)",
+            v.unusable
+        );
+        return v;
+    }
     v.cv = record::stats::cv(&v.values);
     let Some(t) = claim::test_at(&v.values, &c.region, c.floor) else {
         v.estimate = record::stats::median(&v.values);
@@ -303,7 +337,8 @@ fn unusable_note(v: &Verdict) -> String {
     match v.unusable {
         0 => String::new(),
         k => format!(
-            "; {k} of {} repeats had no usable value (not a number, or an arm of 0 with no resolution) and are not in n",
+            "; {k} of {} repeats had no usable value (not measured, negative, or both arms under one step) and are \
+             not in n",
             k + v.n
         ),
     }
@@ -312,6 +347,8 @@ fn unusable_note(v: &Verdict) -> String {
 /// Sets outcome and reason from a decision (at the family's level).
 fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str) {
     let region = v.region;
+    // A lower bound cannot confirm that a value lies inside a region.
+    let d = if d == Decision::Matches && v.censored > 0 { Decision::Inconclusive } else { d };
     v.outcome = match d {
         Decision::Matches => Outcome::Matches,
         Decision::Differs => Outcome::Differs,
@@ -351,6 +388,13 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str)
         }
     };
     v.why += &unusable_note(v);
+    if v.censored > 0 {
+        v.why += &format!(
+            "; {} of {} repeats are lower bounds (not seen within the window watched, counted at its length), so it \
+             cannot match",
+            v.censored, v.n
+        );
+    }
 }
 
 /// Judges claims together: Holm's step-down over their p-values, so that the
@@ -384,7 +428,8 @@ pub fn families(vs: Vec<&mut Verdict>, claims: &dyn Fn(&str) -> Option<Claim>, a
     }
 }
 
-/// The family of pagelab's own checks (assess, heap over time, rightsize):
+/// The family of pagelab's own checks (assess, heap over time, rightsize,
+/// thrash.recovery):
 /// findings of no published study, judged together apart from the studies'.
 pub const PAGELAB_FAMILY: &str = "pagelab";
 
@@ -578,219 +623,4 @@ pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn metric(values: &[f64], repeats: &[u32]) -> Metric {
-        Metric {
-            experiment: "x".into(),
-            group: "g".into(),
-            name: "m",
-            unit: "",
-            lower_is_better: true,
-            values: values.to_vec(),
-            repeats: repeats.to_vec(),
-            resolution: 0.0,
-            export: crate::headline::Figure::new("m", "", true, 0.001).export,
-        }
-    }
-
-    #[test]
-    fn arms_pair_by_repeat_not_by_position() {
-        // b lost its repeat 1: a's repeats 0 and 2 pair with b's 0 and 2.
-        let a = metric(&[10.0, 20.0, 30.0], &[0, 1, 2]);
-        let b = metric(&[5.0, 10.0], &[0, 2]);
-        assert_eq!(paired(&a, &b), vec![2.0, 3.0]);
-    }
-
-    #[test]
-    fn a_zero_arm_is_one_step_not_a_lost_repeat() {
-        // Issue 43: thrash.writes when e1 paged nothing was dropped, though it
-        // is the strongest evidence that e2 pages more.
-        let mut e2 = metric(&[500.0, 400.0, 450.0], &[0, 1, 2]);
-        let mut e1 = metric(&[100.0, 0.0, 120.0], &[0, 1, 2]);
-        e2.resolution = 1.0;
-        e1.resolution = 1.0;
-        assert_eq!(paired(&e2, &e1), vec![5.0, 400.0, 3.75]);
-        // Without a resolution the zero is no ratio: NaN, which the verdict counts.
-        e1.resolution = 0.0;
-        let r = paired(&e2, &e1);
-        assert_eq!(r.len(), 3);
-        assert!(r[1].is_nan());
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        let v = judge(&C, &ok, Ok(r));
-        assert_eq!((v.n, v.unusable, v.values.len()), (2, 1, 2), "{v:?}");
-        assert!(v.why.contains("1 of 3 repeats had no usable value"), "{}", v.why);
-        // A value below the claim's resolution is raised to it, and counted.
-        let v = judge(&C, &ok, Ok(vec![1.5, 0.0, 1.6]));
-        assert_eq!((v.n, v.unusable), (3, 0), "{v:?}");
-        assert_eq!(v.values[1], C.floor);
-    }
-
-    #[test]
-    fn identical_values_are_not_a_certainty() {
-        // A figure read to 1e-4: [1e-4, 1e-4] and [1e-4, 2e-4] now decide alike
-        // (they were p = 0, matches, against inconclusive).
-        let c = Claim { region: Region::at_most(2e-4), floor: 1e-4, ..C };
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        let same = judge(&c, &ok, Ok(vec![1e-4, 1e-4]));
-        let step = judge(&c, &ok, Ok(vec![1e-4, 2e-4]));
-        assert_eq!(same.outcome, step.outcome, "{same:?} {step:?}");
-        assert!(same.p.unwrap() > 0.0, "{same:?}");
-        assert!(same.ci95.unwrap()[1] > same.ci95.unwrap()[0], "{same:?}");
-    }
-
-    const C: Claim = Claim {
-        id: "x.c",
-        claim: "A is at least 10 % costlier than B",
-        study: "",
-        quantity: "A ÷ B",
-        region: Region::at_least(1.1),
-        floor: 0.001,
-        own: false,
-        yes: "yes",
-        no: "no",
-    };
-
-    #[test]
-    fn the_rules_apply_in_order() {
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        assert_eq!(judge(&C, &ok, Ok(vec![1.5, 1.6, 1.55])).outcome, Outcome::Matches);
-        assert_eq!(judge(&C, &ok, Ok(vec![0.9, 0.95, 0.92])).outcome, Outcome::Differs);
-        let v = judge(&C, &ok, Ok(vec![1.05, 1.2, 1.12]));
-        assert_eq!(v.outcome, Outcome::Inconclusive);
-        assert!(v.why.contains("straddles") && v.repeats_to_decide.is_some(), "{}", v.why);
-        assert_eq!(judge(&C, &ok, Err("needs e1".into())).outcome, Outcome::NotChecked);
-        assert_eq!(judge(&C, &ok, Ok(vec![1.5])).outcome, Outcome::Inconclusive);
-        // A broken protocol beats everything.
-        let broken = Ms { all: &all, protocol: Err("consumer OOM-killed".into()) };
-        assert_eq!(judge(&C, &broken, Ok(vec![1.5, 1.6, 1.55])).outcome, Outcome::OutsideProtocol);
-        // A wide spread far from the edge decides; a CV says nothing against it.
-        let v = judge(&C, &ok, Ok(vec![3.0, 9.0, 5.0]));
-        assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
-        assert!(v.cv.unwrap() > 0.4);
-    }
-
-    #[test]
-    fn a_budget_splits_the_error_between_passes() {
-        assert_eq!(alpha_by_pass(1), vec![ALPHA]);
-        for n in 2..6 {
-            let a = alpha_by_pass(n);
-            assert_eq!(a.len(), n as usize);
-            assert!((a.iter().sum::<f64>() - ALPHA).abs() < 1e-12, "{a:?}");
-            assert!(a[0] > a[1] && a.iter().all(|&x| x > 0.0), "{a:?}");
-        }
-    }
-
-    #[test]
-    fn a_second_run_pairs_after_the_first() {
-        // Two runs, two repeats each: by repeat number (push_of) and by position (push).
-        let fig = crate::headline::Figure::new("total ms", "ms", true, 0.001);
-        let mut b = crate::headline::Builder::new("mapping");
-        for (run, scale) in [(0, 1.0), (1, 2.0)] {
-            b.next_run();
-            for rep in [2u32, 1] {
-                b.push_of("free", &fig, rep, Some(scale * rep as f64));
-                b.push_of("dontneed", &fig, rep, Some(4.0 * scale * rep as f64 + run as f64));
-                b.push("other", &fig, Some(scale));
-            }
-        }
-        let all = b.finish();
-        let free = all.iter().find(|m| m.group == "free").unwrap();
-        assert_eq!(free.repeats, vec![1, 0, 3, 2]);
-        let other = all.iter().find(|m| m.group == "other").unwrap();
-        assert_eq!(other.repeats, vec![0, 1, 2, 3]);
-        let m = Ms { all: &all, protocol: Ok(()) };
-        let r = m.ratios(("dontneed", &fig), ("free", &fig)).unwrap();
-        // In the order of the first arm's values: repeats 1, 0, 3, 2.
-        assert_eq!(r, vec![4.0, 4.0, 4.25, 4.5]);
-    }
-
-    #[test]
-    fn holm_turns_a_marginal_claim_inconclusive_in_a_large_family() {
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        // Decided alone (p under 0.05), not in a family of 12 where it ranks
-        // second (Holm's threshold 0.05 / 11).
-        let marginal = judge(&C, &ok, Ok(vec![1.3, 1.17, 1.45, 1.22]));
-        assert_eq!(marginal.outcome, Outcome::Matches, "{marginal:?}");
-        let p = marginal.p.unwrap();
-        assert!(p > 0.05 / 11.0 && p < 0.05, "{p}");
-        let strong = judge(&C, &ok, Ok(vec![50.0, 55.0, 52.0, 51.0]));
-        let null = judge(&C, &ok, Ok(vec![1.0, 1.3, 0.9, 1.2]));
-        assert_eq!(null.outcome, Outcome::Inconclusive);
-        let mut vs: Vec<Verdict> = [strong, marginal].into_iter().chain(std::iter::repeat_n(null, 10)).collect();
-        let lookup = |_: &str| Some(C);
-        family(&mut vs.iter_mut().collect::<Vec<_>>(), &lookup, ALPHA);
-        assert!(vs[0].outcome == Outcome::Matches && vs.iter().all(|v| v.family == 12));
-        assert_eq!(vs[1].outcome, Outcome::Inconclusive);
-        assert!(vs[1].why.contains("Holm over 12"), "{}", vs[1].why);
-    }
-
-    /// The same twelve findings as above, but the marginal one's study has
-    /// only it and the strong one: judged in its own family of two, it stays
-    /// decided; the ten others are another family.
-    #[test]
-    fn each_study_is_its_own_family() {
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        let mut strong = judge(&C, &ok, Ok(vec![50.0, 55.0, 52.0, 51.0]));
-        let mut marginal = judge(&C, &ok, Ok(vec![1.3, 1.17, 1.45, 1.22]));
-        let mut null = judge(&C, &ok, Ok(vec![1.0, 1.3, 0.9, 1.2]));
-        strong.family_name = "a".into();
-        marginal.family_name = "a".into();
-        null.family_name = PAGELAB_FAMILY.into();
-        let mut vs: Vec<Verdict> = [strong, marginal].into_iter().chain(std::iter::repeat_n(null, 10)).collect();
-        let lookup = |_: &str| Some(C);
-        families(vs.iter_mut().collect(), &lookup, ALPHA);
-        assert_eq!(vs[1].outcome, Outcome::Matches, "{}", vs[1].why);
-        assert!(vs[..2].iter().all(|v| v.family == 2) && vs[2..].iter().all(|v| v.family == 10));
-        let f = Findings::of(vs.iter().map(|v| ("x", v)).collect());
-        let names: Vec<(&str, usize, usize)> =
-            f.families.iter().map(|x| (x.name.as_str(), x.size, x.decided)).collect();
-        assert_eq!(names, [("a", 2, 2), (PAGELAB_FAMILY, 10, 0)]);
-        assert_eq!(f.guarantee, GUARANTEE);
-    }
-
-    /// A later pass combines each pass's own test: the first pass's three
-    /// repeats straddle the edge, the second's two lie well inside; combined
-    /// (equal weights) it matches at the second pass's 1 % ÷ a family of 3.
-    /// Without a spread of its own (one repeat) the second pass decides
-    /// nothing, and says why.
-    #[test]
-    fn a_later_pass_combines_each_pass_alone() {
-        let all: Vec<Metric> = Vec::new();
-        let ok = Ms { all: &all, protocol: Ok(()) };
-        let first = vec![1.05, 1.3, 1.2];
-        let v1 = judge(&C, &ok, Ok(first.clone()));
-        assert_eq!(v1.outcome, Outcome::Inconclusive);
-        let mut v = v1.clone();
-        let stages = [first.clone(), vec![1.6, 1.7, 1.65]];
-        judge_stages(&mut v, &C, &stages, &[1.0, 1.0], 0.01, 1, 2);
-        assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
-        assert_eq!((v.n, v.family, v.pass), (6, 1, 2));
-        let p = v.p.unwrap();
-        // In a family of three, Bonferroni asks p ≤ 1 % ÷ 3: not this one.
-        let mut in3 = v1.clone();
-        judge_stages(&mut in3, &C, &stages, &[1.0, 1.0], 0.01, 3, 2);
-        assert!(p > 0.01 / 3.0 && in3.outcome == Outcome::Inconclusive, "{in3:?}");
-        assert!((in3.p_adjusted.unwrap() - (3.0 * p).min(1.0)).abs() < 1e-12);
-        assert!(in3.why.contains("Bonferroni over 3"), "{}", in3.why);
-        // The p is the combination of each pass's own one-sided p (doubled,
-        // as an interval's), not a pooled t test of all six (p = 0.032 here:
-        // the passes differ, so the pooled spread is wide).
-        let side = |v: &[f64]| claim::Sides::of(&claim::estimate(v).unwrap(), &C.region).above_lo;
-        let want = 2.0 * claim::combine(&[side(&stages[0]), side(&stages[1])], &[1.0, 1.0]);
-        assert!((p - want).abs() < 1e-12, "combined {p}, by hand {want}");
-        let pooled = claim::test(&v.values, &C.region).unwrap().p().0;
-        assert!((pooled - p).abs() > 0.01, "combined {p}, pooled {pooled}");
-        // One repeat in the second pass: no test, the verdict stays.
-        let mut w = v1.clone();
-        judge_stages(&mut w, &C, &[first, vec![1.6]], &[1.0, 1.0], 0.01, 3, 2);
-        assert_eq!((w.outcome, w.n, w.pass), (Outcome::Inconclusive, 3, 1));
-        assert!(w.why.contains("each needs two"), "{}", w.why);
-    }
-}
+mod tests;
