@@ -135,7 +135,7 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
     bad(&["lab", "--budget", "soon", "--dry-run"], "--budget");
     bad(
         &["heap", "--allocators", "preload:/etc/passwd", "--threads", "1", "--ops", "1000", "--repeat", "1"],
-        "--allocators preload:/etc/passwd: not a shared library (no ELF header)",
+        "for '--allocators <ALLOCATORS>': preload:/etc/passwd: not a shared library (no ELF header)",
     );
     if unsafe { libc::geteuid() } == 0 {
         for b in ["swapfile", "zswap"] {

@@ -406,25 +406,98 @@ fn heap_over_time_refuses_a_sampler_buffer_it_cannot_hold() {
 }
 
 #[test]
-fn a_crafted_svg_in_a_run_directory_is_not_embedded() {
-    // Issue 46 item 3: every *.svg was embedded from `<svg` on.
+fn a_preloaded_library_is_checked_in_every_mode_before_any_worker() {
+    // Issue 46 item 6: over time skipped the check (/etc/passwd started a full
+    // run); a space let ld.so load another file; as root, a library anyone
+    // could change was loaded into root's worker.
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("r");
+    let lib = tmp.path().join("lib.so");
+    std::fs::copy("/bin/true", &lib).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cases = vec![
+        ("preload:/etc/passwd".to_string(), "no ELF header"),
+        ("preload:/opt/a/lib x.so".to_string(), "space or a colon"),
+    ];
+    if root {
+        // An ELF file in a directory under /tmp (mode 1777).
+        cases.push((format!("preload:{}", lib.display()), "only root can change"));
+    }
+    for (arg, says) in &cases {
+        for mode in [&["--over-time"][..], &["--threads", "1"][..]] {
+            let mut args = vec!["heap", "--allocators", arg.as_str(), "--out", out_dir.to_str().unwrap()];
+            args.extend(mode);
+            let out = pagelab(&args);
+            refused(&out, "--allocators");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(says),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!out_dir.exists(), "{args:?}: a refused run made its directory");
+        }
+    }
+    if !root {
+        common::skip("the ownership rule applies as root only");
+    }
+}
+
+#[test]
+fn a_thread_id_is_refused_as_a_pid_before_anything_starts() {
+    // Issue 46 item 10: `rightsize --pid <a thread id>` started, then failed
+    // at pidfd_open and left a failed run directory.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tx.send(unsafe { libc::syscall(libc::SYS_gettid) } as i32).unwrap();
+        let _ = stop_rx.recv_timeout(std::time::Duration::from_secs(60));
+    });
+    let tid = rx.recv().unwrap().to_string();
+    let me = std::process::id().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("r");
+    for args in [
+        vec!["rightsize", "--pid", tid.as_str(), "--duration", "2s", "--out", out_dir.to_str().unwrap()],
+        vec!["assess", "--pid", tid.as_str(), "--out", out_dir.to_str().unwrap()],
+    ] {
+        let out = pagelab(&args);
+        refused(&out, "--pid");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("a thread of process {me}")), "{args:?}: {err}");
+        assert!(!out_dir.exists(), "{args:?}: a refused run made its directory");
+    }
+    stop_tx.send(()).unwrap();
+    t.join().unwrap();
+}
+
+#[test]
+fn a_crafted_svg_in_a_run_directory_cannot_change_the_page() {
+    // Issue 46 item 3: every *.svg was inlined from `<svg` on; now each is an
+    // image (a data URI), which runs nothing and cannot close the page's
+    // elements; a link is not followed.
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     common::copy_fixture("eat", &run);
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "<svg><text>TOPSECRET-4711</text></svg>").unwrap();
+    symlink(&secret, run.join("z.svg")).unwrap();
     std::fs::write(
         run.join("evil.svg"),
-        "<svg></svg></figure><meta http-equiv=\"refresh\" content=\"0;url=https://example.com\">\
-         <form action=\"https://example.com\"><input name=\"x\"></form><svg></svg>",
+        "<svg><rect x=a' ><meta http-equiv=\"refresh\" content=\"0;url=https://example.com\">\
+         <form action=\"https://example.com\"><input name=\"x\"></form><title><rect y='/></svg>",
     )
     .unwrap();
     let out = pagelab(&["report", run.to_str().unwrap(), "--html"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
-    assert!(!html.contains("http-equiv=\"refresh\"") && !html.contains("<form"), "embedded");
-    assert!(html.contains("evil.svg: not embedded"), "the report says what it left out");
+    assert!(!html.contains("http-equiv=\"refresh\"") && !html.contains("<form") && !html.contains("<title><rect"));
+    assert!(html.contains("<figure class=\"chart\"><img alt=\"evil.svg\" src=\"data:image/svg+xml;base64,"));
+    assert!(!html.contains("TOPSECRET") && html.contains("z.svg: not embedded"), "a link was followed");
     assert!(html.contains("form-action 'none'"), "the page's policy forbids form targets");
-    // pagelab's own charts are still there.
-    assert!(html.matches("<figure class=\"chart\"><svg").count() >= 1);
+    // Every chart is an image now, pagelab's own too.
+    assert!(html.matches("<figure class=\"chart\"><img").count() >= 2);
+    assert!(!html.contains("<figure class=\"chart\"><svg"));
 }
 
 #[test]

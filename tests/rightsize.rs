@@ -245,3 +245,119 @@ fn service_mode_settles_near_the_hot_set() {
     assert!(s["start_bytes"].as_u64().unwrap() > 250 * MIB);
     println!("settled at {:.0} MiB (H + own = {:.0} MiB)", settled / 1048576.0, want / 1048576.0);
 }
+
+/// Issue 46 item 8: `rightsize -- PROGRAM` killed with -9 during a run left
+/// the program running; it now dies with pagelab (a parent-death signal), and
+/// the next `restore` removes what the run made.
+#[test]
+fn a_killed_rightsize_takes_its_program_with_it() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let jdir = tmp.path().join("journals");
+    let mut pl = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", &jdir)
+        .args(["rightsize", "--out", tmp.path().join("r").to_str().unwrap(), "--", "sleep", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The program, once pagelab has started it: a `sleep` whose parent is pagelab.
+    let ppid = pl.id().to_string();
+    let child_of_pagelab = || -> Option<i32> {
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 2..];
+            let parent = after.split(' ').nth(1)?;
+            (stat.contains("(sleep)") && parent == ppid).then_some(pid)
+        })
+    };
+    let mut program = None;
+    common::wait_until("rightsize starts its program", std::time::Duration::from_secs(30), || {
+        program = child_of_pagelab();
+        program.is_some()
+    });
+    let program = program.unwrap();
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(pl.id() as i32, libc::SIGKILL) };
+    let _ = pl.wait();
+    let gone = || {
+        !Path::new(&format!("/proc/{program}")).exists()
+            || std::fs::read_to_string(format!("/proc/{program}/stat")).is_ok_and(|s| s.contains(") Z "))
+    };
+    let t = std::time::Instant::now();
+    while !gone() && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let died = gone();
+    // Restore whatever the outcome (it kills what the run's cgroup holds).
+    let out = Command::new(bin()).env("PAGELAB_JOURNAL_DIR", &jdir).arg("restore").output().unwrap();
+    assert!(died, "the program (pid {program}) outlived pagelab by 5 s");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(system_state(), before, "restore left something behind");
+}
+
+/// Issue 46 item 5: a target holding a large PROT_NONE reservation made
+/// service mode read its whole pagemap into one buffer (64 GiB of reservation:
+/// 176 MB of pagelab's RSS; 16 TiB: an abort). Readable ranges only, in
+/// chunks: beside the same target without the reservation, pagelab's peak RSS
+/// grows by far less than the 144 MB that the reservation's pagemap took.
+#[test]
+fn a_huge_reservation_in_the_target_does_not_grow_pagelab() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    if !Command::new("python3").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        common::skip("python3 is not installed");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let peak_mib = |reserve: u64| -> f64 {
+        let script = format!(
+            "import mmap, time\n\
+             r = mmap.mmap(-1, {reserve}, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, 'MAP_NORESERVE', 0x4000), prot=0) if {reserve} else None\n\
+             b = bytearray(32 << 20)\n\
+             for i in range(0, len(b), 4096): b[i] = 1\n\
+             print('ready', flush=True)\n\
+             time.sleep(120)\n"
+        );
+        let mut target = Command::new("python3").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(target.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let tmp = tempfile::tempdir().unwrap();
+        // Reaped below by wait4, for its rusage.
+        #[allow(clippy::zombie_processes)]
+        let pl = Command::new(bin())
+            .args(["rightsize", "--pid", &target.id().to_string(), "--duration", "5s", "--step", "10%"])
+            .args(["--backing", "zram", "--out", tmp.path().join("s").to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid out-parameter.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for our own child, once, with valid out-pointers.
+        let r = unsafe { libc::wait4(pl.id() as i32, &mut status, 0, &mut usage) };
+        let _ = target.kill();
+        let _ = target.wait();
+        assert_eq!(r, pl.id() as i32);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "rightsize ended with status {status:#x}");
+        usage.ru_maxrss as f64 / 1024.0
+    };
+    let plain = peak_mib(0);
+    let reserved = peak_mib(64 << 30);
+    assert!(
+        reserved < plain + 48.0,
+        "pagelab's peak RSS: {reserved:.0} MiB beside {plain:.0} MiB without the reservation"
+    );
+    assert_eq!(system_state(), before, "the run left changes behind");
+}

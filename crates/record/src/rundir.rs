@@ -317,6 +317,15 @@ pub fn brief(e: &impl std::fmt::Display) -> String {
     } else {
         cut(&mut out, rest, 64);
     }
+    // And at most 160 characters from the first quote on, whatever the quotes
+    // (a review let a secret through 16 characters at a time between quotes).
+    if let Some(q) = out.find(['`', '"']) {
+        let n = out[q..].chars().count();
+        if n > 160 {
+            let kept: String = out[q..].chars().take(120).collect();
+            out = format!("{}{kept}… ({} more characters)", &out[..q], n - 120);
+        }
+    }
     out
 }
 
@@ -608,6 +617,12 @@ mod tests {
         assert_eq!(brief(&long_path), long_path);
         let m = "unknown field `x`, expected one of `a`, `b` at line 1 column 5";
         assert_eq!(brief(&m), m);
+        // A secret with a quote every 15 characters: each span is short, the
+        // whole is cut.
+        let chopped: String = (0..40).map(|i| format!("part{i:02}-secret\"")).collect();
+        let b = brief(&format!("invalid value: \"{chopped}"));
+        assert!(b.chars().count() < 200 && b.contains("more characters)"), "{b}");
+        assert!(!b.contains("part20"), "{b}");
     }
 
     #[test]

@@ -570,12 +570,13 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         rep.errors.push(format!("journal directory {} left alone: {why}", dir.display()));
         return rep;
     }
+    let mut open: Vec<Stale> = Vec::new();
     for path in journal_files(dir) {
         if let Err(why) = trusted_file(&path) {
             rep.errors.push(format!("journal {} left alone: {why}", path.display()));
             continue;
         }
-        let Ok(mut file) =
+        let Ok(file) =
             OpenOptions::new().read(true).append(true).custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW).open(&path)
         else {
             continue;
@@ -623,30 +624,53 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
             }
             continue;
         }
-        let mut ok = true;
-        for (seq, change) in pending.into_iter().rev() {
-            match undo(&change, &path, dry_run) {
-                Ok(msg) => {
-                    rep.actions.push(format!("{who}: {msg}"));
-                    if !dry_run {
-                        let mut line =
-                            serde_json::to_vec(&Line { seq, change: None, update: None, undone: true }).unwrap();
-                        line.push(b'\n');
-                        let _ = file.write_all(&line).and_then(|_| file.sync_data());
+        open.push(Stale { path, file, who, pending, ok: true });
+    }
+    // Every journal's cgroups first, then the rest (issue 46 item 8: a run's
+    // zram in one journal was swapped off while its cgroup, in another, still
+    // held the program, which the kernel OOM-killed inside swapoff). Inside a
+    // journal, newest first, as the changes were made.
+    for first in [true, false] {
+        for j in &mut open {
+            let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut j.pending)
+                .into_iter()
+                .partition(|(_, c)| matches!(c, Change::CgroupDir { .. }) == first);
+            j.pending = later;
+            for (seq, change) in now.into_iter().rev() {
+                match undo(&change, &j.path, dry_run) {
+                    Ok(msg) => {
+                        rep.actions.push(format!("{}: {msg}", j.who));
+                        if !dry_run {
+                            let mut line =
+                                serde_json::to_vec(&Line { seq, change: None, update: None, undone: true }).unwrap();
+                            line.push(b'\n');
+                            let _ = j.file.write_all(&line).and_then(|_| j.file.sync_data());
+                        }
                     }
-                }
-                Err(e) => {
-                    ok = false;
-                    rep.errors.push(format!("{who}: could not undo {}: {e}", change.describe()));
+                    Err(e) => {
+                        j.ok = false;
+                        rep.errors.push(format!("{}: could not undo {}: {e}", j.who, change.describe()));
+                    }
                 }
             }
         }
-        if ok && !dry_run {
-            let _ = std::fs::remove_file(&path);
+    }
+    for j in open {
+        if j.ok && !dry_run {
+            let _ = std::fs::remove_file(&j.path);
         }
-        rep.restored.push(path);
+        rep.restored.push(j.path);
     }
     rep
+}
+
+/// A dead run's journal, locked, with what is left to undo.
+struct Stale {
+    path: PathBuf,
+    file: std::fs::File,
+    who: String,
+    pending: Vec<(u64, Change)>,
+    ok: bool,
 }
 
 /// Moves an unreadable journal to `NAME.unreadable` (or `.unreadable.N`, never

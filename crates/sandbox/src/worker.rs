@@ -25,6 +25,98 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Makes the process `cmd` starts die with this thread (`PR_SET_PDEATHSIG`,
+/// SIGKILL), as workers do: a program run under a limit must not outlive a
+/// pagelab that was killed (issue 46 item 8: `rightsize -- PROGRAM` killed
+/// with -9 left the program running in its cgroup). Spawn from a thread that
+/// outlives the child (the main thread).
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: no signal will come.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The longest event line a worker may write (a result with every sample of a
+/// long run fits); a longer one is skipped as it is read, never held whole.
+pub const MAX_EVENT_LINE: usize = 64 << 20;
+
+/// Unreadable worker lines quoted in the errors; more are only counted.
+const MAX_QUOTED: usize = 20;
+
+/// Reads one line (without its newline) into `buf`, holding at most `max`
+/// bytes: `Some(true)` for a line that fit, `Some(false)` for one that was
+/// longer (its rest read and dropped, `buf` empty), `None` at the end.
+pub fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let (mut any, mut over) = (false, false);
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(any.then_some(!over));
+        }
+        any = true;
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        if !over {
+            if buf.len() + take <= max {
+                buf.extend_from_slice(&avail[..take]);
+            } else {
+                over = true;
+                buf.clear();
+            }
+        }
+        r.consume(take + usize::from(done));
+        if done {
+            return Ok(Some(!over));
+        }
+    }
+}
+
+/// The worker lines that were not events: the first few quoted (cut short),
+/// the rest counted (issue 46 item 7: every one was kept whole, and a worker
+/// that wrote 256 MiB without a newline grew the parent to 817 MB).
+#[derive(Default)]
+struct Unreadable {
+    seen: usize,
+}
+
+impl Unreadable {
+    /// The error to keep for this line, if it is among the first few.
+    fn note(&mut self, line: &[u8], fit: bool) -> Option<String> {
+        self.seen += 1;
+        if self.seen > MAX_QUOTED {
+            return None;
+        }
+        Some(if fit {
+            let text = String::from_utf8_lossy(line);
+            let cut: String = text.chars().take(200).collect();
+            let more = if text.chars().count() > 200 { "…" } else { "" };
+            format!("unreadable worker output: {cut}{more}")
+        } else {
+            format!("unreadable worker output: a line over {} MiB, skipped", MAX_EVENT_LINE >> 20)
+        })
+    }
+    /// How many more were not quoted.
+    fn summary(&self) -> Option<String> {
+        (self.seen > MAX_QUOTED).then(|| format!("and {} more unreadable worker lines", self.seen - MAX_QUOTED))
+    }
+}
+
 /// A message from a worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerEvent {
@@ -187,10 +279,15 @@ impl Worker {
         std::thread::Builder::new()
             .name(format!("worker-{pid}-events"))
             .spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    let Ok(ev) = serde_json::from_str::<WorkerEvent>(&line) else {
-                        errors2.lock().unwrap().push(format!("unreadable worker output: {line}"));
+                let mut r = BufReader::new(stdout);
+                let mut buf = Vec::new();
+                let mut bad = Unreadable::default();
+                while let Ok(Some(fit)) = read_line_bounded(&mut r, &mut buf, MAX_EVENT_LINE) {
+                    let ev = if fit { serde_json::from_slice::<WorkerEvent>(&buf).ok() } else { None };
+                    let Some(ev) = ev else {
+                        if let Some(msg) = bad.note(&buf, fit) {
+                            errors2.lock().unwrap().push(msg);
+                        }
                         continue;
                     };
                     match ev.kind.as_str() {
@@ -202,6 +299,9 @@ impl Worker {
                     if tx.send(ev).is_err() {
                         break;
                     }
+                }
+                if let Some(msg) = bad.summary() {
+                    errors2.lock().unwrap().push(msg);
                 }
             })
             .map_err(|e| SandboxError::Other(format!("starting the event reader: {e}")))?;
@@ -436,5 +536,43 @@ pub mod child {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_skipped_without_being_held() {
+        // A worker that writes a long run without a newline, then an event.
+        let mut input = vec![b'x'; 5000];
+        input.extend_from_slice(b"\n{\"kind\":\"info\"}\nlast");
+        let mut r = BufReader::with_capacity(64, &input[..]);
+        let mut buf = Vec::new();
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(false));
+        assert!(buf.is_empty() && buf.capacity() <= 1064, "held {} bytes", buf.capacity());
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(true));
+        assert_eq!(buf, b"{\"kind\":\"info\"}");
+        // A last line without a newline is still a line; then the end.
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(true));
+        assert_eq!(buf, b"last");
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), None);
+        // Exactly the bound fits.
+        let mut r = BufReader::new(&b"abcd\n"[..]);
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 4).unwrap(), Some(true));
+    }
+
+    #[test]
+    fn only_the_first_unreadable_lines_are_quoted_and_cut() {
+        let mut u = Unreadable::default();
+        let long = "y".repeat(1000);
+        let first = u.note(long.as_bytes(), true).unwrap();
+        assert!(first.len() < 300 && first.ends_with('…'), "{first}");
+        assert!(u.note(b"", false).unwrap().contains("over 64 MiB"));
+        let kept = (0..2_000_000).filter_map(|_| u.note(b"not json", true)).count();
+        assert_eq!(kept, MAX_QUOTED - 2);
+        assert_eq!(u.summary().unwrap(), format!("and {} more unreadable worker lines", 2_000_002 - MAX_QUOTED));
+        assert!(Unreadable::default().summary().is_none());
     }
 }

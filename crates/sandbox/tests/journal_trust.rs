@@ -133,3 +133,28 @@ fn a_dead_runs_kdamond_is_stopped_and_removed_only_if_still_its_own() {
         assert_eq!(std::fs::read_to_string(theirs.path().join("nr_kdamonds")).unwrap(), format!("{n}\n"));
     }
 }
+
+#[test]
+fn every_journals_cgroups_are_undone_before_anything_else() {
+    // Issue 46 item 8: an older journal's swap was turned off while a newer
+    // journal's cgroup still held the program, which the kernel OOM-killed
+    // inside swapoff. Both changes here are already undone on this machine
+    // (the setting has its old value, the group does not exist), so the
+    // restore changes nothing; the order of its actions is what is checked.
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    journal(
+        dir.path(),
+        "1-1-1.journal",
+        &[Change::WriteFile { path: "/proc/sys/vm/swappiness".into(), previous: swappiness.clone() }],
+    );
+    let group = "/sys/fs/cgroup/memory/pagelab/eat-999999999-0";
+    journal(dir.path(), "2-2-2.journal", &[Change::CgroupDir { path: group.into() }]);
+    let rep = restore_stale(dir.path(), false);
+    assert!(rep.errors.is_empty(), "{rep:#?}");
+    assert_eq!(rep.actions.len(), 2, "{rep:#?}");
+    assert!(rep.actions[0].contains(group), "the newer journal's cgroup first: {:#?}", rep.actions);
+    assert!(rep.actions[1].contains("swappiness"), "{:#?}", rep.actions);
+    assert_eq!(std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap(), swappiness);
+    assert_eq!(sandbox::journal::journal_files(dir.path()).len(), 0, "both journals are done");
+}

@@ -291,7 +291,14 @@ fn parse_threads(s: &str) -> Result<u32, String> {
 }
 
 fn parse_allocator(s: &str) -> Result<crate::heap::work::alloc::Allocator, String> {
-    crate::heap::work::alloc::Allocator::parse(s.trim())
+    use crate::heap::work::alloc::{Allocator, check_preload};
+    let a = Allocator::parse(s.trim())?;
+    // Every mode, before any worker (the over-time mode skipped the speed
+    // mode's check and loaded what it was given).
+    if let Allocator::Preload(p) = &a {
+        check_preload(p)?;
+    }
+    Ok(a)
 }
 
 fn parse_pattern(s: &str) -> Result<crate::heap::work::overtime::Pattern, String> {

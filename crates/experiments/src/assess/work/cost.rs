@@ -64,6 +64,17 @@ pub fn private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
         .collect())
 }
 
+/// The private mappings that can be read (not `---p`: a PROT_NONE
+/// reservation holds no pages to page out, however large).
+pub fn readable_private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
+    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
+    Ok(maps
+        .iter()
+        .filter(|m| m.is_private() && m.perms.starts_with('r') && !m.is_empty() && m.name != "[vsyscall]")
+        .map(|m| (m.start, m.len()))
+        .collect())
+}
+
 /// MADV_PAGEOUT (or MADV_COLD) over the process's private mappings.
 pub fn advise(pid: i32, advice: i32) -> Result<usize, String> {
     let fd = workloads::mm::PidFd::open(pid).map_err(|e| format!("pidfd_open({pid}): {e}"))?;

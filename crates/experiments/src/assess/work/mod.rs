@@ -37,7 +37,7 @@ mod pages;
 mod windows;
 
 use cost::*;
-pub use cost::{advise, private_ranges};
+pub use cost::{advise, private_ranges, readable_private_ranges};
 use mglru::*;
 use pages::*;
 use windows::*;
@@ -221,8 +221,21 @@ pub fn check_pid(pid: i32) -> Result<(), ExperimentError> {
         None => Err(err(format!("--pid {pid}: not a process id (expected a positive integer)"))),
         Some(_) if pid == 1 => Err(err("--pid 1: refusing to assess init (PID 1)")),
         Some(s) if s.vm_rss.is_none() => Err(err(format!("--pid {pid}: a kernel thread, which has no user memory"))),
-        Some(_) => Ok(()),
+        Some(_) => match tgid_of(pid) {
+            // /proc/TID answers for a thread too, but pidfd_open does not
+            // (issue 46 item 10: a thread id started a run that failed late).
+            Some(tgid) if tgid != pid => {
+                Err(err(format!("--pid {pid}: a thread of process {tgid}, not a process; give --pid {tgid}")))
+            }
+            _ => Ok(()),
+        },
     }
+}
+
+/// The process (thread group) a task id belongs to, from /proc/ID/status.
+fn tgid_of(pid: i32) -> Option<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// The process being assessed: one pagelab started is killed at the end; one

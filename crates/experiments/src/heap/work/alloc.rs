@@ -220,9 +220,109 @@ pub fn malloc_provider() -> Option<String> {
     Some(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
 }
 
+/// What LD_PRELOAD splits its list on: a path holding one of these names two
+/// libraries, and ld.so would load the first part.
+const PRELOAD_SEPARATORS: [char; 4] = [' ', ':', '\t', '\n'];
+
+/// Checks a `preload:PATH` before any worker starts, in every mode (issue 46
+/// item 6): an absolute path with no space or colon (LD_PRELOAD splits on
+/// them: `preload:/opt/a/lib x.so` loaded `/opt/a/lib`), to an ELF file; and,
+/// when pagelab is root, only code that only root can change: the file, what
+/// a link leads to, and every directory above either are owned by root and
+/// writable by no one else (a library of another user, mode 666, in a 0777
+/// directory or behind a link, ran its constructor as uid 0). The error names
+/// the path and what is wrong.
+pub fn check_preload(p: &std::path::Path) -> Result<(), String> {
+    let shown = p.display();
+    let Some(text) = p.to_str() else { return Err(format!("preload:{shown}: the path is not UTF-8")) };
+    if text.contains(PRELOAD_SEPARATORS) {
+        return Err(format!(
+            "preload:{text}: the path has a space or a colon, where LD_PRELOAD splits its list (it would load \
+             another file); move or link the library to a plain path"
+        ));
+    }
+    if !p.is_absolute() {
+        return Err(format!("preload:{text}: give an absolute path (e.g. preload:/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)"));
+    }
+    let mut magic = [0u8; 4];
+    let is_file = std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    let elf = is_file && std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok();
+    if !is_file || !elf || magic != *b"\x7fELF" {
+        return Err(format!(
+            "preload:{text}: {} (expected preload:PATH to a shared library, e.g. \
+             preload:/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)",
+            if !is_file { "no such file" } else { "not a shared library (no ELF header)" }
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        only_root_can_change(p).map_err(|why| format!("preload:{text}: {why}; root loads only code that only root can change"))?;
+    }
+    Ok(())
+}
+
+/// The path, each link on it resolved, and every directory above: owned by
+/// root, and (links aside, whose mode means nothing) not writable by group or
+/// others.
+fn only_root_can_change(p: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let canon = std::fs::canonicalize(p).map_err(|e| format!("cannot resolve it: {e}"))?;
+    for path in [p, canon.as_path()] {
+        let mut at = Some(path);
+        while let Some(c) = at {
+            let m = std::fs::symlink_metadata(c).map_err(|e| format!("{}: {e}", c.display()))?;
+            if m.uid() != 0 {
+                return Err(format!("{} is owned by uid {}, not root", c.display(), m.uid()));
+            }
+            if !m.file_type().is_symlink() && m.mode() & 0o022 != 0 {
+                return Err(format!("{} is writable by others than root (mode {:o})", c.display(), m.mode() & 0o7777));
+            }
+            at = c.parent();
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preloaded_library_is_checked_before_any_worker() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Plain-path and ELF rules hold for everyone.
+        for (p, says) in [
+            ("/opt/a/lib x.so", "space or a colon"),
+            ("/opt/a:/b.so", "space or a colon"),
+            ("relative/lib.so", "absolute"),
+            ("/etc/passwd", "no ELF header"),
+            ("/no/such/lib.so", "no such file"),
+        ] {
+            let e = check_preload(std::path::Path::new(p)).unwrap_err();
+            assert!(e.contains(says) && e.starts_with(&format!("preload:{p}")), "{p}: {e}");
+        }
+        // libc itself passes, as root and not.
+        let libc_path = malloc_provider().expect("dladdr of malloc");
+        let libc_path = std::fs::canonicalize(&libc_path).unwrap();
+        check_preload(&libc_path).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIP: the ownership rules apply as root only");
+            return;
+        }
+        // A copy of a real library where others can change it: under /tmp
+        // (mode 1777), in a 0777 directory, with mode 666, owned by nobody,
+        // and a link in a root-owned directory to one.
+        use std::os::unix::fs::PermissionsExt;
+        let lib = tmp.path().join("lib.so");
+        std::fs::copy(&libc_path, &lib).unwrap();
+        let e = check_preload(&lib).unwrap_err();
+        assert!(e.contains("writable by others") && e.contains("only root can change"), "{e}");
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(check_preload(&lib).unwrap_err().contains("lib.so is writable"), "the file itself first");
+        std::os::unix::fs::chown(&lib, Some(65534), None).unwrap();
+        assert!(check_preload(&lib).unwrap_err().contains("owned by uid 65534"));
+    }
 
     #[test]
     fn parse_and_support_matrix() {

@@ -138,6 +138,7 @@ impl Real<'_> {
         let mut cmd = std::process::Command::new(&cfg.command[0]);
         cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
         sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).map_err(|e| err(format!("{}: {e}", cg.dir.display())))?;
+        sandbox::worker::die_with_parent(&mut cmd);
         let t0 = Instant::now();
         let child = cmd.spawn().map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
         let pid = child.id() as i32;

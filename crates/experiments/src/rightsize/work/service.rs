@@ -143,6 +143,9 @@ struct Pager {
     cursor: u64,
 }
 
+/// Pagemap entries read at once (32 KiB of buffer).
+const PAGEMAP_CHUNK: u64 = 4096;
+
 impl Pager {
     /// Present bits of `len` bytes at `start` from /proc/PID/pagemap.
     fn present(&self, f: &mut std::fs::File, start: u64, len: u64) -> Vec<bool> {
@@ -158,45 +161,56 @@ impl Pager {
     /// up to `bytes` of present pages that are not hot, from the cursor on.
     /// Returns the bytes asked of the kernel.
     fn step(&mut self, bytes: u64, now: u64) -> Result<u64, String> {
-        let ranges = crate::assess::work::private_ranges(self.pid)?;
+        // Readable ranges only, read in chunks of PAGEMAP_CHUNK entries: a
+        // target with a 16 TiB PROT_NONE reservation made one buffer of its
+        // whole virtual size (issue 46 item 5: 176 MB mlocked at 64 GiB, an
+        // abort on 32 GiB at 16 TiB).
+        let ranges = crate::assess::work::readable_private_ranges(self.pid)?;
         let mut pm = std::fs::File::open(format!("/proc/{}/pagemap", self.pid))
             .map_err(|e| format!("/proc/{}/pagemap: {e}", self.pid))?;
         self.hot.retain(|_, until| *until > now);
         let mut chosen: Vec<(usize, usize)> = Vec::new();
         let mut taken = 0u64;
-        let mut back = Vec::new();
+        let mut back = std::collections::HashSet::new();
         // Ranges from the cursor on, then from the start (one lap at most).
         let mut order: Vec<(usize, usize)> =
             ranges.iter().copied().filter(|r| (r.0 + r.1) as u64 > self.cursor).collect();
         order.extend(ranges.iter().copied().filter(|r| (r.0 + r.1) as u64 <= self.cursor));
         for (start, len) in order {
-            let present = self.present(&mut pm, start as u64, len as u64);
-            for (i, p) in present.iter().enumerate() {
-                let a = start as u64 + i as u64 * self.page;
-                if *p && self.out.remove(&a).is_some() {
-                    back.push(a);
-                }
-            }
+            let n = len as u64 / self.page;
             let from = if (start as u64) < self.cursor && self.cursor < (start + len) as u64 {
-                ((self.cursor - start as u64) / self.page) as usize
+                (self.cursor - start as u64) / self.page
             } else {
                 0
             };
-            for (i, p) in present.iter().enumerate().skip(from) {
-                if taken >= bytes {
-                    break;
+            let mut i0 = 0u64;
+            while i0 < n {
+                let k = (n - i0).min(PAGEMAP_CHUNK);
+                let at = start as u64 + i0 * self.page;
+                let present = self.present(&mut pm, at, k * self.page);
+                for (j, p) in present.iter().enumerate() {
+                    let a = at + j as u64 * self.page;
+                    if *p && self.out.remove(&a).is_some() {
+                        back.insert(a);
+                    }
                 }
-                let a = start as u64 + i as u64 * self.page;
-                if !*p || self.hot.contains_key(&a) || back.contains(&a) {
-                    continue;
+                for (j, p) in present.iter().enumerate() {
+                    if taken >= bytes {
+                        break;
+                    }
+                    let a = at + j as u64 * self.page;
+                    if i0 + (j as u64) < from || !*p || self.hot.contains_key(&a) || back.contains(&a) {
+                        continue;
+                    }
+                    match chosen.last_mut() {
+                        Some((s, l)) if (*s + *l) as u64 == a => *l += self.page as usize,
+                        _ => chosen.push((a as usize, self.page as usize)),
+                    }
+                    self.out.insert(a, now);
+                    taken += self.page;
+                    self.cursor = a + self.page;
                 }
-                match chosen.last_mut() {
-                    Some((s, l)) if (*s + *l) as u64 == a => *l += self.page as usize,
-                    _ => chosen.push((a as usize, self.page as usize)),
-                }
-                self.out.insert(a, now);
-                taken += self.page;
-                self.cursor = a + self.page;
+                i0 += k;
             }
         }
         for a in back {
@@ -394,7 +408,18 @@ fn follow(
         point.action = if reclaim > 0 { "reclaim" } else { "hold" }.into();
         if reclaim > 0 {
             let asked = match (target, pager.as_deref_mut()) {
-                (_, Some(pg)) => pg.step(reclaim, step_no).map_err(ExperimentError::Worker)?,
+                (_, Some(pg)) => match pg.step(reclaim, step_no) {
+                    Ok(n) => n,
+                    // The target exited after the check above (a probe can take
+                    // seconds): the run ends as an exit does, its timeline kept
+                    // (issue 46 item 9: it ended "the process is gone", exit 1,
+                    // and no results).
+                    Err(_) if !alive(target) => {
+                        svc.timeline.push(point);
+                        break format!("{name} exited");
+                    }
+                    Err(e) => return Err(ExperimentError::Worker(e)),
+                },
                 (Target::Cgroup { dir, .. }, None) => {
                     match sandbox::cgroup::reclaim_once(dir, reclaim) {
                         Ok(()) => {}
