@@ -238,18 +238,13 @@ impl Worker {
             None => None,
         };
         let procs_fd = procs.as_ref().map(|f| f.as_raw_fd());
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid,
-        // write, _exit) between fork and exec.
+        // Dies with this thread; then (closures run in the order they were
+        // added) joins its group, before exec.
+        die_with_parent(&mut cmd);
+        // SAFETY: the closure only makes an async-signal-safe call (write)
+        // between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
                 if let Some(fd) = procs_fd
                     && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
                 {

@@ -141,16 +141,7 @@ pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
     }
     for a in &cfg.allocators {
         if let Allocator::Preload(p) = a {
-            let mut magic = [0u8; 4];
-            let elf = std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok()
-                && magic == *b"\x7fELF";
-            if !p.is_file() || !elf {
-                return Err(Invalid(format!(
-                    "--allocators preload:{}: {} (expected preload:PATH to a shared library, e.g. preload:/usr/lib/x86_64-linux-gnu/libjemalloc.so.2)",
-                    p.display(),
-                    if p.is_file() { "not a shared library (no ELF header)" } else { "no such file" }
-                )));
-            }
+            alloc::check_preload(p).map_err(|e| Invalid(format!("--allocators {e}")))?;
         }
     }
     if !alloc::MODES.contains(&cfg.heap_mode.as_str()) {
