@@ -599,7 +599,7 @@ mod tests {
             p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(),
             experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>()
         );
-        // Everything but rightsize (a dozen runs of a program): the full lab runs it.
+        // Everything but rightsize (two dozen runs of a program): the full lab runs it.
         assert!(p.iter().all(|s| s.state == StepState::Planned || s.experiment == "rightsize"));
         let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
         assert!(rs.state == StepState::Skipped && rs.reason.as_deref().is_some_and(|r| r.contains("full lab")));

@@ -20,6 +20,26 @@ mod tests {
         }
     }
 
+    /// Every lab step, at every scale and with or without root, parses through
+    /// the real command line (a flag renamed or a bound tightened in a
+    /// command fails here, not in a lab).
+    #[test]
+    fn every_lab_step_parses_through_the_command_line() {
+        for root in [true, false] {
+            let m = Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+            for e in ALL {
+                for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
+                    let s = (e.lab_step)(&m, scale);
+                    let argv = ["pagelab", e.name()].into_iter().map(String::from).chain(s.args.iter().cloned());
+                    let argv: Vec<String> = argv.chain(["--out".to_string(), "/nonexistent/x".to_string()]).collect();
+                    if let Err(err) = crate::cli::command().try_get_matches_from(&argv) {
+                        panic!("{} ({scale:?}): {argv:?}: {err}", e.name());
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn needs_name_their_experiment() {
         for e in ALL {

@@ -16,6 +16,10 @@ use std::time::Duration;
 
 const MIB: u64 = 1 << 20;
 
+/// Unlimited runs before the first limited one: the reference, the peak,
+/// the working set and the spread the plan is made from.
+const BASELINES: u32 = 3;
+
 fn service_config(a: &RightsizeArgs) -> ServiceConfig {
     ServiceConfig {
         pid: a.pid,
@@ -107,18 +111,22 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
             cap_factor: a.time_cap,
             resolution: a.resolution,
             budget_s: a.budget.as_secs_f64(),
+            baselines: BASELINES,
+            alpha: 0.05,
+            insist: a.insist,
         };
-        if a.runs < 1 + 2 * a.repeat {
+        // The baselines, one probe pair and a verification's first look.
+        let least = BASELINES + 2 + 2 * a.repeat;
+        if a.runs < least {
             return Err(usage(format!(
-                "--runs {} leaves no room for a verification of --repeat {} pairs: give --runs {} or more",
-                a.runs,
-                a.repeat,
-                1 + 2 * a.repeat
+                "--runs {} leaves no room for {BASELINES} unlimited runs, a probe and a verification of --repeat {} \
+                 pairs: give --runs {least} or more",
+                a.runs, a.repeat
             )));
         }
         config = serde_json::json!({
             "mode": "batch", "command": command, "slowdown": a.slowdown, "backing": a.backing,
-            "compressor": a.compressor, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat,
+            "compressor": a.compressor, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat, "insist": a.insist,
             "time_cap": a.time_cap, "resolution": a.resolution, "guard_max_bytes": guard_max,
             "synthetic_hot_bytes": a.synthetic_hot, "synthetic_cold_bytes": a.synthetic_cold,
             "synthetic_passes": a.synthetic_hot.map(|_| a.synthetic_passes),
@@ -176,19 +184,20 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
             "--slowdown",
             "50%",
             "--runs",
-            "6",
+            "12",
             "--repeat",
             "2",
+            "--insist",
             "--time-cap",
             "3",
         ];
         step("rightsize", args.iter().map(|a| arg(a)).collect(), 20.0)
     } else {
-        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "10%"];
-        step("rightsize", args.iter().map(|a| arg(a)).collect(), 180.0)
+        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "10%", "--budget", "4m"];
+        step("rightsize", args.iter().map(|a| arg(a)).collect(), 240.0)
     };
     if scale == Scale::Quick {
-        skip(s, "the full lab runs it: a dozen runs of a program take about three minutes")
+        skip(s, "the full lab runs it: two dozen runs of a program take about four minutes")
     } else if !m.root {
         skip(s, "needs root: each run goes in a memory cgroup made for it")
     } else {
@@ -241,13 +250,19 @@ pub struct RightsizeArgs {
     /// Wall time for the whole search, verification included.
     #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub budget: Duration,
-    /// Runs of the program in all (baseline, search and verification).
-    #[arg(long, default_value_t = 12, value_parser = units::uint32::<4, 1000>, allow_hyphen_values = true)]
+    /// Runs of the program in all (baseline, search and verification), at
+    /// most; --budget may buy fewer.
+    #[arg(long, default_value_t = 40, value_parser = units::uint32::<4, 1000>, allow_hyphen_values = true)]
     pub runs: u32,
-    /// Pairs (unlimited and limited, side by side) in the verification, at
-    /// least: the first verification also takes every run the search left.
+    /// Pairs (unlimited and limited, side by side) before a verification's
+    /// first look; later looks come after about half as many again.
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<2, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
+    /// Go on when the plan (made from the unlimited runs' spread) says the
+    /// budget cannot verify --slowdown; without it rightsize stops there with
+    /// the safe answer and the target the budget can verify.
+    #[arg(long)]
+    pub insist: bool,
     /// A limited run is stopped once it has run this many times the unlimited
     /// median (it counts as too small).
     #[arg(long, default_value = "2", value_parser = parse_cap_factor, allow_hyphen_values = true)]

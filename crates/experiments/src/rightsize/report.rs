@@ -128,9 +128,17 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                     let _ = writeln!(s, "  {l}");
                 }
             }
-            (None, Some(why)) => {
-                let _ = writeln!(s, "\nno recommendation: {why}");
-            }
+            (None, Some(why)) => match &r.unverified {
+                Some(u) => {
+                    let _ = writeln!(s, "\n{}\n", u.summary);
+                    for l in &u.lines {
+                        let _ = writeln!(s, "  {l}");
+                    }
+                }
+                None => {
+                    let _ = writeln!(s, "\nno recommendation: {why}");
+                }
+            },
             _ => {}
         }
         match &r.service {
@@ -163,11 +171,12 @@ pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
             (Some(rec), None) => {
                 let _ = writeln!(
                     s,
-                    "| this run | {} | {} MiB | {} MiB ({:.0} % saved) | {} (95 % CI {} to {}) |",
+                    "| this run | {} | {} MiB | {} MiB, {} MiB with the store ({:.0} % saved in all) | {} (95 % CI {} to {}) |",
                     r.command.join(" "),
                     mib(peak),
                     mib(rec.limit_bytes),
-                    if peak > 0 { (1.0 - rec.limit_bytes as f64 / peak as f64) * 100.0 } else { f64::NAN },
+                    mib(rec.total_bytes),
+                    if peak > 0 { rec.saved_bytes as f64 / peak as f64 * 100.0 } else { f64::NAN },
                     pct(rec.slowdown),
                     rec.slowdown_ci95.map(|c| pct(c[0])).unwrap_or("-".into()),
                     rec.slowdown_ci95.map(|c| pct(c[1])).unwrap_or("-".into()),
@@ -301,7 +310,7 @@ pub static CLAIMS: [Claim; 1] = [
         id: "rightsize.saves",
         claim: "the program needs at least 20 % less than its peak",
         study: "TMO saves 20–32 % of memory per server; Google finds 32 % of memory cold at 120 s",
-        quantity: "recommended limit ÷ each unlimited run's peak charge",
+        quantity: "(recommended limit + the compressed store's RAM at it) ÷ each unlimited run's peak charge",
         region: Region::at_most(0.80),
         floor: 0.001,
         own: true,
@@ -371,7 +380,7 @@ impl Study for Rightsize {
                 .runs
                 .iter()
                 .filter(|x| x.limit_bytes.is_none() && x.peak_bytes > 0)
-                .map(|x| rec.limit_bytes as f64 / x.peak_bytes as f64)
+                .map(|x| rec.total_bytes.max(rec.limit_bytes) as f64 / x.peak_bytes as f64)
                 .collect()),
             _ => none(),
         };

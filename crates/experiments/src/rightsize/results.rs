@@ -42,9 +42,13 @@ pub struct ProgramRun {
     pub ratio: f64,
     /// The unlimited run it is paired with (verify runs).
     pub paired_with: Option<u32>,
-    /// A baseline run's working set: bytes its processes referenced after
-    /// their first half second (the search's first guess).
+    /// The second unlimited run's working set: the bytes its processes
+    /// referenced per window (an eighth of the first run's time, ¼ s to 2 s)
+    /// in its steady part (the median of the windows in the second half of
+    /// the run, or the last window): the search's first guess.
     pub working_set_bytes: Option<u64>,
+    /// Bytes referenced in each window of that run, in order.
+    pub working_set_windows: Vec<u64>,
 }
 
 /// One point of the curve: a limit and what running under it cost.
@@ -110,9 +114,64 @@ pub struct Recommendation {
     pub swap_bytes: u64,
     /// The limit plus the compressed store's RAM at its largest.
     pub total_bytes: u64,
+    /// The unlimited peak less the total: what the limit saves in all (may
+    /// be negative: a store that holds what does not compress costs more
+    /// than it saves).
+    pub saved_bytes: i64,
+    /// What the compressed store held compressed to at most 70 % of its size
+    /// (None: no compressed store, or it held nothing).
+    pub store_compresses: Option<bool>,
+    /// The verification's one-sided upper bound of the runtime ratio, at the
+    /// share of α its deciding look spent.
+    #[serde(default = "record::results::nan")]
+    pub upper_bound: f64,
+    /// That look's share of α.
+    #[serde(default = "record::results::nan")]
+    pub look_alpha: f64,
     /// Ready lines: systemd, docker, kubernetes.
     pub lines: Vec<String>,
     /// The answer in one paragraph.
+    pub summary: String,
+}
+
+/// Before the first limited run: what the noise of the unlimited runs lets
+/// the budget verify.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Plan {
+    /// The spread of a pair's log ratio assumed (√2 × the unlimited runs').
+    #[serde(default = "record::results::nan")]
+    pub pair_sd: f64,
+    /// Verification pairs for 80 % power at a limit costing a quarter of the target.
+    pub pairs_needed: Option<u32>,
+    pub runs_needed: Option<u32>,
+    pub runs_affordable: u32,
+    /// The budget buys the pairs needed.
+    pub enough: bool,
+    /// The smallest target this budget can verify at this noise.
+    pub verifiable_slowdown: Option<f64>,
+    /// Went on though the budget did not buy the pairs (--insist).
+    pub insisted: bool,
+    /// The plan in words, as said before the first limited run.
+    pub said: String,
+}
+
+/// When nothing verified: the safe answer, and the best that was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unverified {
+    /// The limit the ready lines give: the unlimited peak.
+    pub safe_limit_bytes: u64,
+    /// The candidate with the lowest upper bound, not verified.
+    pub best_limit_bytes: Option<u64>,
+    pub best_pairs: u32,
+    #[serde(default = "record::results::nan")]
+    pub best_ratio: f64,
+    /// Its upper bound at its last look's α.
+    #[serde(default = "record::results::nan")]
+    pub best_upper_bound: f64,
+    /// Ready lines at the safe limit.
+    pub lines: Vec<String>,
     pub summary: String,
 }
 
@@ -185,6 +244,12 @@ pub struct RightsizeResult {
     pub recommendation: Option<Recommendation>,
     /// Why there is no verified recommendation, if there is none.
     pub unverified_reason: Option<String>,
+    /// The safe answer and the best unverified candidate, when nothing verified.
+    pub unverified: Option<Unverified>,
+    /// What the budget allows at this noise (batch mode).
+    pub plan: Option<Plan>,
+    /// The pooled spread of a pair's log ratio at the end (sd, degrees of freedom).
+    pub pair_sd: Option<[f64; 2]>,
     pub service: Option<Service>,
     /// For a synthetic target (pagelab's hot/cold worker): its hot and cold sets.
     pub synthetic_hot_bytes: Option<u64>,

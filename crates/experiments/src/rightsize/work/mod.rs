@@ -15,7 +15,7 @@ pub mod hotcold;
 pub mod search;
 pub mod service;
 
-use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun, Recommendation, RightsizeResult};
+use crate::rightsize::results::{Baseline, CurvePoint, Plan, ProgramRun, Recommendation, RightsizeResult, Unverified};
 use probe::Probe;
 use probe::cgroup::CgroupVersion;
 use record::stats::claim;
@@ -151,11 +151,16 @@ impl Real<'_> {
         );
         let (mut store_used, mut store_orig, mut usage_max, mut swap_max) = (0u64, 0u64, 0u64, 0u64);
         let mut stopped = false;
-        // An unlimited run's working set: what its processes touch after the
-        // first half second (referenced bits cleared then, read as it runs).
+        // The second unlimited run's working set, per window of an eighth of
+        // the first run's time (¼ s to 2 s): the referenced bits are cleared
+        // half a window in and at each window's end, after the window's
+        // referenced bytes are read. (The first run may start with a cold
+        // page cache, and its length sets the window.)
+        let sample_ws = role == Role::Baseline && limit.is_none() && self.runs.len() == 1;
+        let window = Duration::from_secs_f64(self.runs.first().map_or(1.0, |r| r.seconds / 8.0).clamp(0.25, 2.0));
+        let mut windows: Vec<(f64, u64)> = Vec::new();
+        let mut next_clear = t0 + window / 2;
         let mut cleared = false;
-        let mut ws_max: Option<u64> = None;
-        let mut next_read = Instant::now();
         let (status, ru) = loop {
             if let Some(r) = reap(pid, false) {
                 break r;
@@ -165,18 +170,16 @@ impl Real<'_> {
             store_orig = store_orig.max(o);
             usage_max = usage_max.max(cg.usage().unwrap_or(0));
             swap_max = swap_max.max(swap_used().saturating_sub(self.swap0));
-            if role == Role::Baseline && limit.is_none() {
-                if !cleared && t0.elapsed() >= Duration::from_millis(500) {
-                    for p in cg.procs() {
-                        let _ = sandbox::mm::clear_refs(std::path::Path::new("/proc"), p);
-                    }
-                    cleared = true;
-                    next_read = Instant::now() + Duration::from_millis(250);
-                } else if cleared && Instant::now() >= next_read {
+            if sample_ws && Instant::now() >= next_clear {
+                if cleared {
                     let ws: u64 = cg.procs().into_iter().filter_map(referenced).sum();
-                    ws_max = Some(ws_max.unwrap_or(0).max(ws));
-                    next_read = Instant::now() + Duration::from_millis(250);
+                    windows.push((t0.elapsed().as_secs_f64(), ws));
                 }
+                for p in cg.procs() {
+                    let _ = sandbox::mm::clear_refs(std::path::Path::new("/proc"), p);
+                }
+                cleared = true;
+                next_clear = Instant::now() + window;
             }
             let interrupted = (self.stop)();
             if interrupted || cap_s.is_some_and(|c| t0.elapsed().as_secs_f64() >= c) {
@@ -194,6 +197,7 @@ impl Real<'_> {
             std::thread::sleep(Duration::from_millis(20));
         };
         let seconds = t0.elapsed().as_secs_f64();
+        let ws_steady = steady_working_set(&windows, seconds);
         // Children that outlived the program are the run's too.
         kill_group(&cg);
         let (s1, f1) = psi_us(&cg);
@@ -227,13 +231,27 @@ impl Real<'_> {
             store_orig_bytes: store_orig,
             ratio: f64::NAN,
             paired_with: None,
-            working_set_bytes: ws_max,
+            working_set_bytes: ws_steady,
+            working_set_windows: windows.iter().map(|w| w.1).collect(),
         };
         drop(cg);
         sb.restore()?;
         self.swap_peaks.push(swap_max);
         Ok(run)
     }
+}
+
+/// The working set of a run's steady part, from its windows
+/// (end time, bytes): the median of the windows that ended in the second half
+/// of the run, or the last window; None without a window. A program that
+/// fills a cold buffer first is then not sized by its start.
+pub fn steady_working_set(windows: &[(f64, u64)], seconds: f64) -> Option<u64> {
+    let late: Vec<u64> = windows.iter().filter(|w| w.0 >= seconds / 2.0).map(|w| w.1).collect();
+    if late.is_empty() {
+        return windows.last().map(|w| w.1);
+    }
+    let mut late = late;
+    record::stats::percentile_u64(&mut late, 50.0)
 }
 
 /// Bytes the process has referenced since its bits were last cleared
@@ -369,23 +387,42 @@ pub fn run(
     outer.restore()?;
     res.runs = runs;
     res.run_count = res.runs.len() as u32;
+    for (r, d) in res.runs.iter_mut().zip(&found.runs) {
+        r.paired_with = d.pair.map(|p| p as u32 + 1);
+    }
     fill_ratios(&mut res.runs);
     res.baseline = baseline(&res.runs);
-    res.curve = curve(&res.runs);
+    res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
+    res.curve = curve(&res.runs, res.pair_sd);
+    res.plan = found.plan.map(|p| Plan {
+        pair_sd: p.pair_sd,
+        pairs_needed: p.pairs_needed,
+        runs_needed: p.runs_needed,
+        runs_affordable: p.runs_affordable,
+        enough: p.enough,
+        verifiable_slowdown: p.verifiable_slowdown,
+        insisted: cfg.search.insist && !p.enough,
+        said: p.describe(&cfg.search),
+    });
+    let swap_at = |limit: u64| {
+        res.runs
+            .iter()
+            .zip(&swap_peaks)
+            .filter(|(r, _)| r.limit_bytes == Some(limit))
+            .map(|(_, s)| *s)
+            .max()
+            .unwrap_or(0)
+    };
     match found.recommended {
         Some(limit) => {
             let v = found.verifications.iter().find(|v| v.limit == limit).expect("verified");
-            let swap = res
-                .runs
-                .iter()
-                .zip(&swap_peaks)
-                .filter(|(r, _)| r.limit_bytes == Some(limit))
-                .map(|(_, s)| *s)
-                .max()
-                .unwrap_or(0);
+            let swap = swap_at(limit);
             res.recommendation = Some(recommend(&res, limit, v, swap));
         }
-        None => res.unverified_reason = found.why_not.clone(),
+        None => {
+            res.unverified_reason = found.why_not.clone();
+            res.unverified = Some(unverified(&res, found.best_unverified(), found.why_not.as_deref().unwrap_or("")));
+        }
     }
     res.seconds = started.elapsed().as_secs_f64();
     Ok(res)
@@ -430,22 +467,14 @@ impl Runner for Staged<'_, '_> {
     }
 }
 
-/// Each run's ratio: a verify run's over its pair's, any other limited run's
-/// over the unlimited runs' median.
+/// Each run's ratio: a limited run's over the unlimited run it is paired
+/// with, an unlimited run's over the unlimited runs' median.
 fn fill_ratios(runs: &mut [ProgramRun]) {
     let base: Vec<f64> = runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
     let m = record::stats::median(&base).unwrap_or(f64::NAN);
-    // Pairs: a verify run at a limit and the unlimited verify run beside it.
-    let idx: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].role == "verify").collect();
-    for w in idx.chunks(2) {
-        if let [a, b] = *w {
-            runs[a].paired_with = Some(runs[b].index);
-            runs[b].paired_with = Some(runs[a].index);
-        }
-    }
     for i in 0..runs.len() {
-        let reference = match (runs[i].role.as_str(), runs[i].paired_with) {
-            ("verify", Some(p)) => runs[p as usize - 1].seconds,
+        let reference = match (runs[i].limit_bytes, runs[i].paired_with) {
+            (Some(_), Some(p)) => runs.get(p as usize - 1).map(|r| r.seconds).unwrap_or(m),
             _ => m,
         };
         runs[i].ratio = runs[i].seconds / reference;
@@ -472,18 +501,17 @@ fn baseline(runs: &[ProgramRun]) -> Option<Baseline> {
     })
 }
 
-/// One point per limit tried, smallest first.
-fn curve(runs: &[ProgramRun]) -> Vec<CurvePoint> {
-    let base: Vec<f64> = runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
-    let be = claim::estimate(&base);
+/// One point per limit tried, smallest first. `pair_sd`: the pooled spread of
+/// a pair's log ratio (sd, df), for a limit with one pair.
+fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>) -> Vec<CurvePoint> {
     let mut limits: Vec<u64> = runs.iter().filter_map(|r| r.limit_bytes).collect();
     limits.sort_unstable();
     limits.dedup();
     limits
         .into_iter()
         .map(|l| {
-            // A verified limit's point is its pairs' (the probe there was
-            // chosen for being fast); any other limit's is its single run.
+            // A verified limit's point is its verification's pairs (the probe
+            // there was chosen for being fast); any other limit's its probes'.
             let all: Vec<&ProgramRun> = runs.iter().filter(|r| r.limit_bytes == Some(l)).collect();
             let verify: Vec<&ProgramRun> = all.iter().copied().filter(|r| r.role == "verify").collect();
             let at = if verify.is_empty() { all } else { verify };
@@ -491,14 +519,11 @@ fn curve(runs: &[ProgramRun]) -> Vec<CurvePoint> {
             let censored = at.iter().any(|r| r.outcome != "ok");
             let e = claim::estimate(&ratios);
             let ratio = e.map(|e| e.estimate).unwrap_or_else(|| ratios[0]);
-            let ci95 = match (e, be) {
+            let ci95 = match (e, pair_sd) {
                 (Some(e), _) => Some(e.ci95),
-                // One run: the spread of the unlimited runs gives the interval
-                // a single run's ratio has (a prediction interval).
-                (None, Some(b)) if !censored => {
-                    let n = b.n as f64;
-                    let t = claim::t_quantile(0.95, n - 1.0);
-                    let half = t * b.log_sd * (1.0 + 1.0 / n).sqrt();
+                // One pair: the pooled spread of the pairs gives its interval.
+                (None, Some([sd, df])) if !censored && df > 0.0 => {
+                    let half = claim::t_quantile(0.95, df) * sd;
                     Some([ratio * (-half).exp(), ratio * half.exp()])
                 }
                 _ => None,
@@ -535,13 +560,8 @@ fn m_units(b: u64) -> u64 {
     b.div_ceil(MIB)
 }
 
-fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Recommendation {
-    let e = v.estimate;
-    let store = res.curve.iter().find(|p| p.limit_bytes == limit).map(|p| p.store_used_bytes).unwrap_or(0);
-    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
-    // What the program put in swap at the limit, with a quarter more room.
-    // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
-    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
+/// The ready lines for `limit`, with `swap_room` of swap beside it.
+fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
     let (l, s, p) = (m_units(limit), m_units(swap_room), m_units(peak));
     let mut lines = vec![if s > 0 {
         format!("systemd:    MemoryMax={l}M MemorySwapMax={s}M")
@@ -559,28 +579,65 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
             "            (the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
         ));
     }
+    lines
+}
+
+fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Recommendation {
+    let e = claim::estimate(&v.ratios);
+    let look = v.last().copied();
+    let store = res.curve.iter().find(|p| p.limit_bytes == limit).map(|p| p.store_used_bytes).unwrap_or(0);
+    let held = res.runs.iter().filter(|r| r.limit_bytes == Some(limit)).map(|r| r.store_orig_bytes).max().unwrap_or(0);
+    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
+    // What the program put in swap at the limit, with a quarter more room.
+    // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
+    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
+    let lines = ready_lines(limit, swap_room, peak);
+    let (l, p) = (m_units(limit), m_units(peak));
+    let total = limit + store;
+    let saved = peak as i64 - total as i64;
+    let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
+    let store_compresses = (compressed && held >= MIB).then(|| (store as f64) <= 0.7 * held as f64);
     let (lo, hi) = e.map(|e| (e.ci95[0] - 1.0, e.ci95[1] - 1.0)).unwrap_or((f64::NAN, f64::NAN));
-    let slow = e.map(|e| e.estimate - 1.0).unwrap_or(f64::NAN);
-    let store_txt = if store > 0 {
+    let slow = e.map(|e| e.estimate - 1.0).unwrap_or_else(|| v.ratios.first().map_or(f64::NAN, |r| r - 1.0));
+    let upper = look.map_or(f64::NAN, |k| k.upper);
+    // The first line is what the user saves in all: the limit plus what the
+    // store holds in RAM, against the unlimited peak.
+    let first = if store_compresses == Some(false) {
         format!(
-            ", and the compressed store held {} MiB of RAM beside it (total {} MiB)",
+            "{} saves nothing here: what it holds does not compress ({} MiB held in {} MiB of RAM), so the limit \
+             plus the store is {} MiB against a {p} MiB peak; a disk swap would save the RAM the store takes.",
+            res.backing,
+            held / MIB,
             store / MIB,
-            (limit + store) / MIB
+            total / MIB
+        )
+    } else if saved > 0 {
+        format!(
+            "Give '{}' {l} MiB: in all (the limit{}) it needs {} MiB, {} MiB ({:.0} %) less than its unlimited peak of {p} MiB.",
+            res.command.join(" "),
+            if store > 0 { format!(" and the {} MiB the compressed store held", store / MIB) } else { String::new() },
+            total / MIB,
+            saved / MIB as i64,
+            saved as f64 / peak.max(1) as f64 * 100.0
         )
     } else {
-        String::new()
+        format!(
+            "Give '{}' {l} MiB: nothing to save: in all it needs {} MiB against an unlimited peak of {p} MiB.",
+            res.command.join(" "),
+            total / MIB
+        )
     };
     let summary = format!(
-        "Give '{}' {l} MiB: at that limit it ran {:+.1} % slower than unlimited (95 % interval {:+.1} % to {:+.1} %, \
-         {} pairs of runs side by side), within the {:.0} % asked for; its unlimited peak was {p} MiB ({:.0} % saved){store_txt}. \
+        "{first} Verified: at that limit it ran {:+.1} % slower than unlimited (95 % interval {:+.1} % to {:+.1} %, \
+         {} pairs of runs side by side; one-sided upper bound {:+.1} % at α {:.4}, within the {:.0} % asked for). \
          {} runs in all, on cgroup {} with {} backing.",
-        res.command.join(" "),
         slow * 100.0,
         lo * 100.0,
         hi * 100.0,
         v.ratios.len(),
+        (upper - 1.0) * 100.0,
+        look.map_or(f64::NAN, |k| k.alpha),
         res.target_slowdown * 100.0,
-        if peak > 0 { ((1.0 - limit as f64 / peak as f64) * 100.0).max(0.0) } else { 0.0 },
         res.runs.len(),
         res.cgroup_version,
         if res.backing.is_empty() { "no" } else { &res.backing },
@@ -592,8 +649,45 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
         slowdown: slow,
         slowdown_ci95: e.map(|_| [lo, hi]),
         swap_bytes: swap,
-        total_bytes: limit + store,
+        total_bytes: total,
+        saved_bytes: saved,
+        store_compresses,
+        upper_bound: upper,
+        look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
+    }
+}
+
+/// Nothing verified: the peak as the safe limit (its lines), and the best
+/// candidate measured, labelled unverified.
+fn unverified(res: &RightsizeResult, best: Option<&search::Verification>, why: &str) -> Unverified {
+    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
+    let safe = peak.div_ceil(MIB) * MIB;
+    let look = best.and_then(|v| v.last().copied());
+    let best_txt = match (best, look) {
+        (Some(v), Some(k)) => format!(
+            " The best candidate measured, {} MiB, ran {:.3}× unlimited over {} pairs with an upper bound of {:.3}: \
+             unverified, so not in the lines.",
+            v.limit / MIB,
+            k.ratio,
+            k.pairs,
+            k.upper
+        ),
+        _ => String::new(),
+    };
+    Unverified {
+        safe_limit_bytes: safe,
+        best_limit_bytes: best.map(|v| v.limit),
+        best_pairs: look.map_or(0, |k| k.pairs),
+        best_ratio: look.map_or(f64::NAN, |k| k.ratio),
+        best_upper_bound: look.map_or(f64::NAN, |k| k.upper),
+        lines: ready_lines(safe, 0, peak),
+        summary: format!(
+            "Nothing verified within {:.0} %: the safe limit is the unlimited peak, {} MiB (the lines below).{best_txt} \
+             Why: {why}",
+            res.target_slowdown * 100.0,
+            safe / MIB
+        ),
     }
 }
