@@ -596,7 +596,7 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
     let total = limit + store;
     let saved = peak as i64 - total as i64;
     let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
-    let store_compresses = (compressed && held >= MIB).then(|| (store as f64) <= 0.7 * held as f64);
+    let store_compresses = (compressed && held >= MIB).then_some((store as f64) <= 0.7 * held as f64);
     let (lo, hi) = e.map(|e| (e.ci95[0] - 1.0, e.ci95[1] - 1.0)).unwrap_or((f64::NAN, f64::NAN));
     let slow = e.map(|e| e.estimate - 1.0).unwrap_or_else(|| v.ratios.first().map_or(f64::NAN, |r| r - 1.0));
     let upper = look.map_or(f64::NAN, |k| k.upper);
