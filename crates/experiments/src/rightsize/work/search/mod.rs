@@ -182,8 +182,7 @@ pub struct Verification {
 }
 
 impl Verification {
-    /// The last look's upper bound at an unadjusted one-sided 95 %: what a
-    /// user reads as "at most this slow".
+    /// The last look (its upper bound is at that look's share of α).
     pub fn last(&self) -> Option<&Look> {
         self.looks.last()
     }
@@ -197,7 +196,7 @@ pub struct Plan {
     /// runs' log sd, at least 2 %).
     pub pair_sd: f64,
     /// Verification pairs for 80 % power at a limit that costs a quarter of
-    /// the target; None when no count up to 200 gives it.
+    /// the target; None when no count up to 400 gives it.
     pub pairs_needed: Option<u32>,
     /// Runs the whole search needs: baselines, probes, the verification.
     pub runs_needed: Option<u32>,
@@ -233,7 +232,8 @@ impl SearchResult {
     pub fn baseline_seconds(&self) -> Vec<f64> {
         self.runs.iter().filter(|d| d.limit.is_none()).map(|d| d.trial.seconds).collect()
     }
-    /// The unverified candidate with the lowest upper bound, when nothing verified.
+    /// The unverified candidate with the lowest upper bound (each at its last
+    /// look's α), when nothing verified.
     pub fn best_unverified(&self) -> Option<&Verification> {
         if self.recommended.is_some() {
             return None;
@@ -309,18 +309,22 @@ impl<R: Runner> State<'_, R> {
         self.pairs.push(p);
         Ok(p)
     }
-    /// The spread of a pair's log ratio, pooled over every pair that ended on
-    /// its own, the limit as a factor (each limit's own mean); while those
-    /// give fewer than 4 degrees of freedom, the baseline runs' spread (× √2,
-    /// for a difference of two runs; drift only makes it larger) counts too.
-    /// (sd, df); sd NaN when there are no degrees of freedom at all.
+    /// The spread of a pair's log ratio, pooled over every verification pair
+    /// that ended on its own, the limit as a factor (each limit's own mean);
+    /// while those give fewer than 4 degrees of freedom, the baseline runs'
+    /// spread (× √2, for a difference of two runs; drift only makes it
+    /// larger) counts too. The probes' pairs are left out: a probe is
+    /// repeated only when its first pair landed near the threshold, which
+    /// makes the spread of a repeated probe too small. (sd, df); sd NaN when
+    /// there are no degrees of freedom at all.
     fn pooled(&self) -> (f64, f64) {
-        let mut limits: Vec<u64> = self.pairs.iter().filter(|p| p.ok).map(|p| p.limit).collect();
+        let fresh = |p: &&Pair| p.ok && p.role == Role::Verify;
+        let mut limits: Vec<u64> = self.pairs.iter().filter(fresh).map(|p| p.limit).collect();
         limits.sort_unstable();
         limits.dedup();
         let (mut ss, mut df) = (0.0, 0.0);
         for l in limits {
-            let y: Vec<f64> = self.pairs.iter().filter(|p| p.ok && p.limit == l).map(|p| p.log_ratio).collect();
+            let y: Vec<f64> = self.pairs.iter().filter(fresh).filter(|p| p.limit == l).map(|p| p.log_ratio).collect();
             let m = y.iter().sum::<f64>() / y.len() as f64;
             ss += y.iter().map(|v| (v - m).powi(2)).sum::<f64>();
             df += y.len() as f64 - 1.0;
@@ -406,6 +410,19 @@ pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResu
     })
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Set by the tests: the verification looks naively (see `verify`).
+    pub(crate) static NAIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn naive() -> bool {
+    #[cfg(test)]
+    return NAIVE.with(|c| c.get());
+    #[cfg(not(test))]
+    false
+}
+
 /// The sample standard deviation of the logs (0 for fewer than two).
 fn claim_log_sd(v: &[f64]) -> f64 {
     let b: Vec<f64> = v.iter().map(|x| x.ln()).collect();
@@ -459,7 +476,8 @@ impl<R: Runner> State<'_, R> {
         let mut first_guess = ws.is_some();
         loop {
             let narrow = (hi - lo) as f64 <= cfg.resolution * peak as f64 || hi - lo <= MIB;
-            let room = self.left() >= reserve + 2 && self.pairs_affordable() * 2 >= reserve + 2;
+            // Room for a probe and its second pair.
+            let room = self.left() >= reserve + 4 && self.pairs_affordable() * 2 >= reserve + 4;
             if narrow || !room {
                 break;
             }
@@ -552,6 +570,9 @@ impl<R: Runner> State<'_, R> {
             let n = ys.len() as f64;
             let mean = ys.iter().sum::<f64>() / n;
             let a = spend(cfg.alpha, *used, n_max) - spend(cfg.alpha, last_look, n_max);
+            // The tests' mutant: the full α at every look, on the candidate's
+            // own pairs (what the test of the error rate must catch).
+            let (a, sd, df) = if naive() { (cfg.alpha, claim_log_sd(&v.ratios), n - 1.0) } else { (a, sd, df) };
             last_look = *used;
             let se = sd / n.sqrt();
             let look = Look {
@@ -583,7 +604,8 @@ impl<R: Runner> State<'_, R> {
             // pair left and all the α left at one last look.
             let n_final = n + n_max.saturating_sub(*used) as f64;
             let a_final = cfg.alpha - spend(cfg.alpha, last_look, n_max);
-            let hopeless = mean + t_upper(a_final, df + n_final - n) * sd / n_final.sqrt() > theta;
+            let hopeless =
+                n_final > n && mean + t_upper(a_final, df + n_final - n) * sd / n_final.sqrt() > theta;
             if look.lower.ln() > theta || hopeless {
                 v.ended = "futile";
                 return Ok(v);

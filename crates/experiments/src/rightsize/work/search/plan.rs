@@ -19,9 +19,11 @@ fn phi(x: f64) -> f64 {
 }
 
 /// The α spent by the looks up to `used` of the `n_max` pairs the budget
-/// buys: α·(used/n_max)², Kim and DeMets' power family with ρ = 2, close to
-/// O'Brien and Fleming's boundaries: little at the early looks, most at the
-/// last. However the looks fall, what they spend adds up to at most α.
+/// buys: α·(used/n_max)², the shape of Kim and DeMets' power family with
+/// ρ = 2 (little at the early looks, most at the last). Each look is tested
+/// at its increment alone (a Bonferroni split, wider than a group-sequential
+/// boundary that uses the looks' correlation): however the looks fall, what
+/// they spend adds up to at most α.
 pub fn spend(alpha: f64, used: u32, n_max: u32) -> f64 {
     alpha * (used.min(n_max) as f64 / n_max.max(1) as f64).powi(2)
 }
@@ -41,17 +43,20 @@ pub fn looks(first: u32, max: u32) -> Vec<u32> {
     v
 }
 
-/// The power of a verification of at most `n_max` pairs at a limit whose true
-/// log ratio is `delta`, against the target `theta`, with pair spread `sd`,
-/// judged at the last look (a lower bound on the chance that some look
-/// verifies). `df_extra`: degrees of freedom the spread has besides the
-/// verification's own.
-pub fn power(n_max: u32, first: u32, theta: f64, delta: f64, sd: f64, alpha: f64, df_extra: f64) -> f64 {
-    let sched = looks(first, n_max);
+/// The power of a verification that looks up to `n` pairs, its α spent over
+/// the `budget` pairs the budget buys (as the verification spends it), at a
+/// limit whose true log ratio is `delta`, against the target `theta`, with
+/// pair spread `sd`, judged at the last look (a lower bound on the chance
+/// that some look verifies). `df_extra`: degrees of freedom the spread has
+/// besides the verification's own.
+#[allow(clippy::too_many_arguments)]
+pub fn power(n: u32, budget: u32, first: u32, theta: f64, delta: f64, sd: f64, alpha: f64, df_extra: f64) -> f64 {
+    let sched = looks(first, n);
     let (Some(&last), prev) = (sched.last(), sched.len().checked_sub(2).map(|i| sched[i]).unwrap_or(0)) else {
         return 0.0;
     };
-    let a = spend(alpha, last, n_max) - spend(alpha, prev, n_max);
+    let budget = budget.max(n);
+    let a = spend(alpha, last, budget) - spend(alpha, prev, budget);
     let df = last as f64 - 1.0 + df_extra;
     phi((theta - delta) * (last as f64).sqrt() / sd - t_upper(a, df))
 }
@@ -70,7 +75,12 @@ pub fn plan(cfg: &SearchConfig, base_log_sd: f64, base_df: f64, reference_s: f64
     let first = cfg.pairs.max(2);
     let delta = theta / 4.0;
     let df_extra = 2.0;
-    let ok = |n: u32| power(n, first, theta, delta, pair_sd, cfg.alpha, df_extra) >= 0.8;
+    let by_time = if reference_s > 0.0 { (cfg.budget_s / (reference_s * 1.1)).floor() as u32 } else { cfg.max_runs };
+    let runs_affordable = cfg.max_runs.min(by_time);
+    // The verification pairs the budget buys after the probes: the α is
+    // spread over them.
+    let avail = runs_affordable.saturating_sub(spent + 2 * probe_pairs) / 2;
+    let ok = |n: u32| power(n, avail, first, theta, delta, pair_sd, cfg.alpha, df_extra) >= 0.8;
     // Doubling, then bisection (the power grows with n, up to the schedule's steps).
     let pairs_needed = {
         let mut hi = first;
@@ -86,17 +96,14 @@ pub fn plan(cfg: &SearchConfig, base_log_sd: f64, base_df: f64, reference_s: f64
             hi.max(first)
         })
     };
-    let by_time = if reference_s > 0.0 { (cfg.budget_s / (reference_s * 1.1)).floor() as u32 } else { cfg.max_runs };
-    let runs_affordable = cfg.max_runs.min(by_time);
     let runs_needed = pairs_needed.map(|n| spent + 2 * probe_pairs + 2 * n);
     let enough = runs_needed.is_some_and(|r| r <= runs_affordable);
-    let avail = runs_affordable.saturating_sub(spent + 2 * probe_pairs) / 2;
     let verifiable_slowdown = (avail >= first).then(|| {
         // The smallest target whose power at `avail` pairs reaches 80 %.
         let (mut lo, mut hi) = (0.0f64, 5.0f64);
         for _ in 0..40 {
             let mid = (lo + hi) / 2.0;
-            if power(avail, first, mid, mid / 4.0, pair_sd, cfg.alpha, df_extra) >= 0.8 {
+            if power(avail, avail, first, mid, mid / 4.0, pair_sd, cfg.alpha, df_extra) >= 0.8 {
                 hi = mid;
             } else {
                 lo = mid;

@@ -2,6 +2,7 @@
 //! noise real machines show.
 
 use super::*;
+use super::NAIVE;
 
 /// A simulated program whose runtime is a known function of the limit,
 /// with the noise real machines show: log-normal run noise, a random-walk
@@ -32,6 +33,9 @@ struct Sim {
     rng: u64,
     /// The working set the runner reports (a model's guess, maybe wrong).
     hint: Option<u64>,
+    /// The least favourable program: this ratio at every limit below the
+    /// peak, none at the peak.
+    flat: Option<f64>,
     drift: f64,
     last_unlimited: bool,
 }
@@ -51,11 +55,15 @@ impl Sim {
             slope: 0.01,
             rng,
             hint: None,
+            flat: None,
             drift: 0.0,
             last_unlimited: false,
         }
     }
     fn true_ratio(&self, limit: Option<u64>) -> f64 {
+        if let (Some(l), Some(f)) = (limit, self.flat) {
+            return if l >= self.peak { 1.0 } else { f };
+        }
         match limit {
             None => 1.0,
             Some(l) if l >= self.knee => {
@@ -166,12 +174,16 @@ fn a_probe_just_over_the_threshold_gets_a_second_pair() {
         sim.hint = Some(64 * MIB);
         let r = search(SearchConfig { insist: true, ..cfg(0.20) }, &mut sim).unwrap();
         let theta = 1.2f64.ln();
+        // "Near": within two pair spreads, the pair's spread from the three
+        // unlimited runs (√2 × their log sd), as the search judges it then.
+        let base: Vec<f64> = r.runs[..3].iter().map(|d| d.trial.seconds).collect();
+        let near = theta / 2.0 + 2.0 * 2f64.sqrt() * claim_log_sd(&base);
         let probes: Vec<&Pair> = r.pairs.iter().filter(|p| p.role == Role::Probe).collect();
         for (i, p) in probes.iter().enumerate() {
             let next = probes.get(i + 1);
             let repeated = next.is_some_and(|q| q.limit == p.limit);
             let before = i > 0 && probes[i - 1].limit == p.limit;
-            if p.ok && !before && p.log_ratio > theta / 2.0 && p.log_ratio < theta / 2.0 + 0.1 && next.is_some() {
+            if p.ok && !before && p.log_ratio > theta / 2.0 && p.log_ratio < near {
                 assert!(repeated, "seed {seed}: probe at {} MiB ({:.3}) not repeated", p.limit / MIB, p.log_ratio);
                 seen += 1;
             }
@@ -230,7 +242,8 @@ fn the_plan_follows_the_noise() {
 }
 
 /// Over 2000 simulated programs in the regime real VMs show (8–15 % run
-/// to run: run noise, drift, slow outliers, an order effect; knees, ramps
+/// to run, measured over ten unlimited runs: run noise, drift, slow
+/// outliers, an order effect; knees, ramps
 /// and slopes; hints right, wrong or missing; targets of 10 and 20 %), a
 /// recommended limit's true slowdown exceeds the target in at most 5 % of
 /// the programs (+3 standard errors), and of the recommendations; nothing
@@ -246,12 +259,8 @@ fn the_recommendation_exceeds_the_target_in_at_most_five_percent() {
     for i in 0..n {
         let peak_mib = 128 + (uni() * 512.0) as u64;
         let knee_mib = ((uni() * 0.9 + 0.05) * peak_mib as f64) as u64;
-        let mut sim = Sim::new(knee_mib.max(1), peak_mib, 0.04 + uni() * 0.08, 0xdead_beef ^ (i * 0x9e37_79b9));
-        sim.base = 2.0 + uni() * 20.0;
-        sim.drift_step = uni() * 0.04;
-        sim.outlier_p = uni() * 0.1;
-        sim.outlier = 0.1 + uni() * 0.3;
-        sim.order = uni() * 0.03;
+        let (mut sim, cv) = noisy(Sim::new(knee_mib.max(1), peak_mib, 0.0, 0xdead_beef ^ (i * 0x9e37_79b9)), &mut uni);
+        cv_sum += cv;
         sim.ramp_mib = uni() * 64.0;
         // A third with a slope above the knee, up to 30 % at the knee.
         sim.slope = if i % 3 == 0 { uni() * 0.3 } else { 0.01 };
@@ -261,10 +270,6 @@ fn the_recommendation_exceeds_the_target_in_at_most_five_percent() {
             _ => {}
         }
         let target = if i % 2 == 0 { 0.20 } else { 0.10 };
-        // The run-to-run spread this program shows, unlimited, 10 runs in a row.
-        let mut probe = sim.clone();
-        let t: Vec<f64> = (0..10).map(|_| probe.run(Role::Baseline, None, None).unwrap().seconds).collect();
-        cv_sum += record::stats::cv(&t).unwrap();
         let r = search(SearchConfig { insist: true, ..cfg(target) }, &mut sim).unwrap();
         assert!(r.runs.len() <= 40);
         let slot = &mut by_target[(i % 2) as usize];
@@ -275,7 +280,8 @@ fn the_recommendation_exceeds_the_target_in_at_most_five_percent() {
         if let Some(rec) = r.recommended {
             made += 1;
             slot.0 += 1;
-            assert!(r.verifications.iter().any(|v| v.limit == rec && v.verified));
+            let v = r.verifications.iter().find(|v| v.limit == rec).expect("its verification");
+            assert!(v.last().is_some_and(|l| l.upper <= 1.0 + target + 1e-12), "{v:?}");
             if sim.true_ratio(Some(rec)) > 1.0 + target {
                 over += 1;
                 slot.1 += 1;
@@ -299,7 +305,68 @@ fn the_recommendation_exceeds_the_target_in_at_most_five_percent() {
     assert!(over as f64 / n as f64 <= 0.05 + 3.0 * se, "{over} of {n} programs over the target");
     assert!(over as f64 <= 0.05 * made as f64, "{over} of {made} recommendations over the target");
     assert!(made as f64 >= 0.5 * n as f64, "only {made} of {n} recommended");
-    assert!(enough_made as f64 >= 0.7 * planned_enough as f64, "{enough_made} of {planned_enough} planned verified");
+    assert!(enough_made as f64 >= 0.6 * planned_enough as f64, "{enough_made} of {planned_enough} planned verified");
+}
+
+/// Noise drawn until the program's run-to-run CV over ten unlimited runs in
+/// a row lies in [8, 15] %: run noise, drift, slow outliers, an order effect.
+/// The program and that CV.
+fn noisy(mut sim: Sim, uni: &mut impl FnMut() -> f64) -> (Sim, f64) {
+    loop {
+        sim.sigma = 0.04 + uni() * 0.10;
+        sim.base = 2.0 + uni() * 20.0;
+        sim.drift_step = uni() * 0.04;
+        sim.outlier_p = uni() * 0.1;
+        sim.outlier = 0.1 + uni() * 0.3;
+        sim.order = uni() * 0.03;
+        sim.rng ^= (uni() * 1e15) as u64;
+        let mut probe = sim.clone();
+        let t: Vec<f64> = (0..10).map(|_| probe.run(Role::Baseline, None, None).unwrap().seconds).collect();
+        let cv = record::stats::cv(&t).unwrap();
+        if (0.08..=0.15).contains(&cv) {
+            return (sim, cv);
+        }
+    }
+}
+
+/// The least favourable program: every limit below the peak costs just over
+/// the target (20.5 % for 20 %), only the peak costs nothing. Over 1000 of
+/// them (8–15 % noise), a limit below the peak is recommended for at most
+/// 5 % (+3 standard errors); a naive verification (the full α at every look,
+/// on the candidate's own pairs) recommends one far more often, so the
+/// check can fail.
+#[test]
+fn at_the_least_favourable_program_the_error_is_at_most_five_percent() {
+    let run = |naive: bool| {
+        NAIVE.with(|c| c.set(naive));
+        let mut draw = Sim::new(1, 1, 0.0, 0x5eed_5eed_1234_4321);
+        let mut uni = || draw.uniform();
+        let n = 1000u64;
+        let mut wrong = 0u32;
+        for i in 0..n {
+            let peak_mib = 128 + (uni() * 512.0) as u64;
+            let (mut sim, _) = noisy(Sim::new(peak_mib / 2, peak_mib, 0.0, 0xfeed ^ (i * 0x9e37_79b9)), &mut uni);
+            sim.flat = Some(1.205);
+            if i % 2 == 0 {
+                sim.hint = Some((peak_mib as f64 * (0.2 + 0.6 * uni())) as u64 * MIB);
+            }
+            let r = search(SearchConfig { insist: true, ..cfg(0.20) }, &mut sim).unwrap();
+            if r.recommended.is_some_and(|l| l < sim.peak) {
+                wrong += 1;
+            }
+        }
+        NAIVE.with(|c| c.set(false));
+        (wrong, n)
+    };
+    let (wrong, n) = run(false);
+    let (naive_wrong, _) = run(true);
+    let bound = n as f64 * (0.05 + 3.0 * (0.05 * 0.95 / n as f64).sqrt());
+    eprintln!(
+        "least favourable programs: {wrong} of {n} recommended a limit below the peak (bound {bound:.0}); \
+         the naive verification: {naive_wrong}"
+    );
+    assert!(wrong as f64 <= bound, "{wrong} of {n}");
+    assert!(naive_wrong as f64 > bound, "the naive verification passed too: {naive_wrong} of {n}");
 }
 
 #[test]
