@@ -281,6 +281,30 @@ pub enum Scale {
     LogLog,
 }
 
+/// The most points a line of a chart draws: a chart 900 pixels wide shows no
+/// more, and a run's timeline can hold hundreds of thousands.
+pub const CHART_POINTS: usize = 2000;
+
+/// At most about `max` points of a line: in buckets of consecutive points,
+/// each bucket's lowest and highest (in their order), so a spike survives.
+pub fn thin(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
+    if points.len() <= max {
+        return points.to_vec();
+    }
+    let k = points.len().div_ceil(max / 2).max(2);
+    let mut out = Vec::with_capacity(max + 2);
+    for b in points.chunks(k) {
+        let lo = (0..b.len()).min_by(|&i, &j| b[i].1.total_cmp(&b[j].1)).unwrap_or(0);
+        let hi = (0..b.len()).max_by(|&i, &j| b[i].1.total_cmp(&b[j].1)).unwrap_or(0);
+        let (a, z) = (lo.min(hi), lo.max(hi));
+        out.push(b[a]);
+        if z != a {
+            out.push(b[z]);
+        }
+    }
+    out
+}
+
 /// Writes a line chart (points joined, one line per series) to `stem.svg`/`.png`.
 pub fn lines(
     stem: &Path,
@@ -324,7 +348,9 @@ pub fn lines(
                         .map_err(err)?
                         .label(name.as_str())
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
-                    chart.draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled()))).map_err(err)?;
+                    if p.len() <= 200 {
+                        chart.draw_series(p.iter().map(|q| Circle::new(*q, 4, c.filled()))).map_err(err)?;
+                    }
                 }
                 legend!(chart, SeriesLabelPosition::UpperRight);
             }};
@@ -342,6 +368,9 @@ pub fn lines(
         root.present().map_err(err)?;
         Ok(())
     }
+    let series: Vec<(String, Vec<(f64, f64)>)> =
+        series.iter().map(|(n, p)| (n.clone(), thin(p, CHART_POINTS))).collect();
+    let series = &series[..];
     svg_file(&stem.with_extension("svg"), (900, 520), |a| draw(a, title, x_desc, y_desc, series, scale))?;
     png_file(&stem.with_extension("png"), (900, 520), |a| draw(a, title, x_desc, y_desc, series, scale))?;
     Ok(())
@@ -443,6 +472,19 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
         root.present().map_err(err)?;
         Ok(())
     }
+    let tr: Vec<Trace> = tr
+        .iter()
+        .map(|t| {
+            let band = if t.band.len() > CHART_POINTS {
+                let k = t.band.len().div_ceil(CHART_POINTS);
+                t.band.iter().step_by(k).copied().collect()
+            } else {
+                t.band.clone()
+            };
+            Trace { points: thin(&t.points, CHART_POINTS), band, ..t.clone() }
+        })
+        .collect();
+    let tr = &tr[..];
     svg_file(&stem.with_extension("svg"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
     png_file(&stem.with_extension("png"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
     Ok(())
@@ -503,4 +545,22 @@ pub fn terminal_png(path: &Path, w: usize, h: usize, cells: &[(String, [u8; 3], 
         root.present().map_err(err)?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod thin_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_is_thinned_and_keeps_its_spike() {
+        let mut p: Vec<(f64, f64)> = (0..480_000).map(|i| (i as f64, 1.0)).collect();
+        p[123_456].1 = 50.0;
+        p[400_000].1 = -3.0;
+        let t = thin(&p, CHART_POINTS);
+        assert!(t.len() <= CHART_POINTS + 2, "{}", t.len());
+        assert!(t.iter().any(|q| q.1 == 50.0) && t.iter().any(|q| q.1 == -3.0));
+        assert!(t.windows(2).all(|w| w[0].0 < w[1].0));
+        let short: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, i as f64)).collect();
+        assert_eq!(thin(&short, CHART_POINTS), short);
+    }
 }

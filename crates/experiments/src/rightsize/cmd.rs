@@ -17,8 +17,9 @@ use std::time::Duration;
 const MIB: u64 = 1 << 20;
 
 /// Unlimited runs before the first limited one: the reference, the peak,
-/// the working set and the spread the plan is made from.
-const BASELINES: u32 = 3;
+/// the working set and the spread the plan is made from (of all but the
+/// first, a warm-up).
+const BASELINES: u32 = 4;
 
 fn service_config(a: &RightsizeArgs) -> ServiceConfig {
     ServiceConfig {

@@ -255,6 +255,16 @@ pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, D
                     band: vec![],
                 });
             }
+            if let Some(u) = &r.unverified {
+                let l = u.safe_limit_bytes as f64 / MIB;
+                tr.push(Trace {
+                    name: format!("nothing verified: safe limit, the peak, {l:.0} MiB"),
+                    color: 5,
+                    points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
+                    faint: false,
+                    band: vec![],
+                });
+            }
             charts::traces(
                 &dir.join("rightsize"),
                 "pagelab rightsize: runtime under each limit, over unlimited",

@@ -215,6 +215,9 @@ pub struct Service {
     pub major_faults: u64,
     pub oom_kills: u64,
     pub probe_baseline_ms: Option<f64>,
+    /// The readings, at most 20 000: past that, adjacent readings are merged
+    /// in pairs (the larger footprint, reclaim and faults summed, the mean
+    /// pressure).
     pub timeline: Vec<ServicePoint>,
     /// Why it ended: duration, interrupted, target exited.
     pub ended: String,

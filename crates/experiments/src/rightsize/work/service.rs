@@ -394,7 +394,7 @@ fn follow(
         };
         if t0.elapsed() >= cfg.duration {
             point.action = "end".into();
-            svc.timeline.push(point);
+            push_point(&mut svc.timeline, point);
             break "duration".to_string();
         }
         // senpai's rule: reclaim in proportion to how far under the threshold
@@ -415,7 +415,7 @@ fn follow(
                     // (issue 46 item 9: it ended "the process is gone", exit 1,
                     // and no results).
                     Err(_) if !alive(target) => {
-                        svc.timeline.push(point);
+                        push_point(&mut svc.timeline, point);
                         break format!("{name} exited");
                     }
                     Err(e) => return Err(ExperimentError::Worker(e)),
@@ -454,8 +454,38 @@ fn follow(
             probe::sample::monotonic_ns(),
             serde_json::to_value(&point).unwrap_or_default(),
         );
-        svc.timeline.push(point);
+        push_point(&mut svc.timeline, point);
     })
+}
+
+/// The most readings a timeline keeps: past that, adjacent readings are
+/// merged in pairs (a week at one a second would be 600 000 readings, a
+/// 60 MiB run.json and a chart of as many points).
+pub const TIMELINE_MAX: usize = 20_000;
+
+/// Appends a reading, merging adjacent pairs when the timeline is full: the
+/// later time and action, the larger footprint and probe latency, the
+/// reclaim and faults summed, the mean pressure.
+fn push_point(timeline: &mut Vec<ServicePoint>, point: ServicePoint) {
+    timeline.push(point);
+    if timeline.len() < TIMELINE_MAX {
+        return;
+    }
+    let old = std::mem::take(timeline);
+    for w in old.chunks(2) {
+        let mut p = w[w.len() - 1].clone();
+        if let [a, b] = w {
+            p.footprint_bytes = a.footprint_bytes.max(b.footprint_bytes);
+            p.reclaim_bytes = a.reclaim_bytes + b.reclaim_bytes;
+            p.major_faults = a.major_faults + b.major_faults;
+            p.psi_some_pct = (a.psi_some_pct + b.psi_some_pct) / 2.0;
+            p.probe_ms = match (a.probe_ms, b.probe_ms) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            };
+        }
+        timeline.push(p);
+    }
 }
 
 /// Where the footprint settled: the last third's median footprint and
@@ -513,5 +543,36 @@ fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
             l
         ),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod timeline_tests {
+    use super::*;
+
+    /// A week of readings keeps at most TIMELINE_MAX of them, with the
+    /// totals (reclaim, faults) and the largest footprint intact.
+    #[test]
+    fn a_long_timeline_is_merged_and_keeps_its_totals() {
+        let mut t = Vec::new();
+        let n = 3 * TIMELINE_MAX + 7;
+        for i in 0..n {
+            let p = ServicePoint {
+                t_s: i as f64,
+                footprint_bytes: if i == 12_345 { 999 } else { 10 },
+                reclaim_bytes: 1,
+                major_faults: 2,
+                psi_some_pct: 0.5,
+                action: "hold".into(),
+                ..Default::default()
+            };
+            push_point(&mut t, p);
+        }
+        assert!(t.len() < TIMELINE_MAX && t.len() >= TIMELINE_MAX / 4, "{}", t.len());
+        assert_eq!(t.iter().map(|p| p.reclaim_bytes).sum::<u64>(), n as u64);
+        assert_eq!(t.iter().map(|p| p.major_faults).sum::<u64>(), 2 * n as u64);
+        assert_eq!(t.iter().map(|p| p.footprint_bytes).max(), Some(999));
+        assert_eq!(t.last().unwrap().t_s, (n - 1) as f64);
+        assert!(t.windows(2).all(|w| w[0].t_s < w[1].t_s));
     }
 }

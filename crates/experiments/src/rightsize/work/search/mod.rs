@@ -122,7 +122,7 @@ impl Default for SearchConfig {
             cap_factor: 2.0,
             resolution: 0.05,
             budget_s: 600.0,
-            baselines: 3,
+            baselines: 4,
             alpha: 0.05,
             insist: false,
         }
@@ -259,9 +259,11 @@ struct State<'a, R: Runner> {
     runs: Vec<Done>,
     pairs: Vec<Pair>,
     spent_s: f64,
-    /// Runs before the first limited one (their spread counts until the
-    /// pairs have degrees of freedom of their own).
-    baselines: usize,
+    /// The unlimited runs before the first limited one whose spread counts
+    /// (until the pairs have degrees of freedom of their own): all but the
+    /// first, a warm-up (its page cache may be cold), when there are three
+    /// or more.
+    spread_runs: std::ops::Range<usize>,
 }
 
 impl<R: Runner> State<'_, R> {
@@ -330,7 +332,7 @@ impl<R: Runner> State<'_, R> {
             df += y.len() as f64 - 1.0;
         }
         if df < 4.0 {
-            let b: Vec<f64> = self.runs[..self.baselines].iter().map(|d| d.trial.seconds.ln()).collect();
+            let b: Vec<f64> = self.runs[self.spread_runs.clone()].iter().map(|d| d.trial.seconds.ln()).collect();
             if b.len() >= 2 {
                 let m = b.iter().sum::<f64>() / b.len() as f64;
                 ss += 2.0 * b.iter().map(|v| (v - m).powi(2)).sum::<f64>();
@@ -363,20 +365,21 @@ impl<R: Runner> State<'_, R> {
 /// `cfg.slowdown` (the one-sided upper bound, α split over the looks). Fails
 /// only when a run fails (the runner's error).
 pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResult, R::Error> {
-    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, baselines: 0 };
+    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0 };
     for _ in 0..cfg.baselines.max(1) {
         st.run(Role::Baseline, None)?;
     }
-    st.baselines = st.runs.len();
+    let nb = st.runs.len();
+    st.spread_runs = if nb >= 3 { 1..nb } else { 0..nb };
     let peak = round_mib_up(st.runs.iter().map(|d| d.trial.peak_bytes).max().unwrap_or(0).max(MIB));
     let ws = st.runs.iter().find_map(|d| d.trial.working_set).map(|w| w.min(peak - peak / 20)).filter(|&w| w >= MIB);
-    let base: Vec<f64> = st.runs.iter().map(|d| d.trial.seconds).collect();
+    let base: Vec<f64> = st.runs[st.spread_runs.clone()].iter().map(|d| d.trial.seconds).collect();
     let base_sd = claim_log_sd(&base);
     // Probes the plan assumes: two from the working set, else a bisection to
     // the resolution (the second pairs near the threshold come out of the
     // same runs).
     let probe_pairs = if ws.is_some() { 3 } else { ((1.0 / cfg.resolution).log2().ceil() as u32).clamp(2, 6) };
-    let the_plan = plan(&cfg, base_sd, st.runs.len() as f64 - 1.0, st.reference(), st.runs.len() as u32, probe_pairs);
+    let the_plan = plan(&cfg, base_sd, base.len() as f64 - 1.0, st.reference(), nb as u32, probe_pairs);
     let msg = the_plan.describe(&cfg);
     st.runner.progress(&msg);
     let (bracket, verifications, why_not) = if !the_plan.enough && !cfg.insist {
