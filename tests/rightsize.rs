@@ -160,8 +160,10 @@ fn the_hot_set_is_found_and_verified() {
     assert_eq!(rec["verified"], true, "{err}");
     let limit = rec["limit_bytes"].as_u64().unwrap();
     assert!((16 * MIB..=20 * MIB + 32 * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
-    let hi = rec["slowdown_ci95"][1].as_f64().unwrap();
-    assert!(hi <= 0.25, "upper bound {hi}");
+    // The bound that decided: one-sided, at its look's share of α.
+    let hi = rec["upper_bound"].as_f64().unwrap();
+    assert!(hi <= 1.25, "upper bound {hi}");
+    assert!(rec["look_alpha"].as_f64().unwrap() <= 0.05);
     let runs = r["runs"].as_array().unwrap();
     assert!(runs.len() <= 24, "{} runs", runs.len());
     // Every limited run has the unlimited run beside it.
@@ -249,10 +251,16 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
     match r["recommendation"].as_object() {
         Some(rec) => {
             let limit = rec["limit_bytes"].as_u64().unwrap();
-            assert!((16 * MIB..=48 * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
+            // Not below the hot set; a candidate that stopped as futile may
+            // hand over to a larger limit, up to the peak.
+            assert!((16 * MIB..=peak.div_ceil(MIB) * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
             assert!(rec["upper_bound"].as_f64().unwrap() <= 1.30);
-            assert_eq!(rec["store_compresses"], false, "{rec:?}");
-            assert!(rec["summary"].as_str().unwrap().starts_with("zram saves nothing here"), "{rec:?}");
+            // Under 48 MiB at least 40 MiB of random bytes sit in zram, held
+            // in about as much RAM: the first line says zram saves nothing.
+            if limit <= 48 * MIB {
+                assert_eq!(rec["store_compresses"], false, "{rec:?}");
+                assert!(rec["summary"].as_str().unwrap().starts_with("zram saves nothing here"), "{rec:?}");
+            }
         }
         None => {
             let u = &r["unverified"];
