@@ -176,7 +176,13 @@ pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
                     mib(peak),
                     mib(rec.limit_bytes),
                     mib(rec.total_bytes),
-                    if peak > 0 { rec.saved_bytes as f64 / peak as f64 * 100.0 } else { f64::NAN },
+                    // From the peak and the total (a record from before
+                    // saved_bytes has the total too).
+                    if peak > 0 {
+                        (peak as f64 - rec.total_bytes.max(rec.limit_bytes) as f64) / peak as f64 * 100.0
+                    } else {
+                        f64::NAN
+                    },
                     pct(rec.slowdown),
                     rec.slowdown_ci95.map(|c| pct(c[0])).unwrap_or("-".into()),
                     rec.slowdown_ci95.map(|c| pct(c[1])).unwrap_or("-".into()),
