@@ -426,14 +426,10 @@ fn naive() -> bool {
     false
 }
 
-/// The sample standard deviation of the logs (0 for fewer than two).
+/// The sample standard deviation of the logs (0 for fewer than two): the
+/// verdicts' estimate's.
 fn claim_log_sd(v: &[f64]) -> f64 {
-    let b: Vec<f64> = v.iter().map(|x| x.ln()).collect();
-    if b.len() < 2 {
-        return 0.0;
-    }
-    let m = b.iter().sum::<f64>() / b.len() as f64;
-    (b.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (b.len() as f64 - 1.0)).sqrt()
+    record::stats::claim::estimate(v).map_or(0.0, |e| e.log_sd)
 }
 
 /// Why nothing verified (None when something did).
