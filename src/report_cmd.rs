@@ -57,15 +57,27 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let rec = record::RunRecord::load(&a.dir).map_err(|e| usage(e.to_string()))?;
+    // --json reads the run once, as a report (its findings too); the record is the report's.
+    let report = match a.json {
+        true => Some(
+            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?,
+        ),
+        false => None,
+    };
+    let owned;
+    let rec = match report.as_ref().and_then(|r| r.sections.first()).and_then(|s| s.record.as_ref()) {
+        Some(rec) => rec,
+        None => {
+            owned = record::RunRecord::load(&a.dir).map_err(|e| usage(e.to_string()))?;
+            &owned
+        }
+    };
     let iv = record::derive::intervals(&rec.samples);
-    let csv = report::timeline::csv(&rec, &iv);
+    let csv = report::timeline::csv(rec, &iv);
     let path = a.dir.join("timeline.csv");
     crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
-    let s = report::summary::summarize(&rec, &iv);
-    if a.json {
-        let r =
-            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
+    let s = report::summary::summarize(rec, &iv);
+    if let Some(r) = &report {
         let f = r.findings_doc();
         crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
     } else {

@@ -465,3 +465,55 @@ fn a_huge_reservation_in_the_target_does_not_grow_pagelab() {
     );
     assert_eq!(system_state(), before, "the run left changes behind");
 }
+
+/// Issue 46 item 9: a target that exits between the liveness check and the
+/// pager's step (here: killed by the probe, which runs in between) ended the
+/// run "the process is gone", exit 1, with no results. It ends as an exit
+/// does: exit 0, the timeline so far kept.
+#[test]
+fn a_target_that_exits_during_a_pager_step_ends_the_run_with_its_timeline() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let mut w = Command::new(bin())
+        .args(["__hotcold", "--hot", "8MiB", "--cold", "24MiB", "--passes", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let count = tmp.path().join("probes");
+    let pid = w.id().to_string();
+    // The first five probes are the baseline; the sixth kills the target,
+    // after the loop checked that it was alive and before the pager's step.
+    let probe = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; if [ $n -ge 6 ]; then kill -9 {pid}; fi; true",
+        c = count.display()
+    );
+    let out = tmp.path().join("s");
+    let (code, v, err) = rightsize(&[
+        "--pid",
+        &pid,
+        "--probe",
+        &probe,
+        "--duration",
+        "30s",
+        "--every",
+        "1s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let _ = w.kill();
+    let _ = w.wait();
+    assert_eq!(code, Some(0), "{err}");
+    let s = &v["results"][0]["service"];
+    assert!(s["timeline"].as_array().is_some_and(|t| !t.is_empty()), "no timeline: {v}");
+    let ended = s["ended"].as_str().unwrap_or_default();
+    assert!(ended.contains("exited"), "ended: {ended:?} ({s})");
+    assert_eq!(system_state(), before, "the run left changes behind");
+}

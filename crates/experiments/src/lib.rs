@@ -11,6 +11,7 @@
 //!
 //! [`kit`] is what every experiment's command shares.
 
+pub mod fuzzing;
 pub mod kit;
 
 use crate::kit::plan::{Machine, Scale};

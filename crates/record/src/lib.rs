@@ -11,12 +11,14 @@
 //! This crate never prints and never changes the system.
 
 pub mod derive;
+pub mod jsonl;
 pub mod results;
 pub mod rundir;
 pub mod safe;
 pub mod sampler;
 pub mod stats;
 pub mod stop;
+pub mod weight;
 
 pub use rundir::{Event, RunDir, RunJson, RunRecord, RunStatus};
 pub use sampler::{Sampler, SamplerConfig, SamplerStats};

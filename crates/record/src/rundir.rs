@@ -20,6 +20,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::jsonl::read_jsonl;
+use crate::weight::Budget;
+
 pub const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -346,8 +349,9 @@ pub fn check_format(path: &Path, text: &str) -> Result<(), ReadError> {
     }
 }
 
-/// The largest run.json or lab.json pagelab reads (a real one is a few MiB).
-pub const MAX_JSON_BYTES: u64 = 64 << 20;
+/// The largest run.json or lab.json pagelab reads (a real one is a few MiB;
+/// what parsing it may take is bounded apart, by [`crate::weight`]).
+pub const MAX_JSON_BYTES: u64 = 32 << 20;
 /// The largest samples.jsonl or events.jsonl pagelab reads: a day of samples
 /// every 100 ms is about 2.5 GiB; 4 GiB leaves room and still ends.
 pub const MAX_JSONL_BYTES: u64 = 4 << 30;
@@ -410,109 +414,25 @@ pub const MAX_SAMPLES: usize = 4_096;
 /// The most events a run is read with (a run writes a few hundred).
 pub const MAX_EVENTS: usize = 100_000;
 
-/// The longest line pagelab parses from a JSONL file (a sample is a few KiB);
-/// a longer one is skipped as unreadable without being held.
-const MAX_LINE: usize = 4 << 20;
-
-/// What [`read_jsonl`] read: the values kept, the unreadable lines, and when
-/// thinned, how many values the file held.
-type Jsonl<T> = (Vec<T>, usize, Option<usize>);
-
-/// Reads a JSONL file line by line: at most `cap` values kept (every k-th,
-/// k doubling each time the kept ones pass 2 × `cap`), with the same checks
-/// as [`read_bounded`]. Returns the values, the unreadable lines and, when
-/// thinned, how many values the file held.
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, cap: usize) -> Result<Option<Jsonl<T>>, ReadError> {
-    use std::io::{BufRead, Read};
-    use std::os::unix::fs::OpenOptionsExt;
-    let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
-    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(io_err(source)),
-    };
-    let meta = f.metadata().map_err(io_err)?;
-    if !meta.file_type().is_file() {
-        return Err(ReadError::Refused {
-            path: path.to_path_buf(),
-            why: "not a regular file; pagelab reads only the files a run writes".into(),
-        });
-    }
-    let mut r = std::io::BufReader::with_capacity(1 << 16, f.take(MAX_JSONL_BYTES));
-    let (mut out, mut skipped, mut seen, mut stride) = (Vec::new(), 0usize, 0usize, 1usize);
-    // The last value is always kept (totals run from the first to the last).
-    let mut last: Option<T> = None;
-    let mut line: Vec<u8> = Vec::new();
-    let mut too_long = false;
-    loop {
-        let buf = r.fill_buf().map_err(io_err)?;
-        if buf.is_empty() && line.is_empty() && !too_long {
-            break;
-        }
-        let (chunk, end) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        let eof = buf.is_empty();
-        if !too_long {
-            if line.len() + chunk.len() > MAX_LINE {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = end.unwrap_or(chunk.len());
-        r.consume(used);
-        if end.is_none() && !eof {
-            continue;
-        }
-        // A whole line (or the last, unterminated one).
-        if too_long {
-            skipped += 1;
-        } else if !line.iter().all(u8::is_ascii_whitespace) {
-            match serde_json::from_slice::<T>(&line) {
-                Ok(v) => {
-                    if seen % stride == 0 && out.len() >= 2 * cap {
-                        // Keep every other one (indices 0, 2s, 4s, …): the stride doubles.
-                        let mut i = 0;
-                        out.retain(|_| {
-                            i += 1;
-                            i % 2 == 1
-                        });
-                        stride *= 2;
-                    }
-                    if seen % stride == 0 {
-                        out.push(v);
-                        last = None;
-                    } else {
-                        last = Some(v);
-                    }
-                    seen += 1;
-                }
-                Err(_) => skipped += 1,
-            }
-        }
-        line.clear();
-        too_long = false;
-        if eof {
-            break;
-        }
-    }
-    out.extend(last);
-    Ok(Some((out, skipped, (stride > 1).then_some(seen))))
-}
-
 impl RunRecord {
+    /// Reads a run directory within a budget of its own ([`Budget::default`]).
     pub fn load(dir: &Path) -> Result<RunRecord, ReadError> {
+        RunRecord::load_within(dir, &Budget::default())
+    }
+
+    /// Reads a run directory, charging what it holds to `budget` (a lab's
+    /// runs share one): run.json is weighed before it is parsed, and the
+    /// samples and events kept after they are read.
+    pub fn load_within(dir: &Path, budget: &Budget) -> Result<RunRecord, ReadError> {
         let rj = dir.join("run.json");
         let text = read_bounded(&rj, MAX_JSON_BYTES)?.ok_or_else(|| ReadError::Io {
             path: rj.clone(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })?;
+        budget.charge(&rj, crate::weight::estimate(text.as_bytes()))?;
         let mut rec = RunRecord::from_texts(dir, &text, Some(""), Some(""))?;
         rec.missing.clear();
-        match read_jsonl(&dir.join("samples.jsonl"), MAX_SAMPLES)? {
+        match read_jsonl(&dir.join("samples.jsonl"), MAX_SAMPLES, budget)? {
             Some((v, skipped, thinned)) => {
                 rec.samples = v;
                 rec.skipped_lines += skipped;
@@ -520,7 +440,7 @@ impl RunRecord {
             }
             None => rec.missing.push("samples.jsonl".into()),
         }
-        match read_jsonl(&dir.join("events.jsonl"), MAX_EVENTS)? {
+        match read_jsonl(&dir.join("events.jsonl"), MAX_EVENTS, budget)? {
             Some((v, skipped, _)) => {
                 rec.events = v;
                 rec.skipped_lines += skipped;
@@ -545,8 +465,10 @@ impl RunRecord {
         events: Option<&str>,
     ) -> Result<RunRecord, ReadError> {
         check_format(&dir.join("run.json"), run_json)?;
-        let run: RunJson =
+        let mut run: RunJson =
             serde_json::from_str(run_json).map_err(|source| ReadError::Json { path: dir.join("run.json"), source })?;
+        // Read once, in place: the typed readers then never copy an entry.
+        crate::results::strip_nulls(&mut run.results);
         let mut skipped = 0;
         let mut missing = Vec::new();
         for (name, text) in [("samples.jsonl", samples), ("events.jsonl", events)] {
@@ -595,7 +517,6 @@ pub fn writer_alive(run: &RunJson) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn a_parse_error_quotes_at_most_a_few_characters_of_the_file() {
@@ -623,49 +544,5 @@ mod tests {
         let b = brief(&format!("invalid value: \"{chopped}"));
         assert!(b.chars().count() < 200 && b.contains("more characters)"), "{b}");
         assert!(!b.contains("part20"), "{b}");
-    }
-
-    #[test]
-    fn a_long_jsonl_is_thinned_evenly_and_a_huge_line_is_skipped_unheld() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("samples.jsonl");
-        let mut f = std::io::BufWriter::new(File::create(&p).unwrap());
-        for i in 0..45_000u64 {
-            writeln!(f, "{{\"i\":{i}}}").unwrap();
-            if i == 100 {
-                // One line longer than any sample, and one that is not JSON.
-                writeln!(f, "{}", "x".repeat(MAX_LINE + 10)).unwrap();
-                writeln!(f, "{{torn").unwrap();
-            }
-        }
-        write!(f, "{{\"i\":").unwrap();
-        drop(f);
-        let (v, skipped, thinned) = read_jsonl::<serde_json::Value>(&p, 20_000).unwrap().unwrap();
-        assert_eq!(skipped, 3, "the long line, the torn one and the unterminated last");
-        assert_eq!(thinned, Some(45_000));
-        assert!(v.len() >= 20_000 && v.len() < 40_000, "{}", v.len());
-        // Evenly: the kept values step by the same stride from the first.
-        let idx: Vec<u64> = v.iter().map(|x| x["i"].as_u64().unwrap()).collect();
-        let stride = idx[1] - idx[0];
-        let body = &idx[..idx.len() - 1];
-        assert!(stride >= 2 && body.windows(2).all(|w| w[1] - w[0] == stride), "stride {stride}");
-        // The first and the last are kept.
-        assert_eq!((idx[0], *idx.last().unwrap()), (0, 44_999));
-        // Whatever the count, the first and last are kept, the rest evenly.
-        for n in [19u64, 20, 21, 40, 41, 1000] {
-            let text: String = (0..n).map(|i| format!("{{\"i\":{i}}}\n")).collect();
-            std::fs::write(&p, text).unwrap();
-            let (v, _, _) = read_jsonl::<serde_json::Value>(&p, 10).unwrap().unwrap();
-            let idx: Vec<u64> = v.iter().map(|x| x["i"].as_u64().unwrap()).collect();
-            assert_eq!((idx[0], *idx.last().unwrap()), (0, n - 1), "{n}: {idx:?}");
-            assert!(idx.len() <= 21, "{n}: {}", idx.len());
-            let s = idx[1] - idx[0];
-            assert!(idx[..idx.len() - 1].windows(2).all(|w| w[1] - w[0] == s), "{n}: {idx:?}");
-        }
-        // A short file is read whole.
-        std::fs::write(&p, "{\"i\":1}\n\n{\"i\":2}\n").unwrap();
-        let (v, skipped, thinned) = read_jsonl::<serde_json::Value>(&p, 20_000).unwrap().unwrap();
-        assert_eq!((v.len(), skipped, thinned), (2, 0, None));
-        assert!(read_jsonl::<serde_json::Value>(&d.path().join("none"), 10).unwrap().is_none());
     }
 }

@@ -79,6 +79,8 @@ pub trait Experiment: Sync {
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// Parses a run's `results` (once, when the run is loaded).
     fn parse(&self, results: &[Value]) -> Parsed;
+    /// The size of one parsed entry (what a `{}` in `results` costs).
+    fn entry_size(&self) -> usize;
     fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr>;
     fn metrics(&self, p: &Parsed, b: &mut Builder);
     /// Whether the runs (a lab's passes, together) kept the study's protocol.
@@ -105,6 +107,9 @@ impl<S: Study> Experiment for S {
     }
     fn parse(&self, results: &[Value]) -> Parsed {
         Parsed(Box::new(Study::parse(self, results)))
+    }
+    fn entry_size(&self) -> usize {
+        size_of::<S::Entry>()
     }
     fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr> {
         Study::render(self, rec, p.entries::<S::Entry>())

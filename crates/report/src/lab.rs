@@ -180,6 +180,9 @@ impl Lab {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{}: no such file", p.display()))?;
         record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
+        record::weight::Budget::default()
+            .charge(&p, record::weight::estimate(text.as_bytes()))
+            .map_err(|e| e.to_string())?;
         let lab: Lab = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))?;
         if lab.passes > MAX_PASSES || lab.pass_weights.len() > MAX_PASSES as usize {

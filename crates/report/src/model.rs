@@ -8,6 +8,7 @@ use crate::headline::Metric;
 use crate::lab::Lab;
 use crate::verdict::{self, Verdict};
 use record::rundir::RunRecord;
+use record::weight::Budget;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,28 @@ impl Section {
     }
 }
 
+/// A lab step's run directory: one plain name inside the lab, not a link.
+fn step_dir(dir: &Path, i: usize, s: &crate::lab::Step) -> Result<Option<PathBuf>, String> {
+    if let Some(d) = &s.dir
+        && !crate::lab::inside(d)
+    {
+        return Err(format!(
+            "{}: step {} ({}): dir {:?} is not a name inside the lab directory",
+            dir.join(crate::lab::FILE).display(),
+            i + 1,
+            s.experiment,
+            d
+        ));
+    }
+    let path = s.dir.as_ref().map(|d| dir.join(d));
+    if let Some(p) = &path
+        && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(format!("{}: is a symbolic link; a lab's run directories must be its own", p.display()));
+    }
+    Ok(path)
+}
+
 /// What a report is made of: a lab directory, or a single run directory.
 pub struct Report {
     pub dir: PathBuf,
@@ -96,10 +119,21 @@ impl Report {
     /// `cat` is the experiments it knows (the binary's `experiments::catalog()`);
     /// each run's results are parsed here, once.
     pub fn load(dir: &Path, render: Render, cat: Catalog) -> Result<Report, String> {
+        Report::load_within(dir, render, cat, &Budget::default())
+    }
+
+    /// [`Report::load`], with what the records hold charged to `budget`
+    /// (`compare` reads both labs within one).
+    pub fn load_within(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
         let load_run = |d: &Path| -> Result<(RunRecord, Parsed), String> {
-            let rec = RunRecord::load(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            let rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
             let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
-            let parsed = e.parse(rec.run.results.as_array().map_or(&[], Vec::as_slice));
+            let results = rec.run.results.as_array().map_or(&[][..], Vec::as_slice);
+            // Typed entries: `{}` in the file is a whole entry in memory.
+            budget
+                .charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))
+                .map_err(|e| e.to_string())?;
+            let parsed = e.parse(results);
             let md = d.join(format!("{}.md", rec.run.experiment));
             if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
                 e.render(&rec, &parsed).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
@@ -118,26 +152,7 @@ impl Report {
                 ));
             }
             for (i, s) in lab.steps.iter().enumerate() {
-                if let Some(d) = &s.dir
-                    && !crate::lab::inside(d)
-                {
-                    return Err(format!(
-                        "{}: step {} ({}): dir {:?} is not a name inside the lab directory",
-                        dir.join(crate::lab::FILE).display(),
-                        i + 1,
-                        s.experiment,
-                        d
-                    ));
-                }
-                let path = s.dir.as_ref().map(|d| dir.join(d));
-                if let Some(p) = &path
-                    && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
-                {
-                    return Err(format!(
-                        "{}: is a symbolic link; a lab's run directories must be its own",
-                        p.display()
-                    ));
-                }
+                let path = step_dir(dir, i, s)?;
                 let record = match &path {
                     Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
                     _ => None,

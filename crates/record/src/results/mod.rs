@@ -70,9 +70,39 @@ pub fn nan_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64
     Ok(v.into_iter().map(|(a, b)| (a.unwrap_or(f64::NAN), b.unwrap_or(f64::NAN))).collect())
 }
 
-/// One value as `T` (with [`typed`]'s handling of `null`).
+/// One value as `T` (with [`typed`]'s handling of `null`). A value with no
+/// `null` in an object (every record read by [`crate::RunRecord::load`], see
+/// [`strip_nulls`]) is read in place, with no copy: a copy of a crafted
+/// run.json's largest entry would double what reading it takes.
 pub fn typed_one<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
-    T::deserialize(&without_nulls(v)).ok()
+    match T::deserialize(v) {
+        Ok(t) => Some(t),
+        Err(_) if has_null_field(v) => T::deserialize(&without_nulls(v)).ok(),
+        Err(_) => None,
+    }
+}
+
+/// Removes every object entry whose value is `null`, in place: a `null` (how
+/// serde_json writes a NaN) then reads as a missing field.
+pub fn strip_nulls(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+fn has_null_field(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => m.values().any(|x| x.is_null() || has_null_field(x)),
+        Value::Array(a) => a.iter().any(has_null_field),
+        _ => false,
+    }
 }
 
 fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
@@ -99,5 +129,26 @@ mod tests {
         assert_eq!(store_of(&thrash).backing.as_deref(), Some("swapfile"));
         assert_eq!(store_of(&json!({"result": {"allocator": "glibc"}})), Store::default());
         assert_eq!(store_of(&json!(3)), Store::default());
+    }
+
+    #[test]
+    fn a_null_reads_as_a_missing_field_stripped_or_not() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct E {
+            #[serde(default = "nan")]
+            x: f64,
+            #[serde(default)]
+            n: u32,
+            #[serde(default, deserialize_with = "nan_vec")]
+            v: Vec<f64>,
+        }
+        let mut raw = json!({"x": null, "n": 3, "v": [1.0, null], "inner": {"y": null}});
+        let e: E = typed_one(&raw).unwrap();
+        assert!(e.x.is_nan() && e.n == 3 && e.v[0] == 1.0 && e.v[1].is_nan());
+        strip_nulls(&mut raw);
+        assert_eq!(raw, json!({"n": 3, "v": [1.0, null], "inner": {}}), "object nulls go, array nulls stay");
+        let f: E = typed_one(&raw).unwrap();
+        assert!(f.x.is_nan() && f.n == 3 && f.v[1].is_nan());
+        assert!(typed_one::<E>(&json!({"n": "three"})).is_none());
     }
 }

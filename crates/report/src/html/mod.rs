@@ -141,10 +141,26 @@ pub fn markdown_to_html(md: &str, shift: usize) -> String {
     o
 }
 
-/// The SVG charts of a run directory: the experiment's own first, the timeline last.
+/// The largest chart or Markdown file of a run directory report.html embeds
+/// (pagelab's are under 1 MiB: a line chart draws at most 2000 points a line).
+pub const MAX_EMBED_BYTES: u64 = 4 << 20;
+/// The most charts one section embeds (an experiment draws a handful).
+pub const MAX_CHARTS: usize = 24;
+/// Past this size the page embeds no more charts or tables: what a run
+/// directory holds cannot make the page (or pagelab) arbitrarily large.
+pub const MAX_PAGE_BYTES: usize = 32 << 20;
+
+/// The SVG charts of a run directory: the experiment's own first, the timeline
+/// last. At most `MAX_CHARTS + 1` are listed, whatever the directory holds.
 pub fn charts(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "svg")).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+                .take(MAX_CHARTS + 1)
+                .collect()
+        })
         .unwrap_or_default();
     v.sort_by_key(|p| (p.file_stem().is_some_and(|s| s == "timeline"), p.clone()));
     v
@@ -620,14 +636,24 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     let svgs = charts(&dir);
     if !svgs.is_empty() {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
-        for p in &svgs {
+        for (i, p) in svgs.iter().enumerate() {
             let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            if i == MAX_CHARTS || o.len() > MAX_PAGE_BYTES {
+                let _ = writeln!(
+                    o,
+                    "<figure class=\"chart\"><figcaption>{}{}: not embedded (a section shows at most {MAX_CHARTS} charts, a page at most {} MiB)</figcaption></figure>",
+                    esc(&name),
+                    if i == MAX_CHARTS { " and the rest" } else { "" },
+                    MAX_PAGE_BYTES >> 20
+                );
+                if i == MAX_CHARTS {
+                    break;
+                }
+                continue;
+            }
             // A link is not followed: its target could be any file root can read.
             let img = if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()) {
-                record::rundir::read_bounded(p, record::rundir::MAX_JSON_BYTES)
-                    .ok()
-                    .flatten()
-                    .and_then(|t| chart_img(&t, &name))
+                record::rundir::read_bounded(p, MAX_EMBED_BYTES).ok().flatten().and_then(|t| chart_img(&t, &name))
             } else {
                 None
             };
@@ -652,8 +678,8 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Headline metrics</h3>\n");
         o.push_str(&markdown_to_html(&metrics_table(&m), 0));
     }
-    if let Ok(Some(md)) =
-        record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), record::rundir::MAX_JSON_BYTES)
+    if o.len() <= MAX_PAGE_BYTES
+        && let Ok(Some(md)) = record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), MAX_EMBED_BYTES)
     {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));

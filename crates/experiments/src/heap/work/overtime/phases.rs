@@ -642,8 +642,11 @@ mod tests {
             assert!(s.live >= 8 << 20 && s.live <= most, "{a} {p:?}: live {live}, at most {most}");
             assert_eq!(s.freed + s.kept, s.live, "{a} {p:?}");
             let kept = s.kept as f64 / live;
-            // A random tenth of the objects (by bytes: more spread for the mixed sizes).
-            assert!(kept > 0.005 && kept < 0.4, "{a} {p:?}: kept {kept}");
+            // A random tenth of the objects, by bytes. Mixed sizes (up to 2 MiB
+            // in 8 MiB) are a few dozen objects, whose byte share spreads
+            // widely: one 2 MiB object more or less moves it by a quarter.
+            let (lo, hi) = if p == Pattern::Mixed { (0.0, 0.7) } else { (0.005, 0.4) };
+            assert!(kept > lo && kept < hi, "{a} {p:?}: kept {kept}");
             assert!(s.ops > 100, "{a} {p:?}: {} allocations in churn", s.ops);
             assert!(s.marks.windows(2).all(|w| w[0] <= w[1]), "{:?}", s.marks);
             // The sampler read all along (every 10 ms over at least 250 ms). What
