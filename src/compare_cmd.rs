@@ -8,6 +8,9 @@ use report::html::{Render, Report};
 
 pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     let mut reports = Vec::new();
+    // Each directory is read within a budget of its own; what is kept of them
+    // all (results, configuration, notes) shares one.
+    let kept = record::weight::Budget::default();
     for d in &a.dirs {
         if !d.is_dir() {
             return Err(usage(format!("{}: no such run or lab directory", d.display())));
@@ -21,6 +24,9 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
                 rec.events = Vec::new();
             }
         }
+        kept.charge(d, r.held_weight()).map_err(|e| {
+            usage(format!("{e}; compare fewer directories at once (each one's results are kept until the end)"))
+        })?;
         reports.push(r);
     }
     let base = &reports[0];

@@ -10,6 +10,17 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(usage(format!("{}: no such run or lab directory", a.dir.display())));
     }
+    // The directory the user named may be reached through a link; below it,
+    // nothing is (a run's files and a lab's steps are written with no link
+    // followed), so it is resolved once here.
+    if a.out.is_none()
+        && a.dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(real) = a.dir.canonicalize()
+    {
+        let mut b = a.clone();
+        b.dir = real;
+        return run(&b);
+    }
     if let Some(out) = &a.out {
         if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
             return Err(usage(format!(

@@ -686,3 +686,21 @@ fn every_output_name_planted_as_a_link_or_a_device_is_left_as_it_was() {
         }
     }
 }
+
+/// Issue 46, "no link in any component": a run's file that is a symbolic
+/// link is not read (its target could be any file root can read, here a
+/// valid run of somewhere else), in every mode and by compare.
+#[test]
+fn a_run_file_that_is_a_link_is_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::copy_fixture("eat", &dir);
+    let elsewhere = tmp.path().join("elsewhere.json");
+    std::fs::rename(dir.join("run.json"), &elsewhere).unwrap();
+    symlink(&elsewhere, dir.join("run.json")).unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [&["report", d][..], &["report", d, "--json"], &["report", d, "--html"], &["compare", d, d]] {
+        refused(&pagelab(args), "run.json: is a symbolic link");
+    }
+    assert!(!dir.join("report.html").exists() && !dir.join("timeline.csv").exists());
+}

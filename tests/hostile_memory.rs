@@ -15,12 +15,16 @@ use std::path::Path;
 const LIMIT: u64 = 1 << 30;
 
 fn pagelab_limited(args: &[&str]) -> std::process::Output {
+    pagelab_limited_to(args, LIMIT)
+}
+
+fn pagelab_limited_to(args: &[&str], limit: u64) -> std::process::Output {
     let mut c = std::process::Command::new(common::bin());
     c.args(args);
     // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
-        c.pre_exec(|| {
-            let r = libc::rlimit { rlim_cur: LIMIT, rlim_max: LIMIT };
+        c.pre_exec(move || {
+            let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
             if libc::setrlimit(libc::RLIMIT_AS, &r) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -152,4 +156,71 @@ fn a_lab_whose_runs_together_pass_the_budget_is_refused_naming_the_run() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("/run.json: reading it would take about") && err.contains("already read"), "{err}");
     }
+}
+
+/// A review found the first weighing of a sample counting its lists only:
+/// 30 000 meminfo keys a sample (about 1.7 MiB parsed, 0.3 MiB on disk) were
+/// charged a few hundred bytes, and 400 of them were held whole.
+#[test]
+fn samples_with_huge_key_tables_are_weighed_by_what_they_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::copy_fixture("mapping", &dir);
+    let keys: String = (0..30_000).map(|i| format!("\"k{i}\":0,")).collect();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("samples.jsonl")).unwrap());
+    for t in 0..400u64 {
+        writeln!(f, "{{\"t_ns\":{t},\"psi\":{{}},\"meminfo\":{{{keys}\"MemTotal\":1}}}}").unwrap();
+    }
+    drop(f);
+    for args in [vec!["report", dir.to_str().unwrap()], vec!["report", dir.to_str().unwrap(), "--json"]] {
+        let out = pagelab_limited_to(&args, 512 << 20);
+        bounded(&out, "key tables");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// report.html's fields are cut: one step's arguments of 8 MiB of `&` (5
+/// bytes each escaped), shown in each of 64 sections, made a 2.5 GiB page.
+#[test]
+fn a_huge_text_field_cannot_make_the_page_huge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    std::fs::create_dir_all(&lab).unwrap();
+    let mut steps = vec![serde_json::json!({"experiment": "eat", "args": ["&".repeat(8 << 20)], "expect_s": 1.0,
+        "state": "skipped", "reason": "<".repeat(1 << 20)})];
+    for _ in 0..63 {
+        steps.push(serde_json::json!({"experiment": "eat", "args": [], "expect_s": 1.0, "state": "skipped"}));
+    }
+    let doc = serde_json::json!({
+        "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+        "started_unix_ms": 1, "root": true, "cpus": 2, "ram_bytes": 1, "expect_s": 2.0, "doctor": {},
+        "notes": vec!["<".repeat(1 << 16); 300], "steps": steps
+    });
+    std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = pagelab_limited(&["report", lab.to_str().unwrap()]);
+    bounded(&out, "huge field");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::metadata(lab.join("report.html")).unwrap().len();
+    assert!(page < 8 << 20, "report.html is {page} bytes");
+}
+
+/// compare keeps every directory's results until the end: one directory of
+/// 31 MiB of configuration, named 40 times, held 1.2 GiB.
+#[test]
+fn compare_holds_what_all_its_directories_keep_within_one_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::copy_fixture("eat", &dir);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    v["config"]["pad"] = serde_json::json!("x".repeat(31 << 20));
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = pagelab_limited(&[&["compare"][..], &[d; 40]].concat());
+    bounded(&out, "compare");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("compare fewer directories at once"), "{err}");
+    // Two are fine.
+    let out = pagelab_limited(&["compare", d, d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }

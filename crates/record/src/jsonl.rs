@@ -30,9 +30,16 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned + Weigh>(
     use std::io::{BufRead, Read};
     use std::os::unix::fs::OpenOptionsExt;
     let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
-    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path) {
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::Refused { path: path.to_path_buf(), why: crate::rundir::LINKED.into() });
+        }
         Err(source) => return Err(io_err(source)),
     };
     let meta = f.metadata().map_err(io_err)?;

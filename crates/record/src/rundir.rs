@@ -329,6 +329,13 @@ pub fn brief(e: &impl std::fmt::Display) -> String {
             out = format!("{}{kept}… ({} more characters)", &out[..q], n - 120);
         }
     }
+    // One line, always: a control character from the file (a newline, a
+    // carriage return, an escape sequence) is shown escaped, never sent to
+    // the terminal (a value holding "a\nb" made the refusal two lines).
+    if out.chars().any(char::is_control) {
+        out =
+            out.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect();
+    }
     out
 }
 
@@ -356,7 +363,12 @@ pub const MAX_JSON_BYTES: u64 = 32 << 20;
 /// every 100 ms is about 2.5 GiB; 4 GiB leaves room and still ends.
 pub const MAX_JSONL_BYTES: u64 = 4 << 30;
 
-/// Reads a file of a run or lab directory: only a regular file (a FIFO, a
+/// Why a file of a run directory that is a symbolic link is not read: its
+/// target could be any file root can read.
+pub const LINKED: &str = "is a symbolic link; pagelab reads only the files a run writes, never through a link";
+
+/// Reads a file of a run or lab directory, never through a link at its name
+/// (`O_NOFOLLOW`): only a regular file (a FIFO, a
 /// device such as /dev/zero, or a directory is refused without blocking), and at
 /// most `limit` bytes (a larger file is refused, not read until memory runs out).
 /// `Ok(None)` when it does not exist.
@@ -365,9 +377,14 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError
     use std::os::unix::fs::OpenOptionsExt;
     let refused = |why: String| ReadError::Refused { path: path.to_path_buf(), why };
     // O_NONBLOCK: opening a FIFO with no writer must not wait.
-    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(path) {
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused(LINKED.into())),
         Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
     };
     let meta = f.metadata().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
@@ -538,6 +555,10 @@ mod tests {
         assert_eq!(brief(&long_path), long_path);
         let m = "unknown field `x`, expected one of `a`, `b` at line 1 column 5";
         assert_eq!(brief(&m), m);
+        // A control character from the file is escaped: the message stays one
+        // line and sends no escape sequence to the terminal.
+        let b = brief(&"unknown variant `a\nb\r\nc\u{1b}[2J`, expected one of `x`");
+        assert_eq!(b, "unknown variant `a\\nb\\r\\nc\\u{1b}[2J`, expected one of `x`");
         // A secret with a quote every 15 characters: each span is short, the
         // whole is cut.
         let chopped: String = (0..40).map(|i| format!("part{i:02}-secret\"")).collect();

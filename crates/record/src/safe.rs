@@ -170,10 +170,70 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<(
     })
 }
 
+/// Like [`write`], for a file of a run directory that someone else may
+/// control (a step of a lab in /tmp). The directory is opened once, without
+/// following a link at its last component (`O_DIRECTORY | O_NOFOLLOW`), and
+/// the temporary file is made and renamed inside that open directory (through
+/// `/proc/self/fd/N`): a directory swapped for a link after a check cannot
+/// redirect the write (issue 46: "no link in any component").
+pub fn write_in_run_dir(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| refuse(path, "not a file name"))?;
+    let d = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| match e.raw_os_error() {
+            // A link at the last component: ELOOP, or ENOTDIR with O_DIRECTORY.
+            Some(libc::ELOOP | libc::ENOTDIR) => match std::fs::symlink_metadata(dir).map(|m| kind(m.file_type())) {
+                Ok(Some(what)) => refuse(dir, what),
+                _ => e,
+            },
+            _ => e,
+        })?;
+    let via = PathBuf::from(format!("/proc/self/fd/{}", d.as_raw_fd())).join(name);
+    write(&via, bytes).map_err(|e| {
+        // Name the path the caller gave, not the descriptor's.
+        match e.get_ref().and_then(|x| x.downcast_ref::<Refused>()) {
+            Some(r) => refuse(path, r.what),
+            None => {
+                Error::new(e.kind(), e.to_string().replace(&via.display().to_string(), &path.display().to_string()))
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_run_directory_that_is_a_link_is_not_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let step = d.path().join("eat");
+        symlink(&outside, &step).unwrap();
+        let e = write_in_run_dir(&step.join("eat.md"), b"x").unwrap_err();
+        assert!(is_refused(&e) && e.to_string().contains("eat: is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through the link");
+        // A real directory is written, the file whole, no temporary left.
+        std::fs::remove_file(&step).unwrap();
+        std::fs::create_dir(&step).unwrap();
+        write_in_run_dir(&step.join("eat.md"), b"table").unwrap();
+        assert_eq!(std::fs::read(step.join("eat.md")).unwrap(), b"table");
+        assert_eq!(std::fs::read_dir(&step).unwrap().count(), 1);
+        // A link at the file's own name is refused under its own name.
+        symlink(outside.join("x"), step.join("x.svg")).unwrap();
+        let e = write_in_run_dir(&step.join("x.svg"), b"x").unwrap_err();
+        assert_eq!(e.to_string().split(':').next().unwrap(), step.join("x.svg").display().to_string(), "{e}");
+        assert!(!outside.join("x").exists());
+    }
 
     #[test]
     fn a_link_is_refused_and_its_target_untouched() {

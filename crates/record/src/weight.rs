@@ -67,19 +67,52 @@ pub trait Weigh {
     fn weight(&self) -> usize;
 }
 
+/// What a heap block of `n` bytes takes at least (glibc's smallest chunk is
+/// 32 bytes with its header): many small keys cost more than their length.
+fn block(n: usize) -> usize {
+    n.max(24) + 8
+}
+
+/// A key-to-counter table as parsed from a file: its keys (each its own
+/// block), its values and the table itself.
+fn counters(c: &probe::counters::Counters) -> usize {
+    32 + c.iter().map(|(k, _)| size_of::<Box<str>>() + block(k.len()) + 8).sum::<usize>()
+}
+
+/// A map entry's share of a B-tree: its key and value in a node that may be
+/// half empty (nodes hold 11 entries and split in two), plus the key's block.
+fn map_entry(key: &str, value_size: usize) -> usize {
+    2 * (size_of::<String>() + value_size) + block(key.len())
+}
+
 impl Weigh for Sample {
+    /// Every allocation a parsed sample holds (a review found the first
+    /// version counting the lists only: a 4 MiB cgroup path or 30 000
+    /// meminfo keys a sample were charged a few hundred bytes).
     fn weight(&self) -> usize {
-        let algorithms: usize = self.zram.iter().filter_map(|z| z.comp_algorithm.as_ref()).map(String::capacity).sum();
-        size_of::<Sample>()
-            + self.pids.capacity() * size_of::<probe::sample::PidSample>()
-            + self.zram.capacity() * size_of::<probe::sample::ZramSample>()
-            + algorithms
+        use probe::sample::{PidSample, ZramSample};
+        let tables = [self.meminfo.as_ref().map(|m| &m.0), self.vmstat.as_ref().map(|v| &v.0)];
+        let mut w = size_of::<Sample>() + tables.into_iter().flatten().map(counters).sum::<usize>();
+        if let Some(st) = &self.stat {
+            w += st.cpus.capacity() * size_of::<probe::stat::CpuTimes>();
+        }
+        if let Some(c) = &self.cgroup {
+            w += block(c.path.capacity()) + [&c.stat, &c.events].into_iter().flatten().map(counters).sum::<usize>();
+        }
+        w += self.pids.capacity() * size_of::<PidSample>();
+        for p in &self.pids {
+            if let Some(sr) = &p.smaps_rollup {
+                w += sr.0.keys().map(|k| map_entry(k, 8)).sum::<usize>();
+            }
+        }
+        w += self.zram.capacity() * size_of::<ZramSample>();
+        w + self.zram.iter().filter_map(|z| z.comp_algorithm.as_ref()).map(|a| block(a.capacity())).sum::<usize>()
     }
 }
 
 impl Weigh for Event {
     fn weight(&self) -> usize {
-        size_of::<Event>() + self.kind.capacity() + self.name.capacity() + value_weight(&self.detail)
+        size_of::<Event>() + block(self.kind.capacity()) + block(self.name.capacity()) + value_weight(&self.detail)
     }
 }
 
@@ -93,12 +126,9 @@ impl Weigh for serde_json::Value {
 pub fn value_weight(v: &serde_json::Value) -> usize {
     use serde_json::Value;
     match v {
-        Value::String(s) => s.capacity(),
+        Value::String(s) => block(s.capacity()),
         Value::Array(a) => a.capacity() * size_of::<Value>() + a.iter().map(value_weight).sum::<usize>(),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, x)| size_of::<String>() + size_of::<Value>() + k.capacity() + value_weight(x))
-            .sum::<usize>(),
+        Value::Object(m) => m.iter().map(|(k, x)| map_entry(k, size_of::<Value>()) + value_weight(x)).sum::<usize>(),
         _ => 0,
     }
 }
@@ -203,6 +233,12 @@ mod tests {
         let empty = s.weight();
         s.pids = vec![Default::default(); 10];
         assert_eq!(s.weight(), empty + 10 * size_of::<probe::sample::PidSample>());
+        // The tables and strings count: 30 000 meminfo keys, a 1 MiB cgroup path.
+        let keys: Vec<String> = (0..30_000).map(|i| format!("k{i}")).collect();
+        s.meminfo =
+            Some(probe::meminfo::Meminfo(probe::counters::Counters::from_pairs(keys.iter().map(|k| (k.as_str(), 0)))));
+        s.cgroup = Some(probe::cgroup::CgroupSample { path: "A".repeat(1 << 20), ..Default::default() });
+        assert!(s.weight() > empty + 30_000 * 40 + (1 << 20), "{}", s.weight());
         let e = Event { t_ns: 1, kind: "info".into(), name: "x".into(), detail: serde_json::json!([1, 2, 3]) };
         assert!(e.weight() >= size_of::<Event>() + 3 * size_of::<serde_json::Value>() + 5);
     }

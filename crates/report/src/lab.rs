@@ -175,14 +175,18 @@ impl Lab {
     }
 
     pub fn load(dir: &Path) -> Result<Lab, String> {
+        Lab::load_within(dir, &record::weight::Budget::default())
+    }
+
+    /// [`Lab::load`], lab.json charged to `budget` (the report's, which its
+    /// runs share).
+    pub fn load_within(dir: &Path, budget: &record::weight::Budget) -> Result<Lab, String> {
         let p = dir.join(FILE);
         let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("{}: no such file", p.display()))?;
         record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
-        record::weight::Budget::default()
-            .charge(&p, record::weight::estimate(text.as_bytes()))
-            .map_err(|e| e.to_string())?;
+        budget.charge(&p, record::weight::estimate(text.as_bytes())).map_err(|e| e.to_string())?;
         let lab: Lab = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))?;
         if lab.passes > MAX_PASSES || lab.pass_weights.len() > MAX_PASSES as usize {

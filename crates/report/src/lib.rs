@@ -19,8 +19,9 @@ pub mod summary;
 pub mod timeline;
 pub mod verdict;
 
-/// Writes a whole output file the safe way ([`record::safe::write`]): never
-/// through a link, never over what is not a regular file.
+/// Writes a whole output file of a run directory the safe way
+/// ([`record::safe::write_in_run_dir`]): never through a link (the run
+/// directory's own name included), never over what is not a regular file.
 pub fn write_file(path: impl AsRef<std::path::Path>, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
-    record::safe::write(path.as_ref(), contents.as_ref())
+    record::safe::write_in_run_dir(path.as_ref(), contents.as_ref())
 }

@@ -90,6 +90,20 @@ fn step_dir(dir: &Path, i: usize, s: &crate::lab::Step) -> Result<Option<PathBuf
     Ok(path)
 }
 
+/// What a run's record holds once its samples and events are let go: its
+/// results, configuration and notes, and the typed entries parsed from them
+/// (what `compare` keeps of each directory).
+fn held(rec: &RunRecord, entry_size: usize) -> usize {
+    use record::weight::value_weight;
+    let results = rec.run.results.as_array().map_or(0, Vec::len);
+    size_of::<RunRecord>()
+        + value_weight(&rec.run.results)
+        + value_weight(&rec.run.config)
+        + rec.run.notes.iter().map(|n| n.capacity() + 32).sum::<usize>()
+        + rec.run.command_line.iter().map(|n| n.capacity() + 32).sum::<usize>()
+        + results * entry_size
+}
+
 /// What a report is made of: a lab directory, or a single run directory.
 pub struct Report {
     pub dir: PathBuf,
@@ -141,7 +155,7 @@ impl Report {
             Ok((rec, parsed))
         };
         if dir.join(crate::lab::FILE).exists() {
-            let lab = Lab::load(dir)?;
+            let lab = Lab::load_within(dir, budget)?;
             let mut sections = Vec::new();
             if lab.steps.len() > crate::lab::MAX_STEPS {
                 return Err(format!(
@@ -321,6 +335,18 @@ impl Report {
     }
 
     /// The findings as a document (`report --json`, lab.json).
+    /// What its records hold without their samples and events ([`held`]).
+    pub fn held_weight(&self) -> usize {
+        let mut w = 0;
+        for s in &self.sections {
+            let size = s.exp.map_or(0, |e| e.entry_size());
+            for rec in s.record.iter().chain(s.more.iter().map(|(_, r)| r)) {
+                w += held(rec, size);
+            }
+        }
+        w
+    }
+
     pub fn findings_doc(&self) -> verdict::Findings<'_> {
         verdict::Findings::of(self.findings()).with_passes(self.alpha_by_pass())
     }

@@ -11,9 +11,21 @@ use std::path::{Path, PathBuf};
 
 pub use crate::model::{Render, Report, Section, mark_below_noise, noise_floor};
 
+/// The longest text one field of the page shows (a note, a step's
+/// arguments, a check's detail); a longer one from a crafted file is cut,
+/// so that no field can make the page (or pagelab) large.
+pub const MAX_FIELD_CHARS: usize = 4000;
+/// The most notes one list of the page shows.
+pub const MAX_NOTES: usize = 200;
+
+/// `s` escaped for HTML, cut after [`MAX_FIELD_CHARS`] characters.
 pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut o = String::with_capacity(s.len().min(MAX_FIELD_CHARS));
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX_FIELD_CHARS {
+            let _ = write!(o, "… ({} characters)", s.chars().count());
+            break;
+        }
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
@@ -426,7 +438,7 @@ fn doctor_table(d: &crate::lab::Doctor) -> String {
     let mut o = String::from(
         "<table><thead><tr><th>check</th><th>status</th><th>detail</th><th>affects</th></tr></thead><tbody>",
     );
-    for c in &d.checks {
+    for c in d.checks.iter().take(MAX_NOTES) {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -504,7 +516,7 @@ pub fn html(r: &Report) -> String {
     }
     o += "</tbody></table></div>\n";
     if let Some(l) = &r.lab {
-        for n in &l.notes {
+        for n in l.notes.iter().take(MAX_NOTES) {
             let _ = writeln!(o, "<p class=\"muted\">{}</p>", esc(n));
         }
     }
@@ -686,7 +698,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     }
     if !rec.run.notes.is_empty() {
         o.push_str("<details><summary>Run notes</summary><ul>");
-        for n in &rec.run.notes {
+        for n in rec.run.notes.iter().take(MAX_NOTES) {
             let _ = write!(o, "<li>{}</li>", esc(n));
         }
         o.push_str("</ul></details>\n");
