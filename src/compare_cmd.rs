@@ -15,6 +15,12 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
         if !d.is_dir() {
             return Err(usage(format!("{}: no such run or lab directory", d.display())));
         }
+        // A directory named on the command line may be a link; nothing below it is followed.
+        let real = match d.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => d.canonicalize().unwrap_or_else(|_| d.clone()),
+            _ => d.clone(),
+        };
+        let d = &real;
         let mut r = Report::load(d, Render::Never, experiments::catalog()).map_err(usage)?;
         // compare reads headline figures only: each directory is read within a
         // budget of its own, and its samples and events let go before the next.

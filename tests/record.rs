@@ -163,7 +163,7 @@ fn report_refuses_fifos_and_devices_and_names_missing_files() {
     // A link to an endless device.
     std::fs::remove_file(&samples).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &samples).unwrap();
-    report(Some(2), "samples.jsonl: not a regular file");
+    report(Some(2), "samples.jsonl: is a symbolic link");
     // Missing: said, not silently a complete run with no samples.
     std::fs::remove_file(&samples).unwrap();
     report(Some(0), "missing: samples.jsonl (no timeline");

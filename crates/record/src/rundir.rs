@@ -273,6 +273,55 @@ pub enum ReadError {
     Format { path: PathBuf, found: u64, supported: u32 },
 }
 
+impl ReadError {
+    /// The same error, naming `path` (the name the user knows, not the
+    /// descriptor's path it was read through).
+    pub fn at(self, path: &Path) -> ReadError {
+        let path = path.to_path_buf();
+        match self {
+            ReadError::Io { source, .. } => ReadError::Io { path, source },
+            ReadError::Json { source, .. } => ReadError::Json { path, source },
+            ReadError::Refused { why, .. } => ReadError::Refused { path, why },
+            ReadError::Format { found, supported, .. } => ReadError::Format { path, found, supported },
+        }
+    }
+}
+
+/// A run directory opened once, without following a link at its own name
+/// (`O_DIRECTORY | O_NOFOLLOW`). Its files are read through the open
+/// directory (`/proc/self/fd/N/NAME`), so a lab's step swapped for a link
+/// after it was checked cannot redirect a read (issue 46: "no link in any
+/// component").
+pub struct OpenDir {
+    file: File,
+}
+
+impl OpenDir {
+    pub fn open(dir: &Path) -> Result<OpenDir, ReadError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir)
+            .map(|file| OpenDir { file })
+            .map_err(|source| match source.raw_os_error() {
+                Some(libc::ELOOP | libc::ENOTDIR)
+                    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) =>
+                {
+                    ReadError::Refused { path: dir.to_path_buf(), why: LINKED.into() }
+                }
+                _ => ReadError::Io { path: dir.to_path_buf(), source },
+            })
+    }
+
+    /// The path that reaches `name` inside the open directory.
+    pub fn at(&self, name: &str) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd())).join(name)
+    }
+}
+
 /// A parse error with what it quotes from the file cut short: a file read by
 /// mistake (a key, a password file) should not end up in a terminal or a log.
 /// Quoted spans (in `backticks` or "double quotes") longer than 16 characters
@@ -441,15 +490,15 @@ impl RunRecord {
     /// runs share one): run.json is weighed before it is parsed, and the
     /// samples and events kept after they are read.
     pub fn load_within(dir: &Path, budget: &Budget) -> Result<RunRecord, ReadError> {
+        let d = OpenDir::open(dir)?;
         let rj = dir.join("run.json");
-        let text = read_bounded(&rj, MAX_JSON_BYTES)?.ok_or_else(|| ReadError::Io {
-            path: rj.clone(),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        let text = read_bounded(&d.at("run.json"), MAX_JSON_BYTES).map_err(|e| e.at(&rj))?.ok_or_else(|| {
+            ReadError::Io { path: rj.clone(), source: std::io::Error::from(std::io::ErrorKind::NotFound) }
         })?;
         budget.charge(&rj, crate::weight::estimate(text.as_bytes()))?;
         let mut rec = RunRecord::from_texts(dir, &text, Some(""), Some(""))?;
         rec.missing.clear();
-        match read_jsonl(&dir.join("samples.jsonl"), MAX_SAMPLES, budget)? {
+        match read_jsonl(&d.at("samples.jsonl"), MAX_SAMPLES, budget).map_err(|e| e.at(&dir.join("samples.jsonl")))? {
             Some((v, skipped, thinned)) => {
                 rec.samples = v;
                 rec.skipped_lines += skipped;
@@ -457,7 +506,7 @@ impl RunRecord {
             }
             None => rec.missing.push("samples.jsonl".into()),
         }
-        match read_jsonl(&dir.join("events.jsonl"), MAX_EVENTS, budget)? {
+        match read_jsonl(&d.at("events.jsonl"), MAX_EVENTS, budget).map_err(|e| e.at(&dir.join("events.jsonl")))? {
             Some((v, skipped, _)) => {
                 rec.events = v;
                 rec.skipped_lines += skipped;
@@ -482,10 +531,8 @@ impl RunRecord {
         events: Option<&str>,
     ) -> Result<RunRecord, ReadError> {
         check_format(&dir.join("run.json"), run_json)?;
-        let mut run: RunJson =
+        let run: RunJson =
             serde_json::from_str(run_json).map_err(|source| ReadError::Json { path: dir.join("run.json"), source })?;
-        // Read once, in place: the typed readers then never copy an entry.
-        crate::results::strip_nulls(&mut run.results);
         let mut skipped = 0;
         let mut missing = Vec::new();
         for (name, text) in [("samples.jsonl", samples), ("events.jsonl", events)] {

@@ -140,7 +140,10 @@ impl Report {
     /// (`compare` reads both labs within one).
     pub fn load_within(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
         let load_run = |d: &Path| -> Result<(RunRecord, Parsed), String> {
-            let rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
+            let mut rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
+            // Once, in place: the typed readers then never copy an entry (a
+            // `null` reads as a missing field either way).
+            record::results::strip_nulls(&mut rec.run.results);
             let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
             let results = rec.run.results.as_array().map_or(&[][..], Vec::as_slice);
             // Typed entries: `{}` in the file is a whole entry in memory.

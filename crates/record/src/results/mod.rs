@@ -71,9 +71,9 @@ pub fn nan_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64
 }
 
 /// One value as `T` (with [`typed`]'s handling of `null`). A value with no
-/// `null` in an object (every record read by [`crate::RunRecord::load`], see
-/// [`strip_nulls`]) is read in place, with no copy: a copy of a crafted
-/// run.json's largest entry would double what reading it takes.
+/// `null` in an object (every run a report reads: it calls [`strip_nulls`]
+/// first) is read in place, with no copy: a copy of a crafted run.json's
+/// largest entry would double what reading it takes.
 pub fn typed_one<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
     match T::deserialize(v) {
         Ok(t) => Some(t),

@@ -645,7 +645,10 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("</tbody></table></div>\n");
     }
     let dir = s.dir.clone().unwrap_or_default();
-    let svgs = charts(&dir);
+    // Read through the directory opened once, never through a link at its
+    // name (a step swapped for one after the report was loaded shows nothing).
+    let open = record::rundir::OpenDir::open(&dir).ok();
+    let svgs = open.as_ref().map(|d| charts(&d.at(""))).unwrap_or_default();
     if !svgs.is_empty() {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
         for (i, p) in svgs.iter().enumerate() {
@@ -691,7 +694,8 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str(&markdown_to_html(&metrics_table(&m), 0));
     }
     if o.len() <= MAX_PAGE_BYTES
-        && let Ok(Some(md)) = record::rundir::read_bounded(&dir.join(format!("{}.md", s.experiment)), MAX_EMBED_BYTES)
+        && let Some(d) = &open
+        && let Ok(Some(md)) = record::rundir::read_bounded(&d.at(&format!("{}.md", s.experiment)), MAX_EMBED_BYTES)
     {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
