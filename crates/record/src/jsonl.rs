@@ -7,6 +7,10 @@ use crate::rundir::{MAX_JSONL_BYTES, ReadError};
 use crate::weight::{Budget, MAX_FILE_WEIGHT, MAX_LINE_WEIGHT, Weigh, estimate};
 use std::path::Path;
 
+/// The most bytes of unusable lines read from one JSONL file before the
+/// rest of it is left unread (a run writes none, bar a torn last line).
+const MAX_UNREADABLE: usize = 64 << 20;
+
 /// The longest line pagelab parses from a JSONL file (a sample is a few KiB);
 /// a longer one is skipped as unreadable without being held.
 pub(crate) const MAX_LINE: usize = 4 << 20;
@@ -56,6 +60,9 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned + Weigh>(
     let mut last: Option<(T, usize)> = None;
     let mut line: Vec<u8> = Vec::new();
     let mut too_long = false;
+    // Bytes of lines that could not be used: past MAX_UNREADABLE the rest of
+    // the file is not read (a sparse 4 GiB file of zeros took 20 s).
+    let mut unreadable = 0usize;
     loop {
         let buf = r.fill_buf().map_err(io_err)?;
         if buf.is_empty() && line.is_empty() && !too_long {
@@ -76,6 +83,13 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned + Weigh>(
         }
         let used = end.unwrap_or(chunk.len());
         r.consume(used);
+        if too_long {
+            unreadable += used;
+            if unreadable > MAX_UNREADABLE {
+                skipped += 1;
+                break;
+            }
+        }
         if end.is_none() && !eof {
             continue;
         }
@@ -115,7 +129,13 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned + Weigh>(
                     }
                     seen += 1;
                 }
-                None => skipped += 1,
+                None => {
+                    skipped += 1;
+                    unreadable += line.len();
+                    if unreadable > MAX_UNREADABLE {
+                        break;
+                    }
+                }
             }
         }
         line.clear();
@@ -172,6 +192,17 @@ mod tests {
             let s = idx[1] - idx[0];
             assert!(idx[..idx.len() - 1].windows(2).all(|w| w[1] - w[0] == s), "{n}: {idx:?}");
         }
+        // 100 MiB of zeros (a sparse file, no newline), then a good line: the
+        // rest is left unread once 64 MiB could not be used (a sparse 4 GiB
+        // file took 20 s to read through).
+        let z = d.path().join("zeros.jsonl");
+        let mut f = File::create(&z).unwrap();
+        f.set_len(100 << 20).unwrap();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).unwrap();
+        f.write_all(b"\n{\"i\":1}\n").unwrap();
+        drop(f);
+        let (v, skipped, _) = read_jsonl::<serde_json::Value>(&z, 10, &Budget::default()).unwrap().unwrap();
+        assert_eq!((v.len(), skipped), (0, 1), "the line after 100 MiB of unusable bytes is not read");
         // A short file is read whole.
         std::fs::write(&p, "{\"i\":1}\n\n{\"i\":2}\n").unwrap();
         let (v, skipped, thinned) = read_jsonl::<serde_json::Value>(&p, 20_000, &Budget::default()).unwrap().unwrap();
