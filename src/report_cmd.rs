@@ -28,7 +28,9 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
                 out.display()
             )));
         }
-        copy_tree(&a.dir, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+        // The directory named may be a link; nothing below it is followed.
+        let from = a.dir.canonicalize().unwrap_or_else(|_| a.dir.clone());
+        copy_tree(&from, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
         let mut b = a.clone();
         b.dir = out.clone();
         b.out = None;
@@ -139,23 +141,33 @@ fn read_only_hint(e: String) -> String {
 /// for a lab its run directories (`depth` levels). Links, devices and FIFOs
 /// are skipped; a source file is opened without following a link.
 fn copy_tree(from: &Path, to: &Path, depth: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    // Opened once, without following a link at its name; its entries are
+    // read through the open directory, so a directory swapped for a link
+    // while the copy runs is refused, not copied from.
+    let d = record::rundir::OpenDir::open(from).map_err(|e| std::io::Error::other(e.to_string()))?;
     std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
+    for e in std::fs::read_dir(d.path())? {
         let e = e?;
         let t = e.file_type()?;
-        let dst = to.join(e.file_name());
+        let name = e.file_name();
+        let Some(src_path) = name.to_str().and_then(|n| d.at(n)) else { continue };
+        let dst = to.join(&name);
         if t.is_file() {
             let mut src = std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(e.path())?;
-            if !src.metadata()?.is_file() {
+                .open(&src_path)?;
+            let meta = src.metadata()?;
+            if !meta.is_file() {
                 continue;
             }
-            std::io::copy(&mut src, &mut record::safe::create_new(&dst)?)?;
+            let mut out = record::safe::create_new(&dst)?;
+            // No more readable than the original (a 0600 file stays 0600).
+            out.set_permissions(std::fs::Permissions::from_mode(meta.permissions().mode() & 0o644))?;
+            std::io::copy(&mut src, &mut out)?;
         } else if t.is_dir() && depth > 0 {
-            copy_tree(&e.path(), &dst, depth - 1)?;
+            copy_tree(&src_path, &dst, depth - 1)?;
         }
     }
     Ok(())

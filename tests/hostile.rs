@@ -704,3 +704,34 @@ fn a_run_file_that_is_a_link_is_not_read() {
     }
     assert!(!dir.join("report.html").exists() && !dir.join("timeline.csv").exists());
 }
+
+/// A review wrote charts outside the run directory with a name built from the
+/// run's data (heap's pattern `a/../../decoy/pwn`, beside a real directory
+/// `heap_over_time_a`), and embedded a file from outside into report.html
+/// with an experiment named `../decoy/notes`. A name from a file is one plain
+/// name, or nothing is written or read.
+#[test]
+fn a_name_from_a_runs_data_never_reaches_another_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let decoy = tmp.path().join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    std::fs::write(decoy.join("notes.md"), "decoy-secret-text\n").unwrap();
+    let dir = tmp.path().join("lab").join("run");
+    common::copy_fixture("heap-over-time", &dir);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    for r in v["results"].as_array_mut().unwrap() {
+        r["over_time"]["pattern"] = serde_json::json!("a/../../../decoy/pwn");
+    }
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    std::fs::create_dir(dir.join("heap_over_time_a")).unwrap();
+    let out = pagelab(&["report", dir.to_str().unwrap(), "--html"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    let names: Vec<_> = std::fs::read_dir(&decoy).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["notes.md"], "written outside the run directory");
+    // An experiment's name from run.json does not pick the Markdown embedded.
+    v["experiment"] = serde_json::json!("../../decoy/notes");
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let _ = pagelab(&["report", dir.to_str().unwrap(), "--html"]);
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap_or_default();
+    assert!(!page.contains("decoy-secret-text"), "a file outside the run directory was embedded");
+}

@@ -19,6 +19,32 @@ pub(crate) const MAX_LINE: usize = 4 << 20;
 /// thinned, how many values the file held.
 type Jsonl<T> = (Vec<T>, usize, Option<usize>);
 
+/// Opens a JSONL file of a run: never through a link, never blocking on a
+/// FIFO, only a regular file. `Ok(None)` when it does not exist.
+fn open_regular(path: &Path) -> Result<Option<std::fs::File>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::Refused { path: path.to_path_buf(), why: crate::rundir::LINKED.into() });
+        }
+        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
+    };
+    let meta = f.metadata().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    if !meta.file_type().is_file() {
+        return Err(ReadError::Refused {
+            path: path.to_path_buf(),
+            why: "not a regular file; pagelab reads only the files a run writes".into(),
+        });
+    }
+    Ok(Some(f))
+}
+
 /// Reads a JSONL file line by line: at most `cap` values kept (every k-th,
 /// k doubling each time the kept ones pass 2 × `cap` or weigh more than
 /// [`MAX_FILE_WEIGHT`]), with the same checks as
@@ -32,27 +58,8 @@ pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned + Weigh>(
     budget: &Budget,
 ) -> Result<Option<Jsonl<T>>, ReadError> {
     use std::io::{BufRead, Read};
-    use std::os::unix::fs::OpenOptionsExt;
     let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ReadError::Refused { path: path.to_path_buf(), why: crate::rundir::LINKED.into() });
-        }
-        Err(source) => return Err(io_err(source)),
-    };
-    let meta = f.metadata().map_err(io_err)?;
-    if !meta.file_type().is_file() {
-        return Err(ReadError::Refused {
-            path: path.to_path_buf(),
-            why: "not a regular file; pagelab reads only the files a run writes".into(),
-        });
-    }
+    let Some(f) = open_regular(path)? else { return Ok(None) };
     let mut r = std::io::BufReader::with_capacity(1 << 16, f.take(MAX_JSONL_BYTES));
     let (mut out, mut skipped, mut seen, mut stride) = (Vec::<(T, usize)>::new(), 0usize, 0usize, 1usize);
     let mut kept = 0usize;

@@ -315,10 +315,18 @@ impl OpenDir {
             })
     }
 
-    /// The path that reaches `name` inside the open directory.
-    pub fn at(&self, name: &str) -> PathBuf {
+    /// The open directory itself, as a path (`/proc/self/fd/N`).
+    pub fn path(&self) -> PathBuf {
         use std::os::fd::AsRawFd;
-        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd())).join(name)
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+    }
+
+    /// The path that reaches `name` inside the open directory; `None` when
+    /// `name` is not one plain name (a `/`, `.`, `..` or nothing), so that a
+    /// name from a file cannot reach another directory.
+    pub fn at(&self, name: &str) -> Option<PathBuf> {
+        let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0']);
+        plain.then(|| self.path().join(name))
     }
 }
 
@@ -492,13 +500,16 @@ impl RunRecord {
     pub fn load_within(dir: &Path, budget: &Budget) -> Result<RunRecord, ReadError> {
         let d = OpenDir::open(dir)?;
         let rj = dir.join("run.json");
-        let text = read_bounded(&d.at("run.json"), MAX_JSON_BYTES).map_err(|e| e.at(&rj))?.ok_or_else(|| {
-            ReadError::Io { path: rj.clone(), source: std::io::Error::from(std::io::ErrorKind::NotFound) }
-        })?;
+        let text =
+            read_bounded(&d.path().join("run.json"), MAX_JSON_BYTES).map_err(|e| e.at(&rj))?.ok_or_else(|| {
+                ReadError::Io { path: rj.clone(), source: std::io::Error::from(std::io::ErrorKind::NotFound) }
+            })?;
         budget.charge(&rj, crate::weight::estimate(text.as_bytes()))?;
         let mut rec = RunRecord::from_texts(dir, &text, Some(""), Some(""))?;
         rec.missing.clear();
-        match read_jsonl(&d.at("samples.jsonl"), MAX_SAMPLES, budget).map_err(|e| e.at(&dir.join("samples.jsonl")))? {
+        match read_jsonl(&d.path().join("samples.jsonl"), MAX_SAMPLES, budget)
+            .map_err(|e| e.at(&dir.join("samples.jsonl")))?
+        {
             Some((v, skipped, thinned)) => {
                 rec.samples = v;
                 rec.skipped_lines += skipped;
@@ -506,7 +517,9 @@ impl RunRecord {
             }
             None => rec.missing.push("samples.jsonl".into()),
         }
-        match read_jsonl(&d.at("events.jsonl"), MAX_EVENTS, budget).map_err(|e| e.at(&dir.join("events.jsonl")))? {
+        match read_jsonl(&d.path().join("events.jsonl"), MAX_EVENTS, budget)
+            .map_err(|e| e.at(&dir.join("events.jsonl")))?
+        {
             Some((v, skipped, _)) => {
                 rec.events = v;
                 rec.skipped_lines += skipped;

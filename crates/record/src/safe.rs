@@ -183,6 +183,9 @@ pub fn write_in_run_dir(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         _ => Path::new("."),
     };
     let name = path.file_name().ok_or_else(|| refuse(path, "not a file name"))?;
+    if path.components().any(|c| c == std::path::Component::ParentDir) {
+        return Err(refuse(path, "a path through `..`"));
+    }
     let d = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)

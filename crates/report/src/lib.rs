@@ -19,6 +19,18 @@ pub mod summary;
 pub mod timeline;
 pub mod verdict;
 
+/// `s` as one plain part of a file name: anything but an ASCII letter, a
+/// digit, `-`, `_` or `.` becomes `_`, and so does a leading `.`. A chart's
+/// name built from a run's data (a preset, a pattern) then never names
+/// another directory (a review wrote charts outside the run directory with a
+/// pattern of `a/../../x`).
+pub fn plain_name(s: &str) -> String {
+    s.chars()
+        .enumerate()
+        .map(|(i, c)| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || (c == '.' && i > 0) { c } else { '_' })
+        .collect()
+}
+
 /// Writes a whole output file of a run directory the safe way
 /// ([`record::safe::write_in_run_dir`]): never through a link (the run
 /// directory's own name included), never over what is not a regular file.

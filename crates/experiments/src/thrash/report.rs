@@ -307,7 +307,7 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
             }
             t
         };
-        let stem = dir.join(format!("thrash-{p}-cpu"));
+        let stem = dir.join(format!("thrash-{}-cpu", report::plain_name(&p.to_string())));
         charts::traces(
             &stem,
             &format!("pagelab thrash {p}: CPU (faint: raw, run 1{band_note})"),
@@ -317,7 +317,7 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
             false,
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
-        let stem = dir.join(format!("thrash-{p}-paging"));
+        let stem = dir.join(format!("thrash-{}-paging", report::plain_name(&p.to_string())));
         charts::traces(
             &stem,
             &format!("pagelab thrash {p}: paging (faint: raw, run 1{band_note})"),
@@ -337,7 +337,7 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
                 ..Default::default()
             });
         }
-        let stem = dir.join(format!("thrash-{p}-psi"));
+        let stem = dir.join(format!("thrash-{}-psi", report::plain_name(&p.to_string())));
         charts::traces(
             &stem,
             &format!("pagelab thrash {p}: memory pressure (PSI, system){band_note}"),
@@ -348,7 +348,7 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
         let (ts, te) = (first.thrash_start_s, first.thrash_end_s);
-        let stem = dir.join(format!("thrash-{p}-probes"));
+        let stem = dir.join(format!("thrash-{}-probes", report::plain_name(&p.to_string())));
         let mut probe_tr = Vec::new();
         for (c, (raw, name)) in
             [(&first.series.probe_outside, "outside the cgroup"), (&first.series.probe_inside, "inside the cgroup")]

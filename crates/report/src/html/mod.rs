@@ -648,7 +648,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     // Read through the directory opened once, never through a link at its
     // name (a step swapped for one after the report was loaded shows nothing).
     let open = record::rundir::OpenDir::open(&dir).ok();
-    let svgs = open.as_ref().map(|d| charts(&d.at(""))).unwrap_or_default();
+    let svgs = open.as_ref().map(|d| charts(&d.path())).unwrap_or_default();
     if !svgs.is_empty() {
         o.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
         for (i, p) in svgs.iter().enumerate() {
@@ -695,7 +695,9 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
     }
     if o.len() <= MAX_PAGE_BYTES
         && let Some(d) = &open
-        && let Ok(Some(md)) = record::rundir::read_bounded(&d.at(&format!("{}.md", s.experiment)), MAX_EMBED_BYTES)
+        && let Some(e) = s.exp
+        && let Some(p) = d.at(&format!("{}.md", e.name()))
+        && let Ok(Some(md)) = record::rundir::read_bounded(&p, MAX_EMBED_BYTES)
     {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));

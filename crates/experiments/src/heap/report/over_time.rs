@@ -252,7 +252,7 @@ pub fn charts(dir: &Path, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::er
                 tr.push(Trace { color: 5, points: vec![(x, 0.0), (x, top)], faint: true, ..Default::default() });
             }
         }
-        let stem = dir.join(format!("heap_over_time_{pattern}_{threads}"));
+        let stem = dir.join(format!("heap_over_time_{}_{threads}", report::plain_name(&pattern.to_string())));
         let title =
             format!("heap RSS over time: {pattern}, {threads} threads (grey: ends of grow, churn, shrink, idle)");
         charts::traces(&stem, &title, "seconds since grow began", "heap RSS MiB", &tr, false)?;
