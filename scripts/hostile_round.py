@@ -34,6 +34,8 @@ def tree_sig(d):
             h.update(f"{p} {st.st_mode} {st.st_size} {st.st_mtime_ns}".encode())
     return h.hexdigest()
 victim_sig = tree_sig(VICTIM); base_sig = tree_sig(BASE)
+# What WORK held before the first case (a log the caller put there): not a write by pagelab.
+initial = set(os.listdir(WORK))
 STEPS = [d for d in sorted(os.listdir(BASE)) if os.path.isfile(os.path.join(BASE, d, "run.json"))]
 EXTREME = [1e308, -1e308, 1e-308, 5e-324, 0, -1, 0.0, 18446744073709551615, 18446744073709551616,
            -9223372036854775809, 10**40, 1e300, -1e-300, 4294967295, 2**53 + 1]
@@ -196,7 +198,7 @@ for i in range(N):
     # Writes outside: the victim tree, the base lab, and nothing new beside the case dirs.
     if tree_sig(VICTIM) != victim_sig: problems.append(("WRITE OUTSIDE (victim)", what, [], "")); victim_sig = tree_sig(VICTIM)
     if tree_sig(BASE) != base_sig: problems.append(("WRITE OUTSIDE (base lab)", what, [], "")); base_sig = tree_sig(BASE)
-    extra = set(os.listdir(WORK)) - {"cases", "victim", "rss", "result.json"}
+    extra = set(os.listdir(WORK)) - initial - {"cases", "victim", "rss", "result.json"}
     if extra: problems.append(("WRITE OUTSIDE (the work folder)", what, [], str(extra)))
     if d and os.path.isdir(d) and i % 10 != 0: shutil.rmtree(d, ignore_errors=True)
     if i % 25 == 0: print(f"{i} cases, {stats}, {time.time()-t0:.0f} s", flush=True)
