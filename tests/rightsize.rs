@@ -31,6 +31,19 @@ fn rightsize(args: &[&str]) -> (Option<i32>, Value, String) {
     (o.status.code(), v, String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
+/// pagelab's own hot/cold program as a service (it holds its memory until
+/// killed), and the line it prints once its memory is written.
+fn hotcold_service(hot: &str, cold: &str) -> (std::process::Child, String) {
+    let mut w = Command::new(bin())
+        .args(["__hotcold", "--hot", hot, "--cold", cold, "--passes", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (w, line)
+}
+
 fn refused(args: &[&str], names: &str) {
     let before = system_state();
     let (code, _, err) = rightsize(args);
@@ -302,13 +315,7 @@ fn service_mode_settles_near_the_hot_set() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = system_state();
-    let mut w = Command::new(bin())
-        .args(["__hotcold", "--hot", "64MiB", "--cold", "192MiB", "--passes", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let (mut w, line) = hotcold_service("64MiB", "192MiB");
     let ready: Value = serde_json::from_str(&line).unwrap();
     let own = ready["rss_before_bytes"].as_u64().unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -478,13 +485,7 @@ fn a_target_that_exits_during_a_pager_step_ends_the_run_with_its_timeline() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = system_state();
-    let mut w = Command::new(bin())
-        .args(["__hotcold", "--hot", "8MiB", "--cold", "24MiB", "--passes", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let (mut w, _) = hotcold_service("8MiB", "24MiB");
     let tmp = tempfile::tempdir().unwrap();
     let count = tmp.path().join("probes");
     let pid = w.id().to_string();

@@ -3,7 +3,7 @@
 //! and a long file is thinned evenly as it is read, by count and by weight
 //! ([`crate::weight`]).
 
-use crate::rundir::{MAX_JSONL_BYTES, ReadError};
+use crate::rundir::{MAX_JSONL_BYTES, ReadError, open_regular};
 use crate::weight::{Budget, MAX_FILE_WEIGHT, MAX_LINE_WEIGHT, Weigh, estimate};
 use std::path::Path;
 
@@ -18,32 +18,6 @@ pub(crate) const MAX_LINE: usize = 4 << 20;
 /// What [`read_jsonl`] read: the values kept, the unreadable lines, and when
 /// thinned, how many values the file held.
 type Jsonl<T> = (Vec<T>, usize, Option<usize>);
-
-/// Opens a JSONL file of a run: never through a link, never blocking on a
-/// FIFO, only a regular file. `Ok(None)` when it does not exist.
-fn open_regular(path: &Path) -> Result<Option<std::fs::File>, ReadError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ReadError::Refused { path: path.to_path_buf(), why: crate::rundir::LINKED.into() });
-        }
-        Err(source) => return Err(ReadError::Io { path: path.to_path_buf(), source }),
-    };
-    let meta = f.metadata().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
-    if !meta.file_type().is_file() {
-        return Err(ReadError::Refused {
-            path: path.to_path_buf(),
-            why: "not a regular file; pagelab reads only the files a run writes".into(),
-        });
-    }
-    Ok(Some(f))
-}
 
 /// Reads a JSONL file line by line: at most `cap` values kept (every k-th,
 /// k doubling each time the kept ones pass 2 × `cap` or weigh more than

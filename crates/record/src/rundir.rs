@@ -424,16 +424,13 @@ pub const MAX_JSONL_BYTES: u64 = 4 << 30;
 /// target could be any file root can read.
 pub const LINKED: &str = "is a symbolic link; pagelab reads only the files a run writes, never through a link";
 
-/// Reads a file of a run or lab directory, never through a link at its name
-/// (`O_NOFOLLOW`): only a regular file (a FIFO, a
-/// device such as /dev/zero, or a directory is refused without blocking), and at
-/// most `limit` bytes (a larger file is refused, not read until memory runs out).
-/// `Ok(None)` when it does not exist.
-pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError> {
-    use std::io::Read;
+/// Opens a file of a run or lab directory: never through a link at its name
+/// (`O_NOFOLLOW`), never blocking on a FIFO (`O_NONBLOCK`: a FIFO with no
+/// writer must not wait), and only a regular file. `Ok(None)` when it does
+/// not exist.
+pub(crate) fn open_regular(path: &Path) -> Result<Option<File>, ReadError> {
     use std::os::unix::fs::OpenOptionsExt;
     let refused = |why: String| ReadError::Refused { path: path.to_path_buf(), why };
-    // O_NONBLOCK: opening a FIFO with no writer must not wait.
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -448,6 +445,19 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError
     if !meta.file_type().is_file() {
         return Err(refused("not a regular file; pagelab reads only the files a run writes".into()));
     }
+    Ok(Some(f))
+}
+
+/// Reads a file of a run or lab directory, never through a link at its name
+/// (`O_NOFOLLOW`): only a regular file (a FIFO, a
+/// device such as /dev/zero, or a directory is refused without blocking), and at
+/// most `limit` bytes (a larger file is refused, not read until memory runs out).
+/// `Ok(None)` when it does not exist.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<String>, ReadError> {
+    use std::io::Read;
+    let refused = |why: String| ReadError::Refused { path: path.to_path_buf(), why };
+    let Some(f) = open_regular(path)? else { return Ok(None) };
+    let meta = f.metadata().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
     if meta.len() > limit {
         return Err(refused(format!(
             "{} bytes, more than the {limit} bytes pagelab reads from such a file",
