@@ -311,7 +311,18 @@ pub fn repeats_to_decide(e: &Estimate, region: &Region, alpha: f64) -> Option<us
     if d <= 0.0 || !d.is_finite() || e.log_sd == 0.0 {
         return None;
     }
-    (2..=1000).find(|&n| t_quantile(1.0 - alpha, (n - 1) as f64) * e.log_sd / (n as f64).sqrt() < d)
+    // The half-width falls as n grows: the smallest n that decides, by
+    // bisection (ten quantiles, not up to a thousand).
+    let decides = |n: usize| t_quantile(1.0 - alpha, (n - 1) as f64) * e.log_sd / (n as f64).sqrt() < d;
+    if !decides(1000) {
+        return None;
+    }
+    let (mut lo, mut hi) = (2usize, 1000usize);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if decides(mid) { hi = mid } else { lo = mid + 1 }
+    }
+    Some(lo)
 }
 
 /// Holm's step-down adjusted p-values: a claim is decided at family-wise level
@@ -340,20 +351,14 @@ pub fn holm(ps: &[Option<f64>], alpha: f64) -> Vec<bool> {
 mod tests {
     use super::*;
 
-    /// A small, seedable generator for the simulations (SplitMix64 and
-    /// Box–Muller): the tests must not depend on a crate's stream changing.
-    struct Rng(u64);
+    /// The simulations' generator ([`crate::stats::rng`]).
+    struct Rng(crate::stats::rng::SplitMix64);
     impl Rng {
         fn u(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+            self.0.unit()
         }
         fn normal(&mut self) -> f64 {
-            let (a, b) = (self.u().max(1e-300), self.u());
-            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+            self.0.normal()
         }
     }
 
@@ -374,7 +379,7 @@ mod tests {
 
     #[test]
     fn intervals_cover_the_true_ratio_at_least_93_percent_of_the_time() {
-        let mut rng = Rng(7);
+        let mut rng = Rng(crate::stats::rng::SplitMix64(7));
         for (n, noise, truth) in [(3, 0.05, 1.55), (5, 0.2, 0.5), (10, 0.1, 746.0), (4, 0.4, 1.0)] {
             let trials = 2000;
             let covered = (0..trials)
@@ -394,7 +399,7 @@ mod tests {
     fn an_aa_claim_is_called_differs_at_most_5_percent_of_the_time() {
         // Identical arms (true ratio 1), judged against the hardest regions: an
         // edge at the truth ("A costs at least B"), and equality within 10 %.
-        let mut rng = Rng(11);
+        let mut rng = Rng(crate::stats::rng::SplitMix64(11));
         let trials = 2000;
         for region in [Region::at_least(1.0), Region::at_most(1.0), Region::within(1.0 / 1.1, 1.1)] {
             for n in [3, 5, 8] {
@@ -432,7 +437,7 @@ mod tests {
     #[test]
     fn the_decision_is_the_interval_rule() {
         // At α the decision agrees with where the (1 − α) interval lies.
-        let mut rng = Rng(3);
+        let mut rng = Rng(crate::stats::rng::SplitMix64(3));
         for _ in 0..500 {
             let v = paired(&mut rng, 4, 1.2, 0.15);
             let region = Region::within(1.05, 1.5);
@@ -473,6 +478,9 @@ mod tests {
         // With that many repeats of the same mean and sd the interval is inside.
         let half = t_quantile(0.95, (n - 1) as f64) * e.log_sd / (n as f64).sqrt();
         assert!(e.log_mean - half > 1.1f64.ln());
+        // And it is the fewest: one fewer would not do.
+        let fewer = t_quantile(0.95, (n - 2) as f64) * e.log_sd / ((n - 1) as f64).sqrt();
+        assert!(e.log_mean - fewer <= 1.1f64.ln());
         // On the edge nothing decides it.
         let on = Estimate { log_mean: 1.1f64.ln(), ..e };
         assert_eq!(repeats_to_decide(&on, &r, ALPHA), None);
@@ -496,7 +504,7 @@ mod tests {
         let trials = 200_000;
         let xs = [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1];
         for rule in ["planner", "worst for pooling"] {
-            let mut rng = Rng(23);
+            let mut rng = Rng(crate::stats::rng::SplitMix64(23));
             let (mut comb, mut pool) = (vec![0usize; xs.len()], vec![0usize; xs.len()]);
             for i in 0..trials {
                 // Heavy tails in a third of the trials: an arm's noise is
