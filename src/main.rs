@@ -8,6 +8,8 @@ mod compare_cmd;
 mod doctor;
 mod drill;
 mod lab;
+#[cfg(test)]
+mod lab_sim;
 mod monitor;
 mod record_cmd;
 mod report_cmd;

@@ -291,29 +291,10 @@ impl Report {
                     .collect();
                 for v in s.findings.iter_mut().filter(|v| v.outcome == verdict::Outcome::Inconclusive) {
                     let Some(c) = cat.claim(v.id) else { continue };
-                    let values: Vec<Vec<f64>> = stages
-                        .iter()
-                        .map(|st| st.iter().find(|x| x.id == v.id).map(|x| x.values.clone()).unwrap_or_default())
-                        .collect();
+                    let each: Vec<Option<&Verdict>> =
+                        stages.iter().map(|st| st.iter().find(|x| x.id == v.id)).collect();
                     let family = sizes.get(&v.family_name).copied().unwrap_or(1);
-                    let unusable: usize =
-                        stages.iter().filter_map(|st| st.iter().find(|x| x.id == v.id)).map(|x| x.unusable).sum();
-                    let censored: usize =
-                        stages.iter().filter_map(|st| st.iter().find(|x| x.id == v.id)).map(|x| x.censored).sum();
-                    let first = (v.unusable, v.censored);
-                    (v.unusable, v.censored) = (unusable, censored);
-                    verdict::judge_stages(v, &c, &values, &weights, alpha, family, pass);
-                    if !v.outcome.decided() && v.pass < pass {
-                        // Not combined: the verdict is still the first pass's.
-                        (v.unusable, v.censored) = first;
-                    }
-                    if v.outcome.decided() {
-                        v.why = format!(
-                            "{} (decided in pass {pass}, passes combined, with its {} % share of the error)",
-                            v.why,
-                            record::stats::claim::num(100.0 * alpha)
-                        );
-                    }
+                    verdict::judge_later(v, &c, &each, &weights, alpha, family, pass);
                 }
             }
         }

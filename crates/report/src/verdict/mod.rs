@@ -487,6 +487,41 @@ pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64],
     settle(v, c, if p * family as f64 <= alpha { lean } else { Decision::Inconclusive }, alpha, "Bonferroni");
 }
 
+/// A finding still inconclusive, judged again in pass `pass` from its
+/// verdict in each pass so far (`each[p]`: pass p + 1's, on that pass's
+/// repeats alone; None where the pass did not measure it): the passes'
+/// combination test ([`judge_stages`]) at `alpha ÷ family`. Its unusable and
+/// censored counts become every pass's together when the passes were
+/// combined. [`crate::model::Report::judge`] and the whole-lab simulation
+/// call it.
+pub fn judge_later(
+    v: &mut Verdict,
+    c: &Claim,
+    each: &[Option<&Verdict>],
+    ws: &[f64],
+    alpha: f64,
+    family: usize,
+    pass: u32,
+) {
+    let values: Vec<Vec<f64>> = each.iter().map(|x| x.map(|x| x.values.clone()).unwrap_or_default()).collect();
+    let unusable: usize = each.iter().flatten().map(|x| x.unusable).sum();
+    let censored: usize = each.iter().flatten().map(|x| x.censored).sum();
+    let first = (v.unusable, v.censored);
+    (v.unusable, v.censored) = (unusable, censored);
+    judge_stages(v, c, &values, ws, alpha, family, pass);
+    if !v.outcome.decided() && v.pass < pass {
+        // Not combined: the verdict is still the first pass's.
+        (v.unusable, v.censored) = first;
+    }
+    if v.outcome.decided() {
+        v.why = format!(
+            "{} (decided in pass {pass}, passes combined, with its {} % share of the error)",
+            v.why,
+            num(100.0 * alpha)
+        );
+    }
+}
+
 /// How verdicts are reached, in a line (`report --json`, lab.json).
 pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms paired by repeat) against an acceptance \
                           region fixed before the data; one family per study, and one for pagelab's own checks, with \
