@@ -221,7 +221,9 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     threads.dedup();
     let (ops, hrep) = match scale {
         Scale::Full => (2_000_000u64, 3u32),
-        Scale::Quick => (1_000_000, 3),
+        // Quick: four repeats, an even count (ABBA), and heap.growth, a
+        // small effect near its edge, needs them.
+        Scale::Quick => (1_000_000, 4),
         Scale::Smoke => (20_000, 2),
     };
     let thread_ops: f64 = threads.iter().map(|&t| t as f64 * (1.0 + t as f64 / c as f64 * 0.1)).sum();

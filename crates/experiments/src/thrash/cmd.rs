@@ -96,8 +96,12 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     let full = scale == Scale::Full;
     let ram_mib = m.ram_bytes / MIB;
     // thrash: the study's four presets. Quick: 6 consumers at a tenth of its
-    // sizes and a twentieth of its times, on a swap file (the study's store:
-    // a disk makes each fault expensive, so e2 thrashes deeply at this scale).
+    // sizes and 3 % of its times, three repeats, on a swap file (the study's
+    // store: a disk makes each fault expensive, so e2 thrashes deeply at this
+    // scale). At 5 % of the times a run took 26 s and two repeats fitted,
+    // which left every thrash finding inconclusive (a t interval on one
+    // degree of freedom is 13 standard errors wide); at 3 % a run takes 18 s
+    // and three fit in about the time two did (docs/thrash.md).
     // Full: all four at a quarter (or a tenth) on zram and on a swap file,
     // side by side. t_s scales with W, so the paging demand per second is the
     // study's (docs/thrash.md).
@@ -130,7 +134,7 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
         // the times, once per preset (the calm windows before and after each
         // run, about 7 s, are most of it).
         let (n, scale, time_scale, rep) =
-            if scale == Scale::Smoke { (4u32, 0.02, 0.01, 1u32) } else { (6u32, 0.1, 0.05, 2u32) };
+            if scale == Scale::Smoke { (4u32, 0.02, 0.01, 1u32) } else { (6u32, 0.1, 0.03, 3u32) };
         // Per run: the baseline and after windows (3 s each), the plan, setup.
         let per = |tc: f64| 7.5 + (2.0 * n as f64 * tc + 10.0) * time_scale;
         step(
