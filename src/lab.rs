@@ -231,8 +231,9 @@ impl Runner {
 /// The step `s` of a first pass, with fewer repeats when at the `pace` of
 /// the steps before it (their actual ÷ planned seconds, held within 0.25 –
 /// 4) it and the `rest` of the pass (planned seconds) would not fit in the
-/// `left` seconds of the budget: the most repeats that fit, never fewer than
-/// two (a finding needs two for an interval). None when it fits, has no
+/// `left` seconds of the budget: the most repeats that fit, an even count
+/// (ABBA's order effect cancels over pairs), never fewer than two (a finding
+/// needs two for an interval). None when it fits, has no
 /// `--repeat`, or has two already. The choice depends on times only, never
 /// on a finding's values, so the verdicts' error is what it was.
 pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
@@ -246,7 +247,8 @@ pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
         return None;
     }
     let per = s.expect_s / n as f64;
-    let fits = (2..n).rev().find(|&m| pace * (per * m as f64 + rest) <= left).unwrap_or(2);
+    // An even count: ABBA's order effect cancels over pairs of repeats.
+    let fits = (2..n).rev().filter(|m| m % 2 == 0).find(|&m| pace * (per * m as f64 + rest) <= left).unwrap_or(2);
     let mut t = s.clone();
     t.args[i + 1] = fits.to_string();
     t.expect_s = per * fits as f64;
@@ -750,7 +752,7 @@ mod tests {
         let left = thrash.expect_s + 15.0;
         let cut = fit_step(thrash, 1.3, 15.0, left).expect("a cut");
         let k: u32 = cut.args[cut.args.iter().position(|a| a == "--repeat").unwrap() + 1].parse().unwrap();
-        assert!((2..n).contains(&k), "{k} of {n}");
+        assert!((2..n).contains(&k) && k % 2 == 0, "{k} of {n}");
         assert!(1.3 * (cut.expect_s + 15.0) <= left || k == 2);
         assert!((cut.expect_s / k as f64 - thrash.expect_s / n as f64).abs() < 1e-9);
         assert!(cut.note.as_deref().unwrap_or("").contains("planned repeats"));

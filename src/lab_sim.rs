@@ -22,8 +22,12 @@ const ORDER_EFFECT: f64 = 0.03;
 /// The machine's speed drifts between the two arms of a repeat by this much
 /// (log scale, the second arm's share): it falls on the arm run second.
 const TREND: f64 = 0.01;
-/// A figure judged alone (not a ratio of arms) drifts from repeat to repeat:
-/// a random walk of this step (log scale).
+/// The drift of a figure judged alone (not a ratio of arms) from repeat to
+/// repeat, in the diagnostic run only: a random walk of this step (log
+/// scale). pagelab's figures judged alone are shares within one run (a
+/// stored fraction, a progress ratio, a recovery in seconds), which the
+/// machine's speed drift does not move; the asserted simulation gives them
+/// none, and the diagnostic shows what a drifting one would cost.
 const DRIFT_STEP: f64 = 0.02;
 /// The quick lab's budget (`lab --quick`).
 const BUDGET_S: f64 = 300.0;
@@ -33,10 +37,11 @@ const BUDGET_S: f64 = 300.0;
 struct Finding {
     exp: &'static str,
     claim: Claim,
-    /// Repeats in the first pass (its step's `--repeat`).
-    n1: usize,
     /// A ratio of arms that ran side by side ("÷" in its quantity).
     ratio: bool,
+    /// Thrash's presets it compares: a later pass of thrash runs only the
+    /// presets its chosen findings compare.
+    presets: &'static [&'static str],
 }
 
 /// What a finding is in one simulated lab: its true value (log) and its
@@ -45,26 +50,35 @@ struct Finding {
 struct Truth {
     log: f64,
     sd: f64,
+    /// A figure alone drifts by a random walk of this step (log scale).
+    walk_step: f64,
     /// With the order effect, the trend and the drift on top of `sd` (false
     /// where `sd` was measured: a measured spread holds them already).
     effects: bool,
 }
 
-/// The quick lab as planned on a 2-core machine with root: its steps, each
-/// as having completed, and its findings.
+impl Truth {
+    /// Whether it lies in the region (closed), compared on the log scale the
+    /// truth was drawn on: exp(ln x) is not always x, and an edge must stay
+    /// an edge.
+    fn inside(&self, r: &Region) -> bool {
+        r.lo.is_none_or(|lo| self.log >= lo.ln()) && r.hi.is_none_or(|hi| self.log <= hi.ln())
+    }
+    fn covered_by(&self, ci: Option<[f64; 2]>) -> Option<bool> {
+        ci.map(|[lo, hi]| lo.ln() <= self.log && self.log <= hi.ln())
+    }
+}
+
+/// The quick lab as planned on a 2-core machine with root, and its findings.
 fn quick_lab() -> (Lab, Vec<Finding>) {
     let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-    let mut steps: Vec<Step> = plan(&m, Scale::Quick, &[]);
+    let steps: Vec<Step> = plan(&m, Scale::Quick, &[]);
     let mut fs = Vec::new();
-    for s in &mut steps {
-        if s.state != StepState::Planned {
-            continue;
-        }
-        s.state = StepState::Complete;
-        let n1 = s.args.iter().position(|a| a == "--repeat").and_then(|i| s.args.get(i + 1)?.parse().ok());
+    for s in steps.iter().filter(|s| s.state == StepState::Planned) {
         let e = experiments::ALL.iter().find(|e| e.name() == s.experiment).expect("a planned experiment");
         for c in e.report.claims() {
-            fs.push(Finding { exp: e.name(), claim: c.clone(), n1: n1.unwrap_or(1), ratio: c.quantity.contains('÷') });
+            let presets = if e.name() == "thrash" { experiments::thrash::cmd::presets_of(c.id) } else { &[] };
+            fs.push(Finding { exp: e.name(), claim: *c, ratio: c.quantity.contains('÷'), presets });
         }
     }
     let expect_s = steps.iter().map(|s| s.expect_s).sum();
@@ -92,23 +106,40 @@ fn quick_lab() -> (Lab, Vec<Finding>) {
     (lab, fs)
 }
 
-/// A truth for `region` with noise `sd`: near an edge (chosen at random),
-/// from 3 sds inside to 3 sds outside, exactly on it one time in six, and
-/// far (8 sds) one time in five; inside a two-sided region it stays inside.
-fn draw_truth(rng: &mut SplitMix64, region: &Region, sd: f64) -> f64 {
+/// Where a lab's truths lie.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Truths {
+    /// Near an edge chosen at random: uniform from 3 sds inside to 3 sds
+    /// outside, exactly on it one time in six, 8 sds away (inside a
+    /// two-sided region: at most its middle) one time in five.
+    Near,
+    /// Every truth exactly on an edge: the worst case for "differs".
+    OnEdge,
+    /// Every truth a hundredth of an sd outside an edge: the worst case for
+    /// "matches".
+    JustOutside,
+}
+
+/// A truth for `region` with noise `sd`.
+fn draw_truth(rng: &mut SplitMix64, region: &Region, sd: f64, how: Truths) -> f64 {
     let edges: Vec<(f64, f64)> =
         [region.lo.map(|x| (x.ln(), 1.0)), region.hi.map(|x| (x.ln(), -1.0))].into_iter().flatten().collect();
     let (edge, inward) = edges[rng.below(edges.len())];
-    let u = rng.unit();
-    let d = if u < 1.0 / 6.0 {
-        0.0
-    } else if u < 1.0 / 6.0 + 0.2 {
-        if rng.unit() < 0.5 { 8.0 } else { -8.0 }
-    } else {
-        rng.between(-3.0, 3.0)
+    let d = match how {
+        Truths::OnEdge => 0.0,
+        Truths::JustOutside => -0.01,
+        Truths::Near => {
+            let u = rng.unit();
+            if u < 1.0 / 6.0 {
+                0.0
+            } else if u < 1.0 / 6.0 + 0.2 {
+                if rng.unit() < 0.5 { 8.0 } else { -8.0 }
+            } else {
+                rng.between(-3.0, 3.0)
+            }
+        }
     } * sd;
     let log = edge + inward * d;
-    // Inside a two-sided region, at most its middle.
     match (region.lo, region.hi) {
         (Some(lo), Some(hi)) if d > 0.0 => {
             let mid = (lo.ln() + hi.ln()) / 2.0;
@@ -119,8 +150,9 @@ fn draw_truth(rng: &mut SplitMix64, region: &Region, sd: f64) -> f64 {
 }
 
 /// `n` repeats of a finding, in ABBA order from the first: a ratio's arm run
-/// second reads higher by the order effect and the trend; a figure alone
-/// drifts by a random walk (`walk`, carried from pass to pass).
+/// second reads higher by the order effect and the trend (together 4 %, so
+/// an odd n leaves a third of it); a figure alone drifts by a random walk
+/// (`walk`, carried from pass to pass).
 fn repeats(rng: &mut SplitMix64, f: &Finding, t: Truth, n: usize, walk: &mut f64) -> Vec<f64> {
     (0..n)
         .map(|r| {
@@ -131,7 +163,7 @@ fn repeats(rng: &mut SplitMix64, f: &Finding, t: Truth, n: usize, walk: &mut f64
                 let sign = if r % 2 == 0 { 1.0 } else { -1.0 };
                 t.log + noise + sign * (ORDER_EFFECT + TREND)
             } else {
-                *walk += DRIFT_STEP * rng.normal();
+                *walk += t.walk_step * rng.normal();
                 t.log + noise + *walk
             };
             y.exp()
@@ -147,289 +179,454 @@ fn judged(f: &Finding, values: Vec<f64>) -> Verdict {
     v
 }
 
+/// `--repeat` of a step.
+fn repeat_of(s: &Step) -> usize {
+    s.args.iter().position(|a| a == "--repeat").and_then(|i| s.args.get(i + 1)?.parse().ok()).unwrap_or(1)
+}
+
 /// How one simulated lab ended, finding by finding (in `fs`' order).
 struct Outcomes {
     verdicts: Vec<Verdict>,
     /// The first pass's intervals (before the planner chose anything).
     first: Vec<Option<[f64; 2]>>,
+    /// The planner chose a second pass.
+    second_pass: bool,
+    /// The first pass cut a step's repeats (`lab::fit_step`).
+    cut: bool,
 }
 
-/// One lab: the first pass, the planner's second pass within what the budget
-/// leaves (the first pass took 80–105 % of its plan), and the passes judged
-/// as `report` judges them.
-fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth]) -> Outcomes {
-    let claim = |id: &str| fs.iter().find(|f| f.claim.id == id).map(|f| f.claim.clone());
+/// One lab: the first pass at `pace` (its steps' actual ÷ planned seconds;
+/// above 1 the lab cuts later steps' repeats as `lab` does, `fit_step`),
+/// the planner's second pass within what the budget leaves, and the passes
+/// judged as `report` judges them: Holm in each family when `correct`,
+/// each finding alone at 5 % when not (the negative control).
+fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pace: f64, correct: bool) -> Outcomes {
+    let claim = |id: &str| fs.iter().find(|f| f.claim.id == id).map(|f| f.claim);
+    // The first pass, step by step, fitted to the budget as the lab fits it.
+    let mut lab = lab.clone();
+    let mut elapsed = 0.0;
+    let mut cut = false;
+    let planned: Vec<usize> = (0..lab.steps.len()).filter(|&i| lab.steps[i].state == StepState::Planned).collect();
+    for (k, &i) in planned.iter().enumerate() {
+        if k > 0 {
+            let rest: f64 = planned[k + 1..].iter().map(|&j| lab.steps[j].expect_s).sum();
+            let left = BUDGET_S - crate::lab::REPORT_RESERVE_S - elapsed;
+            if let Some(s) = crate::lab::fit_step(&lab.steps[i], pace, rest, left) {
+                lab.steps[i] = s;
+                cut = true;
+            }
+        }
+        elapsed += lab.steps[i].expect_s * pace;
+        lab.steps[i].state = StepState::Complete;
+    }
+    let n1 = |f: &Finding| lab.steps.iter().find(|s| s.experiment == f.exp).map_or(1, repeat_of);
     let mut walks = vec![0.0; fs.len()];
     let pass1: Vec<Vec<f64>> =
-        fs.iter().zip(truths).zip(&mut walks).map(|((f, t), w)| repeats(rng, f, *t, f.n1, w)).collect();
+        fs.iter().zip(truths).zip(&mut walks).map(|((f, t), w)| repeats(rng, f, *t, n1(f), w)).collect();
     let mut vs: Vec<Verdict> = fs.iter().zip(&pass1).map(|(f, v)| judged(f, v.clone())).collect();
     let alphas = lab.alpha_by_pass();
-    verdict::families(vs.iter_mut().collect(), &claim, alphas[0]);
+    if correct {
+        verdict::families(vs.iter_mut().collect(), &claim, alphas[0]);
+    }
     let first = vs.iter().map(|v| v.ci95).collect();
     let mut sizes: BTreeMap<String, usize> = BTreeMap::new();
     for v in vs.iter().filter(|v| v.p.is_some()) {
         *sizes.entry(v.family_name.clone()).or_default() += 1;
     }
-    let left = BUDGET_S - crate::lab::REPORT_RESERVE_S - lab.expect_s * rng.between(0.8, 1.05);
+    // The second pass: what the planner chose, and every open finding of a
+    // chosen experiment whose arms it ran gets its k new repeats, as
+    // `report` combines every open finding with data in the later pass.
+    let left = BUDGET_S - crate::lab::REPORT_RESERVE_S - elapsed;
     let open: Vec<(&str, &Verdict)> =
         fs.iter().zip(&vs).filter(|(_, v)| v.outcome == Outcome::Inconclusive).map(|(f, v)| (f.exp, v)).collect();
-    let more: Vec<(&'static str, u32)> =
-        choose_more(lab, &open, 2, left).into_iter().flat_map(|m| m.ids.into_iter().map(move |id| (id, m.k))).collect();
+    let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
+        .into_iter()
+        .map(|m| {
+            let presets =
+                m.step.args.iter().position(|a| a == "--preset").map_or_else(Vec::new, |i| {
+                    m.step.args[i + 1].split(',').map(str::to_string).collect::<Vec<String>>()
+                });
+            (m.step.experiment.clone(), m.k, presets)
+        })
+        .collect();
     let weights = lab.pass_weights();
     for (i, f) in fs.iter().enumerate() {
-        let Some(&(_, k)) = more.iter().find(|(id, _)| *id == f.claim.id) else { continue };
-        let second = judged(f, repeats(rng, f, truths[i], k as usize, &mut walks[i]));
+        let Some((_, k, presets)) = more.iter().find(|(e, _, _)| e == f.exp) else { continue };
+        let ran = f.presets.iter().all(|p| presets.is_empty() || presets.iter().any(|x| x == p));
+        if vs[i].outcome != Outcome::Inconclusive || !ran {
+            continue;
+        }
+        let second = judged(f, repeats(rng, f, truths[i], *k as usize, &mut walks[i]));
         let alone = judged(f, pass1[i].clone());
         let family = sizes.get(&vs[i].family_name).copied().unwrap_or(1);
         verdict::judge_later(&mut vs[i], &f.claim, &[Some(&alone), Some(&second)], &weights, alphas[1], family, 2);
     }
-    Outcomes { verdicts: vs, first }
+    Outcomes { verdicts: vs, first, second_pass: !more.is_empty(), cut }
+}
+
+/// Wrong verdicts per family, in some labs.
+#[derive(Default)]
+struct Errors {
+    labs: usize,
+    wrong: BTreeMap<String, usize>,
+}
+
+impl Errors {
+    fn add(&mut self, fs: &[Finding], truths: &[Truth], o: &Outcomes) {
+        self.labs += 1;
+        let mut any: BTreeMap<String, bool> = BTreeMap::new();
+        for ((f, t), v) in fs.iter().zip(truths).zip(&o.verdicts) {
+            let inside = t.inside(&f.claim.region);
+            let bad = (v.outcome == Outcome::Matches && !inside) || (v.outcome == Outcome::Differs && inside);
+            *any.entry(v.family_name.clone()).or_default() |= bad;
+        }
+        for (fam, w) in any {
+            *self.wrong.entry(fam).or_default() += usize::from(w);
+        }
+    }
+    fn merge(&mut self, o: Errors) {
+        self.labs += o.labs;
+        for (k, v) in o.wrong {
+            *self.wrong.entry(k).or_default() += v;
+        }
+    }
+    /// The largest family's share of labs with a wrong verdict.
+    fn worst(&self) -> (f64, String) {
+        self.wrong
+            .iter()
+            .map(|(k, v)| (*v as f64 / self.labs.max(1) as f64, k.clone()))
+            .fold((0.0, String::new()), |m, x| if x.0 > m.0 { x } else { m })
+    }
+    fn describe(&self) -> String {
+        let l = self.labs.max(1) as f64;
+        self.wrong.iter().map(|(k, v)| format!("{k} {:.2} %", 100.0 * *v as f64 / l)).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// Tallies over many labs.
 #[derive(Default)]
 struct Tally {
     labs: usize,
-    /// Per family: labs with any wrong verdict.
-    family_wrong: BTreeMap<String, usize>,
-    /// Per finding: (labs with the truth outside its region, of them "matches").
-    outside: BTreeMap<&'static str, (usize, usize)>,
-    /// Intervals shown, and of them covering the truth: final, first pass.
-    intervals: usize,
-    covered: usize,
-    first_intervals: usize,
-    first_covered: usize,
+    /// Any wrong verdict per family: in all labs, and in the labs whose
+    /// truths all sat on an edge or just outside (the worst cases).
+    all: Errors,
+    worst: Errors,
+    /// Per finding: (labs with the truth outside its region within one sd of
+    /// an edge, of them "matches").
+    near_outside: BTreeMap<&'static str, (usize, usize)>,
+    /// Intervals shown, and of them covering the truth: as reported, after
+    /// the first pass, and those pooled over both passes.
+    intervals: (usize, usize),
+    first: (usize, usize),
+    pooled: (usize, usize),
     /// Findings judged, and decided.
     findings: usize,
     decided: usize,
     second_pass_labs: usize,
+    cut_labs: usize,
+    /// Per finding, in the worst-case labs: (labs, wrong verdicts).
+    worst_by: BTreeMap<&'static str, (usize, usize)>,
+    /// Pooled intervals of ratios and of figures alone: (shown, covering).
+    pooled_kind: [(usize, usize); 2],
 }
 
-fn covers(ci: Option<[f64; 2]>, log: f64) -> Option<bool> {
-    ci.map(|[lo, hi]| lo <= log.exp() && log.exp() <= hi)
+fn count(c: &mut (usize, usize), hit: Option<bool>) {
+    if let Some(h) = hit {
+        c.0 += 1;
+        c.1 += usize::from(h);
+    }
 }
 
 impl Tally {
-    fn add(&mut self, fs: &[Finding], truths: &[Truth], o: &Outcomes) {
+    fn add(&mut self, fs: &[Finding], truths: &[Truth], o: &Outcomes, how: Truths) {
         self.labs += 1;
-        let mut wrong: BTreeMap<String, bool> = BTreeMap::new();
+        self.all.add(fs, truths, o);
+        if how != Truths::Near {
+            self.worst.add(fs, truths, o);
+        }
         for ((f, t), (v, first)) in fs.iter().zip(truths).zip(o.verdicts.iter().zip(&o.first)) {
-            let inside = f.claim.region.contains(t.log.exp());
-            let bad = (v.outcome == Outcome::Matches && !inside) || (v.outcome == Outcome::Differs && inside);
-            *wrong.entry(v.family_name.clone()).or_default() |= bad;
-            if !inside {
-                let e = self.outside.entry(f.claim.id).or_default();
+            let r = &f.claim.region;
+            let near = [r.lo, r.hi].iter().flatten().any(|e| (t.log - e.ln()).abs() <= t.sd);
+            if !t.inside(r) && near {
+                let e = self.near_outside.entry(f.claim.id).or_default();
                 e.0 += 1;
                 e.1 += usize::from(v.outcome == Outcome::Matches);
             }
-            if let Some(c) = covers(v.ci95, t.log) {
-                self.intervals += 1;
-                self.covered += usize::from(c);
+            count(&mut self.intervals, t.covered_by(v.ci95));
+            count(&mut self.first, t.covered_by(*first));
+            if v.pass > 1 {
+                count(&mut self.pooled, t.covered_by(v.ci95));
+                count(&mut self.pooled_kind[usize::from(!f.ratio)], t.covered_by(v.ci95));
             }
-            if let Some(c) = covers(*first, t.log) {
-                self.first_intervals += 1;
-                self.first_covered += usize::from(c);
+            if how != Truths::Near {
+                let inside = t.inside(r);
+                let bad = (v.outcome == Outcome::Matches && !inside) || (v.outcome == Outcome::Differs && inside);
+                let e = self.worst_by.entry(f.claim.id).or_default();
+                e.0 += 1;
+                e.1 += usize::from(bad);
             }
             self.findings += 1;
             self.decided += usize::from(v.outcome.decided());
         }
-        self.second_pass_labs += usize::from(o.verdicts.iter().any(|v| v.pass > 1));
-        for (fam, w) in wrong {
-            *self.family_wrong.entry(fam).or_default() += usize::from(w);
+        self.second_pass_labs += usize::from(o.second_pass);
+        self.cut_labs += usize::from(o.cut);
+    }
+    fn merge(&mut self, o: Tally) {
+        self.labs += o.labs;
+        self.all.merge(o.all);
+        self.worst.merge(o.worst);
+        for (k, (a, b)) in o.near_outside {
+            let e = self.near_outside.entry(k).or_default();
+            e.0 += a;
+            e.1 += b;
+        }
+        for (x, y) in [(&mut self.intervals, o.intervals), (&mut self.first, o.first), (&mut self.pooled, o.pooled)] {
+            x.0 += y.0;
+            x.1 += y.1;
+        }
+        self.findings += o.findings;
+        self.decided += o.decided;
+        self.second_pass_labs += o.second_pass_labs;
+        self.cut_labs += o.cut_labs;
+        for (k, (a, b)) in o.worst_by {
+            let e = self.worst_by.entry(k).or_default();
+            e.0 += a;
+            e.1 += b;
+        }
+        for i in 0..2 {
+            self.pooled_kind[i].0 += o.pooled_kind[i].0;
+            self.pooled_kind[i].1 += o.pooled_kind[i].1;
         }
     }
 }
 
-/// `labs` labs with truths near the edges (in one lab in four, every truth
-/// on an edge) and noise of 8–15 % an arm.
-fn simulate(seed: u64, labs: usize) -> Tally {
+/// `labs` labs: in half, truths near the edges; in a quarter, every truth on
+/// an edge; in a quarter, every truth just outside one. Noise of 8–15 % an
+/// arm; the first pass at a pace of 0.8–1.3 times its plan. `correct`:
+/// families with Holm (false: each finding alone, the negative control).
+fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64) -> Tally {
     let (lab, fs) = quick_lab();
     let mut rng = SplitMix64(seed);
     let mut tally = Tally::default();
     for _ in 0..labs {
-        // One lab in four is the worst case for a family: every truth
-        // exactly on an edge of its region.
-        let worst = rng.unit() < 0.25;
+        let how = match rng.unit() {
+            u if u < 0.5 => Truths::Near,
+            u if u < 0.75 => Truths::OnEdge,
+            _ => Truths::JustOutside,
+        };
         let truths: Vec<Truth> = fs
             .iter()
             .map(|f| {
                 let arm = rng.between(0.08, 0.15);
                 let sd = if f.ratio { arm * std::f64::consts::SQRT_2 } else { arm };
-                let log = draw_truth(&mut rng, &f.claim.region, if worst { 0.0 } else { sd });
-                Truth { log, sd, effects: true }
+                Truth { log: draw_truth(&mut rng, &f.claim.region, sd, how), sd, walk_step, effects: true }
             })
             .collect();
-        let o = one_lab(&mut rng, &lab, &fs, &truths);
-        tally.add(&fs, &truths, &o);
+        let pace = rng.between(0.8, 1.3);
+        let o = one_lab(&mut rng, &lab, &fs, &truths, pace, correct);
+        tally.add(&fs, &truths, &o, how);
     }
     tally
 }
 
+/// [`simulate`] on two threads (the seeds `seed` and `seed + 1`).
+fn simulate_both(seed: u64, labs: usize, correct: bool, walk_step: f64) -> Tally {
+    let parts: Vec<Tally> = std::thread::scope(|s| {
+        let hs: Vec<_> =
+            [seed, seed + 1].iter().map(|&x| s.spawn(move || simulate(x, labs / 2, correct, walk_step))).collect();
+        hs.into_iter().map(|h| h.join().expect("a simulation thread")).collect()
+    });
+    let mut t = Tally::default();
+    for p in parts {
+        t.merge(p);
+    }
+    t
+}
+
+/// The pace of the first pass measured with [`MEASURED`]: its seconds ÷ its plan's.
+const MEASURED_PACE: f64 = 0.95;
+
 /// The quick lab measured on this project's VM (2 vCPUs, Intel Xeon,
-/// 2026-11-26, `pagelab lab --quick`): each finding's estimate and the log sd
-/// of its repeats. A finding absent here was not checked there.
+/// 2026-11-26, `pagelab lab --quick` with the plan of this commit, the third
+/// of three in a row): each finding's estimate and the log sd of its
+/// repeats. A finding absent here was not checked there.
 const MEASURED: &[(&str, f64, f64)] = &[
-    ("eat.semi_fraction", 0.2082, 0.000775),
+    ("eat.semi_fraction", 0.2084, 0.000862),
     ("eat.const_fraction", 0.0001, 0.0),
     ("eat.random_fraction", 1.0, 0.0),
-    ("eat.trim_random_semi", 0.6893, 0.0518),
-    ("eat.trim_const_semi", 0.4938, 0.0704),
-    ("eat.read_back_alike", 2.58, 0.0125),
-    ("wscap.cap_slowdown", 1255.0, 0.0809),
-    ("wscap.periodic_cheaper", 654.5, 0.00475),
-    ("wscap.cap_saves_no_memory", 0.9233, 0.00124),
-    ("heap.growth", 1.0, 0.0393),
-    ("heap.concurrent_linux", 6.828, 0.212),
-    ("heap.glibc_keeps", 0.8581, 0.0577),
-    ("heap.malloc_trim", 0.195, 0.33),
+    ("eat.trim_random_semi", 0.703, 0.036),
+    ("eat.trim_const_semi", 0.5702, 0.0849),
+    ("eat.read_back_alike", 2.564, 0.0438),
+    ("wscap.cap_slowdown", 955.7, 0.305),
+    ("wscap.periodic_cheaper", 806.9, 0.405),
+    ("wscap.cap_saves_no_memory", 0.9227, 0.000678),
+    ("heap.growth", 0.9982, 0.0154),
+    ("heap.concurrent_linux", 4.776, 0.124),
+    ("heap.glibc_keeps", 0.8997, 0.0886),
+    ("heap.malloc_trim", 0.1242, 0.1),
     ("heap.idle_gives_nothing", 1.0, 0.0),
-    ("mapping.lazy_reset", 0.384, 0.161),
-    ("mapping.fresh_cheapest", 2.744, 0.135),
-    ("mapping.shared_costlier", 1.319, 0.0349),
-    ("thrash.deep", 0.2879, 0.0475),
-    ("thrash.writes", 1.727, 0.099),
-    ("thrash.sleep", 0.5846, 0.0312),
-    ("thrash.stagger", 1.355, 0.243),
+    ("mapping.lazy_reset", 0.338, 0.038),
+    ("mapping.fresh_cheapest", 2.959, 0.0249),
+    ("mapping.shared_costlier", 1.352, 0.0216),
+    ("thrash.deep", 0.284, 0.304),
+    ("thrash.writes", 1.384, 0.044),
+    ("thrash.sleep", 0.7736, 0.067),
+    ("thrash.stagger", 1.646, 0.096),
     ("thrash.recovery", 1.0, 0.0),
-    ("assess.zstd_better", 4.145, 0.0),
+    ("assess.zstd_better", 4.143, 2.72e-16),
 ];
 
 /// The decided share of labs like the one measured here ([`MEASURED`]), under
-/// the current plan's repeats: its estimates as truths, its spreads as noise.
-fn decided_here(seed: u64, labs: usize) -> (f64, Vec<String>) {
+/// the current plan: its estimates as truths, its spreads as noise (no order
+/// effect or drift on top: a measured spread holds them), at the pace
+/// measured here. Also the share among findings whose repeats had a spread
+/// (the others, identical values, are decided whatever the noise model), and
+/// the findings not decided in every lab.
+fn decided_here(seed: u64, labs: usize) -> (f64, f64, Vec<String>) {
     let (lab, all) = quick_lab();
     let fs: Vec<Finding> = all.into_iter().filter(|f| MEASURED.iter().any(|m| m.0 == f.claim.id)).collect();
     let truths: Vec<Truth> = fs
         .iter()
         .map(|f| {
             let &(_, est, sd) = MEASURED.iter().find(|m| m.0 == f.claim.id).expect("filtered");
-            Truth { log: est.ln(), sd, effects: false }
+            Truth { log: est.ln(), sd, walk_step: 0.0, effects: false }
         })
         .collect();
     let mut rng = SplitMix64(seed);
-    let mut tally = Tally::default();
     let mut each = vec![0usize; fs.len()];
     for _ in 0..labs {
-        let o = one_lab(&mut rng, &lab, &fs, &truths);
+        let o = one_lab(&mut rng, &lab, &fs, &truths, MEASURED_PACE, true);
         for (d, v) in each.iter_mut().zip(&o.verdicts) {
             *d += usize::from(v.outcome.decided());
         }
-        tally.add(&fs, &truths, &o);
     }
-    let undecided: Vec<String> = fs
+    let share = |keep: &dyn Fn(&Truth) -> bool| {
+        let (d, n) = each
+            .iter()
+            .zip(&truths)
+            .filter(|(_, t)| keep(t))
+            .fold((0usize, 0usize), |(d, n), (x, _)| (d + x, n + labs));
+        d as f64 / n.max(1) as f64
+    };
+    let open: Vec<String> = fs
         .iter()
         .zip(&each)
         .filter(|(_, d)| **d < labs)
         .map(|(f, d)| format!("{} {:.0} %", f.claim.id, 100.0 * *d as f64 / labs as f64))
         .collect();
-    (tally.decided as f64 / tally.findings as f64, undecided)
+    (share(&|_| true), share(&|t| t.sd > 0.0), open)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The whole-lab simulation: 10 000 quick labs (two threads of 5 000).
-    #[test]
-    fn ten_thousand_simulated_labs_keep_every_promise() {
-        let labs = 5_000;
-        let tallies: Vec<Tally> = std::thread::scope(|s| {
-            let hs: Vec<_> = [43u64, 4343].iter().map(|&seed| s.spawn(move || simulate(seed, labs))).collect();
-            hs.into_iter().map(|h| h.join().expect("a simulation thread")).collect()
-        });
-        let mut t = Tally::default();
-        for x in tallies {
-            t.labs += x.labs;
-            for (k, v) in x.family_wrong {
-                *t.family_wrong.entry(k).or_default() += v;
-            }
-            for (k, (a, b)) in x.outside {
-                let e = t.outside.entry(k).or_default();
-                e.0 += a;
-                e.1 += b;
-            }
-            t.intervals += x.intervals;
-            t.covered += x.covered;
-            t.first_intervals += x.first_intervals;
-            t.first_covered += x.first_covered;
-            t.findings += x.findings;
-            t.decided += x.decided;
-            t.second_pass_labs += x.second_pass_labs;
-        }
-        let n = t.labs as f64;
-        let edge = 0.05 + 3.0 * (0.05 * 0.95 / n).sqrt();
-        println!("{} simulated quick labs; {} had a second pass", t.labs, t.second_pass_labs);
-        for (fam, w) in &t.family_wrong {
-            println!(
-                "  family {fam:8} any wrong verdict: {:.2} % (bound {:.2} %)",
-                100.0 * *w as f64 / n,
-                100.0 * edge
-            );
-        }
-        let cov = t.covered as f64 / t.intervals as f64;
-        let cov1 = t.first_covered as f64 / t.first_intervals as f64;
-        println!(
-            "  coverage of the 95 % intervals: {:.2} % as reported, {:.2} % after the first pass",
-            100.0 * cov,
-            100.0 * cov1
-        );
-        let worst = t
-            .outside
-            .iter()
-            .map(|(id, (a, b))| (*b as f64 / *a as f64, *id, *a))
-            .fold((0.0, "", 0), |m, x| if x.0 > m.0 { x } else { m });
-        println!(
-            "  'matches' with the truth outside: at most {:.2} % ({}, of {} labs)",
-            100.0 * worst.0,
-            worst.1,
-            worst.2
-        );
-        println!("  decided: {:.1} % of findings", 100.0 * t.decided as f64 / t.findings as f64);
-        let (here, open) = decided_here(7, 1000);
-        println!(
-            "  decided at this machine's measured noise (MEASURED): {:.1} %; decided in fewer than all labs: {}",
-            100.0 * here,
-            open.join(", ")
-        );
-        for (fam, w) in &t.family_wrong {
-            assert!((*w as f64 / n) <= edge, "family {fam}: {w} of {} labs had a wrong verdict", t.labs);
-        }
-        assert!(cov >= 0.93 && cov1 >= 0.93, "coverage {cov} (first pass {cov1})");
-        for (id, (a, b)) in &t.outside {
-            let p = *b as f64 / *a as f64;
-            let se = (0.05 * 0.95 / *a as f64).sqrt();
-            assert!(p <= 0.05 + 3.0 * se, "{id}: 'matches' in {b} of {a} labs whose truth is outside");
-        }
-        // The simulation could have failed: some truths sat outside, and a
-        // second pass ran in some labs.
-        assert!(t.outside.values().all(|(a, _)| *a > 100), "every finding had truths outside its region");
-        assert!(t.second_pass_labs > 0, "the planner never chose a second pass");
+    /// The bound on the share of `labs` labs with a wrong verdict in a family,
+    /// for a procedure whose rate is `rate`: three standard errors above it.
+    fn bound(rate: f64, labs: usize) -> f64 {
+        rate + 3.0 * (rate * (1.0 - rate) / labs.max(1) as f64).sqrt()
     }
 
-    /// The simulation can fail: with every truth on an edge and each finding
-    /// judged alone at 5 % (no family), a study's chance of a wrong verdict
-    /// exceeds 5 %.
+    /// The whole-lab simulation: 10 000 quick labs on two threads.
     #[test]
-    fn without_families_the_simulated_error_exceeds_five_percent() {
-        let (_, fs) = quick_lab();
-        let mut rng = SplitMix64(99);
-        let labs = 2_000;
-        let mut wrong: BTreeMap<String, usize> = BTreeMap::new();
-        for _ in 0..labs {
-            let mut any: BTreeMap<String, bool> = BTreeMap::new();
-            for f in &fs {
-                let t = Truth { log: draw_truth(&mut rng, &f.claim.region, 0.0), sd: 0.12, effects: true };
-                let v = judged(f, repeats(&mut rng, f, t, f.n1.max(3), &mut 0.0));
-                let inside = f.claim.region.contains(t.log.exp());
-                *any.entry(v.family_name.clone()).or_default() |=
-                    (v.outcome == Outcome::Differs && inside) || (v.outcome == Outcome::Matches && !inside);
-            }
-            for (k, w) in any {
-                *wrong.entry(k).or_default() += usize::from(w);
-            }
+    fn ten_thousand_simulated_labs_keep_every_promise() {
+        let t = simulate_both(43, 10_000, true, 0.0);
+        println!(
+            "{} simulated quick labs; {} had a second pass, {} cut a step's repeats",
+            t.labs, t.second_pass_labs, t.cut_labs
+        );
+        println!(
+            "  any wrong verdict, per family, all labs: {} (bound {:.2} %)",
+            t.all.describe(),
+            100.0 * bound(0.05, t.all.labs)
+        );
+        // A verdict needs its two-sided interval wholly on one side, a
+        // one-sided error of half the level: 2 % in the first pass (Holm at
+        // 4 %), 0.5 % in the second; in the worst labs that is the bound.
+        let worst_bound = bound(0.025, t.worst.labs);
+        println!(
+            "  any wrong verdict, per family, the {} labs with every truth on an edge or just outside: {} (bound {:.2} %)",
+            t.worst.labs,
+            t.worst.describe(),
+            100.0 * worst_bound
+        );
+        let rate = |c: (usize, usize)| c.1 as f64 / c.0.max(1) as f64;
+        println!(
+            "  coverage of the 95 % intervals: {:.2} % as reported, {:.2} % after the first pass, {:.2} % of the {} pooled over both passes",
+            100.0 * rate(t.intervals),
+            100.0 * rate(t.first),
+            100.0 * rate(t.pooled),
+            t.pooled.0
+        );
+        let (worst_m, worst_id, worst_n) = t
+            .near_outside
+            .iter()
+            .map(|(id, c)| (c.1 as f64 / c.0.max(1) as f64, *id, c.0))
+            .fold((0.0, "", 0), |m, x| if x.0 > m.0 { x } else { m });
+        println!(
+            "  'matches' with the truth outside, within one sd of an edge: at most {:.2} % ({worst_id}, of {worst_n} labs)",
+            100.0 * worst_m
+        );
+        println!("  decided: {:.1} % of findings", 100.0 * t.decided as f64 / t.findings as f64);
+        if let Some((id, (a, b))) = t.worst_by.iter().max_by_key(|(_, (_, b))| *b) {
+            println!("  the finding wrong most often in the worst-case labs: {id}, {b} of {a}");
         }
-        let worst = wrong.values().max().copied().unwrap_or(0) as f64 / labs as f64;
-        let se = (0.05 * 0.95 / labs as f64).sqrt();
-        assert!(worst > 0.05 + 3.0 * se, "worst family without a correction: {worst}");
+        // The diagnostic: figures alone drifting (not asserted).
+        let d = simulate_both(44, 2_000, true, DRIFT_STEP);
+        println!(
+            "  diagnostic, figures alone drifting {:.0} % a repeat: pooled coverage {:.2} % (ratios {:.2} %, figures alone {:.2} %); worst-case labs: {}",
+            100.0 * DRIFT_STEP,
+            100.0 * rate(d.pooled),
+            100.0 * rate(d.pooled_kind[0]),
+            100.0 * rate(d.pooled_kind[1]),
+            d.worst.describe()
+        );
+        let (here, spread, open) = decided_here(7, 1000);
+        println!(
+            "  decided at the noise measured here (MEASURED): {:.1} % ({:.1} % of those with a spread); not in every lab: {}",
+            100.0 * here,
+            100.0 * spread,
+            open.join(", ")
+        );
+        for (fam, w) in &t.all.wrong {
+            assert!(
+                (*w as f64 / t.all.labs as f64) <= bound(0.05, t.all.labs),
+                "family {fam}: {w} of {} labs",
+                t.all.labs
+            );
+        }
+        for (fam, w) in &t.worst.wrong {
+            let share = *w as f64 / t.worst.labs as f64;
+            assert!(share <= worst_bound, "family {fam}: {w} of {} worst-case labs ({share})", t.worst.labs);
+        }
+        for (what, c) in [("as reported", t.intervals), ("after the first pass", t.first), ("pooled", t.pooled)] {
+            assert!(c.0 > 1000 && rate(c) >= 0.93, "coverage {what}: {} of {}", c.1, c.0);
+        }
+        for (id, (a, b)) in &t.near_outside {
+            assert!(*a > 500, "{id}: only {a} labs with the truth just outside");
+            assert!(
+                (*b as f64 / *a as f64) <= bound(0.025, *a),
+                "{id}: 'matches' in {b} of {a} labs whose truth is outside"
+            );
+        }
+        // It could have failed: the planner chose second passes, and slow
+        // labs cut steps.
+        assert!(
+            t.second_pass_labs > 100 && t.cut_labs > 100,
+            "{} second passes, {} cuts",
+            t.second_pass_labs,
+            t.cut_labs
+        );
+    }
+
+    /// The negative control: the same labs judged without the families'
+    /// correction (each finding alone at 5 %) break the worst-case bound the
+    /// test above holds, so that test would catch a correction gone missing.
+    #[test]
+    fn without_families_the_simulated_error_exceeds_the_bound() {
+        let t = simulate_both(99, 4_000, false, 0.0);
+        println!("without a family correction, the {} worst-case labs: {}", t.worst.labs, t.worst.describe());
+        let (worst, fam) = t.worst.worst();
+        assert!(worst > bound(0.025, t.worst.labs), "worst family {fam}: {worst}");
     }
 }

@@ -159,7 +159,7 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
 }
 
 /// The presets each thrash claim compares (crate::thrash::report).
-fn presets_of(claim: &str) -> &'static [&'static str] {
+pub fn presets_of(claim: &str) -> &'static [&'static str] {
     match claim {
         "thrash.writes" => &["e1", "e2"],
         "thrash.sleep" => &["e2", "e3"],
