@@ -60,6 +60,17 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
     refused(&["--slowdown", "0", "--", "true"], "--slowdown");
     refused(&["--slowdown", "-5%", "--", "true"], "--slowdown");
     refused(&["--backing", "floppy", "--", "true"], "--backing");
+    // Lists of stores: each at most once (disk is the swap file), no auto or
+    // none among others, compressor names only, one store in service mode.
+    refused(&["--backing", "zram,zram", "--", "true"], "--backing");
+    refused(&["--backing", "swapfile,disk", "--", "true"], "--backing");
+    refused(&["--backing", "auto,zram", "--", "true"], "--backing");
+    refused(&["--backing", "zram,", "--", "true"], "--backing");
+    refused(&["--compressor", "lz4,lz4", "--", "true"], "--compressor");
+    refused(&["--compressor", "lz4;rm", "--", "true"], "--compressor");
+    refused(&["--pid", "1", "--backing", "zram,disk"], "--backing");
+    refused(&["--pid", "1", "--compressor", "lz4,zstd"], "--compressor");
+    refused(&["--backing", "disk", "--compressor", "lz4", "--", "true"], "--compressor");
     refused(&["--time-cap", "1", "--", "true"], "--time-cap");
     refused(&["--runs", "2", "--", "true"], "--runs");
     refused(&["--pid", "1", "--cgroup", "/tmp"], "--cgroup");
@@ -202,6 +213,77 @@ fn the_hot_set_is_found_and_verified() {
         assert!(out.join(f).is_file(), "{f}");
     }
     println!("recommended {} MiB in {} runs; curve: {}", limit / MIB, runs.len(), r["curve"]);
+}
+
+/// Two stores compared in one run (issue 44 item 6): the search runs once per
+/// store, each with its prediction said before its first limited run, and
+/// the answer names the store that needs least in all. A disk swap keeps
+/// nothing in RAM; zram keeps what it holds at its compressed size.
+#[test]
+fn two_stores_are_searched_and_compared_with_their_predictions() {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return;
+    }
+    if let Err(e) = sandbox::sandbox::check_swap_fs(std::path::Path::new("/var/tmp")) {
+        common::skip(&format!("a swap file cannot live in /var/tmp here: {e}"));
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let (code, v, err) = rightsize(&[
+        "--synthetic-hot",
+        "16MiB",
+        "--synthetic-cold",
+        "48MiB",
+        "--synthetic-passes",
+        "8000",
+        "--slowdown",
+        "25%",
+        "--runs",
+        "16",
+        "--backing",
+        "zram,disk",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    common::assert_schema("experiment-output", &v);
+    let rs = v["results"].as_array().unwrap();
+    assert_eq!(rs.len(), 2, "{v}");
+    assert_eq!((rs[0]["backing"].as_str(), rs[1]["backing"].as_str()), (Some("zram"), Some("swapfile")));
+    for r in rs {
+        let p = &r["prediction"];
+        let knee = p["knee_bytes"].as_u64().unwrap_or_else(|| panic!("no prediction: {r}"));
+        let ws = p["working_set_bytes"].as_u64().unwrap();
+        // The knee holds the working set, which holds the hot set and little more.
+        assert!(
+            knee > ws && (12 * MIB..=40 * MIB).contains(&ws),
+            "working set {} MiB, knee {} MiB",
+            ws / MIB,
+            knee / MIB
+        );
+        assert!(p["pages_read"].as_u64().unwrap() > 0, "no page was sampled: {p}");
+        assert!(err.contains(p["said"].as_str().unwrap()), "the prediction was not said: {err}");
+    }
+    assert_eq!(rs[1]["prediction"]["store_bytes"], 0, "a disk swap keeps nothing in RAM");
+    assert!(rs[0]["prediction"]["stored_fraction"].as_f64().is_some_and(|f| f > 0.0 && f <= 1.0));
+    assert!(err.contains("store 1 of 2: zram") && err.contains("store 2 of 2: swapfile"), "{err}");
+    let md = std::fs::read_to_string(out.join("rightsize.md")).unwrap();
+    assert!(md.contains("which store") && (md.contains("needs least") || md.contains("no store verified")), "{md}");
+    // One chart per store.
+    let charts: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("rightsize-") && n.ends_with(".svg"))
+        .collect();
+    assert!(charts.len() == 2 && charts.iter().any(|n| n.starts_with("rightsize-zram")), "{charts:?}");
+    assert!(charts.iter().any(|n| n == "rightsize-swapfile.svg"), "{charts:?}");
 }
 
 /// A program no one here wrote, with a start-up phase: a Python program that

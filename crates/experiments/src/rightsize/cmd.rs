@@ -31,8 +31,8 @@ fn service_config(a: &RightsizeArgs) -> ServiceConfig {
         duration: a.duration,
         interval: a.every,
         step: a.step,
-        backing: a.backing,
-        compressor: a.compressor.clone(),
+        backing: a.backing.0[0],
+        compressor: a.compressor.as_ref().and_then(|c| c.0.first().cloned()),
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
     }
 }
@@ -64,10 +64,34 @@ fn command(a: &RightsizeArgs) -> anyhow::Result<Vec<String>> {
     Ok(a.command.clone())
 }
 
+/// The stores (and compressors) to run, each checked before anything
+/// changes: one in service mode; `--compressor` only with a compressed store.
+fn checked_arms(
+    a: &RightsizeArgs,
+    service: bool,
+) -> anyhow::Result<Vec<(workloads::backing::BackingKind, Option<String>)>> {
+    let arms = arms(&a.backing, a.compressor.as_ref().map(|c| c.0.as_slice()));
+    if service && (a.backing.0.len() > 1 || a.compressor.as_ref().is_some_and(|c| c.0.len() > 1)) {
+        return Err(usage(
+            "--backing/--compressor: service mode takes one store and one algorithm; a list compares stores in batch \
+             mode (-- CMD)",
+        ));
+    }
+    if a.compressor.is_some() && arms.iter().all(|(_, c)| c.is_none()) {
+        return Err(usage(
+            "--compressor: none of the stores of --backing compresses (a compressor needs zram, zswap or auto)",
+        ));
+    }
+    for (k, c) in &arms {
+        workloads::backing::validate_with_dir(*k, c.as_deref(), &a.swapfile.swapfile_dir)
+            .map_err(anyhow::Error::new)?;
+    }
+    Ok(arms)
+}
+
 pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
-    workloads::backing::validate_with_dir(a.backing, a.compressor.as_deref(), &a.swapfile.swapfile_dir)
-        .map_err(anyhow::Error::new)?;
+    let arms = checked_arms(a, service)?;
     let m = probe::Probe::default().meminfo()?.unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(a.run.host_floor, &m);
     let avail = m.get("MemAvailable").unwrap_or(0);
@@ -83,7 +107,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         config = serde_json::json!({
             "mode": "service", "pid": a.pid, "cgroup": a.cgroup, "psi": a.psi, "probe": a.probe,
             "probe_slowdown": a.probe_slowdown, "duration_s": a.duration.as_secs_f64(),
-            "every_s": a.every.as_secs_f64(), "step": a.step, "backing": a.backing, "compressor": a.compressor,
+            "every_s": a.every.as_secs_f64(), "step": a.step, "backing": arms[0].0, "compressor": arms[0].1,
         });
         mode = Some(c);
     } else {
@@ -126,31 +150,36 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
             )));
         }
         config = serde_json::json!({
-            "mode": "batch", "command": command, "slowdown": a.slowdown, "backing": a.backing,
-            "compressor": a.compressor, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat, "insist": a.insist,
+            "mode": "batch", "command": command, "slowdown": a.slowdown, "backing": arms[0].0,
+            "compressor": arms[0].1, "arms": arms, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat, "insist": a.insist,
             "time_cap": a.time_cap, "resolution": a.resolution, "guard_max_bytes": guard_max,
             "synthetic_hot_bytes": a.synthetic_hot, "synthetic_cold_bytes": a.synthetic_cold,
             "synthetic_passes": a.synthetic_hot.map(|_| a.synthetic_passes),
         });
-        batch = Some(BatchConfig {
-            command,
-            search,
-            backing: a.backing,
-            compressor: a.compressor.clone(),
-            swapfile_dir: a.swapfile.swapfile_dir.clone(),
-            guard_max,
-            synthetic: a.synthetic_hot.zip(a.synthetic_cold),
-        });
+        batch = Some(
+            arms.iter()
+                .map(|(k, c)| BatchConfig {
+                    command: command.clone(),
+                    search,
+                    backing: *k,
+                    compressor: c.clone(),
+                    swapfile_dir: a.swapfile.swapfile_dir.clone(),
+                    guard_max,
+                    synthetic: a.synthetic_hot.zip(a.synthetic_cold),
+                })
+                .collect::<Vec<_>>(),
+        );
     }
     let run = ExperimentRun::start("rightsize", &a.run, config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
-        let res = match (&mode, &batch) {
-            (Some(c), _) => rs::service::run(c, &mut obs, &record::stop::requested),
-            (_, Some(b)) => rs::run(b, &mut obs, &record::stop::requested),
+        match (&mode, &batch) {
+            (Some(c), _) => {
+                rs::service::run(c, &mut obs, &record::stop::requested).map(|r| run.push_result(&r)).map_err(exp_error)
+            }
+            (_, Some(bs)) => batch_arms(bs, &run, &mut obs),
             _ => unreachable!("one mode"),
-        };
-        res.map(|r| run.push_result(&r)).map_err(exp_error)
+        }
     };
     conclude(
         run,
@@ -166,6 +195,37 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
             )
         },
     )
+}
+
+/// Each arm's search in turn (a store, and its compressor), each result
+/// written as it ends; with more than one, which needs least memory in all.
+fn batch_arms(bs: &[BatchConfig], run: &ExperimentRun, obs: &mut RunObserver) -> anyhow::Result<()> {
+    for (i, b) in bs.iter().enumerate() {
+        let label = format!(
+            "store {} of {}: {}{}",
+            i + 1,
+            bs.len(),
+            format!("{:?}", b.backing).to_lowercase(),
+            b.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+        );
+        if bs.len() > 1 {
+            eprintln!("pagelab: {label}");
+        }
+        // A store that fails ends the run with the stores before it kept,
+        // and says which it was and that the rest did not run.
+        let r = rs::run(b, obs, &record::stop::requested).map_err(|e| {
+            let e = exp_error(e);
+            if bs.len() > 1 && i + 1 < bs.len() {
+                e.context(format!("{label} (the {} after it did not run)", bs.len() - i - 1))
+            } else if bs.len() > 1 {
+                e.context(label.clone())
+            } else {
+                e
+            }
+        })?;
+        run.push_result(&r);
+    }
+    Ok(())
 }
 
 /// The lab's `rightsize` step: pagelab's hot/cold program (64 MiB hot, 192
@@ -213,9 +273,72 @@ fn parse_rightsize_backing(s: &str) -> Result<workloads::backing::BackingKind, S
     match s {
         "disk" => Ok(workloads::backing::BackingKind::Swapfile),
         _ => workloads::backing::BackingKind::parse(s).ok_or_else(|| {
-            format!("unknown backing '{s}': expected auto, zram, zswap, disk (a swap file), existing or none")
+            format!(
+                "unknown backing '{s}': expected auto, zram, zswap, disk (a swap file), existing or none, or a \
+                 comma-separated list such as zram,zswap,disk"
+            )
         }),
     }
+}
+
+/// `--backing`: one store, or a comma-separated list of them to compare
+/// (batch mode), each at most once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backings(pub Vec<workloads::backing::BackingKind>);
+
+fn parse_rightsize_backings(s: &str) -> Result<Backings, String> {
+    use workloads::backing::BackingKind as K;
+    let mut v: Vec<K> = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        let k = parse_rightsize_backing(p)?;
+        if v.contains(&k) {
+            return Err(format!("'{p}' is listed twice (disk is the swap file)"));
+        }
+        v.push(k);
+    }
+    if v.len() > 1 && v.iter().any(|k| matches!(k, K::Auto | K::None)) {
+        return Err(format!(
+            "'{s}': auto and none cannot be compared with other stores; list the stores themselves, e.g. zram,zswap,disk"
+        ));
+    }
+    Ok(Backings(v))
+}
+
+/// `--compressor`: one algorithm, or a comma-separated list, each tried with
+/// every compressed store (zram, zswap) of `--backing`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compressors(pub Vec<String>);
+
+fn parse_compressors(s: &str) -> Result<Compressors, String> {
+    let mut v: Vec<String> = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') || p.len() > 32 {
+            return Err(format!(
+                "'{p}' is not a compressor name: expected names such as lz4, lzo-rle or zstd, comma-separated"
+            ));
+        }
+        if v.iter().any(|x| x == p) {
+            return Err(format!("'{p}' is listed twice"));
+        }
+        v.push(p.to_string());
+    }
+    Ok(Compressors(v))
+}
+
+/// The arms a batch run compares: each store of `--backing`, and for a
+/// compressed store (zram, zswap) each `--compressor`, in the order given.
+pub fn arms(b: &Backings, compressors: Option<&[String]>) -> Vec<(workloads::backing::BackingKind, Option<String>)> {
+    use workloads::backing::BackingKind as K;
+    let mut out = Vec::new();
+    for &k in &b.0 {
+        match compressors {
+            Some(cs) if matches!(k, K::Zram | K::Zswap | K::Auto) => {
+                out.extend(cs.iter().map(|c| (k, Some(c.clone()))));
+            }
+            _ => out.push((k, None)),
+        }
+    }
+    out
 }
 
 /// A share that must be above 0: `5%` or `0.05`.
@@ -243,11 +366,15 @@ pub struct RightsizeArgs {
     pub slowdown: f64,
     /// What takes the pages that do not fit under a limit: auto, zram, zswap,
     /// disk (a swap file), existing (the swap already on), none.
-    #[arg(long, default_value = "auto", value_parser = parse_rightsize_backing)]
-    pub backing: workloads::backing::BackingKind,
-    /// zram or zswap algorithm.
-    #[arg(long)]
-    pub compressor: Option<String>,
+    /// Batch mode compares stores given as a list (zram,zswap,disk): the
+    /// search runs once for each, and the answer says which needs least memory
+    /// in all.
+    #[arg(long, default_value = "auto", value_parser = parse_rightsize_backings)]
+    pub backing: Backings,
+    /// zram or zswap algorithm; in batch mode a list (lz4,zstd) is tried with
+    /// each compressed store.
+    #[arg(long, value_parser = parse_compressors)]
+    pub compressor: Option<Compressors>,
     /// Wall time for the whole search, verification included.
     #[arg(long, default_value = "10m", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub budget: Duration,
@@ -313,4 +440,38 @@ pub struct RightsizeArgs {
     /// The command to size (after --).
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workloads::backing::BackingKind as K;
+
+    #[test]
+    fn a_list_of_stores_and_compressors_makes_the_arms_in_order() {
+        let b = parse_rightsize_backings("zram,zswap,disk").unwrap();
+        assert_eq!(b.0, [K::Zram, K::Zswap, K::Swapfile]);
+        let c = parse_compressors("lz4,zstd").unwrap();
+        let a = arms(&b, Some(&c.0));
+        let want: Vec<(K, Option<String>)> = vec![
+            (K::Zram, Some("lz4".into())),
+            (K::Zram, Some("zstd".into())),
+            (K::Zswap, Some("lz4".into())),
+            (K::Zswap, Some("zstd".into())),
+            (K::Swapfile, None),
+        ];
+        assert_eq!(a, want);
+        // No compressor: one arm per store, each with the kernel's default.
+        assert_eq!(arms(&b, None).len(), 3);
+        // Refused: a store twice (disk is the swap file), auto or none among
+        // others, an empty name, a compressor name that is not one.
+        for bad in ["zram,zram", "disk,swapfile", "auto,zram", "zram,none", "zram,", "floppy"] {
+            assert!(parse_rightsize_backings(bad).is_err(), "{bad}");
+        }
+        for bad in ["lz4,lz4", "lz4;rm", "", "a b", &"x".repeat(40)] {
+            assert!(parse_compressors(bad).is_err(), "{bad}");
+        }
+        // One store alone may be auto or none.
+        assert_eq!(parse_rightsize_backings("none").unwrap().0, [K::None]);
+    }
 }

@@ -46,7 +46,103 @@ pub fn verified_ratios(r: &RightsizeResult) -> Vec<f64> {
         .collect()
 }
 
-/// The curve, the baseline and the answer, as text.
+/// A batch result's store, as the comparison names it: "zram lzo-rle",
+/// "zswap", "swapfile".
+pub fn store_label(r: &RightsizeResult) -> String {
+    match &r.compressor {
+        Some(c) if !r.backing.is_empty() => format!("{} {c}", r.backing),
+        _ if r.backing.is_empty() => "-".into(),
+        _ => r.backing.clone(),
+    }
+}
+
+/// The memory in all a batch result asks for, and whether it was verified:
+/// the verified limit plus its store's RAM, or else the safe limit (the
+/// peak).
+fn total_of(r: &RightsizeResult) -> Option<(u64, bool)> {
+    match (&r.recommendation, &r.unverified) {
+        (Some(rec), _) => Some((rec.total_bytes.max(rec.limit_bytes), rec.verified)),
+        (None, Some(u)) => Some((u.safe_limit_bytes, false)),
+        _ => None,
+    }
+}
+
+/// Batch results of several stores side by side: each one's predicted and
+/// measured knee and total, and which needs least memory in all (None with
+/// fewer than two).
+pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
+    let batch: Vec<&RightsizeResult> = rs.iter().filter(|r| r.mode == "batch").collect();
+    if batch.len() < 2 {
+        return None;
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nwhich store, at {:.0} % slower at most (memory in all: the limit plus what the store keeps in RAM):\n{:<16} \
+         {:>10} {:>10} {:>12} {:>12} {:>5} {:>7}",
+        batch[0].target_slowdown * 100.0,
+        "store",
+        "knee pred",
+        "knee MiB",
+        "total pred",
+        "total MiB",
+        "runs",
+        "time s"
+    );
+    for r in &batch {
+        let knee = match (&r.recommendation, &r.unverified) {
+            (Some(rec), _) => format!("{}{}", mib(rec.limit_bytes), if rec.verified { "" } else { "?" }),
+            (None, Some(u)) => u.best_limit_bytes.map(|b| format!("{}?", mib(b))).unwrap_or_else(|| "-".into()),
+            _ => "-".into(),
+        };
+        let total = total_of(r)
+            .map(|(t, v)| format!("{}{}", mib(t), if v { "" } else { " (safe)" }))
+            .unwrap_or_else(|| "-".into());
+        let p = r.prediction.as_ref();
+        let _ = writeln!(
+            s,
+            "{:<16} {:>10} {:>10} {:>12} {:>12} {:>5} {:>7.0}",
+            store_label(r),
+            p.map(|p| mib(p.knee_bytes)).unwrap_or_else(|| "-".into()),
+            knee,
+            p.map(|p| mib(p.total_bytes)).unwrap_or_else(|| "-".into()),
+            total,
+            r.run_count,
+            r.seconds
+        );
+    }
+    let mut ranked: Vec<(u64, bool, String)> =
+        batch.iter().filter_map(|r| total_of(r).map(|(t, v)| (t, v, store_label(r)))).collect();
+    ranked.sort_by_key(|x| (!x.1, x.0));
+    let parts: Vec<String> = ranked
+        .iter()
+        .map(|(t, v, l)| format!("{l} needs {} MiB in all{}", mib(*t), if *v { "" } else { " (nothing verified: the peak)" }))
+        .collect();
+    match ranked.first() {
+        Some((_, true, best)) => {
+            let _ = writeln!(s, "{}: {best} needs least.", parts.join("; "));
+        }
+        Some(_) => {
+            let _ = writeln!(s, "{}: no store verified a limit, so none is known to save memory.", parts.join("; "));
+        }
+        None => {}
+    }
+    let _ = writeln!(
+        s,
+        "(knee: the limit verified, ? where none was and the best candidate is shown; predicted from the working set \
+         and the cold pages' compressibility before the first limited run)"
+    );
+    if batch.iter().any(|r| r.backing == "zswap" && r.cgroup_version == "v2") {
+        let _ = writeln!(
+            s,
+            "(zswap on cgroup v2: its pool is charged inside the group's limit, so its total counts the pool twice)"
+        );
+    }
+    Some(s)
+}
+
+/// The curve, the baseline and the answer, as text; with several stores,
+/// their comparison at the end ([`comparison`]).
 pub fn text_table(rs: &[RightsizeResult]) -> String {
     let mut s = String::new();
     for r in rs {
@@ -56,6 +152,9 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
             r.mode,
             if r.command.is_empty() { "-".into() } else { r.command.join(" ") }
         );
+        if let Some(p) = &r.prediction {
+            let _ = writeln!(s, "{}", p.said);
+        }
         if let Some(b) = &r.baseline {
             let _ = writeln!(
                 s,
@@ -153,6 +252,9 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 let _ = writeln!(s, "{} runs of the program, {:.0} s in all", r.run_count, r.seconds);
             }
         }
+    }
+    if let Some(c) = comparison(rs) {
+        s.push_str(&c);
     }
     s
 }
@@ -271,15 +373,25 @@ pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, D
                     band: vec![],
                 });
             }
+            // One chart per store when several were compared.
+            let name = if rs.iter().filter(|x| !x.curve.is_empty()).count() > 1 {
+                format!("rightsize-{}", report::plain_name(&store_label(r).replace(' ', "-")))
+            } else {
+                "rightsize".to_string()
+            };
             charts::traces(
-                &dir.join("rightsize"),
-                "pagelab rightsize: runtime under each limit, over unlimited",
+                &dir.join(&name),
+                &if name == "rightsize" {
+                    "pagelab rightsize: runtime under each limit, over unlimited".to_string()
+                } else {
+                    format!("pagelab rightsize ({}): runtime under each limit, over unlimited", store_label(r))
+                },
                 "memory limit, MiB",
                 "runtime ratio (log)",
                 &tr,
                 true,
             )?;
-            written.extend([dir.join("rightsize.svg"), dir.join("rightsize.png")]);
+            written.extend([dir.join(format!("{name}.svg")), dir.join(format!("{name}.png"))]);
         }
         if let Some(svc) = &r.service
             && svc.timeline.len() > 1
@@ -335,8 +447,9 @@ pub static CLAIMS: [Claim; 1] = [
     },
 ];
 
-fn group(r: &RightsizeResult) -> String {
-    r.mode.clone()
+/// A result's group: its mode, and its store when several were compared.
+fn group(r: &RightsizeResult, several: bool) -> String {
+    if several { format!("{} {}", r.mode, store_label(r)) } else { r.mode.clone() }
 }
 
 pub struct Rightsize;
@@ -363,8 +476,9 @@ impl Study for Rightsize {
         &[LIMIT, PEAK, RATIO, SETTLED]
     }
     fn metrics(&self, results: &[RightsizeResult], b: &mut Builder) {
+        let several = results.len() > 1;
         for r in results {
-            let g = group(r);
+            let g = group(r, several);
             if let Some(rec) = &r.recommendation {
                 b.push(&g, &LIMIT, Some(rec.limit_bytes as f64 / MIB));
             }
@@ -383,7 +497,12 @@ impl Study for Rightsize {
         &CLAIMS
     }
     fn verdicts(&self, m: &Ms, rs: &[RightsizeResult]) -> Vec<Verdict> {
-        let Some(r) = rs.last() else { return Vec::new() };
+        // With several stores compared, the one that needs least in all.
+        let best = rs
+            .iter()
+            .filter(|r| r.recommendation.as_ref().is_some_and(|x| x.verified))
+            .min_by_key(|r| r.recommendation.as_ref().map(|x| x.total_bytes.max(x.limit_bytes)));
+        let Some(r) = best.or(rs.last()) else { return Vec::new() };
         let none = || -> Result<Vec<f64>, String> {
             Err(match (&r.service, &r.unverified_reason) {
                 (Some(_), _) => "service mode runs the program once: no pairs to judge".into(),
@@ -400,12 +519,62 @@ impl Study for Rightsize {
                 .collect()),
             _ => none(),
         };
-        vec![judge(&CLAIMS[0], m, saves)]
+        let mut v = judge(&CLAIMS[0], m, saves);
+        if rs.len() > 1 {
+            // Judged on one store of several: the one that needs least in all
+            // (the smallest of several totals leans low; the reason says which).
+            v.why = format!("{} (judged on {}, the store that needs least of {})", v.why, store_label(r), rs.len());
+        }
+        vec![v]
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         m.iter()
             .filter(|x| x.name == LIMIT.name || x.name == PEAK.name || x.name == SETTLED.name)
             .filter_map(|x| Some(format!("{} {:.0}", x.name, x.median()?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rightsize::results::{Recommendation, Unverified};
+
+    fn arm(backing: &str, compressor: Option<&str>, total: u64, verified: bool) -> RightsizeResult {
+        let mut r = RightsizeResult {
+            mode: "batch".into(),
+            backing: backing.into(),
+            compressor: compressor.map(str::to_string),
+            target_slowdown: 0.07,
+            ..Default::default()
+        };
+        if verified {
+            r.recommendation =
+                Some(Recommendation { limit_bytes: total / 2, total_bytes: total, verified: true, ..Default::default() });
+        } else {
+            r.unverified = Some(Unverified { safe_limit_bytes: total, ..Default::default() });
+        }
+        r
+    }
+
+    #[test]
+    fn the_comparison_ranks_verified_totals_first_and_needs_two_stores() {
+        let m = 1 << 20;
+        let rs = vec![arm("zram", Some("lzo-rle"), 300 * m, true), arm("swapfile", None, 80 * m, true)];
+        let c = comparison(&rs).expect("two stores");
+        assert!(c.contains("at 7 % slower"), "{c}");
+        assert!(c.contains("swapfile needs 80 MiB in all; zram lzo-rle needs 300 MiB in all: swapfile needs least"), "{c}");
+        // An unverified store counts at its safe limit, after every verified one,
+        // however small its total.
+        let rs = vec![arm("zram", None, 300 * m, true), arm("zswap", Some("zstd"), 50 * m, false)];
+        let c = comparison(&rs).unwrap();
+        assert!(c.contains("zram needs 300 MiB in all; zswap zstd needs 50 MiB in all (nothing verified"), "{c}");
+        assert!(c.contains(": zram needs least"), "{c}");
+        // Nothing verified anywhere: no store is named.
+        let rs = vec![arm("zram", None, 300 * m, false), arm("swapfile", None, 300 * m, false)];
+        assert!(comparison(&rs).unwrap().contains("no store verified a limit"));
+        // One store: no comparison, and the text is as before.
+        assert!(comparison(&rs[..1]).is_none());
+        assert!(!text_table(&rs[..1]).contains("which store"));
     }
 }

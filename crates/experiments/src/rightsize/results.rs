@@ -223,6 +223,38 @@ pub struct Service {
     pub ended: String,
 }
 
+/// Before the first limited run: the knee and the total memory at the target
+/// this backing should give, from the second unlimited run's steady working
+/// set and the compressibility of its cold pages (as `assess` reads them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prediction {
+    /// The smallest limit that holds the working set: W + 10 % + 4 MiB.
+    pub knee_bytes: u64,
+    /// The steady working set it came from.
+    pub working_set_bytes: u64,
+    /// What must go to the store at the knee: the unlimited peak less the knee.
+    pub cold_bytes: u64,
+    /// Compressed ÷ original of the cold pages read, by the compressor that
+    /// stands for this store's (`proxy`); None for a store that does not
+    /// compress (disk) or when no cold page was read.
+    pub stored_fraction: Option<f64>,
+    /// `lz4` (for the LZ family: lz4, lzo, lzo-rle) or `zstd`.
+    pub proxy: Option<String>,
+    /// Pages read for the sample, and of them cold.
+    pub pages_read: u64,
+    pub cold_pages_read: u64,
+    /// The store's RAM expected at the knee (cold × stored fraction).
+    pub store_bytes: u64,
+    /// The knee plus the store's RAM: the total memory at the target.
+    pub total_bytes: u64,
+    /// How long reading and compressing the sample took, seconds (in the
+    /// second unlimited run, on pagelab's own thread).
+    pub sample_seconds: f64,
+    /// The prediction in words, as said before the first limited run.
+    pub said: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RightsizeResult {
@@ -257,6 +289,8 @@ pub struct RightsizeResult {
     /// For a synthetic target (pagelab's hot/cold worker): its hot and cold sets.
     pub synthetic_hot_bytes: Option<u64>,
     pub synthetic_cold_bytes: Option<u64>,
+    /// The knee and total this backing was predicted to give (batch mode).
+    pub prediction: Option<Prediction>,
     #[serde(default = "record::results::nan")]
     pub seconds: f64,
     pub notes: Vec<String>,

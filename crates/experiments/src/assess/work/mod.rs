@@ -526,6 +526,20 @@ pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) 
     }
 }
 
+/// The compressibility of a running process's resident anonymous pages, split
+/// into cold and hot by each mapping's referenced share (the referenced bits
+/// since they were last cleared): what `assess` measures, for another
+/// experiment's prediction (rightsize's knees). At most `max_read` bytes are
+/// read, evenly over the pages.
+pub fn sample_compressibility(
+    pid: i32,
+    max_read: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<crate::assess::results::Compress, ExperimentError> {
+    let maps = smaps(pid, "the compressibility sample")?;
+    compressibility(pid, &maps, max_read, Split::PerMapping, stop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 //! never the machine's.
 
 pub mod hotcold;
+pub mod predict;
 pub mod search;
 pub mod service;
 
@@ -100,6 +101,11 @@ struct Real<'a> {
     /// The largest swap use seen above `swap0`, per run.
     swap_peaks: Vec<u64>,
     started: Instant,
+    /// The compressibility of the program's pages, read once in the second
+    /// unlimited run's steady part (for the prediction), and the seconds the
+    /// reading took.
+    sample: Option<crate::assess::results::Compress>,
+    sample_s: f64,
 }
 
 /// Waits for `pid` (our child) without blocking, with its resource usage.
@@ -174,6 +180,10 @@ impl Real<'_> {
                 if cleared {
                     let ws: u64 = cg.procs().into_iter().filter_map(referenced).sum();
                     windows.push((t0.elapsed().as_secs_f64(), ws));
+                    // At a window's end, before its bits are cleared: the
+                    // sample sees the whole window's hot share, and the bits
+                    // its reads set are cleared with the rest.
+                    self.sample_once(&cg, t0);
                 }
                 for p in cg.procs() {
                     let _ = sandbox::mm::clear_refs(std::path::Path::new("/proc"), p);
@@ -239,6 +249,30 @@ impl Real<'_> {
         self.swap_peaks.push(swap_max);
         Ok(run)
     }
+}
+
+impl Real<'_> {
+    /// Past 60 % of the first run's time, once: what the program's pages
+    /// would cost a compressed store, cold and hot, read from its largest
+    /// process (for the prediction); how long the reading took is kept.
+    fn sample_once(&mut self, cg: &MemCgroup, t0: Instant) {
+        let due = self.runs.first().map_or(f64::INFINITY, |r| 0.6 * r.seconds);
+        if self.sample.is_some() || t0.elapsed().as_secs_f64() < due {
+            return;
+        }
+        let largest = cg.procs().into_iter().max_by_key(|&p| resident_pages(p).unwrap_or(0));
+        if let Some(p) = largest {
+            let t = Instant::now();
+            self.sample = crate::assess::work::sample_compressibility(p, predict::SAMPLE_BYTES, self.stop).ok();
+            self.sample_s = t.elapsed().as_secs_f64();
+        }
+    }
+}
+
+/// A process's resident pages (/proc/PID/statm), None once it is gone.
+fn resident_pages(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The working set of a run's steady part, from its windows
@@ -373,10 +407,14 @@ pub fn run(
         swap0: swap_used(),
         swap_peaks: Vec::new(),
         started,
+        sample: None,
+        sample_s: 0.0,
     };
-    let mut staged = Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new() };
+    let mut staged =
+        Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new(), prediction: None };
     let found = search::search(cfg.search, &mut staged)?;
     let backing = staged.backing.take();
+    res.prediction = staged.prediction.take();
     res.notes.append(&mut staged.notes);
     if let Some(b) = &backing {
         res.backing = b.kind.clone();
@@ -435,6 +473,7 @@ struct Staged<'a, 'b> {
     outer: &'a mut Sandbox,
     backing: Option<backing::Backing>,
     notes: Vec<String>,
+    prediction: Option<crate::rightsize::results::Prediction>,
 }
 
 impl Runner for Staged<'_, '_> {
@@ -458,6 +497,14 @@ impl Runner for Staged<'_, '_> {
             self.real.store_kind = b.kind.clone();
             self.real.swap0 = swap_used();
             self.real.obs.event("store", &b.kind, probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
+            // Before the first limited run: where the knee should be.
+            let ws = self.real.runs.iter().find_map(|r| r.working_set_bytes);
+            if let Some(ws) = ws {
+                let mut p = predict::predict(ws, peak, &b.kind, b.compressor.as_deref(), self.real.sample.as_ref());
+                p.sample_seconds = self.real.sample_s;
+                self.real.progress(&p.said);
+                self.prediction = Some(p);
+            }
             self.backing = Some(b);
         }
         self.real.run(role, limit, cap_s)

@@ -364,6 +364,18 @@ impl<R: Runner> State<'_, R> {
 /// Searches the smallest limit whose slowdown is verified within
 /// `cfg.slowdown` (the one-sided upper bound, α split over the looks). Fails
 /// only when a run fails (the runner's error).
+/// The working set the search starts from: at most 95 % of the (rounded)
+/// peak, None under a MiB.
+pub fn usable_working_set(ws: u64, peak: u64) -> Option<u64> {
+    Some(ws.min(peak - peak / 20)).filter(|&w| w >= MIB)
+}
+
+/// The search's first probe from a working set `w` under a rounded `peak`:
+/// just above it (W + 10 % + 4 MiB), or W itself where that reaches the peak.
+pub fn first_probe(w: u64, peak: u64) -> u64 {
+    Some(round_mib_up(w + w / 10 + 4 * MIB)).filter(|&p| p < peak).unwrap_or(round_mib_up(w))
+}
+
 pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResult, R::Error> {
     let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0 };
     for _ in 0..cfg.baselines.max(1) {
@@ -372,7 +384,7 @@ pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResu
     let nb = st.runs.len();
     st.spread_runs = if nb >= 3 { 1..nb } else { 0..nb };
     let peak = round_mib_up(st.runs.iter().map(|d| d.trial.peak_bytes).max().unwrap_or(0).max(MIB));
-    let ws = st.runs.iter().find_map(|d| d.trial.working_set).map(|w| w.min(peak - peak / 20)).filter(|&w| w >= MIB);
+    let ws = st.runs.iter().find_map(|d| d.trial.working_set).and_then(|w| usable_working_set(w, peak));
     let base: Vec<f64> = st.runs[st.spread_runs.clone()].iter().map(|d| d.trial.seconds).collect();
     let base_sd = claim_log_sd(&base);
     // Probes the plan assumes: two from the working set, else a bisection to
@@ -470,7 +482,7 @@ impl<R: Runner> State<'_, R> {
         // The model's guess first: just above the working set; then just below
         // it if that fit, or a third higher if it did not. (A working set at or
         // above the peak says it touches everything: the guess starts just under it.)
-        let above = |w: u64| Some(round_mib_up(w + w / 10 + 4 * MIB)).filter(|&p| p < peak).unwrap_or(round_mib_up(w));
+        let above = |w: u64| first_probe(w, peak);
         let mut planned: Vec<u64> = ws.map(|w| vec![above(w)]).unwrap_or_default();
         let mut first_guess = ws.is_some();
         loop {
