@@ -147,6 +147,28 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
 /// The one-time eviction of C costs a few percent, and a CI machine's pairs
 /// differ by up to 15 %, so the target leaves the interval room;
 /// docs/rightsize.md has the 10 % case.)
+/// pagelab's hot/cold program, 16 MiB hot and 48 MiB cold, at a 25 % target
+/// with `runs` runs on `backing`, as JSON into `out`: (exit code, JSON, stderr).
+fn synthetic(runs: &str, backing: &str, out: &std::path::Path) -> (Option<i32>, Value, String) {
+    rightsize(&[
+        "--synthetic-hot",
+        "16MiB",
+        "--synthetic-cold",
+        "48MiB",
+        "--synthetic-passes",
+        "8000",
+        "--slowdown",
+        "25%",
+        "--runs",
+        runs,
+        "--backing",
+        backing,
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn the_hot_set_is_found_and_verified() {
     if !can_make_stores() {
@@ -157,23 +179,7 @@ fn the_hot_set_is_found_and_verified() {
     let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let (code, v, err) = rightsize(&[
-        "--synthetic-hot",
-        "16MiB",
-        "--synthetic-cold",
-        "48MiB",
-        "--synthetic-passes",
-        "8000",
-        "--slowdown",
-        "25%",
-        "--runs",
-        "24",
-        "--backing",
-        "zram",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, v, err) = synthetic("24", "zram", &out);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(system_state(), before, "the run left changes behind");
     common::assert_schema("experiment-output", &v);
@@ -233,23 +239,7 @@ fn two_stores_are_searched_and_compared_with_their_predictions() {
     let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let (code, v, err) = rightsize(&[
-        "--synthetic-hot",
-        "16MiB",
-        "--synthetic-cold",
-        "48MiB",
-        "--synthetic-passes",
-        "8000",
-        "--slowdown",
-        "25%",
-        "--runs",
-        "16",
-        "--backing",
-        "zram,disk",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, v, err) = synthetic("16", "zram,disk", &out);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(system_state(), before, "the run left changes behind");
     common::assert_schema("experiment-output", &v);
