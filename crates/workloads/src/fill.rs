@@ -10,9 +10,10 @@
 //!
 //! The generator is xoshiro256++ (Blackman and Vigna), run as four independent
 //! streams side by side so the compiler can keep them in vector registers: each
-//! step writes 32 bytes. The streams are seeded from one `seed` with splitmix64, so
+//! step writes 32 bytes. The streams are seeded from one `seed` with SplitMix64 (record::stats::rng), so
 //! a pattern is exactly reproducible from the seed recorded with the run.
 
+use record::stats::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -45,14 +46,6 @@ impl std::fmt::Display for Pattern {
     }
 }
 
-fn splitmix64(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 const LANES: usize = 8;
 
 /// Eight xoshiro256++ generators in structure-of-arrays form: two sets of four,
@@ -67,13 +60,14 @@ pub struct Rng4 {
 
 impl Rng4 {
     pub fn new(seed: u64) -> Self {
-        let mut sm = seed;
+        // Seeded by the project's one SplitMix64 (record::stats::rng).
+        let mut sm = SplitMix64(seed);
         let mut r = Rng4 { s0: [0; LANES], s1: [0; LANES], s2: [0; LANES], s3: [0; LANES] };
         for l in 0..LANES {
-            r.s0[l] = splitmix64(&mut sm);
-            r.s1[l] = splitmix64(&mut sm);
-            r.s2[l] = splitmix64(&mut sm);
-            r.s3[l] = splitmix64(&mut sm);
+            r.s0[l] = sm.next_u64();
+            r.s1[l] = sm.next_u64();
+            r.s2[l] = sm.next_u64();
+            r.s3[l] = sm.next_u64();
         }
         r
     }
@@ -266,8 +260,7 @@ pub fn fill_semi(buf: &mut [u8], block: usize, rng: &mut Rng4) {
 /// The byte value of the `const` pattern for a seed (never zero, so it differs
 /// from the `zero` pattern).
 pub fn const_value(seed: u64) -> u8 {
-    let mut s = seed;
-    (splitmix64(&mut s) as u8) | 1
+    (SplitMix64(seed).next_u64() as u8) | 1
 }
 
 /// Fills `buf` with `pattern`, reproducibly from `seed`.

@@ -1,6 +1,8 @@
-//! One small, seedable generator for the simulations that check the
-//! statistics (SplitMix64, Box–Muller, Student's t): a test must not depend on
-//! a crate's stream changing between versions. Not for anything secret.
+//! The project's one small, seedable generator (SplitMix64, with Box–Muller
+//! and Student's t for the simulations that check the statistics): fill
+//! patterns seed from it, heap's allocation scripts draw from it, and a test
+//! must not depend on a crate's stream changing between versions. Not for
+//! anything secret.
 
 /// SplitMix64 (Steele, Lea and Flood 2014): 64 bits of state, one add and two
 /// multiplies per draw.
@@ -8,6 +10,9 @@
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
+    /// The next 64 bits (inlined across crates: heap's allocation script
+    /// draws one per call it makes).
+    #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

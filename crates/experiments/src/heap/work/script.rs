@@ -58,16 +58,16 @@ pub const BLOCKS: usize = 9;
 /// after about 150 rounds with the mix above).
 const GROWTH_MAX_ROUNDS: u64 = 10_000;
 
-/// splitmix64: tiny, seedable, and the same on every platform.
-pub(crate) struct Rng(pub(crate) u64);
+/// The project's SplitMix64 (record::stats::rng): tiny, seedable, and the
+/// same on every platform.
+pub(crate) struct Rng(pub(crate) record::stats::rng::SplitMix64);
 impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(record::stats::rng::SplitMix64(seed))
+    }
     #[inline(always)]
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     #[inline(always)]
     pub(crate) fn below(&mut self, n: u64) -> u64 {
@@ -269,7 +269,7 @@ pub fn run<H: ThreadHeap>(
         free_hist: hist(),
     };
     let mut st = State {
-        rng: Rng(seed),
+        rng: Rng::new(seed),
         nodes: Vec::with_capacity(NODES),
         ring: vec![std::ptr::null_mut(); RING],
         ring_at: 0,

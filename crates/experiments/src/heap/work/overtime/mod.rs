@@ -590,7 +590,7 @@ mod tests {
     #[test]
     fn sizes_stay_in_their_bands_and_the_mean_is_near_the_formula() {
         for p in Pattern::ALL {
-            let mut rng = crate::heap::work::script::Rng(7);
+            let mut rng = crate::heap::work::script::Rng::new(7);
             let n = 200_000;
             let sizes: Vec<usize> = (0..n).map(|_| p.size(&mut rng)).collect();
             assert!(sizes.iter().all(|&s| (16..=2 << 20).contains(&s)), "{p:?}");

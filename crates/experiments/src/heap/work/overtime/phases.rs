@@ -263,7 +263,7 @@ impl Ctx {
     /// waits for it forever, and frees nothing more (its table may be another's).
     fn thread<H: ThreadHeap>(&self, i: usize, mut h: H) -> Out {
         let mut out = Out::default();
-        let mut rng = Rng(self.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut rng = Rng::new(self.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         self.phase.wait(); // 1: grow
         let grown = self.fill(&mut h, self.table(i, 0), &mut rng).map(|_| ());
         self.phase.wait(); // 2: churn
