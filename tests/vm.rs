@@ -220,7 +220,10 @@ $P assess --windows 1s,3s --warmup 1s --source mglru --out $O/assess-mglru-cmd -
 # program above rightsize's one-second floor on a loaded host, where 2000 once
 # ran 0.96 s under 6.1), then service mode on
 # a group of the guest's own (memory.reclaim; its settings must not change).
-$P rightsize --synthetic-hot 8MiB --synthetic-cold 24MiB --synthetic-passes 5000 --slowdown 50% --runs 10 --repeat 2 --insist --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize 2> $O/rightsize.err; echo $? > $O/rightsize.rc
+# 14 runs: with 10, a first probe stopped too slow under emulation left no
+# room for a second limited run (4 unlimited, the probe's pair, a
+# verification's 2 pairs), and the check below failed.
+$P rightsize --synthetic-hot 8MiB --synthetic-cold 24MiB --synthetic-passes 5000 --slowdown 50% --runs 14 --repeat 2 --insist --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize 2> $O/rightsize.err; echo $? > $O/rightsize.rc
 state $O/state-after-rightsize
 mkdir /sys/fs/cgroup/vmrs
 sh -c "echo \$\$ > /sys/fs/cgroup/vmrs/cgroup.procs; exec $P __hotcold --hot 8MiB --cold 24MiB --passes 0 > /dev/null" &
@@ -569,7 +572,7 @@ fn check(g: &Guest, label: &str) {
     assert_eq!(rs[0]["backing"], "zswap", "{}", rs[0]);
     assert_eq!(rs[0]["psi_scope"], "cgroup", "{}", rs[0]);
     let runs = rs[0]["runs"].as_array().cloned().unwrap_or_default();
-    assert!(!runs.is_empty() && runs.len() <= 10, "{} runs", runs.len());
+    assert!(!runs.is_empty() && runs.len() <= 14, "{} runs", runs.len());
     assert!(runs.iter().all(|r| r["peak_bytes"].as_u64().is_some_and(|p| p > 0)), "{runs:?}");
     let limited = runs.iter().filter(|r| r["limit_bytes"].is_u64()).count();
     assert!(limited >= 2, "rightsize ran {limited} limited runs: {}", rs[0]);
