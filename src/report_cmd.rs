@@ -4,23 +4,67 @@
 
 use crate::cli::ReportArgs;
 use crate::usage;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(usage(format!("{}: no such run or lab directory", a.dir.display())));
     }
-    // The directory the user named may be reached through a link; below it,
-    // nothing is (a run's files and a lab's steps are written with no link
-    // followed), so it is resolved once here.
-    if a.out.is_none()
-        && a.dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
-        && let Ok(real) = a.dir.canonicalize()
-    {
-        let mut b = a.clone();
-        b.dir = real;
-        return run(&b);
+    // The directory the user named is opened once, here: a link at its name
+    // is followed now (it is trusted as named, at this moment) and never
+    // again. Every read and write below goes through the open directory, so
+    // replacing the named directory with a link while the report runs
+    // redirects nothing (issue 46). Below it, no link is followed at all.
+    let open = record::rundir::OpenDir::named(&a.dir).map_err(|e| usage(e.to_string()))?;
+    let named = Named { via: open.path(), shown: a.dir.clone() };
+    let mut b = a.clone();
+    b.dir = named.via.clone();
+    in_dir(&b, &named).map_err(|e| named.error(e))
+}
+
+/// The directory a report works in (`/proc/self/fd/N`) and the name the user
+/// gave it, which is what every message and output path shows.
+struct Named {
+    via: PathBuf,
+    shown: PathBuf,
+}
+
+impl Named {
+    fn show(&self, p: &Path) -> PathBuf {
+        p.strip_prefix(&self.via).map_or_else(|_| p.to_path_buf(), |rest| self.shown.join(rest))
     }
+
+    /// `text` with the open directory's path replaced by the name given
+    /// (`/proc/self/fd/3` inside `/proc/self/fd/31` is left alone).
+    fn text(&self, text: &str) -> String {
+        let via = self.via.display().to_string();
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(i) = rest.find(&via) {
+            let after = &rest[i + via.len()..];
+            out += &rest[..i];
+            out += &if after.starts_with(|c: char| c.is_ascii_digit()) {
+                via.clone()
+            } else {
+                self.shown.display().to_string()
+            };
+            rest = after;
+        }
+        out + rest
+    }
+
+    fn error(&self, e: anyhow::Error) -> anyhow::Error {
+        if let Some(u) = e.downcast_ref::<experiments::kit::UsageError>() {
+            usage(self.text(&u.0))
+        } else if e.downcast_ref::<experiments::kit::Interrupted>().is_some() {
+            e
+        } else {
+            anyhow::anyhow!(self.text(&format!("{e:#}")))
+        }
+    }
+}
+
+fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
         if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
             return Err(usage(format!(
@@ -28,9 +72,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
                 out.display()
             )));
         }
-        // The directory named may be a link; nothing below it is followed.
-        let from = a.dir.canonicalize().unwrap_or_else(|_| a.dir.clone());
-        copy_tree(&from, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+        copy_tree(&a.dir, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
         let mut b = a.clone();
         b.dir = out.clone();
         b.out = None;
@@ -47,17 +89,18 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         return export(a);
     }
     if a.html || a.markdown || is_lab {
-        let r = report::html::Report::load(
+        let mut r = report::html::Report::load(
             &a.dir,
             if a.html { report::html::Render::Always } else { report::html::Render::IfMissing },
             experiments::catalog(),
         )
         .map_err(|e| usage(read_only_hint(e)))?;
+        r.dir = named.shown.clone();
         if a.markdown {
             print!("{}", report::html::markdown(&r));
         }
         if a.html || (is_lab && !a.markdown) {
-            let path = write_html(&r, &a.dir)?;
+            let path = named.show(&write_html(&r, &a.dir)?);
             if a.json {
                 let f = r.findings_doc();
                 crate::print_json(&serde_json::json!({"report_html": path, "findings": f}))?;
@@ -89,6 +132,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let csv = report::timeline::csv(rec, &iv);
     let path = a.dir.join("timeline.csv");
     crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
+    let path = named.show(&path);
     let s = report::summary::summarize(rec, &iv);
     if let Some(r) = &report {
         let f = r.findings_doc();
@@ -211,4 +255,85 @@ pub fn summary_text(r: &report::html::Report) -> String {
         o += &line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn report_args(dir: &Path) -> ReportArgs {
+        match crate::cli::Cli::try_parse_from(["pagelab", "report", dir.to_str().unwrap(), "--html"]).unwrap().command {
+            crate::cli::Cmd::Report(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    /// A lab of one eat step (the fixture run), as `pagelab lab` leaves it.
+    fn lab(dst: &Path) {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/experiments/tests/fixtures/run-dirs/eat");
+        std::fs::create_dir_all(dst.join("eat")).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dst.join("eat").join(e.file_name())).unwrap();
+        }
+        let doc = serde_json::json!({
+            "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+            "started_unix_ms": 1, "ended_unix_ms": 2, "wall_s": 1.0, "root": true, "cpus": 2, "ram_bytes": 1,
+            "expect_s": 2.0, "doctor": {},
+            "steps": [{"experiment": "eat", "args": [], "expect_s": 1.0, "state": "complete", "dir": "eat"}]
+        });
+        std::fs::write(dst.join(report::lab::FILE), serde_json::to_vec(&doc).unwrap()).unwrap();
+    }
+
+    /// Issue 46, the last race: the directory named on the command line is
+    /// replaced by a link to another directory after the report started.
+    /// Through the directory opened at the start, every write lands in the
+    /// directory named; through its name (as before), they follow the link.
+    #[test]
+    fn a_named_directory_swapped_for_a_link_mid_report_redirects_no_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let swap = |run: &Path, outside: &Path| {
+            // The link's target is a lab too, so a report through it succeeds.
+            lab(run);
+            lab(outside);
+            let open = record::rundir::OpenDir::named(run).unwrap();
+            let moved = run.with_extension("moved");
+            std::fs::rename(run, &moved).unwrap();
+            std::os::unix::fs::symlink(outside, run).unwrap();
+            (open, moved)
+        };
+        // As `report` does it now: through the open directory.
+        let (run, outside) = (tmp.path().join("run"), tmp.path().join("outside"));
+        let (open, moved) = swap(&run, &outside);
+        let named = Named { via: open.path(), shown: run.clone() };
+        let mut a = report_args(&run);
+        a.dir = named.via.clone();
+        in_dir(&a, &named).unwrap();
+        let wrote = |d: &Path| d.join("report.html").exists() || d.join("eat/eat.md").exists();
+        assert!(!wrote(&outside), "a write followed the link");
+        assert!(moved.join("report.html").is_file() && moved.join("eat/eat.md").is_file());
+        let page = std::fs::read_to_string(moved.join("report.html")).unwrap();
+        assert!(
+            page.contains(&run.display().to_string()) && !page.contains("/proc/self/fd"),
+            "the page names the open fd"
+        );
+        // The control: the same swap with the lab reached by its name
+        // writes through the link, which is the race the open directory closes.
+        let (run, outside) = (tmp.path().join("run2"), tmp.path().join("outside2"));
+        let (open, _moved) = swap(&run, &outside);
+        let named = Named { via: open.path(), shown: run.clone() };
+        in_dir(&report_args(&run), &named).unwrap();
+        assert!(wrote(&outside), "the control did not follow the link");
+    }
+
+    #[test]
+    fn messages_name_the_directory_given_not_the_descriptor() {
+        let n = Named { via: PathBuf::from("/proc/self/fd/3"), shown: PathBuf::from("lab") };
+        assert_eq!(
+            n.text("/proc/self/fd/3/eat/run.json: bad; /proc/self/fd/31/x"),
+            "lab/eat/run.json: bad; /proc/self/fd/31/x"
+        );
+        assert_eq!(n.show(Path::new("/proc/self/fd/3/report.html")), Path::new("lab/report.html"));
+    }
 }

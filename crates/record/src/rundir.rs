@@ -287,6 +287,13 @@ impl ReadError {
     }
 }
 
+/// `O_NOFOLLOW`, except for a directory this process holds open
+/// (`/proc/self/fd/N`, as [`OpenDir::path`] gives it): that name is a link by
+/// nature, to the directory already opened, and is the way to reach it.
+pub fn no_follow(dir: &Path) -> libc::c_int {
+    if dir.parent() == Some(Path::new("/proc/self/fd")) { 0 } else { libc::O_NOFOLLOW }
+}
+
 /// A run directory opened once, without following a link at its own name
 /// (`O_DIRECTORY | O_NOFOLLOW`). Its files are read through the open
 /// directory (`/proc/self/fd/N/NAME`), so a lab's step swapped for a link
@@ -302,7 +309,7 @@ impl OpenDir {
         let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
         std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_DIRECTORY | no_follow(dir) | libc::O_CLOEXEC)
             .open(dir)
             .map(|file| OpenDir { file })
             .map_err(|source| match source.raw_os_error() {
@@ -313,6 +320,22 @@ impl OpenDir {
                 }
                 _ => ReadError::Io { path: dir.to_path_buf(), source },
             })
+    }
+
+    /// The directory a user named on the command line, opened once: a link
+    /// at its name is followed now (it is trusted as named, at this moment)
+    /// and never again. Paths below [`OpenDir::path`] reach the directory
+    /// that was opened, so replacing the named directory with a link while a
+    /// command runs redirects no read and no write.
+    pub fn named(dir: &Path) -> Result<OpenDir, ReadError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+            .map(|file| OpenDir { file })
+            .map_err(|source| ReadError::Io { path: dir.to_path_buf(), source })
     }
 
     /// The open directory itself, as a path (`/proc/self/fd/N`).

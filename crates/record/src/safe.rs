@@ -188,7 +188,7 @@ pub fn write_in_run_dir(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     let d = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_DIRECTORY | crate::rundir::no_follow(dir) | libc::O_CLOEXEC)
         .open(dir)
         .map_err(|e| match e.raw_os_error() {
             // A link at the last component: ELOOP, or ENOTDIR with O_DIRECTORY.
