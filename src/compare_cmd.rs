@@ -15,13 +15,14 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
         if !d.is_dir() {
             return Err(usage(format!("{}: no such run or lab directory", d.display())));
         }
-        // A directory named on the command line may be a link; nothing below it is followed.
-        let real = match d.symlink_metadata() {
-            Ok(m) if m.file_type().is_symlink() => d.canonicalize().unwrap_or_else(|_| d.clone()),
-            _ => d.clone(),
-        };
-        let d = &real;
-        let mut r = Report::load(d, Render::Never, experiments::catalog()).map_err(usage)?;
+        // A directory named on the command line may be a link: it is opened
+        // once and read through the open directory (nothing below it is
+        // followed), so one swapped for a link meanwhile redirects no read.
+        let open = record::rundir::OpenDir::named(d).map_err(|e| usage(e.to_string()))?;
+        let named = crate::report_cmd::Named::new(open.path(), d.clone());
+        let mut r =
+            Report::load(&named.via, Render::Never, experiments::catalog()).map_err(|e| usage(named.text(&e)))?;
+        r.dir = d.clone();
         // compare reads headline figures only: each directory is read within a
         // budget of its own, and its samples and events let go before the next.
         for s in &mut r.sections {

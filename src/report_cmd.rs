@@ -24,19 +24,23 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
 
 /// The directory a report works in (`/proc/self/fd/N`) and the name the user
 /// gave it, which is what every message and output path shows.
-struct Named {
-    via: PathBuf,
+pub struct Named {
+    pub via: PathBuf,
     shown: PathBuf,
 }
 
 impl Named {
+    pub fn new(via: PathBuf, shown: PathBuf) -> Named {
+        Named { via, shown }
+    }
+
     fn show(&self, p: &Path) -> PathBuf {
         p.strip_prefix(&self.via).map_or_else(|_| p.to_path_buf(), |rest| self.shown.join(rest))
     }
 
     /// `text` with the open directory's path replaced by the name given
     /// (`/proc/self/fd/3` inside `/proc/self/fd/31` is left alone).
-    fn text(&self, text: &str) -> String {
+    pub fn text(&self, text: &str) -> String {
         let via = self.via.display().to_string();
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
