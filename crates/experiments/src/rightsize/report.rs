@@ -135,7 +135,8 @@ pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
     if batch.iter().any(|r| r.backing == "zswap" && r.cgroup_version == "v2") {
         let _ = writeln!(
             s,
-            "(zswap on cgroup v2: its pool is charged inside the group's limit, so its total counts the pool twice)"
+            "(zswap on cgroup v2: its pool is charged inside the group's limit, so its total is the limit, and its knee \
+             holds the pool)"
         );
     }
     Some(s)

@@ -106,6 +106,9 @@ struct Real<'a> {
     /// reading took.
     sample: Option<crate::assess::results::Compress>,
     sample_s: f64,
+    /// The memory controller is cgroup v2's (zswap's pool is then charged
+    /// inside the group's limit).
+    v2: bool,
 }
 
 /// Waits for `pid` (our child) without blocking, with its resource usage.
@@ -409,6 +412,7 @@ pub fn run(
         started,
         sample: None,
         sample_s: 0.0,
+        v2: version == CgroupVersion::V2,
     };
     let mut staged =
         Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new(), prediction: None };
@@ -431,7 +435,7 @@ pub fn run(
     fill_ratios(&mut res.runs);
     res.baseline = baseline(&res.runs);
     res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
-    res.curve = curve(&res.runs, res.pair_sd);
+    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, real.v2));
     res.plan = found.plan.map(|p| Plan {
         pair_sd: p.pair_sd,
         pairs_needed: p.pairs_needed,
@@ -500,7 +504,9 @@ impl Runner for Staged<'_, '_> {
             // Before the first limited run: where the knee should be.
             let ws = self.real.runs.iter().find_map(|r| r.working_set_bytes);
             if let Some(ws) = ws {
-                let mut p = predict::predict(ws, peak, &b.kind, b.compressor.as_deref(), self.real.sample.as_ref());
+                let inside = pool_inside_limit(&b.kind, self.real.v2);
+                let mut p =
+                    predict::predict(ws, peak, &b.kind, b.compressor.as_deref(), self.real.sample.as_ref(), inside);
                 p.sample_seconds = self.real.sample_s;
                 self.real.progress(&p.said);
                 self.prediction = Some(p);
@@ -548,9 +554,19 @@ fn baseline(runs: &[ProgramRun]) -> Option<Baseline> {
     })
 }
 
+/// zswap on cgroup v2 charges its compressed pool to the group whose pages it
+/// holds, inside the group's limit (memory.current counts it); zram's pool
+/// and zswap's on cgroup v1 are outside it, and a disk's takes no RAM. So the
+/// memory a limit needs in all is the limit alone in the first case, the
+/// limit plus the pool in the others.
+pub fn pool_inside_limit(backing: &str, v2: bool) -> bool {
+    backing == "zswap" && v2
+}
+
 /// One point per limit tried, smallest first. `pair_sd`: the pooled spread of
-/// a pair's log ratio (sd, df), for a limit with one pair.
-fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>) -> Vec<CurvePoint> {
+/// a pair's log ratio (sd, df), for a limit with one pair. `inside`: the
+/// store's pool is charged inside the limit ([`pool_inside_limit`]).
+fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool) -> Vec<CurvePoint> {
     let mut limits: Vec<u64> = runs.iter().filter_map(|r| r.limit_bytes).collect();
     limits.sort_unstable();
     limits.dedup();
@@ -596,7 +612,7 @@ fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>) -> Vec<CurvePoint> {
                 major_faults: at.iter().map(|r| r.major_faults).max().unwrap_or(0),
                 swap_in_pages: at.iter().map(|r| r.swap_in_pages).max().unwrap_or(0),
                 store_used_bytes: store,
-                total_bytes: l + store,
+                total_bytes: if inside { l } else { l + store },
             }
         })
         .collect()
@@ -640,7 +656,8 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
     let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
     let lines = ready_lines(limit, swap_room, peak);
     let (l, p) = (m_units(limit), m_units(peak));
-    let total = limit + store;
+    let inside = pool_inside_limit(&res.backing, res.cgroup_version == "v2");
+    let total = if inside { limit } else { limit + store };
     let saved = peak as i64 - total as i64;
     let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
     let store_compresses = (compressed && held >= MIB).then_some((store as f64) <= 0.7 * held as f64);
@@ -651,18 +668,23 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
     // store holds in RAM, against the unlimited peak.
     let first = if store_compresses == Some(false) {
         format!(
-            "{} saves nothing here: what it holds does not compress ({} MiB held in {} MiB of RAM), so the limit \
-             plus the store is {} MiB against a {p} MiB peak; a disk swap would save the RAM the store takes.",
+            "{} saves nothing here: what it holds does not compress ({} MiB held in {} MiB of RAM), so {} is {} \
+             MiB against a {p} MiB peak; a disk swap would save the RAM the store takes.",
             res.backing,
             held / MIB,
             store / MIB,
+            if inside { "the limit (which holds the store: zswap's pool is charged to the group on cgroup v2)" } else { "the limit plus the store" },
             total / MIB
         )
     } else if saved > 0 {
         format!(
             "Give '{}' {l} MiB: in all (the limit{}) it needs {} MiB, {} MiB ({:.0} %) less than its unlimited peak of {p} MiB.",
             res.command.join(" "),
-            if store > 0 { format!(" and the {} MiB the compressed store held", store / MIB) } else { String::new() },
+            match (store > 0, inside) {
+                (true, false) => format!(" and the {} MiB the compressed store held", store / MIB),
+                (true, true) => format!(", which holds the {} MiB zswap's pool took: cgroup v2 charges it there", store / MIB),
+                (false, _) => String::new(),
+            },
             total / MIB,
             saved / MIB as i64,
             saved as f64 / peak.max(1) as f64 * 100.0
@@ -738,3 +760,6 @@ fn unverified(res: &RightsizeResult, best: Option<&search::Verification>, why: &
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,10 +46,19 @@ fn stored_fraction(c: &Compressibility, page: u64, proxy: &str) -> Option<f64> {
 /// The prediction for a store of `kind` (zram, zswap, swapfile, existing,
 /// none) with `compressor`, from the steady working set `ws`, the unlimited
 /// `peak` and the `sample` of the program's pages (its cold pages, or all of
-/// them when none read as cold).
-pub fn predict(ws: u64, peak: u64, kind: &str, compressor: Option<&str>, sample: Option<&Compress>) -> Prediction {
+/// them when none read as cold). `inside`: the store's pool is charged
+/// inside the limit (zswap on cgroup v2), so the knee must hold it too.
+pub fn predict(
+    ws: u64,
+    peak: u64,
+    kind: &str,
+    compressor: Option<&str>,
+    sample: Option<&Compress>,
+    inside: bool,
+) -> Prediction {
     let top = mib_up(peak.max(MIB));
-    let knee = usable_working_set(ws, top).map_or(top, |w| first_probe(w, top));
+    let probe = usable_working_set(ws, top).map_or(top, |w| first_probe(w, top));
+    let knee = probe;
     let anon = sample.map(|s| s.resident_pages * s.page_size).filter(|&a| a > 0);
     let cold = peak.saturating_sub(knee).min(anon.unwrap_or(u64::MAX));
     let compressed = matches!(kind, "zram" | "zswap");
@@ -69,7 +78,10 @@ pub fn predict(ws: u64, peak: u64, kind: &str, compressor: Option<&str>, sample:
         (true, Some(f)) => (cold as f64 * f).round() as u64,
         (true, None) => cold,
     };
-    let total = knee + store;
+    // Charged inside the limit, the pool needs room beside the working set
+    // (never more than the peak).
+    let knee = if inside { (probe + store).min(top) } else { probe };
+    let total = if inside { knee } else { knee + store };
     let m = |b: u64| b / MIB;
     let how = match (compressed, fraction) {
         (false, _) => "on disk: the store takes no RAM".to_string(),
@@ -83,11 +95,12 @@ pub fn predict(ws: u64, peak: u64, kind: &str, compressor: Option<&str>, sample:
         (true, None) => "no page could be read: counted at its full size".to_string(),
     };
     let said = format!(
-        "predicted for {kind}{}: knee ~{} MiB (the first probe, from a working set of {} MiB); {} MiB to the \
+        "predicted for {kind}{}: knee ~{} MiB (the first probe, from a working set of {} MiB{}); {} MiB to the \
          store, {how}: ~{} MiB of RAM; in all ~{} MiB",
         compressor.map(|c| format!(" {c}")).unwrap_or_default(),
         m(knee),
         m(ws),
+        if inside { ", plus the pool, which cgroup v2 charges inside the limit" } else { "" },
         m(cold),
         m(store),
         m(total)
@@ -132,7 +145,7 @@ mod tests {
     fn the_knee_holds_the_working_set_and_the_store_keeps_the_cold_at_its_fraction() {
         // 64 MiB hot, 256 MiB peak; the cold pages compress to a quarter by lz4.
         let s = sample(1000, 1000 * 1024, 1200);
-        let z = predict(64 * MIB, 256 * MIB, "zram", Some("lzo-rle"), Some(&s));
+        let z = predict(64 * MIB, 256 * MIB, "zram", Some("lzo-rle"), Some(&s), false);
         assert_eq!(z.knee_bytes, mib_up(64 * MIB + 64 * MIB / 10 + 4 * MIB));
         assert_eq!(z.cold_bytes, 256 * MIB - z.knee_bytes);
         assert_eq!(z.proxy.as_deref(), Some("lz4"));
@@ -140,13 +153,24 @@ mod tests {
         assert_eq!(z.store_bytes, (z.cold_bytes as f64 * 0.25).round() as u64);
         assert_eq!(z.total_bytes, z.knee_bytes + z.store_bytes);
         // zstd stands for itself, and stores less here.
-        let zs = predict(64 * MIB, 256 * MIB, "zswap", Some("zstd"), Some(&s));
+        let zs = predict(64 * MIB, 256 * MIB, "zswap", Some("zstd"), Some(&s), false);
         assert_eq!(zs.proxy.as_deref(), Some("zstd"));
         assert!(zs.total_bytes < z.total_bytes);
         // A disk swap keeps nothing in RAM: the total is the knee.
-        let d = predict(64 * MIB, 256 * MIB, "swapfile", None, Some(&s));
+        let d = predict(64 * MIB, 256 * MIB, "swapfile", None, Some(&s), false);
         assert_eq!((d.store_bytes, d.total_bytes, d.stored_fraction), (0, d.knee_bytes, None));
         assert!(d.said.contains("on disk"), "{}", d.said);
+        // zswap on cgroup v2: the pool is charged inside the limit, so the
+        // knee holds it and the total is the knee, not the knee plus the pool.
+        let v2 = predict(64 * MIB, 256 * MIB, "zswap", Some("zstd"), Some(&s), true);
+        assert_eq!(v2.store_bytes, zs.store_bytes);
+        assert_eq!(v2.knee_bytes, (zs.knee_bytes + zs.store_bytes).min(256 * MIB));
+        assert_eq!(v2.total_bytes, v2.knee_bytes);
+        assert!(v2.said.contains("inside the limit"), "{}", v2.said);
+        // Nothing compresses: the pool pushes the knee to the peak, no higher.
+        let flat = sample(1000, 1000 * 4096, 1200);
+        let top = predict(64 * MIB, 256 * MIB, "zswap", Some("lzo"), Some(&flat), true);
+        assert_eq!((top.knee_bytes, top.total_bytes), (256 * MIB, 256 * MIB));
     }
 
     #[test]
@@ -154,22 +178,22 @@ mod tests {
         // No page read as cold: all pages stand for the cold ones (lz4 keeps
         // them whole here).
         let s = sample(0, 0, 500);
-        let z = predict(32 * MIB, 128 * MIB, "zram", None, Some(&s));
+        let z = predict(32 * MIB, 128 * MIB, "zram", None, Some(&s), false);
         assert_eq!(z.stored_fraction, Some(1.0));
         // No sample at all: the store is counted at its full size.
-        let n = predict(32 * MIB, 128 * MIB, "zram", None, None);
+        let n = predict(32 * MIB, 128 * MIB, "zram", None, None, false);
         assert_eq!(n.store_bytes, n.cold_bytes);
         assert_eq!(n.total_bytes, 128 * MIB);
         assert!(n.said.contains("counted at its full size"));
         // A working set above the peak: the search starts just under the
         // peak (95 % of it), and little is cold.
-        let w = predict(300 * MIB, 100 * MIB, "zram", None, None);
+        let w = predict(300 * MIB, 100 * MIB, "zram", None, None, false);
         assert_eq!(w.knee_bytes, 95 * MIB);
         assert_eq!(w.cold_bytes, 5 * MIB);
         // Cold is at most the resident anonymous memory sampled: the rest of
         // the peak (page cache) never goes to a swap store.
         let small = Compress { resident_pages: 1280, ..sample(10, 10 * 1024, 20) };
-        let c = predict(32 * MIB, 256 * MIB, "zram", None, Some(&small));
+        let c = predict(32 * MIB, 256 * MIB, "zram", None, Some(&small), false);
         assert_eq!(c.cold_bytes, 1280 * 4096);
     }
 }
