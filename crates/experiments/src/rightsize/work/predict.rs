@@ -57,7 +57,8 @@ pub fn predict(
     inside: bool,
 ) -> Prediction {
     let top = mib_up(peak.max(MIB));
-    let probe = usable_working_set(ws, top).map_or(top, |w| first_probe(w, top));
+    let usable = usable_working_set(ws, top);
+    let probe = usable.map_or(top, |w| first_probe(w, top));
     let knee = probe;
     let anon = sample.map(|s| s.resident_pages * s.page_size).filter(|&a| a > 0);
     let cold = peak.saturating_sub(knee).min(anon.unwrap_or(u64::MAX));
@@ -95,11 +96,13 @@ pub fn predict(
         (true, None) => "no page could be read: counted at its full size".to_string(),
     };
     let said = format!(
-        "predicted for {kind}{}: knee ~{} MiB (the first probe, from a working set of {} MiB{}); {} MiB to the \
-         store, {how}: ~{} MiB of RAM; in all ~{} MiB",
+        "predicted for {kind}{}: knee ~{} MiB ({}{}); {} MiB to the store, {how}: ~{} MiB of RAM; in all ~{} MiB",
         compressor.map(|c| format!(" {c}")).unwrap_or_default(),
         m(knee),
-        m(ws),
+        match usable {
+            Some(_) => format!("the first probe, from a working set of {} MiB", m(ws)),
+            None => format!("the peak: the working set read, {} KiB, is too small to start from", ws >> 10),
+        },
         if inside { ", plus the pool, which cgroup v2 charges inside the limit" } else { "" },
         m(cold),
         m(store),
@@ -185,6 +188,10 @@ mod tests {
         assert_eq!(n.store_bytes, n.cold_bytes);
         assert_eq!(n.total_bytes, 128 * MIB);
         assert!(n.said.contains("counted at its full size"));
+        // A working set under a MiB is no place to start: the peak, said so.
+        let tiny = predict(MIB / 2, 128 * MIB, "zram", None, None, false);
+        assert_eq!(tiny.knee_bytes, 128 * MIB);
+        assert!(tiny.said.contains("the peak: the working set read, 512 KiB"), "{}", tiny.said);
         // A working set above the peak: the search starts just under the
         // peak (95 % of it), and little is cold.
         let w = predict(300 * MIB, 100 * MIB, "zram", None, None, false);
