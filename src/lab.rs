@@ -241,8 +241,7 @@ pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
     if pace * (s.expect_s + rest) <= left {
         return None;
     }
-    let i = s.args.iter().position(|a| a == "--repeat")?;
-    let n: u32 = s.args.get(i + 1)?.parse().ok()?;
+    let (at, n) = experiments::kit::plan::repeat_of(s)?;
     if n <= 2 {
         return None;
     }
@@ -250,7 +249,7 @@ pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
     // An even count: ABBA's order effect cancels over pairs of repeats.
     let fits = (2..n).rev().filter(|m| m % 2 == 0).find(|&m| pace * (per * m as f64 + rest) <= left).unwrap_or(2);
     let mut t = s.clone();
-    t.args[i + 1] = fits.to_string();
+    t.args[at] = fits.to_string();
     t.expect_s = per * fits as f64;
     t.note = Some(format!(
         "{fits} of its {n} planned repeats: the steps before it ran at {}× their plan, and {n} would have passed the \
@@ -662,7 +661,7 @@ fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use experiments::kit::plan::{arg, more_repeats, step};
+    use experiments::kit::plan::{arg, more_repeats, repeat_of, step};
 
     fn machine(root: bool, swap: bool) -> Machine {
         Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: swap }
@@ -741,7 +740,7 @@ mod tests {
         let m = machine(true, false);
         let steps = plan(&m, Scale::Quick, &[]);
         let thrash = steps.iter().find(|s| s.experiment == "thrash").expect("thrash planned");
-        let n: u32 = thrash.args[thrash.args.iter().position(|a| a == "--repeat").unwrap() + 1].parse().unwrap();
+        let n = repeat_of(thrash).unwrap().1;
         assert!(n > 2, "the quick thrash step has {n} repeats");
         // On pace: nothing changes.
         assert!(fit_step(thrash, 1.0, 15.0, thrash.expect_s + 15.0).is_none());
@@ -751,7 +750,7 @@ mod tests {
         // same size, and what is left fits at that pace.
         let left = thrash.expect_s + 15.0;
         let cut = fit_step(thrash, 1.3, 15.0, left).expect("a cut");
-        let k: u32 = cut.args[cut.args.iter().position(|a| a == "--repeat").unwrap() + 1].parse().unwrap();
+        let k = repeat_of(&cut).unwrap().1;
         assert!((2..n).contains(&k) && k % 2 == 0, "{k} of {n}");
         assert!(1.3 * (cut.expect_s + 15.0) <= left || k == 2);
         assert!((cut.expect_s / k as f64 - thrash.expect_s / n as f64).abs() < 1e-9);

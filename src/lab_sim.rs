@@ -181,7 +181,7 @@ fn judged(f: &Finding, values: Vec<f64>) -> Verdict {
 
 /// `--repeat` of a step.
 fn repeat_of(s: &Step) -> usize {
-    s.args.iter().position(|a| a == "--repeat").and_then(|i| s.args.get(i + 1)?.parse().ok()).unwrap_or(1)
+    experiments::kit::plan::repeat_of(s).map_or(1, |r| r.1 as usize)
 }
 
 /// How one simulated lab ended, finding by finding (in `fs`' order).

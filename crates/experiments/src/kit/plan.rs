@@ -96,9 +96,17 @@ pub fn arg(x: &str) -> String {
 /// `k` more repeats of a first pass's step: the same arms with `--repeat k`,
 /// its estimate scaled from the first pass's.
 pub fn more_repeats(first: &Step, _claims: &[&str], k: u32) -> Option<Step> {
-    let i = first.args.iter().position(|a| a == "--repeat")?;
-    let n: f64 = first.args.get(i + 1)?.parse().ok().filter(|n: &f64| *n >= 1.0)?;
-    let mut s = step(&first.experiment, first.args.clone(), first.expect_s * k as f64 / n);
-    s.args[i + 1] = k.to_string();
+    let (at, n) = repeat_of(first).filter(|r| r.1 >= 1)?;
+    let mut s = step(&first.experiment, first.args.clone(), first.expect_s * k as f64 / n as f64);
+    s.args[at] = k.to_string();
     Some(s)
+}
+
+/// A step's `--repeat`: where its value is among the arguments, and the
+/// count. None for a step without one (or whose value is not a count). The
+/// one place a step's repeats are read (the planner, the pacing, the
+/// simulated labs).
+pub fn repeat_of(s: &Step) -> Option<(usize, u32)> {
+    let at = s.args.iter().position(|a| a == "--repeat")? + 1;
+    Some((at, s.args.get(at)?.parse().ok()?))
 }
