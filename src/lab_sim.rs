@@ -78,7 +78,7 @@ fn quick_lab() -> (Lab, Vec<Finding>) {
         let e = experiments::ALL.iter().find(|e| e.name() == s.experiment).expect("a planned experiment");
         for c in e.report.claims() {
             let presets = if e.name() == "thrash" { experiments::thrash::cmd::presets_of(c.id) } else { &[] };
-            fs.push(Finding { exp: e.name(), claim: *c, ratio: c.quantity.contains('÷'), presets });
+            fs.push(Finding { exp: e.name(), claim: c, ratio: c.quantity.contains('÷'), presets });
         }
     }
     let expect_s = steps.iter().map(|s| s.expect_s).sum();

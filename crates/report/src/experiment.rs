@@ -5,7 +5,7 @@
 //! is cannot be forgotten by any of them.
 
 use crate::headline::{Builder, Figure, Metric};
-use crate::verdict::{Claim, Ms, Verdict};
+use crate::verdict::{Claim, Finding, Ms, Verdict};
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::any::Any;
@@ -46,8 +46,10 @@ pub trait Study: Sync + 'static {
     fn study(&self) -> &'static str;
     /// Its headline figures, each declared once as a constant.
     fn figures(&self) -> &'static [Figure];
-    /// The study's findings as claims, fixed before any data (ids `<name>.*`).
-    fn claims(&self) -> &'static [Claim];
+    /// The study's findings, each a claim fixed before any data (ids
+    /// `<name>.*`) with the function that draws its evidence: the claims and
+    /// the verdicts are derived from this one list.
+    fn findings(&self) -> &'static [Finding<Self::Entry>];
     /// The few figures the lab's summary table shows.
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// run.json's `results`, read into its entries; an entry that is not one
@@ -63,9 +65,6 @@ pub trait Study: Sync + 'static {
     fn protocol(&self, _r: &[Self::Entry]) -> Result<(), String> {
         Ok(())
     }
-    /// Its claims judged, each alone (see [`crate::verdict::judge`]); the
-    /// report forms the family.
-    fn verdicts(&self, m: &Ms, r: &[Self::Entry]) -> Vec<Verdict>;
 }
 
 /// An experiment as the report's generic code (HTML, Markdown, verdicts,
@@ -75,7 +74,8 @@ pub trait Experiment: Sync {
     fn name(&self) -> &'static str;
     fn study(&self) -> &'static str;
     fn figures(&self) -> &'static [Figure];
-    fn claims(&self) -> &'static [Claim];
+    /// Its findings' claims, in order.
+    fn claims(&self) -> Vec<Claim>;
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// Parses a run's `results` (once, when the run is loaded).
     fn parse(&self, results: &[Value]) -> Parsed;
@@ -85,7 +85,9 @@ pub trait Experiment: Sync {
     fn metrics(&self, p: &Parsed, b: &mut Builder);
     /// Whether the runs (a lab's passes, together) kept the study's protocol.
     fn protocol(&self, runs: &[&Parsed]) -> Result<(), String>;
-    /// The claims judged on the runs together (arms pair by repeat across them).
+    /// The claims judged on the runs together (arms pair by repeat across
+    /// them), each alone (see [`crate::verdict::judge`]); the report forms the
+    /// family.
     fn verdicts(&self, m: &Ms, runs: &[&Parsed]) -> Vec<Verdict>;
 }
 
@@ -99,8 +101,8 @@ impl<S: Study> Experiment for S {
     fn figures(&self) -> &'static [Figure] {
         Study::figures(self)
     }
-    fn claims(&self) -> &'static [Claim] {
-        Study::claims(self)
+    fn claims(&self) -> Vec<Claim> {
+        Study::findings(self).iter().map(|f| f.claim).collect()
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         Study::summary(self, m)
@@ -121,7 +123,8 @@ impl<S: Study> Experiment for S {
         Study::protocol(self, &joined::<S>(runs))
     }
     fn verdicts(&self, m: &Ms, runs: &[&Parsed]) -> Vec<Verdict> {
-        Study::verdicts(self, m, &joined::<S>(runs))
+        let entries = joined::<S>(runs);
+        Study::findings(self).iter().map(|f| f.judge(m, &entries)).collect()
     }
 }
 
@@ -150,7 +153,7 @@ impl Catalog {
 
     /// The claim with this id, from any experiment.
     pub fn claim(&self, id: &str) -> Option<Claim> {
-        self.0.iter().flat_map(|e| e.claims()).find(|c| c.id == id).copied()
+        self.0.iter().flat_map(|e| e.claims()).find(|c| c.id == id)
     }
 }
 

@@ -7,7 +7,7 @@ use record::stats::claim::Region;
 use report::charts::{self, BarGroup, Scale};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::verdict::{Claim, Ms, Verdict, judge};
+use report::verdict::{Claim, Drawn, Finding, Ms};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -360,29 +360,50 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
 }
 
 /// A direction claim needs a 10 % minimum effect (docs/stability.md).
-pub static CLAIMS: [Claim; 2] = [
-    Claim {
-        id: "assess.zstd_better",
-        claim: "zstd compresses memory better than lz4",
-        study: "×3.96 against ×2.58 on a 1.1 GB memory copy (×3.37 against ×2.63 with fio on zram)",
-        quantity: "compression ratio of the program's pages, zstd ÷ lz4, paired by repeat (better: ≥ 1.10)",
-        region: Region::at_least(1.1),
-        floor: 0.001,
-        own: true,
-        yes: "this program's pages rank the compressors as the published data does",
-        no: "on this program's pages zstd did not beat lz4 by 10 %",
+const NO_RESULTS: &str = "the run has no results";
+
+fn draw_zstd_better(m: &Ms, rs: &[AssessResult]) -> Drawn {
+    let Some(r) = rs.last() else { return Err(NO_RESULTS.to_string()).into() };
+    let g = group(r);
+    m.ratios((&g, &RATIO_ZSTD), (&g, &RATIO_LZ4)).into()
+}
+
+/// The trim follows the last repeat: one value (n = 1) unless repeated.
+fn draw_far_memory(m: &Ms, rs: &[AssessResult]) -> Drawn {
+    let Some(r) = rs.last() else { return Err(NO_RESULTS.to_string()).into() };
+    let rate = if r.trim.is_none() { Err("the run did not trim (--trim)".into()) } else { m.values(&group(r), &SWAP_IN) };
+    rate.into()
+}
+
+pub static FINDINGS: [Finding<AssessResult>; 2] = [
+    Finding {
+        claim: Claim {
+            id: "assess.zstd_better",
+            claim: "zstd compresses memory better than lz4",
+            study: "×3.96 against ×2.58 on a 1.1 GB memory copy (×3.37 against ×2.63 with fio on zram)",
+            quantity: "compression ratio of the program's pages, zstd ÷ lz4, paired by repeat (better: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.001,
+            own: true,
+            yes: "this program's pages rank the compressors as the published data does",
+            no: "on this program's pages zstd did not beat lz4 by 10 %",
+        },
+        draw: draw_zstd_better,
     },
-    Claim {
-        id: "assess.far_memory",
-        claim: "cold memory can be moved to a compressed store at a promotion rate under 0.2 % of the working set per minute",
-        study: "0.2 %/min, Google's far-memory target",
-        quantity: "swap-ins after the trim, % of the working set per minute (values under 0.001 count as 0.001)",
-        region: Region::at_most(FAR_MEMORY_PCT_PER_MIN),
-        floor: 0.001,
-        own: true,
-        yes: "the trimmed pages stayed out: this program's cold memory is cold",
-        no: "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at \
-             this age",
+    Finding {
+        claim: Claim {
+            id: "assess.far_memory",
+            claim: "cold memory can be moved to a compressed store at a promotion rate under 0.2 % of the working set per minute",
+            study: "0.2 %/min, Google's far-memory target",
+            quantity: "swap-ins after the trim, % of the working set per minute (values under 0.001 count as 0.001)",
+            region: Region::at_most(FAR_MEMORY_PCT_PER_MIN),
+            floor: 0.001,
+            own: true,
+            yes: "the trimmed pages stayed out: this program's cold memory is cold",
+            no: "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at \
+                 this age",
+        },
+        draw: draw_far_memory,
     },
 ];
 
@@ -424,15 +445,8 @@ impl Study for Assess {
             }
         }
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, rs: &[AssessResult]) -> Vec<Verdict> {
-        let Some(r) = rs.last() else { return Vec::new() };
-        let g = group(r);
-        // The trim follows the last repeat: one value (n = 1) unless repeated.
-        let rate = if r.trim.is_none() { Err("the run did not trim (--trim)".into()) } else { m.values(&g, &SWAP_IN) };
-        vec![judge(&CLAIMS[0], m, m.ratios((&g, &RATIO_ZSTD), (&g, &RATIO_LZ4))), judge(&CLAIMS[1], m, rate)]
+    fn findings(&self) -> &'static [Finding<AssessResult>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         m.iter()

@@ -10,7 +10,7 @@ use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{self, Claim, Evidence, Ms, Verdict, judge, per_repeat, ratio};
+use report::verdict::{self, Claim, Drawn, Evidence, Finding, Ms, per_repeat, ratio};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -298,11 +298,8 @@ impl Study for Eat {
             b.push_of(&g, &FILL, r.repeat, Some(r.fill_gbps_first_touch));
         }
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, results: &[EatResult]) -> Vec<Verdict> {
-        findings(m, results)
+    fn findings(&self) -> &'static [Finding<EatResult>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let med = |g: &str, fig: &Figure| report::experiment::median_of(m, g, fig);
@@ -337,91 +334,127 @@ pub fn semi_region(compressor: &str) -> Region {
 /// "about x" in the eat study: within a factor 1.5 either way.
 const ABOUT: f64 = 1.5;
 
-pub static CLAIMS: [Claim; 6] = [
-    Claim {
-        id: "eat.semi_fraction",
-        claim: "the semi pattern compresses to about a fifth",
-        study: "0.20",
-        quantity: "stored fraction of semi, per repeat (region by compressor: LZ without entropy coding 0.13 – 0.30; zstd, deflate ≤ 0.30)",
-        region: Region { lo: Some(0.20 / ABOUT), hi: Some(0.20 * ABOUT) },
-        floor: 1e-4,
-        own: false,
-        yes: "both stores find the same redundancy in 20-byte blocks",
-        no: "the compressor here finds more or less redundancy than Windows' Xpress in 20-byte blocks",
+pub static FINDINGS: [Finding<EatResult>; 6] = [
+    Finding {
+        claim: Claim {
+            id: "eat.semi_fraction",
+            claim: "the semi pattern compresses to about a fifth",
+            study: "0.20",
+            quantity: "stored fraction of semi, per repeat (region by compressor: LZ without entropy coding 0.13 – 0.30; zstd, deflate ≤ 0.30)",
+            region: Region { lo: Some(0.20 / ABOUT), hi: Some(0.20 * ABOUT) },
+            floor: 1e-4,
+            own: false,
+            yes: "both stores find the same redundancy in 20-byte blocks",
+            no: "the compressor here finds more or less redundancy than Windows' Xpress in 20-byte blocks",
+        },
+        draw: draw_semi,
     },
-    Claim {
-        id: "eat.const_fraction",
-        claim: "constant pages cost almost nothing to store",
-        study: "0.0046",
-        quantity: "stored fraction of const, per repeat (values below 0.0001 count as 0.0001)",
-        region: Region::at_most(0.01),
-        floor: 1e-4,
-        own: false,
-        yes: "zram keeps a page of one repeated value as a 'same page' with no data at all, even less than Windows",
-        no: "the store here does not detect same-value pages",
+    Finding {
+        claim: Claim {
+            id: "eat.const_fraction",
+            claim: "constant pages cost almost nothing to store",
+            study: "0.0046",
+            quantity: "stored fraction of const, per repeat (values below 0.0001 count as 0.0001)",
+            region: Region::at_most(0.01),
+            floor: 1e-4,
+            own: false,
+            yes: "zram keeps a page of one repeated value as a 'same page' with no data at all, even less than Windows",
+            no: "the store here does not detect same-value pages",
+        },
+        draw: draw_const,
     },
-    Claim {
-        id: "eat.random_fraction",
-        claim: "random data does not compress",
-        study: "slightly above 1",
-        quantity: "stored fraction of random, per repeat",
-        region: Region::at_least(0.95),
-        floor: 1e-4,
-        own: false,
-        yes: "incompressible pages are stored as they are",
-        no: "the store reports less than the data trimmed: check that every page reached swap",
+    Finding {
+        claim: Claim {
+            id: "eat.random_fraction",
+            claim: "random data does not compress",
+            study: "slightly above 1",
+            quantity: "stored fraction of random, per repeat",
+            region: Region::at_least(0.95),
+            floor: 1e-4,
+            own: false,
+            yes: "incompressible pages are stored as they are",
+            no: "the store reports less than the data trimmed: check that every page reached swap",
+        },
+        draw: draw_random,
     },
-    Claim {
-        id: "eat.trim_random_semi",
-        claim: "trimming random data takes about twice as long as semi",
-        study: "about 2",
-        quantity: "trim µs/page, random ÷ semi, paired by repeat",
-        region: Region { lo: Some(2.0 / ABOUT), hi: Some(2.0 * ABOUT) },
-        floor: 0.001,
-        own: false,
-        yes: "compressing incompressible data costs the most, as on Windows",
-        no: "this compressor gives up on incompressible pages sooner or later than Xpress, so random pages do not cost \
-             twice the semi pattern here",
+    Finding {
+        claim: Claim {
+            id: "eat.trim_random_semi",
+            claim: "trimming random data takes about twice as long as semi",
+            study: "about 2",
+            quantity: "trim µs/page, random ÷ semi, paired by repeat",
+            region: Region { lo: Some(2.0 / ABOUT), hi: Some(2.0 * ABOUT) },
+            floor: 0.001,
+            own: false,
+            yes: "compressing incompressible data costs the most, as on Windows",
+            no: "this compressor gives up on incompressible pages sooner or later than Xpress, so random pages do not cost \
+                 twice the semi pattern here",
+        },
+        draw: draw_trim_random,
     },
-    Claim {
-        id: "eat.trim_const_semi",
-        claim: "trimming constant data takes about half the time of semi",
-        study: "about 0.5",
-        quantity: "trim µs/page, const ÷ semi, paired by repeat",
-        region: Region { lo: Some(0.5 / ABOUT), hi: Some(0.5 * ABOUT) },
-        floor: 0.001,
-        own: false,
-        yes: "same-value pages need no compression at all",
-        no: "on this machine the per-page cost of the swap path, not the compression saved, sets the ratio",
+    Finding {
+        claim: Claim {
+            id: "eat.trim_const_semi",
+            claim: "trimming constant data takes about half the time of semi",
+            study: "about 0.5",
+            quantity: "trim µs/page, const ÷ semi, paired by repeat",
+            region: Region { lo: Some(0.5 / ABOUT), hi: Some(0.5 * ABOUT) },
+            floor: 0.001,
+            own: false,
+            yes: "same-value pages need no compression at all",
+            no: "on this machine the per-page cost of the swap path, not the compression saved, sets the ratio",
+        },
+        draw: draw_trim_const,
     },
-    Claim {
-        id: "eat.read_back_alike",
-        claim: "reading back costs about the same for every pattern",
-        study: "similar",
-        quantity: "read-back µs/page, slowest ÷ fastest of random, semi and const, per repeat",
-        region: Region::at_most(ABOUT),
-        floor: 0.001,
-        own: false,
-        yes: "read-back is dominated by the fault path, not by decompression",
-        no: "semi pages must be decompressed on every fault, while zram returns same-value and raw pages without \
-             decompressing; the study saw no such difference",
+    Finding {
+        claim: Claim {
+            id: "eat.read_back_alike",
+            claim: "reading back costs about the same for every pattern",
+            study: "similar",
+            quantity: "read-back µs/page, slowest ÷ fastest of random, semi and const, per repeat",
+            region: Region::at_most(ABOUT),
+            floor: 0.001,
+            own: false,
+            yes: "read-back is dominated by the fault path, not by decompression",
+            no: "semi pages must be decompressed on every fault, while zram returns same-value and raw pages without \
+                 decompressing; the study saw no such difference",
+        },
+        draw: draw_read_back,
     },
 ];
 
-fn findings(m: &Ms, typed: &[EatResult]) -> Vec<Verdict> {
-    let stored = typed.iter().any(|r| r.stored_fraction.is_some_and(f64::is_finite));
-    let no_store = || Err("this run had no store (no root, or --backing none), so nothing was stored".to_string());
-    let frac = |p: &str| if stored { m.values(p, &STORED_FRACTION) } else { no_store() };
+/// The stored fraction of pattern `p`, where the run had a store.
+fn frac(m: &Ms, typed: &[EatResult], p: &str) -> Evidence {
+    if typed.iter().any(|r| r.stored_fraction.is_some_and(f64::is_finite)) {
+        m.values(p, &STORED_FRACTION)
+    } else {
+        Err("this run had no store (no root, or --backing none), so nothing was stored".to_string())
+    }
+}
+
+fn draw_semi(m: &Ms, typed: &[EatResult]) -> Drawn {
     let compressor = typed.iter().find(|r| r.pattern == "semi").map(store).unwrap_or_default();
-    let semi = Claim { region: semi_region(&compressor), ..CLAIMS[0] };
-    vec![
-        judge(&semi, m, frac("semi")),
-        judge(&CLAIMS[1], m, frac("const")),
-        judge(&CLAIMS[2], m, frac("random")),
-        judge(&CLAIMS[3], m, m.ratios(("random", &TRIM), ("semi", &TRIM))),
-        judge(&CLAIMS[4], m, m.ratios(("const", &TRIM), ("semi", &TRIM))),
-        judge(&CLAIMS[5], m, read_back_spread(m)),
-    ]
+    Drawn { region: Some(semi_region(&compressor)), ..frac(m, typed, "semi").into() }
+}
+
+fn draw_const(m: &Ms, typed: &[EatResult]) -> Drawn {
+    frac(m, typed, "const").into()
+}
+
+fn draw_random(m: &Ms, typed: &[EatResult]) -> Drawn {
+    frac(m, typed, "random").into()
+}
+
+fn draw_trim_random(m: &Ms, _: &[EatResult]) -> Drawn {
+    m.ratios(("random", &TRIM), ("semi", &TRIM)).into()
+}
+
+fn draw_trim_const(m: &Ms, _: &[EatResult]) -> Drawn {
+    m.ratios(("const", &TRIM), ("semi", &TRIM)).into()
+}
+
+fn draw_read_back(m: &Ms, _: &[EatResult]) -> Drawn {
+    read_back_spread(m).into()
 }
 
 /// Slowest ÷ fastest read-back of random, semi and const, per repeat.

@@ -10,7 +10,7 @@ use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{self, Claim, Evidence, Ms, Verdict, judge, per_repeat};
+use report::verdict::{self, Claim, Drawn, Evidence, Finding, Ms, per_repeat};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -233,11 +233,8 @@ impl Study for Mapping {
             b.push_of(&r.method, &MINUS_TOUCH, r.repeat, Some(r.normalized_ms_p50));
         }
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, results: &[Entry]) -> Vec<Verdict> {
-        findings(m, results)
+    fn findings(&self) -> &'static [Finding<Entry>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let mut v: Vec<(String, f64)> =
@@ -248,49 +245,63 @@ impl Study for Mapping {
 }
 
 /// Direction claims: a 10 % minimum effect (docs/stability.md).
-pub static CLAIMS: [Claim; 3] = [
-    Claim {
-        id: "mapping.lazy_reset",
-        claim: "a lazy reset (MEM_RESET, MADV_FREE) is cheaper than decommitting (MEM_DECOMMIT, MADV_DONTNEED)",
-        study: "77.3 against 116.8 ms (0.66)",
-        quantity: "total ms less the touch of resident memory (the study's normalisation), free ÷ dontneed, paired \
-                   by repeat (cheaper: ≤ 0.91)",
-        region: Region::at_most(1.0 / 1.1),
-        floor: 0.001,
-        own: false,
-        yes: "a lazy release leaves the pages in place until memory is short, so touching them again is cheap",
-        no: "the lazy release cost about as much as the eager one here",
+pub static FINDINGS: [Finding<Entry>; 3] = [
+    Finding {
+        claim: Claim {
+            id: "mapping.lazy_reset",
+            claim: "a lazy reset (MEM_RESET, MADV_FREE) is cheaper than decommitting (MEM_DECOMMIT, MADV_DONTNEED)",
+            study: "77.3 against 116.8 ms (0.66)",
+            quantity: "total ms less the touch of resident memory (the study's normalisation), free ÷ dontneed, paired \
+                       by repeat (cheaper: ≤ 0.91)",
+            region: Region::at_most(1.0 / 1.1),
+            floor: 0.001,
+            own: false,
+            yes: "a lazy release leaves the pages in place until memory is short, so touching them again is cheap",
+            no: "the lazy release cost about as much as the eager one here",
+        },
+        draw: draw_lazy_reset,
     },
-    Claim {
-        id: "mapping.fresh_cheapest",
-        claim: "allocating fresh and freeing (VirtualAlloc/VirtualFree, mmap/munmap) is the cheapest cycle",
-        study: "64.4 ms, the lowest of the four (0.83 of the next)",
-        quantity: "total ms less the touch of resident memory (the study's normalisation), mmap-munmap ÷ the \
-                   cheapest of dontneed, free and memfd, paired by repeat (cheapest: ≤ 0.91)",
-        region: Region::at_most(1.0 / 1.1),
-        floor: 0.001,
-        own: false,
-        yes: "creating and destroying mappings is cheap on both systems",
-        no: "on Linux MADV_FREE and MADV_DONTNEED keep the mapping and avoid its setup and teardown, so they are \
-             no dearer than a fresh mmap; on Windows decommit and re-commit were the slow path",
+    Finding {
+        claim: Claim {
+            id: "mapping.fresh_cheapest",
+            claim: "allocating fresh and freeing (VirtualAlloc/VirtualFree, mmap/munmap) is the cheapest cycle",
+            study: "64.4 ms, the lowest of the four (0.83 of the next)",
+            quantity: "total ms less the touch of resident memory (the study's normalisation), mmap-munmap ÷ the \
+                       cheapest of dontneed, free and memfd, paired by repeat (cheapest: ≤ 0.91)",
+            region: Region::at_most(1.0 / 1.1),
+            floor: 0.001,
+            own: false,
+            yes: "creating and destroying mappings is cheap on both systems",
+            no: "on Linux MADV_FREE and MADV_DONTNEED keep the mapping and avoid its setup and teardown, so they are \
+                 no dearer than a fresh mmap; on Windows decommit and re-commit were the slow path",
+        },
+        draw: draw_fresh_cheapest,
     },
-    Claim {
-        id: "mapping.shared_costlier",
-        claim: "shared-memory views cost more than private memory",
-        study: "103.6 against 64.4 ms (1.61)",
-        quantity: "total ms less the touch of resident memory (the study's normalisation), memfd ÷ mmap-munmap, \
-                   paired by repeat (costlier: ≥ 1.10)",
-        region: Region::at_least(1.1),
-        floor: 0.001,
-        own: false,
-        yes: "shared pages go through the page cache (shmem) on both systems",
-        no: "shared pages were about as cheap as private ones here",
+    Finding {
+        claim: Claim {
+            id: "mapping.shared_costlier",
+            claim: "shared-memory views cost more than private memory",
+            study: "103.6 against 64.4 ms (1.61)",
+            quantity: "total ms less the touch of resident memory (the study's normalisation), memfd ÷ mmap-munmap, \
+                       paired by repeat (costlier: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.001,
+            own: false,
+            yes: "shared pages go through the page cache (shmem) on both systems",
+            no: "shared pages were about as cheap as private ones here",
+        },
+        draw: draw_shared_costlier,
     },
 ];
 
-fn findings(m: &Ms, _results: &[Entry]) -> Vec<Verdict> {
-    // Judged as the study judged: each total less the touch alone (Gerstmann
-    // subtracted it; issue 43: totals with it moved 0.83 to 0.87 against 0.91).
+// Judged as the study judged: each total less the touch alone (Gerstmann
+// subtracted it; issue 43: totals with it moved 0.83 to 0.87 against 0.91).
+
+fn draw_lazy_reset(m: &Ms, _: &[Entry]) -> Drawn {
+    m.ratios(("free", &MINUS_TOUCH), ("dontneed", &MINUS_TOUCH)).into()
+}
+
+fn draw_fresh_cheapest(m: &Ms, _: &[Entry]) -> Drawn {
     let others: Vec<&Metric> =
         ["dontneed", "free", "memfd"].iter().filter_map(|x| m.metric(x, &MINUS_TOUCH)).collect();
     let fresh: Evidence = match m.metric("mmap-munmap", &MINUS_TOUCH) {
@@ -300,9 +311,9 @@ fn findings(m: &Ms, _results: &[Entry]) -> Vec<Verdict> {
         })),
         _ => Err("this needs mmap-munmap, dontneed, free and memfd in the same run".into()),
     };
-    vec![
-        judge(&CLAIMS[0], m, m.ratios(("free", &MINUS_TOUCH), ("dontneed", &MINUS_TOUCH))),
-        judge(&CLAIMS[1], m, fresh),
-        judge(&CLAIMS[2], m, m.ratios(("memfd", &MINUS_TOUCH), ("mmap-munmap", &MINUS_TOUCH))),
-    ]
+    fresh.into()
+}
+
+fn draw_shared_costlier(m: &Ms, _: &[Entry]) -> Drawn {
+    m.ratios(("memfd", &MINUS_TOUCH), ("mmap-munmap", &MINUS_TOUCH)).into()
 }

@@ -8,7 +8,7 @@ use record::stats::claim::Region;
 use report::charts::{self, Scale, Trace};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::verdict::{Claim, Ms, Verdict, judge};
+use report::verdict::{Claim, Drawn, Finding, Ms};
 use serde_json::Value;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -434,19 +434,48 @@ pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, D
 /// search accepts a limit when the pairs' upper bound is within the target,
 /// so a finding judged on the same pairs could only match (issue 43), and the
 /// search has no pairs it did not use to choose.
-pub static CLAIMS: [Claim; 1] = [
-    Claim {
-        id: "rightsize.saves",
-        claim: "the program needs at least 20 % less than its peak",
-        study: "TMO saves 20–32 % of memory per server; Google finds 32 % of memory cold at 120 s",
-        quantity: "(recommended limit + the compressed store's RAM at it) ÷ each unlimited run's peak charge",
-        region: Region::at_most(0.80),
-        floor: 0.001,
-        own: true,
-        yes: "a fifth or more of this program's peak is memory it does not need in RAM",
-        no: "this program needs nearly all of its peak",
+pub static FINDINGS: [Finding<RightsizeResult>; 1] = [
+    Finding {
+        claim: Claim {
+            id: "rightsize.saves",
+            claim: "the program needs at least 20 % less than its peak",
+            study: "TMO saves 20–32 % of memory per server; Google finds 32 % of memory cold at 120 s",
+            quantity: "(recommended limit + the compressed store's RAM at it) ÷ each unlimited run's peak charge",
+            region: Region::at_most(0.80),
+            floor: 0.001,
+            own: true,
+            yes: "a fifth or more of this program's peak is memory it does not need in RAM",
+            no: "this program needs nearly all of its peak",
+        },
+        draw: draw_saves,
     },
 ];
+
+/// With several stores compared, judged on the one that needs least in all.
+fn draw_saves(_: &Ms, rs: &[RightsizeResult]) -> Drawn {
+    let best = rs
+        .iter()
+        .filter(|r| r.recommendation.as_ref().is_some_and(|x| x.verified))
+        .min_by_key(|r| r.recommendation.as_ref().map(|x| x.total_bytes.max(x.limit_bytes)));
+    let Some(r) = best.or(rs.last()) else { return Err("the run has no results".to_string()).into() };
+    let saves = match (&r.recommendation, r.service.is_none()) {
+        (Some(rec), true) => Ok(r
+            .runs
+            .iter()
+            .filter(|x| x.limit_bytes.is_none() && x.peak_bytes > 0)
+            .map(|x| rec.total_bytes.max(rec.limit_bytes) as f64 / x.peak_bytes as f64)
+            .collect()),
+        _ => Err(match (&r.service, &r.unverified_reason) {
+            (Some(_), _) => "service mode runs the program once: no pairs to judge".into(),
+            (_, Some(why)) => format!("no verified limit: {why}"),
+            _ => "no verified limit".into(),
+        }),
+    };
+    // Judged on one store of several: the one that needs least in all (the
+    // smallest of several totals leans low; the reason says which).
+    let more = (rs.len() > 1).then(|| format!(" (judged on {}, the store that needs least of {})", store_label(r), rs.len()));
+    Drawn { more, ..saves.into() }
+}
 
 /// A result's group: its mode, and its store when several were compared.
 fn group(r: &RightsizeResult, several: bool) -> String {
@@ -494,39 +523,8 @@ impl Study for Rightsize {
             }
         }
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, rs: &[RightsizeResult]) -> Vec<Verdict> {
-        // With several stores compared, the one that needs least in all.
-        let best = rs
-            .iter()
-            .filter(|r| r.recommendation.as_ref().is_some_and(|x| x.verified))
-            .min_by_key(|r| r.recommendation.as_ref().map(|x| x.total_bytes.max(x.limit_bytes)));
-        let Some(r) = best.or(rs.last()) else { return Vec::new() };
-        let none = || -> Result<Vec<f64>, String> {
-            Err(match (&r.service, &r.unverified_reason) {
-                (Some(_), _) => "service mode runs the program once: no pairs to judge".into(),
-                (_, Some(why)) => format!("no verified limit: {why}"),
-                _ => "no verified limit".into(),
-            })
-        };
-        let saves = match (&r.recommendation, r.service.is_none()) {
-            (Some(rec), true) => Ok(r
-                .runs
-                .iter()
-                .filter(|x| x.limit_bytes.is_none() && x.peak_bytes > 0)
-                .map(|x| rec.total_bytes.max(rec.limit_bytes) as f64 / x.peak_bytes as f64)
-                .collect()),
-            _ => none(),
-        };
-        let mut v = judge(&CLAIMS[0], m, saves);
-        if rs.len() > 1 {
-            // Judged on one store of several: the one that needs least in all
-            // (the smallest of several totals leans low; the reason says which).
-            v.why = format!("{} (judged on {}, the store that needs least of {})", v.why, store_label(r), rs.len());
-        }
-        vec![v]
+    fn findings(&self) -> &'static [Finding<RightsizeResult>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         m.iter()

@@ -17,7 +17,7 @@ use record::stats::{cv, median};
 use report::charts::{self, Trace};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::verdict::{Claim, Evidence, Ms, Verdict, group_is, judge, judge_censored};
+use report::verdict::{Claim, Drawn, Evidence, Finding, Ms, group_is};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -440,11 +440,8 @@ impl Study for Thrash {
     fn protocol(&self, rs: &[ThrashResult]) -> Result<(), String> {
         protocol(rs)
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, rs: &[ThrashResult]) -> Vec<Verdict> {
-        findings(m, rs)
+    fn findings(&self) -> &'static [Finding<ThrashResult>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let med = |g: &str, fig: &Figure| report::experiment::median_of(m, g, fig);
@@ -535,102 +532,136 @@ pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
 }
 
 /// Direction claims need a 10 % minimum effect (docs/stability.md).
-pub static CLAIMS: [Claim; 5] = [
-    Claim {
-        id: "thrash.deep",
-        claim: "the consumers thrash deeply: they progress slowly",
-        study: "deep thrashing by design (parameters chosen to reach it without exhausting memory)",
-        quantity: "e2's median progress while overcommitted, per repeat (deep: ≤ 0.5)",
-        region: Region::at_most(0.5),
-        floor: 0.01,
-        own: false,
-        yes: "while memory was overcommitted the median consumer completed at most half the cycles it would have \
-              unthrashed",
-        no: "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each \
-             fault cheap)",
+/// "Within seconds", as pagelab reads it: 10 s from the last exit.
+const RECOVERY_EDGE_S: f64 = 10.0;
+
+pub static FINDINGS: [Finding<ThrashResult>; 5] = [
+    Finding {
+        claim: Claim {
+            id: "thrash.deep",
+            claim: "the consumers thrash deeply: they progress slowly",
+            study: "deep thrashing by design (parameters chosen to reach it without exhausting memory)",
+            quantity: "e2's median progress while overcommitted, per repeat (deep: ≤ 0.5)",
+            region: Region::at_most(0.5),
+            floor: 0.01,
+            own: false,
+            yes: "while memory was overcommitted the median consumer completed at most half the cycles it would have \
+                  unthrashed",
+            no: "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each \
+                 fault cheap)",
+        },
+        draw: draw_deep,
     },
-    Claim {
-        id: "thrash.writes",
-        claim: "more writes per cycle mean more paging",
-        study: "e2 (W = 10000) pages more than e1 (W = 1000)",
-        quantity: "pages swapped out, e2 ÷ e1, paired by repeat (more: ≥ 1.10)",
-        region: Region::at_least(1.1),
-        floor: 0.001,
-        own: false,
-        yes: "more writes touch more of each working set per cycle, so more of it must be paged in and out",
-        no: "e1 paged about as much as e2",
+    Finding {
+        claim: Claim {
+            id: "thrash.writes",
+            claim: "more writes per cycle mean more paging",
+            study: "e2 (W = 10000) pages more than e1 (W = 1000)",
+            quantity: "pages swapped out, e2 ÷ e1, paired by repeat (more: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.001,
+            own: false,
+            yes: "more writes touch more of each working set per cycle, so more of it must be paged in and out",
+            no: "e1 paged about as much as e2",
+        },
+        draw: draw_writes,
     },
-    Claim {
-        id: "thrash.sleep",
-        claim: "a longer sleep means less paging",
-        study: "e3 (t_s = 1 s) pages less than e2 (t_s = 0.1 s)",
-        quantity: "pages swapped out, e3 ÷ e2, paired by repeat (less: ≤ 0.91)",
-        region: Region::at_most(1.0 / 1.1),
-        floor: 0.001,
-        own: false,
-        yes: "longer sleeps spread the same writes over more time",
-        no: "e3 paged about as much as e2",
+    Finding {
+        claim: Claim {
+            id: "thrash.sleep",
+            claim: "a longer sleep means less paging",
+            study: "e3 (t_s = 1 s) pages less than e2 (t_s = 0.1 s)",
+            quantity: "pages swapped out, e3 ÷ e2, paired by repeat (less: ≤ 0.91)",
+            region: Region::at_most(1.0 / 1.1),
+            floor: 0.001,
+            own: false,
+            yes: "longer sleeps spread the same writes over more time",
+            no: "e3 paged about as much as e2",
+        },
+        draw: draw_sleep,
     },
-    Claim {
-        id: "thrash.stagger",
-        claim: "a faster stagger means more aggressive thrashing",
-        study: "e4 (t_c = 1 s) reaches a higher paging rate than e2 (t_c = 30 s)",
-        quantity: "swap-outs/s while the consumers ran, e4 ÷ e2, paired by repeat (higher: ≥ 1.10)",
-        region: Region::at_least(1.1),
-        floor: 0.001,
-        own: false,
-        yes: "consumers that start close together overcommit memory at once",
-        no: "e4's consumers paged no faster than e2's while they ran",
+    Finding {
+        claim: Claim {
+            id: "thrash.stagger",
+            claim: "a faster stagger means more aggressive thrashing",
+            study: "e4 (t_c = 1 s) reaches a higher paging rate than e2 (t_c = 30 s)",
+            quantity: "swap-outs/s while the consumers ran, e4 ÷ e2, paired by repeat (higher: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.001,
+            own: false,
+            yes: "consumers that start close together overcommit memory at once",
+            no: "e4's consumers paged no faster than e2's while they ran",
+        },
+        draw: draw_stagger,
     },
-    Claim {
-        id: "thrash.recovery",
-        claim: "Linux recovers within seconds once the load ends (pagelab's own check: the study gives no figure)",
-        study: "Linux seemed to recover fastest of the four systems, which the authors call \"only a subjective \
-                estimation, not backed by concrete results\"",
-        quantity: "e2's recovery: seconds from the last exit until paging and PSI stay at the baseline, per repeat \
-                   (within seconds: ≤ 10 s; read on 1 s intervals, so under 1 s counts as 1 s; a repeat that did not \
-                   recover within its window counts as the window's length, censored)",
-        region: Region::at_most(10.0),
-        floor: 1.0,
-        own: true,
-        yes: "paging and memory pressure fall back to the baseline within seconds after the last consumer exits",
-        no: "paging or memory pressure stayed above the recovery rule's threshold for more than 10 s after the load",
+    Finding {
+        claim: Claim {
+            id: "thrash.recovery",
+            claim: "Linux recovers within seconds once the load ends (pagelab's own check: the study gives no figure)",
+            study: "Linux seemed to recover fastest of the four systems, which the authors call \"only a subjective \
+                    estimation, not backed by concrete results\"",
+            quantity: "e2's recovery: seconds from the last exit until paging and PSI stay at the baseline, per repeat \
+                       (within seconds: ≤ 10 s; read on 1 s intervals, so under 1 s counts as 1 s; a repeat that did not \
+                       recover within its window counts as the window's length, censored)",
+            region: Region::at_most(RECOVERY_EDGE_S),
+            floor: 1.0,
+            own: true,
+            yes: "paging and memory pressure fall back to the baseline within seconds after the last consumer exits",
+            no: "paging or memory pressure stayed above the recovery rule's threshold for more than 10 s after the load",
+        },
+        draw: draw_recovery,
     },
 ];
 
 /// Maziero et al.'s three findings compare e2 with e1 (fewer writes), e3 (a
 /// longer sleep) and e4 (a faster stagger); a run without that preset beside
 /// e2 has not tested the finding.
-fn findings(m: &Ms, rs: &[ThrashResult]) -> Vec<Verdict> {
+fn beside(m: &Ms, p: &str, a: (&str, &Figure), b: (&str, &Figure)) -> Drawn {
     let has = |p: &str| m.all.iter().any(|x| group_is(&x.group, p));
-    let beside = |p: &str, a: (&str, &Figure), b: (&str, &Figure)| -> Evidence {
-        if !has("e2") {
-            Err("the findings compare against e2, which this run did not run".into())
-        } else if !has(p) {
-            Err(format!("this finding needs {p} beside e2; this run ran {}", ran(m)))
-        } else {
-            m.ratios(a, b)
-        }
+    let e: Evidence = if !has("e2") {
+        Err("the findings compare against e2, which this run did not run".into())
+    } else if !has(p) {
+        Err(format!("this finding needs {p} beside e2; this run ran {}", ran(m)))
+    } else {
+        m.ratios(a, b)
     };
-    // Every e2 repeat, a missing figure counted as unusable rather than
-    // dropped (a repeat never overcommitted has no progress to judge).
-    let e2 = |f: fn(&ThrashResult) -> Option<f64>| -> Evidence {
-        if has("e2") {
-            Ok(rs.iter().filter(|r| group_is(&group(r, rs), "e2")).map(|r| f(r).unwrap_or(f64::NAN)).collect())
-        } else {
-            Err(format!("this is judged on e2; this run ran {}", ran(m)))
-        }
+    e.into()
+}
+
+/// Why a finding judged on e2 alone is not checked, when e2 did not run.
+fn without_e2(m: &Ms) -> Option<String> {
+    (!m.all.iter().any(|x| group_is(&x.group, "e2"))).then(|| format!("this is judged on e2; this run ran {}", ran(m)))
+}
+
+/// Every e2 repeat, a missing figure counted as unusable rather than dropped
+/// (a repeat never overcommitted has no progress to judge).
+fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
+    let e: Evidence = match without_e2(m) {
+        Some(why) => Err(why),
+        None => Ok(rs
+            .iter()
+            .filter(|r| group_is(&group(r, rs), "e2"))
+            .map(|r| r.progress_overcommitted_median.unwrap_or(f64::NAN))
+            .collect()),
     };
-    let edge = CLAIMS[4].region.hi.unwrap_or(f64::INFINITY);
-    let (recovery, censored) = recovery_evidence(rs, edge);
-    let recovery = if has("e2") { Ok(recovery) } else { Err(format!("this is judged on e2; this run ran {}", ran(m))) };
-    vec![
-        judge(&CLAIMS[0], m, e2(|r| r.progress_overcommitted_median)),
-        judge(&CLAIMS[1], m, beside("e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT))),
-        judge(&CLAIMS[2], m, beside("e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT))),
-        judge(&CLAIMS[3], m, beside("e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE))),
-        judge_censored(&CLAIMS[4], m, recovery, censored),
-    ]
+    e.into()
+}
+
+fn draw_writes(m: &Ms, _: &[ThrashResult]) -> Drawn {
+    beside(m, "e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT))
+}
+
+fn draw_sleep(m: &Ms, _: &[ThrashResult]) -> Drawn {
+    beside(m, "e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT))
+}
+
+fn draw_stagger(m: &Ms, _: &[ThrashResult]) -> Drawn {
+    beside(m, "e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE))
+}
+
+fn draw_recovery(m: &Ms, rs: &[ThrashResult]) -> Drawn {
+    let (recovery, censored) = recovery_evidence(rs, RECOVERY_EDGE_S);
+    Drawn { censored, ..without_e2(m).map_or(Ok(recovery), Err).into() }
 }
 
 fn ran(m: &Ms) -> String {

@@ -10,7 +10,7 @@ use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{self, Claim, Evidence, Ms, Verdict, judge, per_repeat};
+use report::verdict::{self, Claim, Drawn, Evidence, Finding, Ms, per_repeat};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -228,11 +228,8 @@ impl Study for Wscap {
             b.push_of(&r.mode, &HELD, r.repeat, held(r));
         }
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, results: &[WscapResult]) -> Vec<Verdict> {
-        findings(m, results)
+    fn findings(&self) -> &'static [Finding<WscapResult>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let med = |g: &str, fig: &Figure| report::experiment::median_of(m, g, fig);
@@ -256,41 +253,50 @@ impl Study for Wscap {
 
 /// "Orders of magnitude": at least 100×, the study's lower figure (about 250×,
 /// sometimes 800×) rounded down to the order it names.
-pub static CLAIMS: [Claim; 3] = [
-    Claim {
-        id: "wscap.cap_slowdown",
-        claim: "a cap at half the working set slows scanning by orders of magnitude",
-        study: "about 250×, sometimes 800×",
-        quantity: "scans/s without a cap ÷ under cap-max, paired by repeat",
-        region: Region::at_least(100.0),
-        floor: 0.001,
-        own: false,
-        yes: "every scan faults the capped half back in from (compressed) swap, one page at a time",
-        no: "the cap here costs far less than orders of magnitude: the swap-in path is much cheaper on this machine \
-             than the study's",
+pub static FINDINGS: [Finding<WscapResult>; 3] = [
+    Finding {
+        claim: Claim {
+            id: "wscap.cap_slowdown",
+            claim: "a cap at half the working set slows scanning by orders of magnitude",
+            study: "about 250×, sometimes 800×",
+            quantity: "scans/s without a cap ÷ under cap-max, paired by repeat",
+            region: Region::at_least(100.0),
+            floor: 0.001,
+            own: false,
+            yes: "every scan faults the capped half back in from (compressed) swap, one page at a time",
+            no: "the cap here costs far less than orders of magnitude: the swap-in path is much cheaper on this machine \
+                 than the study's",
+        },
+        draw: draw_cap_slowdown,
     },
-    Claim {
-        id: "wscap.periodic_cheaper",
-        claim: "trimming periodically costs far less than a cap",
-        study: "argued, not measured",
-        quantity: "scans/s of the slowest periodic mode ÷ under cap-max, paired by repeat (far less: ≥ 10×)",
-        region: Region::at_least(10.0),
-        floor: 0.001,
-        own: false,
-        yes: "a periodic trim pays the refaults once per period, a cap pays them on every scan",
-        no: "a periodic trim cost nearly as much as the cap here",
+    Finding {
+        claim: Claim {
+            id: "wscap.periodic_cheaper",
+            claim: "trimming periodically costs far less than a cap",
+            study: "argued, not measured",
+            quantity: "scans/s of the slowest periodic mode ÷ under cap-max, paired by repeat (far less: ≥ 10×)",
+            region: Region::at_least(10.0),
+            floor: 0.001,
+            own: false,
+            yes: "a periodic trim pays the refaults once per period, a cap pays them on every scan",
+            no: "a periodic trim cost nearly as much as the cap here",
+        },
+        draw: draw_periodic_cheaper,
     },
-    Claim {
-        id: "wscap.cap_saves_no_memory",
-        claim: "capping the working set does not save memory",
-        study: "the trimmed pages stay in RAM (standby list, compressed store)",
-        quantity: "memory held under cap-max (cgroup charge + compressed store, max) ÷ resident set without a cap, \
-                   paired by repeat, the pages holding random bytes that do not compress (no saving: ≥ 0.9)",
-        region: Region::at_least(0.9),
-        floor: 0.001,
-        own: false,
-        yes: "what the cap pushes out lands in the compressed store, which is RAM too: the total barely falls",
-        no: "the cap freed memory here: the store holds the capped pages in much less RAM than they took",
+    Finding {
+        claim: Claim {
+            id: "wscap.cap_saves_no_memory",
+            claim: "capping the working set does not save memory",
+            study: "the trimmed pages stay in RAM (standby list, compressed store)",
+            quantity: "memory held under cap-max (cgroup charge + compressed store, max) ÷ resident set without a cap, \
+                       paired by repeat, the pages holding random bytes that do not compress (no saving: ≥ 0.9)",
+            region: Region::at_least(0.9),
+            floor: 0.001,
+            own: false,
+            yes: "what the cap pushes out lands in the compressed store, which is RAM too: the total barely falls",
+            no: "the cap freed memory here: the store holds the capped pages in much less RAM than they took",
+        },
+        draw: draw_cap_saves,
     },
 ];
 
@@ -305,11 +311,15 @@ fn held(r: &WscapResult) -> Option<f64> {
     }
 }
 
-fn findings(m: &Ms, _results: &[WscapResult]) -> Vec<Verdict> {
+fn draw_cap_slowdown(m: &Ms, _: &[WscapResult]) -> Drawn {
+    m.ratios(("none", &SCANS), ("cap-max", &SCANS)).into()
+}
+
+/// The slowest periodic mode in each repeat, against the cap in that repeat.
+fn draw_periodic_cheaper(m: &Ms, _: &[WscapResult]) -> Drawn {
     let periodic: Vec<&Metric> =
         ["periodic-pageout", "periodic-cold", "periodic-reclaim"].iter().filter_map(|p| m.metric(p, &SCANS)).collect();
-    // The slowest periodic mode in each repeat, against the cap in that repeat.
-    let periodic_vs_cap: Evidence = match m.metric("cap-max", &SCANS) {
+    let e: Evidence = match m.metric("cap-max", &SCANS) {
         None => Err("this run had no cap-max mode".into()),
         Some(_) if periodic.is_empty() => Err("this run had no periodic mode".into()),
         Some(cap) => Ok(per_repeat(cap, &periodic, |c, p| {
@@ -317,9 +327,9 @@ fn findings(m: &Ms, _results: &[WscapResult]) -> Vec<Verdict> {
             Some(verdict::ratio_at(worst, SCANS.resolution, c, SCANS.resolution))
         })),
     };
-    vec![
-        judge(&CLAIMS[0], m, m.ratios(("none", &SCANS), ("cap-max", &SCANS))),
-        judge(&CLAIMS[1], m, periodic_vs_cap),
-        judge(&CLAIMS[2], m, m.ratios(("cap-max", &HELD), ("none", &HELD))),
-    ]
+    e.into()
+}
+
+fn draw_cap_saves(m: &Ms, _: &[WscapResult]) -> Drawn {
+    m.ratios(("cap-max", &HELD), ("none", &HELD)).into()
 }

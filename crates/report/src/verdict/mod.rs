@@ -223,6 +223,57 @@ pub fn per_repeat(a: &Metric, others: &[&Metric], f: impl Fn(f64, &[f64]) -> Opt
         .collect()
 }
 
+/// What a finding draws from the runs: one value per repeat (or why there is
+/// none), and what the verdict says beside it.
+#[derive(Debug, Clone, Default)]
+pub struct Drawn {
+    pub evidence: Option<Evidence>,
+    /// How many of the values are lower bounds ([`Verdict::censored`]).
+    pub censored: usize,
+    /// The region, where it follows the run's configuration rather than being
+    /// one for every run (eat's semi fraction follows the compressor); never
+    /// the values.
+    pub region: Option<Region>,
+    /// Said before this run's estimate ("glibc ÷ mimalloc: …").
+    pub label: Option<String>,
+    /// Added to the verdict's reason (a figure of pagelab's own beside the study's).
+    pub more: Option<String>,
+}
+
+impl From<Evidence> for Drawn {
+    fn from(evidence: Evidence) -> Drawn {
+        Drawn { evidence: Some(evidence), ..Default::default() }
+    }
+}
+
+/// A finding as one unit: the claim (its text, the study's words, its region)
+/// and the function that draws its evidence from the runs' figures and
+/// entries. An experiment lists its findings once ([`crate::experiment::Study::findings`]);
+/// its claims and its verdicts are derived from that list.
+pub struct Finding<E: 'static> {
+    pub claim: Claim,
+    pub draw: fn(&Ms, &[E]) -> Drawn,
+}
+
+impl<E> Finding<E> {
+    /// The claim judged alone on what [`Finding::draw`] takes from the runs.
+    pub fn judge(&self, m: &Ms, entries: &[E]) -> Verdict {
+        let d = (self.draw)(m, entries);
+        let c = Claim { region: d.region.unwrap_or(self.claim.region), ..self.claim };
+        let evidence = d.evidence.unwrap_or_else(|| Err("this run did not measure it".into()));
+        let mut v = judge_censored(&c, m, evidence, d.censored);
+        if let Some(l) = d.label
+            && v.estimate.is_some()
+        {
+            v.ours = format!("{l}: {}", v.ours);
+        }
+        if let Some(more) = d.more {
+            v.why += &more;
+        }
+        v
+    }
+}
+
 /// Judges one claim alone (a family of one) under the rules, in order:
 /// 1. the protocol broke → outside the protocol;
 /// 2. the run cannot test the claim (an arm missing) → not checked;

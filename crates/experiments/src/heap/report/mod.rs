@@ -14,7 +14,7 @@ use report::charts::{self, Scale};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
 use report::summary::bytes;
-use report::verdict::{Claim, Evidence, Ms, Verdict, judge};
+use report::verdict::{Claim, Drawn, Evidence, Finding, Ms};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -293,13 +293,8 @@ impl Study for Heap {
         }
         over_time::metrics(results, b);
     }
-    fn claims(&self) -> &'static [Claim] {
-        &CLAIMS
-    }
-    fn verdicts(&self, m: &Ms, results: &[Entry]) -> Vec<Verdict> {
-        let mut v = findings(m, results);
-        v.extend(over_time::findings(m, results));
-        v
+    fn findings(&self) -> &'static [Finding<Entry>] {
+        &FINDINGS
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         let mut v: Vec<String> = Vec::new();
@@ -327,45 +322,53 @@ impl Study for Heap {
 /// any data: the one closest to the study's lock-free heap.
 pub const CONCURRENT_COMPARATOR: &str = "mimalloc";
 
-pub static CLAIMS: [Claim; 5] = [
-    Claim {
-        id: "heap.growth",
-        claim: "time per call grows with the thread count",
-        study: "the study's Windows table (this run is Linux): default heap 121 → 2717 ms per 1M allocations from \
-                1 to 128 threads, each thread's calls timed by the clock",
-        quantity: "glibc ns per call as HeapPerf timed it (a clock before and after the calls, summed over the \
-                   threads: a preemption inside the calls counts, one between them does not), at the most threads \
-                   that do not share cores (each pinned to its own CPU) ÷ 1 thread, paired by repeat (grows: ≥ \
-                   1.10); past the cores, time-slicing alone would make it grow",
-        region: Region::at_least(1.10),
-        floor: 0.001,
-        own: false,
-        yes: "the time inside each call grows with the threads even where they do not share cores: contention \
-              inside the allocator",
-        no: "the time inside each call did not grow with the threads while each had a core of its own: glibc's \
-             per-thread arenas keep threads apart (the study's growth to 128 threads on few cores includes \
-             time-slicing)",
+pub static FINDINGS: [Finding<Entry>; 5] = [
+    Finding {
+        claim: Claim {
+            id: "heap.growth",
+            claim: "time per call grows with the thread count",
+            study: "the study's Windows table (this run is Linux): default heap 121 → 2717 ms per 1M allocations from \
+                    1 to 128 threads, each thread's calls timed by the clock",
+            quantity: "glibc ns per call as HeapPerf timed it (a clock before and after the calls, summed over the \
+                       threads: a preemption inside the calls counts, one between them does not), at the most threads \
+                       that do not share cores (each pinned to its own CPU) ÷ 1 thread, paired by repeat (grows: ≥ \
+                       1.10); past the cores, time-slicing alone would make it grow",
+            region: Region::at_least(1.10),
+            floor: 0.001,
+            own: false,
+            yes: "the time inside each call grows with the threads even where they do not share cores: contention \
+                  inside the allocator",
+            no: "the time inside each call did not grow with the threads while each had a core of its own: glibc's \
+                 per-thread arenas keep threads apart (the study's growth to 128 threads on few cores includes \
+                 time-slicing)",
+        },
+        draw: draw_growth,
     },
-    Claim {
-        id: "heap.concurrent_linux",
-        claim: "on Linux, a heap built for concurrency is about as fast as the default heap",
-        study: "Table 4 (Linux): the lock-free heap within ±4 % of the default up to 64 threads",
-        quantity: "ns per call as HeapPerf timed it, glibc ÷ mimalloc at the most threads, paired by repeat (about the same: \
-                   0.91 – 1.10); mimalloc is named before the data as the allocator closest to the study's lock-free \
-                   heap (its cross-thread frees are lock-free), not chosen as the fastest in the run",
-        region: Region::within(1.0 / 1.1, 1.1),
-        floor: 0.001,
-        own: false,
-        yes: "glibc's per-thread arenas keep up with an allocator built for concurrency",
-        no: "glibc and mimalloc differ by more than 10 % per call here, unlike the study's lock-free heap and the \
-             default heap on Linux",
+    Finding {
+        claim: Claim {
+            id: "heap.concurrent_linux",
+            claim: "on Linux, a heap built for concurrency is about as fast as the default heap",
+            study: "Table 4 (Linux): the lock-free heap within ±4 % of the default up to 64 threads",
+            quantity: "ns per call as HeapPerf timed it, glibc ÷ mimalloc at the most threads, paired by repeat (about the same: \
+                       0.91 – 1.10); mimalloc is named before the data as the allocator closest to the study's lock-free \
+                       heap (its cross-thread frees are lock-free), not chosen as the fastest in the run",
+            region: Region::within(1.0 / 1.1, 1.1),
+            floor: 0.001,
+            own: false,
+            yes: "glibc's per-thread arenas keep up with an allocator built for concurrency",
+            no: "glibc and mimalloc differ by more than 10 % per call here, unlike the study's lock-free heap and the \
+                 default heap on Linux",
+        },
+        draw: draw_concurrent,
     },
-    over_time::CLAIMS[0],
-    over_time::CLAIMS[1],
-    over_time::CLAIMS[2],
+    over_time::KEEPS,
+    over_time::TRIM,
+    over_time::IDLE,
 ];
 
-fn findings(m: &Ms, results: &[Entry]) -> Vec<Verdict> {
+/// The speed sweep's groups of the per-call figure, as (allocator, threads);
+/// Err(why) when the run had none.
+fn sweep(m: &Ms) -> Result<Vec<(String, u64)>, String> {
     let threads: Vec<(String, u64)> = m
         .all
         .iter()
@@ -375,18 +378,29 @@ fn findings(m: &Ms, results: &[Entry]) -> Vec<Verdict> {
             Some((name.to_string(), t.parse().ok()?))
         })
         .collect();
-    if threads.is_empty() {
-        let why = if m.all.iter().any(|x| x.name == WALL.name) {
-            "this run predates HeapPerf's per-call measure (alloc_ns_in_calls), which the findings are judged on: \
+    if !threads.is_empty() {
+        Ok(threads)
+    } else if m.all.iter().any(|x| x.name == WALL.name) {
+        Err("this run predates HeapPerf's per-call measure (alloc_ns_in_calls), which the findings are judged on: \
              run heap again to judge them"
-        } else {
-            "this run had no speed sweep (heap --over-time without --speed)"
-        };
-        return vec![judge(&CLAIMS[0], m, Err(why.into())), judge(&CLAIMS[1], m, Err(why.into()))];
+            .into())
+    } else {
+        Err("this run had no speed sweep (heap --over-time without --speed)".into())
     }
+}
+
+/// `who`'s group at `t` threads in the sweep.
+fn group_at(threads: &[(String, u64)], who: &str, t: u64) -> Option<String> {
+    threads.iter().find(|a| a.0.starts_with(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0))
+}
+
+fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
+    let threads = match sweep(m) {
+        Ok(t) => t,
+        Err(why) => return Err(why).into(),
+    };
     let most = threads.iter().map(|a| a.1).max();
-    let group =
-        |who: &str, t: u64| threads.iter().find(|a| a.0.starts_with(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0));
+    let group = |who: &str, t: u64| group_at(&threads, who, t);
     // Growth is judged where the threads do not share cores (each pinned to a
     // CPU of its own): past the core count, preemptions land inside calls in
     // proportion to the time spent there, so the per-call time grows about
@@ -407,24 +421,14 @@ fn findings(m: &Ms, results: &[Entry]) -> Vec<Verdict> {
                 .into(),
         ),
     };
-    // The comparator is named before the data (issue 43: choosing the
-    // allocator with the lowest median made the verdict depend on the data and
-    // on which allocators were linked).
-    let other = most.and_then(|t| group(CONCURRENT_COMPARATOR, t));
-    let concurrent: Evidence = match (most.and_then(|t| group("glibc", t)), &other) {
-        (Some(g), Some(o)) => m.ratios((&g, &CALL), (o, &CALL)),
-        _ => Err(format!(
-            "this compares glibc with {CONCURRENT_COMPARATOR} at the most threads; this run did not run both there"
-        )),
-    };
-    let mut grow = judge(&CLAIMS[0], m, growth);
     // Ours beside the study's: the CPU-only time per call, which leaves the
     // time-slicing out.
+    let mut more = None;
     if let (Some(one), Some(many)) = (group("glibc", 1), within.and_then(|t| group("glibc", t)))
         && let (Some(a), Some(b)) = (m.get(&one, &ALLOC), m.get(&many, &ALLOC))
         && most > Some(1)
     {
-        grow.why += &format!(
+        more = Some(format!(
             "; CPU-only ns per allocation (preempted batches left out) went {a:.1} → {b:.1} ({:.2}×), so {}",
             b / a,
             if b / a < 1.10 {
@@ -432,13 +436,26 @@ fn findings(m: &Ms, results: &[Entry]) -> Vec<Verdict> {
             } else {
                 "contention inside the calls grows too"
             }
-        );
+        ));
     }
-    let mut conc = judge(&CLAIMS[1], m, concurrent);
-    if let Some(o) = other
-        && conc.estimate.is_some()
-    {
-        conc.ours = format!("glibc ÷ {}: {}", o, conc.ours);
-    }
-    vec![grow, conc]
+    Drawn { more, ..growth.into() }
+}
+
+/// The comparator is named before the data (issue 43: choosing the allocator
+/// with the lowest median made the verdict depend on the data and on which
+/// allocators were linked).
+fn draw_concurrent(m: &Ms, _: &[Entry]) -> Drawn {
+    let threads = match sweep(m) {
+        Ok(t) => t,
+        Err(why) => return Err(why).into(),
+    };
+    let most = threads.iter().map(|a| a.1).max();
+    let other = most.and_then(|t| group_at(&threads, CONCURRENT_COMPARATOR, t));
+    let concurrent: Evidence = match (most.and_then(|t| group_at(&threads, "glibc", t)), &other) {
+        (Some(g), Some(o)) => m.ratios((&g, &CALL), (o, &CALL)),
+        _ => Err(format!(
+            "this compares glibc with {CONCURRENT_COMPARATOR} at the most threads; this run did not run both there"
+        )),
+    };
+    Drawn { label: other.map(|o| format!("glibc ÷ {o}")), ..concurrent.into() }
 }

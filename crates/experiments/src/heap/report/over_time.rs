@@ -6,7 +6,7 @@ use crate::heap::results::{Entry, OverTimeResult, Spread};
 use record::stats::claim::Region;
 use report::charts::{self, Trace};
 use report::headline::{Builder, Figure};
-use report::verdict::{Claim, Evidence, Ms, Verdict, judge, per_repeat};
+use report::verdict::{Claim, Drawn, Evidence, Finding, Ms, per_repeat};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -261,8 +261,9 @@ pub fn charts(dir: &Path, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::er
     Ok(written)
 }
 
-pub const CLAIMS: [Claim; 3] = [
-    Claim {
+/// heap's own finding: glibc keeps what the program frees.
+pub const KEEPS: Finding<Entry> = Finding {
+    claim: Claim {
         id: "heap.glibc_keeps",
         claim: "glibc gives back less than half of the memory a program frees, within the idle time, without malloc_trim",
         study: "a common production report (e.g. glibc's arenas holding freed memory until malloc_trim); no figure published",
@@ -275,7 +276,12 @@ pub const CLAIMS: [Claim; 3] = [
               unused top pin its pages",
         no: "glibc gave back more than half of what the program freed (large blocks are mmap'd and return on free)",
     },
-    Claim {
+    draw: draw_keeps,
+};
+
+/// heap's own finding: malloc_trim lowers glibc's heap RSS.
+pub const TRIM: Finding<Entry> = Finding {
+    claim: Claim {
         id: "heap.malloc_trim",
         claim: "malloc_trim after the program frees lowers glibc's heap RSS",
         study: "glibc's manual: malloc_trim releases free memory at the heap's top and, since 2.8, whole free pages in it",
@@ -287,7 +293,12 @@ pub const CLAIMS: [Claim; 3] = [
         yes: "malloc_trim gave back free pages that glibc's free() kept",
         no: "malloc_trim changed glibc's heap RSS after shrink by less than 10 %",
     },
-    Claim {
+    draw: draw_trim,
+};
+
+/// heap's own finding: no allocator gives memory back while idle.
+pub const IDLE: Finding<Entry> = Finding {
+    claim: Claim {
         id: "heap.idle_gives_nothing",
         claim: "at their defaults, no allocator gives memory back while the program makes no calls",
         study: "ours: the allocators' docs describe purge delays and decay times, not what happens when no call comes",
@@ -301,7 +312,8 @@ pub const CLAIMS: [Claim; 3] = [
               purging and decay run inside allocator calls, and an idle program makes none",
         no: "an allocator at its defaults gave memory back while the program made no calls",
     },
-];
+    draw: draw_idle,
+};
 
 /// The group the findings judge for `arm`: its first pattern (as run) at the
 /// most threads the run had.
@@ -311,9 +323,19 @@ fn judged(rs: &[OverTimeResult], arm: &str) -> Option<String> {
     Some(group(arm, &pattern, t))
 }
 
-pub fn findings(m: &Ms, all: &[Entry]) -> Vec<Verdict> {
+/// Where it was judged: the first pattern at the most threads, said before
+/// the estimate.
+fn drawn(rs: &[OverTimeResult], evidence: Evidence) -> Drawn {
+    let label = judged(rs, "glibc").map(|g| g.split_once(' ').map_or(g.as_str(), |x| x.1).to_string());
+    Drawn { label, ..evidence.into() }
+}
+
+fn none() -> Evidence {
+    Err("this run had no --over-time part".into())
+}
+
+fn draw_keeps(m: &Ms, all: &[Entry]) -> Drawn {
     let rs = results(all);
-    let none = || -> Evidence { Err("this run had no --over-time part".into()) };
     let keeps: Evidence = if rs.is_empty() {
         none()
     } else {
@@ -324,6 +346,11 @@ pub fn findings(m: &Ms, all: &[Entry]) -> Vec<Verdict> {
             None => Err("glibc did not run over time".into()),
         }
     };
+    drawn(&rs, keeps)
+}
+
+fn draw_trim(m: &Ms, all: &[Entry]) -> Drawn {
+    let rs = results(all);
     let trim: Evidence = if rs.is_empty() {
         none()
     } else {
@@ -332,6 +359,11 @@ pub fn findings(m: &Ms, all: &[Entry]) -> Vec<Verdict> {
             _ => Err("this needs the arms glibc and glibc+malloc_trim (--knobs glibc:malloc_trim)".into()),
         }
     };
+    drawn(&rs, trim)
+}
+
+fn draw_idle(m: &Ms, all: &[Entry]) -> Drawn {
+    let rs = results(all);
     let idle: Evidence = if rs.is_empty() {
         none()
     } else {
@@ -344,13 +376,5 @@ pub fn findings(m: &Ms, all: &[Entry]) -> Vec<Verdict> {
             _ => Err("this needs at least two of glibc, mimalloc and jemalloc at their defaults".into()),
         }
     };
-    let mut out = vec![judge(&CLAIMS[0], m, keeps), judge(&CLAIMS[1], m, trim), judge(&CLAIMS[2], m, idle)];
-    // Where it was judged: the first pattern at the most threads.
-    if let Some(g) = judged(&rs, "glibc") {
-        let at = g.split_once(' ').map_or(g.as_str(), |x| x.1).to_string();
-        for v in out.iter_mut().filter(|v| v.n > 0) {
-            v.ours = format!("{at}: {}", v.ours);
-        }
-    }
-    out
+    drawn(&rs, idle)
 }
