@@ -8,6 +8,9 @@ use report::html::{Render, Report};
 
 pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     let mut reports = Vec::new();
+    // Each directory stays open until the end: the reports' paths go through
+    // it (`/proc/self/fd/N`), and N must not be reused for another meanwhile.
+    let mut open_dirs = Vec::new();
     // Each directory is read within a budget of its own; what is kept of them
     // all (results, configuration, notes) shares one.
     let kept = record::weight::Budget::default();
@@ -23,6 +26,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
         let mut r =
             Report::load(&named.via, Render::Never, experiments::catalog()).map_err(|e| usage(named.text(&e)))?;
         r.dir = d.clone();
+        open_dirs.push(open);
         // compare reads headline figures only: each directory is read within a
         // budget of its own, and its samples and events let go before the next.
         for s in &mut r.sections {

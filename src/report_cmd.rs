@@ -60,27 +60,53 @@ impl Named {
     fn error(&self, e: anyhow::Error) -> anyhow::Error {
         if let Some(u) = e.downcast_ref::<experiments::kit::UsageError>() {
             usage(self.text(&u.0))
-        } else if e.downcast_ref::<experiments::kit::Interrupted>().is_some() {
-            e
         } else {
-            anyhow::anyhow!(self.text(&format!("{e:#}")))
+            // Any other error keeps its type (an exit code, a sandbox error);
+            // only one whose words name the open directory is reworded, and
+            // it keeps its exit code: 2 for bad input, 1 otherwise.
+            let text = format!("{e:#}");
+            let shown = self.text(&text);
+            if shown == text {
+                e
+            } else if e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage())) {
+                usage(shown)
+            } else {
+                anyhow::anyhow!(shown)
+            }
         }
     }
 }
 
 fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
-        if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
-            return Err(usage(format!(
-                "--out {}: exists and is not an empty directory; give a new one",
-                out.display()
-            )));
+        // Made here (or an empty directory already there, never a link), then
+        // opened once without following a link at its name: every copy and
+        // every write of the report goes through the open directory, so
+        // `--out` swapped for a link meanwhile (say in /tmp, to a directory
+        // root reads from) redirects nothing.
+        let bad = || usage(format!("--out {}: exists and is not an empty directory; give a new one", out.display()));
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
         }
-        copy_tree(&a.dir, out, 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+        match std::fs::create_dir(out) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !out.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    return Err(bad());
+                }
+            }
+            Err(e) => return Err(usage(format!("--out {}: {e}", out.display()))),
+        }
+        let to = record::rundir::OpenDir::open(out).map_err(|e| usage(format!("--out {e}")))?;
+        if std::fs::read_dir(to.path()).map(|mut d| d.next().is_some()).unwrap_or(true) {
+            return Err(bad());
+        }
+        copy_tree(&a.dir, &to.path(), 1).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+        let named = Named { via: to.path(), shown: out.clone() };
         let mut b = a.clone();
-        b.dir = out.clone();
+        b.dir = named.via.clone();
         b.out = None;
-        return run(&b);
+        return in_dir(&b, &named).map_err(|e| named.error(e));
     }
     let is_lab = a.dir.join(report::lab::FILE).exists();
     if !is_lab && !a.dir.join("run.json").exists() {
@@ -185,16 +211,18 @@ fn read_only_hint(e: String) -> String {
     }
 }
 
-/// Copies a run or lab directory's regular files into `to` (created), and
-/// for a lab its run directories (`depth` levels). Links, devices and FIFOs
-/// are skipped; a source file is opened without following a link.
+/// Copies a run or lab directory's regular files into `to` (a directory
+/// that exists), and for a lab its run directories (`depth` levels). Links,
+/// devices and FIFOs are skipped; a source file is opened without following
+/// a link.
 fn copy_tree(from: &Path, to: &Path, depth: u32) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    // Opened once, without following a link at its name; its entries are
-    // read through the open directory, so a directory swapped for a link
-    // while the copy runs is refused, not copied from.
+    // Both opened once, without following a link at their names; entries are
+    // read and made through the open directories, so a directory swapped for
+    // a link while the copy runs is refused, not copied from or into.
     let d = record::rundir::OpenDir::open(from).map_err(|e| std::io::Error::other(e.to_string()))?;
-    std::fs::create_dir_all(to)?;
+    let t = record::rundir::OpenDir::open(to).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let to = t.path();
     for e in std::fs::read_dir(d.path())? {
         let e = e?;
         let t = e.file_type()?;
@@ -215,6 +243,7 @@ fn copy_tree(from: &Path, to: &Path, depth: u32) -> std::io::Result<()> {
             out.set_permissions(std::fs::Permissions::from_mode(meta.permissions().mode() & 0o644))?;
             std::io::copy(&mut src, &mut out)?;
         } else if t.is_dir() && depth > 0 {
+            std::fs::create_dir(&dst)?;
             copy_tree(&src_path, &dst, depth - 1)?;
         }
     }

@@ -152,6 +152,44 @@ fn a_lab_step_dir_outside_the_lab_is_refused() {
     let out = pagelab(&["report", lab.to_str().unwrap()]);
     refused(&out, "is not a name inside the lab directory");
     assert!(!parent.join("sub/eat.md").exists(), "rendered through a link");
+    // A trailing `/` or `/.`: Path's components drop it, and the kernel
+    // follows a link at a name with a trailing slash even under O_NOFOLLOW,
+    // so `eat/` with `eat` a link to a run elsewhere was read through.
+    for dir in ["eat/", "eat/."] {
+        let lab = tmp.path().join(format!("lab-slash-{}", dir.len()));
+        lab_with_step_dir(&lab, dir);
+        symlink(&outside, lab.join("eat")).unwrap();
+        for mode in [&["report"][..], &["report", "--markdown"][..], &["compare"][..]] {
+            let l = lab.to_str().unwrap();
+            let args: Vec<&str> = if mode[0] == "compare" { vec!["compare", l, l] } else { [mode, &[l]].concat() };
+            let out = pagelab(&args);
+            refused(&out, "is not a name inside the lab directory");
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("eat"), "{dir} {mode:?}: read through the link");
+        }
+        assert!(!outside.join("eat.md").exists(), "{dir}: rendered through a link");
+    }
+}
+
+#[test]
+fn report_out_is_made_and_written_through_the_directory_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    common::copy_fixture("wscap", &dir);
+    // --out a link to an empty directory (root's, say): refused, nothing written there.
+    let target = tmp.path().join("root-only");
+    std::fs::create_dir(&target).unwrap();
+    let o = tmp.path().join("out-link");
+    symlink(&target, &o).unwrap();
+    let out = pagelab(&["report", dir.to_str().unwrap(), "--html", "--out", o.to_str().unwrap()]);
+    refused(&out, "--out");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "wrote through --out's link");
+    // A new --out is made, and the copy is rendered in it.
+    let o = tmp.path().join("new/out");
+    let out = pagelab(&["report", dir.to_str().unwrap(), "--html", "--out", o.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(o.join("report.html").is_file() && o.join("run.json").is_file());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&o.display().to_string()) && !said.contains("/proc/self/fd"), "{said}");
 }
 
 #[test]

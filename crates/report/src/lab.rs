@@ -22,10 +22,15 @@ pub const MAX_PASSES: u32 = 8;
 /// write outside it. With one component the only link on the way is the name
 /// itself, which the loader refuses too (issue 46 item 2: `x/sub` with `x` a
 /// link to a directory outside the lab was read and written through).
+///
+/// The raw name is checked, not its components: `Path::components` drops a
+/// trailing `/` or `/.`, and the kernel follows a link at a name with a
+/// trailing slash even under `O_NOFOLLOW`, so `eat/` (with `eat` a link) was
+/// read through.
 pub fn inside(dir: &Path) -> bool {
-    use std::path::Component;
-    let mut c = dir.components();
-    matches!((c.next(), c.next()), (Some(Component::Normal(_)), None))
+    use std::os::unix::ffi::OsStrExt;
+    let b = dir.as_os_str().as_bytes();
+    !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/') && !b.contains(&0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
