@@ -559,6 +559,10 @@ pub fn judge_later(
     let censored: usize = each.iter().flatten().map(|x| x.censored).sum();
     let first = (v.unusable, v.censored);
     (v.unusable, v.censored) = (unusable, censored);
+    // The region the finding was judged against: a region that follows the
+    // run's configuration (eat's semi fraction by compressor) stays the one
+    // its draw gave, not the claim's default.
+    let c = &Claim { region: v.region, ..*c };
     judge_stages(v, c, &values, ws, alpha, family, pass);
     if !v.outcome.decided() && v.pass < pass {
         // Not combined: the verdict is still the first pass's.
