@@ -73,60 +73,7 @@ pub struct Source {
     pub why: String,
 }
 
-/// Per-page compressibility of a set of anonymous pages.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Compressibility {
-    /// Pages read (a sample when there were more than `--max-read` allows).
-    pub pages: u64,
-    /// Pages that are all zero, and pages filled with one repeated 8-byte value
-    /// (zram and zswap store both without compressing).
-    pub zero_pages: u64,
-    pub same_filled_pages: u64,
-    /// Compressed bytes over the pages (a page that does not shrink counts whole).
-    pub lz4_bytes: u64,
-    pub zstd_bytes: u64,
-    /// Pages that compress to more than 2990 bytes (Google's zswap rejects those).
-    pub lz4_over_2990: u64,
-    pub zstd_over_2990: u64,
-}
-
-impl Compressibility {
-    pub fn add(&mut self, o: &Compressibility) {
-        self.pages += o.pages;
-        self.zero_pages += o.zero_pages;
-        self.same_filled_pages += o.same_filled_pages;
-        self.lz4_bytes += o.lz4_bytes;
-        self.zstd_bytes += o.zstd_bytes;
-        self.lz4_over_2990 += o.lz4_over_2990;
-        self.zstd_over_2990 += o.zstd_over_2990;
-    }
-    /// Original ÷ compressed (a ratio as compressor studies quote it), with
-    /// same-filled pages costing nothing, as the stores keep them.
-    pub fn ratio(&self, lz4: bool, page: u64) -> f64 {
-        let c = if lz4 { self.lz4_bytes } else { self.zstd_bytes };
-        if c == 0 { f64::NAN } else { (self.pages * page) as f64 / c as f64 }
-    }
-}
-
-/// Compressibility of the anonymous pages read, all together and split into
-/// cold and hot by each mapping's referenced share at the longest window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Compress {
-    pub page_size: u64,
-    /// Anonymous pages resident when reading began, and how many were read.
-    pub resident_pages: u64,
-    pub all: Compressibility,
-    pub cold: Compressibility,
-    pub hot: Compressibility,
-    #[serde(default = "record::results::nan")]
-    pub ratio_lz4: f64,
-    #[serde(default = "record::results::nan")]
-    pub ratio_zstd: f64,
-    /// How the pages were split into cold and hot.
-    pub split: String,
-}
+pub use crate::kit::pages::{Compress, Compressibility};
 
 /// Latency of the user's probe command, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

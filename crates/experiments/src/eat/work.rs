@@ -8,6 +8,7 @@
 //! from outside when asked (`process_madvise`, or the cgroup), waits for the store
 //! to settle, and measures the store.
 
+use crate::kit::store::{Store, store_size};
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
@@ -128,17 +129,17 @@ fn store_stats(b: &Backing, pid: i32) -> StoreStats {
     let snap = ProcSnap::of(pid);
     let mut s = StoreStats { swapped_bytes: snap.swap_bytes, resident_bytes: snap.anon_bytes, ..Default::default() };
     if let Some(id) = b.zram_id
-        && let Ok(Some(m)) = p.zram_mm_stat(id)
+        && let Some(z) = store_size(&mut p, Store::Zram(id))
     {
-        s.orig_data_bytes = Some(m.orig_data_size);
-        s.compr_data_bytes = Some(m.compr_data_size);
-        s.mem_used_bytes = Some(m.mem_used_total);
-        s.same_pages = Some(m.same_pages);
-        s.huge_pages = m.huge_pages;
+        s.orig_data_bytes = Some(z.orig_bytes);
+        s.compr_data_bytes = Some(z.compr_bytes);
+        s.mem_used_bytes = Some(z.ram_bytes);
+        s.same_pages = z.same_pages;
+        s.huge_pages = z.huge_pages;
     }
-    if let Ok(Some(mi)) = p.meminfo() {
-        s.zswap_bytes = mi.get("Zswap");
-        s.zswapped_bytes = mi.get("Zswapped");
+    if let Some(z) = store_size(&mut p, Store::Zswap) {
+        s.zswap_bytes = Some(z.ram_bytes);
+        s.zswapped_bytes = Some(z.orig_bytes);
     }
     if let Ok(Some(v)) = p.vmstat() {
         s.zswpout_pages = v.get("zswpout");

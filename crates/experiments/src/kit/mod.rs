@@ -4,9 +4,12 @@
 //! and the errors and JSON output conventions of the whole binary.
 
 pub mod cli;
+pub mod pages;
 pub mod plan;
+pub mod process;
 pub mod run;
 pub mod schema;
+pub mod store;
 pub mod units;
 
 /// An error that is the user's or the environment's (exit code 2).

@@ -9,6 +9,7 @@
 //! per period instead of at every fault, is `process_madvise(MADV_PAGEOUT)` or
 //! `MADV_COLD` on the region, or a `memory.reclaim` write, every PERIOD.
 
+use crate::kit::store::{Store, store_size};
 use probe::cgroup::CgroupVersion;
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
@@ -406,9 +407,9 @@ impl Peaks {
             self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
         }
         if let Some(id) = zram
-            && let Ok(Some(m)) = probe::Probe::default().zram_mm_stat(id)
+            && let Some(z) = store_size(&mut probe::Probe::default(), Store::Zram(id))
         {
-            self.store_max = Some(self.store_max.unwrap_or(0).max(m.mem_used_total));
+            self.store_max = Some(self.store_max.unwrap_or(0).max(z.ram_bytes));
         }
     }
 

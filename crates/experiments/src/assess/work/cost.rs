@@ -2,6 +2,7 @@
 //! the target after it.
 
 use super::*;
+use crate::kit::store::{Store, StoreSize, store_size, swap_used};
 
 /// Runs the probe command once: its latency in ms, or why it failed.
 pub(super) fn probe_once(cmd: &str) -> Result<f64, String> {
@@ -54,27 +55,6 @@ pub(super) fn probe_runs(cmd: &str, n: u32) -> (Latency, Option<String>) {
     (l, first_err)
 }
 
-/// The process's private mappings, as process_madvise ranges.
-pub fn private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
-    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
-    Ok(maps
-        .iter()
-        .filter(|m| m.is_private() && !m.is_empty() && m.name != "[vsyscall]")
-        .map(|m| (m.start, m.len()))
-        .collect())
-}
-
-/// The private mappings that can be read (not `---p`: a PROT_NONE
-/// reservation holds no pages to page out, however large).
-pub fn readable_private_ranges(pid: i32) -> Result<Vec<(usize, usize)>, String> {
-    let maps = Probe::default().pid_maps(pid).map_err(|e| e.to_string())?.ok_or("the process is gone")?;
-    Ok(maps
-        .iter()
-        .filter(|m| m.is_private() && m.perms.starts_with('r') && !m.is_empty() && m.name != "[vsyscall]")
-        .map(|m| (m.start, m.len()))
-        .collect())
-}
-
 /// MADV_PAGEOUT (or MADV_COLD) over the process's private mappings.
 pub fn advise(pid: i32, advice: i32) -> Result<usize, String> {
     let fd = workloads::mm::PidFd::open(pid).map_err(|e| format!("pidfd_open({pid}): {e}"))?;
@@ -105,21 +85,15 @@ pub(super) fn psi_some_us() -> Option<u64> {
     Probe::default().pressure("memory").ok().flatten().map(|p| p.some.total_us)
 }
 
-/// The store's sizes: our zram device's, or the swap in use for an existing store.
-pub(super) fn store_sizes(zram: Option<u32>) -> (u64, u64, u64) {
+/// The store's sizes: our zram device's, or for an existing store the swap
+/// in use (what it holds) and zswap's pool (what it costs in RAM).
+pub(super) fn store_sizes(zram: Option<u32>) -> StoreSize {
     let mut p = Probe::default();
     match zram {
-        Some(id) => p
-            .zram_mm_stat(id)
-            .ok()
-            .flatten()
-            .map(|m| (m.orig_data_size, m.compr_data_size, m.mem_used_total))
-            .unwrap_or_default(),
+        Some(id) => store_size(&mut p, Store::Zram(id)).unwrap_or_default(),
         None => {
-            let m = p.meminfo().ok().flatten().unwrap_or_default();
-            let used = m.get("SwapTotal").unwrap_or(0).saturating_sub(m.get("SwapFree").unwrap_or(0));
-            let zs = m.get("Zswap").unwrap_or(0);
-            (used, zs, zs)
+            let pool = store_size(&mut p, Store::Zswap).map_or(0, |z| z.ram_bytes);
+            StoreSize { orig_bytes: swap_used(&mut p), compr_bytes: pool, ram_bytes: pool, ..Default::default() }
         }
     }
 }
@@ -173,15 +147,15 @@ pub(super) fn trim(
             ended = Some(format!("pid {pid} exited {s:.1} s after the trim; the curve stops there"));
             break;
         };
-        let (o, c, u) = store_sizes(back.zram_id);
+        let z = store_sizes(back.zram_id);
         t.curve.push(Point {
             t_s: s,
             rss_anon_bytes: f.rss_anon,
             swap_bytes: f.swap,
             major_faults: f.majflt.saturating_sub(after.majflt),
-            store_orig_bytes: o,
-            store_compr_bytes: c,
-            store_used_bytes: u,
+            store_orig_bytes: z.orig_bytes,
+            store_compr_bytes: z.compr_bytes,
+            store_used_bytes: z.ram_bytes,
         });
         if start.elapsed() >= cfg.duration || stop() {
             break;
@@ -207,8 +181,8 @@ pub(super) fn trim(
     // The store made for the run goes only when that is safe: swapoff brings
     // its pages back into RAM.
     if let Some(id) = back.zram_id {
-        let (orig, _, used) = store_sizes(Some(id));
-        let need = orig.saturating_sub(used);
+        let z = store_sizes(Some(id));
+        let need = z.orig_bytes.saturating_sub(z.ram_bytes);
         let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable")).unwrap_or(0);
         let margin = (avail / 10).max(256 << 20);
         if alive(pid) && need + margin > avail {

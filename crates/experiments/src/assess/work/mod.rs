@@ -17,7 +17,7 @@
 //! contents.
 
 use crate::assess::results::{
-    AssessResult, Compress, Compressibility, DamonRun, Kinds, Latency, MglruRun, PACE_PROBE_S, Point, Source, Target,
+    AssessResult, DamonRun, Kinds, Latency, MglruRun, PACE_PROBE_S, Point, Source, Target,
     Trim, Window,
 };
 use probe::Probe;
@@ -28,26 +28,23 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use workloads::backing::{self, BackingKind};
-use workloads::compress::{PageCompressor, same_filled};
 use workloads::observe::{ExperimentError, Observer};
 
 mod cost;
 mod mglru;
-mod pages;
 mod windows;
 
 use cost::*;
-pub use cost::{advise, private_ranges, readable_private_ranges};
+pub use cost::advise;
+use crate::kit::process::{check_pid, private_ranges};
 use mglru::*;
-use pages::*;
+use crate::kit::pages::{Split, compressibility, smaps};
 use windows::*;
 
 /// How long DAMON watches before the longest window starts counting: its
 /// regions split and merge to follow the access pattern in the first second or so.
 const DAMON_SETTLE: Duration = Duration::from_secs(2);
 
-/// Google's zswap does not store a page that compresses to more than this.
-pub const REJECT_ABOVE: usize = 2990;
 
 #[derive(Debug, Clone)]
 pub struct AssessConfig {
@@ -210,32 +207,6 @@ pub fn validate(cfg: &AssessConfig) -> Result<(), ExperimentError> {
         return Err(err("--compressor only applies with --trim zram"));
     }
     Ok(())
-}
-
-/// Refuses what assess must never touch: no such process, PID 1, kernel threads.
-pub fn check_pid(pid: i32) -> Result<(), ExperimentError> {
-    let mut p = Probe::default();
-    let st = p.pid_status(pid).ok().flatten();
-    match st {
-        None if pid > 0 => Err(err(format!("--pid {pid}: no such process"))),
-        None => Err(err(format!("--pid {pid}: not a process id (expected a positive integer)"))),
-        Some(_) if pid == 1 => Err(err("--pid 1: refusing to assess init (PID 1)")),
-        Some(s) if s.vm_rss.is_none() => Err(err(format!("--pid {pid}: a kernel thread, which has no user memory"))),
-        Some(_) => match tgid_of(pid) {
-            // /proc/TID answers for a thread too, but pidfd_open does not
-            // (issue 46 item 10: a thread id started a run that failed late).
-            Some(tgid) if tgid != pid => {
-                Err(err(format!("--pid {pid}: a thread of process {tgid}, not a process; give --pid {tgid}")))
-            }
-            _ => Ok(()),
-        },
-    }
-}
-
-/// The process (thread group) a task id belongs to, from /proc/ID/status.
-fn tgid_of(pid: i32) -> Option<i32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
 
 /// The process being assessed: one pagelab started is killed at the end; one
@@ -526,23 +497,10 @@ pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) 
     }
 }
 
-/// The compressibility of a running process's resident anonymous pages, split
-/// into cold and hot by each mapping's referenced share (the referenced bits
-/// since they were last cleared): what `assess` measures, for another
-/// experiment's prediction (rightsize's knees). At most `max_read` bytes are
-/// read, evenly over the pages.
-pub fn sample_compressibility(
-    pid: i32,
-    max_read: u64,
-    stop: &dyn Fn() -> bool,
-) -> Result<crate::assess::results::Compress, ExperimentError> {
-    let maps = smaps(pid, "the compressibility sample")?;
-    compressibility(pid, &maps, max_read, Split::PerMapping, stop)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use workloads::compress::same_filled;
 
     fn entry(name: &str, perms: &str, rss: u64, anon: u64, refd: u64) -> SmapsEntry {
         SmapsEntry {
@@ -674,15 +632,5 @@ mod tests {
         let mut d = s.clone();
         d[4095] ^= 1;
         assert_eq!(same_filled(&d), None);
-    }
-
-    #[test]
-    fn bad_targets_are_refused() {
-        let e = check_pid(1).unwrap_err().to_string();
-        assert!(e.contains("init"), "{e}");
-        let e = check_pid(2).unwrap_err().to_string();
-        assert!(e.contains("kernel thread"), "{e}");
-        let e = check_pid(i32::MAX).unwrap_err().to_string();
-        assert!(e.contains("no such process"), "{e}");
     }
 }

@@ -12,14 +12,6 @@ pub(super) fn clear_refs(pid: i32) -> Result<(), ExperimentError> {
     })
 }
 
-pub(super) fn smaps(pid: i32, what: &str) -> Result<Vec<SmapsEntry>, ExperimentError> {
-    match Probe::default().pid_smaps(pid) {
-        Ok(Some(m)) => Ok(m),
-        Ok(None) => Err(ExperimentError::Worker(format!("pid {pid} exited during {what}"))),
-        Err(e) => Err(err(format!("/proc/{pid}/smaps: {e}"))),
-    }
-}
-
 /// Resident and referenced bytes by kind; referenced is split in each mapping
 /// in proportion to its kinds' resident bytes.
 pub(super) fn window_of(seconds: f64, maps: &[SmapsEntry]) -> Window {

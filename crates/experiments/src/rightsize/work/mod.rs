@@ -18,6 +18,7 @@ pub mod service;
 
 use crate::rightsize::results::{Baseline, CurvePoint, Plan, ProgramRun, Recommendation, RightsizeResult, Unverified};
 use probe::Probe;
+use crate::kit::store::{Store, store_size, swap_used};
 use probe::cgroup::CgroupVersion;
 use record::stats::claim;
 use sandbox::Sandbox;
@@ -70,25 +71,6 @@ fn peak_of(cg: &MemCgroup) -> Option<u64> {
     std::fs::read_to_string(cg.dir.join(f)).ok()?.trim().parse().ok()
 }
 
-/// The store's RAM and what it holds (uncompressed): our zram device's, or
-/// zswap's pool where that is the store, or nothing measurable.
-pub fn store_now(zram: Option<u32>, kind: &str) -> (u64, u64) {
-    let mut p = Probe::default();
-    if let Some(id) = zram {
-        return p.zram_mm_stat(id).ok().flatten().map(|m| (m.mem_used_total, m.orig_data_size)).unwrap_or_default();
-    }
-    if kind == "zswap" {
-        let m = p.meminfo().ok().flatten().unwrap_or_default();
-        return (m.get("Zswap").unwrap_or(0), m.get("Zswapped").unwrap_or(0));
-    }
-    (0, 0)
-}
-
-fn swap_used() -> u64 {
-    let m = Probe::default().meminfo().ok().flatten().unwrap_or_default();
-    m.get("SwapTotal").unwrap_or(0).saturating_sub(m.get("SwapFree").unwrap_or(0))
-}
-
 struct Real<'a> {
     cfg: &'a BatchConfig,
     obs: &'a mut dyn Observer,
@@ -104,7 +86,7 @@ struct Real<'a> {
     /// The compressibility of the program's pages, read once in the second
     /// unlimited run's steady part (for the prediction), and the seconds the
     /// reading took.
-    sample: Option<crate::assess::results::Compress>,
+    sample: Option<crate::kit::pages::Compress>,
     sample_s: f64,
     /// The memory controller is cgroup v2's (zswap's pool is then charged
     /// inside the group's limit).
@@ -170,18 +152,20 @@ impl Real<'_> {
         let mut windows: Vec<(f64, u64)> = Vec::new();
         let mut next_clear = t0 + window / 2;
         let mut cleared = false;
+        let mut p = Probe::default();
+        let store = Store::of(self.zram, &self.store_kind);
         let (status, ru) = loop {
             if let Some(r) = reap(pid, false) {
                 break r;
             }
-            let (u, o) = store_now(self.zram, &self.store_kind);
+            let (u, o) = store.and_then(|st| store_size(&mut p, st)).map_or((0, 0), |z| (z.ram_bytes, z.orig_bytes));
             store_used = store_used.max(u);
             store_orig = store_orig.max(o);
             usage_max = usage_max.max(cg.usage().unwrap_or(0));
-            swap_max = swap_max.max(swap_used().saturating_sub(self.swap0));
+            swap_max = swap_max.max(swap_used(&mut p).saturating_sub(self.swap0));
             if sample_ws && Instant::now() >= next_clear {
                 if cleared {
-                    let ws: u64 = cg.procs().into_iter().filter_map(referenced).sum();
+                    let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut p, pid)).sum();
                     windows.push((t0.elapsed().as_secs_f64(), ws));
                     // At a window's end, before its bits are cleared: the
                     // sample sees the whole window's hot share, and the bits
@@ -266,7 +250,7 @@ impl Real<'_> {
         let largest = cg.procs().into_iter().max_by_key(|&p| resident_pages(p).unwrap_or(0));
         if let Some(p) = largest {
             let t = Instant::now();
-            self.sample = crate::assess::work::sample_compressibility(p, predict::SAMPLE_BYTES, self.stop).ok();
+            self.sample = crate::kit::pages::sample_compressibility(p, predict::SAMPLE_BYTES, self.stop).ok();
             self.sample_s = t.elapsed().as_secs_f64();
         }
     }
@@ -292,13 +276,9 @@ pub fn steady_working_set(windows: &[(f64, u64)], seconds: f64) -> Option<u64> {
 }
 
 /// Bytes the process has referenced since its bits were last cleared
-/// (/proc/PID/smaps_rollup).
-fn referenced(pid: i32) -> Option<u64> {
-    let t = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    t.lines()
-        .find_map(|l| l.strip_prefix("Referenced:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|k| k * 1024)
+/// (/proc/PID/smaps_rollup, through the probe).
+fn referenced(p: &mut Probe, pid: i32) -> Option<u64> {
+    p.pid_smaps_rollup(pid).ok().flatten()?.get("Referenced")
 }
 
 fn unsafe_zero_rusage() -> libc::rusage {
@@ -407,7 +387,7 @@ pub fn run(
         zram: None,
         store_kind: String::new(),
         runs: Vec::new(),
-        swap0: swap_used(),
+        swap0: swap_used(&mut Probe::default()),
         swap_peaks: Vec::new(),
         started,
         sample: None,
@@ -499,7 +479,7 @@ impl Runner for Staged<'_, '_> {
             }
             self.real.zram = b.zram_id;
             self.real.store_kind = b.kind.clone();
-            self.real.swap0 = swap_used();
+            self.real.swap0 = swap_used(&mut Probe::default());
             self.real.obs.event("store", &b.kind, probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
             // Before the first limited run: where the knee should be.
             let ws = self.real.runs.iter().find_map(|r| r.working_set_bytes);

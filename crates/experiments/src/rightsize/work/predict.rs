@@ -12,7 +12,7 @@
 //! store) goes to the store, which keeps it in RAM at the stored fraction of
 //! its compressor (zram, zswap) or not at all (a swap file on disk).
 
-use crate::assess::results::{Compress, Compressibility};
+use crate::kit::pages::{Compress, Compressibility};
 use crate::rightsize::results::Prediction;
 use crate::rightsize::work::search::{MIB, first_probe, usable_working_set};
 

@@ -58,7 +58,7 @@ enum Target {
 /// Checks the target without changing anything.
 pub fn validate(cfg: &ServiceConfig) -> Result<(), ExperimentError> {
     match (cfg.pid, &cfg.cgroup) {
-        (Some(pid), None) => crate::assess::work::check_pid(pid),
+        (Some(pid), None) => crate::kit::process::check_pid(pid),
         (None, Some(dir)) => {
             if !sandbox::cgroup::is_cgroup_dir(dir) {
                 return Err(err(format!(
@@ -165,7 +165,7 @@ impl Pager {
         // target with a 16 TiB PROT_NONE reservation made one buffer of its
         // whole virtual size (issue 46 item 5: 176 MB mlocked at 64 GiB, an
         // abort on 32 GiB at 16 TiB).
-        let ranges = crate::assess::work::readable_private_ranges(self.pid)?;
+        let ranges = crate::kit::process::readable_private_ranges(self.pid)?;
         let mut pm = std::fs::File::open(format!("/proc/{}/pagemap", self.pid))
             .map_err(|e| format!("/proc/{}/pagemap: {e}", self.pid))?;
         self.hot.retain(|_, until| *until > now);

@@ -13,6 +13,7 @@ pub mod phases;
 
 use super::alloc::Allocator;
 use crate::heap::results::{OverTimeResult, OverTimeRun};
+use crate::kit::store::{Store, StoreSize, store_size};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -492,7 +493,7 @@ fn squeeze(
     ask: &SqueezeAsk,
 ) -> Result<Squeezed, ExperimentError> {
     let mut p = probe::Probe::default();
-    let store = |p: &mut probe::Probe| zram.and_then(|z| p.zram_mm_stat(z).ok().flatten());
+    let store = |p: &mut probe::Probe| zram.and_then(|z| store_size(p, Store::Zram(z)));
     let before = store(&mut p);
     let base = ask.base_charge.unwrap_or(0);
     let margin = (ask.kept_bytes / 8).max(8 << 20);
@@ -516,15 +517,15 @@ fn squeeze(
             probe::cgroup::CgroupVersion::V1 => "-1",
         },
     )?;
-    let grew = |f: fn(&probe::zram::MmStat) -> u64| match (&before, &after) {
+    let grew = |f: fn(&StoreSize) -> u64| match (&before, &after) {
         (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a))),
         _ => None,
     };
     Ok(Squeezed {
         limit_bytes: limit.min(now),
         swapped_bytes: swapped,
-        stored_bytes: grew(|m| m.orig_data_size),
-        compressed_bytes: grew(|m| m.compr_data_size),
+        stored_bytes: grew(|m| m.orig_bytes),
+        compressed_bytes: grew(|m| m.compr_bytes),
     })
 }
 

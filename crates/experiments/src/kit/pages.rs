@@ -1,10 +1,87 @@
-//! The compressibility of the real pages: read with process_vm_readv,
-//! compressed one by one, split into cold and hot as the source can tell.
+//! The compressibility of a process's real pages: read with
+//! process_vm_readv, compressed one by one (lz4 and zstd, as the stores
+//! would), split into cold and hot as the source can tell. assess measures
+//! it; rightsize samples it for its prediction.
 
-use super::*;
+use probe::Probe;
+use probe::process::SmapsEntry;
+use serde::{Deserialize, Serialize};
+use workloads::compress::{PageCompressor, same_filled};
+use workloads::observe::ExperimentError;
+
+/// Google's zswap does not store a page that compresses to more than this.
+pub const REJECT_ABOVE: usize = 2990;
+
+fn err(msg: String) -> ExperimentError {
+    ExperimentError::Sandbox(sandbox::SandboxError::Invalid(msg))
+}
+
+/// Per-page compressibility of a set of anonymous pages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Compressibility {
+    /// Pages read (a sample when there were more than `--max-read` allows).
+    pub pages: u64,
+    /// Pages that are all zero, and pages filled with one repeated 8-byte value
+    /// (zram and zswap store both without compressing).
+    pub zero_pages: u64,
+    pub same_filled_pages: u64,
+    /// Compressed bytes over the pages (a page that does not shrink counts whole).
+    pub lz4_bytes: u64,
+    pub zstd_bytes: u64,
+    /// Pages that compress to more than 2990 bytes (Google's zswap rejects those).
+    pub lz4_over_2990: u64,
+    pub zstd_over_2990: u64,
+}
+
+impl Compressibility {
+    pub fn add(&mut self, o: &Compressibility) {
+        self.pages += o.pages;
+        self.zero_pages += o.zero_pages;
+        self.same_filled_pages += o.same_filled_pages;
+        self.lz4_bytes += o.lz4_bytes;
+        self.zstd_bytes += o.zstd_bytes;
+        self.lz4_over_2990 += o.lz4_over_2990;
+        self.zstd_over_2990 += o.zstd_over_2990;
+    }
+    /// Original ÷ compressed (a ratio as compressor studies quote it), with
+    /// same-filled pages costing nothing, as the stores keep them.
+    pub fn ratio(&self, lz4: bool, page: u64) -> f64 {
+        let c = if lz4 { self.lz4_bytes } else { self.zstd_bytes };
+        if c == 0 { f64::NAN } else { (self.pages * page) as f64 / c as f64 }
+    }
+}
+
+/// Compressibility of the anonymous pages read, all together and split into
+/// cold and hot by each mapping's referenced share at the longest window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Compress {
+    pub page_size: u64,
+    /// Anonymous pages resident when reading began, and how many were read.
+    pub resident_pages: u64,
+    pub all: Compressibility,
+    pub cold: Compressibility,
+    pub hot: Compressibility,
+    #[serde(default = "record::results::nan")]
+    pub ratio_lz4: f64,
+    #[serde(default = "record::results::nan")]
+    pub ratio_zstd: f64,
+    /// How the pages were split into cold and hot.
+    pub split: String,
+}
+
+/// The process's smaps; an error naming `what` was being read when it exited.
+pub fn smaps(pid: i32, what: &str) -> Result<Vec<SmapsEntry>, ExperimentError> {
+    match Probe::default().pid_smaps(pid) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err(ExperimentError::Worker(format!("pid {pid} exited during {what}"))),
+        Err(e) => Err(err(format!("/proc/{pid}/smaps: {e}"))),
+    }
+}
 
 /// Reads `buf.len()` bytes at `addr` of the process.
-pub(super) fn vm_read(pid: i32, addr: usize, buf: &mut [u8]) -> std::io::Result<usize> {
+pub fn vm_read(pid: i32, addr: usize, buf: &mut [u8]) -> std::io::Result<usize> {
     let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: buf.len() };
     // SAFETY: one local iovec over our buffer; the kernel checks the remote one.
@@ -13,7 +90,7 @@ pub(super) fn vm_read(pid: i32, addr: usize, buf: &mut [u8]) -> std::io::Result<
 }
 
 /// How the pages read are split into cold and hot.
-pub(super) enum Split<'a> {
+pub enum Split<'a> {
     /// Page by page: whether the page at an address is cold (DAMON).
     PerPage(&'a dyn Fn(usize) -> bool),
     /// By each mapping's referenced share (the referenced bits).
@@ -24,7 +101,7 @@ pub(super) enum Split<'a> {
 
 /// Reads and compresses the resident anonymous pages, split into cold and hot
 /// as `split` can tell.
-pub(super) fn compressibility(
+pub fn compressibility(
     pid: i32,
     maps: &[SmapsEntry],
     max_read: u64,
@@ -108,4 +185,14 @@ pub(super) fn compressibility(
     }
     .into();
     Ok(out)
+}
+
+/// The compressibility of a running process's resident anonymous pages, split
+/// into cold and hot by each mapping's referenced share (the referenced bits
+/// since they were last cleared): what `assess` measures, for another
+/// experiment's prediction (rightsize's knees). At most `max_read` bytes are
+/// read, evenly over the pages.
+pub fn sample_compressibility(pid: i32, max_read: u64, stop: &dyn Fn() -> bool) -> Result<Compress, ExperimentError> {
+    let maps = smaps(pid, "the compressibility sample")?;
+    compressibility(pid, &maps, max_read, Split::PerMapping, stop)
 }
