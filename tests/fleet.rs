@@ -143,13 +143,25 @@ fn promtool_check(t: &Tools, text: &str) -> Result<(), String> {
 
 // ---------------------------------------------------------------- a real lab
 
+fn lab_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("pagelab-fleet-lab-{}", std::process::id()))
+}
+
+/// Removes the shared lab when the test process exits (a static is never
+/// dropped, and every CI run left one in /tmp).
+extern "C" fn remove_lab() {
+    let _ = std::fs::remove_dir_all(lab_dir());
+}
+
 /// One quick lab (mapping only: about 15 s), shared by the tests that need a
-/// lab directory; its `lab --json` output beside it.
+/// lab directory; its `lab --json` output beside it, removed at exit.
 fn lab() -> &'static (PathBuf, Value) {
     static L: OnceLock<(PathBuf, Value)> = OnceLock::new();
     L.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("pagelab-fleet-lab-{}", std::process::id()));
+        let dir = lab_dir();
         let _ = std::fs::remove_dir_all(&dir);
+        // SAFETY: registers a plain function with no arguments to run at exit.
+        unsafe { libc::atexit(remove_lab) };
         let out = Command::new(bin())
             .args(["lab", "--quick", "--only", "mapping", "--json", "--out"])
             .arg(&dir)
