@@ -359,7 +359,6 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
     Ok(written)
 }
 
-/// A direction claim needs a 10 % minimum effect (docs/stability.md).
 const NO_RESULTS: &str = "the run has no results";
 
 fn draw_zstd_better(m: &Ms, rs: &[AssessResult]) -> Drawn {
@@ -375,6 +374,7 @@ fn draw_far_memory(m: &Ms, rs: &[AssessResult]) -> Drawn {
     rate.into()
 }
 
+/// A direction claim needs a 10 % minimum effect (docs/stability.md).
 pub static FINDINGS: [Finding<AssessResult>; 2] = [
     Finding {
         claim: Claim {

@@ -531,10 +531,10 @@ pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
     (values, censored)
 }
 
-/// Direction claims need a 10 % minimum effect (docs/stability.md).
 /// "Within seconds", as pagelab reads it: 10 s from the last exit.
 const RECOVERY_EDGE_S: f64 = 10.0;
 
+/// Direction claims need a 10 % minimum effect (docs/stability.md).
 pub static FINDINGS: [Finding<ThrashResult>; 5] = [
     Finding {
         claim: Claim {
