@@ -25,6 +25,17 @@ fn can_make_stores() -> bool {
     root() && Path::new("/sys/class/zram-control/hot_add").exists() && common::swap_free()
 }
 
+/// A test that makes stores: skipped, with the reason printed, without root
+/// or zram or with a swap already active; otherwise it runs alone (the serial
+/// lock) and gets the system's state before it, to compare after.
+fn store_test() -> Option<(std::sync::MutexGuard<'static, ()>, String)> {
+    if !can_make_stores() {
+        common::skip("needs root, zram and no active swap");
+        return None;
+    }
+    Some((SERIAL.lock().unwrap_or_else(|e| e.into_inner()), system_state()))
+}
+
 fn rightsize(args: &[&str]) -> (Option<i32>, Value, String) {
     let o = Command::new(bin()).arg("rightsize").args(args).output().unwrap();
     let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
@@ -171,12 +182,7 @@ fn synthetic(runs: &str, backing: &str, out: &std::path::Path) -> (Option<i32>, 
 
 #[test]
 fn the_hot_set_is_found_and_verified() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
+    let Some((_g, before)) = store_test() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     let (code, v, err) = synthetic("24", "zram", &out);
@@ -227,16 +233,11 @@ fn the_hot_set_is_found_and_verified() {
 /// nothing in RAM; zram keeps what it holds at its compressed size.
 #[test]
 fn two_stores_are_searched_and_compared_with_their_predictions() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
+    let Some((_g, before)) = store_test() else { return };
     if let Err(e) = sandbox::sandbox::check_swap_fs(std::path::Path::new("/var/tmp")) {
         common::skip(&format!("a swap file cannot live in /var/tmp here: {e}"));
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     let (code, v, err) = synthetic("16", "zram,disk", &out);
@@ -285,16 +286,11 @@ fn two_stores_are_searched_and_compared_with_their_predictions() {
 /// safe answer, and says which target it could verify.
 #[test]
 fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
+    let Some((_g, before)) = store_test() else { return };
     if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
         common::skip("needs python3");
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hotcold.py");
     let script = script.to_str().unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -381,12 +377,7 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
 /// this took 60 s.)
 #[test]
 fn service_mode_settles_near_the_hot_set() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
+    let Some((_g, before)) = store_test() else { return };
     let (mut w, line) = hotcold_service("64MiB", "192MiB");
     let ready: Value = serde_json::from_str(&line).unwrap();
     let own = ready["rss_before_bytes"].as_u64().unwrap();
@@ -434,12 +425,7 @@ fn service_mode_settles_near_the_hot_set() {
 /// the next `restore` removes what the run made.
 #[test]
 fn a_killed_rightsize_takes_its_program_with_it() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
+    let Some((_g, before)) = store_test() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let jdir = tmp.path().join("journals");
     let mut pl = Command::new(bin())
@@ -492,16 +478,11 @@ fn a_killed_rightsize_takes_its_program_with_it() {
 /// grows by far less than the 144 MB that the reservation's pagemap took.
 #[test]
 fn a_huge_reservation_in_the_target_does_not_grow_pagelab() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
+    let Some((_g, before)) = store_test() else { return };
     if !Command::new("python3").arg("-V").output().is_ok_and(|o| o.status.success()) {
         common::skip("python3 is not installed");
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
     let peak_mib = |reserve: u64| -> f64 {
         let script = format!(
             "import mmap, time\n\
@@ -551,12 +532,7 @@ fn a_huge_reservation_in_the_target_does_not_grow_pagelab() {
 /// does: exit 0, the timeline so far kept.
 #[test]
 fn a_target_that_exits_during_a_pager_step_ends_the_run_with_its_timeline() {
-    if !can_make_stores() {
-        common::skip("needs root, zram and no active swap");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = system_state();
+    let Some((_g, before)) = store_test() else { return };
     let (mut w, _) = hotcold_service("8MiB", "24MiB");
     let tmp = tempfile::tempdir().unwrap();
     let count = tmp.path().join("probes");
