@@ -104,9 +104,43 @@ fn last_line(p: &Path) -> Option<String> {
 /// Time kept back from a budget for the report at the end, seconds.
 pub(crate) const REPORT_RESERVE_S: f64 = 5.0;
 
-/// The passes a budgeted lab plans before any data: the first, then one of
-/// extra repeats for what it left inconclusive (the error is split between them).
+/// The passes a budgeted lab plans before any data when its budget leaves room
+/// for a second ([`passes_for`]): the first, then one of extra repeats for
+/// what it left inconclusive (the error is split between them).
 pub const BUDGET_PASSES: u32 = 2;
+
+/// The least share of a budget a second pass is planned for.
+pub const SECOND_PASS_SHARE: f64 = 0.1;
+
+/// The passes a lab with `budget` seconds plans for `steps`, before any data:
+/// two when what the budget leaves after the first pass's plan and the report
+/// buys the cheapest second pass (two more repeats of one finding's arms) and
+/// is at least a tenth of the budget; else one, at the whole 5 %. A second
+/// pass that can buy only seconds of repeats would spend a fifth of the error
+/// for nothing: the quick lab leaves about ten seconds, while two more repeats
+/// of the findings it leaves open (thrash's) take a minute. None without a
+/// budget: one pass.
+pub fn passes_for(budget: Option<f64>, steps: &[Step]) -> u32 {
+    let Some(b) = budget else { return 1 };
+    let expect: f64 = steps.iter().filter(|s| s.state == StepState::Planned).map(|s| s.expect_s).sum();
+    let left = b - REPORT_RESERVE_S - expect;
+    let cheapest = experiments::ALL
+        .iter()
+        .filter_map(|e| {
+            let first = steps.iter().find(|s| s.experiment == e.name() && s.state == StepState::Planned)?;
+            e.report
+                .claims()
+                .iter()
+                .filter_map(|c| (e.lab_more)(first, &[c.id], 2))
+                .map(|s| s.expect_s)
+                .reduce(f64::min)
+        })
+        .reduce(f64::min);
+    match cheapest {
+        Some(c) if left >= c && left >= SECOND_PASS_SHARE * b => BUDGET_PASSES,
+        _ => 1,
+    }
+}
 
 /// The steps of one running lab, written to lab.json after each.
 struct Runner {
@@ -435,7 +469,8 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         )));
     }
     let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
-    print_plan(&say, &m, mode, &findings, &steps, expect, budget);
+    let passes = passes_for(budget, &steps);
+    print_plan(&say, &m, mode, &findings, &steps, expect, budget.map(|b| (b, passes)));
     if a.dry_run {
         return Ok(());
     }
@@ -463,10 +498,10 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         ram_bytes: m.ram_bytes,
         expect_s: expect,
         budget_s: budget,
-        passes: if budget.is_some() { BUDGET_PASSES } else { 1 },
+        passes,
         // Fixed before any data: each pass's p-values count alike when a
         // later pass combines them (report::verdict::judge_stages).
-        pass_weights: if budget.is_some() { vec![1.0; BUDGET_PASSES as usize] } else { Vec::new() },
+        pass_weights: if passes > 1 { vec![1.0; passes as usize] } else { Vec::new() },
         doctor: findings.json.clone(),
         steps,
         notes: Vec::new(),
@@ -540,7 +575,7 @@ fn print_plan(
     findings: &crate::doctor::Findings,
     steps: &[Step],
     expect: f64,
-    budget: Option<f64>,
+    budget: Option<(f64, u32)>,
 ) {
     say(&format!(
         "pagelab lab --{mode}: {} CPUs, {:.1} GiB RAM, {}",
@@ -564,12 +599,20 @@ fn print_plan(
         }
     }
     match budget {
-        Some(b) if b - expect >= 1.0 => say(&format!(
+        Some((b, passes)) if passes > 1 => say(&format!(
             "expected time: about {} ({} experiments), then up to {} more repeating what is still inconclusive (budget {})",
             fmt_s(expect),
             steps.len(),
             fmt_s(b - expect),
             fmt_s(b)
+        )),
+        Some((b, _)) => say(&format!(
+            "expected time: about {} ({} experiments), one pass judged at 5 % (budget {}: the {} it leaves would buy \
+             too little for a second pass)",
+            fmt_s(expect),
+            steps.len(),
+            fmt_s(b),
+            fmt_s((b - REPORT_RESERVE_S - expect).max(0.0))
         )),
         _ => say(&format!("expected time: about {} ({} experiments)", fmt_s(expect), steps.len())),
     }
@@ -691,12 +734,37 @@ mod tests {
         // The short memory-over-time part, at the core count, beside the speed sweep.
         assert!(h.contains("--over-time --speed --over-time-threads 2") && h.contains("--idle 1s"), "{h}");
         // All four thrash presets (the findings compare e1, e3 and e4 with e2),
-        // repeated, on the study's store.
+        // a whole Williams square of repeats, on the study's store.
         let t = p.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
-        assert!(t.contains("--preset all") && t.contains("--backing swapfile") && t.contains("--repeat 3"), "{t}");
+        assert!(t.contains("--preset all") && t.contains("--backing swapfile") && t.contains("--repeat 4"), "{t}");
+        // Its budget leaves seconds, too few for a second pass: one pass at 5 %.
+        assert_eq!(passes_for(Some(300.0), &p), 1);
+        assert_eq!(passes_for(None, &p), 1);
         let full = plan(&machine(true, false), Scale::Full, &[]);
         let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
         assert!(t.contains("--backing zram,swapfile"), "{t}");
+    }
+
+    #[test]
+    fn a_second_pass_is_planned_only_where_the_budget_buys_one() {
+        let p = plan(&machine(true, false), Scale::Quick, &[]);
+        let total: f64 = p.iter().map(|s| s.expect_s).sum();
+        // A minute more than the quick lab's: two passes.
+        assert_eq!(passes_for(Some(360.0), &p), BUDGET_PASSES);
+        // The first pass and the report, and just under a tenth of the budget
+        // left: one.
+        let b = (total + REPORT_RESERVE_S) / (1.0 - SECOND_PASS_SHARE);
+        assert_eq!(passes_for(Some(b - 0.5), &p), 1);
+        assert_eq!(passes_for(Some(b + 0.5), &p), BUDGET_PASSES);
+        // A tenth left, but less than the cheapest second pass: one. eat
+        // alone, its two more repeats cost a quarter of its four.
+        let eat: Vec<Step> = plan(&machine(true, false), Scale::Quick, &["eat".into()]);
+        let cost = eat[0].expect_s / 2.0;
+        let left = 0.9 * cost;
+        let budget = eat[0].expect_s + REPORT_RESERVE_S + left;
+        assert!(left >= SECOND_PASS_SHARE * budget, "{left} of {budget}");
+        assert_eq!(passes_for(Some(budget), &eat), 1);
+        assert_eq!(passes_for(Some(budget + 0.2 * cost), &eat), BUDGET_PASSES);
     }
 
     #[test]

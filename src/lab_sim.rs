@@ -29,8 +29,11 @@ const TREND: f64 = 0.01;
 /// machine's speed drift does not move; the asserted simulation gives them
 /// none, and the diagnostic shows what a drifting one would cost.
 const DRIFT_STEP: f64 = 0.02;
-/// The quick lab's budget (`lab --quick`).
+/// The quick lab's budget (`lab --quick`): one pass at 5 %
+/// ([`crate::lab::passes_for`]).
 const BUDGET_S: f64 = 300.0;
+/// A budget a minute longer: two passes, the second chosen by the planner.
+const LONGER_BUDGET_S: f64 = 360.0;
 
 /// One finding of the simulated lab.
 #[derive(Clone)]
@@ -69,8 +72,9 @@ impl Truth {
     }
 }
 
-/// The quick lab as planned on a 2-core machine with root, and its findings.
-fn quick_lab() -> (Lab, Vec<Finding>) {
+/// The quick lab as planned on a 2-core machine with root for a `budget`
+/// (seconds), and its findings.
+fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
     let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
     let steps: Vec<Step> = plan(&m, Scale::Quick, &[]);
     let mut fs = Vec::new();
@@ -82,6 +86,7 @@ fn quick_lab() -> (Lab, Vec<Finding>) {
         }
     }
     let expect_s = steps.iter().map(|s| s.expect_s).sum();
+    let passes = crate::lab::passes_for(Some(budget), &steps);
     let lab = Lab {
         format: record::rundir::FORMAT_VERSION,
         kind: "lab".into(),
@@ -95,9 +100,9 @@ fn quick_lab() -> (Lab, Vec<Finding>) {
         cpus: 2,
         ram_bytes: m.ram_bytes,
         expect_s,
-        budget_s: Some(BUDGET_S),
-        passes: crate::lab::BUDGET_PASSES,
-        pass_weights: vec![1.0; crate::lab::BUDGET_PASSES as usize],
+        budget_s: Some(budget),
+        passes,
+        pass_weights: if passes > 1 { vec![1.0; passes as usize] } else { Vec::new() },
         doctor: serde_json::Value::Null,
         steps,
         notes: Vec::new(),
@@ -204,13 +209,14 @@ fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pa
     let claim = |id: &str| fs.iter().find(|f| f.claim.id == id).map(|f| f.claim);
     // The first pass, step by step, fitted to the budget as the lab fits it.
     let mut lab = lab.clone();
+    let budget = lab.budget_s.unwrap_or(BUDGET_S);
     let mut elapsed = 0.0;
     let mut cut = false;
     let planned: Vec<usize> = (0..lab.steps.len()).filter(|&i| lab.steps[i].state == StepState::Planned).collect();
     for (k, &i) in planned.iter().enumerate() {
         if k > 0 {
             let rest: f64 = planned[k + 1..].iter().map(|&j| lab.steps[j].expect_s).sum();
-            let left = BUDGET_S - crate::lab::REPORT_RESERVE_S - elapsed;
+            let left = budget - crate::lab::REPORT_RESERVE_S - elapsed;
             if let Some(s) = crate::lab::fit_step(&lab.steps[i], pace, rest, left) {
                 lab.steps[i] = s;
                 cut = true;
@@ -233,10 +239,11 @@ fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pa
     for v in vs.iter().filter(|v| v.p.is_some()) {
         *sizes.entry(v.family_name.clone()).or_default() += 1;
     }
-    // The second pass: what the planner chose, and every open finding of a
-    // chosen experiment whose arms it ran gets its k new repeats, as
-    // `report` combines every open finding with data in the later pass.
-    let left = BUDGET_S - crate::lab::REPORT_RESERVE_S - elapsed;
+    // The second pass, where the lab planned one: what the planner chose,
+    // and every open finding of a chosen experiment whose arms it ran gets
+    // its k new repeats, as `report` combines every open finding with data
+    // in the later pass.
+    let left = if lab.passes > 1 { budget - crate::lab::REPORT_RESERVE_S - elapsed } else { 0.0 };
     let open: Vec<(&str, &Verdict)> =
         fs.iter().zip(&vs).filter(|(_, v)| v.outcome == Outcome::Inconclusive).map(|(f, v)| (f.exp, v)).collect();
     let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
@@ -402,13 +409,17 @@ impl Tally {
 
 /// `labs` labs: in half, truths near the edges; in a quarter, every truth on
 /// an edge; in a quarter, every truth just outside one. Noise of 8–15 % an
-/// arm; the first pass at a pace of 0.8–1.3 times its plan. `correct`:
-/// families with Holm (false: each finding alone, the negative control).
+/// arm; the first pass at a pace of 0.8–1.3 times its plan; half of them
+/// with the quick lab's budget (one pass), half with a minute more (two).
+/// `correct`: families with Holm (false: each finding alone, the negative
+/// control).
 fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64) -> Tally {
-    let (lab, fs) = quick_lab();
+    let (quick, fs) = quick_lab(BUDGET_S);
+    let (longer, _) = quick_lab(LONGER_BUDGET_S);
     let mut rng = SplitMix64(seed);
     let mut tally = Tally::default();
-    for _ in 0..labs {
+    for i in 0..labs {
+        let lab = if i % 2 == 0 { &quick } else { &longer };
         let how = match rng.unit() {
             u if u < 0.5 => Truths::Near,
             u if u < 0.75 => Truths::OnEdge,
@@ -423,7 +434,7 @@ fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64) -> Tally {
             })
             .collect();
         let pace = rng.between(0.8, 1.3);
-        let o = one_lab(&mut rng, &lab, &fs, &truths, pace, correct);
+        let o = one_lab(&mut rng, lab, &fs, &truths, pace, correct);
         tally.add(&fs, &truths, &o, how);
     }
     tally
@@ -483,7 +494,7 @@ const MEASURED: &[(&str, f64, f64)] = &[
 /// (the others, identical values, are decided whatever the noise model), and
 /// the findings not decided in every lab.
 fn decided_here(seed: u64, labs: usize) -> (f64, f64, Vec<String>) {
-    let (lab, all) = quick_lab();
+    let (lab, all) = quick_lab(BUDGET_S);
     let fs: Vec<Finding> = all.into_iter().filter(|f| MEASURED.iter().any(|m| m.0 == f.claim.id)).collect();
     let truths: Vec<Truth> = fs
         .iter()

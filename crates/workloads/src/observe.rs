@@ -30,4 +30,9 @@ pub trait Observer {
     fn samples(&mut self) -> Vec<probe::Sample> {
         Vec::new()
     }
+    /// The time of the latest sample kept ([`Observer::samples`]), without
+    /// copying them; none where nothing records.
+    fn last_sample_ns(&mut self) -> Option<u64> {
+        None
+    }
 }

@@ -14,6 +14,28 @@ pub fn abba<T: Clone>(arms: &[T], rep: usize) -> Vec<T> {
     v
 }
 
+/// The arms of repeat `rep` (0-based) in a Williams design: over `t` repeats
+/// (`t` arms, even) or `2t` (odd), each arm runs in each position equally
+/// often and follows each other arm equally often, so that what a run leaves
+/// behind for the next one falls on every pair of arms alike, not only the
+/// position (Williams 1949). Its first row is 0, 1, t−1, 2, t−2, …; row r adds
+/// r to each (mod t); for odd t the second t rows are the first t reversed.
+/// For two arms it is [`abba`].
+pub fn williams<T: Clone>(arms: &[T], rep: usize) -> Vec<T> {
+    let t = arms.len();
+    if t < 2 {
+        return arms.to_vec();
+    }
+    let first = (0..t).map(|j| if j % 2 == 1 { j.div_ceil(2) } else { (t - j / 2) % t });
+    let rows = if t % 2 == 0 { t } else { 2 * t };
+    let r = rep % rows;
+    let mut row: Vec<usize> = first.map(|x| (x + r % t) % t).collect();
+    if r >= t {
+        row.reverse();
+    }
+    row.into_iter().map(|i| arms[i].clone()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,5 +50,52 @@ mod tests {
             let pos: usize = order[..2].iter().map(|o| o.iter().position(|y| *y == x).unwrap()).sum();
             assert_eq!(pos, 2);
         }
+    }
+
+    /// Over a full square: each arm once (even t) or twice (odd t) in each
+    /// position, and each ordered pair of different arms next to each other
+    /// as often as any other.
+    fn balanced(t: usize) {
+        let arms: Vec<usize> = (0..t).collect();
+        let rows = if t % 2 == 0 { t } else { 2 * t };
+        let square: Vec<Vec<usize>> = (0..rows).map(|r| williams(&arms, r)).collect();
+        let mut at = vec![vec![0; t]; t];
+        let mut next = vec![vec![0; t]; t];
+        for row in &square {
+            let mut sorted = row.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, arms, "a row is a permutation: {row:?}");
+            for (pos, &a) in row.iter().enumerate() {
+                at[a][pos] += 1;
+            }
+            for w in row.windows(2) {
+                next[w[0]][w[1]] += 1;
+            }
+        }
+        let each = rows / t;
+        assert!(at.iter().flatten().all(|&c| c == each), "t = {t}: positions {at:?}");
+        let pairs: Vec<usize> = (0..t)
+            .flat_map(|a| (0..t).filter(move |&b| b != a).map(move |b| (a, b)))
+            .map(|(a, b)| next[a][b])
+            .collect();
+        assert!(pairs.iter().all(|&c| c == pairs[0]) && pairs[0] > 0, "t = {t}: neighbours {next:?}");
+        // The square repeats.
+        assert_eq!(williams(&arms, rows), square[0]);
+    }
+
+    #[test]
+    fn a_williams_square_balances_positions_and_neighbours() {
+        for t in 2..=7 {
+            balanced(t);
+        }
+        let arms = ["e1", "e2", "e3", "e4"];
+        assert_eq!(williams(&arms, 0), ["e1", "e2", "e4", "e3"]);
+        assert_eq!(williams(&arms, 1), ["e2", "e3", "e1", "e4"]);
+        // Two arms: ABBA.
+        for r in 0..4 {
+            assert_eq!(williams(&["a", "b"], r), abba(&["a", "b"], r));
+        }
+        assert_eq!(williams(&["a"], 3), ["a"]);
+        assert!(williams::<u8>(&[], 1).is_empty());
     }
 }

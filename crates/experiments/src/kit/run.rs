@@ -95,6 +95,11 @@ impl ExperimentRun {
         Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir, kept })
     }
 
+    /// The time of the latest sample kept, when the run keeps them.
+    pub fn last_sample_ns(&self) -> Option<u64> {
+        self.kept.as_ref().and_then(|k| k.lock().ok().and_then(|v| v.last().map(|s| s.t_ns)))
+    }
+
     /// The samples so far, when the run keeps them (`start_with(.., true)`);
     /// none otherwise.
     pub fn samples(&self) -> Vec<probe::Sample> {
@@ -184,6 +189,9 @@ impl workloads::observe::Observer for RunObserver<'_> {
     }
     fn samples(&mut self) -> Vec<probe::Sample> {
         self.run.samples()
+    }
+    fn last_sample_ns(&mut self) -> Option<u64> {
+        self.run.last_sample_ns()
     }
 }
 

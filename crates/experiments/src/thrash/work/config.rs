@@ -16,10 +16,12 @@ pub const DEFAULT_CONSUMERS: u32 = 25;
 pub const DEFAULT_SIZE: u64 = 100 << 20;
 /// N × S ÷ limit in the study (25 × 100 MB on 1 GB, about 2.5 after the OS's share).
 pub const OVERCOMMIT: f64 = 2.5;
-/// The quiet window recorded before the consumers start: a sixth of the plan,
-/// between [`BASELINE_MIN`] and this (5 s at the study's scale).
+/// The quiet window recorded before the consumers start: a twentieth of the
+/// plan, between [`BASELINE_MIN`] and this (5 s at the study's scale; half a
+/// second in the quick lab, whose 10 s runs a 3 s window before and after
+/// each used to nearly double).
 pub const BASELINE: Duration = Duration::from_secs(5);
-pub const BASELINE_MIN: Duration = Duration::from_secs(3);
+pub const BASELINE_MIN: Duration = Duration::from_millis(500);
 /// The probes' period and working set.
 pub const PROBE_PERIOD: Duration = Duration::from_millis(100);
 pub const PROBE_WS: u64 = 4 << 20;
@@ -105,7 +107,7 @@ impl PlanExt for Plan {
 
     fn baseline(&self) -> Duration {
         Duration::from_secs_f64(
-            (self.planned_duration_ms / 6e3).clamp(BASELINE_MIN.as_secs_f64(), BASELINE.as_secs_f64()),
+            (self.planned_duration_ms / 20e3).clamp(BASELINE_MIN.as_secs_f64(), BASELINE.as_secs_f64()),
         )
     }
 }
@@ -114,15 +116,17 @@ impl ThrashConfig {
     /// The runs, in order: for each backing, `repeat` rounds of every plan.
     /// Round-robin rather than all repeats of one preset in a row, so that a
     /// slow drift in the machine's paging speed falls on every preset alike
-    /// instead of on the presets that happened to run last; and every other
-    /// round reversed (ABBA), so that what a run leaves in the swap store falls
-    /// on every preset alike too ([`workloads::order::abba`]).
+    /// instead of on the presets that happened to run last; and the rounds in
+    /// a Williams order ([`workloads::order::williams`]): over four rounds of
+    /// the four presets each runs once in each position and once after each of
+    /// the others, so that what a run leaves in the swap store falls on every
+    /// pair the findings compare alike (two presets: ABBA).
     pub fn schedule(&self) -> Vec<(BackingKind, Plan, u32)> {
         let plans = self.plans();
         let mut out = Vec::new();
         for &b in &self.backings {
             for rep in 0..self.repeat {
-                out.extend(workloads::order::abba(&plans, rep as usize).into_iter().map(|p| (b, p, rep)));
+                out.extend(workloads::order::williams(&plans, rep as usize).into_iter().map(|p| (b, p, rep)));
             }
         }
         out

@@ -115,17 +115,23 @@ pub(crate) mod tests {
                 "Zram:e1:0",
                 "Zram:e2:0",
                 "Zram:e4:0",
-                "Zram:e4:1",
                 "Zram:e2:1",
+                "Zram:e4:1",
                 "Zram:e1:1",
                 "Swapfile:e1:0",
                 "Swapfile:e2:0",
                 "Swapfile:e4:0",
-                "Swapfile:e4:1",
                 "Swapfile:e2:1",
+                "Swapfile:e4:1",
                 "Swapfile:e1:1"
             ]
         );
+        // Four presets over four rounds: a Williams square.
+        c.presets = ["e1", "e2", "e3", "e4"].map(String::from).to_vec();
+        c.repeat = 4;
+        c.backings = vec![workloads::backing::BackingKind::Swapfile];
+        let order: Vec<String> = c.schedule().iter().map(|(_, p, _)| p.preset.clone()).collect();
+        assert_eq!(order.join(" "), "e1 e2 e4 e3 e2 e3 e1 e4 e3 e4 e2 e1 e4 e1 e3 e2");
     }
 
     #[test]

@@ -146,8 +146,7 @@ fn run_once<O: workloads::observe::Observer>(
     r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
     protocol(&mut r, &cg.name);
     let stop_t = recover(plan, obs, baseline_paging, stop);
-    // Let the collector take a sample past the end before reading the samples.
-    std::thread::sleep(Duration::from_millis(1100));
+    sample_past(obs, stop_t);
     let out_d = stop_and_collect(probe_out);
     let in_d = stop_and_collect(probe_in);
     let sam_d = stop_and_collect(sampler_in);
@@ -337,6 +336,19 @@ fn recover<O: workloads::observe::Observer>(plan: &Plan, obs: &mut O, baseline_p
     let stop_t = probe::sample::monotonic_ns();
     obs.event("phase_end", &format!("{} recovery", plan.preset), stop_t, Value::Null);
     stop_t
+}
+
+/// Waits until the collector has a sample past `t`, so that the samples read
+/// next cover the run's end: at most its 1 s period and a margin (the whole
+/// of it where the observer keeps no samples to look at).
+fn sample_past<O: workloads::observe::Observer>(obs: &mut O, t: u64) {
+    let until = std::time::Instant::now() + Duration::from_millis(1100);
+    while std::time::Instant::now() < until {
+        if obs.last_sample_ns().is_some_and(|s| s > t) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The unlocked sampler's lateness (ms) within the thrashing window (s after t0).
