@@ -4,10 +4,11 @@
 use crate::assess::work::AssessConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
 use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
-use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 use std::time::Duration;
 
 pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
@@ -46,15 +47,23 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
             .check_plan(size as u128, "--synthetic", &m)
             .map_err(anyhow::Error::new)?;
     }
-    let config = serde_json::json!({
-        "pid": cfg.pid, "command": cfg.command, "synthetic_bytes": cfg.synthetic, "hot": cfg.hot,
-        "warmup_s": cfg.warmup.as_secs_f64(),
-        "windows_s": cfg.windows.iter().map(|w| w.as_secs_f64()).collect::<Vec<_>>(), "repeat": cfg.repeat,
-        "source": cfg.source,
-        "trim": cfg.trim, "compressor": cfg.compressor, "duration_s": cfg.duration.as_secs_f64(),
-        "probe": cfg.probe, "probe_runs": cfg.probe_runs, "max_read_bytes": cfg.max_read,
-    });
-    let run = ExperimentRun::start("assess", &a.run, config)?;
+    let config = Recorded {
+        pid: cfg.pid,
+        command: &cfg.command,
+        synthetic_bytes: cfg.synthetic,
+        hot: cfg.hot,
+        warmup_s: cfg.warmup.as_secs_f64(),
+        windows_s: cfg.windows.iter().map(|w| w.as_secs_f64()).collect(),
+        repeat: cfg.repeat,
+        source: cfg.source,
+        trim: cfg.trim,
+        compressor: cfg.compressor.as_deref(),
+        duration_s: cfg.duration.as_secs_f64(),
+        probe: cfg.probe.as_deref(),
+        probe_runs: cfg.probe_runs,
+        max_read_bytes: cfg.max_read,
+    };
+    let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
         crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(exp_error)
@@ -64,7 +73,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::assess::report::Assess,
-        |all, _| serde_json::json!({"experiment": "assess", "results": all}),
+        |results, _| Doc { experiment: "assess", results: results.to_vec() },
         |all| {
             format!(
                 "{}\npublished compressor ratios beside this program's:\n{}",
@@ -73,6 +82,25 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
             )
         },
     )
+}
+
+/// The configuration a run records (run.json's `config`).
+#[derive(Serialize)]
+struct Recorded<'a> {
+    pid: Option<i32>,
+    command: &'a [String],
+    synthetic_bytes: Option<u64>,
+    hot: f64,
+    warmup_s: f64,
+    windows_s: Vec<f64>,
+    repeat: u32,
+    source: crate::assess::work::WssSource,
+    trim: Option<workloads::backing::BackingKind>,
+    compressor: Option<&'a str>,
+    duration_s: f64,
+    probe: Option<&'a str>,
+    probe_runs: u32,
+    max_read_bytes: u64,
 }
 
 /// The lab's `assess` step: the synthetic worker, whose truth is known (a

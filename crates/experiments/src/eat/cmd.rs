@@ -4,11 +4,12 @@
 use crate::eat::work::EatConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
-use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use crate::kit::usage;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 
 pub fn run(a: &EatArgs) -> anyhow::Result<()> {
     let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
@@ -40,18 +41,18 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
     };
     // Everything that can be refused is refused here, before any change.
     crate::eat::work::validate(&cfg)?;
-    let config = serde_json::json!({
-        "size_bytes": cfg.size,
-        "patterns": cfg.patterns,
-        "block_bytes": cfg.block,
-        "backing": cfg.backing,
-        "compressors": cfg.compressors,
-        "trim": cfg.trim,
-        "repeat": cfg.repeat,
-        "seed": cfg.seed,
-        "interval_s": a.run.interval.as_secs_f64(),
-    });
-    let run = ExperimentRun::start("eat", &a.run, config)?;
+    let config = Recorded {
+        size_bytes: cfg.size,
+        patterns: &cfg.patterns,
+        block_bytes: cfg.block,
+        backing: cfg.backing,
+        compressors: &cfg.compressors,
+        trim: cfg.trim,
+        repeat: cfg.repeat,
+        seed: cfg.seed,
+        interval_s: a.run.interval.as_secs_f64(),
+    };
+    let run = ExperimentRun::start("eat", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: a.run.json };
         crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
@@ -61,7 +62,7 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::eat::report::Eat,
-        |results, _| serde_json::json!({"experiment": "eat", "results": results}),
+        |results, _| Doc { experiment: "eat", results: results.to_vec() },
         |results| {
             format!(
                 "{}\nfill bandwidth (GB/s) beside memset of the same region, same worker:\n{}\npublished figures beside ours:\n{}",
@@ -71,6 +72,21 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
             )
         },
     )
+}
+
+/// The configuration a run records (run.json's `config`): a field left out
+/// here is a compile error, not a silent gap in the record.
+#[derive(Serialize)]
+struct Recorded<'a> {
+    size_bytes: u64,
+    patterns: &'a [workloads::fill::Pattern],
+    block_bytes: usize,
+    backing: workloads::backing::BackingKind,
+    compressors: &'a [Option<String>],
+    trim: crate::eat::work::Trim,
+    repeat: u32,
+    seed: u64,
+    interval_s: f64,
 }
 
 /// The lab's `eat` step for this machine.

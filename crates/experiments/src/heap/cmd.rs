@@ -49,7 +49,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
     let timer = crate::heap::work::timer::calibrate(60, 100_000);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let names: Vec<String> = cfg.allocators.iter().map(|a| a.name()).collect();
-    let config = serde_json::to_value(crate::heap::results::Config {
+    let config = crate::heap::results::Config {
         threads: if speed { cfg.threads.clone() } else { vec![] },
         allocators: names,
         heap_mode: cfg.heap_mode.clone(),
@@ -63,8 +63,8 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         timer_overhead_ns: timer.overhead_ns,
         over_time: ot.as_ref().map(|o| o.record()),
         speed,
-    })?;
-    let run = ExperimentRun::start("heap", &a.run, config)?;
+    };
+    let run = ExperimentRun::start("heap", &a.run, &config)?;
     if speed {
         run.note(&format!(
             "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",

@@ -8,6 +8,7 @@ use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
 use sandbox::guard::HostGuard;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -38,7 +39,7 @@ pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlo
 impl ExperimentRun {
     /// Creates the run directory and starts sampling. The sampler aborts the run
     /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
-    pub fn start(experiment: &str, args: &RunArgs, config: serde_json::Value) -> anyhow::Result<ExperimentRun> {
+    pub fn start(experiment: &str, args: &RunArgs, config: &impl Serialize) -> anyhow::Result<ExperimentRun> {
         Self::start_with(experiment, args, config, false)
     }
 
@@ -47,9 +48,11 @@ impl ExperimentRun {
     pub fn start_with(
         experiment: &str,
         args: &RunArgs,
-        config: serde_json::Value,
+        config: &impl Serialize,
         keep_samples: bool,
     ) -> anyhow::Result<ExperimentRun> {
+        // Typed where it is made (each command's `Recorded`), a value here.
+        let config = serde_json::to_value(config)?;
         let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
         let lock = take_run_lock(experiment, *no_wait)?;
         let mut p = Probe::default();
@@ -205,18 +208,26 @@ pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
     }
 }
 
+/// The `--json` document of an experiment whose results print as run.json
+/// holds them.
+#[derive(Serialize)]
+pub struct Doc<R: Serialize> {
+    pub experiment: &'static str,
+    pub results: Vec<R>,
+}
+
 /// What every experiment command does after the run: record the status, render
 /// the charts, then print JSON (`json_doc` of the results) or text (`text`).
 ///
 /// The results are parsed once, from the run.json just written (so the live
 /// run renders from the same file as `pagelab report`), into the experiment's
 /// own entries; the charts and the text read those.
-pub fn conclude<T, S: report::experiment::Study>(
+pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     mut run: ExperimentRun,
     r: anyhow::Result<T>,
     json: bool,
     study: &S,
-    json_doc: impl FnOnce(&[serde_json::Value], &[S::Entry]) -> serde_json::Value,
+    json_doc: impl FnOnce(&[serde_json::Value], &[S::Entry]) -> D,
     text: impl FnOnce(&[S::Entry]) -> String,
 ) -> anyhow::Result<()> {
     run.finish(ExperimentRun::status_for(&r))?;
@@ -239,7 +250,7 @@ pub fn conclude<T, S: report::experiment::Study>(
         Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
     }
     if json {
-        let mut doc = json_doc(&results, &entries);
+        let mut doc = serde_json::to_value(json_doc(&results, &entries))?;
         doc["dir"] = serde_json::json!(run.dir.path());
         crate::kit::print_json(&doc)?;
     } else if !results.is_empty() {

@@ -9,6 +9,7 @@ use crate::kit::units;
 use crate::mapping::work::MappingConfig;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 
 pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
     let cfg = MappingConfig {
@@ -25,11 +26,18 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
         host_floor: a.run.host_floor,
     };
     crate::mapping::work::validate(&cfg)?;
-    let config = serde_json::json!({
-        "size_bytes": cfg.size, "stride_bytes": cfg.stride, "touch": cfg.touch, "iterations": cfg.iterations,
-        "warmup": cfg.warmup, "repeat": cfg.repeat, "methods": cfg.methods, "hugepages": cfg.hugepages, "pressure": cfg.pressure,
-    });
-    let run = ExperimentRun::start("mapping", &a.run, config)?;
+    let config = Recorded {
+        size_bytes: cfg.size,
+        stride_bytes: cfg.stride,
+        touch: &cfg.touch,
+        iterations: cfg.iterations,
+        warmup: cfg.warmup,
+        repeat: cfg.repeat,
+        methods: &cfg.methods,
+        hugepages: &cfg.hugepages,
+        pressure: cfg.pressure,
+    };
+    let run = ExperimentRun::start("mapping", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
         crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
@@ -53,6 +61,20 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
             )
         },
     )
+}
+
+/// The configuration a run records (run.json's `config`).
+#[derive(Serialize)]
+struct Recorded<'a> {
+    size_bytes: u64,
+    stride_bytes: u64,
+    touch: &'a str,
+    iterations: u32,
+    warmup: u32,
+    repeat: u32,
+    methods: &'a [String],
+    hugepages: &'a str,
+    pressure: bool,
 }
 
 /// The lab's `mapping` step for this machine.

@@ -89,6 +89,41 @@ fn checked_arms(
     Ok(arms)
 }
 
+/// The configuration a run records (run.json's `config`), by mode.
+#[derive(serde::Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+enum Recorded {
+    Service {
+        pid: Option<i32>,
+        cgroup: Option<std::path::PathBuf>,
+        psi: f64,
+        probe: Option<String>,
+        probe_slowdown: f64,
+        duration_s: f64,
+        every_s: f64,
+        step: f64,
+        backing: workloads::backing::BackingKind,
+        compressor: Option<String>,
+    },
+    Batch {
+        command: Vec<String>,
+        slowdown: f64,
+        backing: workloads::backing::BackingKind,
+        compressor: Option<String>,
+        arms: Vec<(workloads::backing::BackingKind, Option<String>)>,
+        budget_s: f64,
+        runs: u32,
+        repeat: u32,
+        insist: bool,
+        time_cap: f64,
+        resolution: f64,
+        guard_max_bytes: u64,
+        synthetic_hot_bytes: Option<u64>,
+        synthetic_cold_bytes: Option<u64>,
+        synthetic_passes: Option<u64>,
+    },
+}
+
 pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
     let arms = checked_arms(a, service)?;
@@ -104,11 +139,18 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     if service {
         let c = service_config(a);
         crate::rightsize::work::service::validate(&c).map_err(exp_error)?;
-        config = serde_json::json!({
-            "mode": "service", "pid": a.pid, "cgroup": a.cgroup, "psi": a.psi, "probe": a.probe,
-            "probe_slowdown": a.probe_slowdown, "duration_s": a.duration.as_secs_f64(),
-            "every_s": a.every.as_secs_f64(), "step": a.step, "backing": arms[0].0, "compressor": arms[0].1,
-        });
+        config = Recorded::Service {
+            pid: a.pid,
+            cgroup: a.cgroup.clone(),
+            psi: a.psi,
+            probe: a.probe.clone(),
+            probe_slowdown: a.probe_slowdown,
+            duration_s: a.duration.as_secs_f64(),
+            every_s: a.every.as_secs_f64(),
+            step: a.step,
+            backing: arms[0].0,
+            compressor: arms[0].1.clone(),
+        };
         mode = Some(c);
     } else {
         let command = command(a)?;
@@ -149,13 +191,23 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
                 a.runs, a.repeat
             )));
         }
-        config = serde_json::json!({
-            "mode": "batch", "command": command, "slowdown": a.slowdown, "backing": arms[0].0,
-            "compressor": arms[0].1, "arms": arms, "budget_s": a.budget.as_secs_f64(), "runs": a.runs, "repeat": a.repeat, "insist": a.insist,
-            "time_cap": a.time_cap, "resolution": a.resolution, "guard_max_bytes": guard_max,
-            "synthetic_hot_bytes": a.synthetic_hot, "synthetic_cold_bytes": a.synthetic_cold,
-            "synthetic_passes": a.synthetic_hot.map(|_| a.synthetic_passes),
-        });
+        config = Recorded::Batch {
+            command: command.clone(),
+            slowdown: a.slowdown,
+            backing: arms[0].0,
+            compressor: arms[0].1.clone(),
+            arms: arms.clone(),
+            budget_s: a.budget.as_secs_f64(),
+            runs: a.runs,
+            repeat: a.repeat,
+            insist: a.insist,
+            time_cap: a.time_cap,
+            resolution: a.resolution,
+            guard_max_bytes: guard_max,
+            synthetic_hot_bytes: a.synthetic_hot,
+            synthetic_cold_bytes: a.synthetic_cold,
+            synthetic_passes: a.synthetic_hot.map(|_| a.synthetic_passes),
+        };
         batch = Some(
             arms.iter()
                 .map(|(k, c)| BatchConfig {
@@ -170,7 +222,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
                 .collect::<Vec<_>>(),
         );
     }
-    let run = ExperimentRun::start("rightsize", &a.run, config)?;
+    let run = ExperimentRun::start("rightsize", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
         match (&mode, &batch) {
@@ -186,7 +238,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::rightsize::report::Rightsize,
-        |results, _| serde_json::json!({"experiment": "rightsize", "results": results}),
+        |results, _| crate::kit::run::Doc { experiment: "rightsize", results: results.to_vec() },
         |results| {
             format!(
                 "{}\npublished figures beside ours:\n{}",

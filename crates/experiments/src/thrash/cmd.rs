@@ -42,7 +42,7 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
         .sum::<f64>()
         * a.backing.0.len() as f64;
-    let config = serde_json::to_value(crate::thrash::results::Config {
+    let config = crate::thrash::results::Config {
         plans: plans.clone(),
         repeat: a.repeat,
         backing: a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect(),
@@ -53,9 +53,9 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         interval_ms: a.run.interval.as_millis() as u64,
         probe_period_ms: crate::thrash::work::PROBE_PERIOD.as_millis() as u64,
         probe_ws_bytes: crate::thrash::work::PROBE_WS,
-    })?;
+    };
     // thrash analyses its own collector's samples: keep them in memory.
-    let run = ExperimentRun::start_with("thrash", &a.run, config, true)?;
+    let run = ExperimentRun::start_with("thrash", &a.run, &config, true)?;
     run.note(&format!(
         "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,

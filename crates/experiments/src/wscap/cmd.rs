@@ -4,12 +4,13 @@
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::RunObserver;
-use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, conclude, exp_error};
 use crate::kit::units;
 use crate::kit::usage;
 use crate::wscap::work::WscapConfig;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 use std::time::Duration;
 
 pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
@@ -32,12 +33,19 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         return Err(usage("--period must be at least 10ms"));
     }
     crate::wscap::work::validate(&cfg)?;
-    let config = serde_json::json!({
-        "size_bytes": cfg.size, "cap_bytes": cfg.cap, "duration_s": cfg.duration.as_secs_f64(),
-        "modes": cfg.modes, "period_s": cfg.period.as_secs_f64(), "access": a.access, "backing": cfg.backing,
-        "compressor": cfg.compressor, "repeat": cfg.repeat, "sweep_caps": cfg.sweep_caps,
-    });
-    let run = ExperimentRun::start("wscap", &a.run, config)?;
+    let config = Recorded {
+        size_bytes: cfg.size,
+        cap_bytes: cfg.cap,
+        duration_s: cfg.duration.as_secs_f64(),
+        modes: &cfg.modes,
+        period_s: cfg.period.as_secs_f64(),
+        access: &a.access,
+        backing: cfg.backing,
+        compressor: cfg.compressor.as_deref(),
+        repeat: cfg.repeat,
+        sweep_caps: &cfg.sweep_caps,
+    };
+    let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver { run: &run, quiet: true };
         crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
@@ -47,7 +55,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::wscap::report::Wscap,
-        |results, _| serde_json::json!({"experiment": "wscap", "results": results}),
+        |results, _| Doc { experiment: "wscap", results: results.to_vec() },
         |results| {
             format!(
                 "{}\npublished figures beside ours:\n{}",
@@ -62,6 +70,21 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
 /// setup): 0.04 s measured on the 2-vCPU VM (Intel, 2026-11-26, 18 modes in
 /// 19.8 s at 1 s each), planned at 0.1 s.
 const WSCAP_MODE_OVERHEAD_S: f64 = 0.1;
+
+/// The configuration a run records (run.json's `config`).
+#[derive(Serialize)]
+struct Recorded<'a> {
+    size_bytes: u64,
+    cap_bytes: u64,
+    duration_s: f64,
+    modes: &'a [crate::wscap::work::Mode],
+    period_s: f64,
+    access: &'a str,
+    backing: workloads::backing::BackingKind,
+    compressor: Option<&'a str>,
+    repeat: u32,
+    sweep_caps: &'a [u64],
+}
 
 /// The lab's `wscap` step for this machine.
 pub fn lab_step(m: &Machine, scale: Scale) -> Step {
