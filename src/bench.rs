@@ -84,8 +84,9 @@ struct Quiet(Vec<f64>);
 impl workloads::observe::Observer for Quiet {
     fn event(&mut self, _: &str, _: &str, _: u64, _: serde_json::Value) {}
     fn targets(&mut self, _: Vec<i32>, _: Option<probe::CgroupTarget>, _: Vec<u32>) {}
-    fn result(&mut self, r: serde_json::Value) {
+    fn result(&mut self, r: serde_json::Value) -> Result<(), workloads::observe::ExperimentError> {
         self.0.push(r["result"]["total_ms_p50"].as_f64().unwrap_or(f64::NAN));
+        Ok(())
     }
     fn note(&mut self, _: &str) {}
 }

@@ -5,7 +5,8 @@ use sandbox::SandboxError;
 use serde_json::Value;
 
 /// Every experiment's error. The binary maps the kinds to exit codes: a
-/// refusal of the input or the machine (2), a worker that failed (1), a stop (130).
+/// refusal of the input or the machine (2), a worker that failed or a result
+/// that could not be recorded (1), a stop (130).
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
     #[error(transparent)]
@@ -14,6 +15,15 @@ pub enum ExperimentError {
     Worker(String),
     #[error("interrupted")]
     Interrupted,
+    /// A result measured but not written to the record: the run fails
+    /// rather than report less than it measured.
+    #[error("{0}")]
+    Record(String),
+}
+
+/// A result as the record holds it.
+pub fn value<T: serde::Serialize>(r: &T) -> Result<Value, ExperimentError> {
+    serde_json::to_value(r).map_err(|e| ExperimentError::Record(format!("a result could not be recorded: {e}")))
 }
 
 pub trait Observer {
@@ -21,8 +31,9 @@ pub trait Observer {
     fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: Value);
     /// What to sample besides the system (the worker, its cgroup, the zram device).
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>);
-    /// A finished result: write it out now, a later part may fail.
-    fn result(&mut self, r: Value);
+    /// A finished result: write it out now, a later part may fail. An error
+    /// when it could not be written, which fails the run.
+    fn result(&mut self, r: Value) -> Result<(), ExperimentError>;
     /// A line of progress or a warning.
     fn note(&mut self, msg: &str);
     /// The samples recorded so far (for experiments that analyse their own

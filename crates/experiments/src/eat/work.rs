@@ -507,7 +507,7 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
                 ));
                 let mut run = Run { cfg, obs, stop };
                 let r = run.one(p, repeat, &back, cg.as_ref())?;
-                obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
+                obs.result(workloads::observe::value(&r)?)?;
                 results.push(r);
             }
         }

@@ -120,12 +120,10 @@ impl ExperimentRun {
     }
 
     /// Appends one result to run.json's `results` array, now.
-    pub fn push_result<T: serde::Serialize>(&self, r: &T) {
-        let v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
-        let _ = self.dir.update(|run| match &mut run.results {
-            serde_json::Value::Array(a) => a.push(v),
-            other => *other = serde_json::Value::Array(vec![v]),
-        });
+    /// Appends a result to run.json, written at once. An error, naming the
+    /// file, when it cannot be: the run then fails.
+    pub fn push_result<T: serde::Serialize>(&self, r: &T) -> Result<(), workloads::observe::ExperimentError> {
+        push_result(&self.dir, r)
     }
 
     /// A warning or a fact about the run: always on stderr (stdout may carry
@@ -184,8 +182,8 @@ impl workloads::observe::Observer for RunObserver<'_> {
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
         self.run.targets(pids, cgroup, zram);
     }
-    fn result(&mut self, r: serde_json::Value) {
-        self.run.push_result(&r);
+    fn result(&mut self, r: serde_json::Value) -> Result<(), workloads::observe::ExperimentError> {
+        self.run.push_result(&r)
     }
     fn note(&mut self, msg: &str) {
         self.run.note(msg);
@@ -198,13 +196,29 @@ impl workloads::observe::Observer for RunObserver<'_> {
     }
 }
 
+/// Appends a result to `dir`'s run.json, written at once; an error naming
+/// the file when it cannot be.
+fn push_result<T: serde::Serialize>(dir: &RunDir, r: &T) -> Result<(), workloads::observe::ExperimentError> {
+    let v = workloads::observe::value(r)?;
+    dir.update(|run| match &mut run.results {
+        serde_json::Value::Array(a) => a.push(v),
+        other => *other = serde_json::Value::Array(vec![v]),
+    })
+    .map_err(|e| {
+        workloads::observe::ExperimentError::Record(format!(
+            "writing a result to {}: {e}",
+            dir.path().join("run.json").display()
+        ))
+    })
+}
+
 /// An experiment's error as the binary reports it (exit codes follow from the kind).
 pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
     use workloads::observe::ExperimentError;
     match e {
         ExperimentError::Interrupted => anyhow::Error::new(Interrupted),
         ExperimentError::Sandbox(s) => anyhow::Error::new(s),
-        ExperimentError::Worker(w) => anyhow::anyhow!(w),
+        ExperimentError::Worker(w) | ExperimentError::Record(w) => anyhow::anyhow!(w),
     }
 }
 
@@ -294,4 +308,26 @@ pub fn resolve_program(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| exec(p)))
         .unwrap_or(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_that_cannot_be_written_is_an_error_naming_run_json() {
+        let tmp = std::env::temp_dir().join(format!("pagelab-push-result-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let run = RunJson::new("eat", "test", probe::environment::Environment::default(), serde_json::json!({}));
+        let dir = RunDir::create(&tmp, run).expect("a run directory");
+        push_result(&dir, &serde_json::json!({"n": 1})).expect("written");
+        let back: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.join("run.json")).expect("run.json")).expect("JSON");
+        assert_eq!(back["results"], serde_json::json!([{"n": 1}]));
+        // The directory gone: the write fails, and says where.
+        std::fs::remove_dir_all(&tmp).expect("removed");
+        let e = push_result(&dir, &serde_json::json!({"n": 2})).expect_err("nowhere to write");
+        assert!(e.to_string().contains("run.json"), "{e}");
+        assert!(matches!(e, workloads::observe::ExperimentError::Record(_)));
+    }
 }

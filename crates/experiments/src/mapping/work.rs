@@ -481,7 +481,7 @@ pub fn run<O: workloads::observe::Observer>(
             .map_err(|e| ExperimentError::Worker(format!("the mapping worker's reply ({method}): {e}")))?;
         let baseline = json!({"touch_ms_p50": d.baseline_touch_ms_p50, "touch_ms_min": d.baseline_touch_ms_min, "touch_ms_max": d.baseline_touch_ms_max});
         let r = result(cfg, &spec, repeat, d);
-        obs.result(json!({"baseline": baseline, "result": r}));
+        obs.result(json!({"baseline": baseline, "result": r}))?;
         out.push(r);
     }
     obs.targets(vec![], None, vec![]);

@@ -227,7 +227,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         let mut obs = RunObserver { run: &run, quiet: true };
         match (&mode, &batch) {
             (Some(c), _) => {
-                rs::service::run(c, &mut obs, &record::stop::requested).map(|r| run.push_result(&r)).map_err(exp_error)
+                rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| run.push_result(&r)).map_err(exp_error)
             }
             (_, Some(bs)) => batch_arms(bs, &run, &mut obs),
             _ => unreachable!("one mode"),
@@ -275,7 +275,7 @@ fn batch_arms(bs: &[BatchConfig], run: &ExperimentRun, obs: &mut RunObserver) ->
                 e
             }
         })?;
-        run.push_result(&r);
+        run.push_result(&r).map_err(exp_error)?;
     }
     Ok(())
 }

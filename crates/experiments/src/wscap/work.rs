@@ -486,7 +486,7 @@ pub fn run<O: Observer>(
         {
             r.slowdown = Some(b / r.scans_per_sec);
         }
-        ctx.obs.result(serde_json::to_value(&r).unwrap_or(Value::Null));
+        ctx.obs.result(workloads::observe::value(&r)?)?;
         results.push(r);
     }
     ctx.obs.targets(vec![], None, vec![]);

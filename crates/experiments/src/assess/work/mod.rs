@@ -360,12 +360,12 @@ pub fn run(
     for i in 1..=repeat {
         let mut r = AssessResult { repeat: i, ..base.clone() };
         match measure(cfg, pid, memcg.as_deref(), &mut r, i == repeat, obs, stop) {
-            Ok(()) => obs.result(serde_json::to_value(&r).unwrap_or_default()),
+            Ok(()) => obs.result(workloads::observe::value(&r)?)?,
             Err(e) => {
                 // What was measured before the failure is kept, saying what happened.
                 if !r.windows.is_empty() {
                     r.notes.push(format!("incomplete: {e}"));
-                    obs.result(serde_json::to_value(&r).unwrap_or_default());
+                    obs.result(workloads::observe::value(&r)?)?;
                 }
                 return Err(e);
             }

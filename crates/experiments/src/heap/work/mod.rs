@@ -513,7 +513,7 @@ pub fn run<O: workloads::observe::Observer>(
     for a in cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_some()) {
         let why = a.unsupported(&cfg.heap_mode).unwrap_or_default();
         obs.note(&format!("{} does not support heap mode {}: {why}", a.name(), cfg.heap_mode));
-        obs.result(json!({"unsupported": {"allocator": a.name(), "heap_mode": cfg.heap_mode, "reason": why}}));
+        obs.result(json!({"unsupported": {"allocator": a.name(), "heap_mode": cfg.heap_mode, "reason": why}}))?;
     }
     let mut out = Vec::new();
     let total = cfg.threads.len() * cfg.repeat as usize * procs_for(cfg.ops) as usize * supported.len();
@@ -573,7 +573,7 @@ pub fn run<O: workloads::observe::Observer>(
         for (k, a) in supported.iter().enumerate() {
             let runs: Vec<Repeat> = procs[k].iter().map(|p| merge_repeats(p)).collect();
             let r = aggregate(cfg, a, threads, runs);
-            obs.result(json!({"result": r}));
+            obs.result(json!({"result": r}))?;
             out.push(r);
         }
     }

@@ -446,7 +446,7 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                     format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
                 }
             ));
-        obs.result(json!({"result": r}));
+        obs.result(json!({"result": r}))?;
         out.push(r);
     }
     Ok(out)

@@ -399,7 +399,7 @@ pub fn run<O: Observer>(
                 let runs: Vec<OverTimeRun> =
                     got.iter().filter(|(key, _)| *key == (t, p, k)).map(|(_, r)| r.clone()).collect();
                 let r = fold::aggregate(arm, p, t, cfg, runs);
-                obs.result(json!({"over_time": r}));
+                obs.result(json!({"over_time": r}))?;
                 out.push(r);
             }
         }
