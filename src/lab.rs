@@ -109,22 +109,13 @@ pub(crate) const REPORT_RESERVE_S: f64 = 5.0;
 /// what it left inconclusive (the error is split between them).
 pub const BUDGET_PASSES: u32 = 2;
 
-/// The least share of a budget a second pass is planned for.
-pub const SECOND_PASS_SHARE: f64 = 0.1;
-
-/// The passes a lab with `budget` seconds plans for `steps`, before any data:
-/// two when what the budget leaves after the first pass's plan and the report
-/// buys the cheapest second pass (two more repeats of one finding's arms) and
-/// is at least a tenth of the budget; else one, at the whole 5 %. A second
-/// pass that can buy only seconds of repeats would spend a fifth of the error
-/// for nothing: the quick lab leaves about ten seconds, while two more repeats
-/// of the findings it leaves open (thrash's) take a minute. None without a
-/// budget: one pass.
-pub fn passes_for(budget: Option<f64>, steps: &[Step]) -> u32 {
-    let Some(b) = budget else { return 1 };
-    let expect: f64 = steps.iter().filter(|s| s.state == StepState::Planned).map(|s| s.expect_s).sum();
-    let left = b - REPORT_RESERVE_S - expect;
-    let cheapest = experiments::ALL
+/// What a second pass must be able to buy for `steps`, known from the plan
+/// alone: for each experiment, its cheapest second-pass step (two more
+/// repeats of the arms of its cheapest finding), and of those the dearest.
+/// A budget that leaves this can repeat a finding of any experiment, the one
+/// whose findings stay open included.
+pub fn second_pass_cost(steps: &[Step]) -> Option<f64> {
+    experiments::ALL
         .iter()
         .filter_map(|e| {
             let first = steps.iter().find(|s| s.experiment == e.name() && s.state == StepState::Planned)?;
@@ -135,9 +126,21 @@ pub fn passes_for(budget: Option<f64>, steps: &[Step]) -> u32 {
                 .map(|s| s.expect_s)
                 .reduce(f64::min)
         })
-        .reduce(f64::min);
-    match cheapest {
-        Some(c) if left >= c && left >= SECOND_PASS_SHARE * b => BUDGET_PASSES,
+        .reduce(f64::max)
+}
+
+/// The passes a lab with `budget` seconds plans for `steps`, before any data:
+/// two when what the budget leaves after the first pass's plan and the report
+/// buys [`second_pass_cost`]; else one, at the whole 5 %. A second pass that
+/// could buy repeats of some experiments but not of the one whose findings
+/// stay open would spend a fifth of the error for little: the quick lab
+/// leaves about ten seconds, and two more repeats of thrash's cheapest
+/// finding take half a minute. None without a budget: one pass.
+pub fn passes_for(budget: Option<f64>, steps: &[Step]) -> u32 {
+    let Some(b) = budget else { return 1 };
+    let expect: f64 = steps.iter().filter(|s| s.state == StepState::Planned).map(|s| s.expect_s).sum();
+    match second_pass_cost(steps) {
+        Some(c) if b - REPORT_RESERVE_S - expect >= c => BUDGET_PASSES,
         _ => 1,
     }
 }
@@ -751,20 +754,24 @@ mod tests {
         let total: f64 = p.iter().map(|s| s.expect_s).sum();
         // A minute more than the quick lab's: two passes.
         assert_eq!(passes_for(Some(360.0), &p), BUDGET_PASSES);
-        // The first pass and the report, and just under a tenth of the budget
-        // left: one.
-        let b = (total + REPORT_RESERVE_S) / (1.0 - SECOND_PASS_SHARE);
+        // The cost is the dearest experiment's cheapest: at least thrash's
+        // cheapest finding (e2 alone) twice more, about half a minute.
+        let cost = second_pass_cost(&p).expect("a cost");
+        let thrash = p.iter().find(|s| s.experiment == "thrash").unwrap();
+        let e2 = experiments::thrash::cmd::lab_more(thrash, &["thrash.deep"], 2).unwrap().expect_s;
+        assert!(cost >= e2 && e2 > 20.0, "{cost} against {e2}");
+        let eat = p.iter().find(|s| s.experiment == "eat").unwrap();
+        assert!(cost > eat.expect_s, "thrash's second pass costs more than eat's whole first");
+        // Just under it left: one; just over: two.
+        let b = total + REPORT_RESERVE_S + cost;
         assert_eq!(passes_for(Some(b - 0.5), &p), 1);
         assert_eq!(passes_for(Some(b + 0.5), &p), BUDGET_PASSES);
-        // A tenth left, but less than the cheapest second pass: one. eat
-        // alone, its two more repeats cost a quarter of its four.
-        let eat: Vec<Step> = plan(&machine(true, false), Scale::Quick, &["eat".into()]);
-        let cost = eat[0].expect_s / 2.0;
-        let left = 0.9 * cost;
-        let budget = eat[0].expect_s + REPORT_RESERVE_S + left;
-        assert!(left >= SECOND_PASS_SHARE * budget, "{left} of {budget}");
-        assert_eq!(passes_for(Some(budget), &eat), 1);
-        assert_eq!(passes_for(Some(budget + 0.2 * cost), &eat), BUDGET_PASSES);
+        // eat alone: its own cheapest second pass decides.
+        let only: Vec<Step> = plan(&machine(true, false), Scale::Quick, &["eat".into()]);
+        let c = second_pass_cost(&only).unwrap();
+        assert!(c < only[0].expect_s, "{c}");
+        assert_eq!(passes_for(Some(only[0].expect_s + REPORT_RESERVE_S + 0.9 * c), &only), 1);
+        assert_eq!(passes_for(Some(only[0].expect_s + REPORT_RESERVE_S + 1.1 * c), &only), BUDGET_PASSES);
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub fn abba<T: Clone>(arms: &[T], rep: usize) -> Vec<T> {
 /// behind for the next one falls on every pair of arms alike, not only the
 /// position (Williams 1949). Its first row is 0, 1, t−1, 2, t−2, …; row r adds
 /// r to each (mod t); for odd t the second t rows are the first t reversed.
-/// For two arms it is [`abba`].
+/// For two arms it is [`abba`]. Only a whole square balances: two rows of
+/// four arms put e2 before e3 in both; [`balanced`] picks.
 pub fn williams<T: Clone>(arms: &[T], rep: usize) -> Vec<T> {
     let t = arms.len();
     if t < 2 {
@@ -34,6 +35,23 @@ pub fn williams<T: Clone>(arms: &[T], rep: usize) -> Vec<T> {
         row.reverse();
     }
     row.into_iter().map(|i| arms[i].clone()).collect()
+}
+
+/// The rows of a whole Williams square of `t` arms.
+pub fn square_rows(t: usize) -> usize {
+    if t % 2 == 0 { t } else { 2 * t }
+}
+
+/// The arms of repeat `rep` of `reps`: a Williams square ([`williams`]) when
+/// the repeats fill whole squares, else ABBA ([`abba`]), whose pairs of
+/// repeats put each arm at the same mean position (an even count cancels a
+/// position effect for every pair; a partial square does not).
+pub fn balanced<T: Clone>(arms: &[T], rep: usize, reps: usize) -> Vec<T> {
+    if arms.len() > 2 && reps > 0 && reps % square_rows(arms.len()) == 0 {
+        williams(arms, rep)
+    } else {
+        abba(arms, rep)
+    }
 }
 
 #[cfg(test)]
@@ -55,9 +73,9 @@ mod tests {
     /// Over a full square: each arm once (even t) or twice (odd t) in each
     /// position, and each ordered pair of different arms next to each other
     /// as often as any other.
-    fn balanced(t: usize) {
+    fn square_balances(t: usize) {
         let arms: Vec<usize> = (0..t).collect();
-        let rows = if t % 2 == 0 { t } else { 2 * t };
+        let rows = square_rows(t);
         let square: Vec<Vec<usize>> = (0..rows).map(|r| williams(&arms, r)).collect();
         let mut at = vec![vec![0; t]; t];
         let mut next = vec![vec![0; t]; t];
@@ -86,7 +104,7 @@ mod tests {
     #[test]
     fn a_williams_square_balances_positions_and_neighbours() {
         for t in 2..=7 {
-            balanced(t);
+            square_balances(t);
         }
         let arms = ["e1", "e2", "e3", "e4"];
         assert_eq!(williams(&arms, 0), ["e1", "e2", "e4", "e3"]);
@@ -97,5 +115,26 @@ mod tests {
         }
         assert_eq!(williams(&["a"], 3), ["a"]);
         assert!(williams::<u8>(&[], 1).is_empty());
+    }
+
+    #[test]
+    fn a_partial_square_falls_back_to_abba() {
+        let arms = ["e1", "e2", "e3", "e4"];
+        // Four repeats of four arms: the square.
+        assert_eq!(balanced(&arms, 1, 4), williams(&arms, 1));
+        assert_eq!(balanced(&arms, 5, 8), williams(&arms, 5));
+        // Two: ABBA, so e2 runs before e3 once and after it once.
+        let two: Vec<Vec<&str>> = (0..2).map(|r| balanced(&arms, r, 2)).collect();
+        assert_eq!(two, [vec!["e1", "e2", "e3", "e4"], vec!["e4", "e3", "e2", "e1"]]);
+        let before = |o: &Vec<&str>, a: &str, b: &str| {
+            o.iter().position(|x| *x == a).unwrap() < o.iter().position(|x| *x == b).unwrap()
+        };
+        assert_eq!(two.iter().filter(|o| before(o, "e2", "e3")).count(), 1);
+        // Williams' first two rows would have put e2 first both times.
+        assert!((0..2).all(|r| before(&williams(&arms, r), "e2", "e3")));
+        // Three arms fill a square in six repeats.
+        assert_eq!(balanced(&["a", "b", "c"], 3, 6), williams(&["a", "b", "c"], 3));
+        assert_eq!(balanced(&["a", "b", "c"], 1, 3), abba(&["a", "b", "c"], 1));
+        assert_eq!(balanced(&["a", "b"], 1, 4), ["b", "a"]);
     }
 }

@@ -117,16 +117,18 @@ impl ThrashConfig {
     /// Round-robin rather than all repeats of one preset in a row, so that a
     /// slow drift in the machine's paging speed falls on every preset alike
     /// instead of on the presets that happened to run last; and the rounds in
-    /// a Williams order ([`workloads::order::williams`]): over four rounds of
-    /// the four presets each runs once in each position and once after each of
-    /// the others, so that what a run leaves in the swap store falls on every
-    /// pair the findings compare alike (two presets: ABBA).
+    /// a Williams order when they fill whole squares, ABBA otherwise
+    /// ([`workloads::order::balanced`]): over four rounds of the four presets
+    /// each runs once in each position and once right after each of the
+    /// others, so that a position effect, and most of what a run leaves in
+    /// the swap store for the next, fall on the pairs the findings compare
+    /// alike.
     pub fn schedule(&self) -> Vec<(BackingKind, Plan, u32)> {
         let plans = self.plans();
         let mut out = Vec::new();
         for &b in &self.backings {
             for rep in 0..self.repeat {
-                out.extend(workloads::order::williams(&plans, rep as usize).into_iter().map(|p| (b, p, rep)));
+                out.extend(workloads::order::balanced(&plans, rep as usize, self.repeat as usize).into_iter().map(|p| (b, p, rep)));
             }
         }
         out

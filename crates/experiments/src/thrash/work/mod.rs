@@ -115,18 +115,19 @@ pub(crate) mod tests {
                 "Zram:e1:0",
                 "Zram:e2:0",
                 "Zram:e4:0",
-                "Zram:e2:1",
                 "Zram:e4:1",
+                "Zram:e2:1",
                 "Zram:e1:1",
                 "Swapfile:e1:0",
                 "Swapfile:e2:0",
                 "Swapfile:e4:0",
-                "Swapfile:e2:1",
                 "Swapfile:e4:1",
+                "Swapfile:e2:1",
                 "Swapfile:e1:1"
             ]
         );
-        // Four presets over four rounds: a Williams square.
+        // Two rounds of three presets: ABBA (a partial Williams square would
+        // not balance). Four presets over four rounds: a Williams square.
         c.presets = ["e1", "e2", "e3", "e4"].map(String::from).to_vec();
         c.repeat = 4;
         c.backings = vec![workloads::backing::BackingKind::Swapfile];
