@@ -211,18 +211,21 @@ fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pa
     let mut lab = lab.clone();
     let budget = lab.budget_s.unwrap_or(BUDGET_S);
     let mut elapsed = 0.0;
+    let mut planned_so_far = 0.0;
     let mut cut = false;
     let planned: Vec<usize> = (0..lab.steps.len()).filter(|&i| lab.steps[i].state == StepState::Planned).collect();
     for (k, &i) in planned.iter().enumerate() {
         if k > 0 {
             let rest: f64 = planned[k + 1..].iter().map(|&j| lab.steps[j].expect_s).sum();
             let left = budget - crate::lab::REPORT_RESERVE_S - elapsed;
-            if let Some(s) = crate::lab::fit_step(&lab.steps[i], pace, rest, left) {
+            let seen = crate::lab::pace_of(elapsed, planned_so_far);
+            if let Some(s) = crate::lab::fit_step(&lab.steps[i], seen, rest, left) {
                 lab.steps[i] = s;
                 cut = true;
             }
         }
         elapsed += lab.steps[i].expect_s * pace;
+        planned_so_far += lab.steps[i].expect_s;
         lab.steps[i].state = StepState::Complete;
     }
     let n1 = |f: &Finding| lab.steps.iter().find(|s| s.experiment == f.exp).map_or(1, repeat_of);
@@ -617,12 +620,14 @@ mod tests {
                 "{budget} s, {id}: 'matches' in {b} of {a} labs whose truth is outside"
             );
         }
-        // It could have failed: slow labs cut steps, and where two passes
-        // are planned the planner chose second passes; where one is, none.
-        assert!(t.cut_labs > 100, "{budget} s: {} cuts", t.cut_labs);
+        // It could have failed: where one pass is planned, slow labs cut
+        // steps (the quick budget leaves seconds; a minute more leaves room
+        // for a slow first pass); where two are, the planner chose second
+        // passes, and where one is, none.
         if two {
             assert!(t.second_pass_labs > 100, "{budget} s: {} second passes", t.second_pass_labs);
         } else {
+            assert!(t.cut_labs > 100, "{budget} s: {} cuts", t.cut_labs);
             assert_eq!(t.second_pass_labs, 0, "{budget} s: a lab of one pass ran a second");
         }
     }
