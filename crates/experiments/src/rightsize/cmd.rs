@@ -124,6 +124,46 @@ enum Recorded {
     },
 }
 
+impl Recorded {
+    fn service(a: &RightsizeArgs, arms: &Arms) -> Recorded {
+        Recorded::Service {
+            pid: a.pid,
+            cgroup: a.cgroup.clone(),
+            psi: a.psi,
+            probe: a.probe.clone(),
+            probe_slowdown: a.probe_slowdown,
+            duration_s: a.duration.as_secs_f64(),
+            every_s: a.every.as_secs_f64(),
+            step: a.step,
+            backing: arms[0].0,
+            compressor: arms[0].1.clone(),
+        }
+    }
+
+    fn batch(a: &RightsizeArgs, command: &[String], arms: &Arms, guard_max: u64) -> Recorded {
+        Recorded::Batch {
+            command: command.to_vec(),
+            slowdown: a.slowdown,
+            backing: arms[0].0,
+            compressor: arms[0].1.clone(),
+            arms: arms.to_vec(),
+            budget_s: a.budget.as_secs_f64(),
+            runs: a.runs,
+            repeat: a.repeat,
+            insist: a.insist,
+            time_cap: a.time_cap,
+            resolution: a.resolution,
+            guard_max_bytes: guard_max,
+            synthetic_hot_bytes: a.synthetic_hot,
+            synthetic_cold_bytes: a.synthetic_cold,
+            synthetic_passes: a.synthetic_hot.map(|_| a.synthetic_passes),
+        }
+    }
+}
+
+/// A run's stores: each a backing and its compressor.
+type Arms = [(workloads::backing::BackingKind, Option<String>)];
+
 pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
     let arms = checked_arms(a, service)?;
@@ -139,18 +179,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     if service {
         let c = service_config(a);
         crate::rightsize::work::service::validate(&c).map_err(exp_error)?;
-        config = Recorded::Service {
-            pid: a.pid,
-            cgroup: a.cgroup.clone(),
-            psi: a.psi,
-            probe: a.probe.clone(),
-            probe_slowdown: a.probe_slowdown,
-            duration_s: a.duration.as_secs_f64(),
-            every_s: a.every.as_secs_f64(),
-            step: a.step,
-            backing: arms[0].0,
-            compressor: arms[0].1.clone(),
-        };
+        config = Recorded::service(a, &arms);
         mode = Some(c);
     } else {
         let command = command(a)?;
@@ -191,23 +220,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
                 a.runs, a.repeat
             )));
         }
-        config = Recorded::Batch {
-            command: command.clone(),
-            slowdown: a.slowdown,
-            backing: arms[0].0,
-            compressor: arms[0].1.clone(),
-            arms: arms.clone(),
-            budget_s: a.budget.as_secs_f64(),
-            runs: a.runs,
-            repeat: a.repeat,
-            insist: a.insist,
-            time_cap: a.time_cap,
-            resolution: a.resolution,
-            guard_max_bytes: guard_max,
-            synthetic_hot_bytes: a.synthetic_hot,
-            synthetic_cold_bytes: a.synthetic_cold,
-            synthetic_passes: a.synthetic_hot.map(|_| a.synthetic_passes),
-        };
+        config = Recorded::batch(a, &command, &arms, guard_max);
         batch = Some(
             arms.iter()
                 .map(|(k, c)| BatchConfig {

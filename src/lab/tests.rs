@@ -1,0 +1,165 @@
+//! The lab's planning and pacing, tested without running a lab.
+
+use super::*;
+use experiments::kit::plan::{arg, more_repeats, repeat_of, step};
+
+fn machine(root: bool, swap: bool) -> Machine {
+    Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: swap }
+}
+
+#[test]
+fn quick_plan_as_root_runs_everything_in_five_minutes() {
+    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    assert_eq!(
+        p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(),
+        experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>()
+    );
+    // Everything but rightsize (two dozen runs of a program): the full lab runs it.
+    assert!(p.iter().all(|s| s.state == StepState::Planned || s.experiment == "rightsize"));
+    let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
+    assert!(rs.state == StepState::Skipped && rs.reason.as_deref().is_some_and(|r| r.contains("full lab")));
+    let full = plan(&machine(true, false), Scale::Full, &[]);
+    assert!(full.iter().any(|s| s.experiment == "rightsize" && s.state == StepState::Planned));
+    let total: f64 = p.iter().map(|s| s.expect_s).sum();
+    // The first pass fits the 5-minute budget (on a slower machine its
+    // later steps are cut to fit: fit_step); what it leaves in practice
+    // (its plan errs long here) goes to extra repeats.
+    assert!(total > 60.0 && total < 300.0 - REPORT_RESERVE_S, "{total}");
+    let heap = p.iter().find(|s| s.experiment == "heap").unwrap();
+    let h = heap.args.join(" ");
+    assert!(h.contains("--threads 1,2,8"), "{h}");
+    // The short memory-over-time part, at the core count, beside the speed sweep.
+    assert!(h.contains("--over-time --speed --over-time-threads 2") && h.contains("--idle 1s"), "{h}");
+    // All four thrash presets (the findings compare e1, e3 and e4 with e2),
+    // a whole Williams square of repeats, on the study's store.
+    let t = p.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
+    assert!(t.contains("--preset all") && t.contains("--backing swapfile") && t.contains("--repeat 4"), "{t}");
+    // Its budget leaves seconds, too few for a second pass: one pass at 5 %.
+    assert_eq!(passes_for(Some(300.0), &p), 1);
+    assert_eq!(passes_for(None, &p), 1);
+    let full = plan(&machine(true, false), Scale::Full, &[]);
+    let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
+    assert!(t.contains("--backing zram,swapfile"), "{t}");
+}
+
+#[test]
+fn a_second_pass_is_planned_only_where_the_budget_buys_one() {
+    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    let total: f64 = p.iter().map(|s| s.expect_s).sum();
+    // A minute more than the quick lab's: two passes.
+    assert_eq!(passes_for(Some(360.0), &p), BUDGET_PASSES);
+    // The cost is the dearest experiment's cheapest: at least thrash's
+    // cheapest finding (e2 alone) twice more, about half a minute.
+    let cost = second_pass_cost(&p).expect("a cost");
+    let thrash = p.iter().find(|s| s.experiment == "thrash").unwrap();
+    let e2 = experiments::thrash::cmd::lab_more(thrash, &["thrash.deep"], 2).unwrap().expect_s;
+    assert!(cost >= e2 && e2 > 20.0, "{cost} against {e2}");
+    let eat = p.iter().find(|s| s.experiment == "eat").unwrap();
+    assert!(cost > eat.expect_s, "thrash's second pass costs more than eat's whole first");
+    // Just under it left: one; just over: two.
+    let b = total + REPORT_RESERVE_S + cost;
+    assert_eq!(passes_for(Some(b - 0.5), &p), 1);
+    assert_eq!(passes_for(Some(b + 0.5), &p), BUDGET_PASSES);
+    // eat alone: its own cheapest second pass decides.
+    let only: Vec<Step> = plan(&machine(true, false), Scale::Quick, &["eat".into()]);
+    let c = second_pass_cost(&only).unwrap();
+    assert!(c < only[0].expect_s, "{c}");
+    assert_eq!(passes_for(Some(only[0].expect_s + REPORT_RESERVE_S + 0.9 * c), &only), 1);
+    assert_eq!(passes_for(Some(only[0].expect_s + REPORT_RESERVE_S + 1.1 * c), &only), BUDGET_PASSES);
+}
+
+#[test]
+fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
+    let p = plan(&machine(false, false), Scale::Quick, &[]);
+    let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
+    assert_eq!(by("thrash").state, StepState::Skipped);
+    assert!(by("thrash").reason.as_deref().unwrap().contains("root"));
+    assert_eq!(by("wscap").state, StepState::Skipped);
+    assert!(by("eat").args.contains(&"none".to_string()));
+    assert!(by("eat").note.is_some());
+    // With a swap area already active, wscap runs its periodic modes.
+    let p = plan(&machine(false, true), Scale::Quick, &[]);
+    let w = p.iter().find(|s| s.experiment == "wscap").unwrap();
+    assert_eq!(w.state, StepState::Planned);
+    assert!(w.args.join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
+}
+
+#[test]
+fn an_extra_pass_repeats_the_same_arms() {
+    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
+    let h = more_repeats(by("heap"), &["heap.concurrent_linux"], 2).unwrap();
+    assert!(h.args.join(" ").contains("--repeat 2") && h.args.join(" ").contains("--threads 1,2,8"), "{:?}", h.args);
+    assert!((h.expect_s - by("heap").expect_s * 2.0 / 4.0).abs() < 1e-9);
+    // thrash runs only the presets its open claims compare.
+    let t = experiments::thrash::cmd::lab_more(by("thrash"), &["thrash.sleep", "thrash.recovery"], 1).unwrap();
+    let a = t.args.join(" ");
+    assert!(a.contains("--preset e2,e3") && a.contains("--repeat 1") && a.contains("--backing swapfile"), "{a}");
+    assert!(t.expect_s < by("thrash").expect_s / 2.0 / 1.5, "{} vs {}", t.expect_s, by("thrash").expect_s);
+    let s = step("x", vec![arg("--size"), arg("1MiB")], 3.0);
+    assert!(more_repeats(&s, &[], 1).is_none(), "no --repeat: cannot repeat");
+}
+
+#[test]
+fn a_slow_machine_cuts_a_later_step_to_the_repeats_that_fit() {
+    let m = machine(true, false);
+    let steps = plan(&m, Scale::Quick, &[]);
+    let thrash = steps.iter().find(|s| s.experiment == "thrash").expect("thrash planned");
+    let n = repeat_of(thrash).unwrap().1;
+    assert!(n > 2, "the quick thrash step has {n} repeats");
+    // On pace: nothing changes.
+    assert!(fit_step(thrash, 1.0, 15.0, thrash.expect_s + 15.0).is_none());
+    // Faster than planned: nothing changes.
+    assert!(fit_step(thrash, 0.8, 15.0, thrash.expect_s + 15.0).is_none());
+    // 30 % slower with just the plan's time left: fewer repeats, each the
+    // same size, and what is left fits at that pace.
+    let left = thrash.expect_s + 15.0;
+    let cut = fit_step(thrash, 1.3, 15.0, left).expect("a cut");
+    let k = repeat_of(&cut).unwrap().1;
+    assert!((2..n).contains(&k) && k % 2 == 0, "{k} of {n}");
+    assert!(1.3 * (cut.expect_s + 15.0) <= left || k == 2);
+    assert!((cut.expect_s / k as f64 - thrash.expect_s / n as f64).abs() < 1e-9);
+    assert!(cut.note.as_deref().unwrap_or("").contains("planned repeats"));
+    // Far too slow: never fewer than two.
+    let two = fit_step(thrash, 4.0, 15.0, 10.0).expect("a cut");
+    assert!(two.args.contains(&"2".to_string()), "{:?}", two.args);
+    // A step of two repeats, or none, is left alone.
+    assert!(fit_step(&two, 4.0, 15.0, 10.0).is_none());
+    let mut bare = thrash.clone();
+    bare.args.retain(|a| a != "--repeat");
+    assert!(fit_step(&bare, 4.0, 15.0, 10.0).is_none());
+}
+
+#[test]
+fn two_small_steps_a_little_slow_do_not_cut_the_next() {
+    let steps = plan(&machine(true, false), Scale::Quick, &[]);
+    let by = |e: &str| steps.iter().find(|s| s.experiment == e).unwrap();
+    let (eat, wscap, heap) = (by("eat"), by("wscap"), by("heap"));
+    let planned = eat.expect_s + wscap.expect_s;
+    let rest: f64 = steps.iter().skip(3).map(|s| s.expect_s).sum();
+    // The quick lab of 2026-11-26 that cut heap: its first two steps ran
+    // 8 % over their plan.
+    let actual = 1.076 * planned;
+    let left = 300.0 - REPORT_RESERVE_S - actual;
+    assert!(fit_step(heap, actual / planned, rest, left).is_some(), "the raw pace cuts heap");
+    let shrunk = pace_of(actual, planned);
+    assert!(shrunk > 1.0 && shrunk < 1.03, "{shrunk}");
+    assert!(fit_step(heap, shrunk, rest, left).is_none(), "the shrunk pace lets heap run whole");
+    // 30 % slow through heap and mapping: thrash is still cut.
+    let planned: f64 = steps.iter().take(4).map(|s| s.expect_s).sum();
+    let actual = 1.3 * planned;
+    let thrash = by("thrash");
+    let after: f64 = steps.iter().skip(5).map(|s| s.expect_s).sum();
+    assert!(fit_step(thrash, pace_of(actual, planned), after, 300.0 - REPORT_RESERVE_S - actual).is_some());
+    // With nothing run yet, the plan's own pace.
+    assert_eq!(pace_of(0.0, 0.0), 1.0);
+}
+
+#[test]
+fn full_is_longer_and_only_filters() {
+    let q: f64 = plan(&machine(true, false), Scale::Quick, &[]).iter().map(|s| s.expect_s).sum();
+    let f: f64 = plan(&machine(true, false), Scale::Full, &[]).iter().map(|s| s.expect_s).sum();
+    assert!(f > 4.0 * q, "{f} vs {q}");
+    let p = plan(&machine(true, false), Scale::Quick, &["heap".into(), "eat".into()]);
+    assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), ["eat", "heap"]);
+}
