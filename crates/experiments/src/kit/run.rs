@@ -316,8 +316,10 @@ mod tests {
 
     #[test]
     fn a_result_that_cannot_be_written_is_an_error_naming_run_json() {
-        let tmp = std::env::temp_dir().join(format!("pagelab-push-result-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
+        // A fresh directory of its own: nothing at a guessable name is
+        // removed or written through.
+        let scratch = tempfile::tempdir().expect("a scratch directory");
+        let tmp = scratch.path().join("run");
         let run = RunJson::new("eat", "test", probe::environment::Environment::default(), serde_json::json!({}));
         let dir = RunDir::create(&tmp, run).expect("a run directory");
         push_result(&dir, &serde_json::json!({"n": 1})).expect("written");
