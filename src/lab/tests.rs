@@ -163,3 +163,40 @@ fn full_is_longer_and_only_filters() {
     let p = plan(&machine(true, false), Scale::Quick, &["heap".into(), "eat".into()]);
     assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), ["eat", "heap"]);
 }
+
+/// Every step any lab plans (each scale, with and without root, a small and a
+/// big machine, with an existing swap or not), and a later pass's "more
+/// repeats" of it and its cut to fit, parses through the real command line,
+/// as the lab's child process will parse it: a flag renamed or a value form
+/// changed in one experiment fails here, not in a lab an hour in.
+#[test]
+fn every_lab_step_parses_through_the_real_command_line() {
+    let mut checked = 0;
+    for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
+        for (root, swap, cpus) in [(true, false, 2), (false, false, 2), (false, true, 2), (true, false, 16)] {
+            let m = Machine { root, cpus, ram_bytes: 24 << 30, swap_active: swap };
+            for s in plan(&m, scale, &[]) {
+                let cut = fit_step(&s, 4.0, 1e6, 1.0);
+                let more = more_repeats(&s, &[], 2);
+                for t in std::iter::once(s.clone()).chain(cut).chain(more) {
+                    let mut argv = vec!["pagelab".to_string(), t.experiment.clone()];
+                    argv.extend(t.args.iter().cloned());
+                    argv.extend(["--out".to_string(), "/nonexistent/lab/step".to_string()]);
+                    match crate::cli::command().try_get_matches_from(&argv) {
+                        Ok(m) => assert_eq!(m.subcommand_name(), Some(t.experiment.as_str()), "{argv:?}"),
+                        Err(e) => panic!(
+                            "{} step ({scale:?}, root {root}, swap {swap}, {cpus} cpus): {argv:?}: {e}",
+                            t.experiment
+                        ),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    // Seven experiments, three scales, four machines, and their variants.
+    assert!(checked >= 7 * 3 * 4, "{checked}");
+    // And the same parse refuses what no experiment takes.
+    assert!(crate::cli::command().try_get_matches_from(["pagelab", "eat", "--size", "16 furlongs"]).is_err());
+    assert!(crate::cli::command().try_get_matches_from(["pagelab", "thrash", "--preset", "e9"]).is_err());
+}
