@@ -43,6 +43,9 @@ fn tiny_thrash_pages_completes_and_restores() {
     assert_eq!(v["experiment"], "thrash");
     let r = &v["results"][0];
     assert_eq!(r["consumers"], 6);
+    // The per-second series stay in run.json; stdout's JSON leaves them out.
+    assert!(r.get("series").is_none(), "{r}");
+    assert_eq!(v["summary"][0]["repeats"], 1, "{v}");
     assert_eq!(r["consumers_completed"], 6, "{r}");
     assert_eq!(r["limit_bytes"], 128u64 << 20);
     // Paging happened: 192 MiB of consumers do not fit in 128 MiB.

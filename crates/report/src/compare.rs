@@ -6,7 +6,6 @@ use crate::headline::Metric;
 use crate::html::{Report, esc};
 use crate::stats;
 use serde::Serialize;
-use serde_json::Value;
 use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -86,21 +85,38 @@ pub fn all_metrics(r: &Report) -> Vec<Metric> {
     r.sections.iter().flat_map(|s| s.metrics()).collect()
 }
 
-fn env_of(r: &Report) -> Value {
-    r.sections
-        .iter()
-        .find_map(|s| s.record.as_ref())
-        .and_then(|x| serde_json::to_value(&x.run.environment).ok())
-        .unwrap_or(Value::Null)
+/// The environment's fields that tell two machines apart, each as JSON
+/// writes it (`null` for a report with no run).
+fn env_of(r: &Report) -> Vec<(&'static str, String)> {
+    fn j<T: serde::Serialize>(x: &T) -> String {
+        serde_json::to_string(x).unwrap_or_else(|_| "null".into())
+    }
+    let Some(e) = r.environment() else {
+        return ENV_KEYS.iter().map(|k| (*k, "null".to_string())).collect();
+    };
+    let v = [
+        j(&e.hostname),
+        j(&e.kernel),
+        j(&e.cpu_model),
+        j(&e.cpus),
+        j(&e.ram_bytes),
+        j(&e.thp),
+        j(&e.swappiness),
+        j(&e.memory_controller),
+        j(&e.zswap),
+    ];
+    ENV_KEYS.iter().copied().zip(v).collect()
 }
+
+const ENV_KEYS: [&str; 9] =
+    ["hostname", "kernel", "cpu_model", "cpus", "ram_bytes", "thp", "swappiness", "memory_controller", "zswap"];
 
 /// The configuration that tells runs apart beyond the environment: the store
 /// each run used (backing and compressor), per experiment.
 fn stores(r: &Report) -> Vec<(String, String)> {
     let mut v = Vec::new();
     for s in &r.sections {
-        for x in s.results() {
-            let st = record::results::store_of(&x);
+        for st in s.stores() {
             if let Some(b) = &st.backing {
                 let c = st.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
                 let e = (format!("{} store", s.experiment), format!("{b}{c}"));
@@ -114,13 +130,10 @@ fn stores(r: &Report) -> Vec<(String, String)> {
 }
 
 fn env_diff(a: &Report, b: &Report) -> Vec<(String, String, String)> {
-    let (ea, eb) = (env_of(a), env_of(b));
     let mut out = Vec::new();
-    for k in ["hostname", "kernel", "cpu_model", "cpus", "ram_bytes", "thp", "swappiness", "memory_controller", "zswap"]
-    {
-        let (x, y) = (ea.get(k).cloned().unwrap_or(Value::Null), eb.get(k).cloned().unwrap_or(Value::Null));
+    for ((k, x), (_, y)) in env_of(a).into_iter().zip(env_of(b)) {
         if x != y {
-            out.push((k.to_string(), x.to_string(), y.to_string()));
+            out.push((k.to_string(), x, y));
         }
     }
     let (sa, sb) = (stores(a), stores(b));
@@ -415,9 +428,9 @@ pub fn table(reports: &[Report], comparisons: &[Comparison]) -> Table {
     let columns = reports
         .iter()
         .map(|r| {
-            let e = env_of(r);
-            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-            Column { dir: r.dir.display().to_string(), kernel: s("kernel"), host: s("hostname") }
+            let e = r.environment();
+            let s = |f: fn(&probe::environment::Environment) -> &String| e.map_or("?", |e| f(e).as_str()).to_string();
+            Column { dir: r.dir.display().to_string(), kernel: s(|e| &e.kernel), host: s(|e| &e.hostname) }
         })
         .collect::<Vec<_>>();
     let mut rows: Vec<TableRow> = Vec::new();

@@ -110,6 +110,20 @@ pub struct DoctorCheck {
 #[serde(default)]
 pub struct Doctor {
     pub checks: Vec<DoctorCheck>,
+    /// The machine's noise, as doctor measured it before the lab.
+    pub noise: Option<Noise>,
+}
+
+/// How much a fixed CPU loop's time varied over a few runs (doctor's `noise`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Noise {
+    pub cv: Option<f64>,
+    /// The slowest run ÷ the fastest.
+    pub max_over_min: Option<f64>,
+    pub runs: Option<u64>,
+    /// The share of CPU time the hypervisor took.
+    pub steal_fraction: Option<f64>,
 }
 
 impl Doctor {

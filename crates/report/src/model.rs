@@ -9,7 +9,6 @@ use crate::lab::Lab;
 use crate::verdict::{self, Verdict};
 use record::rundir::RunRecord;
 use record::weight::Budget;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// One experiment's part of the report.
@@ -35,8 +34,10 @@ pub struct Section {
 }
 
 impl Section {
-    pub fn results(&self) -> Vec<Value> {
-        self.record.as_ref().and_then(|r| r.run.results.as_array().cloned()).unwrap_or_default()
+    /// The store each entry of its first run names (eat and wscap at the top
+    /// level, thrash inside `result`); `compare` labels runs with it.
+    pub fn stores(&self) -> Vec<record::results::Store> {
+        self.record.as_ref().map(|r| record::results::stores_of(&r.run.results)).unwrap_or_default()
     }
 
     /// Its figures over every pass's repeats.
@@ -298,7 +299,7 @@ impl Report {
                 }
             }
         }
-        if let Some(floor) = self.lab.as_ref().and_then(|l| noise_floor(&l.doctor)) {
+        if let Some(floor) = self.lab.as_ref().and_then(|l| noise_floor(&crate::lab::Doctor::from_json(&l.doctor))) {
             for v in self.sections.iter_mut().flat_map(|s| s.findings.iter_mut()) {
                 mark_below_noise(v, floor);
             }
@@ -347,8 +348,8 @@ impl Report {
 
 /// The machine's noise floor as doctor measured it before the lab: how far
 /// the slowest run of a fixed CPU loop was from the fastest (0.012 for 1.2 %).
-pub fn noise_floor(doctor: &Value) -> Option<f64> {
-    doctor["noise"]["max_over_min"].as_f64().filter(|x| x.is_finite() && *x >= 1.0).map(|x| x - 1.0)
+pub fn noise_floor(doctor: &crate::lab::Doctor) -> Option<f64> {
+    doctor.noise?.max_over_min.filter(|x| x.is_finite() && *x >= 1.0).map(|x| x - 1.0)
 }
 
 /// A comparison of arms (a ratio, "÷") whose estimated effect is smaller than

@@ -73,7 +73,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::assess::report::Assess,
-        |results, _| Doc { experiment: "assess", results: results.to_vec() },
+        |entries| Doc { experiment: "assess", results: entries.to_vec() },
         |all| {
             format!(
                 "{}\npublished compressor ratios beside this program's:\n{}",

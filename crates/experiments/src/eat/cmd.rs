@@ -62,7 +62,7 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::eat::report::Eat,
-        |results, _| Doc { experiment: "eat", results: results.to_vec() },
+        |entries| Doc { experiment: "eat", results: entries.to_vec() },
         |results| {
             format!(
                 "{}\nfill bandwidth (GB/s) beside memset of the same region, same worker:\n{}\npublished figures beside ours:\n{}",

@@ -9,6 +9,7 @@ use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The speed sweep's thread counts when --threads is not given.
@@ -94,17 +95,15 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::heap::report::Heap,
-        |all, _| {
-            let results: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("result")).collect();
-            let unsupported: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("unsupported")).collect();
-            let over_time: Vec<&serde_json::Value> = all.iter().filter_map(|r| r.get("over_time")).collect();
-            let mut doc = serde_json::json!({"experiment": "heap", "cores": cores, "baseline": baseline,
-                "results": results, "unsupported": unsupported, "over_time": over_time});
-            if speed {
-                doc["timer_overhead_ns"] = serde_json::json!(timer.overhead_ns);
-                doc["timer"] = serde_json::json!(timer);
-            }
-            doc
+        |all| Output {
+            experiment: "heap",
+            cores,
+            baseline: baseline.clone(),
+            results: all.iter().filter_map(|e| e.result.clone()).collect(),
+            unsupported: all.iter().filter_map(|e| e.unsupported.clone()).collect(),
+            over_time: all.iter().filter_map(|e| e.over_time.clone()).collect(),
+            timer_overhead_ns: speed.then_some(timer.overhead_ns),
+            timer: speed.then_some(timer),
         },
         |all| {
             let mut s = String::new();
@@ -394,4 +393,19 @@ pub struct HeapArgs {
     pub sample_every: Duration,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `heap --json`: the results by kind, with what they were measured against.
+#[derive(Serialize)]
+struct Output {
+    experiment: &'static str,
+    cores: usize,
+    baseline: String,
+    results: Vec<crate::heap::results::HeapResult>,
+    unsupported: Vec<crate::heap::results::Unsupported>,
+    over_time: Vec<crate::heap::results::OverTimeResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timer_overhead_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timer: Option<crate::heap::work::timer::Calibration>,
 }

@@ -241,7 +241,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     r: anyhow::Result<T>,
     json: bool,
     study: &S,
-    json_doc: impl FnOnce(&[serde_json::Value], &[S::Entry]) -> D,
+    json_doc: impl FnOnce(&[S::Entry]) -> D,
     text: impl FnOnce(&[S::Entry]) -> String,
 ) -> anyhow::Result<()> {
     run.finish(ExperimentRun::status_for(&r))?;
@@ -264,7 +264,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
     }
     if json {
-        let mut doc = serde_json::to_value(json_doc(&results, &entries))?;
+        let mut doc = serde_json::to_value(json_doc(&entries))?;
         doc["dir"] = serde_json::json!(run.dir.path());
         crate::kit::print_json(&doc)?;
     } else if !results.is_empty() {

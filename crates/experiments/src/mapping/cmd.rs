@@ -47,10 +47,10 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::mapping::report::Mapping,
-        |all, _| {
-            let results: Vec<&serde_json::Value> = all.iter().map(|r| &r["result"]).collect();
-            let baseline = all.first().map(|r| r["baseline"].clone()).unwrap_or_default();
-            serde_json::json!({"experiment": "mapping", "baseline": baseline, "results": results})
+        |all| Output {
+            experiment: "mapping",
+            baseline: all.first().and_then(|e| e.baseline),
+            results: all.iter().filter_map(|e| e.result.clone()).collect(),
         },
         |all| {
             format!(
@@ -162,4 +162,12 @@ pub struct MappingArgs {
     pub pressure: bool,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `mapping --json`: the results, with the touch they were measured against.
+#[derive(Serialize)]
+struct Output {
+    experiment: &'static str,
+    baseline: Option<crate::mapping::results::Baseline>,
+    results: Vec<crate::mapping::results::MappingResult>,
 }

@@ -251,7 +251,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::rightsize::report::Rightsize,
-        |results, _| crate::kit::run::Doc { experiment: "rightsize", results: results.to_vec() },
+        |entries| crate::kit::run::Doc { experiment: "rightsize", results: entries.to_vec() },
         |results| {
             format!(
                 "{}\npublished figures beside ours:\n{}",

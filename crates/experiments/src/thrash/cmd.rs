@@ -7,9 +7,11 @@ use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude, exp_error};
 use crate::kit::units;
 use crate::thrash::work::PlanExt;
+use crate::thrash::results::ThrashResult;
 use crate::thrash::work::ThrashConfig;
 use clap::Args;
 use report::lab::Step;
+use serde::Serialize;
 use std::time::Duration;
 
 pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
@@ -72,20 +74,11 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::thrash::report::Thrash,
-        |all, rs| {
-            let results: Vec<serde_json::Value> = all
-                .iter()
-                .filter_map(|r| r.get("result"))
-                .map(|r| {
-                    let mut r = r.clone();
-                    // The per-second series are in run.json and the charts; keep stdout readable.
-                    if let Some(o) = r.as_object_mut() {
-                        o.remove("series");
-                    }
-                    r
-                })
-                .collect();
-            serde_json::json!({"experiment": "thrash", "results": results, "summary": crate::thrash::report::summary(rs)})
+        |all| Output {
+            experiment: "thrash",
+            // The per-second series are in run.json and the charts; stdout stays readable.
+            results: all.iter().map(|r| ThrashResult { series: Default::default(), ..r.clone() }).collect(),
+            summary: crate::thrash::report::summary(all),
         },
         |all| format!("{}\n{}", crate::thrash::report::text_table(all), crate::thrash::report::findings_markdown(all)),
     )
@@ -300,4 +293,12 @@ pub struct ThrashArgs {
     pub run: RunArgs,
     #[command(flatten)]
     pub swapfile: SwapfileArgs,
+}
+
+/// `thrash --json`: each run without its per-second series, and the summary.
+#[derive(Serialize)]
+struct Output {
+    experiment: &'static str,
+    results: Vec<ThrashResult>,
+    summary: Vec<crate::thrash::report::PresetSummary>,
 }

@@ -82,30 +82,55 @@ fn presets(rs: &[ThrashResult]) -> Vec<String> {
     v
 }
 
+/// One headline metric of one preset, over its repeats.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Spread {
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub cv: Option<f64>,
+    pub n: usize,
+}
+
+/// One preset's repeats, summarized (`thrash --json`'s `summary`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PresetSummary {
+    pub preset: String,
+    pub repeats: usize,
+    pub consumers_completed: u64,
+    pub consumers: u64,
+    /// By headline metric's key.
+    pub metrics: std::collections::BTreeMap<&'static str, Spread>,
+}
+
 /// Per preset: for each headline metric, the median across repeats, min, max and CV.
-pub fn summary(rs: &[ThrashResult]) -> Value {
+pub fn summary(rs: &[ThrashResult]) -> Vec<PresetSummary> {
     let mut out = Vec::new();
     for p in presets(rs) {
         let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, rs) == p).collect();
-        let mut m = serde_json::Map::new();
+        let mut metrics: std::collections::BTreeMap<&'static str, Spread> = Default::default();
         for (k, _, f) in HEADLINE {
             let v: Vec<f64> = reps.iter().filter_map(|r| f(r)).collect();
-            m.insert(
-                k.to_string(),
-                json!({
-                    "median": median(&v),
-                    "min": v.iter().cloned().reduce(f64::min),
-                    "max": v.iter().cloned().reduce(f64::max),
-                    "cv": cv(&v),
-                    "n": v.len(),
-                }),
+            metrics.insert(
+                k,
+                Spread {
+                    median: median(&v),
+                    min: v.iter().cloned().reduce(f64::min),
+                    max: v.iter().cloned().reduce(f64::max),
+                    cv: cv(&v),
+                    n: v.len(),
+                },
             );
         }
-        let completed: u64 = reps.iter().map(|r| u64::from(r.consumers_completed)).sum();
-        let consumers: u64 = reps.iter().map(|r| u64::from(r.consumers)).sum();
-        out.push(json!({"preset": p, "repeats": reps.len(), "consumers_completed": completed, "consumers": consumers, "metrics": m}));
+        out.push(PresetSummary {
+            preset: p.to_string(),
+            repeats: reps.len(),
+            consumers_completed: reps.iter().map(|r| u64::from(r.consumers_completed)).sum(),
+            consumers: reps.iter().map(|r| u64::from(r.consumers)).sum(),
+            metrics,
+        });
     }
-    Value::Array(out)
+    out
 }
 
 fn fmt(x: Option<f64>) -> String {

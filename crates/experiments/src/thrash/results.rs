@@ -100,6 +100,13 @@ pub struct Series {
     pub probe_inside: Vec<(f64, f64)>,
 }
 
+impl Series {
+    /// No point at all (`thrash --json` leaves the series out).
+    pub fn is_empty(&self) -> bool {
+        *self == Series::default()
+    }
+}
+
 /// One run (one repeat) of one plan.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -173,6 +180,7 @@ pub struct ThrashResult {
     pub wall_s: f64,
     pub host_mem_available_min_bytes: u64,
     pub consumer_details: Vec<Consumer>,
+    #[serde(skip_serializing_if = "Series::is_empty")]
     pub series: Series,
     pub notes: Vec<String>,
     /// What kept the run inside the study's protocol (crate::thrash::work::guard).

@@ -55,7 +55,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
         r,
         a.run.json,
         &crate::wscap::report::Wscap,
-        |results, _| Doc { experiment: "wscap", results: results.to_vec() },
+        |entries| Doc { experiment: "wscap", results: entries.to_vec() },
         |results| {
             format!(
                 "{}\npublished figures beside ours:\n{}",

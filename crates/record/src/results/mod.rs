@@ -53,6 +53,11 @@ pub fn store_of(v: &serde_json::Value) -> Store {
     w.result.filter(|s| s.backing.is_some()).unwrap_or(w.own)
 }
 
+/// The store of each entry of run.json's `results` (an array; none otherwise).
+pub fn stores_of(results: &serde_json::Value) -> Vec<Store> {
+    results.as_array().map_or(&[][..], Vec::as_slice).iter().map(store_of).collect()
+}
+
 /// The default of a missing `f64` figure.
 pub fn nan() -> f64 {
     f64::NAN

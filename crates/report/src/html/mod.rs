@@ -562,7 +562,7 @@ fn findings_html(o: &mut String, r: &Report) {
                 String::new()
             },
             esc(f.findings.first().map_or("", |x| x.experiment)),
-            r.lab.as_ref().map(|l| noise_line(&l.doctor)).unwrap_or_default(),
+            r.lab.as_ref().map(|l| noise_line(&crate::lab::Doctor::from_json(&l.doctor))).unwrap_or_default(),
         );
     }
 }
@@ -714,12 +714,12 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
 
 /// The machine's noise as doctor measured it before the lab (lab.json's
 /// `doctor.noise`), in a sentence; empty for labs from before the field.
-fn noise_line(doctor: &Value) -> String {
-    let n = &doctor["noise"];
-    let (Some(cv), Some(mm), Some(runs)) = (n["cv"].as_f64(), n["max_over_min"].as_f64(), n["runs"].as_u64()) else {
+fn noise_line(doctor: &crate::lab::Doctor) -> String {
+    let Some(n) = doctor.noise else { return String::new() };
+    let (Some(cv), Some(mm), Some(runs)) = (n.cv, n.max_over_min, n.runs) else {
         return String::new();
     };
-    let steal = n["steal_fraction"].as_f64().map(|s| format!(", CPU steal {:.1} %", 100.0 * s)).unwrap_or_default();
+    let steal = n.steal_fraction.map(|s| format!(", CPU steal {:.1} %", 100.0 * s)).unwrap_or_default();
     format!(
         " This machine's noise before the lab: a fixed CPU loop varied by CV {:.1} % (slowest ÷ fastest {mm:.2}, \
          {runs} runs){steal}; a ratio of arms run side by side cancels the drift it measures.",

@@ -35,9 +35,9 @@ fn times_round_to_whole_seconds_before_minutes() {
 #[test]
 fn an_effect_below_the_noise_floor_says_so() {
     let doctor = serde_json::json!({"noise": {"max_over_min": 1.08, "cv": 0.02, "runs": 15}});
-    let floor = noise_floor(&doctor).unwrap();
+    let floor = noise_floor(&crate::lab::Doctor::from_json(&doctor)).unwrap();
     assert!((floor - 0.08).abs() < 1e-12);
-    assert_eq!(noise_floor(&serde_json::json!({})), None);
+    assert_eq!(noise_floor(&crate::lab::Doctor::from_json(&serde_json::json!({}))), None);
     // A comparison of arms (as mapping.shared_costlier) and a threshold
     // (as eat.semi_fraction).
     use crate::verdict::Claim;
