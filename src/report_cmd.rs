@@ -143,15 +143,13 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    // --json reads the run once, as a report (its findings too); the record is the report's.
-    let report = match a.json {
-        true => Some(
-            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?,
-        ),
-        false => None,
-    };
+    // The run is read once, as a report: its results typed (an entry that is
+    // not its experiment's is refused before anything is written), its
+    // findings for --json; the record is the report's.
+    let report =
+        report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
     let owned;
-    let rec = match report.as_ref().and_then(|r| r.sections.first()).and_then(|s| s.record.as_ref()) {
+    let rec = match report.sections.first().and_then(|s| s.record.as_ref()) {
         Some(rec) => rec,
         None => {
             owned = record::RunRecord::load(&a.dir).map_err(|e| usage(e.to_string()))?;
@@ -164,8 +162,8 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
     let path = named.show(&path);
     let s = report::summary::summarize(rec, &iv);
-    if let Some(r) = &report {
-        let f = r.findings_doc();
+    if a.json {
+        let f = report.findings_doc();
         crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
     } else {
         print!("{}", report::summary::render_text(&s));

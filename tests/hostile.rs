@@ -773,3 +773,53 @@ fn a_name_from_a_runs_data_never_reaches_another_directory() {
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap_or_default();
     assert!(!page.contains("decoy-secret-text"), "a file outside the run directory was embedded");
 }
+
+/// Issue 45: an entry of `results` missing a field its experiment requires
+/// (the names of its arm, its repeat) is not read as an empty name or a
+/// repeat 0, and not left out: `report` exits 2 with one line naming the
+/// file, the entry and the field, and writes nothing into the run.
+#[test]
+fn a_run_missing_a_required_field_is_refused_naming_the_entry_and_the_field() {
+    // (fixture, entry, path inside the entry to the object, the field)
+    let cases: [(&str, usize, &[&str], &str); 7] = [
+        ("eat", 2, &[], "pattern"),
+        ("wscap", 1, &[], "repeat"),
+        ("heap", 0, &["result"], "threads"),
+        ("mapping", 3, &["result"], "method"),
+        ("thrash", 1, &["result"], "repeat_index"),
+        ("assess", 0, &[], "repeat"),
+        ("rightsize", 0, &[], "mode"),
+    ];
+    for (name, i, path, field) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(name);
+        common::copy_fixture(name, &dir);
+        let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        let mut at = &mut run["results"][i];
+        for p in path {
+            at = &mut at[*p];
+        }
+        assert!(at.as_object_mut().unwrap().remove(field).is_some(), "{name}: the fixture has {field}");
+        std::fs::write(dir.join("run.json"), serde_json::to_vec(&run).unwrap()).unwrap();
+        let files = |d: &Path| {
+            let mut v: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+            v.sort();
+            v
+        };
+        let before = files(&dir);
+        let at = path.iter().map(|p| format!(".{p}")).collect::<String>();
+        for mode in [&[][..], &["--json"], &["--html"]] {
+            let mut args = vec!["report", dir.to_str().unwrap()];
+            args.extend_from_slice(mode);
+            let out = pagelab(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} {mode:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{name} {mode:?}: one line: {err}");
+            assert!(
+                err.contains("run.json: ") && err.contains(&format!("results[{i}]{at}: missing field `{field}`")),
+                "{name} {mode:?}: {err}"
+            );
+        }
+        assert_eq!(files(&dir), before, "{name}: the refused report wrote into the run");
+    }
+}

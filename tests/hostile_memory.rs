@@ -140,8 +140,8 @@ fn a_lab_whose_runs_together_pass_the_budget_is_refused_naming_the_run() {
         let dir = lab.join(&name);
         common::copy_fixture("eat", &dir);
         // About 12 MiB each by the estimate, so the lab passes 96 MiB at the eighth.
-        // One entry that holds an array no experiment reads: charged as read.
-        set_results(&dir, &format!("[{{\"x\":[{}0]}}]", "0,".repeat(96 << 10)));
+        // One eat entry that also holds an array no experiment reads: charged as read.
+        set_results(&dir, &format!("[{{\"pattern\":\"zero\",\"repeat\":1,\"x\":[{}0]}}]", "0,".repeat(96 << 10)));
         steps.push(serde_json::json!({"experiment": "eat", "args": [], "expect_s": 1.0, "state": "complete",
             "dir": name, "pass": if i == 0 { 1 } else { 2 }}));
     }

@@ -11,19 +11,19 @@ use std::path::PathBuf;
 
 /// The headline metrics of one run of `name` (none for an unknown name).
 fn metrics(name: &str, rs: &[Value]) -> Vec<Metric> {
-    catalog().find(name).map_or_else(Vec::new, |e| report::headline::metrics(e, &e.parse(rs)))
+    catalog().find(name).map_or_else(Vec::new, |e| report::headline::metrics(e, &e.parse(rs).unwrap()))
 }
 
 /// One run's findings, as one family.
 fn verdicts(name: &str, rs: &[Value]) -> Vec<Verdict> {
     let e = catalog().find(name).unwrap();
-    report::verdict::verdicts(e, &e.parse(rs))
+    report::verdict::verdicts(e, &e.parse(rs).unwrap())
 }
 
 /// Whether one run kept its study's protocol.
 fn protocol(name: &str, rs: &[Value]) -> Result<(), String> {
     let e = catalog().find(name).unwrap();
-    e.protocol(&[&e.parse(rs)])
+    e.protocol(&[&e.parse(rs).unwrap()])
 }
 
 #[test]
@@ -34,11 +34,11 @@ fn the_catalog_holds() {
 
 #[test]
 fn thrash_recovery_is_judged_at_the_collectors_one_second() {
-    let r = |rec: f64| json!({"result": {"preset": "e2", "backing": "swapfile", "recovery_s": rec}});
-    let m = metrics("thrash", &[r(0.4), r(1.3)]);
+    let r = |i: u32, rec: f64| json!({"result": {"preset": "e2", "repeat_index": i, "backing": "swapfile", "recovery_s": rec}});
+    let m = metrics("thrash", &[r(0, 0.4), r(1, 1.3)]);
     let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
     assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 1 s: the same figure");
-    let m = metrics("thrash", &[r(0.4), r(2.5)]);
+    let m = metrics("thrash", &[r(0, 0.4), r(1, 2.5)]);
     assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable());
 }
 
@@ -53,7 +53,7 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
     };
     let e = catalog().find("thrash").unwrap();
     let judged = |rs: &[Value]| -> Verdict {
-        report::verdict::verdicts(e, &e.parse(rs)).into_iter().find(|v| v.id == "thrash.recovery").unwrap()
+        report::verdict::verdicts(e, &e.parse(rs).unwrap()).into_iter().find(|v| v.id == "thrash.recovery").unwrap()
     };
     // Windows of 45 s (not RECOVERY_MAX's 60: the window itself is used).
     let v = judged(&[r(Value::Null, 0, 45.0), r(Value::Null, 1, 45.0), r(Value::Null, 2, 45.0)]);
@@ -88,7 +88,7 @@ fn heap_growth_is_judged_where_threads_do_not_share_cores() {
     };
     let e = catalog().find("heap").unwrap();
     let growth = |rs: &[Value]| -> Verdict {
-        report::verdict::verdicts(e, &e.parse(rs)).into_iter().find(|v| v.id == "heap.growth").unwrap()
+        report::verdict::verdicts(e, &e.parse(rs).unwrap()).into_iter().find(|v| v.id == "heap.growth").unwrap()
     };
     // 1 and 2 threads on their own cores: 10 → 10.2 ns; 8 threads time-sliced: 40 ns.
     let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(8, false, 40.0)]);
@@ -119,7 +119,7 @@ fn mapping_is_judged_less_the_touch_as_the_study_was() {
         rs.push(r("dontneed", rep, 10.0 * k, 5.0 * k));
     }
     let e = catalog().find("mapping").unwrap();
-    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let vs = report::verdict::verdicts(e, &e.parse(&rs).unwrap());
     let v = vs.iter().find(|v| v.id == "mapping.lazy_reset").unwrap();
     assert_eq!(v.n, 3, "{v:?}");
     assert!(v.values.iter().all(|x| (x - 0.9).abs() < 1e-9), "{v:?}");
@@ -128,7 +128,7 @@ fn mapping_is_judged_less_the_touch_as_the_study_was() {
     // unusable, not raised to one step (an extreme ratio either way).
     rs.push(r("free", 4, 1.0, -0.5));
     rs.push(r("dontneed", 4, 1.2, 0.2));
-    let vs = report::verdict::verdicts(e, &e.parse(&rs));
+    let vs = report::verdict::verdicts(e, &e.parse(&rs).unwrap());
     let v = vs.iter().find(|v| v.id == "mapping.lazy_reset").unwrap();
     assert_eq!((v.n, v.unusable), (3, 1), "{v:?}");
     assert!(v.why.contains("1 of 4 repeats had no usable value"), "{}", v.why);
@@ -137,9 +137,9 @@ fn mapping_is_judged_less_the_touch_as_the_study_was() {
 #[test]
 fn eat_repeats_collect_per_group() {
     let rs = vec![
-        json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.2, "trim_us_per_page": 3.0}),
-        json!({"pattern": "semi", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.3, "trim_us_per_page": 4.0}),
-        json!({"pattern": "const", "backing": "zram", "compressor": "lz4", "stored_fraction": 0.0}),
+        json!({"pattern": "semi", "repeat": 1, "backing": "zram", "compressor": "lz4", "stored_fraction": 0.2, "trim_us_per_page": 3.0}),
+        json!({"pattern": "semi", "repeat": 2, "backing": "zram", "compressor": "lz4", "stored_fraction": 0.3, "trim_us_per_page": 4.0}),
+        json!({"pattern": "const", "repeat": 1, "backing": "zram", "compressor": "lz4", "stored_fraction": 0.0}),
     ];
     let m = metrics("eat", &rs);
     let semi = m.iter().find(|m| m.group == "semi" && m.name == "stored fraction").unwrap();
@@ -147,7 +147,9 @@ fn eat_repeats_collect_per_group() {
     assert_eq!(m.iter().filter(|m| m.group == "const").count(), 1);
     // Two stores in one run: the store becomes part of the group.
     let mut two = rs.clone();
-    two.push(json!({"pattern": "semi", "backing": "zram", "compressor": "lzo-rle", "stored_fraction": 0.21}));
+    two.push(
+        json!({"pattern": "semi", "repeat": 1, "backing": "zram", "compressor": "lzo-rle", "stored_fraction": 0.21}),
+    );
     let m = metrics("eat", &two);
     assert!(m.iter().any(|m| m.group == "semi lzo-rle") && m.iter().any(|m| m.group == "semi lz4"));
     assert!(m.iter().all(|m| m.experiment == "eat"));
@@ -166,7 +168,7 @@ fn heap_uses_each_repeat() {
 
 #[test]
 fn unsupported_and_unknown_give_nothing() {
-    let rs = vec![json!({"mode": "cap-max", "supported": false, "scans_per_sec": 1.0})];
+    let rs = vec![json!({"mode": "cap-max", "repeat": 1, "supported": false, "scans_per_sec": 1.0})];
     assert!(metrics("wscap", &rs).is_empty());
     assert!(metrics("nope", &rs).is_empty());
 }
@@ -210,7 +212,7 @@ fn eat_findings_follow_the_intervals() {
 
 #[test]
 fn without_a_store_eat_checks_no_fractions() {
-    let rs = vec![json!({"pattern": "semi", "backing": "none", "trim_us_per_page": 1.0})];
+    let rs = vec![json!({"pattern": "semi", "repeat": 1, "backing": "none", "trim_us_per_page": 1.0})];
     let v = verdicts("eat", &rs);
     assert_eq!(v.iter().find(|x| x.id == "eat.semi_fraction").unwrap().outcome, Outcome::NotChecked);
 }
@@ -291,7 +293,7 @@ fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
         sections: vec![Section {
             experiment: experiment.into(),
             exp: catalog().find(experiment),
-            parsed: vec![(1, catalog().find(experiment).unwrap().parse(rec.run.results.as_array().unwrap()))],
+            parsed: vec![(1, catalog().find(experiment).unwrap().parse(rec.run.results.as_array().unwrap()).unwrap())],
             state: "complete".into(),
             reason: None,
             note: None,
@@ -308,8 +310,9 @@ fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
 fn eat(fr: &[f64], trim: &[f64]) -> Vec<Value> {
     fr.iter()
         .zip(trim)
-        .map(|(f, t)| {
-            serde_json::json!({"pattern": "semi", "backing": "zram", "compressor": "lz4",
+        .enumerate()
+        .map(|(i, (f, t))| {
+            serde_json::json!({"pattern": "semi", "repeat": i + 1, "backing": "zram", "compressor": "lz4",
                 "stored_fraction": f, "trim_us_per_page": t})
         })
         .collect()
@@ -349,22 +352,28 @@ fn tiny_but_certain_changes_are_below_min_change() {
 }
 
 #[test]
-fn typed_reads_what_fits_and_skips_what_does_not() {
-    let v = vec![
-        json!({"mode": "none", "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}}),
-        json!({"mode": 7}),
-        json!("not an object"),
-    ];
-    let r: Vec<experiments::wscap::results::WscapResult> = record::results::typed(&v);
+fn typed_reads_what_fits_and_names_what_does_not() {
+    let fits = json!({"mode": "none", "repeat": 1, "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}});
+    let r: Vec<experiments::wscap::results::WscapResult> = record::results::typed(std::slice::from_ref(&fits)).unwrap();
     assert_eq!(r.len(), 1);
     assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
     // A figure that is not there is not a zero.
     assert!(r[0].ms_per_scan_p99.is_nan());
     assert_eq!(r[0].reclaim.pgscan, 3);
+    // What does not fit is an error naming the entry and the field, never an
+    // entry left out: a required field missing, a wrong type, not an object.
+    let named = |v: Value| {
+        record::results::typed::<experiments::wscap::results::WscapResult>(&[fits.clone(), v]).unwrap_err().to_string()
+    };
+    assert_eq!(named(json!({"mode": "none"})), "results[1]: missing field `repeat`");
+    assert!(named(json!({"mode": 7, "repeat": 1})).starts_with("results[1].mode: invalid type"));
+    assert!(named(json!("not an object")).starts_with("results[1]: invalid type"));
     // NaN in a series (written as null) stays NaN, and the rest of the entry reads.
-    let v = vec![json!({"result": {"preset": "e2", "series": {"t_s": [1.0, 2.0], "cgroup_psi_some_pct": [null, 0.5],
-        "probe_outside": [[1.0, null]]}}})];
-    let t: Vec<experiments::thrash::results::Entry> = record::results::typed(&v);
+    let v = vec![
+        json!({"result": {"preset": "e2", "repeat_index": 0, "series": {"t_s": [1.0, 2.0], "cgroup_psi_some_pct": [null, 0.5],
+        "probe_outside": [[1.0, null]]}}}),
+    ];
+    let t: Vec<experiments::thrash::results::Entry> = record::results::typed(&v).unwrap();
     let s = &t[0].result.as_ref().unwrap().series;
     assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
     assert!(s.probe_outside[0].1.is_nan());

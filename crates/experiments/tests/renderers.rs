@@ -47,7 +47,7 @@ fn check_fixture(snap: &str, name: &str) {
     assert_eq!(rec.run.experiment, name);
     let e = catalog().find(name).unwrap();
     // The renderer writes its charts and <name>.md, and says so.
-    let parsed = e.parse(rec.run.results.as_array().unwrap());
+    let parsed = e.parse(rec.run.results.as_array().unwrap()).unwrap();
     let files = e.render(&rec, &parsed).unwrap();
     assert!(files.iter().any(|f| f.extension().is_some_and(|x| x == "svg")), "{files:?}");
     for f in &files {

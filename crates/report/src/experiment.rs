@@ -6,6 +6,7 @@
 
 use crate::headline::{Builder, Figure, Metric};
 use crate::verdict::{Claim, Finding, Ms, Verdict};
+use record::results::EntryError;
 use record::rundir::RunRecord;
 use serde_json::Value;
 use std::any::Any;
@@ -53,8 +54,9 @@ pub trait Study: Sync + 'static {
     /// The few figures the lab's summary table shows.
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// run.json's `results`, read into its entries; an entry that is not one
-    /// (another version's shape, a damaged file) is left out.
-    fn parse(&self, results: &[Value]) -> Vec<Self::Entry>;
+    /// (another version's shape, a damaged file, a required field missing)
+    /// is an error naming the entry and the field.
+    fn parse(&self, results: &[Value]) -> Result<Vec<Self::Entry>, EntryError>;
     /// Writes its charts and `<name>.md` into the run directory, returning the
     /// files written.
     fn render(&self, rec: &RunRecord, r: &[Self::Entry]) -> Result<Vec<PathBuf>, DynErr>;
@@ -77,8 +79,9 @@ pub trait Experiment: Sync {
     /// Its findings' claims, in order.
     fn claims(&self) -> Vec<Claim>;
     fn summary(&self, m: &[Metric]) -> Vec<String>;
-    /// Parses a run's `results` (once, when the run is loaded).
-    fn parse(&self, results: &[Value]) -> Parsed;
+    /// Parses a run's `results` (once, when the run is loaded); Err names
+    /// the entry and field that is not the experiment's.
+    fn parse(&self, results: &[Value]) -> Result<Parsed, EntryError>;
     /// The size of one parsed entry (what a `{}` in `results` costs).
     fn entry_size(&self) -> usize;
     fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr>;
@@ -107,8 +110,8 @@ impl<S: Study> Experiment for S {
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         Study::summary(self, m)
     }
-    fn parse(&self, results: &[Value]) -> Parsed {
-        Parsed(Box::new(Study::parse(self, results)))
+    fn parse(&self, results: &[Value]) -> Result<Parsed, EntryError> {
+        Ok(Parsed(Box::new(Study::parse(self, results)?)))
     }
     fn entry_size(&self) -> usize {
         size_of::<S::Entry>()

@@ -151,7 +151,7 @@ impl Report {
             budget
                 .charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))
                 .map_err(|e| e.to_string())?;
-            let parsed = e.parse(results);
+            let parsed = e.parse(results).map_err(|e| format!("{}: {e}", d.join("run.json").display()))?;
             let md = d.join(format!("{}.md", rec.run.experiment));
             if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
                 e.render(&rec, &parsed).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;

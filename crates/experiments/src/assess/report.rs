@@ -34,7 +34,7 @@ pub const PUBLISHED: [(&str, f64, &str); 6] = [
     ("zstd", 3.37, "fio on zram"),
 ];
 
-pub fn results(all: &[Value]) -> Vec<AssessResult> {
+pub fn results(all: &[Value]) -> Result<Vec<AssessResult>, record::results::EntryError> {
     record::results::typed(all)
 }
 
@@ -421,7 +421,7 @@ impl Study for Assess {
     fn study(&self) -> &'static str {
         "Mangan's memory eater and ATM's trim; Dawson's working-set caps; Google's far memory (0.2 %/min)"
     }
-    fn parse(&self, results: &[Value]) -> Vec<AssessResult> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<AssessResult>, record::results::EntryError> {
         self::results(results)
     }
     fn render(

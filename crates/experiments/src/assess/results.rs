@@ -138,14 +138,17 @@ pub struct Trim {
 
 /// One assessed process.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct AssessResult {
     /// 1-based: the windows and compressibility are measured `--repeat` times.
     pub repeat: u32,
+    #[serde(default)]
     pub target: Target,
     /// The working-set source used, and the others considered.
+    #[serde(default)]
     pub source: String,
+    #[serde(default)]
     pub sources: Vec<Source>,
+    #[serde(default)]
     pub windows: Vec<Window>,
     pub compress: Option<Compress>,
     pub trim: Option<Trim>,
@@ -153,6 +156,7 @@ pub struct AssessResult {
     pub damon: Option<DamonRun>,
     /// How MGLRU was aged, when it was the source.
     pub mglru: Option<MglruRun>,
+    #[serde(default)]
     pub notes: Vec<String>,
 }
 

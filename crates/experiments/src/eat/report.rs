@@ -274,7 +274,7 @@ impl Study for Eat {
     fn study(&self) -> &'static str {
         "Mangan, Windows 10 memory compression (2016): 5 GB per pattern, 16 GB RAM"
     }
-    fn parse(&self, results: &[Value]) -> Vec<EatResult> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<EatResult>, record::results::EntryError> {
         typed(results)
     }
     fn render(

@@ -39,31 +39,44 @@ pub struct StoreStats {
 
 /// One pattern's run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct EatResult {
     pub pattern: String,
+    #[serde(default)]
     pub size_bytes: u64,
+    #[serde(default)]
     pub block_bytes: usize,
+    #[serde(default)]
     pub seed: u64,
     /// 1-based repeat number.
     pub repeat: u32,
+    #[serde(default)]
     pub backing: String,
     pub compressor: Option<String>,
+    #[serde(default)]
     pub swap_areas: Vec<String>,
+    #[serde(default)]
     pub trim: String,
     /// Whether the hash on read-back equals the hash of what was written.
+    #[serde(default)]
     pub verified: bool,
+    #[serde(default)]
     pub hash_written: String,
+    #[serde(default)]
     pub hash_read: String,
     /// Store memory used ÷ bytes trimmed; `None` without a compressed store or with
     /// nothing trimmed.
     pub stored_fraction: Option<f64>,
     /// Store memory used for the trimmed data, bytes (delta over the run).
+    #[serde(default)]
     pub stored_bytes: u64,
     /// Bytes moved out of the working set into swap by the trim (VmSwap delta).
+    #[serde(default)]
     pub trimmed_bytes: u64,
+    #[serde(default)]
     pub phases: BTreeMap<String, PhaseResult>,
+    #[serde(default)]
     pub after_trim: StoreStats,
+    #[serde(default)]
     pub after_settle: StoreStats,
     /// Fill bandwidth of the pattern on first touch (page faults included), GB/s.
     #[serde(default = "record::results::nan")]
@@ -78,6 +91,7 @@ pub struct EatResult {
     #[serde(default = "record::results::nan")]
     pub memset_gbps_refill: f64,
     /// Stored fraction estimated by compressing 4 KiB pages in user space.
+    #[serde(default)]
     pub estimated_ratio: Estimate,
     /// Kernel's stored fraction from zram (compr_data_size ÷ orig_data_size).
     pub kernel_compr_ratio: Option<f64>,
@@ -85,5 +99,6 @@ pub struct EatResult {
     pub trim_us_per_page: Option<f64>,
     /// Read-back time per trimmed page, microseconds.
     pub restore_us_per_page: Option<f64>,
+    #[serde(default)]
     pub notes: Vec<String>,
 }

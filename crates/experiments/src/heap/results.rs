@@ -85,13 +85,15 @@ pub struct Repeat {
 /// One allocator × heap mode × thread count over its repeats: each headline is
 /// the median of the per-repeat figures, with its CV across repeats.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct HeapResult {
     pub allocator: String,
     pub heap_mode: String,
+    #[serde(default)]
     pub workload: String,
     pub threads: u32,
+    #[serde(default)]
     pub ops_per_thread: u64,
+    #[serde(default)]
     pub repeat: u32,
     /// Median over repeats of the warm mean ns per call.
     #[serde(default = "record::results::nan")]
@@ -125,7 +127,9 @@ pub struct HeapResult {
     pub growth_alloc_ns_mean: f64,
     #[serde(default = "record::results::nan")]
     pub growth_free_ns_mean: f64,
+    #[serde(default)]
     pub growth_minor_faults: u64,
+    #[serde(default)]
     pub peak_rss_bytes: u64,
     /// Coefficient of variation (sample sd ÷ mean) of the per-repeat warm means;
     /// null with a single repeat (no spread to judge).
@@ -137,16 +141,18 @@ pub struct HeapResult {
     pub timer_share_max: f64,
     #[serde(default = "record::results::nan")]
     pub timer_overhead_ns: f64,
+    #[serde(default)]
     pub pinned: bool,
     pub malloc_provider: Option<String>,
+    #[serde(default)]
     pub runs: Vec<Repeat>,
 }
 
 /// A configuration that could not run here, and why.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct Unsupported {
     pub allocator: String,
+    #[serde(default)]
     pub heap_mode: String,
     pub reason: String,
 }

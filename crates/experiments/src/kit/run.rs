@@ -257,7 +257,8 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         let _ = std::fs::remove_dir_all(run.dir.path());
         return r.map(|_| ());
     }
-    let entries = study.parse(&results);
+    let entries =
+        study.parse(&results).map_err(|e| anyhow::anyhow!("{}: {e}", run.dir.path().join("run.json").display()))?;
     match study.render(&rec, &entries) {
         Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
         Ok(_) => {}

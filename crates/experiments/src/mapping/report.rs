@@ -3,7 +3,7 @@
 //! Windows figures beside ours.
 
 use crate::mapping::results::{Entry, MappingResult, StepStats};
-use record::results::typed_one;
+use record::results::entry;
 use record::rundir::RunRecord;
 use record::stats::claim::Region;
 use report::charts::{self, BarGroup};
@@ -33,15 +33,16 @@ fn results(entries: &[Entry]) -> Vec<MappingResult> {
 
 /// run.json's entries: a baseline or a method's result, or (as early runs
 /// wrote them) the result itself.
-fn parse(all: &[Value]) -> Vec<Entry> {
-    let one = |v: &Value| {
-        let e = typed_one::<Entry>(v).unwrap_or_default();
+/// Each entry: `{baseline, result}`, or a bare result (the first format).
+fn parse(all: &[Value]) -> Result<Vec<Entry>, record::results::EntryError> {
+    let one = |(i, v): (usize, &Value)| {
+        let e = entry::<Entry>(i, v)?;
         if e.result.is_some() || e.baseline.is_some() {
-            return Some(e);
+            return Ok(e);
         }
-        typed_one::<MappingResult>(v).map(|r| Entry { result: Some(r), baseline: None })
+        entry::<MappingResult>(i, v).map(|r| Entry { result: Some(r), baseline: None })
     };
-    all.iter().filter_map(one).collect()
+    all.iter().enumerate().map(one).collect()
 }
 
 fn f(x: f64) -> String {
@@ -218,7 +219,7 @@ impl Study for Mapping {
     fn study(&self) -> &'static str {
         "Gerstmann, Memory Mapping on Windows: 300 MiB regions on an i7-5960X"
     }
-    fn parse(&self, results: &[Value]) -> Vec<Entry> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<Entry>, record::results::EntryError> {
         parse(results)
     }
     fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {

@@ -27,21 +27,32 @@ pub struct StepStats {
 
 /// One method's run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct MappingResult {
     pub method: String,
+    #[serde(default)]
     pub touch: String,
+    #[serde(default)]
     pub size_bytes: u64,
+    #[serde(default)]
     pub stride_bytes: u64,
+    #[serde(default)]
     pub iterations: u32,
+    #[serde(default)]
     pub warmup: u32,
     /// 1-based run of this method (each a fresh worker); 0 in records from
-    /// before repeats, whose one run's iterations are no repeats.
+    /// before repeats, whose one run's iterations are no repeats (so a
+    /// missing one reads as 0, by the format, not by accident).
+    #[serde(default)]
     pub repeat: u32,
+    #[serde(default)]
     pub hugepages: String,
+    #[serde(default)]
     pub pressure: bool,
+    #[serde(default)]
     pub obtain: StepStats,
+    #[serde(default)]
     pub touch_step: StepStats,
+    #[serde(default)]
     pub release: StepStats,
     pub retouch: Option<StepStats>,
     #[serde(default = "record::results::nan")]
@@ -60,8 +71,11 @@ pub struct MappingResult {
     /// obtain + touch + release (+ re-touch) of each counted iteration, in order
     /// (what `compare` tests across runs).
     #[serde(deserialize_with = "record::results::nan_vec")]
+    #[serde(default)]
     pub total_ms: Vec<f64>,
+    #[serde(default)]
     pub rss_after_release_bytes: u64,
+    #[serde(default)]
     pub notes: Vec<String>,
 }
 

@@ -23,7 +23,7 @@ pub const RATIO: Figure =
 pub const SETTLED: Figure =
     Figure::new("settled footprint MiB", "MiB", true, report::headline::PAGE_MIB).export("settled_footprint_bytes", "bytes", MIB);
 
-pub fn results(all: &[Value]) -> Vec<RightsizeResult> {
+pub fn results(all: &[Value]) -> Result<Vec<RightsizeResult>, record::results::EntryError> {
     record::results::typed(all)
 }
 
@@ -492,7 +492,7 @@ impl Study for Rightsize {
     fn study(&self) -> &'static str {
         "Meta's senpai and TMO; Google's far memory"
     }
-    fn parse(&self, results: &[Value]) -> Vec<RightsizeResult> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<RightsizeResult>, record::results::EntryError> {
         self::results(results)
     }
     fn render(

@@ -256,25 +256,32 @@ pub struct Prediction {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct RightsizeResult {
     /// `batch` or `service`.
     pub mode: String,
+    #[serde(default)]
     pub command: Vec<String>,
     /// The slowdown the user accepts (0.05 = 5 %).
+    #[serde(default)]
     pub target_slowdown: f64,
     /// `v1` or `v2`.
+    #[serde(default)]
     pub cgroup_version: String,
     /// What took the pages that did not fit: zram, zswap, swapfile, existing, none.
+    #[serde(default)]
     pub backing: String,
     pub compressor: Option<String>,
     /// `cgroup` or `machine`: where the runs' PSI comes from.
+    #[serde(default)]
     pub psi_scope: String,
     /// Every run of the program, in order.
+    #[serde(default)]
     pub runs: Vec<ProgramRun>,
+    #[serde(default)]
     pub run_count: u32,
     pub baseline: Option<Baseline>,
     /// Limit → cost, by limit.
+    #[serde(default)]
     pub curve: Vec<CurvePoint>,
     pub recommendation: Option<Recommendation>,
     /// Why there is no verified recommendation, if there is none.
@@ -293,5 +300,6 @@ pub struct RightsizeResult {
     pub prediction: Option<Prediction>,
     #[serde(default = "record::results::nan")]
     pub seconds: f64,
+    #[serde(default)]
     pub notes: Vec<String>,
 }

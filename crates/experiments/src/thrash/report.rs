@@ -56,8 +56,8 @@ pub const HEADLINE: [(&str, &str, Field); 18] = [
     ("probe_inside_ms.during.p99", "probe inside p99 during, ms", |r| r.probe_inside_ms.during.p99),
 ];
 
-fn results_of(all: &[Value]) -> Vec<ThrashResult> {
-    typed::<Entry>(all).into_iter().filter_map(|e| e.result).collect()
+fn results_of(all: &[Value]) -> Result<Vec<ThrashResult>, record::results::EntryError> {
+    Ok(typed::<Entry>(all)?.into_iter().filter_map(|e| e.result).collect())
 }
 
 /// A result's group: its preset, with its store when the runs used more than
@@ -438,7 +438,7 @@ impl Study for Thrash {
     fn study(&self) -> &'static str {
         "Maziero et al., thrashing on four OSes (Linux 2.6.35 among them): 25 consumers × 100 MB on 1 GB machines"
     }
-    fn parse(&self, results: &[Value]) -> Vec<ThrashResult> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<ThrashResult>, record::results::EntryError> {
         results_of(results)
     }
     fn render(
@@ -729,7 +729,7 @@ mod tests {
                 r("e4", i, 400.0, 90.0 * (1.0 + d)),
             ]);
         }
-        let md = findings_markdown(&Thrash.parse(&all));
+        let md = findings_markdown(&Thrash.parse(&all).unwrap());
         for claim in ["more writes", "a longer sleep", "a faster stagger", "thrash deeply"] {
             let line = md.lines().find(|l| l.contains(claim)).unwrap_or_else(|| panic!("{claim}: {md}"));
             assert!(line.contains("| matches"), "{line}");
@@ -737,10 +737,10 @@ mod tests {
         // Without e3 beside e2 that finding is not checked; e2/e1 of 1.2 and 6
         // straddles 1.10 with two repeats: inconclusive, however tight e2 alone is.
         let mut few: Vec<Value> = all.iter().filter(|v| v["result"]["preset"] != "e3").cloned().collect();
-        let md = findings_markdown(&Thrash.parse(&few));
+        let md = findings_markdown(&Thrash.parse(&few).unwrap());
         assert!(md.lines().any(|l| l.contains("a longer sleep") && l.contains("| not checked")), "{md}");
         few[0]["result"]["pswpout_total"] = json!(417);
-        let md = findings_markdown(&Thrash.parse(&few));
+        let md = findings_markdown(&Thrash.parse(&few).unwrap());
         assert!(md.lines().any(|l| l.contains("more writes") && l.contains("| inconclusive")), "{md}");
     }
 }

@@ -109,20 +109,28 @@ impl Series {
 
 /// One run (one repeat) of one plan.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct ThrashResult {
     pub preset: String,
     pub repeat_index: u32,
     pub plan: Option<Plan>,
+    #[serde(default)]
     pub backing: String,
+    #[serde(default)]
     pub limit_bytes: u64,
     /// The idle workers' usage the default limit was built on.
+    #[serde(default)]
     pub idle_usage_bytes: u64,
+    #[serde(default)]
     pub consumers: u32,
+    #[serde(default)]
     pub consumers_completed: u32,
+    #[serde(default)]
     pub oom_kills: u64,
+    #[serde(default)]
     pub pswpout_total: u64,
+    #[serde(default)]
     pub pswpin_total: u64,
+    #[serde(default)]
     pub pgmajfault_total: u64,
     /// Means over the thrash window (first allocation to last exit).
     #[serde(default = "record::results::nan")]
@@ -153,12 +161,14 @@ pub struct ThrashResult {
     /// Swap-outs from the start signal to the last consumer's exit, and their
     /// rate over the consumers' span (first allocation to last exit): a paging rate
     /// that does not depend on the collector's interval.
+    #[serde(default)]
     pub pswpout_active: u64,
     #[serde(default = "record::results::nan")]
     pub pswpout_per_s_active: f64,
     #[serde(default = "record::results::nan")]
     pub lateness_max_s: f64,
     pub recovery_s: Option<f64>,
+    #[serde(default)]
     pub recovery_rule: String,
     #[serde(default = "record::results::nan")]
     pub collector_lateness_p99_ms: f64,
@@ -167,7 +177,9 @@ pub struct ThrashResult {
     /// The unlocked sampler inside the cgroup, same window.
     pub unlocked_lateness_p99_ms: Option<f64>,
     pub unlocked_lateness_max_ms: Option<f64>,
+    #[serde(default)]
     pub probe_outside_ms: Windows,
+    #[serde(default)]
     pub probe_inside_ms: Windows,
     /// Seconds from the start signal: first allocation, last exit, end of the after window.
     #[serde(default = "record::results::nan")]
@@ -178,22 +190,30 @@ pub struct ThrashResult {
     pub end_s: f64,
     #[serde(default = "record::results::nan")]
     pub wall_s: f64,
+    #[serde(default)]
     pub host_mem_available_min_bytes: u64,
+    #[serde(default)]
     pub consumer_details: Vec<Consumer>,
     #[serde(skip_serializing_if = "Series::is_empty")]
+    #[serde(default)]
     pub series: Series,
+    #[serde(default)]
     pub notes: Vec<String>,
     /// What kept the run inside the study's protocol (crate::thrash::work::guard).
+    #[serde(default)]
     pub guard: GuardReport,
     /// The study's protocol held: every consumer completed, none was OOM-killed.
+    #[serde(default)]
     pub protocol_held: bool,
     /// Why it did not, each in a sentence (with the kernel's OOM cause).
+    #[serde(default)]
     pub protocol_breaks: Vec<String>,
     /// Depth: user CPU as a share of the busy CPU (user + system + iowait)
     /// during the thrash; it falls as paging takes over.
     #[serde(default = "record::results::nan")]
     pub cpu_user_share: f64,
     /// progress_overcommitted_median ≤ DEEP_PROGRESS.
+    #[serde(default)]
     pub deep: bool,
 }
 

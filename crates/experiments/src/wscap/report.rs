@@ -211,7 +211,7 @@ impl Study for Wscap {
     fn study(&self) -> &'static str {
         "Dawson, working-set caps on Windows: a 64 MiB scan under a 32 MiB cap"
     }
-    fn parse(&self, results: &[Value]) -> Vec<WscapResult> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<WscapResult>, record::results::EntryError> {
         typed(results)
     }
     fn render(

@@ -15,26 +15,32 @@ pub struct Reclaim {
 
 /// One mode's run (or one point of a `--sweep-cap` series).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct WscapResult {
     pub mode: String,
     /// False when this kernel or cgroup version cannot do the mode (see `reason`).
+    #[serde(default)]
     pub supported: bool,
     pub reason: Option<String>,
     /// `ok`, or `OOM-killed inside the cap`.
+    #[serde(default)]
     pub outcome: String,
     /// Part of a `--sweep-cap` series.
+    #[serde(default)]
     pub sweep: bool,
+    #[serde(default)]
     pub size_bytes: u64,
     /// The cap in force (cap modes), bytes.
     pub cap_bytes: Option<u64>,
     pub period_s: Option<f64>,
+    #[serde(default)]
     pub access: String,
     pub repeat: u32,
+    #[serde(default)]
     pub backing: String,
     pub compressor: Option<String>,
     #[serde(default = "record::results::nan")]
     pub duration_s: f64,
+    #[serde(default)]
     pub scans: u64,
     #[serde(default = "record::results::nan")]
     pub scans_per_sec: f64,
@@ -51,12 +57,16 @@ pub struct WscapResult {
     #[serde(default = "record::results::nan")]
     pub major_faults_per_scan: f64,
     /// The worker's resident set during the window (VmRSS), bytes.
+    #[serde(default)]
     pub rss_median_bytes: u64,
+    #[serde(default)]
     pub rss_max_bytes: u64,
     /// The worker's resident anonymous memory, max, bytes.
+    #[serde(default)]
     pub rss_anon_max_bytes: u64,
     /// Memory charged to the worker's cgroup, max, bytes.
     pub charged_max_bytes: Option<u64>,
+    #[serde(default)]
     pub swap_max_bytes: u64,
     /// The compressed store (zram mem_used_total), max, bytes.
     pub store_max_bytes: Option<u64>,
@@ -65,6 +75,7 @@ pub struct WscapResult {
     pub cpu_user_s: f64,
     #[serde(default = "record::results::nan")]
     pub cpu_system_s: f64,
+    #[serde(default)]
     pub reclaim: Reclaim,
     /// Minimal scan loop over the same buffer (no per-scan timing), scans/s, median
     /// of ten windows alternated with `instrumented_scans_per_sec`; `none` only.
@@ -74,6 +85,8 @@ pub struct WscapResult {
     /// Median over neighbouring window pairs of instrumented ÷ minimal.
     pub instrumented_vs_minimal: Option<f64>,
     /// Scans per second, second by second.
+    #[serde(default)]
     pub scans_per_second_series: Vec<u64>,
+    #[serde(default)]
     pub notes: Vec<String>,
 }

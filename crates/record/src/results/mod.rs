@@ -21,14 +21,42 @@ pub struct PhaseResult {
     pub swap_after_bytes: u64,
 }
 
-/// The entries of `results` that deserialize as `T`; an entry that does not
-/// (another version's shape, a damaged file) is left out rather than failing
-/// the whole report.
+/// The entries of `results`, each as `T`; the first that is not one (another
+/// version's shape, a damaged file, a required field missing) is an error
+/// naming the entry and the field, never an entry silently left out.
 ///
 /// A `null` (how serde_json writes a NaN) reads as a missing field, so it takes
 /// the field's default instead of failing the entry.
-pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> Vec<T> {
-    results.iter().filter_map(typed_one).collect()
+pub fn typed<T: serde::de::DeserializeOwned>(results: &[serde_json::Value]) -> Result<Vec<T>, EntryError> {
+    results.iter().enumerate().map(|(i, v)| entry(i, v)).collect()
+}
+
+/// An entry of run.json's `results` that is not its experiment's shape.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("results[{index}]{at}: {message}")]
+pub struct EntryError {
+    /// Its place in `results`, from 0.
+    pub index: usize,
+    /// The path inside the entry to what failed (`.phases.trim`), or empty
+    /// for the entry itself.
+    pub at: String,
+    /// What serde said of it (`missing field `pattern``).
+    pub message: String,
+}
+
+/// The entry at `index` as `T`, or what is wrong with it (see [`typed`]).
+pub fn entry<T: serde::de::DeserializeOwned>(index: usize, v: &serde_json::Value) -> Result<T, EntryError> {
+    let read = |v: &serde_json::Value| {
+        serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." { String::new() } else { format!(".{path}") };
+            EntryError { index, at, message: e.into_inner().to_string() }
+        })
+    };
+    match read(v) {
+        Err(_) if has_null_field(v) => read(&without_nulls(v)),
+        r => r,
+    }
 }
 
 /// What any experiment's result says of the store it ran on (eat and wscap
@@ -75,7 +103,8 @@ pub fn nan_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(f64, f64
     Ok(v.into_iter().map(|(a, b)| (a.unwrap_or(f64::NAN), b.unwrap_or(f64::NAN))).collect())
 }
 
-/// One value as `T` (with [`typed`]'s handling of `null`). A value with no
+/// One value as `T`, or None (with [`typed`]'s handling of `null`), for what
+/// is not a run's results (a config, a doctor's report). A value with no
 /// `null` in an object (every run a report reads: it calls [`strip_nulls`]
 /// first) is read in place, with no copy: a copy of a crafted run.json's
 /// largest entry would double what reading it takes.
@@ -155,5 +184,29 @@ mod tests {
         let f: E = typed_one(&raw).unwrap();
         assert!(f.x.is_nan() && f.n == 3 && f.v[1].is_nan());
         assert!(typed_one::<E>(&json!({"n": "three"})).is_none());
+    }
+
+    #[test]
+    fn an_entry_that_is_not_its_shape_is_an_error_naming_the_entry_and_the_field() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Inner {
+            seconds: f64,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct E {
+            pattern: String,
+            #[serde(default)]
+            phases: std::collections::BTreeMap<String, Inner>,
+        }
+        let good = json!({"pattern": "zero", "phases": {"fill": {"seconds": 1.0}}});
+        assert_eq!(typed::<E>(std::slice::from_ref(&good)).unwrap().len(), 1);
+        let e = typed::<E>(&[good.clone(), json!({"phases": {}})]).unwrap_err();
+        assert_eq!(e.to_string(), "results[1]: missing field `pattern`");
+        let e = typed::<E>(&[json!({"pattern": "zero", "phases": {"fill": {"seconds": "slow"}}})]).unwrap_err();
+        assert_eq!((e.index, e.at.as_str()), (0, ".phases.fill.seconds"), "{e}");
+        assert!(e.message.contains("invalid type"), "{e}");
+        // A null in a required field is a missing field: still an error.
+        let e = typed::<E>(&[json!({"pattern": null})]).unwrap_err();
+        assert!(e.to_string().contains("missing field `pattern`"), "{e}");
     }
 }

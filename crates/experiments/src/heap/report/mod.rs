@@ -272,7 +272,7 @@ impl Study for Heap {
     fn study(&self) -> &'static str {
         "HeapPerf, Windows 7 default and lock-free heaps, 1 to 128 threads"
     }
-    fn parse(&self, results: &[Value]) -> Vec<Entry> {
+    fn parse(&self, results: &[Value]) -> Result<Vec<Entry>, record::results::EntryError> {
         typed(results)
     }
     fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
