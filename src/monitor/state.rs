@@ -172,14 +172,3 @@ impl App {
 pub(crate) fn gib(b: u64) -> f64 {
     b as f64 / (1u64 << 30) as f64
 }
-
-pub fn human(b: u64) -> String {
-    let b = b as f64;
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else {
-        format!("{:.0} KiB", b / 1024.0)
-    }
-}

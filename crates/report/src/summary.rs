@@ -82,17 +82,8 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
     }
 }
 
-/// Formats bytes with binary units (e.g. `1.50 GiB`).
-pub fn bytes(v: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = v as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if i == 0 { format!("{v} B") } else { format!("{x:.2} {}", U[i]) }
-}
+/// Formats bytes with binary units (e.g. `1.50 GiB`): the one formatter.
+pub use probe::util::bytes;
 
 fn pct(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "n/a".into())

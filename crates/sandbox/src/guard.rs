@@ -14,10 +14,6 @@ pub fn default_floor(mem_total: u64) -> u64 {
     MIN_FLOOR.max(mem_total / 10)
 }
 
-fn gib(b: impl Into<u128>) -> String {
-    format!("{:.2} GiB", b.into() as f64 / (1u64 << 30) as f64)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostGuard {
     pub floor: u64,
@@ -39,10 +35,10 @@ impl HostGuard {
         if (avail as u128) < planned || left < self.floor as u128 {
             return Err(SandboxError::HostGuard(format!(
                 "host guard: {what} plans {} but MemAvailable is {}, which would leave {} (below the floor of {}; set it with --host-floor)",
-                gib(planned),
-                gib(avail),
-                gib(left),
-                gib(self.floor)
+                probe::util::bytes(u64::try_from(planned).unwrap_or(u64::MAX)),
+                probe::util::bytes(avail),
+                probe::util::bytes(u64::try_from(left).unwrap_or(u64::MAX)),
+                probe::util::bytes(self.floor)
             )));
         }
         Ok(())
@@ -54,8 +50,8 @@ impl HostGuard {
         (avail < self.floor).then(|| {
             format!(
                 "host guard: MemAvailable fell to {} (floor {}); run aborted and restored",
-                gib(avail),
-                gib(self.floor)
+                probe::util::bytes(avail),
+                probe::util::bytes(self.floor)
             )
         })
     }

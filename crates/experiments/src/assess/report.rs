@@ -4,6 +4,7 @@
 use crate::assess::results::{AssessResult, Compressibility};
 use record::rundir::RunRecord;
 use record::stats::claim::Region;
+use report::summary::bytes;
 use report::charts::{self, BarGroup, Scale};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
@@ -38,14 +39,6 @@ pub fn results(all: &[Value]) -> Result<Vec<AssessResult>, record::results::Entr
     record::results::typed(all)
 }
 
-fn mib(b: u64) -> String {
-    format!("{:.0} MiB", b as f64 / 1048576.0)
-}
-
-fn mib_or_kib(b: u64) -> String {
-    if b >= 10 << 20 { mib(b) } else { format!("{:.0} KiB", b as f64 / 1024.0) }
-}
-
 /// The configuration a result is grouped under: the program's name.
 pub fn group(r: &AssessResult) -> String {
     match r.target.synthetic_hot_fraction {
@@ -66,10 +59,10 @@ fn part(c: &Compressibility, page: u64) -> String {
     let orig = c.pages * page;
     format!(
         "{} → {} lz4 (×{:.2}), {} zstd (×{:.2}); {} zero/same-filled; {} over 2990 B with lz4",
-        mib(orig),
-        mib(c.lz4_bytes),
+        bytes(orig),
+        bytes(c.lz4_bytes),
         c.ratio(true, page),
-        mib(c.zstd_bytes),
+        bytes(c.zstd_bytes),
         c.ratio(false, page),
         pct((c.zero_pages + c.same_filled_pages) as f64 / c.pages as f64),
         pct(c.lz4_over_2990 as f64 / c.pages as f64),
@@ -86,8 +79,8 @@ pub fn answer(r: &AssessResult) -> String {
     let _ = write!(
         o,
         ": of {} anon, {} ({}) was not touched within {:.0} s",
-        mib(w.resident.anon),
-        mib(cold_anon),
+        bytes(w.resident.anon),
+        bytes(cold_anon),
         pct(w.cold_anon),
         w.seconds
     );
@@ -95,9 +88,9 @@ pub fn answer(r: &AssessResult) -> String {
         let _ = write!(
             o,
             " (file {}: {} cold; shmem {}: {} cold)",
-            mib(w.resident.file),
+            bytes(w.resident.file),
             pct(w.cold_file),
-            mib(w.resident.shmem),
+            bytes(w.resident.shmem),
             pct(w.cold_shmem)
         );
     }
@@ -111,8 +104,8 @@ pub fn answer(r: &AssessResult) -> String {
                 "; {which} anon pages compress {:.2}× with lz4 and {:.2}× with zstd, so {} cold would take about {} in a store",
                 ratio,
                 part.ratio(false, c.page_size),
-                mib(cold_anon),
-                mib((cold_anon as f64 / ratio) as u64),
+                bytes(cold_anon),
+                bytes((cold_anon as f64 / ratio) as u64),
             );
         }
     }
@@ -121,8 +114,8 @@ pub fn answer(r: &AssessResult) -> String {
         let _ = write!(
             o,
             ". Trimmed into {store}: anon {} → {}",
-            mib(t.rss_anon_before_bytes),
-            mib(t.rss_anon_after_bytes)
+            bytes(t.rss_anon_before_bytes),
+            bytes(t.rss_anon_after_bytes)
         );
         if let Some(p) = t.curve.last() {
             if p.store_orig_bytes > 0 {
@@ -130,10 +123,10 @@ pub fn answer(r: &AssessResult) -> String {
                     o,
                     "; after {:.0} s the store held {} in {} (×{:.2}) and anon had regrown to {}",
                     p.t_s,
-                    mib(p.store_orig_bytes),
-                    mib(p.store_used_bytes),
+                    bytes(p.store_orig_bytes),
+                    bytes(p.store_used_bytes),
                     p.store_orig_bytes as f64 / p.store_used_bytes.max(1) as f64,
-                    mib(p.rss_anon_bytes)
+                    bytes(p.rss_anon_bytes)
                 );
             }
         }
@@ -141,9 +134,9 @@ pub fn answer(r: &AssessResult) -> String {
             o,
             "; the trim cost {} major faults in the first 5 s; {} came back from swap, {:.2} % of the {} working set per minute (Google's far memory holds {FAR_MEMORY_PCT_PER_MIN} %)",
             t.major_faults_first_5s,
-            mib_or_kib(t.swap_in_bytes),
+            bytes(t.swap_in_bytes),
             t.swap_in_pct_ws_per_min,
-            mib_or_kib(t.working_set_bytes),
+            bytes(t.working_set_bytes),
         );
         if let (Some(b), Some(a)) = (&t.probe_before, &t.probe_after) {
             let _ = write!(o, "; the probe's p99 went from {:.2} to {:.2} ms", b.p99_ms, a.p99_ms);
@@ -205,11 +198,11 @@ pub fn text_table(rs: &[AssessResult]) -> String {
                 o,
                 "  {:>7}s  {:>10}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
                 w.seconds,
-                mib(w.resident.anon),
+                bytes(w.resident.anon),
                 pct(w.cold_anon),
-                mib(w.resident.file),
+                bytes(w.resident.file),
                 pct(w.cold_file),
-                mib(w.resident.shmem),
+                bytes(w.resident.shmem),
                 pct(w.cold_shmem)
             );
         }

@@ -500,7 +500,7 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
                 }
                 obs.note(&format!(
                     "eat {p} ({}, repeat {repeat}/{}) on {}{}",
-                    fmt_size(cfg.size),
+                    probe::util::bytes(cfg.size),
                     cfg.repeat,
                     back.kind,
                     back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
@@ -516,10 +516,6 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
         sb.restore()?;
     }
     Ok(results)
-}
-
-fn fmt_size(b: u64) -> String {
-    if b >= 1 << 30 && b % (1 << 30) == 0 { format!("{} GiB", b >> 30) } else { format!("{} MiB", b >> 20) }
 }
 
 // ---------------------------------------------------------------------------
