@@ -51,7 +51,7 @@ fn bad_input_changes_nothing() {
 fn host_guard_refuses_a_plan_below_the_floor() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // A floor larger than any machine's memory: every plan is refused, with numbers.
-    refused(&mut drill(&["--cgroup", "64MiB", "--host-floor", "100TiB"]), "host guard: this drill plans 0.06 GiB");
+    refused(&mut drill(&["--cgroup", "64MiB", "--host-floor", "100TiB"]), "host guard: this drill plans 64.00 MiB");
 }
 
 #[test]

@@ -63,7 +63,7 @@ fn exceeding_the_limit_without_swap_is_an_oom_kill_reported_with_phase_and_limit
     assert_eq!(v["worker"]["oom_killed"], true, "{v}");
     let msg = v["worker"]["message"].as_str().unwrap();
     assert!(msg.contains("killed by the OOM killer in cgroup pagelab/drill-"), "{msg}");
-    assert!(msg.contains("(limit 32 MiB)"), "{msg}");
+    assert!(msg.contains("(limit 32.00 MiB)"), "{msg}");
     assert!(msg.contains("phase touch"), "{msg}");
     let restored = v["restored"].as_array().unwrap();
     assert!(restored.iter().any(|r| r.as_str().unwrap().contains("removed cgroup")), "{v}");

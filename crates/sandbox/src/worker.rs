@@ -10,7 +10,7 @@
 //!   monotonic timestamps, results, errors). Its stdin is the control pipe: JSON
 //!   commands (`next`, `read`, `free`, `exit`, ...). Its stderr is inherited.
 //! - When a worker dies, [`Worker::failure`] says which phase it was in and why,
-//!   e.g. `killed by the OOM killer in cgroup pagelab/eat-1 (limit 64 MiB)`.
+//!   e.g. `killed by the OOM killer in cgroup pagelab/eat-1 (limit 64.00 MiB)`.
 
 use crate::cgroup::MemCgroup;
 use crate::error::{Result, SandboxError};
@@ -431,7 +431,7 @@ impl Worker {
                         let c = self.cgroup.as_ref().expect("cgroup");
                         match c.limit {
                             Some(l) => {
-                                format!("was killed by the OOM killer in cgroup {} (limit {})", c.name, fmt_mib(l))
+                                format!("was killed by the OOM killer in cgroup {} (limit {})", c.name, probe::util::bytes(l))
                             }
                             None => format!("was killed by the OOM killer in cgroup {}", c.name),
                         }
@@ -468,10 +468,6 @@ fn oom_kills(c: &CgroupInfo) -> u64 {
         .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
         .and_then(|m| m.get("oom_kill"))
         .unwrap_or(0)
-}
-
-fn fmt_mib(b: u64) -> String {
-    if b % (1 << 20) == 0 { format!("{} MiB", b >> 20) } else { format!("{b} bytes") }
 }
 
 fn signal_name(sig: i32) -> &'static str {

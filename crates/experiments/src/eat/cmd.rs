@@ -188,6 +188,5 @@ fn parse_patterns(s: &str) -> Result<PatternList, String> {
 }
 
 fn parse_trim(s: &str) -> Result<crate::eat::work::Trim, String> {
-    crate::eat::work::Trim::parse(s)
-        .ok_or_else(|| format!("unknown trim '{s}': expected {}", crate::eat::work::Trim::NAMES))
+    crate::kit::names::parse("trim", s)
 }

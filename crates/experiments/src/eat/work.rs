@@ -23,11 +23,11 @@ use workloads::fill::Pattern;
 use workloads::mm;
 use workloads::procsnap::{PhaseResult, ProcSnap, phase_between};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// How the worker's region leaves its working set (`--trim`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Trim {
     /// The worker calls madvise(MADV_PAGEOUT) on its own region.
-    #[serde(rename = "self")]
+    #[value(name = "self")]
     SelfTrim,
     /// The parent calls process_madvise(MADV_PAGEOUT) on the worker through a pidfd.
     External,
@@ -35,27 +35,8 @@ pub enum Trim {
     Cgroup,
     None,
 }
+crate::serde_by_name!(Trim, "trim");
 
-impl Trim {
-    pub const NAMES: &'static str = "self, external, cgroup, none";
-    pub fn parse(s: &str) -> Option<Trim> {
-        Some(match s {
-            "self" => Trim::SelfTrim,
-            "external" => Trim::External,
-            "cgroup" => Trim::Cgroup,
-            "none" => Trim::None,
-            _ => return None,
-        })
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Trim::SelfTrim => "self",
-            Trim::External => "external",
-            Trim::Cgroup => "cgroup",
-            Trim::None => "none",
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct EatConfig {
@@ -409,7 +390,7 @@ fn result(
         backing: back.kind.clone(),
         compressor: back.compressor.clone(),
         swap_areas: back.swap_areas.clone(),
-        trim: cfg.trim.name().into(),
+        trim: crate::kit::names::name(&cfg.trim),
         verified: !hash_written.is_empty() && hash_written == hash_read,
         hash_written,
         hash_read,

@@ -4,6 +4,7 @@
 //! and the errors and JSON output conventions of the whole binary.
 
 pub mod cli;
+pub mod names;
 pub mod pages;
 pub mod plan;
 pub mod process;

@@ -186,8 +186,7 @@ pub struct ModeList(pub Vec<crate::wscap::work::Mode>);
 fn parse_modes(s: &str) -> Result<ModeList, String> {
     s.split(',')
         .map(|m| {
-            crate::wscap::work::Mode::parse(m.trim())
-                .ok_or_else(|| format!("unknown mode '{m}': expected {}", crate::wscap::work::Mode::NAMES))
+            crate::kit::names::parse("mode", m.trim())
         })
         .collect::<Result<Vec<_>, _>>()
         .map(ModeList)

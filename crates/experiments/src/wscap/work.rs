@@ -25,8 +25,8 @@ use workloads::observe::ExperimentError;
 use workloads::observe::Observer;
 use workloads::procsnap::ProcSnap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// What holds the working set down (`--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
     None,
     CapMax,
@@ -37,23 +37,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 6] =
-        [Mode::None, Mode::CapMax, Mode::CapHigh, Mode::PeriodicPageout, Mode::PeriodicCold, Mode::PeriodicReclaim];
-    pub const NAMES: &'static str = "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim";
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::None => "none",
-            Mode::CapMax => "cap-max",
-            Mode::CapHigh => "cap-high",
-            Mode::PeriodicPageout => "periodic-pageout",
-            Mode::PeriodicCold => "periodic-cold",
-            Mode::PeriodicReclaim => "periodic-reclaim",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == s)
+    /// Its name: what `--mode` takes and run.json records.
+    pub fn name(self) -> String {
+        crate::kit::names::name(&self)
     }
 }
+crate::serde_by_name!(Mode, "mode");
 
 #[derive(Debug, Clone)]
 pub struct WscapConfig {
@@ -219,7 +208,7 @@ impl<O: Observer> Ctx<'_, O> {
     fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, ExperimentError> {
         let cfg = self.cfg;
         let mut r = WscapResult {
-            mode: mode.name().into(),
+            mode: mode.name(),
             supported: true,
             outcome: "ok".into(),
             sweep,
@@ -279,7 +268,7 @@ impl<O: Observer> Ctx<'_, O> {
                 "cgroup v1 has no memory.reclaim: each period lowers the limit below usage and restores it".into(),
             );
         }
-        self.obs.event("phase_start", mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
+        self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
         let before = reclaim_counters();
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
@@ -287,7 +276,7 @@ impl<O: Observer> Ctx<'_, O> {
         let mut peaks = Peaks::default();
         let done = self.watch(mode, &mut w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
         let after = reclaim_counters();
-        self.obs.event("phase_end", mode.name(), probe::sample::monotonic_ns(), Value::Null);
+        self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
         r.reclaim = Reclaim {
             pgscan: after.pgscan.saturating_sub(before.pgscan),
             pgsteal: after.pgsteal.saturating_sub(before.pgsteal),
@@ -361,7 +350,7 @@ impl<O: Observer> Ctx<'_, O> {
                     _ => Ok(()),
                 };
                 if matches!(mode, Mode::PeriodicPageout | Mode::PeriodicCold | Mode::PeriodicReclaim) {
-                    self.obs.event("trim", mode.name(), t, json!({"ok": res.is_ok()}));
+                    self.obs.event("trim", &mode.name(), t, json!({"ok": res.is_ok()}));
                     if let Err(e) = res {
                         r.notes.push(format!("{} failed: {e}", mode.name()));
                     }
@@ -657,12 +646,19 @@ mod tests {
 
     #[test]
     fn modes_parse_by_their_names_only() {
-        for m in Mode::ALL {
-            assert_eq!(Mode::parse(m.name()), Some(m));
-            assert!(Mode::NAMES.contains(m.name()));
+        use crate::kit::names;
+        use clap::ValueEnum;
+        assert_eq!(Mode::value_variants().len(), 6);
+        for m in Mode::value_variants() {
+            assert_eq!(names::parse::<Mode>("mode", &m.name()), Ok(*m));
+            assert_eq!(serde_json::to_value(m).unwrap(), serde_json::json!(m.name()));
         }
-        assert_eq!(Mode::parse("cap"), None);
-        assert_eq!(Mode::parse("CAP-MAX"), None);
+        assert_eq!(
+            names::list::<Mode>(),
+            "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim"
+        );
+        assert!(names::parse::<Mode>("mode", "cap").is_err());
+        assert!(names::parse::<Mode>("mode", "CAP-MAX").is_err());
     }
 
     #[test]

@@ -1,0 +1,67 @@
+//! An enum spelled once. Its `#[derive(clap::ValueEnum)]` (with `#[value(...)]`
+//! where a name is not the variant's in kebab case) is the only list of its
+//! names: the flag parses them, [`name`] writes them into run.json and the
+//! text, [`list`] names them in errors, and [`serde_by_name!`] makes its
+//! serde form the same names.
+
+use clap::ValueEnum;
+
+/// The name of `e`: what its flag takes and what a run records.
+pub fn name<E: ValueEnum>(e: &E) -> String {
+    e.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+/// Every name, comma-separated, for errors ("self, external, cgroup, none").
+pub fn list<E: ValueEnum>() -> String {
+    E::value_variants().iter().map(name).collect::<Vec<_>>().join(", ")
+}
+
+/// The value called `s` (exactly: case matters), or an error naming `what`
+/// and every accepted name.
+pub fn parse<E: ValueEnum>(what: &str, s: &str) -> Result<E, String> {
+    E::from_str(s, false).map_err(|_| format!("unknown {what} '{s}': expected {}", list::<E>()))
+}
+
+/// Serialize and Deserialize for a `ValueEnum` by its names (a name it does
+/// not know is an error listing them).
+#[macro_export]
+macro_rules! serde_by_name {
+    ($t:ty, $what:literal) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&$crate::kit::names::name(self))
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                $crate::kit::names::parse($what, &s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+    enum Way {
+        #[value(name = "self")]
+        Mine,
+        CapMax,
+    }
+    crate::serde_by_name!(Way, "way");
+
+    #[test]
+    fn one_spelling_for_the_flag_the_record_and_the_errors() {
+        assert_eq!((name(&Way::Mine), name(&Way::CapMax)), ("self".to_string(), "cap-max".to_string()));
+        assert_eq!(list::<Way>(), "self, cap-max");
+        assert_eq!(parse::<Way>("way", "cap-max"), Ok(Way::CapMax));
+        assert_eq!(parse::<Way>("way", "CAP-MAX"), Err("unknown way 'CAP-MAX': expected self, cap-max".into()));
+        assert_eq!(serde_json::to_string(&Way::Mine).unwrap(), "\"self\"");
+        assert_eq!(serde_json::from_str::<Way>("\"cap-max\"").unwrap(), Way::CapMax);
+        let e = serde_json::from_str::<Way>("\"mine\"").unwrap_err().to_string();
+        assert!(e.contains("unknown way 'mine': expected self, cap-max"), "{e}");
+    }
+}
