@@ -333,7 +333,7 @@ fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
         (vec!["--", "no-such-program-here"], "cannot run"),
         (vec!["--synthetic", "100TiB"], "host guard"),
         (vec!["--synthetic", "8MiB", "--repeat", "0"], "--repeat"),
-        (vec!["--synthetic", "8MiB", "--source", "idle"], "auto, damon, mglru or referenced"),
+        (vec!["--synthetic", "8MiB", "--source", "idle"], "expected auto, referenced, damon, mglru"),
         (vec!["--synthetic", "8MiB", "--source", "mglru", "--windows", "1s,2s,3s,4s"], "--source mglru: "),
     ] {
         let (code, _, err) = assess(&args, &tmp.path().join("never"));

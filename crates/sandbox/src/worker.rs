@@ -431,7 +431,11 @@ impl Worker {
                         let c = self.cgroup.as_ref().expect("cgroup");
                         match c.limit {
                             Some(l) => {
-                                format!("was killed by the OOM killer in cgroup {} (limit {})", c.name, probe::util::bytes(l))
+                                format!(
+                                    "was killed by the OOM killer in cgroup {} (limit {})",
+                                    c.name,
+                                    probe::util::bytes(l)
+                                )
                             }
                             None => format!("was killed by the OOM killer in cgroup {}", c.name),
                         }

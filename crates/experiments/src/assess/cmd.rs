@@ -208,7 +208,7 @@ fn parse_windows(s: &str) -> Result<Vec<Duration>, String> {
 }
 
 fn parse_wss_source(s: &str) -> Result<crate::assess::work::WssSource, String> {
-    crate::assess::work::WssSource::parse(s).ok_or_else(|| format!("'{s}': expected auto, damon, mglru or referenced"))
+    crate::kit::names::parse("source", s)
 }
 
 fn parse_trim_store(s: &str) -> Result<workloads::backing::BackingKind, String> {

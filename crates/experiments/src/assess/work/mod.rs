@@ -76,8 +76,7 @@ pub struct AssessConfig {
 }
 
 /// `--source`: how cold memory is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WssSource {
     /// DAMON where pagelab can own a kdamond (root, and DAMON's list empty),
     /// else MGLRU where the target has a memory cgroup to itself, else the
@@ -87,18 +86,7 @@ pub enum WssSource {
     Damon,
     Mglru,
 }
-
-impl WssSource {
-    pub fn parse(s: &str) -> Option<WssSource> {
-        match s {
-            "auto" => Some(WssSource::Auto),
-            "referenced" => Some(WssSource::Referenced),
-            "damon" => Some(WssSource::Damon),
-            "mglru" => Some(WssSource::Mglru),
-            _ => None,
-        }
-    }
-}
+crate::serde_by_name!(WssSource, "source");
 
 /// The name results carry for each source.
 pub const REFERENCED: &str = "referenced bits (clear_refs, smaps Referenced)";

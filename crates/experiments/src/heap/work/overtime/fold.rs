@@ -117,7 +117,7 @@ pub fn aggregate(arm: &Arm, p: Pattern, threads: u32, cfg: &OverTimeConfig, runs
         arm: arm.label(),
         allocator: arm.allocator.name(),
         knob: arm.knob.as_ref().map(|k| k.text.clone()),
-        pattern: p.name().into(),
+        pattern: p.name(),
         threads,
         live_target_bytes: cfg.live_bytes,
         churn_s: cfg.churn.as_secs_f64(),

@@ -21,8 +21,7 @@ use std::time::Duration;
 use workloads::observe::{ExperimentError, Observer};
 
 /// The allocation pattern of the grow and churn phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Pattern {
     /// 16 B – 1 KiB, log-uniform: the many small objects of a server.
     Small,
@@ -36,25 +35,15 @@ pub enum Pattern {
     Larson,
 }
 
-pub const PATTERN_FORMS: &str = "small, mixed, cross-thread, larson";
+crate::serde_by_name!(Pattern, "pattern");
 
 impl Pattern {
-    pub const ALL: [Pattern; 4] = [Pattern::Small, Pattern::Mixed, Pattern::CrossThread, Pattern::Larson];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Small => "small",
-            Pattern::Mixed => "mixed",
-            Pattern::CrossThread => "cross-thread",
-            Pattern::Larson => "larson",
-        }
+    pub fn name(self) -> String {
+        crate::kit::names::name(&self)
     }
 
     pub fn parse(s: &str) -> Result<Pattern, String> {
-        Pattern::ALL
-            .into_iter()
-            .find(|p| p.name() == s.trim())
-            .ok_or_else(|| format!("unknown pattern '{s}': expected {PATTERN_FORMS}"))
+        crate::kit::names::parse("pattern", s.trim())
     }
 
     /// The fewest threads it means anything with.
@@ -272,7 +261,7 @@ impl OverTimeConfig {
         crate::heap::results::OverTimeConfig {
             threads: self.threads.clone(),
             arms: self.arms.iter().map(Arm::label).collect(),
-            patterns: self.patterns.iter().map(|p| p.name().to_string()).collect(),
+            patterns: self.patterns.iter().map(|p| p.name()).collect(),
             live_bytes: self.live_bytes,
             churn_s: self.churn.as_secs_f64(),
             idle_s: self.idle.as_secs_f64(),
@@ -590,7 +579,7 @@ mod tests {
 
     #[test]
     fn sizes_stay_in_their_bands_and_the_mean_is_near_the_formula() {
-        for p in Pattern::ALL {
+        for p in <Pattern as clap::ValueEnum>::value_variants().iter().copied() {
             let mut rng = crate::heap::work::script::Rng::new(7);
             let n = 200_000;
             let sizes: Vec<usize> = (0..n).map(|_| p.size(&mut rng)).collect();
