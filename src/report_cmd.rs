@@ -79,6 +79,11 @@ impl Named {
 
 fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     if let Some(out) = &a.out {
+        // A run or lab whose results are not its experiments' is refused
+        // before `--out` is made or anything copied into it.
+        if a.dir.join("run.json").exists() || a.dir.join(report::lab::FILE).exists() {
+            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
+        }
         // Made here (or an empty directory already there, never a link), then
         // opened once without following a link at its name: every copy and
         // every write of the report goes through the open directory, so

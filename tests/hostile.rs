@@ -823,3 +823,51 @@ fn a_run_missing_a_required_field_is_refused_naming_the_entry_and_the_field() {
         assert_eq!(files(&dir), before, "{name}: the refused report wrote into the run");
     }
 }
+
+/// The same refusal for a lab (the first step's charts are not drawn before
+/// the second step is refused) and with `--out` (nothing is made there).
+#[test]
+fn a_lab_with_a_bad_step_and_an_out_copy_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    let mut steps = Vec::new();
+    for (i, name) in ["eat", "wscap"].iter().enumerate() {
+        common::copy_fixture(name, &lab.join(name));
+        for f in std::fs::read_dir(lab.join(name)).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "md" || e == "png" || e == "svg") {
+                std::fs::remove_file(f).unwrap();
+            }
+        }
+        steps.push(serde_json::json!({"experiment": name, "args": [], "expect_s": 1.0, "state": "complete",
+            "dir": name, "pass": 1, "seconds": 1.0 + i as f64}));
+    }
+    let run = lab.join("wscap/run.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+    v["results"][0].as_object_mut().unwrap().remove("mode");
+    std::fs::write(&run, serde_json::to_vec(&v).unwrap()).unwrap();
+    let doc = serde_json::json!({
+        "format": 1, "kind": "lab", "mode": "quick", "pagelab_version": "0", "command_line": [],
+        "started_unix_ms": 1, "ended_unix_ms": 2, "wall_s": 1.0, "root": true, "cpus": 2, "ram_bytes": 1,
+        "expect_s": 2.0, "doctor": {}, "steps": steps
+    });
+    std::fs::write(lab.join("lab.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let listing = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        v.sort();
+        v
+    };
+    let (eat_before, lab_before) = (listing(&lab.join("eat")), listing(&lab));
+    for args in [vec!["report", lab.to_str().unwrap(), "--html"], vec!["report", lab.to_str().unwrap()]] {
+        let out = pagelab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("wscap/run.json: results[0]: missing field `mode`"), "{args:?}: {err}");
+        assert_eq!(listing(&lab.join("eat")), eat_before, "{args:?}: the good step's charts were drawn first");
+        assert_eq!(listing(&lab), lab_before, "{args:?}: wrote into the lab");
+    }
+    let out_dir = tmp.path().join("copy");
+    let out = pagelab(&["report", lab.join("wscap").to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!out_dir.exists(), "--out was made for a refused run");
+}

@@ -88,8 +88,9 @@ pub fn all_metrics(r: &Report) -> Vec<Metric> {
 /// The environment's fields that tell two machines apart, each as JSON
 /// writes it (`null` for a report with no run).
 fn env_of(r: &Report) -> Vec<(&'static str, String)> {
+    // Through a JSON value: an object's keys in sorted order, as before.
     fn j<T: serde::Serialize>(x: &T) -> String {
-        serde_json::to_string(x).unwrap_or_else(|_| "null".into())
+        serde_json::to_value(x).map(|v| v.to_string()).unwrap_or_else(|_| "null".into())
     }
     let Some(e) = r.environment() else {
         return ENV_KEYS.iter().map(|k| (*k, "null".to_string())).collect();

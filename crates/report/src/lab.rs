@@ -129,7 +129,10 @@ pub struct Noise {
 impl Doctor {
     /// Reads lab.json's `doctor` (no checks where it has none, or another shape).
     pub fn from_json(v: &serde_json::Value) -> Doctor {
-        record::results::typed_one(v).unwrap_or_default()
+        let mut d: Doctor = record::results::typed_one(v).unwrap_or_default();
+        // The noise on its own: a check of another shape does not lose it.
+        d.noise = d.noise.or_else(|| record::results::typed_one(&v["noise"]));
+        d
     }
 }
 

@@ -69,6 +69,16 @@ impl Section {
     }
 }
 
+/// Draws a run's charts and Markdown into its directory when `wanted`.
+fn render_run(cat: Catalog, d: &Path, rec: &RunRecord, parsed: &Parsed, wanted: bool) -> Result<(), String> {
+    match cat.find(&rec.run.experiment) {
+        Some(e) if wanted => {
+            e.render(rec, parsed).map(|_| ()).map_err(|e| format!("{}: rendering charts: {e}", d.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A lab step's run directory: one plain name inside the lab, not a link.
 fn step_dir(dir: &Path, i: usize, s: &crate::lab::Step) -> Result<Option<PathBuf>, String> {
     if let Some(d) = &s.dir
@@ -146,21 +156,29 @@ impl Report {
             // `null` reads as a missing field either way).
             record::results::strip_nulls(&mut rec.run.results);
             let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
-            let results = rec.run.results.as_array().map_or(&[][..], Vec::as_slice);
+            let results = match rec.run.results.as_array() {
+                Some(a) => a.as_slice(),
+                None if rec.run.results.is_null() => &[][..],
+                None => return Err(format!("{}: results: not an array", d.join("run.json").display())),
+            };
             // Typed entries: `{}` in the file is a whole entry in memory.
             budget
                 .charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))
                 .map_err(|e| e.to_string())?;
             let parsed = e.parse(results).map_err(|e| format!("{}: {e}", d.join("run.json").display()))?;
-            let md = d.join(format!("{}.md", rec.run.experiment));
-            if render == Render::Always || (render == Render::IfMissing && !md.exists()) {
-                e.render(&rec, &parsed).map_err(|e| format!("{}: rendering charts: {e}", d.display()))?;
-            }
             Ok((rec, parsed))
+        };
+        // Charts are drawn only once every run has loaded and parsed: a lab
+        // whose third run is refused leaves the first two as they were.
+        let wants_render = |d: &Path, rec: &RunRecord| {
+            let md = d.join(format!("{}.md", rec.run.experiment));
+            render == Render::Always || (render == Render::IfMissing && !md.exists())
         };
         if dir.join(crate::lab::FILE).exists() {
             let lab = Lab::load_within(dir, budget)?;
             let mut sections = Vec::new();
+            // Later passes' runs: (directory, section, index in its `more`).
+            let mut later: Vec<(PathBuf, String, usize)> = Vec::new();
             if lab.steps.len() > crate::lab::MAX_STEPS {
                 return Err(format!(
                     "{}: {} steps; a lab has at most {} (one per experiment and pass)",
@@ -182,6 +200,9 @@ impl Report {
                         (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
                         && s.state == crate::lab::StepState::Complete
                     {
+                        if let Some(p) = &path {
+                            later.push((p.clone(), sec.experiment.clone(), sec.more.len()));
+                        }
                         sec.more.push((s.pass, rec));
                         sec.parsed.push((s.pass, parsed));
                         sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
@@ -217,9 +238,25 @@ impl Report {
                     parsed,
                 });
             }
+            for sec in &sections {
+                let (Some(d), Some(rec), Some((_, parsed))) = (&sec.dir, &sec.record, sec.parsed.first()) else {
+                    continue;
+                };
+                render_run(cat, d, rec, parsed, wants_render(d, rec))?;
+            }
+            for (d, exp, k) in &later {
+                let Some(sec) = sections.iter().find(|x| &x.experiment == exp) else { continue };
+                let (Some((_, rec)), Some((_, parsed))) =
+                    (sec.more.get(*k), sec.parsed.get(sec.parsed.len() - sec.more.len() + k))
+                else {
+                    continue;
+                };
+                render_run(cat, d, rec, parsed, wants_render(d, rec))?;
+            }
             Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge(cat))
         } else if dir.join("run.json").exists() {
             let (rec, parsed) = load_run(dir)?;
+            render_run(cat, dir, &rec, &parsed, wants_render(dir, &rec))?;
             let (state, reason) = run_state(&rec);
             let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
             Ok(Report {

@@ -154,6 +154,7 @@ pub struct Unsupported {
     pub allocator: String,
     #[serde(default)]
     pub heap_mode: String,
+    #[serde(default)]
     pub reason: String,
 }
 

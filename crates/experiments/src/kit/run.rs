@@ -257,8 +257,15 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         let _ = std::fs::remove_dir_all(run.dir.path());
         return r.map(|_| ());
     }
-    let entries =
-        study.parse(&results).map_err(|e| anyhow::anyhow!("{}: {e}", run.dir.path().join("run.json").display()))?;
+    // A run that failed keeps its own error (and exit code) even if what it
+    // wrote cannot be read back.
+    let entries = match study.parse(&results) {
+        Ok(e) => e,
+        Err(e) => {
+            r?;
+            return Err(anyhow::anyhow!("{}: {e}", run.dir.path().join("run.json").display()));
+        }
+    };
     match study.render(&rec, &entries) {
         Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
         Ok(_) => {}

@@ -37,8 +37,11 @@ fn results(entries: &[Entry]) -> Vec<MappingResult> {
 fn parse(all: &[Value]) -> Result<Vec<Entry>, record::results::EntryError> {
     let one = |(i, v): (usize, &Value)| {
         let e = entry::<Entry>(i, v)?;
-        if e.result.is_some() || e.baseline.is_some() {
+        if e.result.is_some() {
             return Ok(e);
+        }
+        if e.baseline.is_some() {
+            return Err(record::results::EntryError::whole(i, "missing field `result`"));
         }
         entry::<MappingResult>(i, v).map(|r| Entry { result: Some(r), baseline: None })
     };

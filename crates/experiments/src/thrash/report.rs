@@ -57,7 +57,11 @@ pub const HEADLINE: [(&str, &str, Field); 18] = [
 ];
 
 fn results_of(all: &[Value]) -> Result<Vec<ThrashResult>, record::results::EntryError> {
-    Ok(typed::<Entry>(all)?.into_iter().filter_map(|e| e.result).collect())
+    typed::<Entry>(all)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| e.result.ok_or_else(|| record::results::EntryError::whole(i, "missing field `result`")))
+        .collect()
 }
 
 /// A result's group: its preset, with its store when the runs used more than

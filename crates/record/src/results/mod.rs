@@ -44,6 +44,13 @@ pub struct EntryError {
     pub message: String,
 }
 
+impl EntryError {
+    /// What is wrong with the entry at `index` as a whole.
+    pub fn whole(index: usize, message: &str) -> EntryError {
+        EntryError { index, at: String::new(), message: message.to_string() }
+    }
+}
+
 /// The entry at `index` as `T`, or what is wrong with it (see [`typed`]).
 pub fn entry<T: serde::de::DeserializeOwned>(index: usize, v: &serde_json::Value) -> Result<T, EntryError> {
     let read = |v: &serde_json::Value| {

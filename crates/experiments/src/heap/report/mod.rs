@@ -273,7 +273,11 @@ impl Study for Heap {
         "HeapPerf, Windows 7 default and lock-free heaps, 1 to 128 threads"
     }
     fn parse(&self, results: &[Value]) -> Result<Vec<Entry>, record::results::EntryError> {
-        typed(results)
+        let all: Vec<Entry> = typed(results)?;
+        match all.iter().position(|e| e.result.is_none() && e.unsupported.is_none() && e.over_time.is_none()) {
+            Some(i) => Err(record::results::EntryError::whole(i, "none of result, unsupported or over_time")),
+            None => Ok(all),
+        }
     }
     fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
