@@ -69,6 +69,57 @@ impl Section {
     }
 }
 
+/// One run directory's record, read within `budget` and parsed by its
+/// experiment (an unknown experiment parses to nothing).
+fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parsed), String> {
+    let mut rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
+    // Once, in place: the typed readers then never copy an entry (a
+    // `null` reads as a missing field either way).
+    record::results::strip_nulls(&mut rec.run.results);
+    let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
+    let results = match rec.run.results.as_array() {
+        Some(a) => a.as_slice(),
+        None if rec.run.results.is_null() => &[][..],
+        None => return Err(format!("{}: results: not an array", d.join("run.json").display())),
+    };
+    // Typed entries: `{}` in the file is a whole entry in memory.
+    budget.charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size())).map_err(|e| e.to_string())?;
+    let parsed = e.parse(results).map_err(|e| format!("{}: {e}", d.join("run.json").display()))?;
+    Ok((rec, parsed))
+}
+
+/// Whether a run's charts are (re)drawn: always, or only when its page is missing.
+fn wants_render(render: Render, d: &Path, rec: &RunRecord) -> bool {
+    let md = d.join(format!("{}.md", rec.run.experiment));
+    render == Render::Always || (render == Render::IfMissing && !md.exists())
+}
+
+/// Draws a loaded lab's charts: each first pass's run, then the later passes'
+/// (`later`: directory, section, index in its `more`).
+fn render_lab(
+    sections: &[Section],
+    later: &[(PathBuf, String, usize)],
+    render: Render,
+    cat: Catalog,
+) -> Result<(), String> {
+    for sec in sections {
+        let (Some(d), Some(rec), Some((_, parsed))) = (&sec.dir, &sec.record, sec.parsed.first()) else {
+            continue;
+        };
+        render_run(cat, d, rec, parsed, wants_render(render, d, rec))?;
+    }
+    for (d, exp, k) in later {
+        let Some(sec) = sections.iter().find(|x| &x.experiment == exp) else { continue };
+        let (Some((_, rec)), Some((_, parsed))) =
+            (sec.more.get(*k), sec.parsed.get(sec.parsed.len() - sec.more.len() + k))
+        else {
+            continue;
+        };
+        render_run(cat, d, rec, parsed, wants_render(render, d, rec))?;
+    }
+    Ok(())
+}
+
 /// Draws a run's charts and Markdown into its directory when `wanted`.
 fn render_run(cat: Catalog, d: &Path, rec: &RunRecord, parsed: &Parsed, wanted: bool) -> Result<(), String> {
     match cat.find(&rec.run.experiment) {
@@ -150,113 +201,11 @@ impl Report {
     /// [`Report::load`], with what the records hold charged to `budget`
     /// (`compare` reads both labs within one).
     pub fn load_within(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
-        let load_run = |d: &Path| -> Result<(RunRecord, Parsed), String> {
-            let mut rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
-            // Once, in place: the typed readers then never copy an entry (a
-            // `null` reads as a missing field either way).
-            record::results::strip_nulls(&mut rec.run.results);
-            let Some(e) = cat.find(&rec.run.experiment) else { return Ok((rec, Parsed::none())) };
-            let results = match rec.run.results.as_array() {
-                Some(a) => a.as_slice(),
-                None if rec.run.results.is_null() => &[][..],
-                None => return Err(format!("{}: results: not an array", d.join("run.json").display())),
-            };
-            // Typed entries: `{}` in the file is a whole entry in memory.
-            budget
-                .charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))
-                .map_err(|e| e.to_string())?;
-            let parsed = e.parse(results).map_err(|e| format!("{}: {e}", d.join("run.json").display()))?;
-            Ok((rec, parsed))
-        };
-        // Charts are drawn only once every run has loaded and parsed: a lab
-        // whose third run is refused leaves the first two as they were.
-        let wants_render = |d: &Path, rec: &RunRecord| {
-            let md = d.join(format!("{}.md", rec.run.experiment));
-            render == Render::Always || (render == Render::IfMissing && !md.exists())
-        };
         if dir.join(crate::lab::FILE).exists() {
-            let lab = Lab::load_within(dir, budget)?;
-            let mut sections = Vec::new();
-            // Later passes' runs: (directory, section, index in its `more`).
-            let mut later: Vec<(PathBuf, String, usize)> = Vec::new();
-            if lab.steps.len() > crate::lab::MAX_STEPS {
-                return Err(format!(
-                    "{}: {} steps; a lab has at most {} (one per experiment and pass)",
-                    dir.join(crate::lab::FILE).display(),
-                    lab.steps.len(),
-                    crate::lab::MAX_STEPS
-                ));
-            }
-            for (i, s) in lab.steps.iter().enumerate() {
-                let path = step_dir(dir, i, s)?;
-                let record = match &path {
-                    Some(p) if p.join("run.json").exists() => Some(load_run(p)?),
-                    _ => None,
-                };
-                // A later pass adds its repeats to the first pass's section; one
-                // that did not complete adds nothing (its repeats may be partial).
-                if s.pass > 1 {
-                    if let (Some((rec, parsed)), Some(sec)) =
-                        (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
-                        && s.state == crate::lab::StepState::Complete
-                    {
-                        if let Some(p) = &path {
-                            later.push((p.clone(), sec.experiment.clone(), sec.more.len()));
-                        }
-                        sec.more.push((s.pass, rec));
-                        sec.parsed.push((s.pass, parsed));
-                        sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
-                    }
-                    continue;
-                }
-                // A step still "running" in lab.json: the run's own record knows
-                // whether its process is alive (running) or died (interrupted).
-                let (state, reason) = match (&record, s.state) {
-                    (Some((rec, _)), crate::lab::StepState::Running) => run_state(rec),
-                    (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
-                        if lab.ended_unix_ms.is_none() =>
-                    {
-                        ("not run".into(), Some("the lab ended before this experiment finished".into()))
-                    }
-                    _ => (s.state.word().to_string(), s.reason.clone()),
-                };
-                let (record, parsed) = match record {
-                    Some((rec, p)) => (Some(rec), vec![(1, p)]),
-                    None => (None, Vec::new()),
-                };
-                sections.push(Section {
-                    experiment: s.experiment.clone(),
-                    exp: cat.find(&s.experiment),
-                    state,
-                    reason,
-                    note: s.note.clone(),
-                    seconds: s.seconds,
-                    dir: path,
-                    record,
-                    more: Vec::new(),
-                    findings: Vec::new(),
-                    parsed,
-                });
-            }
-            for sec in &sections {
-                let (Some(d), Some(rec), Some((_, parsed))) = (&sec.dir, &sec.record, sec.parsed.first()) else {
-                    continue;
-                };
-                render_run(cat, d, rec, parsed, wants_render(d, rec))?;
-            }
-            for (d, exp, k) in &later {
-                let Some(sec) = sections.iter().find(|x| &x.experiment == exp) else { continue };
-                let (Some((_, rec)), Some((_, parsed))) =
-                    (sec.more.get(*k), sec.parsed.get(sec.parsed.len() - sec.more.len() + k))
-                else {
-                    continue;
-                };
-                render_run(cat, d, rec, parsed, wants_render(d, rec))?;
-            }
-            Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge(cat))
+            Report::load_lab(dir, render, cat, budget)
         } else if dir.join("run.json").exists() {
-            let (rec, parsed) = load_run(dir)?;
-            render_run(cat, dir, &rec, &parsed, wants_render(dir, &rec))?;
+            let (rec, parsed) = load_run(dir, cat, budget)?;
+            render_run(cat, dir, &rec, &parsed, wants_render(render, dir, &rec))?;
             let (state, reason) = run_state(&rec);
             let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
             Ok(Report {
@@ -280,6 +229,77 @@ impl Report {
         } else {
             Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
         }
+    }
+
+    /// A lab directory: every step's run loaded and parsed first, then the
+    /// charts drawn, so that a lab whose third run is refused leaves the
+    /// first two as they were.
+    fn load_lab(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
+        let lab = Lab::load_within(dir, budget)?;
+        let mut sections = Vec::new();
+        // Later passes' runs: (directory, section, index in its `more`).
+        let mut later: Vec<(PathBuf, String, usize)> = Vec::new();
+        if lab.steps.len() > crate::lab::MAX_STEPS {
+            return Err(format!(
+                "{}: {} steps; a lab has at most {} (one per experiment and pass)",
+                dir.join(crate::lab::FILE).display(),
+                lab.steps.len(),
+                crate::lab::MAX_STEPS
+            ));
+        }
+        for (i, s) in lab.steps.iter().enumerate() {
+            let path = step_dir(dir, i, s)?;
+            let record = match &path {
+                Some(p) if p.join("run.json").exists() => Some(load_run(p, cat, budget)?),
+                _ => None,
+            };
+            // A later pass adds its repeats to the first pass's section; one
+            // that did not complete adds nothing (its repeats may be partial).
+            if s.pass > 1 {
+                if let (Some((rec, parsed)), Some(sec)) =
+                    (record, sections.iter_mut().find(|x: &&mut Section| x.experiment == s.experiment))
+                    && s.state == crate::lab::StepState::Complete
+                {
+                    if let Some(p) = &path {
+                        later.push((p.clone(), sec.experiment.clone(), sec.more.len()));
+                    }
+                    sec.more.push((s.pass, rec));
+                    sec.parsed.push((s.pass, parsed));
+                    sec.seconds = Some(sec.seconds.unwrap_or(0.0) + s.seconds.unwrap_or(0.0));
+                }
+                continue;
+            }
+            // A step still "running" in lab.json: the run's own record knows
+            // whether its process is alive (running) or died (interrupted).
+            let (state, reason) = match (&record, s.state) {
+                (Some((rec, _)), crate::lab::StepState::Running) => run_state(rec),
+                (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
+                    if lab.ended_unix_ms.is_none() =>
+                {
+                    ("not run".into(), Some("the lab ended before this experiment finished".into()))
+                }
+                _ => (s.state.word().to_string(), s.reason.clone()),
+            };
+            let (record, parsed) = match record {
+                Some((rec, p)) => (Some(rec), vec![(1, p)]),
+                None => (None, Vec::new()),
+            };
+            sections.push(Section {
+                experiment: s.experiment.clone(),
+                exp: cat.find(&s.experiment),
+                state,
+                reason,
+                note: s.note.clone(),
+                seconds: s.seconds,
+                dir: path,
+                record,
+                more: Vec::new(),
+                findings: Vec::new(),
+                parsed,
+            });
+        }
+        render_lab(&sections, &later, render, cat)?;
+        Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge(cat))
     }
 
     /// Judges the findings: one family per study (its experiment's findings)
