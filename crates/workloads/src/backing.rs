@@ -11,8 +11,9 @@ use sandbox::{Sandbox, privilege};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// What backs the trimmed pages. Its names are spelled once, in [`BackingKind::name`]:
+/// the flag, the record (serde) and the errors all read them there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackingKind {
     Auto,
     Zram,
@@ -23,16 +24,45 @@ pub enum BackingKind {
 }
 
 impl BackingKind {
-    pub const NAMES: &'static str = "auto, zram, zswap, swapfile, existing, none";
+    pub const ALL: [BackingKind; 6] = [
+        BackingKind::Auto,
+        BackingKind::Zram,
+        BackingKind::Zswap,
+        BackingKind::Swapfile,
+        BackingKind::Existing,
+        BackingKind::None,
+    ];
+    /// Its name: what `--backing` takes and what a run records.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackingKind::Auto => "auto",
+            BackingKind::Zram => "zram",
+            BackingKind::Zswap => "zswap",
+            BackingKind::Swapfile => "swapfile",
+            BackingKind::Existing => "existing",
+            BackingKind::None => "none",
+        }
+    }
+    /// Every name, comma-separated, for errors.
+    pub fn names() -> String {
+        BackingKind::ALL.map(BackingKind::name).join(", ")
+    }
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "auto" => BackingKind::Auto,
-            "zram" => BackingKind::Zram,
-            "zswap" => BackingKind::Zswap,
-            "swapfile" => BackingKind::Swapfile,
-            "existing" => BackingKind::Existing,
-            "none" => BackingKind::None,
-            _ => return None,
+        BackingKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+impl Serialize for BackingKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for BackingKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str> as Deserialize>::deserialize(d)?;
+        BackingKind::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown backing '{s}': expected {}", BackingKind::names()))
         })
     }
 }
@@ -251,4 +281,23 @@ pub fn setup(
     }
     b.swap_areas = active_areas();
     Ok(b)
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::BackingKind;
+
+    #[test]
+    fn one_spelling_for_the_flag_the_record_and_the_errors() {
+        for k in BackingKind::ALL {
+            assert_eq!(BackingKind::parse(k.name()), Some(k));
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<BackingKind>(&json).unwrap(), k);
+        }
+        assert_eq!(BackingKind::names(), "auto, zram, zswap, swapfile, existing, none");
+        assert_eq!(BackingKind::parse("Zram"), None);
+        let e = serde_json::from_str::<BackingKind>("\"disk\"").unwrap_err().to_string();
+        assert!(e.contains("unknown backing 'disk': expected auto, zram"), "{e}");
+    }
 }

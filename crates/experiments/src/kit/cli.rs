@@ -61,5 +61,5 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
 
 pub fn parse_backing(s: &str) -> Result<workloads::backing::BackingKind, String> {
     workloads::backing::BackingKind::parse(s)
-        .ok_or_else(|| format!("unknown backing '{s}': expected {}", workloads::backing::BackingKind::NAMES))
+        .ok_or_else(|| format!("unknown backing '{s}': expected {}", workloads::backing::BackingKind::names()))
 }

@@ -198,7 +198,7 @@ impl Real<'_> {
         // Children that outlived the program are the run's too.
         kill_group(&cg);
         let (s1, f1) = psi_us(&cg);
-        let oom = cg.oom_kills() > 0;
+        let oom = cg.oom_kills().is_some_and(|n| n > 0);
         let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
         let outcome = if stopped {
             "too_slow"
@@ -396,9 +396,17 @@ pub fn run(
     let backing = staged.backing.take();
     res.prediction = staged.prediction.take();
     res.notes.append(&mut staged.notes);
-    if let Some(b) = &backing {
-        res.backing = b.kind.clone();
-        res.compressor = b.compressor.clone();
+    match &backing {
+        Some(b) => {
+            res.backing = b.kind.clone();
+            res.compressor = b.compressor.clone();
+        }
+        // No limited run, so no store was made: the arm is still the one asked for.
+        None => {
+            res.backing = workloads::backing::BackingKind::name(cfg.backing).to_string();
+            res.compressor = cfg.compressor.clone();
+            res.notes.push("no store was made: the search stopped before its first limited run".into());
+        }
     }
     let runs = std::mem::take(&mut real.runs);
     let swap_peaks = std::mem::take(&mut real.swap_peaks);

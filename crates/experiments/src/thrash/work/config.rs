@@ -210,7 +210,7 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
         }
     }
     if cfg.backings.is_empty() {
-        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::NAMES)));
+        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::names())));
     }
     if cfg.consumers == Some(0) {
         return Err(Invalid("--consumers 0: expected at least 1 consumer (the study used 25)".into()));
