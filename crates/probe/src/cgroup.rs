@@ -118,7 +118,38 @@ impl CgroupSample {
     }
 }
 
+/// OOM kills in the group at `dir` so far (v2 `memory.events`, v1
+/// `memory.oom_control`), or None where the file cannot be read or has no
+/// `oom_kill` line (v1 before Linux 4.13): never a 0 that was not read.
+pub fn read_oom_kills(dir: &std::path::Path, version: CgroupVersion) -> Option<u64> {
+    let f = match version {
+        CgroupVersion::V2 => "memory.events",
+        CgroupVersion::V1 => "memory.oom_control",
+    };
+    let t = std::fs::read_to_string(dir.join(f)).ok()?;
+    parse_flat_keyed(&t).ok()?.get("oom_kill")
+}
+
 /// v1 `memory.oom_control`: `oom_kill_disable 0`, `under_oom 0`, `oom_kill N`.
 pub fn parse_v1_oom_control(text: &str) -> Result<Counters, ParseError> {
     parse_flat_keyed(text)
+}
+
+#[cfg(test)]
+mod oom_tests {
+    use super::*;
+
+    /// A count read is a count; a file missing, or a v1 kernel whose
+    /// `memory.oom_control` has no `oom_kill` line, is None and never 0.
+    #[test]
+    fn oom_kills_are_read_or_unknown_never_a_made_up_zero() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(read_oom_kills(d.path(), CgroupVersion::V2), None);
+        std::fs::write(d.path().join("memory.events"), "low 0\nhigh 3\nmax 9\noom 2\noom_kill 2\n").unwrap();
+        assert_eq!(read_oom_kills(d.path(), CgroupVersion::V2), Some(2));
+        std::fs::write(d.path().join("memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\n").unwrap();
+        assert_eq!(read_oom_kills(d.path(), CgroupVersion::V1), None);
+        std::fs::write(d.path().join("memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n").unwrap();
+        assert_eq!(read_oom_kills(d.path(), CgroupVersion::V1), Some(0));
+    }
 }

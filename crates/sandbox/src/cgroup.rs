@@ -124,17 +124,9 @@ impl MemCgroup {
         }
     }
 
-    /// OOM kills in the group so far.
-    pub fn oom_kills(&self) -> u64 {
-        let f = match self.version {
-            CgroupVersion::V2 => "memory.events",
-            CgroupVersion::V1 => "memory.oom_control",
-        };
-        std::fs::read_to_string(self.dir.join(f))
-            .ok()
-            .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
-            .and_then(|m| m.get("oom_kill"))
-            .unwrap_or(0)
+    /// OOM kills in the group so far (None: not readable here).
+    pub fn oom_kills(&self) -> Option<u64> {
+        probe::cgroup::read_oom_kills(&self.dir, self.version)
     }
 
     /// v1 `memory.oom_control`: with the OOM killer disabled, a task whose charge

@@ -181,7 +181,7 @@ struct CgroupInfo {
     limit: Option<u64>,
     dir: PathBuf,
     version: probe::cgroup::CgroupVersion,
-    oom_before: u64,
+    oom_before: Option<u64>,
 }
 
 /// Why a worker did not finish normally.
@@ -425,7 +425,9 @@ impl Worker {
             Some(s) if s.success() => "exited normally".to_string(),
             Some(s) => match s.signal() {
                 Some(sig) => {
-                    let oom = self.cgroup.as_ref().is_some_and(|c| oom_kills(c) > c.oom_before);
+                    let oom = self.cgroup.as_ref().is_some_and(|c| {
+                        probe::cgroup::read_oom_kills(&c.dir, c.version).is_some_and(|n| n > c.oom_before.unwrap_or(0))
+                    });
                     if sig == libc::SIGKILL && oom {
                         oom_killed = true;
                         let c = self.cgroup.as_ref().expect("cgroup");
@@ -460,18 +462,6 @@ impl Drop for Worker {
             let _ = self.child.wait();
         }
     }
-}
-
-fn oom_kills(c: &CgroupInfo) -> u64 {
-    let f = match c.version {
-        probe::cgroup::CgroupVersion::V2 => "memory.events",
-        probe::cgroup::CgroupVersion::V1 => "memory.oom_control",
-    };
-    std::fs::read_to_string(c.dir.join(f))
-        .ok()
-        .and_then(|t| probe::cgroup::parse_keyed(&t).ok())
-        .and_then(|m| m.get("oom_kill"))
-        .unwrap_or(0)
 }
 
 fn signal_name(sig: i32) -> &'static str {

@@ -66,9 +66,10 @@ pub struct EatResult {
     /// Store memory used ÷ bytes trimmed; `None` without a compressed store or with
     /// nothing trimmed.
     pub stored_fraction: Option<f64>,
-    /// Store memory used for the trimmed data, bytes (delta over the run).
-    #[serde(default)]
-    pub stored_bytes: u64,
+    /// Store memory used for the trimmed data, bytes (delta over the run);
+    /// `None` without a compressed store (a disk swap, no swap), never a 0
+    /// that was not read.
+    pub stored_bytes: Option<u64>,
     /// Bytes moved out of the working set into swap by the trim (VmSwap delta).
     #[serde(default)]
     pub trimmed_bytes: u64,

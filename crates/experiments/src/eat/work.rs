@@ -398,7 +398,7 @@ fn result(
             Some(s) if trimmed > 0 => Some(s as f64 / trimmed as f64),
             _ => None,
         },
-        stored_bytes: stored.unwrap_or(0),
+        stored_bytes: stored,
         trimmed_bytes: trimmed,
         after_trim,
         after_settle,
@@ -659,7 +659,7 @@ mod tests {
         assert!(r.verified);
         assert_eq!((r.seed, r.repeat, r.trimmed_bytes), (7, 2, trimmed));
         // The store grew by 16 MiB for 63 MiB trimmed.
-        assert_eq!(r.stored_bytes, 16 << 20);
+        assert_eq!(r.stored_bytes, Some(16 << 20));
         assert!((r.stored_fraction.unwrap() - 16.0 / 63.0).abs() < 1e-9);
         assert_eq!(r.kernel_compr_ratio, Some(0.25));
         // 64 MiB in 0.128 s and 0.032 s; memset in 0.064 s and 0.016 s.

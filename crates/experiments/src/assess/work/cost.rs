@@ -86,14 +86,15 @@ pub(super) fn psi_some_us() -> Option<u64> {
 }
 
 /// The store's sizes: our zram device's, or for an existing store the swap
-/// in use (what it holds) and zswap's pool (what it costs in RAM).
-pub(super) fn store_sizes(zram: Option<u32>) -> StoreSize {
+/// in use (what it holds) and zswap's pool (what it costs in RAM; none where
+/// zswap keeps no pool). None where our device's sizes cannot be read.
+pub(super) fn store_sizes(zram: Option<u32>) -> Option<StoreSize> {
     let mut p = Probe::default();
     match zram {
-        Some(id) => store_size(&mut p, Store::Zram(id)).unwrap_or_default(),
+        Some(id) => store_size(&mut p, Store::Zram(id)),
         None => {
             let pool = store_size(&mut p, Store::Zswap).map_or(0, |z| z.ram_bytes);
-            StoreSize { orig_bytes: swap_used(&mut p), compr_bytes: pool, ram_bytes: pool, ..Default::default() }
+            Some(StoreSize { orig_bytes: swap_used(&mut p), compr_bytes: pool, ram_bytes: pool, ..Default::default() })
         }
     }
 }
@@ -141,13 +142,24 @@ pub(super) fn trim(
     let (psi0, f0) = (psi_some_us(), Instant::now());
     let start = Instant::now();
     let mut ended = None;
+    let mut store_gap = false;
     loop {
         let s = start.elapsed().as_secs_f64();
         let Some(f) = follow_point(pid) else {
             ended = Some(format!("pid {pid} exited {s:.1} s after the trim; the curve stops there"));
             break;
         };
-        let z = store_sizes(back.zram_id);
+        // A reading of the store that failed leaves a gap, not a point of zeros.
+        let Some(z) = store_sizes(back.zram_id) else {
+            if !std::mem::replace(&mut store_gap, true) {
+                obs.note("the store's sizes could not be read at some points; the curve leaves them out");
+            }
+            std::thread::sleep(Duration::from_millis(500).min(cfg.duration));
+            if start.elapsed() >= cfg.duration || stop() {
+                break;
+            }
+            continue;
+        };
         t.curve.push(Point {
             t_s: s,
             rss_anon_bytes: f.rss_anon,
@@ -181,16 +193,19 @@ pub(super) fn trim(
     // The store made for the run goes only when that is safe: swapoff brings
     // its pages back into RAM.
     if let Some(id) = back.zram_id {
-        let z = store_sizes(Some(id));
-        let need = z.orig_bytes.saturating_sub(z.ram_bytes);
-        let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable")).unwrap_or(0);
-        let margin = (avail / 10).max(256 << 20);
-        if alive(pid) && need + margin > avail {
-            t.store_note = format!(
-                "zram{id} left in place: swapoff would bring {} MiB back into RAM and only {} MiB is available; `pagelab restore` removes it once there is room",
-                need >> 20,
-                avail >> 20
-            );
+        // What swapoff would bring back, and the room for it; either unread
+        // is not "nothing" and "room": the device stays.
+        let need = store_sizes(Some(id)).map(|z| z.orig_bytes.saturating_sub(z.ram_bytes));
+        let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
+        let short = match (need, avail) {
+            (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {
+                format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", n >> 20, a >> 20)
+            }),
+            _ => Some("how much swapoff would bring back into RAM, or the room for it, could not be read".into()),
+        };
+        if let Some(why) = short.filter(|_| alive(pid)) {
+            t.store_note =
+                format!("zram{id} left in place: {why}; `pagelab restore` removes it once there is room");
             obs.note(&t.store_note);
             // Keep the journal (and the device): the next pagelab run, or
             // `pagelab restore`, undoes it.
@@ -198,9 +213,9 @@ pub(super) fn trim(
             return Ok(t);
         }
         t.store_note = format!(
-            "zram{id} removed: swapoff brought {} MiB back into RAM ({} MiB was available)",
-            need >> 20,
-            avail >> 20
+            "zram{id} removed: swapoff brought {} back into RAM ({} was available)",
+            need.map_or("what it held".into(), |n| format!("{} MiB", n >> 20)),
+            avail.map_or("an unread amount".into(), |a| format!("{} MiB", a >> 20))
         );
         t.store_removed = true;
     }

@@ -110,7 +110,8 @@ fn footprint(t: &Target) -> Option<u64> {
     }
 }
 
-fn psi_some_us(t: &Target) -> u64 {
+/// The stall total (some, µs), or None where it cannot be read.
+fn psi_some_us(t: &Target) -> Option<u64> {
     let file = match t {
         Target::Pid { cg_pressure: Some(p), .. } => Some(p.clone()),
         Target::Cgroup { dir, .. } => Some(dir.join("memory.pressure")),
@@ -120,17 +121,22 @@ fn psi_some_us(t: &Target) -> u64 {
         Some(f) => std::fs::read_to_string(f).ok().and_then(|t| probe::pressure::parse(&t).ok()),
         None => Probe::default().pressure("memory").ok().flatten(),
     };
-    p.map(|p| p.some.total_us).unwrap_or(0)
+    p.map(|p| p.some.total_us)
 }
 
-fn majflt(t: &Target) -> u64 {
+/// Major faults so far, or None where they cannot be read.
+fn majflt(t: &Target) -> Option<u64> {
     match t {
-        Target::Pid { pid, .. } => Probe::default().pid_stat(*pid).ok().flatten().map(|s| s.majflt).unwrap_or(0),
+        Target::Pid { pid, .. } => Probe::default().pid_stat(*pid).ok().flatten().map(|s| s.majflt),
         Target::Cgroup { dir, .. } => std::fs::read_to_string(dir.join("memory.stat"))
             .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("pgmajfault ").and_then(|v| v.trim().parse().ok())))
-            .unwrap_or(0),
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("pgmajfault ").and_then(|v| v.trim().parse().ok()))),
     }
+}
+
+/// One interval's readings: pressure, faults and footprint, all read or none.
+fn reading(t: &Target) -> Option<(u64, u64, u64)> {
+    Some((psi_some_us(t)?, majflt(t)?, footprint(t)?))
 }
 
 /// The --pid method's memory of pages: which it paged out (and when), and
@@ -327,13 +333,27 @@ pub fn run(
     let ended = follow(cfg, &target, &name, pager.as_mut(), &mut svc, obs, stop)?;
     svc.ended = ended;
     svc.major_faults = svc.timeline.iter().map(|p| p.major_faults).sum();
-    if let Target::Cgroup { dir, .. } = &target {
-        svc.oom_kills = std::fs::read_to_string(dir.join("memory.events"))
-            .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
-            .unwrap_or(0);
-    }
+    // A group's OOM kills must be read for the answer to be verified; a
+    // process that was killed ended the run as an exit.
+    let oom_known = match &target {
+        Target::Cgroup { dir, version } => match probe::cgroup::read_oom_kills(dir, *version) {
+            Some(n) => {
+                svc.oom_kills = n;
+                true
+            }
+            None => {
+                let msg = format!("{name}: its OOM kills could not be read; the answer is not verified");
+                obs.note(&msg);
+                res.notes.push(msg);
+                false
+            }
+        },
+        Target::Pid { .. } => true,
+    };
     settle(&mut svc, &mut res, obs, cfg.psi);
+    if !oom_known && let Some(r) = res.recommendation.as_mut() {
+        r.verified = false;
+    }
     res.service = Some(svc);
     drop(sb);
     Ok(res)
@@ -352,8 +372,17 @@ fn follow(
     stop: &dyn Fn() -> bool,
 ) -> Result<String, ExperimentError> {
     let t0 = Instant::now();
-    let (mut psi0, mut mf0, mut last) = (psi_some_us(target), majflt(target), Instant::now());
+    // Pressure is what the reclaim follows: without it there is nothing to follow.
+    let (mut psi0, mut mf0, _) = reading(target).ok_or_else(|| {
+        err(format!(
+            "{name}: its memory pressure (PSI), major faults or footprint cannot be read; \
+             the service mode reclaims only while they are known (PSI needs Linux 4.20 with psi=1)"
+        ))
+    })?;
+    let mut last = Instant::now();
+    let mut read_at = last;
     let mut reclaim = 0u64;
+    let mut unread = 0u32;
     let mut step_no = 0u64;
     Ok(loop {
         // Sleep one interval, watching for a stop and the target's exit.
@@ -370,13 +399,23 @@ fn follow(
         if !alive(target) {
             break format!("{name} exited");
         }
-        let dt = last.elapsed().as_secs_f64();
         last = Instant::now();
-        let (psi1, mf1) = (psi_some_us(target), majflt(target));
+        let Some((psi1, mf1, fp)) = reading(target) else {
+            // A reading that failed is not a calm one: hold, and keep no point.
+            unread += 1;
+            reclaim = 0;
+            eprintln!("pagelab: {name}: this interval's readings failed; holding");
+            if unread == 1 {
+                obs.note(&format!("{name}: a reading failed; pagelab held (reclaimed nothing) until one succeeded"));
+            }
+            continue;
+        };
+        // Since the last reading that succeeded.
+        let dt = read_at.elapsed().as_secs_f64();
+        read_at = Instant::now();
         let psi = psi1.saturating_sub(psi0) as f64 / 1e6 / dt.max(1e-3);
         let faults = mf1.saturating_sub(mf0);
         (psi0, mf0) = (psi1, mf1);
-        let fp = footprint(target).unwrap_or(0);
         let probe = cfg.probe.as_deref().map(probe_ms);
         let probe_ok = match (probe, svc.probe_baseline_ms) {
             (Some(Some(ms)), Some(b)) => ms <= b * (1.0 + cfg.probe_slowdown),
@@ -549,6 +588,27 @@ fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
 #[cfg(test)]
 mod timeline_tests {
     use super::*;
+
+    /// A group whose pressure, faults or footprint cannot be read gives no
+    /// reading (the service holds), not a calm one of zeros; one that can
+    /// gives all three.
+    #[test]
+    fn a_reading_that_fails_is_none_not_zero() {
+        let d = tempfile::tempdir().unwrap();
+        let t = Target::Cgroup { dir: d.path().to_path_buf(), version: CgroupVersion::V2 };
+        assert_eq!(reading(&t), None);
+        std::fs::write(d.path().join("memory.current"), "4096\n").unwrap();
+        std::fs::write(d.path().join("memory.stat"), "anon 4096\npgmajfault 7\n").unwrap();
+        assert_eq!(reading(&t), None, "no memory.pressure");
+        std::fs::write(
+            d.path().join("memory.pressure"),
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=1234\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=5\n",
+        )
+        .unwrap();
+        assert_eq!(reading(&t), Some((1234, 7, 4096)));
+        std::fs::write(d.path().join("memory.stat"), "anon 4096\n").unwrap();
+        assert_eq!(reading(&t), None, "no pgmajfault line");
+    }
 
     /// A week of readings keeps at most TIMELINE_MAX of them, with the
     /// totals (reclaim, faults) and the largest footprint intact.

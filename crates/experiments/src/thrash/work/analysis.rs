@@ -72,19 +72,21 @@ pub(crate) fn analyze(
         se.cgroup_psi_full_pct.push(iv.cgroup_psi_memory_full_pct.unwrap_or(f64::NAN));
         se.collector_lateness_ms.push(iv.sampler_lateness_ms.unwrap_or(0.0));
         let paging = iv.pswpin_per_s.unwrap_or(0.0) + iv.pswpout_per_s.unwrap_or(0.0);
-        calm.push((t, paging, iv.psi_memory_some_pct.unwrap_or(0.0)));
+        // PSI not read is not calm (NaN: the interval cannot start a recovery).
+        calm.push((t, paging, iv.psi_memory_some_pct.unwrap_or(f64::NAN)));
         if t > ts && t - iv.dt_s < te {
             active.push(iv);
         }
     }
     // Means and peaks while the consumers ran (record::derive::totals).
     let a = record::derive::totals(&active);
-    r.cpu_user_pct_mean = a.cpu_user_pct_mean.unwrap_or(0.0);
-    r.cpu_system_pct_mean = a.cpu_system_pct_mean.unwrap_or(0.0);
-    r.cpu_iowait_pct_mean = a.cpu_iowait_pct_mean.unwrap_or(0.0);
+    // A mean not read is NaN (null in run.json), never a measured 0.
+    r.cpu_user_pct_mean = a.cpu_user_pct_mean.unwrap_or(f64::NAN);
+    r.cpu_system_pct_mean = a.cpu_system_pct_mean.unwrap_or(f64::NAN);
+    r.cpu_iowait_pct_mean = a.cpu_iowait_pct_mean.unwrap_or(f64::NAN);
     r.cpu_user_share = a.cpu_user_share().unwrap_or(0.0);
-    r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(0.0);
-    r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(0.0);
+    r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(f64::NAN);
+    r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(f64::NAN);
     r.cgroup_psi_some_pct_mean = a.cgroup_psi_memory_some_pct_mean;
     r.pswpout_per_s_peak = a.pswpout_per_s_peak.unwrap_or(0.0);
     r.collector_lateness_p99_ms = record::stats::percentile(&a.sampler_lateness_ms, 0.99).unwrap_or(0.0);

@@ -202,5 +202,8 @@ pub(crate) mod tests {
         assert_eq!(recovery(&busy, 0.0, 0.0), None);
         // A busy baseline raises the threshold.
         assert!(recovery(&busy, 0.0, 6000.0).is_some());
+        // PSI not read (NaN) is not calm: quiet paging alone never ends it.
+        let unread: Vec<(f64, f64, f64)> = (1..=30).map(|t| (t as f64, 0.0, f64::NAN)).collect();
+        assert_eq!(recovery(&unread, 0.0, 0.0), None);
     }
 }

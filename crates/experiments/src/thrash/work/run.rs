@@ -139,7 +139,14 @@ fn run_once<O: workloads::observe::Observer>(
         .max()
         .unwrap_or_else(probe::sample::monotonic_ns);
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
-    r.oom_kills = cg.oom_kills();
+    r.oom_kills = match cg.oom_kills() {
+        Some(n) => n,
+        None => {
+            // Unknown is not none: the protocol cannot be said to have held.
+            r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
+            0
+        }
+    };
     consumers_done(&mut r, cons, plan);
     r.pswpout_active = out_end.saturating_sub(out_t0);
     let span = (last_exit as f64 - first_alloc as f64) / 1e9;
@@ -366,6 +373,10 @@ fn lateness_within(d: &Value, t0: u64, ts: f64, te: f64) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// The machine's memory stall total (some, µs). Only the recovery's wait
+/// reads it: where PSI cannot be read, paging alone ends the wait (0); the
+/// recovery figure itself comes from the collector's samples, where PSI not
+/// read is never calm.
 fn psi_some_us(p: &mut probe::Probe) -> u64 {
     p.pressure("memory").ok().flatten().map(|m| m.some.total_us).unwrap_or(0)
 }
