@@ -217,6 +217,283 @@ pub struct Worker {
     cgroup: Option<CgroupInfo>,
 }
 
+/// A worker's event stream as the parent sees it: the events, its current
+/// phase and the errors it reported (or lines that were not events).
+struct Events {
+    rx: Receiver<WorkerEvent>,
+    phase: Arc<Mutex<Option<String>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+/// Reads JSON-line events from `r` on a thread of its own, bounded per line.
+fn read_events(r: impl std::io::Read + Send + 'static, thread: &str) -> Result<Events> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let phase = Arc::new(Mutex::new(None));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let (phase2, errors2) = (phase.clone(), errors.clone());
+    std::thread::Builder::new()
+        .name(thread.into())
+        .spawn(move || {
+            let mut r = BufReader::new(r);
+            let mut buf = Vec::new();
+            let mut bad = Unreadable::default();
+            while let Ok(Some(fit)) = read_line_bounded(&mut r, &mut buf, MAX_EVENT_LINE) {
+                let ev = if fit { serde_json::from_slice::<WorkerEvent>(&buf).ok() } else { None };
+                let Some(ev) = ev else {
+                    if let Some(msg) = bad.note(&buf, fit) {
+                        errors2.lock().unwrap().push(msg);
+                    }
+                    continue;
+                };
+                match ev.kind.as_str() {
+                    "phase_start" => *phase2.lock().unwrap() = Some(ev.name.clone()),
+                    "phase_end" => *phase2.lock().unwrap() = None,
+                    "error" => errors2.lock().unwrap().push(ev.name.clone()),
+                    _ => {}
+                }
+                if tx.send(ev).is_err() {
+                    break;
+                }
+            }
+            if let Some(msg) = bad.summary() {
+                errors2.lock().unwrap().push(msg);
+            }
+        })
+        .map_err(|e| SandboxError::Other(format!("starting the event reader: {e}")))?;
+    Ok(Events { rx, phase, errors })
+}
+
+/// Waits on `next` (an event, or none within a moment) for an event of
+/// `kind` (and `name`), passing each to `on_event`: the one loop of every link.
+#[allow(clippy::too_many_arguments)]
+fn wait_on(
+    label: &str,
+    phase: &dyn Fn() -> Option<String>,
+    next: &mut dyn FnMut() -> std::result::Result<Option<WorkerEvent>, WorkerFailure>,
+    kind: &str,
+    name: Option<&str>,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(&WorkerEvent),
+    stop: &dyn Fn() -> bool,
+) -> std::result::Result<WorkerEvent, WorkerFailure> {
+    let t0 = Instant::now();
+    let fail = |reason: String| WorkerFailure { label: label.into(), phase: phase(), reason, oom_killed: false };
+    loop {
+        if stop() {
+            return Err(fail("stopped: the run was interrupted".into()));
+        }
+        if t0.elapsed() > timeout {
+            return Err(fail(format!("did not send '{kind}' within {:.0} s", timeout.as_secs_f64())));
+        }
+        if let Some(ev) = next()? {
+            on_event(&ev);
+            if ev.kind == "error" {
+                return Err(fail(format!("failed: {}", ev.name)));
+            }
+            if ev.kind == kind && name.is_none_or(|n| n == ev.name) {
+                return Ok(ev);
+            }
+        }
+    }
+}
+
+/// What an experiment needs of its worker: the seam between the experiment's
+/// loop and the process (or, in tests, the thread) that does its work.
+pub trait WorkerLink {
+    /// The process whose memory the worker uses (ours, for a thread).
+    fn pid(&self) -> i32;
+    /// Sends a command.
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()>;
+    /// Waits for an event of `kind` (and `name`), passing every event seen to
+    /// `on_event`; fails if the worker ends, `timeout` passes or `stop` says so.
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure>;
+    /// How the worker ended (once it has).
+    fn failure(&mut self) -> WorkerFailure;
+    /// Closes its control pipe and waits up to `timeout` for its end.
+    fn finish(self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure>;
+}
+
+/// Starts workers: processes (the real [`Processes`]) or threads ([`Threads`]).
+pub trait Spawn {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>>;
+    /// Whether what it starts can be placed in a cgroup (a thread cannot).
+    fn containable(&self) -> bool {
+        true
+    }
+}
+
+/// The real spawner: each worker a process ([`Worker::spawn`]).
+pub struct Processes;
+
+impl Spawn for Processes {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>> {
+        Ok(Box::new(Worker::spawn(spec)?))
+    }
+}
+
+impl WorkerLink for Worker {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+        Worker::send(self, cmd, arg)
+    }
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure> {
+        Worker::wait_for(self, kind, name, timeout, on_event, stop)
+    }
+    fn failure(&mut self) -> WorkerFailure {
+        Worker::failure(self)
+    }
+    fn finish(self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+        Worker::finish(*self, timeout)
+    }
+}
+
+/// A worker's main: what `pagelab __worker KIND` runs with the arguments
+/// after KIND.
+pub type WorkerMain = fn(&mut child::WorkerIo, &[String]) -> std::result::Result<(), String>;
+
+/// The in-process spawner for tests: each worker's main runs on a thread of
+/// this process, over a socket pair instead of pipes, with no root, no
+/// process and no cgroup. Its kinds are given as (kind, main).
+pub struct Threads(pub Vec<(&'static str, WorkerMain)>);
+
+impl Spawn for Threads {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>> {
+        let kind = spec.args.get(1).cloned().unwrap_or_default();
+        let main = self
+            .0
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| SandboxError::Other(format!("no in-process worker of kind '{kind}'")))?;
+        if spec.cgroup.is_some() {
+            return Err(SandboxError::Invalid(format!("worker {}: a thread cannot be placed in a cgroup", spec.label)));
+        }
+        Ok(Box::new(InProcess::start(spec.label, main, spec.args[2..].to_vec())?))
+    }
+    fn containable(&self) -> bool {
+        false
+    }
+}
+
+/// A worker on a thread of this process ([`Threads`]).
+pub struct InProcess {
+    label: String,
+    control: Option<std::os::unix::net::UnixStream>,
+    events: Events,
+    thread: Option<std::thread::JoinHandle<std::result::Result<(), String>>>,
+}
+
+impl InProcess {
+    fn start(label: String, main: WorkerMain, args: Vec<String>) -> Result<InProcess> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| SandboxError::Other(format!("worker {label}: socketpair: {e}")))?;
+        let reader = ours.try_clone().map_err(|e| SandboxError::Other(format!("worker {label}: {e}")))?;
+        let events = read_events(reader, &format!("worker-{label}-events"))?;
+        let thread = std::thread::Builder::new()
+            .name(format!("worker-{label}"))
+            .spawn(move || {
+                let out = theirs.try_clone().map_err(|e| e.to_string())?;
+                let mut io = child::WorkerIo::over(BufReader::new(theirs), out);
+                let r = main(&mut io, &args);
+                if let Err(e) = &r {
+                    io.emit("error", e, serde_json::Value::Null);
+                }
+                r
+            })
+            .map_err(|e| SandboxError::Other(format!("starting worker {label}: {e}")))?;
+        Ok(InProcess { label, control: Some(ours), events, thread: Some(thread) })
+    }
+}
+
+impl WorkerLink for InProcess {
+    fn pid(&self) -> i32 {
+        std::process::id() as i32
+    }
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+        let c = self.control.as_mut().ok_or_else(|| std::io::Error::other("control closed"))?;
+        let mut line = serde_json::to_vec(&WorkerCommand { cmd: cmd.into(), arg })?;
+        line.push(b'\n');
+        c.write_all(&line)?;
+        c.flush()
+    }
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure> {
+        let phase = self.events.phase.clone();
+        let rx = &self.events.rx;
+        let label = self.label.clone();
+        let errors = self.events.errors.clone();
+        let mut next = || match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(ev) => Ok(Some(ev)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(WorkerFailure {
+                label: label.clone(),
+                phase: phase.lock().unwrap().clone(),
+                reason: errors.lock().unwrap().last().map_or("ended".into(), |e| format!("failed: {e}")),
+                oom_killed: false,
+            }),
+        };
+        let ph = self.events.phase.clone();
+        wait_on(&self.label, &|| ph.lock().unwrap().clone(), &mut next, kind, name, timeout, on_event, stop)
+    }
+    fn failure(&mut self) -> WorkerFailure {
+        let reason = match self.thread.take().map(|t| t.join()) {
+            Some(Ok(Ok(()))) => "exited normally".to_string(),
+            Some(Ok(Err(e))) => format!("failed: {e}"),
+            Some(Err(_)) => "panicked".to_string(),
+            None => "ended".to_string(),
+        };
+        WorkerFailure {
+            label: self.label.clone(),
+            phase: self.events.phase.lock().unwrap().clone(),
+            reason,
+            oom_killed: false,
+        }
+    }
+    fn finish(mut self: Box<Self>, _timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+        // End of commands: its loop ends as a process's does when stdin closes.
+        if let Some(c) = self.control.take() {
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+        let f = self.failure();
+        if f.reason == "exited normally" { Ok(()) } else { Err(f) }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        // Closing the socket ends the worker's command loop; the thread is
+        // joined so that its memory is freed before the caller goes on.
+        if let Some(c) = self.control.take() {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Worker {
     pub fn spawn(spec: WorkerSpec<'_>) -> Result<Worker> {
         let mut cmd = Command::new(&spec.exe);
@@ -267,39 +544,7 @@ impl Worker {
         let pid = child.id() as i32;
         let stdout = child.stdout.take().expect("piped stdout");
         let control = child.stdin.take();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let phase = Arc::new(Mutex::new(None));
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let (phase2, errors2) = (phase.clone(), errors.clone());
-        std::thread::Builder::new()
-            .name(format!("worker-{pid}-events"))
-            .spawn(move || {
-                let mut r = BufReader::new(stdout);
-                let mut buf = Vec::new();
-                let mut bad = Unreadable::default();
-                while let Ok(Some(fit)) = read_line_bounded(&mut r, &mut buf, MAX_EVENT_LINE) {
-                    let ev = if fit { serde_json::from_slice::<WorkerEvent>(&buf).ok() } else { None };
-                    let Some(ev) = ev else {
-                        if let Some(msg) = bad.note(&buf, fit) {
-                            errors2.lock().unwrap().push(msg);
-                        }
-                        continue;
-                    };
-                    match ev.kind.as_str() {
-                        "phase_start" => *phase2.lock().unwrap() = Some(ev.name.clone()),
-                        "phase_end" => *phase2.lock().unwrap() = None,
-                        "error" => errors2.lock().unwrap().push(ev.name.clone()),
-                        _ => {}
-                    }
-                    if tx.send(ev).is_err() {
-                        break;
-                    }
-                }
-                if let Some(msg) = bad.summary() {
-                    errors2.lock().unwrap().push(msg);
-                }
-            })
-            .map_err(|e| SandboxError::Other(format!("starting the event reader: {e}")))?;
+        let Events { rx, phase, errors } = read_events(stdout, &format!("worker-{pid}-events"))?;
         Ok(Worker { pid, label: spec.label, child, control, events: rx, phase, errors, cgroup })
     }
 
@@ -333,39 +578,18 @@ impl Worker {
         mut on_event: impl FnMut(&WorkerEvent),
         stop: impl Fn() -> bool,
     ) -> std::result::Result<WorkerEvent, WorkerFailure> {
-        let t0 = Instant::now();
-        loop {
-            if stop() {
-                return Err(WorkerFailure {
-                    label: self.label.clone(),
-                    phase: self.phase(),
-                    reason: "stopped: the run was interrupted".into(),
-                    oom_killed: false,
-                });
-            }
-            if t0.elapsed() > timeout {
-                return Err(WorkerFailure {
-                    label: self.label.clone(),
-                    phase: self.phase(),
-                    reason: format!("did not send '{kind}' within {:.0} s", timeout.as_secs_f64()),
-                    oom_killed: false,
-                });
-            }
-            if let Some(ev) = self.recv(Duration::from_millis(50))? {
-                on_event(&ev);
-                if ev.kind == "error" {
-                    return Err(WorkerFailure {
-                        label: self.label.clone(),
-                        phase: self.phase(),
-                        reason: format!("failed: {}", ev.name),
-                        oom_killed: false,
-                    });
-                }
-                if ev.kind == kind && name.is_none_or(|n| n == ev.name) {
-                    return Ok(ev);
-                }
-            }
-        }
+        let label = self.label.clone();
+        let ph = self.phase.clone();
+        wait_on(
+            &label,
+            &|| ph.lock().unwrap().clone(),
+            &mut || self.recv(Duration::from_millis(50)),
+            kind,
+            name,
+            timeout,
+            &mut on_event,
+            &stop,
+        )
     }
 
     /// The phase the worker is in.
@@ -483,8 +707,8 @@ pub mod child {
 
     /// Event and control pipes of a worker process (its stdout and stdin).
     pub struct WorkerIo {
-        out: std::io::Stdout,
-        input: std::io::StdinLock<'static>,
+        out: Box<dyn Write>,
+        input: Box<dyn BufRead>,
     }
 
     impl Default for WorkerIo {
@@ -494,8 +718,14 @@ pub mod child {
     }
 
     impl WorkerIo {
+        /// The process's own: stdout for events, stdin for commands.
         pub fn new() -> Self {
-            WorkerIo { out: std::io::stdout(), input: std::io::stdin().lock() }
+            WorkerIo { out: Box::new(std::io::stdout()), input: Box::new(std::io::stdin().lock()) }
+        }
+
+        /// Over any pair of streams (an in-process worker's socket).
+        pub fn over(input: impl BufRead + 'static, out: impl Write + 'static) -> Self {
+            WorkerIo { out: Box::new(out), input: Box::new(input) }
         }
 
         /// Sends one event and flushes it.
@@ -503,9 +733,8 @@ pub mod child {
             let ev = WorkerEvent { t_ns: probe::sample::monotonic_ns(), kind: kind.into(), name: name.into(), data };
             let mut line = serde_json::to_vec(&ev).expect("event");
             line.push(b'\n');
-            let mut o = self.out.lock();
             // If the parent is gone the write fails; PDEATHSIG will end us anyway.
-            let _ = o.write_all(&line).and_then(|_| o.flush());
+            let _ = self.out.write_all(&line).and_then(|_| self.out.flush());
         }
 
         /// Blocks for the next command; `None` when the parent closed the pipe.
@@ -527,6 +756,52 @@ pub mod child {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn echo(io: &mut child::WorkerIo, args: &[String]) -> std::result::Result<(), String> {
+        while let Some(c) = io.command() {
+            match c.cmd.as_str() {
+                "fail" => return Err(format!("asked to fail ({})", args.join(" "))),
+                _ => io.emit("done", &c.cmd, c.arg),
+            }
+        }
+        Ok(())
+    }
+
+    /// The in-process link behaves as a worker process does: commands are
+    /// answered, events reach the caller, a worker's error fails the wait
+    /// naming it, the end of commands ends it normally, and what cannot be
+    /// started (an unknown kind, a cgroup) is refused.
+    #[test]
+    fn a_worker_on_a_thread_is_driven_as_a_process_is() {
+        let mut t = Threads(vec![("echo", echo)]);
+        let spec = |kind: &str| WorkerSpec {
+            exe: PathBuf::from("/nonexistent"),
+            args: argv(kind, ["x"]),
+            cgroup: None,
+            env: vec![],
+            label: "echo".into(),
+        };
+        let mut w = t.spawn(spec("echo")).unwrap();
+        assert_eq!(w.pid(), std::process::id() as i32);
+        w.send("ping", serde_json::json!(7)).unwrap();
+        let mut seen = Vec::new();
+        let ev =
+            w.wait_for("done", Some("ping"), Duration::from_secs(5), &mut |e| seen.push(e.name.clone()), &|| false);
+        assert_eq!(ev.unwrap().data, serde_json::json!(7));
+        assert_eq!(seen, ["ping"]);
+        // A stop is a failure of the wait, saying so.
+        let e = w.wait_for("done", None, Duration::from_secs(5), &mut |_| {}, &|| true).unwrap_err();
+        assert!(e.reason.contains("interrupted"), "{e}");
+        w.finish(Duration::from_secs(5)).unwrap();
+        let mut w = t.spawn(spec("echo")).unwrap();
+        w.send("fail", serde_json::Value::Null).unwrap();
+        let e = w.wait_for("done", None, Duration::from_secs(5), &mut |_| {}, &|| false).unwrap_err();
+        assert!(e.reason.contains("asked to fail (x)"), "{e}");
+        let e = w.finish(Duration::from_secs(5)).unwrap_err();
+        assert!(e.reason.contains("asked to fail"), "{e}");
+        assert!(t.spawn(spec("nope")).is_err());
+        assert!(!t.containable() && Processes.containable());
+    }
 
     #[test]
     fn a_line_longer_than_the_bound_is_skipped_without_being_held() {

@@ -47,3 +47,34 @@ pub trait Observer {
         None
     }
 }
+
+/// An observer that keeps what it is told, for tests of an experiment's run
+/// without a record: its events (kind, name), targets, results and notes. With
+/// `refuse_results`, every result write fails, as a full disk would.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub events: Vec<(String, String)>,
+    pub pids: Vec<Vec<i32>>,
+    pub results: Vec<Value>,
+    pub notes: Vec<String>,
+    pub refuse_results: bool,
+}
+
+impl Observer for Recorder {
+    fn event(&mut self, kind: &str, name: &str, _t_ns: u64, _detail: Value) {
+        self.events.push((kind.into(), name.into()));
+    }
+    fn targets(&mut self, pids: Vec<i32>, _cgroup: Option<probe::CgroupTarget>, _zram: Vec<u32>) {
+        self.pids.push(pids);
+    }
+    fn result(&mut self, r: Value) -> Result<(), ExperimentError> {
+        if self.refuse_results {
+            return Err(ExperimentError::Record("the result could not be written (refused by the test)".into()));
+        }
+        self.results.push(r);
+        Ok(())
+    }
+    fn note(&mut self, msg: &str) {
+        self.notes.push(msg.into());
+    }
+}

@@ -12,7 +12,7 @@ use crate::kit::store::{Store, store_size};
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
-use sandbox::worker::{Worker, WorkerSpec};
+use sandbox::worker::{Processes, Spawn, WorkerLink, WorkerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -143,6 +143,7 @@ struct Run<'a, O: Observer> {
     cfg: &'a EatConfig,
     obs: &'a mut O,
     stop: fn() -> bool,
+    spawn: &'a mut dyn Spawn,
 }
 
 /// What one worker command produced: its phase (if it was one) and its `done` data.
@@ -221,7 +222,7 @@ struct Drove {
 
 impl<O: Observer> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
-    fn command(&mut self, w: &mut Worker, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
+    fn command(&mut self, w: &mut dyn WorkerLink, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
         w.send(cmd, Value::Null).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let obs = &mut *self.obs;
@@ -230,7 +231,7 @@ impl<O: Observer> Run<'_, O> {
             "done",
             Some(cmd),
             timeout,
-            |ev| {
+            &mut |ev| {
                 if matches!(ev.kind.as_str(), "phase_start" | "phase_end") {
                     obs.event(&ev.kind, &ev.name, ev.t_ns, ev.data.clone());
                     if ev.kind == "phase_end" {
@@ -238,7 +239,7 @@ impl<O: Observer> Run<'_, O> {
                     }
                 }
             },
-            self.stop,
+            &self.stop,
         );
         match r {
             Ok(done) => Ok(Reply { phase, data: done.data }),
@@ -284,25 +285,25 @@ impl<O: Observer> Run<'_, O> {
         cg: Option<&MemCgroup>,
     ) -> Result<Drove, ExperimentError> {
         let cfg = self.cfg;
-        let mut w = Worker::spawn(WorkerSpec {
+        let mut w = self.spawn.spawn(WorkerSpec {
             exe: cfg.exe.clone(),
             args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, pattern, block: cfg.block, seed }),
             cgroup: cg,
             env: vec![],
             label: format!("eat {pattern}"),
         })?;
-        let pid = w.pid;
+        let pid = w.pid();
         self.obs.targets(vec![pid], cg.map(cgroup_target), back.zram_id.into_iter().collect());
         let long = Duration::from_secs(3600);
-        let cal: Calibrated = reply("calibrate", self.command(&mut w, "calibrate", long)?.data)?;
-        let alloc = self.command(&mut w, "alloc", long)?;
+        let cal: Calibrated = reply("calibrate", self.command(&mut *w, "calibrate", long)?.data)?;
+        let alloc = self.command(&mut *w, "alloc", long)?;
         let at: Allocated = reply("alloc", alloc.data)?;
         let region = (at.addr, at.len);
-        let fill = self.command(&mut w, "fill", long)?;
+        let fill = self.command(&mut *w, "fill", long)?;
         let fill = (fill.phase, reply("fill", fill.data)?);
         let before_trim = store_stats(back, pid);
         let trim = match cfg.trim {
-            Trim::SelfTrim => self.command(&mut w, "trim", long)?.phase,
+            Trim::SelfTrim => self.command(&mut *w, "trim", long)?.phase,
             Trim::External => self.parent_phase("trim", pid, || {
                 let fd =
                     mm::PidFd::open(pid).map_err(|e| ExperimentError::Worker(format!("pidfd_open({pid}): {e}")))?;
@@ -322,9 +323,9 @@ impl<O: Observer> Run<'_, O> {
             Ok(())
         })?;
         let after_settle = store_stats(back, pid);
-        let read = self.command(&mut w, "read", long)?;
+        let read = self.command(&mut *w, "read", long)?;
         let read = (read.phase, reply("read", read.data)?);
-        let free = self.command(&mut w, "free", long)?.phase;
+        let free = self.command(&mut *w, "free", long)?.phase;
         let _ = w.send("exit", Value::Null);
         if let Err(f) = w.finish(Duration::from_secs(10)) {
             return Err(ExperimentError::Worker(f.to_string()));
@@ -451,6 +452,17 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) {
 /// Runs the experiment: for each compressor, set up the backing in a fresh
 /// sandbox, run every pattern `repeat` times, and restore.
 pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
+    run_with(cfg, obs, stop, &mut Processes)
+}
+
+/// [`run`], its workers started by `spawn` (tests: [`sandbox::worker::Threads`],
+/// which needs no root, no process and no cgroup).
+pub fn run_with<O: Observer>(
+    cfg: &EatConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    spawn: &mut dyn Spawn,
+) -> Result<Vec<EatResult>, ExperimentError> {
     let mut results = Vec::new();
     let compressors = if cfg.compressors.is_empty() { vec![None] } else { cfg.compressors.clone() };
     for comp in &compressors {
@@ -466,7 +478,10 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
         // A group to contain the worker, when pagelab may make one: the region, the
         // worker's own pages, and room to spare.
         let cg =
-            if sandbox::privilege::is_root() && probe::Probe::default().memory_controller().ok().flatten().is_some() {
+            if spawn.containable()
+                && sandbox::privilege::is_root()
+                && probe::Probe::default().memory_controller().ok().flatten().is_some()
+            {
                 let limit = cfg.size + cfg.size / 16 + (64 << 20);
                 Some(sb.memory_cgroup("eat", &Limits { max: Some(limit), ..Default::default() })?)
             } else {
@@ -486,7 +501,7 @@ pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Res
                     back.kind,
                     back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
                 ));
-                let mut run = Run { cfg, obs, stop };
+                let mut run = Run { cfg, obs, stop, spawn: &mut *spawn };
                 let r = run.one(p, repeat, &back, cg.as_ref())?;
                 obs.result(workloads::observe::value(&r)?)?;
                 results.push(r);
@@ -634,6 +649,52 @@ mod tests {
             after_trim: store(trimmed, 17 << 20, trimmed, trimmed / 4),
             after_settle: store(trimmed, 17 << 20, trimmed, trimmed / 4),
         }
+    }
+
+    /// eat's whole run with no root, no process and no store: its worker's
+    /// own main on a thread ([`sandbox::worker::Threads`]), no backing, a
+    /// self trim. Each repeat runs every pattern (ABBA), each result is
+    /// written as it comes and read back verified; with no swap, nothing is
+    /// trimmed or stored and a note says so. A stop ends it as interrupted,
+    /// and a result that cannot be written fails it.
+    #[test]
+    fn the_run_drives_its_worker_without_root() {
+        use workloads::observe::Recorder;
+        let cfg = EatConfig {
+            size: 4 << 20,
+            patterns: vec![Pattern::Zero, Pattern::Random],
+            backing: BackingKind::None,
+            repeat: 2,
+            settle_max: Duration::from_millis(50),
+            ..cfg()
+        };
+        let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+        let mut obs = Recorder::default();
+        let rs = run_with(&cfg, &mut obs, || false, &mut threads).unwrap();
+        let order: Vec<(&str, u32)> = rs.iter().map(|r| (r.pattern.as_str(), r.repeat)).collect();
+        assert_eq!(order, [("zero", 1), ("random", 1), ("random", 2), ("zero", 2)]);
+        let written: Vec<&str> = obs.results.iter().map(|v| v["pattern"].as_str().unwrap()).collect();
+        assert_eq!(written, ["zero", "random", "random", "zero"], "each result written as it came");
+        for r in &rs {
+            assert!(r.verified && !r.hash_written.is_empty(), "{r:?}");
+            assert_eq!((r.backing.as_str(), r.trimmed_bytes, r.stored_bytes, r.stored_fraction), ("none", 0, None, None));
+            assert_eq!(r.phases.keys().map(String::as_str).collect::<Vec<_>>(), ["alloc", "fill", "free", "read", "settle", "trim"]);
+            assert!(r.phases["fill"].seconds > 0.0 && r.fill_gbps_first_touch > 0.0, "{r:?}");
+        }
+        assert_ne!(rs[0].hash_written, rs[1].hash_written, "zero and random wrote the same bytes");
+        assert_eq!(rs[0].hash_written, rs[3].hash_written, "the same pattern and size, another seed: zero is zero");
+        assert_ne!(rs[1].hash_written, rs[2].hash_written, "random with another seed wrote the same bytes");
+        assert!(obs.events.contains(&("phase_end".into(), "read".into())), "{:?}", obs.events);
+        assert!(obs.pids.contains(&vec![std::process::id() as i32]));
+        assert!(obs.notes.iter().any(|n| n.contains("no swap backs this run")), "{:?}", obs.notes);
+        // A stop before the first repeat: interrupted, nothing written.
+        let mut stopped = Recorder::default();
+        let e = run_with(&cfg, &mut stopped, || true, &mut threads).unwrap_err();
+        assert!(matches!(e, ExperimentError::Interrupted) && stopped.results.is_empty(), "{e}");
+        // A result that cannot be written fails the run at the first.
+        let mut refusing = Recorder { refuse_results: true, ..Default::default() };
+        let e = run_with(&cfg, &mut refusing, || false, &mut threads).unwrap_err();
+        assert!(matches!(e, ExperimentError::Record(_)), "{e}");
     }
 
     #[test]
