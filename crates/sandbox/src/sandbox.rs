@@ -79,6 +79,11 @@ impl Sandbox {
         &self.label
     }
 
+    /// The proc/sys roots it reads and changes (a fake tree's in tests).
+    pub fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
     /// The journal file, once a change was made.
     pub fn journal_path(&self) -> Option<&Path> {
         self.journal.as_ref().map(|j| j.path())

@@ -14,7 +14,7 @@ use probe::cgroup::CgroupVersion;
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
-use sandbox::worker::{Worker, WorkerSpec};
+use sandbox::worker::{Processes, Spawn, WorkerLink, WorkerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -167,6 +167,9 @@ fn to_value(x: &impl Serialize) -> Value {
     serde_json::to_value(x).expect("a reply serializes")
 }
 
+/// A started worker, process or thread.
+type Link = Box<dyn WorkerLink>;
+
 struct Ctx<'a, O: Observer> {
     cfg: &'a WscapConfig,
     obs: &'a mut O,
@@ -174,12 +177,13 @@ struct Ctx<'a, O: Observer> {
     back: &'a Backing,
     sb: &'a mut Sandbox,
     headroom_limit: u64,
+    spawn: &'a mut dyn Spawn,
 }
 
 impl<O: Observer> Ctx<'_, O> {
-    fn worker(&mut self, cg: &MemCgroup) -> Result<(Worker, (usize, usize)), ExperimentError> {
+    fn worker(&mut self, cg: &MemCgroup) -> Result<(Link, (usize, usize)), ExperimentError> {
         let cfg = self.cfg;
-        let mut w = Worker::spawn(WorkerSpec {
+        let mut w = self.spawn.spawn(WorkerSpec {
             exe: cfg.exe.clone(),
             args: sandbox::worker::argv_spec(WORKER, &Spec { size: cfg.size, write: cfg.write }),
             cgroup: Some(cg),
@@ -187,19 +191,19 @@ impl<O: Observer> Ctx<'_, O> {
             label: "wscap".into(),
         })?;
         self.obs.targets(
-            vec![w.pid],
+            vec![w.pid()],
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.back.zram_id.into_iter().collect(),
         );
-        let setup: SetupDone = reply("setup", self.call(&mut w, "setup", Value::Null, Duration::from_secs(600))?)?;
+        let setup: SetupDone = reply("setup", self.call(&mut *w, "setup", Value::Null, Duration::from_secs(600))?)?;
         Ok((w, (setup.addr, setup.len)))
     }
 
-    fn call(&mut self, w: &mut Worker, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
+    fn call(&mut self, w: &mut dyn WorkerLink, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
         w.send(cmd, arg).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let stop = self.stop;
-        w.wait_for("done", Some(cmd), timeout, |_| {}, stop)
+        w.wait_for("done", Some(cmd), timeout, &mut |_| {}, &stop)
             .map(|e| e.data)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
     }
@@ -219,7 +223,7 @@ impl<O: Observer> Ctx<'_, O> {
             compressor: self.back.compressor.clone(),
             ..Default::default()
         };
-        let version = probe::Probe::default().memory_controller().ok().flatten().map(|(v, _)| v);
+        let version = probe::Probe::new(self.sb.roots().clone()).memory_controller().ok().flatten().map(|(v, _)| v);
         if mode == Mode::CapHigh && version == Some(CgroupVersion::V1) {
             r.supported = false;
             r.outcome = "unsupported".into();
@@ -248,7 +252,7 @@ impl<O: Observer> Ctx<'_, O> {
             }
             Err(e) => return Err(e),
         };
-        let pid = w.pid;
+        let pid = w.pid();
         let t_start = probe::sample::monotonic_ns();
         match mode {
             Mode::CapMax | Mode::CapHigh => {}
@@ -274,7 +278,7 @@ impl<O: Observer> Ctx<'_, O> {
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
             .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let mut peaks = Peaks::default();
-        let done = self.watch(mode, &mut w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
+        let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
         let after = reclaim_counters();
         self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
         r.reclaim = Reclaim {
@@ -292,7 +296,7 @@ impl<O: Observer> Ctx<'_, O> {
                 let b: BaselineDone = reply(
                     "baseline",
                     self.call(
-                        &mut w,
+                        &mut *w,
                         "baseline",
                         json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
                         Duration::from_secs(600),
@@ -314,7 +318,7 @@ impl<O: Observer> Ctx<'_, O> {
     fn watch(
         &mut self,
         mode: Mode,
-        w: &mut Worker,
+        w: &mut dyn WorkerLink,
         cg: &MemCgroup,
         pid: i32,
         region: (usize, usize),
@@ -434,7 +438,18 @@ pub fn run<O: Observer>(
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<WscapResult>, ExperimentError> {
-    let mut sb = Sandbox::new("wscap");
+    run_with(cfg, obs, stop, &mut Processes, Sandbox::new("wscap"))
+}
+
+/// [`run`], its workers started by `spawn` and its groups made by `sb` (tests:
+/// [`sandbox::worker::Threads`] and a sandbox on a fake tree, no root).
+pub fn run_with<O: Observer>(
+    cfg: &WscapConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    spawn: &mut dyn Spawn,
+    mut sb: Sandbox,
+) -> Result<Vec<WscapResult>, ExperimentError> {
     let back = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), cfg.size, &cfg.swapfile_dir)?;
     obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
     for n in &back.notes {
@@ -444,7 +459,7 @@ pub fn run<O: Observer>(
     let mut modes = vec![Mode::None];
     modes.extend(cfg.modes.iter().copied().filter(|m| *m != Mode::None));
     let mut results: Vec<WscapResult> = Vec::new();
-    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, headroom_limit };
+    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, headroom_limit, spawn };
     let mut plan: Vec<(Mode, u64, bool)> = Vec::new();
     for _ in 0..cfg.repeat {
         for &m in &modes {
@@ -626,101 +641,4 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scan_done() -> ScanDone {
-        ScanDone {
-            scans: 200,
-            seconds: 4.0,
-            p50_ns: 18_000_000,
-            p99_ns: 40_000_000,
-            max_ns: 90_000_000,
-            minflt: 1000,
-            majflt: 50,
-            utime_s: 3.5,
-            stime_s: 0.4,
-            per_second: vec![50, 49, 51, 50],
-        }
-    }
-
-    #[test]
-    fn modes_parse_by_their_names_only() {
-        use crate::kit::names;
-        use clap::ValueEnum;
-        assert_eq!(Mode::value_variants().len(), 6);
-        for m in Mode::value_variants() {
-            assert_eq!(names::parse::<Mode>("mode", &m.name()), Ok(*m));
-            assert_eq!(serde_json::to_value(m).unwrap(), serde_json::json!(m.name()));
-        }
-        assert_eq!(
-            names::list::<Mode>(),
-            "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim"
-        );
-        assert!(names::parse::<Mode>("mode", "cap").is_err());
-        assert!(names::parse::<Mode>("mode", "CAP-MAX").is_err());
-    }
-
-    #[test]
-    fn the_spec_travels_as_numbers_and_comes_back_whole() {
-        let spec = Spec { size: 64 << 20, write: false };
-        let argv = sandbox::worker::argv_spec(WORKER, &spec);
-        assert_eq!(argv[..3], ["__worker", "wscap", "--spec"]);
-        let back: Spec = sandbox::worker::spec_of(WORKER, &argv[2..]).unwrap();
-        assert_eq!(back, spec);
-        // A missing field, an unknown one and a size in words are refused.
-        let bad = |j: &str| sandbox::worker::spec_of::<Spec>(WORKER, &["--spec".into(), j.into()]).unwrap_err();
-        assert!(bad(r#"{"size": 1}"#).contains("missing field `write`"));
-        assert!(bad(r#"{"size": 1, "write": true, "cap": 2}"#).contains("unknown field `cap`"));
-        assert!(bad(r#"{"size": "64MiB", "write": true}"#).contains("bad --spec"));
-        assert!(sandbox::worker::spec_of::<Spec>(WORKER, &[]).unwrap_err().contains("needs --spec"));
-    }
-
-    #[test]
-    fn a_reply_missing_a_field_is_an_error_not_zero() {
-        let mut v = to_value(&scan_done());
-        assert_eq!(reply::<ScanDone>("scan", v.clone()).unwrap(), scan_done());
-        v.as_object_mut().unwrap().remove("majflt");
-        let e = reply::<ScanDone>("scan", v).unwrap_err().to_string();
-        assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
-        let e = reply::<BaselineDone>("baseline", serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
-        assert!(e.to_string().contains("instrumented"), "{e}");
-    }
-
-    #[test]
-    fn a_scan_fills_the_result_per_scan() {
-        let mut r = WscapResult::default();
-        scanned(&mut r, &scan_done());
-        assert_eq!(r.scans, 200);
-        assert_eq!(r.scans_per_sec, 50.0);
-        assert_eq!(r.ms_per_scan_p50, 18.0);
-        assert_eq!(r.ms_per_scan_max, 90.0);
-        assert_eq!(r.minor_faults_per_scan, 5.0);
-        assert_eq!(r.major_faults_per_scan, 0.25);
-        assert_eq!(r.scans_per_second_series, [50, 49, 51, 50]);
-        // No time, no rate (not a division by zero).
-        let mut z = WscapResult::default();
-        scanned(&mut z, &ScanDone { seconds: 0.0, ..scan_done() });
-        assert_eq!(z.scans_per_sec, 0.0);
-    }
-
-    #[test]
-    fn peaks_keep_the_median_and_the_maxima() {
-        let p =
-            Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: 7, swap_max: 9, charged_max: Some(11), store_max: None };
-        let mut r = WscapResult::default();
-        p.fill(&mut r);
-        assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (30, 50));
-        assert_eq!(
-            (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
-            (7, 9, Some(11), None)
-        );
-    }
-
-    #[test]
-    fn the_plan_bounds_what_the_host_gives() {
-        // The region plus a store no larger than it: never less than the region.
-        assert!(planned_bytes(64 << 20) >= 64 << 20);
-        assert!(planned_bytes(128 << 20) > planned_bytes(64 << 20));
-    }
-}
+mod tests;

@@ -190,35 +190,44 @@ pub(super) fn trim(
         }
     }
     t.major_faults_first_5s = t.curve.iter().filter(|p| p.t_s <= 5.0).map(|p| p.major_faults).max().unwrap_or(0);
-    // The store made for the run goes only when that is safe: swapoff brings
-    // its pages back into RAM.
-    if let Some(id) = back.zram_id {
-        // What swapoff would bring back, and the room for it; either unread
-        // is not "nothing" and "room": the device stays.
-        let need = store_sizes(Some(id)).map(|z| z.orig_bytes.saturating_sub(z.ram_bytes));
-        let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
-        let short = match (need, avail) {
-            (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {
-                format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", n >> 20, a >> 20)
-            }),
-            _ => Some("how much swapoff would bring back into RAM, or the room for it, could not be read".into()),
-        };
-        if let Some(why) = short.filter(|_| alive(pid)) {
-            t.store_note =
-                format!("zram{id} left in place: {why}; `pagelab restore` removes it once there is room");
-            obs.note(&t.store_note);
-            // Keep the journal (and the device): the next pagelab run, or
-            // `pagelab restore`, undoes it.
-            std::mem::forget(sb);
-            return Ok(t);
-        }
-        t.store_note = format!(
-            "zram{id} removed: swapoff brought {} back into RAM ({} was available)",
-            need.map_or("what it held".into(), |n| format!("{} MiB", n >> 20)),
-            avail.map_or("an unread amount".into(), |a| format!("{} MiB", a >> 20))
-        );
-        t.store_removed = true;
+    if let Some(id) = back.zram_id
+        && !remove_store(id, pid, &mut t, obs)
+    {
+        // Keep the journal (and the device): the next pagelab run, or
+        // `pagelab restore`, undoes it.
+        std::mem::forget(sb);
+        return Ok(t);
     }
     sb.restore()?;
     Ok(t)
+}
+
+/// Whether the store made for the run (zram `id`) may go: swapoff brings its
+/// pages back into RAM, so it stays (false, with `t.store_note` saying why)
+/// while the target lives and there is not room for them, or either cannot
+/// be read.
+fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer) -> bool {
+    // What swapoff would bring back, and the room for it; either unread
+    // is not "nothing" and "room": the device stays.
+    let need = store_sizes(Some(id)).map(|z| z.orig_bytes.saturating_sub(z.ram_bytes));
+    let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
+    let short = match (need, avail) {
+        (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {
+            format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", n >> 20, a >> 20)
+        }),
+        _ => Some("how much swapoff would bring back into RAM, or the room for it, could not be read".into()),
+    };
+    if let Some(why) = short.filter(|_| alive(pid)) {
+        t.store_note =
+            format!("zram{id} left in place: {why}; `pagelab restore` removes it once there is room");
+        obs.note(&t.store_note);
+        return false;
+    }
+    t.store_note = format!(
+        "zram{id} removed: swapoff brought {} back into RAM ({} was available)",
+        need.map_or("what it held".into(), |n| format!("{} MiB", n >> 20)),
+        avail.map_or("an unread amount".into(), |a| format!("{} MiB", a >> 20))
+    );
+    t.store_removed = true;
+    true
 }

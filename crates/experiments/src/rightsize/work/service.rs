@@ -446,30 +446,13 @@ fn follow(
         step_no += 1;
         point.action = if reclaim > 0 { "reclaim" } else { "hold" }.into();
         if reclaim > 0 {
-            let asked = match (target, pager.as_deref_mut()) {
-                (_, Some(pg)) => match pg.step(reclaim, step_no) {
-                    Ok(n) => n,
-                    // The target exited after the check above (a probe can take
-                    // seconds): the run ends as an exit does, its timeline kept
-                    // (issue 46 item 9: it ended "the process is gone", exit 1,
-                    // and no results).
-                    Err(_) if !alive(target) => {
-                        push_point(&mut svc.timeline, point);
-                        break format!("{name} exited");
-                    }
-                    Err(e) => return Err(ExperimentError::Worker(e)),
-                },
-                (Target::Cgroup { dir, .. }, None) => {
-                    match sandbox::cgroup::reclaim_once(dir, reclaim) {
-                        Ok(()) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
-                        Err(e) => {
-                            return Err(ExperimentError::Worker(format!("{}: memory.reclaim: {e}", dir.display())));
-                        }
-                    }
-                    reclaim
-                }
-                _ => 0,
+            let Some(asked) = reclaim_step(target, pager.as_deref_mut(), reclaim, step_no)? else {
+                // The target exited after the check above (a probe can take
+                // seconds): the run ends as an exit does, its timeline kept
+                // (issue 46 item 9: it ended "the process is gone", exit 1,
+                // and no results).
+                push_point(&mut svc.timeline, point);
+                break format!("{name} exited");
             };
             svc.reclaimed_bytes += asked;
             reclaim = asked;
@@ -525,6 +508,30 @@ fn push_point(timeline: &mut Vec<ServicePoint>, point: ServicePoint) {
         }
         timeline.push(p);
     }
+}
+
+/// One reclaim of `bytes` from the target: by pageout of its coldest pages
+/// (`pager`, a process) or through its group's memory.reclaim. The bytes
+/// asked of the kernel, or None when the process exited meanwhile.
+fn reclaim_step(target: &Target, pager: Option<&mut Pager>, bytes: u64, step_no: u64) -> Result<Option<u64>, ExperimentError> {
+    Ok(Some(match (target, pager) {
+        (_, Some(pg)) => match pg.step(bytes, step_no) {
+            Ok(n) => n,
+            Err(_) if !alive(target) => return Ok(None),
+            Err(e) => return Err(ExperimentError::Worker(e)),
+        },
+        (Target::Cgroup { dir, .. }, None) => {
+            match sandbox::cgroup::reclaim_once(dir, bytes) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                Err(e) => {
+                    return Err(ExperimentError::Worker(format!("{}: memory.reclaim: {e}", dir.display())));
+                }
+            }
+            bytes
+        }
+        _ => 0,
+    }))
 }
 
 /// Where the footprint settled: the last third's median footprint and

@@ -1,0 +1,182 @@
+//! wscap's work: its parts, and its whole run without root.
+
+use super::*;
+
+/// A pure cgroup-v2 tree in a temporary directory: no kernel behind it.
+fn fake_v2() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    std::fs::create_dir_all(r.join("proc/self")).unwrap();
+    std::fs::write(
+        r.join("proc/self/mountinfo"),
+        "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("proc/meminfo"), "MemTotal:  4194304 kB\nMemAvailable: 3000000 kB\n").unwrap();
+    std::fs::create_dir_all(r.join("sys/fs/cgroup")).unwrap();
+    std::fs::write(r.join("sys/fs/cgroup/cgroup.controllers"), "cpu io memory pids\n").unwrap();
+    std::fs::write(r.join("sys/fs/cgroup/cgroup.subtree_control"), "cpu io memory pids\n").unwrap();
+    t
+}
+
+/// wscap's whole run with no root and no process: its worker's own main
+/// on a thread, its groups made on a fake cgroup-v2 tree (each mode a
+/// fresh one, all gone after, a failed run's too). `none`
+/// runs first each repeat and is its own reference; the capped mode's
+/// slowdown is read against it; each result is written as it comes; a
+/// result that cannot be written fails the run.
+#[test]
+fn the_run_drives_its_worker_and_groups_without_root() {
+    use workloads::observe::Recorder;
+    let tree = fake_v2();
+    let cfg = WscapConfig {
+        size: 2 << 20,
+        cap: 1 << 20,
+        duration: Duration::from_millis(200),
+        modes: vec![Mode::CapMax],
+        period: Duration::from_millis(100),
+        write: false,
+        backing: BackingKind::None,
+        compressor: None,
+        repeat: 2,
+        sweep_caps: vec![3 << 20],
+        exe: PathBuf::from("/nonexistent"),
+        host_floor: None,
+        swapfile_dir: PathBuf::from("/tmp"),
+    };
+    let sandbox = || {
+        Sandbox::with_journal_dir("wscap", &tree.path().join("journal"))
+            .with_roots(probe::Roots::under(tree.path()))
+    };
+    let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+    let mut obs = Recorder::default();
+    let rs = run_with(&cfg, &mut obs, || false, &mut threads, sandbox()).unwrap();
+    let plan: Vec<(&str, u32, bool, Option<u64>)> =
+        rs.iter().map(|r| (r.mode.as_str(), r.repeat, r.sweep, r.cap_bytes)).collect();
+    assert_eq!(
+        plan,
+        [
+            ("none", 1, false, None),
+            ("cap-max", 1, false, Some(1 << 20)),
+            ("none", 2, false, None),
+            ("cap-max", 2, false, Some(1 << 20)),
+            ("cap-max", 1, true, Some(3 << 20)),
+        ]
+    );
+    assert_eq!(obs.results.len(), 5, "each result written as it came");
+    for r in &rs {
+        assert!(r.scans > 0 && r.scans_per_sec > 0.0 && r.ms_per_scan_p99 > 0.0, "{r:?}");
+        assert_eq!(r.outcome, "ok");
+    }
+    assert_eq!(rs[0].slowdown, Some(1.0));
+    let base = rs[0].scans_per_sec;
+    assert!((rs[1].slowdown.unwrap() - base / rs[1].scans_per_sec).abs() < 1e-9, "{:?}", rs[1].slowdown);
+    let base2 = record::stats::median(&[rs[0].scans_per_sec, rs[2].scans_per_sec]).unwrap();
+    assert!((rs[3].slowdown.unwrap() - base2 / rs[3].scans_per_sec).abs() < 1e-9);
+    assert!(rs[4].notes.iter().any(|n| n.contains("is not below the size")), "{:?}", rs[4].notes);
+    assert!(rs[0].minimal_scans_per_sec.is_some_and(|m| m > 0.0), "none measures its minimal loop");
+    // Each mode had its own group, and none is left.
+    let groups = tree.path().join("sys/fs/cgroup/pagelab");
+    assert!(!groups.exists(), "groups left behind");
+    assert!(sandbox::journal::journal_files(&tree.path().join("journal")).is_empty());
+    // A result that cannot be written fails the run at the first.
+    let mut refusing = Recorder { refuse_results: true, ..Default::default() };
+    let e = run_with(&cfg, &mut refusing, || false, &mut threads, sandbox()).unwrap_err();
+    assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+    assert!(!groups.exists(), "a failed run left its group behind");
+}
+
+fn scan_done() -> ScanDone {
+    ScanDone {
+        scans: 200,
+        seconds: 4.0,
+        p50_ns: 18_000_000,
+        p99_ns: 40_000_000,
+        max_ns: 90_000_000,
+        minflt: 1000,
+        majflt: 50,
+        utime_s: 3.5,
+        stime_s: 0.4,
+        per_second: vec![50, 49, 51, 50],
+    }
+}
+
+#[test]
+fn modes_parse_by_their_names_only() {
+    use crate::kit::names;
+    use clap::ValueEnum;
+    assert_eq!(Mode::value_variants().len(), 6);
+    for m in Mode::value_variants() {
+        assert_eq!(names::parse::<Mode>("mode", &m.name()), Ok(*m));
+        assert_eq!(serde_json::to_value(m).unwrap(), serde_json::json!(m.name()));
+    }
+    assert_eq!(
+        names::list::<Mode>(),
+        "none, cap-max, cap-high, periodic-pageout, periodic-cold, periodic-reclaim"
+    );
+    assert!(names::parse::<Mode>("mode", "cap").is_err());
+    assert!(names::parse::<Mode>("mode", "CAP-MAX").is_err());
+}
+
+#[test]
+fn the_spec_travels_as_numbers_and_comes_back_whole() {
+    let spec = Spec { size: 64 << 20, write: false };
+    let argv = sandbox::worker::argv_spec(WORKER, &spec);
+    assert_eq!(argv[..3], ["__worker", "wscap", "--spec"]);
+    let back: Spec = sandbox::worker::spec_of(WORKER, &argv[2..]).unwrap();
+    assert_eq!(back, spec);
+    // A missing field, an unknown one and a size in words are refused.
+    let bad = |j: &str| sandbox::worker::spec_of::<Spec>(WORKER, &["--spec".into(), j.into()]).unwrap_err();
+    assert!(bad(r#"{"size": 1}"#).contains("missing field `write`"));
+    assert!(bad(r#"{"size": 1, "write": true, "cap": 2}"#).contains("unknown field `cap`"));
+    assert!(bad(r#"{"size": "64MiB", "write": true}"#).contains("bad --spec"));
+    assert!(sandbox::worker::spec_of::<Spec>(WORKER, &[]).unwrap_err().contains("needs --spec"));
+}
+
+#[test]
+fn a_reply_missing_a_field_is_an_error_not_zero() {
+    let mut v = to_value(&scan_done());
+    assert_eq!(reply::<ScanDone>("scan", v.clone()).unwrap(), scan_done());
+    v.as_object_mut().unwrap().remove("majflt");
+    let e = reply::<ScanDone>("scan", v).unwrap_err().to_string();
+    assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
+    let e = reply::<BaselineDone>("baseline", serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
+    assert!(e.to_string().contains("instrumented"), "{e}");
+}
+
+#[test]
+fn a_scan_fills_the_result_per_scan() {
+    let mut r = WscapResult::default();
+    scanned(&mut r, &scan_done());
+    assert_eq!(r.scans, 200);
+    assert_eq!(r.scans_per_sec, 50.0);
+    assert_eq!(r.ms_per_scan_p50, 18.0);
+    assert_eq!(r.ms_per_scan_max, 90.0);
+    assert_eq!(r.minor_faults_per_scan, 5.0);
+    assert_eq!(r.major_faults_per_scan, 0.25);
+    assert_eq!(r.scans_per_second_series, [50, 49, 51, 50]);
+    // No time, no rate (not a division by zero).
+    let mut z = WscapResult::default();
+    scanned(&mut z, &ScanDone { seconds: 0.0, ..scan_done() });
+    assert_eq!(z.scans_per_sec, 0.0);
+}
+
+#[test]
+fn peaks_keep_the_median_and_the_maxima() {
+    let p =
+        Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: 7, swap_max: 9, charged_max: Some(11), store_max: None };
+    let mut r = WscapResult::default();
+    p.fill(&mut r);
+    assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (30, 50));
+    assert_eq!(
+        (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
+        (7, 9, Some(11), None)
+    );
+}
+
+#[test]
+fn the_plan_bounds_what_the_host_gives() {
+    // The region plus a store no larger than it: never less than the region.
+    assert!(planned_bytes(64 << 20) >= 64 << 20);
+    assert!(planned_bytes(128 << 20) > planned_bytes(64 << 20));
+}

@@ -1,0 +1,219 @@
+//! The seam between an experiment and its worker: [`WorkerLink`] (what the
+//! experiment's loop needs of a worker) and [`Spawn`] (what starts one), with
+//! the real process ([`Processes`]) and, for tests, a worker's own main on a
+//! thread of this process ([`Threads`]).
+
+use super::{Events, RecvTimeoutError, Worker, WorkerCommand, WorkerEvent, WorkerFailure, WorkerSpec, child};
+use super::{read_events, wait_on};
+use crate::error::{Result, SandboxError};
+use std::io::{BufReader, Write};
+use std::time::Duration;
+
+/// What an experiment needs of its worker: the seam between the experiment's
+/// loop and the process (or, in tests, the thread) that does its work.
+pub trait WorkerLink {
+    /// The process whose memory the worker uses (ours, for a thread).
+    fn pid(&self) -> i32;
+    /// Sends a command.
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()>;
+    /// The next event, waiting up to `timeout`; `Err` once the worker ended
+    /// and every event was read.
+    fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure>;
+    /// Waits for an event of `kind` (and `name`), passing every event seen to
+    /// `on_event`; fails if the worker ends, `timeout` passes or `stop` says so.
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure>;
+    /// How the worker ended (once it has).
+    fn failure(&mut self) -> WorkerFailure;
+    /// Closes its control pipe and waits up to `timeout` for its end.
+    fn finish(self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure>;
+}
+
+/// Starts workers: processes (the real [`Processes`]) or threads ([`Threads`]).
+pub trait Spawn {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>>;
+    /// Whether what it starts can be placed in a cgroup (a thread cannot).
+    fn containable(&self) -> bool {
+        true
+    }
+}
+
+/// The real spawner: each worker a process ([`Worker::spawn`]).
+pub struct Processes;
+
+impl Spawn for Processes {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>> {
+        Ok(Box::new(Worker::spawn(spec)?))
+    }
+}
+
+impl WorkerLink for Worker {
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+        Worker::send(self, cmd, arg)
+    }
+    fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
+        Worker::recv(self, timeout)
+    }
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure> {
+        Worker::wait_for(self, kind, name, timeout, on_event, stop)
+    }
+    fn failure(&mut self) -> WorkerFailure {
+        Worker::failure(self)
+    }
+    fn finish(self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+        Worker::finish(*self, timeout)
+    }
+}
+
+/// A worker's main: what `pagelab __worker KIND` runs with the arguments
+/// after KIND.
+pub type WorkerMain = fn(&mut child::WorkerIo, &[String]) -> std::result::Result<(), String>;
+
+/// The in-process spawner for tests: each worker's main runs on a thread of
+/// this process, over a socket pair instead of pipes, with no root and no
+/// process. A cgroup given is not joined (a thread cannot be; on a fake
+/// tree there is no kernel behind it). Its kinds are given as (kind, main).
+pub struct Threads(pub Vec<(&'static str, WorkerMain)>);
+
+impl Spawn for Threads {
+    fn spawn(&mut self, spec: WorkerSpec<'_>) -> Result<Box<dyn WorkerLink>> {
+        let kind = spec.args.get(1).cloned().unwrap_or_default();
+        let main = self
+            .0
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| SandboxError::Other(format!("no in-process worker of kind '{kind}'")))?;
+        Ok(Box::new(InProcess::start(spec.label, main, spec.args[2..].to_vec())?))
+    }
+    fn containable(&self) -> bool {
+        false
+    }
+}
+
+/// A worker on a thread of this process ([`Threads`]).
+pub struct InProcess {
+    label: String,
+    control: Option<std::os::unix::net::UnixStream>,
+    events: Events,
+    thread: Option<std::thread::JoinHandle<std::result::Result<(), String>>>,
+}
+
+impl InProcess {
+    fn start(label: String, main: WorkerMain, args: Vec<String>) -> Result<InProcess> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| SandboxError::Other(format!("worker {label}: socketpair: {e}")))?;
+        let reader = ours.try_clone().map_err(|e| SandboxError::Other(format!("worker {label}: {e}")))?;
+        let events = read_events(reader, &format!("worker-{label}-events"))?;
+        let thread = std::thread::Builder::new()
+            .name(format!("worker-{label}"))
+            .spawn(move || {
+                let out = theirs.try_clone().map_err(|e| e.to_string())?;
+                let mut io = child::WorkerIo::over(BufReader::new(theirs), out);
+                let r = main(&mut io, &args);
+                if let Err(e) = &r {
+                    io.emit("error", e, serde_json::Value::Null);
+                }
+                r
+            })
+            .map_err(|e| SandboxError::Other(format!("starting worker {label}: {e}")))?;
+        Ok(InProcess { label, control: Some(ours), events, thread: Some(thread) })
+    }
+}
+
+impl WorkerLink for InProcess {
+    fn pid(&self) -> i32 {
+        std::process::id() as i32
+    }
+    fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
+        match self.events.rx.recv_timeout(timeout) {
+            Ok(ev) => Ok(Some(ev)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(WorkerFailure {
+                label: self.label.clone(),
+                phase: self.events.phase.lock().unwrap().clone(),
+                reason: self.events.errors.lock().unwrap().last().map_or("ended".into(), |e| format!("failed: {e}")),
+                oom_killed: false,
+            }),
+        }
+    }
+    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+        let c = self.control.as_mut().ok_or_else(|| std::io::Error::other("control closed"))?;
+        let mut line = serde_json::to_vec(&WorkerCommand { cmd: cmd.into(), arg })?;
+        line.push(b'\n');
+        c.write_all(&line)?;
+        c.flush()
+    }
+    fn wait_for(
+        &mut self,
+        kind: &str,
+        name: Option<&str>,
+        timeout: Duration,
+        on_event: &mut dyn FnMut(&WorkerEvent),
+        stop: &dyn Fn() -> bool,
+    ) -> std::result::Result<WorkerEvent, WorkerFailure> {
+        let label = self.label.clone();
+        let ph = self.events.phase.clone();
+        wait_on(
+            &label,
+            &|| ph.lock().unwrap().clone(),
+            &mut || self.recv(Duration::from_millis(50)),
+            kind,
+            name,
+            timeout,
+            on_event,
+            stop,
+        )
+    }
+    fn failure(&mut self) -> WorkerFailure {
+        let reason = match self.thread.take().map(|t| t.join()) {
+            Some(Ok(Ok(()))) => "exited normally".to_string(),
+            Some(Ok(Err(e))) => format!("failed: {e}"),
+            Some(Err(_)) => "panicked".to_string(),
+            None => "ended".to_string(),
+        };
+        WorkerFailure {
+            label: self.label.clone(),
+            phase: self.events.phase.lock().unwrap().clone(),
+            reason,
+            oom_killed: false,
+        }
+    }
+    fn finish(mut self: Box<Self>, _timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+        // End of commands: its loop ends as a process's does when stdin closes.
+        if let Some(c) = self.control.take() {
+            let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+        let f = self.failure();
+        if f.reason == "exited normally" { Ok(()) } else { Err(f) }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        // Closing the socket ends the worker's command loop; the thread is
+        // joined so that its memory is freed before the caller goes on.
+        if let Some(c) = self.control.take() {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
