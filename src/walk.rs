@@ -92,8 +92,7 @@ mod tests {
         }
     }
 
-    /// The published schemas are what the experiments' `schema.json` make of
-    /// them, byte for byte (generated: keys sorted, two-space indent);
+    /// The published schemas are what the experiments' types make of them, byte for byte (generated: keys sorted, two-space indent);
     /// `PAGELAB_BLESS=1` rewrites them (after a fragment changed, or an
     /// experiment was added).
     #[test]
@@ -115,7 +114,7 @@ mod tests {
                 eprintln!("rewrote {}", doc.path());
             } else {
                 panic!(
-                    "{} is not what the experiments' schema.json make of it; \
+                    "{} is not what the experiments' types make of it; \
                      run PAGELAB_BLESS=1 cargo test --bin pagelab schemas",
                     doc.path()
                 );

@@ -61,9 +61,9 @@ pub struct Experiment {
     pub command: fn() -> clap::Command,
     /// Runs its subcommand from the parsed arguments.
     pub run: fn(&clap::ArgMatches) -> anyhow::Result<()>,
-    /// Its part of the published schemas (its folder's `schema.json`; see
-    /// [`kit::schema`]).
-    pub schema: &'static str,
+    /// Its part of the published schemas, generated from its result and
+    /// `--json` types ([`kit::schema::generate`]).
+    pub schema: fn() -> serde_json::Value,
 }
 
 impl Experiment {
@@ -100,7 +100,7 @@ pub fn find(name: &str) -> Option<&'static Experiment> {
 
 /// Every experiment's schema fragment, in the lab's order.
 pub fn schema_fragments() -> Result<Vec<kit::schema::Fragment>, String> {
-    ALL.iter().map(|e| kit::schema::Fragment::parse(e.name(), e.schema)).collect()
+    ALL.iter().map(|e| kit::schema::Fragment::from_value(e.name(), (e.schema)())).collect()
 }
 
 /// The report's view of [`ALL`]: what `report`, `compare` and the lab's

@@ -376,7 +376,7 @@ fn typed_reads_what_fits_and_names_what_does_not() {
         "probe_outside": [[1.0, null]]}}}),
     ];
     let t: Vec<experiments::thrash::results::Entry> = record::results::typed(&v).unwrap();
-    let s = &t[0].result.as_ref().unwrap().series;
+    let s = &t[0].result.series;
     assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
     assert!(s.probe_outside[0].1.is_nan());
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Estimated stored fraction (compressed bytes / original bytes) per compressor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Estimate {
     #[serde(default = "record::results::nan")]

@@ -22,7 +22,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::TOUCHER, work::toucher_main)],
     command: || crate::kit::command::<cmd::AssessArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::assess::results::AssessResult, crate::kit::run::Doc<crate::assess::results::AssessResult>>("assess"),
 };
 
 /// Its help line.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bytes by kind of memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Kinds {
     pub anon: u64,
@@ -27,7 +27,7 @@ impl Kinds {
 }
 
 /// What was assessed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Target {
     pub pid: i32,
@@ -44,7 +44,7 @@ pub struct Target {
 }
 
 /// One window of the working-set estimate: what was touched within it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Window {
     #[serde(default = "record::results::nan")]
@@ -65,7 +65,7 @@ pub struct Window {
 }
 
 /// A working-set source the kernel may offer, and whether assess used it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Source {
     pub name: String,
@@ -76,7 +76,7 @@ pub struct Source {
 pub use crate::kit::pages::{Compress, Compressibility};
 
 /// Latency of the user's probe command, milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Latency {
     pub runs: u32,
@@ -88,7 +88,7 @@ pub struct Latency {
 }
 
 /// One point of the curve after the trim.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Point {
     /// Seconds since the trim ended.
@@ -103,7 +103,7 @@ pub struct Point {
 }
 
 /// What trimming cost (`--trim`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Trim {
     /// zram (made for the run) or existing, and the store's compressor.
@@ -137,7 +137,7 @@ pub struct Trim {
 }
 
 /// One assessed process.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct AssessResult {
     /// 1-based: the windows and compressibility are measured `--repeat` times.
     pub repeat: u32,
@@ -162,7 +162,7 @@ pub struct AssessResult {
 
 /// An MGLRU pass: the memory cgroup aged, when (seconds from the pass's
 /// start), and how many generations it counted at the end.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct MglruRun {
     pub memcg: String,
@@ -173,7 +173,7 @@ pub struct MglruRun {
 
 /// A DAMON monitoring pass: its intervals, how long it ran, and the regions
 /// it ended with.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct DamonRun {
     pub sample_us: u64,

@@ -23,7 +23,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::EatArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::eat::results::EatResult, crate::kit::run::Doc<crate::eat::results::EatResult>>("eat"),
 };
 
 /// Its help line.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 pub use workloads::compress::Estimate;
 
 /// The store's state at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct StoreStats {
     /// zram: uncompressed bytes stored.
@@ -38,7 +38,7 @@ pub struct StoreStats {
 }
 
 /// One pattern's run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct EatResult {
     pub pattern: String,
     #[serde(default)]

@@ -396,8 +396,8 @@ pub struct HeapArgs {
 }
 
 /// `heap --json`: the results by kind, with what they were measured against.
-#[derive(Serialize)]
-struct Output {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Output {
     experiment: &'static str,
     cores: usize,
     baseline: String,

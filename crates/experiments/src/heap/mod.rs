@@ -18,7 +18,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main), (work::overtime::WORKER, work::overtime::worker_main)],
     command: || crate::kit::command::<cmd::HeapArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::heap::results::Entry, crate::heap::cmd::Output>("heap"),
 };
 
 /// Its help line.

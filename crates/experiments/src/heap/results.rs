@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What one worker (one repeat of one configuration) measured. The means are
 /// from batch timing in the warm phase (see the heap workload's script); the percentiles from
 /// the rounds timed call by call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Repeat {
     /// Warm heap: mean ns per allocation / free, from batches of
@@ -84,7 +84,7 @@ pub struct Repeat {
 
 /// One allocator × heap mode × thread count over its repeats: each headline is
 /// the median of the per-repeat figures, with its CV across repeats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct HeapResult {
     pub allocator: String,
     pub heap_mode: String,
@@ -149,7 +149,7 @@ pub struct HeapResult {
 }
 
 /// A configuration that could not run here, and why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Unsupported {
     pub allocator: String,
     #[serde(default)]
@@ -159,19 +159,22 @@ pub struct Unsupported {
 }
 
 /// One entry of run.json's `results`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Entry {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<HeapResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<Unsupported>,
     /// `pagelab heap --over-time`: one arm × pattern × thread count.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub over_time: Option<OverTimeResult>,
 }
 
 /// What one worker of `heap --over-time` measured: heap memory (the worker's
 /// anonymous RSS above what it held before its first allocation) across the
 /// phases grow, churn, shrink and idle.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OverTimeRun {
     /// 1-based; the arms of one repeat ran side by side (ABBA order).
@@ -228,7 +231,7 @@ pub struct OverTimeRun {
 /// behind it, so that what the allocator kept but the program no longer uses
 /// goes to the compressed store; then the limit is lifted and the threads
 /// allocate back to the live size, paying for what comes back.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PressureRun {
     /// The limit during the squeeze, bytes (charge before grow + bytes kept + margin).
@@ -250,7 +253,7 @@ pub struct PressureRun {
 
 /// A figure over repeats: the median and a 95 % interval; None where fewer
 /// than two repeats had a value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Spread {
     /// None when no repeat had a value (e.g. a half-life that was never).
     pub median: Option<f64>,
@@ -285,7 +288,7 @@ impl Spread {
 
 /// One arm (an allocator, or an allocator with one setting changed) × pattern
 /// × thread count of `heap --over-time`, over its repeats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OverTimeResult {
     /// The arm: `glibc`, or e.g. `glibc+malloc_trim`, `jemalloc+dirty_decay_ms:0`.
@@ -323,7 +326,7 @@ pub struct OverTimeResult {
 }
 
 /// run.json's `config` for a heap run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Config {
     pub threads: Vec<u32>,
@@ -353,7 +356,7 @@ fn yes() -> bool {
 }
 
 /// run.json's `config.over_time`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct OverTimeConfig {
     pub threads: Vec<u32>,

@@ -17,7 +17,7 @@ fn err(msg: String) -> ExperimentError {
 }
 
 /// Per-page compressibility of a set of anonymous pages.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Compressibility {
     /// Pages read (a sample when there were more than `--max-read` allows).
@@ -54,7 +54,7 @@ impl Compressibility {
 
 /// Compressibility of the anonymous pages read, all together and split into
 /// cold and hot by each mapping's referenced share at the longest window.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Compress {
     pub page_size: u64,

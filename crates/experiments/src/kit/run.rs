@@ -224,7 +224,7 @@ pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
 
 /// The `--json` document of an experiment whose results print as run.json
 /// holds them.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct Doc<R: Serialize> {
     pub experiment: &'static str,
     pub results: Vec<R>,

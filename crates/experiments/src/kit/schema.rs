@@ -1,13 +1,14 @@
 //! The published schemas (schema/run.schema.json, the `results` of run.json;
 //! schema/experiment-output.schema.json, an experiment's `--json`) assembled
-//! from each experiment's `schema.json`: the shape of its results in each
-//! document, and the `$defs` it owns (named `<experiment>_*`). Everything else
+//! from each experiment's fragment, generated from its types ([`generate`]):
+//! the shape of its results in each document, and the `$defs` it owns (named
+//! `<experiment>_*`). Everything else
 //! in those files (the run's own fields, the environment, the status) is
 //! shared and stays as written there.
 //!
 //! A test (src/walk.rs) checks that each published file is what [`assemble`]
 //! makes of it; `PAGELAB_BLESS=1 cargo test --bin pagelab schemas` rewrites
-//! them after an experiment's fragment changed or one was added.
+//! them after an experiment's types changed or one was added.
 
 use serde_json::{Map, Value, json};
 
@@ -39,28 +40,106 @@ impl Doc {
     }
 }
 
-/// One experiment's fragment, read: its name and its `schema.json`.
+/// One experiment's fragment: its name, and its `run`, `output` and `$defs`.
 pub struct Fragment {
     pub name: &'static str,
     pub schema: Value,
 }
 
 impl Fragment {
-    /// Parses an experiment's `schema.json`; Err names what is wrong.
+    /// Parses a fragment written as text; Err names what is wrong.
     pub fn parse(name: &'static str, text: &str) -> Result<Fragment, String> {
-        let schema: Value = serde_json::from_str(text).map_err(|e| format!("{name}/schema.json: {e}"))?;
+        let schema: Value = serde_json::from_str(text).map_err(|e| format!("{name}'s schema fragment: {e}"))?;
+        Fragment::from_value(name, schema)
+    }
+
+    /// An experiment's fragment as made ([`generate`]); Err names what is wrong.
+    pub fn from_value(name: &'static str, schema: Value) -> Result<Fragment, String> {
         for key in ["run", "output", "$defs"] {
             if !schema.get(key).is_some_and(Value::is_object) {
-                return Err(format!("{name}/schema.json: no object \"{key}\""));
+                return Err(format!("{name}'s schema fragment: no object \"{key}\""));
             }
         }
         let prefix = format!("{name}_");
         if let Some(k) =
             schema["$defs"].as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !k.starts_with(&prefix))
         {
-            return Err(format!("{name}/schema.json: $defs/{k} is not named {prefix}*"));
+            return Err(format!("{name}'s schema fragment: $defs/{k} is not named {prefix}*"));
         }
         Ok(Fragment { name, schema })
+    }
+}
+
+/// An experiment's fragment generated from its types, so that it cannot
+/// drift from them: its run.json entries are `R` (published as
+/// `<name>_result`), its `--json` document is `O` (its properties but the
+/// shared `experiment`), and every type they reach is a `$defs` entry named
+/// `<name>_<Type>`. Its required fields are those a reader requires; every
+/// float may be null (serde writes a NaN or
+/// an infinity as null), and formats (`uint64`, `double`) are left out.
+pub fn generate<R: schemars::JsonSchema, O: schemars::JsonSchema>(name: &str) -> Value {
+    // The reading side: what pagelab reads back, so a record of an older
+    // version with a field it defaults is valid, and a field written only
+    // when it has something (which must then read as its default) is not
+    // required.
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let r = generator.subschema_for::<R>();
+    let o = generator.subschema_for::<O>();
+    let target = |s: &schemars::Schema| {
+        s.as_value()["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_string).unwrap_or_default()
+    };
+    let (r_name, o_name) = (target(&r), target(&o));
+    let rename = |k: &str| if k == r_name { format!("{name}_result") } else { format!("{name}_{k}") };
+    let mut defs = Map::new();
+    let mut output = Value::Null;
+    for (k, v) in generator.take_definitions(true) {
+        let mut v = v;
+        tidy(&mut v, &rename);
+        if k == o_name {
+            let mut props = v["properties"].as_object().cloned().unwrap_or_default();
+            props.remove("experiment");
+            output = json!({"properties": props});
+        } else {
+            defs.insert(rename(&k), v);
+        }
+    }
+    let results = json!({"type": "array", "items": {"$ref": format!("#/$defs/{name}_result")}});
+    json!({"run": {"properties": {"results": results}}, "output": output, "$defs": defs})
+}
+
+/// A schema tidied: references renamed, floats nullable, and the keywords a
+/// reader has no use for (format, default, title) dropped. The maps of
+/// names (`properties`, `$defs`) are not schemas themselves: their members are.
+fn tidy(v: &mut Value, rename: &dyn Fn(&str) -> String) {
+    match v {
+        Value::Object(m) => {
+            for k in ["format", "default", "title"] {
+                m.remove(k);
+            }
+            if let Some(Value::String(r)) = m.get_mut("$ref")
+                && let Some(k) = r.strip_prefix("#/$defs/")
+            {
+                *r = format!("#/$defs/{}", rename(k));
+            }
+            match m.get_mut("type") {
+                Some(t) if t == "number" => *t = json!(["number", "null"]),
+                Some(Value::Array(ts)) if ts.iter().any(|t| t == "number") && !ts.iter().any(|t| t == "null") => {
+                    ts.push(json!("null"))
+                }
+                _ => {}
+            }
+            for (k, x) in m.iter_mut() {
+                match (k.as_str(), x) {
+                    ("properties" | "$defs" | "patternProperties", Value::Object(named)) => {
+                        named.values_mut().for_each(|s| tidy(s, rename))
+                    }
+                    ("$ref" | "type" | "required" | "description" | "enum" | "const", _) => {}
+                    (_, x) => tidy(x, rename),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| tidy(x, rename)),
+        _ => {}
     }
 }
 
@@ -165,6 +244,56 @@ mod tests {
         assert_eq!(out["properties"]["experiment"]["enum"], json!(["a", "b"]));
         // Assembling again changes nothing.
         assert_eq!(assemble(Doc::Run, &run, &frags), run);
+    }
+
+    /// A result type.
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Thing {
+        /// Its name.
+        name: String,
+        #[serde(default)]
+        count: u64,
+        ratio: f64,
+        part: Option<Part>,
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Part {
+        format: String,
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Out {
+        experiment: &'static str,
+        results: Vec<Thing>,
+        extra: u32,
+    }
+
+    /// The fragment follows the types: the entry is `<x>_result`, what it
+    /// reaches `<x>_<Type>` (references renamed), required is what the
+    /// reader requires, a float may be null, a doc comment is the
+    /// description, formats go (but not a field called `format`), and the
+    /// output is the document's own properties but `experiment`.
+    #[test]
+    fn a_fragment_is_generated_from_the_types() {
+        let f = Fragment::from_value("x", generate::<Thing, Out>("x")).unwrap();
+        let defs = f.schema["$defs"].as_object().unwrap();
+        let mut names: Vec<&str> = defs.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(names, ["x_Part", "x_result"]);
+        let t = &defs["x_result"];
+        assert_eq!(t["required"], json!(["name", "ratio"]));
+        assert_eq!(t["additionalProperties"], false);
+        assert_eq!(t["properties"]["name"]["description"], "Its name.");
+        assert_eq!(t["properties"]["ratio"]["type"], json!(["number", "null"]));
+        assert!(t["properties"]["count"].get("format").is_none() && t["properties"]["count"].get("default").is_none());
+        assert!(t.to_string().contains("#/$defs/x_Part"), "{t}");
+        assert_eq!(defs["x_Part"]["properties"]["format"]["type"], "string");
+        assert_eq!(f.schema["run"]["properties"]["results"]["items"]["$ref"], "#/$defs/x_result");
+        let out = f.schema["output"]["properties"].as_object().unwrap();
+        assert!(out.contains_key("results") && out.contains_key("extra") && !out.contains_key("experiment"));
+        assert_eq!(out["results"]["items"]["$ref"], "#/$defs/x_result");
     }
 
     #[test]

@@ -165,8 +165,8 @@ pub struct MappingArgs {
 }
 
 /// `mapping --json`: the results, with the touch they were measured against.
-#[derive(Serialize)]
-struct Output {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Output {
     experiment: &'static str,
     baseline: Option<crate::mapping::results::Baseline>,
     results: Vec<crate::mapping::results::MappingResult>,

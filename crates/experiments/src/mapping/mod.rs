@@ -18,7 +18,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::MappingArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::mapping::results::Entry, crate::mapping::cmd::Output>("mapping"),
 };
 
 /// Its help line.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One step's statistics over the counted iterations.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct StepStats {
     #[serde(default = "record::results::nan")]
@@ -26,7 +26,7 @@ pub struct StepStats {
 }
 
 /// One method's run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct MappingResult {
     pub method: String,
     #[serde(default)]
@@ -80,7 +80,7 @@ pub struct MappingResult {
 }
 
 /// The touch of resident memory alone, which the normalized figures subtract.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Baseline {
     pub touch_ms_p50: Option<f64>,
@@ -89,9 +89,11 @@ pub struct Baseline {
 }
 
 /// One entry of run.json's `results`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Entry {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<MappingResult>,
 }

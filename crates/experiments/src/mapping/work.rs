@@ -16,7 +16,7 @@
 //! | memfd-punch | (kept memfd mapping) | fallocate(PUNCH_HOLE) | faults |
 //! | mremap | mremap of a kept half-size region to full size | mremap back to half | - |
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Instant;
 use workloads::mm;
 
@@ -479,9 +479,16 @@ pub fn run<O: workloads::observe::Observer>(
         obs.event("phase_end", method, probe::sample::monotonic_ns(), Value::Null);
         let d: Done = serde_json::from_value(d)
             .map_err(|e| ExperimentError::Worker(format!("the mapping worker's reply ({method}): {e}")))?;
-        let baseline = json!({"touch_ms_p50": d.baseline_touch_ms_p50, "touch_ms_min": d.baseline_touch_ms_min, "touch_ms_max": d.baseline_touch_ms_max});
+        let baseline = crate::mapping::results::Baseline {
+            touch_ms_p50: Some(d.baseline_touch_ms_p50).filter(|v| v.is_finite()),
+            touch_ms_min: Some(d.baseline_touch_ms_min).filter(|v| v.is_finite()),
+            touch_ms_max: Some(d.baseline_touch_ms_max).filter(|v| v.is_finite()),
+        };
         let r = result(cfg, &spec, repeat, d);
-        obs.result(json!({"baseline": baseline, "result": r}))?;
+        obs.result(workloads::observe::value(&crate::mapping::results::Entry {
+            baseline: Some(baseline),
+            result: Some(r.clone()),
+        })?)?;
         out.push(r);
     }
     obs.targets(vec![], None, vec![]);

@@ -25,7 +25,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[],
     command: || crate::kit::command::<cmd::RightsizeArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::rightsize::results::RightsizeResult, crate::kit::run::Doc<crate::rightsize::results::RightsizeResult>>("rightsize"),
 };
 
 /// Its help line.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One run of the program: unlimited (`limit_bytes` none) or under a limit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct ProgramRun {
     /// 1-based, in the order the runs happened.
@@ -52,7 +52,7 @@ pub struct ProgramRun {
 }
 
 /// One point of the curve: a limit and what running under it cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct CurvePoint {
     pub limit_bytes: u64,
@@ -80,7 +80,7 @@ pub struct CurvePoint {
 }
 
 /// What the unlimited runs measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Baseline {
     pub n: u32,
@@ -97,7 +97,7 @@ pub struct Baseline {
 }
 
 /// The answer, and how well it was checked.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Recommendation {
     pub limit_bytes: u64,
@@ -136,7 +136,7 @@ pub struct Recommendation {
 
 /// Before the first limited run: what the noise of the unlimited runs lets
 /// the budget verify.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Plan {
     /// The spread of a pair's log ratio assumed (√2 × the unlimited runs').
@@ -157,7 +157,7 @@ pub struct Plan {
 }
 
 /// When nothing verified: the safe answer, and the best that was measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Unverified {
     /// The limit the ready lines give: the unlimited peak.
@@ -176,7 +176,7 @@ pub struct Unverified {
 }
 
 /// One reading of service mode.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct ServicePoint {
     pub t_s: f64,
@@ -196,7 +196,7 @@ pub struct ServicePoint {
 }
 
 /// Service mode: the target, the method, and where it settled.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Service {
     /// `pid 1234 (comm)` or the cgroup's path.
@@ -226,7 +226,7 @@ pub struct Service {
 /// Before the first limited run: the knee and the total memory at the target
 /// this backing should give, from the second unlimited run's steady working
 /// set and the compressibility of its cold pages (as `assess` reads them).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Prediction {
     /// The smallest limit that holds the working set: W + 10 % + 4 MiB.
@@ -255,7 +255,7 @@ pub struct Prediction {
     pub said: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct RightsizeResult {
     /// `batch` or `service`.
     pub mode: String,

@@ -296,8 +296,8 @@ pub struct ThrashArgs {
 }
 
 /// `thrash --json`: each run without its per-second series, and the summary.
-#[derive(Serialize)]
-struct Output {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Output {
     experiment: &'static str,
     results: Vec<ThrashResult>,
     summary: Vec<crate::thrash::report::PresetSummary>,

@@ -23,7 +23,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::CONSUMER, work::consumer_main), (work::PROBE, work::probe_main)],
     command: || crate::kit::command::<cmd::ThrashArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::thrash::results::Entry, crate::thrash::cmd::Output>("thrash"),
 };
 
 /// Its help line.

@@ -57,11 +57,7 @@ pub const HEADLINE: [(&str, &str, Field); 18] = [
 ];
 
 fn results_of(all: &[Value]) -> Result<Vec<ThrashResult>, record::results::EntryError> {
-    typed::<Entry>(all)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| e.result.ok_or_else(|| record::results::EntryError::whole(i, "missing field `result`")))
-        .collect()
+    Ok(typed::<Entry>(all)?.into_iter().map(|e| e.result).collect())
 }
 
 /// A result's group: its preset, with its store when the runs used more than
@@ -87,7 +83,7 @@ fn presets(rs: &[ThrashResult]) -> Vec<String> {
 }
 
 /// One headline metric of one preset, over its repeats.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Spread {
     pub median: Option<f64>,
     pub min: Option<f64>,
@@ -97,7 +93,7 @@ pub struct Spread {
 }
 
 /// One preset's repeats, summarized (`thrash --json`'s `summary`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PresetSummary {
     pub preset: String,
     pub repeats: usize,

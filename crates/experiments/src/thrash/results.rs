@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Latency percentiles of a probe in one window, milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Window {
     pub p50: Option<f64>,
@@ -12,7 +12,7 @@ pub struct Window {
     pub n: usize,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Windows {
     pub before: Window,
@@ -21,7 +21,7 @@ pub struct Windows {
 }
 
 /// One consumer's account of itself.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Consumer {
     pub index: u32,
@@ -62,7 +62,7 @@ pub struct Consumer {
 
 /// A time series for the charts, one point per collector interval; t in seconds
 /// from the start signal.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Series {
     #[serde(deserialize_with = "record::results::nan_vec")]
@@ -108,7 +108,7 @@ impl Series {
 }
 
 /// One run (one repeat) of one plan.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct ThrashResult {
     pub preset: String,
     pub repeat_index: u32,
@@ -219,7 +219,7 @@ pub struct ThrashResult {
 
 /// The parameters one experiment actually runs with, after the preset, the flags
 /// and `--scale`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Plan {
     pub preset: String,
@@ -253,7 +253,7 @@ fn one() -> f64 {
 }
 
 /// What the guard saw and did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct GuardReport {
     /// "oom_control" (v1), "memory.high" (v2), or "none".
@@ -276,15 +276,14 @@ pub struct GuardReport {
     pub oom_events: u64,
 }
 
-/// One entry of run.json's `results`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+/// One entry of run.json's `results`: one run, required.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Entry {
-    pub result: Option<ThrashResult>,
+    pub result: ThrashResult,
 }
 
 /// run.json's `config` for a thrash run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Config {
     pub plans: Vec<Plan>,

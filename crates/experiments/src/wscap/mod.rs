@@ -18,7 +18,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::WscapArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
-    schema: include_str!("schema.json"),
+    schema: || crate::kit::schema::generate::<crate::wscap::results::WscapResult, crate::kit::run::Doc<crate::wscap::results::WscapResult>>("wscap"),
 };
 
 /// Its help line.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// System-wide reclaim counters over a mode's window (vmstat deltas, pages).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Reclaim {
     pub pgscan: u64,
@@ -14,7 +14,7 @@ pub struct Reclaim {
 }
 
 /// One mode's run (or one point of a `--sweep-cap` series).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct WscapResult {
     pub mode: String,
     /// False when this kernel or cgroup version cannot do the mode (see `reason`).

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One timed phase: duration, fault deltas, memory before and after.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct PhaseResult {
     #[serde(default = "crate::results::nan")]
@@ -68,7 +68,7 @@ pub fn entry<T: serde::de::DeserializeOwned>(index: usize, v: &serde_json::Value
 
 /// What any experiment's result says of the store it ran on (eat and wscap
 /// at the top level, thrash inside `result`); `compare` labels runs with it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Store {
     pub backing: Option<String>,

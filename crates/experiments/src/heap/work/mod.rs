@@ -13,7 +13,7 @@ pub mod timer;
 
 use alloc::{Allocator, ThreadHeap};
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::{Arc, Barrier};
 use workloads::observe::ExperimentError;
 
@@ -513,7 +513,12 @@ pub fn run<O: workloads::observe::Observer>(
     for a in cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_some()) {
         let why = a.unsupported(&cfg.heap_mode).unwrap_or_default();
         obs.note(&format!("{} does not support heap mode {}: {why}", a.name(), cfg.heap_mode));
-        obs.result(json!({"unsupported": {"allocator": a.name(), "heap_mode": cfg.heap_mode, "reason": why}}))?;
+        let unsupported =
+            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode.clone(), reason: why.to_string() };
+        obs.result(workloads::observe::value(&crate::heap::results::Entry {
+            unsupported: Some(unsupported),
+            ..Default::default()
+        })?)?;
     }
     let mut out = Vec::new();
     let total = cfg.threads.len() * cfg.repeat as usize * procs_for(cfg.ops) as usize * supported.len();
@@ -573,7 +578,10 @@ pub fn run<O: workloads::observe::Observer>(
         for (k, a) in supported.iter().enumerate() {
             let runs: Vec<Repeat> = procs[k].iter().map(|p| merge_repeats(p)).collect();
             let r = aggregate(cfg, a, threads, runs);
-            obs.result(json!({"result": r}))?;
+            obs.result(workloads::observe::value(&crate::heap::results::Entry {
+                result: Some(r.clone()),
+                ..Default::default()
+            })?)?;
             out.push(r);
         }
     }

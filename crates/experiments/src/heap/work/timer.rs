@@ -45,7 +45,7 @@ pub fn mono_ns() -> u64 {
 }
 
 /// What the counter is and what it costs.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema, serde::Deserialize)]
 pub struct Calibration {
     /// Nanoseconds per counter tick.
     pub ns_per_tick: f64,

@@ -457,7 +457,7 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                     format!("; OUTSIDE the protocol: {}", r.protocol_breaks.join("; "))
                 }
             ));
-        obs.result(json!({"result": r}))?;
+        obs.result(workloads::observe::value(&crate::thrash::results::Entry { result: r.clone() })?)?;
         out.push(r);
     }
     Ok(out)

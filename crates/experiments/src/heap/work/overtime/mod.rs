@@ -15,7 +15,7 @@ use super::alloc::Allocator;
 use crate::heap::results::{OverTimeResult, OverTimeRun};
 use crate::kit::store::{Store, StoreSize, store_size};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 use workloads::observe::{ExperimentError, Observer};
@@ -388,7 +388,10 @@ pub fn run<O: Observer>(
                 let runs: Vec<OverTimeRun> =
                     got.iter().filter(|(key, _)| *key == (t, p, k)).map(|(_, r)| r.clone()).collect();
                 let r = fold::aggregate(arm, p, t, cfg, runs);
-                obs.result(json!({"over_time": r}))?;
+                obs.result(workloads::observe::value(&crate::heap::results::Entry {
+                    over_time: Some(r.clone()),
+                    ..Default::default()
+                })?)?;
                 out.push(r);
             }
         }
