@@ -411,7 +411,8 @@ fn service_mode_settles_near_the_hot_set() {
     common::assert_schema("experiment-output", &v);
     let s = &v["results"][0]["service"];
     assert_eq!(s["method"], "process_madvise");
-    assert_eq!(s["oom_kills"], 0);
+    // A process's OOM kill ends the run as an exit; there is no group count to read.
+    assert!(s["oom_kills"].is_null(), "{s}");
     let want = (64 * MIB + own) as f64;
     let settled = s["settled_bytes"].as_u64().unwrap() as f64;
     assert!(

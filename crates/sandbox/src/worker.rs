@@ -456,7 +456,8 @@ impl Worker {
             Some(s) => match s.signal() {
                 Some(sig) => {
                     let oom = self.cgroup.as_ref().is_some_and(|c| {
-                        probe::cgroup::read_oom_kills(&c.dir, c.version).is_some_and(|n| n > c.oom_before.unwrap_or(0))
+                        // Both counts read, or no claim of an OOM kill.
+                        matches!((probe::cgroup::read_oom_kills(&c.dir, c.version), c.oom_before), (Some(n), Some(b)) if n > b)
                     });
                     if sig == libc::SIGKILL && oom {
                         oom_killed = true;
@@ -606,6 +607,15 @@ mod tests {
         let e = w.finish(Duration::from_secs(5)).unwrap_err();
         assert!(e.reason.contains("asked to fail"), "{e}");
         assert!(t.spawn(spec("nope")).is_err());
+        // One that does not end when its commands close is reported still
+        // running after finish's timeout, as a process would be.
+        fn slow(_: &mut child::WorkerIo, _: &[String]) -> std::result::Result<(), String> {
+            std::thread::sleep(Duration::from_millis(4000));
+            Ok(())
+        }
+        let mut t = Threads(vec![("slow", slow)]);
+        let e = t.spawn(spec("slow")).unwrap().finish(Duration::from_millis(50)).unwrap_err();
+        assert!(e.reason.contains("still running"), "{e}");
         assert!(!t.containable() && Processes.containable());
     }
 

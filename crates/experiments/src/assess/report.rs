@@ -117,18 +117,18 @@ pub fn answer(r: &AssessResult) -> String {
             bytes(t.rss_anon_before_bytes),
             bytes(t.rss_anon_after_bytes)
         );
-        if let Some(p) = t.curve.last() {
-            if p.store_orig_bytes > 0 {
-                let _ = write!(
-                    o,
-                    "; after {:.0} s the store held {} in {} (×{:.2}) and anon had regrown to {}",
-                    p.t_s,
-                    bytes(p.store_orig_bytes),
-                    bytes(p.store_used_bytes),
-                    p.store_orig_bytes as f64 / p.store_used_bytes.max(1) as f64,
-                    bytes(p.rss_anon_bytes)
-                );
-            }
+        if let Some(p) = t.curve.last()
+            && let (Some(held), Some(used)) = (p.store_orig_bytes.filter(|&b| b > 0), p.store_used_bytes)
+        {
+            let _ = write!(
+                o,
+                "; after {:.0} s the store held {} in {} (×{:.2}) and anon had regrown to {}",
+                p.t_s,
+                bytes(held),
+                bytes(used),
+                held as f64 / used.max(1) as f64,
+                bytes(p.rss_anon_bytes)
+            );
         }
         let _ = write!(
             o,
@@ -321,11 +321,11 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
             ));
             series.push((
                 format!("{g} in the store MiB"),
-                t.curve.iter().map(|p| (p.t_s, p.store_orig_bytes as f64 / 1048576.0)).collect(),
+                t.curve.iter().filter_map(|p| Some((p.t_s, p.store_orig_bytes? as f64 / 1048576.0))).collect(),
             ));
             series.push((
                 format!("{g} store memory MiB"),
-                t.curve.iter().map(|p| (p.t_s, p.store_used_bytes as f64 / 1048576.0)).collect(),
+                t.curve.iter().filter_map(|p| Some((p.t_s, p.store_used_bytes? as f64 / 1048576.0))).collect(),
             ));
         }
     }

@@ -96,10 +96,11 @@ pub struct Point {
     pub rss_anon_bytes: u64,
     pub swap_bytes: u64,
     pub major_faults: u64,
-    /// The store's uncompressed and compressed sizes, and the memory it uses.
-    pub store_orig_bytes: u64,
-    pub store_compr_bytes: u64,
-    pub store_used_bytes: u64,
+    /// The store's uncompressed and compressed sizes, and the memory it uses;
+    /// null where the store could not be read at that point.
+    pub store_orig_bytes: Option<u64>,
+    pub store_compr_bytes: Option<u64>,
+    pub store_used_bytes: Option<u64>,
 }
 
 /// What trimming cost (`--trim`).

@@ -207,7 +207,7 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
             let _ = writeln!(
                 s,
                 "service: {} by {}, every {:.1} s, PSI threshold {:.3} %: from {} MiB to {} MiB (PSI some {:.3} % over the \
-                 last third), {} MiB reclaimed, {} major faults, {} OOM kills; ended: {}",
+                 last third), {} MiB reclaimed, {} major faults, {}; ended: {}",
                 svc.target,
                 svc.method,
                 svc.interval_s,
@@ -217,7 +217,7 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 svc.settled_psi_some_pct,
                 mib(svc.reclaimed_bytes),
                 svc.major_faults,
-                svc.oom_kills,
+                svc.oom_kills.map_or("OOM kills not read".into(), |n| format!("{n} OOM kills")),
                 svc.ended
             );
         }

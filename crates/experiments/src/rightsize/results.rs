@@ -213,7 +213,9 @@ pub struct Service {
     pub settled_psi_some_pct: f64,
     pub reclaimed_bytes: u64,
     pub major_faults: u64,
-    pub oom_kills: u64,
+    /// The group's OOM kills; null for a process (its OOM kill ends the run
+    /// as an exit) or where they could not be read.
+    pub oom_kills: Option<u64>,
     pub probe_baseline_ms: Option<f64>,
     /// The readings, at most 20 000: past that, adjacent readings are merged
     /// in pairs (the larger footprint, reclaim and faults summed, the mean

@@ -511,8 +511,10 @@ fn protocol(rs: &[ThrashResult]) -> Result<(), String> {
             // Also runs recorded before the protocol field: judge from the counts.
             let (n, done, oom) = (r.consumers, r.consumers_completed, r.oom_kills);
             let mut b = Vec::new();
-            if oom > 0 {
-                b.push(format!("{oom} consumer(s) OOM-killed"));
+            // An unread count broke the protocol when the run was made (its
+            // `protocol_breaks` say so); here only a count read counts.
+            if let Some(k) = oom.filter(|&k| k > 0) {
+                b.push(format!("{k} consumer(s) OOM-killed"));
             }
             if done < n {
                 b.push(format!("{} of {n} consumers did not complete", n - done));
@@ -541,6 +543,8 @@ pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
         .filter(|r| group_is(&group(r, rs), "e2"))
         .map(|r| match r.recovery_s {
             Some(x) => x,
+            // Not measured is no evidence either way.
+            None if r.psi_unread => f64::NAN,
             None => {
                 let window = r.end_s - r.thrash_end_s;
                 let window = if window.is_finite() && window > 0.0 { window } else { max };
@@ -717,7 +721,7 @@ mod tests {
         let r = |p: &str, i: u64, out: f64, rate: f64| {
             json!({"result": {"preset": p, "repeat_index": i, "pswpout_total": out.round() as u64, "pswpout_per_s_active": rate,
                               "progress_overcommitted_median": 0.3, "consumers": 6, "consumers_completed": 6,
-                              "protocol_breaks": []}})
+                              "oom_kills": 0, "protocol_breaks": []}})
         };
         let mut all = Vec::new();
         for i in 0..2 {

@@ -124,8 +124,9 @@ pub struct ThrashResult {
     pub consumers: u32,
     #[serde(default)]
     pub consumers_completed: u32,
-    #[serde(default)]
-    pub oom_kills: u64,
+    /// OOM kills in the group; null when they could not be read (which
+    /// breaks the protocol).
+    pub oom_kills: Option<u64>,
     #[serde(default)]
     pub pswpout_total: u64,
     #[serde(default)]
@@ -168,6 +169,10 @@ pub struct ThrashResult {
     #[serde(default = "record::results::nan")]
     pub lateness_max_s: f64,
     pub recovery_s: Option<f64>,
+    /// Memory PSI could not be read after the run: `recovery_s` is absent
+    /// because it was not measured, not because the machine stayed busy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub psi_unread: bool,
     #[serde(default)]
     pub recovery_rule: String,
     #[serde(default = "record::results::nan")]

@@ -145,12 +145,8 @@ impl WorkerLink for InProcess {
         match self.events.rx.recv_timeout(timeout) {
             Ok(ev) => Ok(Some(ev)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(WorkerFailure {
-                label: self.label.clone(),
-                phase: self.events.phase.lock().unwrap().clone(),
-                reason: self.events.errors.lock().unwrap().last().map_or("ended".into(), |e| format!("failed: {e}")),
-                oom_killed: false,
-            }),
+            // The events ended: how the worker did, as a process's failure says.
+            Err(RecvTimeoutError::Disconnected) => Err(self.failure()),
         }
     }
     fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
@@ -182,10 +178,12 @@ impl WorkerLink for InProcess {
         )
     }
     fn failure(&mut self) -> WorkerFailure {
-        let reason = match self.thread.take().map(|t| t.join()) {
+        // As a process's: its end if it ended within a moment, else "still running".
+        let reason = match self.join_within(Duration::from_secs(2)) {
             Some(Ok(Ok(()))) => "exited normally".to_string(),
             Some(Ok(Err(e))) => format!("failed: {e}"),
             Some(Err(_)) => "panicked".to_string(),
+            None if self.thread.is_some() => "is still running".to_string(),
             None => "ended".to_string(),
         };
         WorkerFailure {
@@ -195,25 +193,45 @@ impl WorkerLink for InProcess {
             oom_killed: false,
         }
     }
-    fn finish(mut self: Box<Self>, _timeout: Duration) -> std::result::Result<(), WorkerFailure> {
+    fn finish(mut self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure> {
         // End of commands: its loop ends as a process's does when stdin closes.
         if let Some(c) = self.control.take() {
             let _ = c.shutdown(std::net::Shutdown::Write);
+        }
+        // Waits for its end up to `timeout` (a thread cannot be killed: one
+        // that does not end is reported still running, and left).
+        let t0 = std::time::Instant::now();
+        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && t0.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(5));
         }
         let f = self.failure();
         if f.reason == "exited normally" { Ok(()) } else { Err(f) }
     }
 }
 
+impl InProcess {
+    /// The thread's end, if it ends within `timeout` (joined); None if it
+    /// was joined before or is still running.
+    fn join_within(&mut self, timeout: Duration) -> Option<std::thread::Result<std::result::Result<(), String>>> {
+        let t0 = std::time::Instant::now();
+        while !self.thread.as_ref()?.is_finished() {
+            if t0.elapsed() >= timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.thread.take().map(|t| t.join())
+    }
+}
+
 impl Drop for InProcess {
     fn drop(&mut self) {
-        // Closing the socket ends the worker's command loop; the thread is
-        // joined so that its memory is freed before the caller goes on.
+        // Closing the socket ends the worker's command loop (its writes fail
+        // from then on); the thread is joined if it ends within a while, so
+        // that its memory is freed before the caller goes on, else left.
         if let Some(c) = self.control.take() {
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        let _ = self.join_within(Duration::from_secs(30));
     }
 }

@@ -149,25 +149,20 @@ pub(super) fn trim(
             ended = Some(format!("pid {pid} exited {s:.1} s after the trim; the curve stops there"));
             break;
         };
-        // A reading of the store that failed leaves a gap, not a point of zeros.
-        let Some(z) = store_sizes(back.zram_id) else {
-            if !std::mem::replace(&mut store_gap, true) {
-                obs.note("the store's sizes could not be read at some points; the curve leaves them out");
-            }
-            std::thread::sleep(Duration::from_millis(500).min(cfg.duration));
-            if start.elapsed() >= cfg.duration || stop() {
-                break;
-            }
-            continue;
-        };
+        // A reading of the store that failed leaves its sizes null, not zeros;
+        // the process's own figures at that point stay.
+        let z = store_sizes(back.zram_id);
+        if z.is_none() && !std::mem::replace(&mut store_gap, true) {
+            obs.note("the store's sizes could not be read at some points; the curve leaves them out there");
+        }
         t.curve.push(Point {
             t_s: s,
             rss_anon_bytes: f.rss_anon,
             swap_bytes: f.swap,
             major_faults: f.majflt.saturating_sub(after.majflt),
-            store_orig_bytes: z.orig_bytes,
-            store_compr_bytes: z.compr_bytes,
-            store_used_bytes: z.ram_bytes,
+            store_orig_bytes: z.map(|z| z.orig_bytes),
+            store_compr_bytes: z.map(|z| z.compr_bytes),
+            store_used_bytes: z.map(|z| z.ram_bytes),
         });
         if start.elapsed() >= cfg.duration || stop() {
             break;

@@ -338,7 +338,7 @@ pub fn run(
     let oom_known = match &target {
         Target::Cgroup { dir, version } => match probe::cgroup::read_oom_kills(dir, *version) {
             Some(n) => {
-                svc.oom_kills = n;
+                svc.oom_kills = Some(n);
                 true
             }
             None => {
@@ -401,12 +401,15 @@ fn follow(
         }
         last = Instant::now();
         let Some((psi1, mf1, fp)) = reading(target) else {
-            // A reading that failed is not a calm one: hold, and keep no point.
+            // A reading that failed is not a calm one: hold (reclaim nothing
+            // more), and keep no point; the run still ends at --duration.
             unread += 1;
-            reclaim = 0;
             eprintln!("pagelab: {name}: this interval's readings failed; holding");
             if unread == 1 {
                 obs.note(&format!("{name}: a reading failed; pagelab held (reclaimed nothing) until one succeeded"));
+            }
+            if t0.elapsed() >= cfg.duration {
+                break "duration".to_string();
             }
             continue;
         };
@@ -571,7 +574,7 @@ fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
     let held = s.settled_psi_some_pct <= psi * 100.0;
     Recommendation {
         limit_bytes: limit,
-        verified: held && s.oom_kills == 0,
+        verified: held && s.oom_kills.is_none_or(|n| n == 0),
         lines: vec![
             format!("systemd:    MemoryHigh={l}M"),
             format!("docker run: --memory {l}m"),

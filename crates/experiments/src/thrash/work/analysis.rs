@@ -84,7 +84,7 @@ pub(crate) fn analyze(
     r.cpu_user_pct_mean = a.cpu_user_pct_mean.unwrap_or(f64::NAN);
     r.cpu_system_pct_mean = a.cpu_system_pct_mean.unwrap_or(f64::NAN);
     r.cpu_iowait_pct_mean = a.cpu_iowait_pct_mean.unwrap_or(f64::NAN);
-    r.cpu_user_share = a.cpu_user_share().unwrap_or(0.0);
+    r.cpu_user_share = a.cpu_user_share().unwrap_or(f64::NAN);
     r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(f64::NAN);
     r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(f64::NAN);
     r.cgroup_psi_some_pct_mean = a.cgroup_psi_memory_some_pct_mean;
@@ -102,6 +102,9 @@ pub(crate) fn analyze(
     r.host_mem_available_min_bytes =
         s.iter().filter_map(|x| x.meminfo.as_ref().and_then(|m| m.available())).min().unwrap_or(0);
     r.recovery_s = recovery(&calm, te, baseline_paging);
+    // PSI not read after the run: no interval could be calm, so the recovery
+    // was not measured (not "slow").
+    r.psi_unread = r.recovery_s.is_none() && calm.iter().any(|p| p.0 > te && p.2.is_nan());
     r.thrash_start_s = ts;
     r.thrash_end_s = te;
 }

@@ -139,14 +139,11 @@ fn run_once<O: workloads::observe::Observer>(
         .max()
         .unwrap_or_else(probe::sample::monotonic_ns);
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
-    r.oom_kills = match cg.oom_kills() {
-        Some(n) => n,
-        None => {
-            // Unknown is not none: the protocol cannot be said to have held.
-            r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
-            0
-        }
-    };
+    r.oom_kills = cg.oom_kills();
+    if r.oom_kills.is_none() {
+        // Unknown is not none: the protocol cannot be said to have held.
+        r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
+    }
     consumers_done(&mut r, cons, plan);
     r.pswpout_active = out_end.saturating_sub(out_t0);
     let span = (last_exit as f64 - first_alloc as f64) / 1e9;
@@ -298,12 +295,12 @@ fn consumers_done(r: &mut ThrashResult, cons: Vec<Running>, plan: &Plan) {
 
 /// Whether the study's protocol held: no OOM kill, every consumer completed.
 fn protocol(r: &mut ThrashResult, cgroup: &str) {
-    if r.oom_kills > 0 {
+    if let Some(kills) = r.oom_kills.filter(|&n| n > 0) {
         let why = probe::kmsg::read_kmsg()
             .map(|t| probe::kmsg::oom_reports(&t, cgroup))
             .and_then(|v| v.last().map(probe::kmsg::OomReport::line))
             .unwrap_or_else(|| "the kernel log could not be read".into());
-        r.protocol_breaks.push(format!("{} consumer(s) OOM-killed by the kernel ({why})", r.oom_kills));
+        r.protocol_breaks.push(format!("{kills} consumer(s) OOM-killed by the kernel ({why})"));
         if r.guard.gave_up {
             r.protocol_breaks.push(format!(
                 "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target)",
@@ -449,7 +446,11 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                 r.progress_ratio_median,
                 r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),
                 if r.deep { " (deep)" } else { "" },
-                r.recovery_s.map(|s| format!("{s:.0} s")).unwrap_or("not within 60 s".into()),
+                match (r.recovery_s, r.psi_unread) {
+                    (Some(s), _) => format!("{s:.0} s"),
+                    (None, true) => "not measured (PSI unread)".into(),
+                    (None, false) => "not within 60 s".into(),
+                },
                 r.guard.oom_stalls,
                 if r.protocol_held {
                     String::new()
