@@ -24,6 +24,7 @@ pub mod privilege;
 pub mod runlock;
 pub mod sandbox;
 pub mod swap;
+pub mod testing;
 pub mod worker;
 pub mod zram;
 

@@ -5,17 +5,7 @@ use super::*;
 /// A pure cgroup-v2 tree in a temporary directory: no kernel behind it.
 fn fake_v2() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
-    let r = t.path();
-    std::fs::create_dir_all(r.join("proc/self")).unwrap();
-    std::fs::write(
-        r.join("proc/self/mountinfo"),
-        "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
-    )
-    .unwrap();
-    std::fs::write(r.join("proc/meminfo"), "MemTotal:  4194304 kB\nMemAvailable: 3000000 kB\n").unwrap();
-    std::fs::create_dir_all(r.join("sys/fs/cgroup")).unwrap();
-    std::fs::write(r.join("sys/fs/cgroup/cgroup.controllers"), "cpu io memory pids\n").unwrap();
-    std::fs::write(r.join("sys/fs/cgroup/cgroup.subtree_control"), "cpu io memory pids\n").unwrap();
+    sandbox::testing::fake_cgroup_v2(t.path()).unwrap();
     t
 }
 
