@@ -82,10 +82,13 @@ fn fill_bench(a: &BenchArgs) -> anyhow::Result<()> {
 /// Collects a mapping run's results; prints nothing.
 struct Quiet(Vec<f64>);
 impl workloads::observe::Observer for Quiet {
+    type Entry = experiments::mapping::results::Entry;
     fn event(&mut self, _: &str, _: &str, _: u64, _: serde_json::Value) {}
     fn targets(&mut self, _: Vec<i32>, _: Option<probe::CgroupTarget>, _: Vec<u32>) {}
-    fn result(&mut self, r: serde_json::Value) -> Result<(), workloads::observe::ExperimentError> {
-        self.0.push(r["result"]["total_ms_p50"].as_f64().unwrap_or(f64::NAN));
+    fn result(&mut self, r: &Self::Entry) -> Result<(), workloads::observe::ExperimentError> {
+        if let Some(m) = &r.result {
+            self.0.push(m.total_ms_p50);
+        }
         Ok(())
     }
     fn note(&mut self, _: &str) {}

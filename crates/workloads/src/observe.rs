@@ -21,19 +21,19 @@ pub enum ExperimentError {
     Record(String),
 }
 
-/// A result as the record holds it.
-pub fn value<T: serde::Serialize>(r: &T) -> Result<Value, ExperimentError> {
-    serde_json::to_value(r).map_err(|e| ExperimentError::Record(format!("a result could not be recorded: {e}")))
-}
-
+/// What an experiment's run tells its caller. Each experiment's observer
+/// takes that experiment's own entry type: the run hands over a typed result,
+/// and only the record turns it into JSON.
 pub trait Observer {
+    /// The experiment's run.json entry.
+    type Entry: serde::Serialize;
     /// A phase boundary or other event, with the monotonic time it happened.
     fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: Value);
     /// What to sample besides the system (the worker, its cgroup, the zram device).
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>);
     /// A finished result: write it out now, a later part may fail. An error
     /// when it could not be written, which fails the run.
-    fn result(&mut self, r: Value) -> Result<(), ExperimentError>;
+    fn result(&mut self, r: &Self::Entry) -> Result<(), ExperimentError>;
     /// A line of progress or a warning.
     fn note(&mut self, msg: &str);
     /// The samples recorded so far (for experiments that analyse their own
@@ -51,27 +51,34 @@ pub trait Observer {
 /// An observer that keeps what it is told, for tests of an experiment's run
 /// without a record: its events (kind, name), targets, results and notes. With
 /// `refuse_results`, every result write fails, as a full disk would.
-#[derive(Debug, Default)]
-pub struct Recorder {
+#[derive(Debug)]
+pub struct Recorder<E> {
     pub events: Vec<(String, String)>,
     pub pids: Vec<Vec<i32>>,
-    pub results: Vec<Value>,
+    pub results: Vec<E>,
     pub notes: Vec<String>,
     pub refuse_results: bool,
 }
 
-impl Observer for Recorder {
+impl<E> Default for Recorder<E> {
+    fn default() -> Self {
+        Self { events: Vec::new(), pids: Vec::new(), results: Vec::new(), notes: Vec::new(), refuse_results: false }
+    }
+}
+
+impl<E: serde::Serialize + Clone> Observer for Recorder<E> {
+    type Entry = E;
     fn event(&mut self, kind: &str, name: &str, _t_ns: u64, _detail: Value) {
         self.events.push((kind.into(), name.into()));
     }
     fn targets(&mut self, pids: Vec<i32>, _cgroup: Option<probe::CgroupTarget>, _zram: Vec<u32>) {
         self.pids.push(pids);
     }
-    fn result(&mut self, r: Value) -> Result<(), ExperimentError> {
+    fn result(&mut self, r: &E) -> Result<(), ExperimentError> {
         if self.refuse_results {
             return Err(ExperimentError::Record("the result could not be written (refused by the test)".into()));
         }
-        self.results.push(r);
+        self.results.push(r.clone());
         Ok(())
     }
     fn note(&mut self, msg: &str) {

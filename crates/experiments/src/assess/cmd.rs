@@ -65,7 +65,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
     };
     let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(exp_error)
     };
     conclude(

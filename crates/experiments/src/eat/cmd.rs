@@ -54,7 +54,7 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
     };
     let run = ExperimentRun::start("eat", &a.run, &config)?;
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: a.run.json };
+        let mut obs = RunObserver::new(&run, a.run.json);
         crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(

@@ -139,7 +139,7 @@ fn store_used(b: &Backing, s: &StoreStats) -> Option<u64> {
     }
 }
 
-struct Run<'a, O: Observer> {
+struct Run<'a, O: Observer<Entry = EatResult>> {
     cfg: &'a EatConfig,
     obs: &'a mut O,
     stop: fn() -> bool,
@@ -220,7 +220,7 @@ struct Drove {
     after_settle: StoreStats,
 }
 
-impl<O: Observer> Run<'_, O> {
+impl<O: Observer<Entry = EatResult>> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
     fn command(&mut self, w: &mut dyn WorkerLink, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
@@ -451,13 +451,13 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) {
 
 /// Runs the experiment: for each compressor, set up the backing in a fresh
 /// sandbox, run every pattern `repeat` times, and restore.
-pub fn run<O: Observer>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
+pub fn run<O: Observer<Entry = EatResult>>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
     run_with(cfg, obs, stop, &mut Processes)
 }
 
 /// [`run`], its workers started by `spawn` (tests: [`sandbox::worker::Threads`],
 /// which needs no root, no process and no cgroup).
-pub fn run_with<O: Observer>(
+pub fn run_with<O: Observer<Entry = EatResult>>(
     cfg: &EatConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -503,7 +503,7 @@ pub fn run_with<O: Observer>(
                 ));
                 let mut run = Run { cfg, obs, stop, spawn: &mut *spawn };
                 let r = run.one(p, repeat, &back, cg.as_ref())?;
-                obs.result(workloads::observe::value(&r)?)?;
+                obs.result(&r)?;
                 results.push(r);
             }
         }
@@ -673,7 +673,7 @@ mod tests {
         let rs = run_with(&cfg, &mut obs, || false, &mut threads).unwrap();
         let order: Vec<(&str, u32)> = rs.iter().map(|r| (r.pattern.as_str(), r.repeat)).collect();
         assert_eq!(order, [("zero", 1), ("random", 1), ("random", 2), ("zero", 2)]);
-        let written: Vec<&str> = obs.results.iter().map(|v| v["pattern"].as_str().unwrap()).collect();
+        let written: Vec<&str> = obs.results.iter().map(|r| r.pattern.as_str()).collect();
         assert_eq!(written, ["zero", "random", "random", "zero"], "each result written as it came");
         for r in &rs {
             assert!(r.verified && !r.hash_written.is_empty(), "{r:?}");

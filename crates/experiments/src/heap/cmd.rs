@@ -79,7 +79,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
         note_over_time(&run, ot);
     }
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         let sweep =
             if speed { crate::heap::work::run(&cfg, &mut obs, record::stop::requested).map(|_| ()) } else { Ok(()) };
         sweep

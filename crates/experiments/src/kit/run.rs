@@ -166,12 +166,21 @@ impl Drop for ExperimentRun {
 
 /// Carries an experiment's events, targets, results and notes into its run
 /// directory; `quiet` keeps the phase lines off stderr (under --json).
-pub struct RunObserver<'a> {
-    pub run: &'a ExperimentRun,
-    pub quiet: bool,
+/// `E` is the experiment's run.json entry: the only type its results can be.
+pub struct RunObserver<'a, E> {
+    run: &'a ExperimentRun,
+    quiet: bool,
+    entry: std::marker::PhantomData<fn(&E)>,
 }
 
-impl workloads::observe::Observer for RunObserver<'_> {
+impl<'a, E> RunObserver<'a, E> {
+    pub fn new(run: &'a ExperimentRun, quiet: bool) -> Self {
+        Self { run, quiet, entry: std::marker::PhantomData }
+    }
+}
+
+impl<E: Serialize> workloads::observe::Observer for RunObserver<'_, E> {
+    type Entry = E;
     fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
         self.run.event(kind, name, t_ns, detail.clone());
         if !self.quiet && kind == "phase_end" {
@@ -182,8 +191,8 @@ impl workloads::observe::Observer for RunObserver<'_> {
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
         self.run.targets(pids, cgroup, zram);
     }
-    fn result(&mut self, r: serde_json::Value) -> Result<(), workloads::observe::ExperimentError> {
-        self.run.push_result(&r)
+    fn result(&mut self, r: &E) -> Result<(), workloads::observe::ExperimentError> {
+        self.run.push_result(r)
     }
     fn note(&mut self, msg: &str) {
         self.run.note(msg);
@@ -199,7 +208,8 @@ impl workloads::observe::Observer for RunObserver<'_> {
 /// Appends a result to `dir`'s run.json, written at once; an error naming
 /// the file when it cannot be.
 fn push_result<T: serde::Serialize>(dir: &RunDir, r: &T) -> Result<(), workloads::observe::ExperimentError> {
-    let v = workloads::observe::value(r)?;
+    let v = serde_json::to_value(r)
+        .map_err(|e| workloads::observe::ExperimentError::Record(format!("a result could not be recorded: {e}")))?;
     dir.update(|run| match &mut run.results {
         serde_json::Value::Array(a) => a.push(v),
         other => *other = serde_json::Value::Array(vec![v]),

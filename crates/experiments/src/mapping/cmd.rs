@@ -39,7 +39,7 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
     };
     let run = ExperimentRun::start("mapping", &a.run, &config)?;
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(

@@ -416,7 +416,7 @@ pub fn planned_bytes(size: u64) -> u128 {
 }
 
 /// Runs every method in its own worker process, `repeat` times round-robin.
-pub fn run<O: workloads::observe::Observer>(
+pub fn run<O: workloads::observe::Observer<Entry = crate::mapping::results::Entry>>(
     cfg: &MappingConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -485,10 +485,10 @@ pub fn run<O: workloads::observe::Observer>(
             touch_ms_max: Some(d.baseline_touch_ms_max).filter(|v| v.is_finite()),
         };
         let r = result(cfg, &spec, repeat, d);
-        obs.result(workloads::observe::value(&crate::mapping::results::Entry {
+        obs.result(&crate::mapping::results::Entry {
             baseline: Some(baseline),
             result: Some(r.clone()),
-        })?)?;
+        })?;
         out.push(r);
     }
     obs.targets(vec![], None, vec![]);

@@ -6,10 +6,12 @@ use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
 use crate::kit::units;
 use crate::kit::usage;
+use crate::rightsize::results::RightsizeResult;
 use crate::rightsize::work::search::SearchConfig;
 use crate::rightsize::work::service::ServiceConfig;
 use crate::rightsize::work::{self as rs, BatchConfig};
 use clap::Args;
+use workloads::observe::Observer;
 use report::lab::Step;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -237,12 +239,12 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     }
     let run = ExperimentRun::start("rightsize", &a.run, &config)?;
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         match (&mode, &batch) {
             (Some(c), _) => {
-                rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| run.push_result(&r)).map_err(exp_error)
+                rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| obs.result(&r)).map_err(exp_error)
             }
-            (_, Some(bs)) => batch_arms(bs, &run, &mut obs),
+            (_, Some(bs)) => batch_arms(bs, &mut obs),
             _ => unreachable!("one mode"),
         }
     };
@@ -264,7 +266,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
 
 /// Each arm's search in turn (a store, and its compressor), each result
 /// written as it ends; with more than one, which needs least memory in all.
-fn batch_arms(bs: &[BatchConfig], run: &ExperimentRun, obs: &mut RunObserver) -> anyhow::Result<()> {
+fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> anyhow::Result<()> {
     for (i, b) in bs.iter().enumerate() {
         let label = format!(
             "store {} of {}: {}{}",
@@ -288,7 +290,7 @@ fn batch_arms(bs: &[BatchConfig], run: &ExperimentRun, obs: &mut RunObserver) ->
                 e
             }
         })?;
-        run.push_result(&r).map_err(exp_error)?;
+        obs.result(&r).map_err(exp_error)?;
     }
     Ok(())
 }

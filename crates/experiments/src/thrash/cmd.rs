@@ -66,7 +66,7 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
         a.backing.0.len()
     ));
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(

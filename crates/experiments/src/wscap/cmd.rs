@@ -47,7 +47,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
     };
     let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
-        let mut obs = RunObserver { run: &run, quiet: true };
+        let mut obs = RunObserver::new(&run, true);
         crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
     };
     conclude(

@@ -170,7 +170,7 @@ fn to_value(x: &impl Serialize) -> Value {
 /// A started worker, process or thread.
 type Link = Box<dyn WorkerLink>;
 
-struct Ctx<'a, O: Observer> {
+struct Ctx<'a, O: Observer<Entry = WscapResult>> {
     cfg: &'a WscapConfig,
     obs: &'a mut O,
     stop: fn() -> bool,
@@ -180,7 +180,7 @@ struct Ctx<'a, O: Observer> {
     spawn: &'a mut dyn Spawn,
 }
 
-impl<O: Observer> Ctx<'_, O> {
+impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
     fn worker(&mut self, cg: &MemCgroup) -> Result<(Link, (usize, usize)), ExperimentError> {
         let cfg = self.cfg;
         let mut w = self.spawn.spawn(WorkerSpec {
@@ -433,7 +433,7 @@ fn scanned(r: &mut WscapResult, d: &ScanDone) {
 }
 
 /// Runs every mode (`none` first, as the reference), `repeat` times, then the sweep.
-pub fn run<O: Observer>(
+pub fn run<O: Observer<Entry = WscapResult>>(
     cfg: &WscapConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -443,7 +443,7 @@ pub fn run<O: Observer>(
 
 /// [`run`], its workers started by `spawn` and its groups made by `sb` (tests:
 /// [`sandbox::worker::Threads`] and a sandbox on a fake tree, no root).
-pub fn run_with<O: Observer>(
+pub fn run_with<O: Observer<Entry = WscapResult>>(
     cfg: &WscapConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -490,7 +490,7 @@ pub fn run_with<O: Observer>(
         {
             r.slowdown = Some(b / r.scans_per_sec);
         }
-        ctx.obs.result(workloads::observe::value(&r)?)?;
+        ctx.obs.result(&r)?;
         results.push(r);
     }
     ctx.obs.targets(vec![], None, vec![]);

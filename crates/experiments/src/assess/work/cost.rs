@@ -104,7 +104,7 @@ pub(super) fn trim(
     kind: BackingKind,
     pid: i32,
     ws: u64,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = AssessResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Trim, ExperimentError> {
     let mut t = Trim { working_set_bytes: ws, ..Default::default() };
@@ -201,7 +201,7 @@ pub(super) fn trim(
 /// pages back into RAM, so it stays (false, with `t.store_note` saying why)
 /// while the target lives and there is not room for them, or either cannot
 /// be read.
-fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer) -> bool {
+fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer<Entry = AssessResult>) -> bool {
     // What swapoff would bring back, and the room for it; either unread
     // is not "nothing" and "room": the device stays.
     let need = store_sizes(Some(id)).map(|z| z.orig_bytes.saturating_sub(z.ram_bytes));

@@ -307,7 +307,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
 /// each a result of its own, then the trim (if asked) after the last.
 pub fn run(
     cfg: &AssessConfig,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = AssessResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<AssessResult, ExperimentError> {
     validate(cfg)?;
@@ -348,12 +348,12 @@ pub fn run(
     for i in 1..=repeat {
         let mut r = AssessResult { repeat: i, ..base.clone() };
         match measure(cfg, pid, memcg.as_deref(), &mut r, i == repeat, obs, stop) {
-            Ok(()) => obs.result(workloads::observe::value(&r)?)?,
+            Ok(()) => obs.result(&r)?,
             Err(e) => {
                 // What was measured before the failure is kept, saying what happened.
                 if !r.windows.is_empty() {
                     r.notes.push(format!("incomplete: {e}"));
-                    obs.result(workloads::observe::value(&r)?)?;
+                    obs.result(&r)?;
                 }
                 return Err(e);
             }
@@ -370,7 +370,7 @@ fn measure(
     memcg: Option<&str>,
     r: &mut AssessResult,
     then_trim: bool,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = AssessResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<(), ExperimentError> {
     let mut windows = cfg.windows.clone();

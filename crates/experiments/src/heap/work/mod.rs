@@ -503,7 +503,7 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
 
 /// Runs every thread count × repeat × allocator, each in a fresh worker; the
 /// allocators are interleaved within a repeat so that drift hits them alike.
-pub fn run<O: workloads::observe::Observer>(
+pub fn run<O: workloads::observe::Observer<Entry = crate::heap::results::Entry>>(
     cfg: &HeapConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -515,10 +515,10 @@ pub fn run<O: workloads::observe::Observer>(
         obs.note(&format!("{} does not support heap mode {}: {why}", a.name(), cfg.heap_mode));
         let unsupported =
             crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode.clone(), reason: why.to_string() };
-        obs.result(workloads::observe::value(&crate::heap::results::Entry {
+        obs.result(&crate::heap::results::Entry {
             unsupported: Some(unsupported),
             ..Default::default()
-        })?)?;
+        })?;
     }
     let mut out = Vec::new();
     let total = cfg.threads.len() * cfg.repeat as usize * procs_for(cfg.ops) as usize * supported.len();
@@ -578,10 +578,10 @@ pub fn run<O: workloads::observe::Observer>(
         for (k, a) in supported.iter().enumerate() {
             let runs: Vec<Repeat> = procs[k].iter().map(|p| merge_repeats(p)).collect();
             let r = aggregate(cfg, a, threads, runs);
-            obs.result(workloads::observe::value(&crate::heap::results::Entry {
+            obs.result(&crate::heap::results::Entry {
                 result: Some(r.clone()),
                 ..Default::default()
-            })?)?;
+            })?;
             out.push(r);
         }
     }
@@ -590,7 +590,7 @@ pub fn run<O: workloads::observe::Observer>(
 }
 
 /// One worker process of the speed sweep: started, waited for, its report read.
-fn one_process<O: workloads::observe::Observer>(
+fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Entry>>(
     cfg: &HeapConfig,
     spec: &Spec,
     env: Vec<(String, String)>,

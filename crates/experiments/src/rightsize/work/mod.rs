@@ -73,7 +73,7 @@ fn peak_of(cg: &MemCgroup) -> Option<u64> {
 
 struct Real<'a> {
     cfg: &'a BatchConfig,
-    obs: &'a mut dyn Observer,
+    obs: &'a mut dyn Observer<Entry = RightsizeResult>,
     stop: &'a dyn Fn() -> bool,
     zram: Option<u32>,
     store_kind: String,
@@ -348,7 +348,7 @@ impl Runner for Real<'_> {
 /// Runs the batch search and builds the result.
 pub fn run(
     cfg: &BatchConfig,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
     let version = Probe::default().memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {

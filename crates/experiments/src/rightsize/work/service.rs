@@ -253,7 +253,7 @@ fn alive(t: &Target) -> bool {
 
 pub fn run(
     cfg: &ServiceConfig,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
     validate(cfg)?;
@@ -368,7 +368,7 @@ fn follow(
     name: &str,
     mut pager: Option<&mut Pager>,
     svc: &mut Service,
-    obs: &mut dyn Observer,
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<String, ExperimentError> {
     let t0 = Instant::now();
@@ -539,7 +539,7 @@ fn reclaim_step(target: &Target, pager: Option<&mut Pager>, bytes: u64, step_no:
 
 /// Where the footprint settled: the last third's median footprint and
 /// pressure, a note if it was still falling, and the recommendation.
-fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer, psi: f64) {
+fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer<Entry = RightsizeResult>, psi: f64) {
     let tail = &svc.timeline[svc.timeline.len() * 2 / 3..];
     let mut fps: Vec<u64> = tail.iter().map(|p| p.footprint_bytes).collect();
     svc.settled_bytes = record::stats::percentile_u64(&mut fps, 0.5).unwrap_or(0);

@@ -333,7 +333,7 @@ pub fn validate(cfg: &OverTimeConfig) -> Result<(), sandbox::SandboxError> {
 }
 
 /// Runs every worker of the plan; returns one result per arm × pattern × threads.
-pub fn run<O: Observer>(
+pub fn run<O: Observer<Entry = crate::heap::results::Entry>>(
     cfg: &OverTimeConfig,
     obs: &mut O,
     stop: fn() -> bool,
@@ -388,10 +388,10 @@ pub fn run<O: Observer>(
                 let runs: Vec<OverTimeRun> =
                     got.iter().filter(|(key, _)| *key == (t, p, k)).map(|(_, r)| r.clone()).collect();
                 let r = fold::aggregate(arm, p, t, cfg, runs);
-                obs.result(workloads::observe::value(&crate::heap::results::Entry {
+                obs.result(&crate::heap::results::Entry {
                     over_time: Some(r.clone()),
                     ..Default::default()
-                })?)?;
+                })?;
                 out.push(r);
             }
         }
@@ -401,7 +401,7 @@ pub fn run<O: Observer>(
 
 /// One worker: spawned (in its own cgroup as root), waited for, its report parsed.
 #[allow(clippy::too_many_arguments)]
-fn one<O: Observer>(
+fn one<O: Observer<Entry = crate::heap::results::Entry>>(
     cfg: &OverTimeConfig,
     sb: &mut sandbox::Sandbox,
     zram: Option<u32>,
