@@ -130,8 +130,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
             anyhow::bail!("interrupted");
         }
         let mut obs = Quiet(Vec::new());
-        experiments::mapping::work::run(&cfg, &mut obs, record::stop::requested)
-            .map_err(crate::experiment::exp_error)?;
+        experiments::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(experiments::Error::from)?;
         // Pair k ran A then B when k is even, B then A when it is odd (ABBA).
         let r: Vec<f64> = obs
             .0

@@ -19,9 +19,39 @@ mod walk;
 mod worker;
 
 pub use experiments::kit::run as experiment;
-pub use experiments::kit::{
-    Interrupted, JSON_FORMAT, UsageError, print_json, restore_stale_runs, units, usage, write_output,
-};
+pub use experiments::kit::{JSON_FORMAT, restore_stale_runs, units};
+
+/// Bad input: a one-line message naming the flag or file (exit code 2).
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    experiments::kit::usage(msg).into()
+}
+
+/// A stop by a signal (exit code 130).
+pub fn interrupted() -> anyhow::Error {
+    experiments::Error::Interrupted.into()
+}
+
+/// Prints a `--json` document ([`experiments::kit::print_json`]).
+pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    Ok(experiments::kit::print_json(v)?)
+}
+
+/// Writes an output file whole, the safe way ([`experiments::kit::write_output`]).
+pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> anyhow::Result<()> {
+    Ok(experiments::kit::write_output(path, bytes, flag)?)
+}
+
+/// Whether `e` is bad input or a machine refused (exit code 2): the
+/// experiments' usage error or a sandbox refusal, under any context.
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    experiment_error(e).is_some_and(|x| x.is_usage())
+        || e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()))
+}
+
+/// The experiments' own error in `e`, under any context the binary added.
+pub fn experiment_error(e: &anyhow::Error) -> Option<&experiments::Error> {
+    e.chain().find_map(|c| c.downcast_ref::<experiments::Error>())
+}
 
 use cli::{Cli, Cmd};
 use std::io::Write;
@@ -123,7 +153,7 @@ fn main() {
             install_signal_handlers();
             install_panic_hook();
             restore_stale_runs();
-            finish((e.run)(&m))
+            finish((e.run)(&m).map_err(anyhow::Error::from))
         }
         Err(e) => {
             use clap::error::ErrorKind::*;
@@ -192,12 +222,11 @@ fn finish(r: anyhow::Result<()>) -> ! {
         Err(e) => {
             let code = if let Some(ExitCode(c)) = e.downcast_ref::<ExitCode>() {
                 *c
-            } else if e.downcast_ref::<Interrupted>().is_some() {
+            } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130) {
                 eprintln!("pagelab: interrupted");
                 130
             } else {
-                let usage = e.downcast_ref::<UsageError>().is_some()
-                    || e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()));
+                let usage = is_usage(&e);
                 // Some errors already print their cause; do not repeat it.
                 let mut msg = String::new();
                 for c in e.chain() {

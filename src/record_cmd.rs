@@ -2,7 +2,7 @@
 //! a fixed time, into a run directory.
 
 use crate::cli::RecordArgs;
-use crate::{ExitCode, Interrupted, usage};
+use crate::{ExitCode, usage};
 use anyhow::Context;
 pub use experiments::kit::run::{create_run_dir, default_out, resolve_program};
 use probe::{CgroupTarget, Probe, Targets};
@@ -185,7 +185,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         );
     }
     if interrupted {
-        return Err(Interrupted.into());
+        return Err(crate::interrupted());
     }
     if exit_code != 0 {
         return Err(ExitCode(exit_code).into());

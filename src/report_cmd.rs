@@ -58,8 +58,8 @@ impl Named {
     }
 
     fn error(&self, e: anyhow::Error) -> anyhow::Error {
-        if let Some(u) = e.downcast_ref::<experiments::kit::UsageError>() {
-            usage(self.text(&u.0))
+        if let Some(experiments::Error::Usage(u)) = crate::experiment_error(&e).map(|x| x.root()) {
+            usage(self.text(u))
         } else {
             // Any other error keeps its type (an exit code, a sandbox error);
             // only one whose words name the open directory is reworded, and
@@ -68,7 +68,7 @@ impl Named {
             let shown = self.text(&text);
             if shown == text {
                 e
-            } else if e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage())) {
+            } else if crate::is_usage(&e) {
                 usage(shown)
             } else {
                 anyhow::anyhow!(shown)

@@ -303,7 +303,7 @@ mod tests {
         assert!(head.starts_with("HTTP/1.1 200") && head.ends_with("\r\n\r\n"), "{head}");
         // A second listener on the same port: a usage error naming the flag.
         let e = Server::start(s.addr()).err().unwrap();
-        assert!(e.downcast_ref::<crate::UsageError>().is_some(), "{e}");
+        assert!(crate::experiment_error(&e).is_some_and(|x| x.is_usage()), "{e}");
         assert!(e.to_string().contains("--serve") && e.to_string().contains("in use"), "{e}");
     }
 }

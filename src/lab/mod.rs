@@ -575,7 +575,7 @@ fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>)
     }
     let states: Vec<StepState> = lab.steps.iter().map(|s| s.state).collect();
     if record::stop::requested() || states.contains(&StepState::Interrupted) {
-        return Err(anyhow::Error::new(crate::Interrupted));
+        return Err(crate::interrupted());
     }
     if let Some(f) = lab.steps.iter().find(|s| s.state == StepState::Failed) {
         anyhow::bail!("{} failed: {}", f.experiment, f.reason.as_deref().unwrap_or("see its log"));

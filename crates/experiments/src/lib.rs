@@ -13,6 +13,7 @@
 
 pub mod fuzzing;
 pub mod kit;
+pub use kit::error::{Error, Result};
 
 use crate::kit::plan::{Machine, Scale};
 use report::lab::Step;
@@ -60,7 +61,7 @@ pub struct Experiment {
     /// Its subcommand: name (the report's), help line and arguments.
     pub command: fn() -> clap::Command,
     /// Runs its subcommand from the parsed arguments.
-    pub run: fn(&clap::ArgMatches) -> anyhow::Result<()>,
+    pub run: fn(&clap::ArgMatches) -> crate::Result<()>,
     /// Its part of the published schemas, generated from its result and
     /// `--json` types ([`kit::schema::generate`]).
     pub schema: fn() -> serde_json::Value,

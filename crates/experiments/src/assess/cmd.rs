@@ -4,14 +4,14 @@
 use crate::assess::work::AssessConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
 use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
-use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use clap::Args;
 use report::lab::Step;
 use serde::Serialize;
 use std::time::Duration;
 
-pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
+pub fn run(a: &AssessArgs) -> crate::Result<()> {
     let cfg = AssessConfig {
         pid: a.pid,
         command: a.command.clone(),
@@ -38,14 +38,14 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
     if a.probe.is_some() && a.trim.is_none() {
         return Err(crate::kit::usage("--probe measures the trim's cost: give --trim with it"));
     }
-    crate::assess::work::validate(&cfg).map_err(exp_error)?;
+    crate::assess::work::validate(&cfg).map_err(crate::Error::from)?;
     // The synthetic worker's memory is real memory on this machine: the host
     // guard's floor holds for it as for every experiment's plan.
     if let Some(size) = cfg.synthetic {
         let m = probe::Probe::default().meminfo()?.unwrap_or_default();
         sandbox::guard::HostGuard::new(a.run.host_floor, &m)
             .check_plan(size as u128, "--synthetic", &m)
-            .map_err(anyhow::Error::new)?;
+            .map_err(crate::Error::from)?;
     }
     let config = Recorded {
         pid: cfg.pid,
@@ -66,7 +66,7 @@ pub fn run(a: &AssessArgs) -> anyhow::Result<()> {
     let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
-        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(exp_error)
+        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(crate::Error::from)
     };
     conclude(
         run,

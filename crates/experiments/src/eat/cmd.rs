@@ -4,14 +4,14 @@
 use crate::eat::work::EatConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
-use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
 use clap::Args;
 use report::lab::Step;
 use serde::Serialize;
 
-pub fn run(a: &EatArgs) -> anyhow::Result<()> {
+pub fn run(a: &EatArgs) -> crate::Result<()> {
     let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
         None => vec![None],
         Some("all") => {
@@ -55,7 +55,7 @@ pub fn run(a: &EatArgs) -> anyhow::Result<()> {
     let run = ExperimentRun::start("eat", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver::new(&run, a.run.json);
-        crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+        crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
     };
     conclude(
         run,

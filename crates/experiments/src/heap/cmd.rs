@@ -5,7 +5,7 @@ use crate::heap::work::HeapConfig;
 use crate::kit::cli::RunArgs;
 use crate::kit::plan::{Machine, Scale, arg, list, step};
 use crate::kit::run::RunObserver;
-use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
 use clap::Args;
 use report::lab::Step;
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The speed sweep's thread counts when --threads is not given.
 const SWEEP_THREADS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
-pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
+pub fn run(a: &HeapArgs) -> crate::Result<()> {
     let speed = !a.over_time || a.speed;
     if a.over_time && !a.speed && a.threads.is_some() {
         return Err(sandbox::SandboxError::Invalid(
@@ -87,7 +87,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
                 Some(ot) => crate::heap::work::overtime::run(ot, &mut obs, record::stop::requested).map(|_| ()),
                 None => Ok(()),
             })
-            .map_err(exp_error)
+            .map_err(crate::Error::from)
     };
     let baseline = cfg.baseline.clone();
     conclude(
@@ -128,7 +128,7 @@ pub fn run(a: &HeapArgs) -> anyhow::Result<()> {
 pub const MAX_OVER_TIME_SAMPLES: u64 = 1_000_000;
 
 /// The over-time plan from the flags: every allocator as it comes, then the knob arms.
-fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> anyhow::Result<crate::heap::work::overtime::OverTimeConfig> {
+fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> crate::Result<crate::heap::work::overtime::OverTimeConfig> {
     use crate::heap::work::overtime::{Arm, OverTimeConfig};
     let mut arms: Vec<Arm> = a.allocators.iter().map(|x| Arm { allocator: x.clone(), knob: None }).collect();
     for k in a.knobs.iter().filter_map(|k| k.0.clone()) {

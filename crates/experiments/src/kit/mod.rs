@@ -4,6 +4,7 @@
 //! and the errors and JSON output conventions of the whole binary.
 
 pub mod cli;
+pub mod error;
 pub mod names;
 pub mod pages;
 pub mod plan;
@@ -13,24 +14,14 @@ pub mod schema;
 pub mod store;
 pub mod units;
 
-/// An error that is the user's or the environment's (exit code 2).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+pub use error::{Error, Result};
 
 /// The version of every `--json` output's layout (schema/*.schema.json). Raise it
 /// when a field is renamed, removed or changes meaning; adding a field does not.
 pub const JSON_FORMAT: u32 = 1;
 
 /// Prints a `--json` document, with `"format": JSON_FORMAT` added.
-pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+pub fn print_json(v: &impl serde::Serialize) -> Result<()> {
     let mut v = serde_json::to_value(v)?;
     if let Some(m) = v.as_object_mut() {
         m.insert("format".into(), JSON_FORMAT.into());
@@ -39,33 +30,22 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(msg.into()))
+/// Bad input: the one-line message names the flag or file (exit code 2).
+pub fn usage(msg: impl Into<String>) -> Error {
+    Error::Usage(msg.into())
 }
 
 /// Writes an output file whole, the safe way ([`record::safe::write`]). A path
 /// pagelab refuses (a link, a device, a FIFO) is bad input (exit 2, one line
 /// naming it); so is any failure to write a path the user named with `flag`.
-pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> anyhow::Result<()> {
+pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) -> Result<()> {
     record::safe::write(path, bytes).map_err(|e| match flag {
         Some(f) if record::safe::is_refused(&e) => usage(format!("{f} {e}")),
         Some(f) => usage(format!("{f} {}: {e}", path.display())),
         None if record::safe::is_refused(&e) => usage(e.to_string()),
-        None => anyhow::Error::new(e).context(format!("writing {}", path.display())),
+        None => Error::File { what: format!("writing {}", path.display()), source: e },
     })
 }
-
-/// The run was interrupted by the user (exit code 130).
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Undoes what runs that died left behind, and says so.
 pub fn restore_stale_runs() {
@@ -90,10 +70,7 @@ pub fn command<A: clap::Args>(name: &'static str, about: &'static str) -> clap::
 }
 
 /// Runs an experiment's command from its parsed subcommand.
-pub fn dispatch<A: clap::FromArgMatches>(
-    m: &clap::ArgMatches,
-    run: fn(&A) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+pub fn dispatch<A: clap::FromArgMatches>(m: &clap::ArgMatches, run: fn(&A) -> crate::Result<()>) -> crate::Result<()> {
     let a = A::from_arg_matches(m).map_err(|e| usage(e.to_string()))?;
     run(&a)
 }

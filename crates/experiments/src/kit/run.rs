@@ -3,7 +3,7 @@
 //! and the final status.
 
 use crate::kit::cli::{LockArgs, RunArgs};
-use crate::kit::{Interrupted, usage};
+use crate::kit::usage;
 use probe::{CgroupTarget, Probe, Targets};
 use record::rundir::{Event, RunDir, RunJson, RunStatus, State};
 use record::sampler::{Sampler, SamplerConfig, Verdict};
@@ -27,11 +27,11 @@ pub struct ExperimentRun {
 /// Takes the machine's run lock for `what`, waiting for another run (and saying
 /// so) unless `no_wait`; then undoes anything a run that died while we waited
 /// left behind, so that `--backing auto` never mistakes it for the user's swap.
-pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlock::RunLock> {
+pub fn take_run_lock(what: &str, no_wait: bool) -> crate::Result<sandbox::runlock::RunLock> {
     let lock = sandbox::runlock::acquire(what, !no_wait, &record::stop::requested, &mut |h| {
         eprintln!("pagelab: waiting for {} to finish (--no-wait refuses instead)", h.describe());
     })
-    .map_err(|e| if record::stop::requested() { anyhow::Error::new(Interrupted) } else { anyhow::Error::new(e) })?;
+    .map_err(|e| if record::stop::requested() { crate::Error::Interrupted } else { crate::Error::Sandbox(e) })?;
     crate::kit::restore_stale_runs();
     Ok(lock)
 }
@@ -39,7 +39,7 @@ pub fn take_run_lock(what: &str, no_wait: bool) -> anyhow::Result<sandbox::runlo
 impl ExperimentRun {
     /// Creates the run directory and starts sampling. The sampler aborts the run
     /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
-    pub fn start(experiment: &str, args: &RunArgs, config: &impl Serialize) -> anyhow::Result<ExperimentRun> {
+    pub fn start(experiment: &str, args: &RunArgs, config: &impl Serialize) -> crate::Result<ExperimentRun> {
         Self::start_with(experiment, args, config, false)
     }
 
@@ -50,7 +50,7 @@ impl ExperimentRun {
         args: &RunArgs,
         config: &impl Serialize,
         keep_samples: bool,
-    ) -> anyhow::Result<ExperimentRun> {
+    ) -> crate::Result<ExperimentRun> {
         // Typed where it is made (each command's `Recorded`), a value here.
         let config = serde_json::to_value(config)?;
         let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
@@ -134,7 +134,7 @@ impl ExperimentRun {
     }
 
     /// Stops the sampler and records the final status.
-    pub fn finish(&mut self, status: RunStatus) -> anyhow::Result<()> {
+    pub fn finish(&mut self, status: RunStatus) -> crate::Result<()> {
         if let Some(s) = self.sampler.take() {
             let st = s.stop();
             self.dir.update(|r| r.sampler = Some(st))?;
@@ -144,7 +144,7 @@ impl ExperimentRun {
     }
 
     /// The status for an outcome: complete, interrupted (with the stop reason) or failed.
-    pub fn status_for<T>(r: &anyhow::Result<T>) -> RunStatus {
+    pub fn status_for<T>(r: &crate::Result<T>) -> RunStatus {
         match r {
             Ok(_) => RunStatus::new(State::Complete, None),
             Err(_) if record::stop::requested() => RunStatus::new(
@@ -222,16 +222,6 @@ fn push_result<T: serde::Serialize>(dir: &RunDir, r: &T) -> Result<(), workloads
     })
 }
 
-/// An experiment's error as the binary reports it (exit codes follow from the kind).
-pub fn exp_error(e: workloads::observe::ExperimentError) -> anyhow::Error {
-    use workloads::observe::ExperimentError;
-    match e {
-        ExperimentError::Interrupted => anyhow::Error::new(Interrupted),
-        ExperimentError::Sandbox(s) => anyhow::Error::new(s),
-        ExperimentError::Worker(w) | ExperimentError::Record(w) => anyhow::anyhow!(w),
-    }
-}
-
 /// The `--json` document of an experiment whose results print as run.json
 /// holds them.
 #[derive(Serialize, schemars::JsonSchema)]
@@ -248,12 +238,12 @@ pub struct Doc<R: Serialize> {
 /// own entries; the charts and the text read those.
 pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     mut run: ExperimentRun,
-    r: anyhow::Result<T>,
+    r: crate::Result<T>,
     json: bool,
     study: &S,
     json_doc: impl FnOnce(&[S::Entry]) -> D,
     text: impl FnOnce(&[S::Entry]) -> String,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     run.finish(ExperimentRun::status_for(&r))?;
     let rec = record::RunRecord::load(run.dir.path())?;
     let results = rec.run.results.as_array().cloned().unwrap_or_default();
@@ -262,7 +252,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     if let Err(e) = &r
         && results.is_empty()
         && run.made_dir
-        && e.chain().any(|c| c.downcast_ref::<sandbox::SandboxError>().is_some_and(|s| s.is_usage()))
+        && matches!(e.root(), crate::Error::Sandbox(s) if s.is_usage())
     {
         let _ = std::fs::remove_dir_all(run.dir.path());
         return r.map(|_| ());
@@ -273,7 +263,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         Ok(e) => e,
         Err(e) => {
             r?;
-            return Err(anyhow::anyhow!("{}: {e}", run.dir.path().join("run.json").display()));
+            return Err(crate::Error::Failed(format!("{}: {e}", run.dir.path().join("run.json").display())));
         }
     };
     match study.render(&rec, &entries) {
@@ -294,7 +284,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
 /// Creates the run directory: `--out` as given (flag named in every error, exit
 /// 2), or a new `runs/<UTC timestamp>-<experiment>[-n]`, unique even for runs
 /// started in the same second.
-pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> anyhow::Result<RunDir> {
+pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> crate::Result<RunDir> {
     let path = match out {
         Some(p) => p.to_path_buf(),
         None => {
@@ -308,7 +298,7 @@ pub fn create_run_dir(out: Option<&Path>, flag: &str, run: RunJson) -> anyhow::R
 }
 
 /// A new default directory `runs/<UTC timestamp>-<what>[-n]` (for lab).
-pub fn default_out(what: &str) -> anyhow::Result<PathBuf> {
+pub fn default_out(what: &str) -> crate::Result<PathBuf> {
     let stem = format!("{}-{what}", crate::kit::units::utc_stamp());
     record::rundir::create_unique_dir(Path::new("runs"), &stem)
         .map_err(|e| usage(format!("cannot create the default directory under runs/ ({e}); give one with --out")))

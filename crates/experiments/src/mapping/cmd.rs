@@ -4,14 +4,14 @@
 use crate::kit::cli::RunArgs;
 use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
 use crate::kit::run::RunObserver;
-use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
 use crate::mapping::work::MappingConfig;
 use clap::Args;
 use report::lab::Step;
 use serde::Serialize;
 
-pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
+pub fn run(a: &MappingArgs) -> crate::Result<()> {
     let cfg = MappingConfig {
         size: a.size,
         stride: a.stride,
@@ -40,7 +40,7 @@ pub fn run(a: &MappingArgs) -> anyhow::Result<()> {
     let run = ExperimentRun::start("mapping", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
-        crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+        crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
     };
     conclude(
         run,

@@ -3,7 +3,7 @@
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
 use crate::kit::plan::{Machine, Scale, arg, skip, step};
-use crate::kit::run::{ExperimentRun, RunObserver, conclude, exp_error};
+use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
 use crate::rightsize::results::RightsizeResult;
@@ -40,7 +40,7 @@ fn service_config(a: &RightsizeArgs) -> ServiceConfig {
 }
 
 /// The command to size: the user's, or pagelab's own hot/cold program.
-fn command(a: &RightsizeArgs) -> anyhow::Result<Vec<String>> {
+fn command(a: &RightsizeArgs) -> crate::Result<Vec<String>> {
     if let (Some(hot), Some(cold)) = (a.synthetic_hot, a.synthetic_cold) {
         let exe = std::env::current_exe()?.to_string_lossy().to_string();
         return Ok(vec![
@@ -71,7 +71,7 @@ fn command(a: &RightsizeArgs) -> anyhow::Result<Vec<String>> {
 fn checked_arms(
     a: &RightsizeArgs,
     service: bool,
-) -> anyhow::Result<Vec<(workloads::backing::BackingKind, Option<String>)>> {
+) -> crate::Result<Vec<(workloads::backing::BackingKind, Option<String>)>> {
     let arms = arms(&a.backing, a.compressor.as_ref().map(|c| c.0.as_slice()));
     if service && (a.backing.0.len() > 1 || a.compressor.as_ref().is_some_and(|c| c.0.len() > 1)) {
         return Err(usage(
@@ -86,7 +86,7 @@ fn checked_arms(
     }
     for (k, c) in &arms {
         workloads::backing::validate_with_dir(*k, c.as_deref(), &a.swapfile.swapfile_dir)
-            .map_err(anyhow::Error::new)?;
+            .map_err(crate::Error::from)?;
     }
     Ok(arms)
 }
@@ -166,7 +166,7 @@ impl Recorded {
 /// A run's stores: each a backing and its compressor.
 type Arms = [(workloads::backing::BackingKind, Option<String>)];
 
-pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
+pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
     let arms = checked_arms(a, service)?;
     let m = probe::Probe::default().meminfo()?.unwrap_or_default();
@@ -180,7 +180,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
     let mut batch = None;
     if service {
         let c = service_config(a);
-        crate::rightsize::work::service::validate(&c).map_err(exp_error)?;
+        crate::rightsize::work::service::validate(&c).map_err(crate::Error::from)?;
         config = Recorded::service(a, &arms);
         mode = Some(c);
     } else {
@@ -189,7 +189,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
             "creating a memory cgroup for each run",
             "rightsize's batch mode needs root; service mode (--pid) works on a process you own with --backing existing",
         )
-        .map_err(anyhow::Error::new)?;
+        .map_err(crate::Error::from)?;
         if guard_max < 64 * MIB {
             return Err(usage(format!(
                 "only {} MiB is available above the host guard's floor ({} MiB): too little to run a program in; \
@@ -200,7 +200,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         }
         if let Some(h) = a.synthetic_hot {
             let total = h + a.synthetic_cold.unwrap_or(0);
-            guard.check_plan(total as u128, "--synthetic-hot + --synthetic-cold", &m).map_err(anyhow::Error::new)?;
+            guard.check_plan(total as u128, "--synthetic-hot + --synthetic-cold", &m).map_err(crate::Error::from)?;
         }
         let search = SearchConfig {
             slowdown: a.slowdown,
@@ -242,7 +242,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
         let mut obs = RunObserver::new(&run, true);
         match (&mode, &batch) {
             (Some(c), _) => {
-                rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| obs.result(&r)).map_err(exp_error)
+                rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| obs.result(&r)).map_err(crate::Error::from)
             }
             (_, Some(bs)) => batch_arms(bs, &mut obs),
             _ => unreachable!("one mode"),
@@ -266,7 +266,7 @@ pub fn run(a: &RightsizeArgs) -> anyhow::Result<()> {
 
 /// Each arm's search in turn (a store, and its compressor), each result
 /// written as it ends; with more than one, which needs least memory in all.
-fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> anyhow::Result<()> {
+fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> crate::Result<()> {
     for (i, b) in bs.iter().enumerate() {
         let label = format!(
             "store {} of {}: {}{}",
@@ -281,7 +281,7 @@ fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> any
         // A store that fails ends the run with the stores before it kept,
         // and says which it was and that the rest did not run.
         let r = rs::run(b, obs, &record::stop::requested).map_err(|e| {
-            let e = exp_error(e);
+            let e = crate::Error::from(e);
             if bs.len() > 1 && i + 1 < bs.len() {
                 e.context(format!("{label} (the {} after it did not run)", bs.len() - i - 1))
             } else if bs.len() > 1 {
@@ -290,7 +290,7 @@ fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> any
                 e
             }
         })?;
-        obs.result(&r).map_err(exp_error)?;
+        obs.result(&r).map_err(crate::Error::from)?;
     }
     Ok(())
 }

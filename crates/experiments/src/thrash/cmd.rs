@@ -4,7 +4,7 @@
 use crate::kit::cli::{RunArgs, SwapfileArgs};
 use crate::kit::plan::{MIB, Machine, Scale, arg, skip, step};
 use crate::kit::run::RunObserver;
-use crate::kit::run::{ExperimentRun, conclude, exp_error};
+use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
 use crate::thrash::work::PlanExt;
 use crate::thrash::results::ThrashResult;
@@ -14,7 +14,7 @@ use report::lab::Step;
 use serde::Serialize;
 use std::time::Duration;
 
-pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
+pub fn run(a: &ThrashArgs) -> crate::Result<()> {
     let presets: Vec<String> = a.preset.0.iter().fold(Vec::new(), |mut v, p| {
         if !v.contains(p) {
             v.push(p.clone());
@@ -67,7 +67,7 @@ pub fn run(a: &ThrashArgs) -> anyhow::Result<()> {
     ));
     let r = {
         let mut obs = RunObserver::new(&run, true);
-        crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+        crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
     };
     conclude(
         run,

@@ -4,7 +4,7 @@
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
 use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::RunObserver;
-use crate::kit::run::{Doc, ExperimentRun, conclude, exp_error};
+use crate::kit::run::{Doc, ExperimentRun, conclude};
 use crate::kit::units;
 use crate::kit::usage;
 use crate::wscap::work::WscapConfig;
@@ -13,7 +13,7 @@ use report::lab::Step;
 use serde::Serialize;
 use std::time::Duration;
 
-pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
+pub fn run(a: &WscapArgs) -> crate::Result<()> {
     let cfg = WscapConfig {
         size: a.size,
         cap: a.cap,
@@ -48,7 +48,7 @@ pub fn run(a: &WscapArgs) -> anyhow::Result<()> {
     let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
-        crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(exp_error)
+        crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
     };
     conclude(
         run,
