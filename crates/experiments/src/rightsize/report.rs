@@ -198,8 +198,8 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                     p.psi_some_pct,
                     p.psi_full_pct,
                     p.major_faults,
-                    mib(p.store_used_bytes),
-                    mib(p.total_bytes)
+                    p.store_used_bytes.map_or_else(|| "-".into(), mib),
+                    p.total_bytes.map_or_else(|| "-".into(), mib)
                 );
             }
         }

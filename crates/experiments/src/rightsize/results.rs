@@ -27,16 +27,19 @@ pub struct ProgramRun {
     pub peak_bytes: u64,
     pub major_faults: u64,
     /// Stall time while it ran: its group's memory.pressure on cgroup v2, the
-    /// whole machine's /proc/pressure/memory on v1 (`psi_scope`).
-    pub psi_some_us: u64,
-    pub psi_full_us: u64,
-    /// Pages swapped in while it ran (/proc/vmstat pswpin; the machine's).
-    pub swap_in_pages: u64,
+    /// whole machine's /proc/pressure/memory on v1 (`psi_scope`); null when
+    /// it could not be read before and after.
+    pub psi_some_us: Option<u64>,
+    pub psi_full_us: Option<u64>,
+    /// Pages swapped in while it ran (/proc/vmstat pswpin; the machine's);
+    /// null when unread.
+    pub swap_in_pages: Option<u64>,
     /// The compressed store's RAM at its largest while it ran (zram
-    /// mem_used_total, or zswap's pool).
-    pub store_used_bytes: u64,
-    /// What the store held at its largest, uncompressed.
-    pub store_orig_bytes: u64,
+    /// mem_used_total, or zswap's pool); null with no compressed store, or
+    /// when no reading of it succeeded.
+    pub store_used_bytes: Option<u64>,
+    /// What the store held at its largest, uncompressed (null as above).
+    pub store_orig_bytes: Option<u64>,
     /// Its runtime over the unlimited runs' (the paired run's, for a verify run).
     #[serde(default = "record::results::nan")]
     pub ratio: f64,
@@ -73,10 +76,15 @@ pub struct CurvePoint {
     #[serde(default = "record::results::nan")]
     pub psi_full_pct: f64,
     pub major_faults: u64,
-    pub swap_in_pages: u64,
-    pub store_used_bytes: u64,
-    /// The limit plus what the compressed store held in RAM.
-    pub total_bytes: u64,
+    /// The most pages swapped in by a run here; null when one was unread.
+    pub swap_in_pages: Option<u64>,
+    /// The compressed store's RAM at its largest in a run here; null with no
+    /// compressed store, or when a run's store could not be read.
+    pub store_used_bytes: Option<u64>,
+    /// The limit plus what the compressed store held in RAM (the limit alone
+    /// with no store, or with zswap's pool charged inside it); null when the
+    /// store's size is needed and unread.
+    pub total_bytes: Option<u64>,
 }
 
 /// What the unlimited runs measured.

@@ -47,19 +47,25 @@ fn err(msg: impl Into<String>) -> ExperimentError {
     ExperimentError::Sandbox(sandbox::SandboxError::Invalid(msg.into()))
 }
 
-/// Stall totals (some, full), µs: the group's on v2, the machine's on v1.
-fn psi_us(cg: &MemCgroup) -> (u64, u64) {
+/// Stall totals (some, full), µs: the group's on v2, the machine's on v1;
+/// none when unread (full alone may be missing: older kernels lack it).
+fn psi_us(cg: &MemCgroup) -> Option<(u64, Option<u64>)> {
     let p = match cg.version {
         CgroupVersion::V2 => {
             std::fs::read_to_string(cg.dir.join("memory.pressure")).ok().and_then(|t| probe::pressure::parse(&t).ok())
         }
         CgroupVersion::V1 => Probe::default().pressure("memory").ok().flatten(),
     };
-    p.map(|p| (p.some.total_us, p.full.map(|f| f.total_us).unwrap_or(0))).unwrap_or((0, 0))
+    p.map(|p| (p.some.total_us, p.full.map(|f| f.total_us)))
 }
 
-fn pswpin() -> u64 {
-    Probe::default().vmstat().ok().flatten().and_then(|v| v.get("pswpin")).unwrap_or(0)
+fn pswpin() -> Option<u64> {
+    Probe::default().vmstat().ok().flatten().and_then(|v| v.get("pswpin"))
+}
+
+/// `after − before` of a counter, none unless both were read.
+fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
+    Some(after?.saturating_sub(before?))
 }
 
 /// The group's peak charge since it was made.
@@ -124,7 +130,7 @@ impl Real<'_> {
         let mut sb = Sandbox::new("rightsize");
         let cg =
             sb.memory_cgroup("rightsize", &Limits { max: Some(limit.unwrap_or(cfg.guard_max)), ..Default::default() })?;
-        let (s0, f0) = psi_us(&cg);
+        let psi0 = psi_us(&cg);
         let in0 = pswpin();
         let mut cmd = std::process::Command::new(&cfg.command[0]);
         cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
@@ -140,7 +146,9 @@ impl Real<'_> {
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.zram.into_iter().collect(),
         );
-        let (mut store_used, mut store_orig, mut usage_max, mut swap_max) = (0u64, 0u64, 0u64, 0u64);
+        // The store's largest (RAM, held) over the readings that succeeded.
+        let mut store_max: Option<(u64, u64)> = None;
+        let (mut usage_max, mut swap_max) = (0u64, 0u64);
         let mut stopped = false;
         // The second unlimited run's working set, per window of an eighth of
         // the first run's time (¼ s to 2 s): the referenced bits are cleared
@@ -158,9 +166,10 @@ impl Real<'_> {
             if let Some(r) = reap(pid, false) {
                 break r;
             }
-            let (u, o) = store.and_then(|st| store_size(&mut p, st)).map_or((0, 0), |z| (z.ram_bytes, z.orig_bytes));
-            store_used = store_used.max(u);
-            store_orig = store_orig.max(o);
+            if let Some(z) = store.and_then(|st| store_size(&mut p, st)) {
+                let (u, o) = store_max.unwrap_or_default();
+                store_max = Some((u.max(z.ram_bytes), o.max(z.orig_bytes)));
+            }
             usage_max = usage_max.max(cg.usage().unwrap_or(0));
             swap_max = swap_max.max(swap_used(&mut p).saturating_sub(self.swap0));
             if sample_ws && Instant::now() >= next_clear {
@@ -197,7 +206,7 @@ impl Real<'_> {
         let ws_steady = steady_working_set(&windows, seconds);
         // Children that outlived the program are the run's too.
         kill_group(&cg);
-        let (s1, f1) = psi_us(&cg);
+        let psi1 = psi_us(&cg);
         let oom = cg.oom_kills().is_some_and(|n| n > 0);
         let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
         let outcome = if stopped {
@@ -221,11 +230,11 @@ impl Real<'_> {
             sys_s: tv(ru.ru_stime),
             peak_bytes: peak_of(&cg).unwrap_or(usage_max).max(usage_max),
             major_faults: ru.ru_majflt as u64,
-            psi_some_us: s1.saturating_sub(s0),
-            psi_full_us: f1.saturating_sub(f0),
-            swap_in_pages: pswpin().saturating_sub(in0),
-            store_used_bytes: store_used,
-            store_orig_bytes: store_orig,
+            psi_some_us: delta(psi0.map(|p| p.0), psi1.map(|p| p.0)),
+            psi_full_us: delta(psi0.and_then(|p| p.1), psi1.and_then(|p| p.1)),
+            swap_in_pages: delta(in0, pswpin()),
+            store_used_bytes: store_max.map(|m| m.0),
+            store_orig_bytes: store_max.map(|m| m.1),
             ratio: f64::NAN,
             paired_with: None,
             working_set_bytes: ws_steady,
@@ -419,7 +428,7 @@ pub fn run(
     fill_ratios(&mut res.runs);
     res.baseline = baseline(&res.runs);
     res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
-    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, real.v2));
+    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, real.v2), compressed(&res.backing));
     res.plan = found.plan.map(|p| Plan {
         pair_sd: p.pair_sd,
         pairs_needed: p.pairs_needed,
@@ -443,7 +452,13 @@ pub fn run(
         Some(limit) => {
             let v = found.verifications.iter().find(|v| v.limit == limit).expect("verified");
             let swap = swap_at(limit);
-            res.recommendation = Some(recommend(&res, limit, v, swap));
+            match recommend(&res, limit, v, swap) {
+                Ok(r) => res.recommendation = Some(r),
+                Err(why) => {
+                    res.unverified = Some(unverified(&res, Some(v), &why));
+                    res.unverified_reason = Some(why);
+                }
+            }
         }
         None => {
             res.unverified_reason = found.why_not.clone();
@@ -547,10 +562,16 @@ pub fn pool_inside_limit(backing: &str, v2: bool) -> bool {
     backing == "zswap" && v2
 }
 
+/// Whether the backing is a compressed store in RAM (zram, zswap).
+fn compressed(backing: &str) -> bool {
+    matches!(backing, "zram" | "zswap")
+}
+
 /// One point per limit tried, smallest first. `pair_sd`: the pooled spread of
 /// a pair's log ratio (sd, df), for a limit with one pair. `inside`: the
-/// store's pool is charged inside the limit ([`pool_inside_limit`]).
-fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool) -> Vec<CurvePoint> {
+/// store's pool is charged inside the limit ([`pool_inside_limit`]);
+/// `compressed`: a compressed store takes RAM beside it ([`compressed`]).
+fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool, compressed: bool) -> Vec<CurvePoint> {
     let mut limits: Vec<u64> = runs.iter().filter_map(|r| r.limit_bytes).collect();
     limits.sort_unstable();
     limits.dedup();
@@ -583,7 +604,12 @@ fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool) -> Vec<Cu
             } else {
                 "ok"
             };
-            let store = at.iter().map(|r| r.store_used_bytes).max().unwrap_or(0);
+            // Unknown if any run's is: a largest over some runs is not the point's.
+            let most = |f: fn(&ProgramRun) -> Option<u64>| at.iter().map(|r| f(r)).collect::<Option<Vec<u64>>>()?.into_iter().max();
+            let pct = |f: fn(&ProgramRun) -> Option<u64>| {
+                at.iter().map(|r| f(r)).sum::<Option<u64>>().map_or(f64::NAN, |us| us as f64 / 1e4 / secs.max(1e-9))
+            };
+            let store = most(|r| r.store_used_bytes);
             CurvePoint {
                 limit_bytes: l,
                 n: at.len() as u32,
@@ -591,12 +617,12 @@ fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool) -> Vec<Cu
                 ci95,
                 censored,
                 outcome: worst.into(),
-                psi_some_pct: at.iter().map(|r| r.psi_some_us).sum::<u64>() as f64 / 1e4 / secs.max(1e-9),
-                psi_full_pct: at.iter().map(|r| r.psi_full_us).sum::<u64>() as f64 / 1e4 / secs.max(1e-9),
+                psi_some_pct: pct(|r| r.psi_some_us),
+                psi_full_pct: pct(|r| r.psi_full_us),
                 major_faults: at.iter().map(|r| r.major_faults).max().unwrap_or(0),
-                swap_in_pages: at.iter().map(|r| r.swap_in_pages).max().unwrap_or(0),
+                swap_in_pages: most(|r| r.swap_in_pages),
                 store_used_bytes: store,
-                total_bytes: if inside { l } else { l + store },
+                total_bytes: if inside || !compressed { Some(l) } else { store.map(|s| l + s) },
             }
         })
         .collect()
@@ -629,11 +655,27 @@ fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
     lines
 }
 
-fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Recommendation {
+/// The answer at the verified `limit`; why not, when it needs the compressed
+/// store's size there (what the limit needs in all) and that was not read.
+fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Result<Recommendation, String> {
     let e = claim::estimate(&v.ratios);
     let look = v.last().copied();
-    let store = res.curve.iter().find(|p| p.limit_bytes == limit).map(|p| p.store_used_bytes).unwrap_or(0);
-    let held = res.runs.iter().filter(|r| r.limit_bytes == Some(limit)).map(|r| r.store_orig_bytes).max().unwrap_or(0);
+    // A disk or no swap keeps nothing in RAM beside the limit: 0 is measured, not assumed.
+    let (store, held) = if compressed(&res.backing) {
+        let unread = || {
+            format!(
+                "the {} store's size at {} MiB could not be read, so what that limit needs in all is unknown",
+                res.backing,
+                limit / MIB
+            )
+        };
+        let store = res.curve.iter().find(|p| p.limit_bytes == limit).and_then(|p| p.store_used_bytes);
+        let held: Option<Vec<u64>> =
+            res.runs.iter().filter(|r| r.limit_bytes == Some(limit)).map(|r| r.store_orig_bytes).collect();
+        (store.ok_or_else(unread)?, held.and_then(|h| h.into_iter().max()).ok_or_else(unread)?)
+    } else {
+        (0, 0)
+    };
     let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
     // What the program put in swap at the limit, with a quarter more room.
     // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
@@ -695,7 +737,7 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
         res.cgroup_version,
         if res.backing.is_empty() { "no" } else { &res.backing },
     );
-    Recommendation {
+    Ok(Recommendation {
         limit_bytes: limit,
         verified: true,
         pairs: v.ratios.len() as u32,
@@ -709,7 +751,7 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
         look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
-    }
+    })
 }
 
 /// Nothing verified: the peak as the safe limit (its lines), and the best

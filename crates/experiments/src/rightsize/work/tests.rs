@@ -6,6 +6,11 @@ use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun};
 /// A zswap run verified at 100 MiB whose pool held 40 MiB (of 120 MiB it
 /// was given), against a 300 MiB peak, on cgroup `version`.
 fn verified_at_100(version: &str) -> Recommendation {
+    let (res, v) = zswap_at_100(version);
+    recommend(&res, 100 * MIB, &v, 0).expect("the store was read")
+}
+
+fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
     let limit = 100 * MIB;
     let res = RightsizeResult {
         mode: "batch".into(),
@@ -14,8 +19,8 @@ fn verified_at_100(version: &str) -> Recommendation {
         cgroup_version: version.into(),
         target_slowdown: 0.2,
         baseline: Some(Baseline { peak_bytes_max: 300 * MIB, ..Default::default() }),
-        curve: vec![CurvePoint { limit_bytes: limit, store_used_bytes: 40 * MIB, ..Default::default() }],
-        runs: vec![ProgramRun { limit_bytes: Some(limit), store_orig_bytes: 120 * MIB, ..Default::default() }],
+        curve: vec![CurvePoint { limit_bytes: limit, store_used_bytes: Some(40 * MIB), ..Default::default() }],
+        runs: vec![ProgramRun { limit_bytes: Some(limit), store_orig_bytes: Some(120 * MIB), ..Default::default() }],
         ..Default::default()
     };
     let v = search::Verification {
@@ -25,7 +30,45 @@ fn verified_at_100(version: &str) -> Recommendation {
         verified: true,
         ended: "verified",
     };
-    recommend(&res, limit, &v, 0)
+    (res, v)
+}
+
+/// Unknown is not zero: a compressed store whose size at the limit was not
+/// read gives no answer (what the limit needs in all is unknown), and the
+/// curve's point says so; a disk keeps nothing in RAM, so its total is the
+/// limit, measured not assumed.
+#[test]
+fn an_unread_store_gives_no_total() {
+    let (mut res, v) = zswap_at_100("v1");
+    res.curve[0].store_used_bytes = None;
+    let why = recommend(&res, 100 * MIB, &v, 0).expect_err("an unread store");
+    assert!(why.contains("zswap store's size at 100 MiB could not be read"), "{why}");
+    let (mut res, v) = zswap_at_100("v1");
+    res.runs[0].store_orig_bytes = None;
+    assert!(recommend(&res, 100 * MIB, &v, 0).is_err(), "what the store held was unread");
+    let (mut res, v) = zswap_at_100("v1");
+    res.backing = "disk".into();
+    res.curve[0].store_used_bytes = None;
+    res.runs[0].store_orig_bytes = None;
+    assert_eq!(recommend(&res, 100 * MIB, &v, 0).expect("a disk needs no store").total_bytes, 100 * MIB);
+    // The curve: a run whose store or PSI was unread leaves its point's unknown.
+    let run = |store: Option<u64>, psi: Option<u64>| ProgramRun {
+        limit_bytes: Some(100 * MIB),
+        outcome: "ok".into(),
+        seconds: 1.0,
+        ratio: 1.1,
+        psi_some_us: psi,
+        store_used_bytes: store,
+        ..Default::default()
+    };
+    let read = curve(&[run(Some(MIB), Some(10_000)), run(Some(2 * MIB), Some(10_000))], None, false, true);
+    assert_eq!((read[0].store_used_bytes, read[0].total_bytes), (Some(2 * MIB), Some(102 * MIB)));
+    assert!((read[0].psi_some_pct - 1.0).abs() < 1e-9, "{}", read[0].psi_some_pct);
+    let unread = curve(&[run(Some(MIB), None), run(None, Some(10_000))], None, false, true);
+    assert_eq!((unread[0].store_used_bytes, unread[0].total_bytes), (None, None));
+    assert!(unread[0].psi_some_pct.is_nan());
+    let disk = curve(&[run(None, Some(0))], None, false, false);
+    assert_eq!(disk[0].total_bytes, Some(100 * MIB));
 }
 
 #[test]
