@@ -13,20 +13,23 @@ pub struct ProcSnap {
 }
 
 impl ProcSnap {
-    pub fn of(pid: i32) -> ProcSnap {
+    /// The process now; none when it cannot be read: gone, or a zombie
+    /// (whose status has no memory lines). Unknown is not zero faults.
+    pub fn of(pid: i32) -> Option<ProcSnap> {
         let mut p = probe::Probe::default();
-        let st = p.pid_stat(pid).ok().flatten().unwrap_or_default();
-        let s = p.pid_status(pid).ok().flatten().unwrap_or_default();
-        ProcSnap {
+        let st = p.pid_stat(pid).ok().flatten()?;
+        let s = p.pid_status(pid).ok().flatten()?;
+        Some(ProcSnap {
             t_ns: probe::sample::monotonic_ns(),
             minflt: st.minflt,
             majflt: st.majflt,
-            rss_bytes: s.vm_rss.unwrap_or(0),
-            anon_bytes: s.rss_anon.unwrap_or(0),
-            swap_bytes: s.vm_swap.unwrap_or(0),
-        }
+            rss_bytes: s.vm_rss?,
+            anon_bytes: s.rss_anon?,
+            swap_bytes: s.vm_swap?,
+        })
     }
-    pub fn own() -> ProcSnap {
+    /// This process now (none only where /proc cannot be read).
+    pub fn own() -> Option<ProcSnap> {
         ProcSnap::of(std::process::id() as i32)
     }
 }
@@ -43,5 +46,21 @@ pub fn phase_between(a: &ProcSnap, b: &ProcSnap) -> PhaseResult {
         rss_after_bytes: b.rss_bytes,
         swap_before_bytes: a.swap_bytes,
         swap_after_bytes: b.swap_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A live process reads; one that is gone is unknown, not zeros.
+    #[test]
+    fn a_gone_process_is_none() {
+        let me = ProcSnap::own().expect("this process");
+        assert!(me.rss_bytes > 0 && me.minflt > 0, "{me:?}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        child.wait().unwrap();
+        assert_eq!(ProcSnap::of(pid), None, "pid {pid} was reaped");
     }
 }

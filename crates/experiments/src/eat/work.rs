@@ -105,14 +105,21 @@ fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {
     probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }
 }
 
-fn store_stats(b: &Backing, pid: i32) -> StoreStats {
+/// The worker's faults and memory now; an error when it cannot be read (it is gone).
+fn snap_of(pid: i32) -> Result<ProcSnap, ExperimentError> {
+    ProcSnap::of(pid).ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) could not be read: it is gone")))
+}
+
+/// The store and the worker now; an error when the worker cannot be read
+/// (it is gone): what it swapped is not zero.
+fn store_stats(b: &Backing, pid: i32) -> Result<StoreStats, ExperimentError> {
     let mut p = probe::Probe::default();
-    let snap = ProcSnap::of(pid);
+    let snap = snap_of(pid)?;
     let mut s = StoreStats { swapped_bytes: snap.swap_bytes, resident_bytes: snap.anon_bytes, ..Default::default() };
     if let Some(id) = b.zram_id
         && let Some(z) = store_size(&mut p, Store::Zram(id))
     {
-        s.orig_data_bytes = Some(z.orig_bytes);
+        s.orig_data_bytes = z.orig_bytes;
         s.compr_data_bytes = Some(z.compr_bytes);
         s.mem_used_bytes = Some(z.ram_bytes);
         s.same_pages = z.same_pages;
@@ -120,13 +127,13 @@ fn store_stats(b: &Backing, pid: i32) -> StoreStats {
     }
     if let Some(z) = store_size(&mut p, Store::Zswap) {
         s.zswap_bytes = Some(z.ram_bytes);
-        s.zswapped_bytes = Some(z.orig_bytes);
+        s.zswapped_bytes = z.orig_bytes;
     }
     if let Ok(Some(v)) = p.vmstat() {
         s.zswpout_pages = v.get("zswpout");
         s.swpout_zero_pages = v.get("swpout_zero");
     }
-    s
+    Ok(s)
 }
 
 /// The store's memory in use, bytes, for the backing kind.
@@ -254,10 +261,10 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         pid: i32,
         f: impl FnOnce() -> Result<(), ExperimentError>,
     ) -> Result<PhaseResult, ExperimentError> {
-        let a = ProcSnap::of(pid);
+        let a = snap_of(pid)?;
         self.obs.event("phase_start", name, a.t_ns, Value::Null);
         f()?;
-        let b = ProcSnap::of(pid);
+        let b = snap_of(pid)?;
         let r = phase_between(&a, &b);
         self.obs.event("phase_end", name, b.t_ns, serde_json::to_value(r).unwrap_or(Value::Null));
         Ok(r)
@@ -301,7 +308,7 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         let region = (at.addr, at.len);
         let fill = self.command(&mut *w, "fill", long)?;
         let fill = (fill.phase, reply("fill", fill.data)?);
-        let before_trim = store_stats(back, pid);
+        let before_trim = store_stats(back, pid)?;
         let trim = match cfg.trim {
             Trim::SelfTrim => self.command(&mut *w, "trim", long)?.phase,
             Trim::External => self.parent_phase("trim", pid, || {
@@ -317,12 +324,9 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
             }
             Trim::None => self.parent_phase("trim", pid, || Ok(()))?,
         };
-        let after_trim = store_stats(back, pid);
-        let settle = self.parent_phase("settle", pid, || {
-            settle_store(back, pid, cfg.settle_max);
-            Ok(())
-        })?;
-        let after_settle = store_stats(back, pid);
+        let after_trim = store_stats(back, pid)?;
+        let settle = self.parent_phase("settle", pid, || settle_store(back, pid, cfg.settle_max))?;
+        let after_settle = store_stats(back, pid)?;
         let read = self.command(&mut *w, "read", long)?;
         let read = (read.phase, reply("read", read.data)?);
         let free = self.command(&mut *w, "free", long)?.phase;
@@ -418,9 +422,9 @@ fn result(
 
 /// Waits until the store stops changing (three equal readings 20 ms apart) and no
 /// writeback is in flight, or `max` has passed.
-fn settle_store(b: &Backing, pid: i32, max: Duration) {
+fn settle_store(b: &Backing, pid: i32, max: Duration) -> Result<(), ExperimentError> {
     if !b.has_swap() {
-        return;
+        return Ok(());
     }
     // Writeback matters only where pages go to a disk (a swap file, the user's swap,
     // zswap writing back); zram is memory, and unrelated file writeback is not ours.
@@ -429,17 +433,18 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) {
     let mut last = None;
     let mut same = 0;
     while t0.elapsed() < max {
-        let s = store_stats(b, pid);
+        let s = store_stats(b, pid)?;
+        // Unread writeback is not none: the settle then waits to its end.
         let wb = if disk {
-            probe::Probe::default().meminfo().ok().flatten().and_then(|m| m.get("Writeback")).unwrap_or(0)
+            probe::Probe::default().meminfo().ok().flatten().and_then(|m| m.get("Writeback"))
         } else {
-            0
+            Some(0)
         };
         let key = (s.mem_used_bytes, s.orig_data_bytes, s.zswap_bytes, s.swapped_bytes, wb);
-        if Some(key) == last && wb == 0 {
+        if Some(key) == last && wb == Some(0) {
             same += 1;
             if same >= 2 {
-                return;
+                return Ok(());
             }
         } else {
             same = 0;
@@ -447,6 +452,7 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) {
         last = Some(key);
         std::thread::sleep(Duration::from_millis(20));
     }
+    Ok(())
 }
 
 /// Runs the experiment: for each compressor, set up the backing in a fresh
@@ -532,13 +538,14 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     let page = probe::environment::page_size() as usize;
     let mut region: Option<mm::Mapping> = None;
     // Runs `f` as a timed phase with fault and memory deltas.
-    fn phase<T>(io: &mut sandbox::worker::child::WorkerIo, name: &str, f: impl FnOnce() -> T) -> T {
-        let a = ProcSnap::own();
+    fn phase<T>(io: &mut sandbox::worker::child::WorkerIo, name: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+        let own = || ProcSnap::own().ok_or_else(|| "the eat worker could not read its own /proc/self/stat and status".to_string());
+        let a = own()?;
         io.emit("phase_start", name, Value::Null);
         let v = f();
-        let b = ProcSnap::own();
+        let b = own()?;
         io.emit("phase_end", name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
-        v
+        Ok(v)
     }
     while let Some(c) = io.command() {
         let done = match c.cmd.as_str() {
@@ -553,7 +560,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 to_value(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill })
             }
             "alloc" => {
-                let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))
+                let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))?
                     .map_err(|e| format!("mmap of {size} bytes: {e}"))?;
                 let v = to_value(&Allocated { addr: m.ptr as usize, len: m.len });
                 region = Some(m);
@@ -561,7 +568,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
             }
             "fill" => {
                 let m = region.as_mut().ok_or("fill before alloc")?;
-                phase(io, "fill", || workloads::fill::fill(m.as_mut_slice(), pattern, block, seed));
+                phase(io, "fill", || workloads::fill::fill(m.as_mut_slice(), pattern, block, seed))?;
                 // Re-fill of resident memory (same data), then the reference hash and
                 // the compressibility estimate; none of these is part of a phase.
                 let (_, refill) = timed(|| workloads::fill::fill(m.as_mut_slice(), pattern, block, seed));
@@ -571,16 +578,16 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
             }
             "trim" => {
                 let m = region.as_ref().ok_or("trim before alloc")?;
-                phase(io, "trim", || m.madvise(mm::MADV_PAGEOUT)).map_err(|e| format!("madvise(MADV_PAGEOUT): {e}"))?;
+                phase(io, "trim", || m.madvise(mm::MADV_PAGEOUT))?.map_err(|e| format!("madvise(MADV_PAGEOUT): {e}"))?;
                 Value::Null
             }
             "read" => {
                 let m = region.as_ref().ok_or("read before alloc")?;
-                let h = phase(io, "read", || workloads::fill::hash(m.as_slice()));
+                let h = phase(io, "read", || workloads::fill::hash(m.as_slice()))?;
                 to_value(&ReadBack { hash_read: format!("{h:016x}") })
             }
             "free" => {
-                phase(io, "free", || region = None);
+                phase(io, "free", || region = None)?;
                 Value::Null
             }
             "exit" => break,

@@ -7,8 +7,9 @@ use probe::Probe;
 /// What a swap store holds and what it costs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreSize {
-    /// Bytes swapped to it, as they were (uncompressed).
-    pub orig_bytes: u64,
+    /// Bytes swapped to it, as they were (uncompressed); none where the
+    /// kernel does not say (zswap before `Zswapped` in /proc/meminfo, 5.19).
+    pub orig_bytes: Option<u64>,
     /// The same bytes compressed.
     pub compr_bytes: u64,
     /// The RAM the store takes, its allocator's overhead included.
@@ -39,7 +40,7 @@ impl Store {
 pub fn store_size(p: &mut Probe, store: Store) -> Option<StoreSize> {
     match store {
         Store::Zram(id) => p.zram_mm_stat(id).ok().flatten().map(|m| StoreSize {
-            orig_bytes: m.orig_data_size,
+            orig_bytes: Some(m.orig_data_size),
             compr_bytes: m.compr_data_size,
             ram_bytes: m.mem_used_total,
             same_pages: Some(m.same_pages),
@@ -48,20 +49,15 @@ pub fn store_size(p: &mut Probe, store: Store) -> Option<StoreSize> {
         Store::Zswap => {
             let m = p.meminfo().ok().flatten()?;
             let pool = m.get("Zswap")?;
-            Some(StoreSize {
-                orig_bytes: m.get("Zswapped").unwrap_or(0),
-                compr_bytes: pool,
-                ram_bytes: pool,
-                ..Default::default()
-            })
+            Some(StoreSize { orig_bytes: m.get("Zswapped"), compr_bytes: pool, ram_bytes: pool, ..Default::default() })
         }
     }
 }
 
-/// Swap in use on the machine, bytes (0 when /proc/meminfo cannot be read).
-pub fn swap_used(p: &mut Probe) -> u64 {
-    let m = p.meminfo().ok().flatten().unwrap_or_default();
-    m.get("SwapTotal").unwrap_or(0).saturating_sub(m.get("SwapFree").unwrap_or(0))
+/// Swap in use on the machine, bytes; none when /proc/meminfo cannot be read.
+pub fn swap_used(p: &mut Probe) -> Option<u64> {
+    let m = p.meminfo().ok().flatten()?;
+    Some(m.get("SwapTotal")?.saturating_sub(m.get("SwapFree")?))
 }
 
 #[cfg(test)]
@@ -88,16 +84,26 @@ mod tests {
 
     #[test]
     fn each_store_is_read_into_the_same_fields() {
-        let (_d, mut p) = fake();
+        let (d, mut p) = fake();
         let z = store_size(&mut p, Store::Zram(3)).unwrap();
-        assert_eq!((z.orig_bytes, z.compr_bytes, z.ram_bytes), (4_096_000, 1_024_000, 1_200_000));
+        assert_eq!((z.orig_bytes, z.compr_bytes, z.ram_bytes), (Some(4_096_000), 1_024_000, 1_200_000));
         assert_eq!((z.same_pages, z.huge_pages), (Some(7), Some(3)));
         let s = store_size(&mut p, Store::Zswap).unwrap();
-        assert_eq!((s.orig_bytes, s.compr_bytes, s.ram_bytes), (400 << 10, 100 << 10, 100 << 10));
-        assert_eq!(swap_used(&mut p), 1024 << 10);
+        assert_eq!((s.orig_bytes, s.compr_bytes, s.ram_bytes), (Some(400 << 10), 100 << 10, 100 << 10));
+        assert_eq!(swap_used(&mut p), Some(1024 << 10));
         assert_eq!(store_size(&mut p, Store::Zram(4)), None, "no such device");
         assert_eq!(Store::of(None, "zswap"), Some(Store::Zswap));
         assert_eq!(Store::of(Some(2), "zram"), Some(Store::Zram(2)));
         assert_eq!(Store::of(None, "swapfile"), None);
+        // Unknown is not zero: a kernel without `Zswapped`, a meminfo unread.
+        let proc = d.path().join("proc");
+        std::fs::write(proc.join("meminfo"), "MemTotal: 4194304 kB\nZswap: 100 kB\n").unwrap();
+        let s = store_size(&mut p, Store::Zswap).unwrap();
+        assert_eq!((s.orig_bytes, s.ram_bytes), (None, 100 << 10));
+        assert_eq!(swap_used(&mut p), None, "no SwapTotal line");
+        std::fs::remove_file(proc.join("meminfo")).unwrap();
+        // A fresh probe: one keeps its files open.
+        let mut p = Probe::new(probe::Roots { proc, sys: d.path().join("sys"), fs: d.path().into() });
+        assert_eq!((store_size(&mut p, Store::Zswap), swap_used(&mut p)), (None, None));
     }
 }

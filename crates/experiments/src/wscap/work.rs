@@ -390,12 +390,12 @@ struct Peaks {
 
 impl Peaks {
     fn poll(&mut self, pid: i32, cg: &MemCgroup, zram: Option<u32>) {
-        let s = ProcSnap::of(pid);
-        if s.rss_bytes > 0 {
+        // A poll that cannot read the worker keeps nothing (not zeros).
+        if let Some(s) = ProcSnap::of(pid) {
             self.rss.push(s.rss_bytes);
+            self.anon_max = self.anon_max.max(s.anon_bytes);
+            self.swap_max = self.swap_max.max(s.swap_bytes);
         }
-        self.anon_max = self.anon_max.max(s.anon_bytes);
-        self.swap_max = self.swap_max.max(s.swap_bytes);
         if let Some(u) = cg.usage() {
             self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
         }

@@ -93,8 +93,12 @@ pub(super) fn store_sizes(zram: Option<u32>) -> Option<StoreSize> {
     match zram {
         Some(id) => store_size(&mut p, Store::Zram(id)),
         None => {
+            // What it holds is the swap in use: unread, the sizes are unknown.
+            let held = swap_used(&mut p)?;
+            // /proc/meminfo was just read: no `Zswap` line there is a kernel
+            // without zswap, which keeps no pool.
             let pool = store_size(&mut p, Store::Zswap).map_or(0, |z| z.ram_bytes);
-            Some(StoreSize { orig_bytes: swap_used(&mut p), compr_bytes: pool, ram_bytes: pool, ..Default::default() })
+            Some(StoreSize { orig_bytes: Some(held), compr_bytes: pool, ram_bytes: pool, ..Default::default() })
         }
     }
 }
@@ -160,7 +164,7 @@ pub(super) fn trim(
             rss_anon_bytes: f.rss_anon,
             swap_bytes: f.swap,
             major_faults: f.majflt.saturating_sub(after.majflt),
-            store_orig_bytes: z.map(|z| z.orig_bytes),
+            store_orig_bytes: z.and_then(|z| z.orig_bytes),
             store_compr_bytes: z.map(|z| z.compr_bytes),
             store_used_bytes: z.map(|z| z.ram_bytes),
         });
@@ -204,7 +208,7 @@ pub(super) fn trim(
 fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer<Entry = AssessResult>) -> bool {
     // What swapoff would bring back, and the room for it; either unread
     // is not "nothing" and "room": the device stays.
-    let need = store_sizes(Some(id)).map(|z| z.orig_bytes.saturating_sub(z.ram_bytes));
+    let need = store_sizes(Some(id)).and_then(|z| Some(z.orig_bytes?.saturating_sub(z.ram_bytes)));
     let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
     let short = match (need, avail) {
         (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {

@@ -84,10 +84,10 @@ struct Real<'a> {
     zram: Option<u32>,
     store_kind: String,
     runs: Vec<ProgramRun>,
-    /// Swap in use before the search (the user's, if any).
-    swap0: u64,
-    /// The largest swap use seen above `swap0`, per run.
-    swap_peaks: Vec<u64>,
+    /// Swap in use before the search (the user's, if any); none when unread.
+    swap0: Option<u64>,
+    /// The largest swap use seen above `swap0`, per run (none: never read).
+    swap_peaks: Vec<Option<u64>>,
     started: Instant,
     /// The compressibility of the program's pages, read once in the second
     /// unlimited run's steady part (for the prediction), and the seconds the
@@ -146,9 +146,10 @@ impl Real<'_> {
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.zram.into_iter().collect(),
         );
-        // The store's largest (RAM, held) over the readings that succeeded.
-        let mut store_max: Option<(u64, u64)> = None;
-        let (mut usage_max, mut swap_max) = (0u64, 0u64);
+        // The store's largest (RAM, held) and the swap's over the readings
+        // that succeeded (none: no reading did).
+        let (mut store_used, mut store_orig, mut swap_max) = (None::<u64>, None::<u64>, None::<u64>);
+        let mut usage_max = 0u64;
         let mut stopped = false;
         // The second unlimited run's working set, per window of an eighth of
         // the first run's time (¼ s to 2 s): the referenced bits are cleared
@@ -167,11 +168,13 @@ impl Real<'_> {
                 break r;
             }
             if let Some(z) = store.and_then(|st| store_size(&mut p, st)) {
-                let (u, o) = store_max.unwrap_or_default();
-                store_max = Some((u.max(z.ram_bytes), o.max(z.orig_bytes)));
+                store_used = store_used.max(Some(z.ram_bytes));
+                store_orig = store_orig.max(z.orig_bytes);
             }
-            usage_max = usage_max.max(cg.usage().unwrap_or(0));
-            swap_max = swap_max.max(swap_used(&mut p).saturating_sub(self.swap0));
+            if let Some(u) = cg.usage() {
+                usage_max = usage_max.max(u);
+            }
+            swap_max = swap_max.max(delta(self.swap0, swap_used(&mut p)));
             if sample_ws && Instant::now() >= next_clear {
                 if cleared {
                     let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut p, pid)).sum();
@@ -233,8 +236,8 @@ impl Real<'_> {
             psi_some_us: delta(psi0.map(|p| p.0), psi1.map(|p| p.0)),
             psi_full_us: delta(psi0.and_then(|p| p.1), psi1.and_then(|p| p.1)),
             swap_in_pages: delta(in0, pswpin()),
-            store_used_bytes: store_max.map(|m| m.0),
-            store_orig_bytes: store_max.map(|m| m.1),
+            store_used_bytes: store_used,
+            store_orig_bytes: store_orig,
             ratio: f64::NAN,
             paired_with: None,
             working_set_bytes: ws_steady,
@@ -445,8 +448,8 @@ pub fn run(
             .zip(&swap_peaks)
             .filter(|(r, _)| r.limit_bytes == Some(limit))
             .map(|(_, s)| *s)
-            .max()
-            .unwrap_or(0)
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|s| s.into_iter().max())
     };
     match found.recommended {
         Some(limit) => {
@@ -657,7 +660,12 @@ fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
 
 /// The answer at the verified `limit`; why not, when it needs the compressed
 /// store's size there (what the limit needs in all) and that was not read.
-fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: u64) -> Result<Recommendation, String> {
+fn recommend(
+    res: &RightsizeResult,
+    limit: u64,
+    v: &search::Verification,
+    swap: Option<u64>,
+) -> Result<Recommendation, String> {
     let e = claim::estimate(&v.ratios);
     let look = v.last().copied();
     // A disk or no swap keeps nothing in RAM beside the limit: 0 is measured, not assumed.
@@ -675,6 +683,11 @@ fn recommend(res: &RightsizeResult, limit: u64, v: &search::Verification, swap: 
         (store.ok_or_else(unread)?, held.and_then(|h| h.into_iter().max()).ok_or_else(unread)?)
     } else {
         (0, 0)
+    };
+    let swap = match swap {
+        _ if res.backing == "none" => 0,
+        Some(s) => s,
+        None => return Err(format!("the swap in use at {} MiB could not be read, so the swap beside that limit is unknown", limit / MIB)),
     };
     let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
     // What the program put in swap at the limit, with a quarter more room.

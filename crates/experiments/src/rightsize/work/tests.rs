@@ -7,7 +7,7 @@ use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun};
 /// was given), against a 300 MiB peak, on cgroup `version`.
 fn verified_at_100(version: &str) -> Recommendation {
     let (res, v) = zswap_at_100(version);
-    recommend(&res, 100 * MIB, &v, 0).expect("the store was read")
+    recommend(&res, 100 * MIB, &v, Some(0)).expect("the store was read")
 }
 
 fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
@@ -41,16 +41,18 @@ fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
 fn an_unread_store_gives_no_total() {
     let (mut res, v) = zswap_at_100("v1");
     res.curve[0].store_used_bytes = None;
-    let why = recommend(&res, 100 * MIB, &v, 0).expect_err("an unread store");
+    let why = recommend(&res, 100 * MIB, &v, Some(0)).expect_err("an unread store");
     assert!(why.contains("zswap store's size at 100 MiB could not be read"), "{why}");
     let (mut res, v) = zswap_at_100("v1");
     res.runs[0].store_orig_bytes = None;
-    assert!(recommend(&res, 100 * MIB, &v, 0).is_err(), "what the store held was unread");
+    assert!(recommend(&res, 100 * MIB, &v, Some(0)).is_err(), "what the store held was unread");
     let (mut res, v) = zswap_at_100("v1");
     res.backing = "disk".into();
     res.curve[0].store_used_bytes = None;
     res.runs[0].store_orig_bytes = None;
-    assert_eq!(recommend(&res, 100 * MIB, &v, 0).expect("a disk needs no store").total_bytes, 100 * MIB);
+    assert_eq!(recommend(&res, 100 * MIB, &v, Some(0)).expect("a disk needs no store").total_bytes, 100 * MIB);
+    let why = recommend(&res, 100 * MIB, &v, None).expect_err("the swap at the limit unread");
+    assert!(why.contains("swap in use at 100 MiB could not be read"), "{why}");
     // The curve: a run whose store or PSI was unread leaves its point's unknown.
     let run = |store: Option<u64>, psi: Option<u64>| ProgramRun {
         limit_bytes: Some(100 * MIB),

@@ -509,15 +509,12 @@ fn squeeze(
             probe::cgroup::CgroupVersion::V1 => "-1",
         },
     )?;
-    let grew = |f: fn(&StoreSize) -> u64| match (&before, &after) {
-        (Some(a), Some(b)) => Some(f(b).saturating_sub(f(a))),
-        _ => None,
-    };
+    let grew = |f: fn(&StoreSize) -> Option<u64>| Some(f(after.as_ref()?)?.saturating_sub(f(before.as_ref()?)?));
     Ok(Squeezed {
         limit_bytes: limit.min(now),
         swapped_bytes: swapped,
         stored_bytes: grew(|m| m.orig_bytes),
-        compressed_bytes: grew(|m| m.compr_bytes),
+        compressed_bytes: grew(|m| Some(m.compr_bytes)),
     })
 }
 
