@@ -30,9 +30,12 @@ fn rusage() -> (u64, u64) {
     (u.minflt, u.majflt)
 }
 
-fn mem() -> (u64, u64) {
-    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default();
-    (s.vm_rss.unwrap_or(0), s.rss_shmem.unwrap_or(0))
+/// This process's resident and shared memory; an error when its status
+/// cannot be read (the figures are not zero then, they are unknown).
+fn mem() -> Result<(u64, u64), String> {
+    let unread = || "the mapping worker could not read its own VmRSS and RssShmem (/proc/self/status)".to_string();
+    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().ok_or_else(unread)?;
+    Ok((s.vm_rss.ok_or_else(unread)?, s.rss_shmem.ok_or_else(unread)?))
 }
 
 #[derive(Default, Clone, Copy)]
@@ -45,14 +48,14 @@ struct Step {
 }
 
 /// Times `f`; faults and memory are read outside the timed part.
-fn step<T>(f: impl FnOnce() -> T) -> (T, Step) {
+fn step<T>(f: impl FnOnce() -> T) -> Result<(T, Step), String> {
     let (f0, j0) = rusage();
     let t = Instant::now();
     let v = f();
     let secs = t.elapsed().as_secs_f64();
     let (f1, j1) = rusage();
-    let (rss, shmem) = mem();
-    (v, Step { secs, minflt: f1 - f0, majflt: j1 - j0, rss, shmem })
+    let (rss, shmem) = mem()?;
+    Ok((v, Step { secs, minflt: f1 - f0, majflt: j1 - j0, rss, shmem }))
 }
 
 fn touch(p: *mut u8, len: usize, mode: &str, stride: usize, page: usize) {
@@ -214,17 +217,17 @@ impl<'a> Regions<'a> {
     fn obtain(&mut self) -> Result<(*mut u8, Step), String> {
         let (size, half, hp) = (self.size, self.half, self.spec.hugepages.as_str());
         let (p, s) = match self.spec.method.as_str() {
-            "mmap-munmap" => step(|| map(size, 0, hp)),
-            "populate" => step(|| map(size, libc::MAP_POPULATE, hp)),
-            "dontneed" | "free" => step(|| self.kept.ok_or_else(|| "no kept region".to_string())),
+            "mmap-munmap" => step(|| map(size, 0, hp))?,
+            "populate" => step(|| map(size, libc::MAP_POPULATE, hp))?,
+            "dontneed" | "free" => step(|| self.kept.ok_or_else(|| "no kept region".to_string()))?,
             "memfd" => {
-                let (r, s) = step(|| memfd(size));
+                let (r, s) = step(|| memfd(size))?;
                 let (fd, p) = r?;
                 // Keep the fd for the release step.
                 MEMFD.with(|c| c.set(fd));
                 (Ok(p), s)
             }
-            "memfd-punch" => step(|| self.kept_fd.map(|k| k.1).ok_or_else(|| "no kept memfd".to_string())),
+            "memfd-punch" => step(|| self.kept_fd.map(|k| k.1).ok_or_else(|| "no kept memfd".to_string()))?,
             "mremap" => step(|| {
                 let old = self.remap.take().ok_or("no region to grow")?;
                 // SAFETY: growing our own mapping; the kernel may move it.
@@ -233,7 +236,7 @@ impl<'a> Regions<'a> {
                     return Err(format!("mremap: {}", std::io::Error::last_os_error()));
                 }
                 Ok(p.cast::<u8>())
-            }),
+            })?,
             other => return Err(format!("unknown method '{other}'")),
         };
         Ok((p?, s))
@@ -271,7 +274,7 @@ impl<'a> Regions<'a> {
                 _ => {}
             }
             Ok(())
-        });
+        })?;
         r.map(|_| s)
     }
 }
@@ -305,7 +308,7 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
     let mut regions = Regions::new(spec, size)?;
     for it in 0..(spec.warmup + spec.iterations) {
         let (p, so) = regions.obtain()?;
-        let (_, st) = step(|| touch(p, size, touch_mode, stride, page));
+        let (_, st) = step(|| touch(p, size, touch_mode, stride, page))?;
         let sr = regions.release(p)?;
         if spec.pressure && keeps {
             // Memory the group cannot hold together with the released pages (only the
@@ -314,7 +317,7 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
             touch(q, size, "page", page, page);
             unmap(q, size);
         }
-        let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page)).1);
+        let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page))).transpose()?.map(|s| s.1);
         if it >= spec.warmup {
             let total = so.secs + st.secs + sr.secs + srt.map(|s| s.secs).unwrap_or(0.0);
             totals.push(total * 1e3);
@@ -351,7 +354,7 @@ fn baseline(spec: &Spec, size: usize) -> Result<Vec<f64>, String> {
     touch(b, size, "all", stride, page);
     let mut base = Vec::new();
     for _ in 0..(spec.warmup + spec.iterations) {
-        let (_, s) = step(|| touch(b, size, &spec.touch, stride, page));
+        let (_, s) = step(|| touch(b, size, &spec.touch, stride, page))?;
         base.push(s.secs * 1e3);
     }
     unmap(b, size);

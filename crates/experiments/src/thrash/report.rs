@@ -36,7 +36,7 @@ fn finite(x: f64) -> Option<f64> {
 
 /// Headline metrics: (key in `summary`'s JSON, label, the figure).
 pub const HEADLINE: [(&str, &str, Field); 18] = [
-    ("pswpout_active", "pages swapped out, start to last exit", |r| Some(r.pswpout_active as f64)),
+    ("pswpout_active", "pages swapped out, start to last exit", |r| r.pswpout_active.map(|n| n as f64)),
     ("pswpout_total", "pages swapped out, samples to end of watch", |r| Some(r.pswpout_total as f64)),
     ("pswpin_total", "pages swapped in", |r| Some(r.pswpin_total as f64)),
     ("pswpout_per_s_peak", "peak swap-outs/s (1 s)", |r| finite(r.pswpout_per_s_peak)),
@@ -454,7 +454,7 @@ impl Study for Thrash {
             // Read from vmstat at the start signal and at the last exit; the
             // collector's samples miss the edges (a 4 s e4 lost 95 % of its paging
             // between them). Runs recorded before the field have only the total.
-            let out = if r.pswpout_active > 0 { r.pswpout_active } else { r.pswpout_total };
+            let out = r.pswpout_active.filter(|&n| n > 0).unwrap_or(r.pswpout_total);
             b.push_rep(&g, &SWAPPED_OUT, r.repeat_index, Some(out as f64));
             b.push_rep(&g, &SWAP_OUT_RATE, r.repeat_index, Some(r.pswpout_per_s_active));
             b.push_rep(&g, &PROGRESS, r.repeat_index, r.progress_overcommitted_median);

@@ -161,9 +161,10 @@ pub struct ThrashResult {
     pub overcommitted_s: f64,
     /// Swap-outs from the start signal to the last consumer's exit, and their
     /// rate over the consumers' span (first allocation to last exit): a paging rate
-    /// that does not depend on the collector's interval.
+    /// that does not depend on the collector's interval. Null when
+    /// /proc/vmstat could not be read at either end.
     #[serde(default)]
-    pub pswpout_active: u64,
+    pub pswpout_active: Option<u64>,
     #[serde(default = "record::results::nan")]
     pub pswpout_per_s_active: f64,
     #[serde(default = "record::results::nan")]

@@ -103,15 +103,22 @@ pub fn planned_bytes(size: u64) -> u128 {
     2 * size as u128 + (64 << 20)
 }
 
-fn reclaim_counters() -> Reclaim {
-    let v = probe::Probe::default().vmstat().ok().flatten().unwrap_or_default();
-    Reclaim {
+/// The machine's reclaim counters now; an error when /proc/vmstat cannot be
+/// read (a mode's reclaim is then unknown, not none).
+fn reclaim_counters() -> Result<Reclaim, ExperimentError> {
+    let v = probe::Probe::default()
+        .vmstat()
+        .ok()
+        .flatten()
+        .ok_or_else(|| ExperimentError::Worker("/proc/vmstat could not be read: the reclaim is unknown".into()))?;
+    // A kernel without swap has no pswp lines: it swapped nothing.
+    Ok(Reclaim {
         pgscan: v.sum_prefix("pgscan_"),
         pgsteal: v.sum_prefix("pgsteal_"),
         workingset_refault: v.sum_prefix("workingset_refault"),
         pswpin: v.get("pswpin").unwrap_or(0),
         pswpout: v.get("pswpout").unwrap_or(0),
-    }
+    })
 }
 
 /// The worker's start: how much to map and how to touch it (`--spec`).
@@ -273,13 +280,13 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             );
         }
         self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
-        let before = reclaim_counters();
+        let before = reclaim_counters()?;
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
             .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let mut peaks = Peaks::default();
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
-        let after = reclaim_counters();
+        let after = reclaim_counters()?;
         self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
         r.reclaim = Reclaim {
             pgscan: after.pgscan.saturating_sub(before.pgscan),

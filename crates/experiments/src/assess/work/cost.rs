@@ -78,7 +78,8 @@ pub(super) fn follow_point(pid: i32) -> Option<Follow> {
     let mut p = Probe::default();
     let st = p.pid_status(pid).ok().flatten()?;
     let stat = p.pid_stat(pid).ok().flatten()?;
-    Some(Follow { rss_anon: st.rss_anon.unwrap_or(0), swap: st.vm_swap.unwrap_or(0), majflt: stat.majflt })
+    // A status without its memory lines (a zombie) is a process gone, not zeros.
+    Some(Follow { rss_anon: st.rss_anon?, swap: st.vm_swap?, majflt: stat.majflt })
 }
 
 pub(super) fn psi_some_us() -> Option<u64> {

@@ -191,9 +191,12 @@ fn stat_line(h: &Histogram<u64>, ns_per_tick: f64) -> [f64; 4] {
     ]
 }
 
-/// This process's /proc/self/status memory fields.
-fn self_status() -> probe::pid::PidStatus {
-    probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default()
+/// This process's resident memory now, or at its peak (`VmHWM`); an error
+/// when /proc/self/status cannot be read (the figure is unknown, not 0).
+fn self_rss(peak: bool) -> Result<u64, String> {
+    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten();
+    s.and_then(|s| if peak { s.vm_hwm } else { s.vm_rss })
+        .ok_or_else(|| "the heap worker could not read its own VmRSS and VmHWM (/proc/self/status)".into())
 }
 
 fn minflt() -> u64 {
@@ -296,7 +299,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
     }
     let cal = timer::calibrate(30, 20_000);
     let oh = cal.overhead_ticks;
-    let base_rss = self_status().vm_rss.unwrap_or(0);
+    let base_rss = self_rss(false)?;
     let f0 = minflt();
     let (stats, pinned) = drive(allocator, mode, threads, ops, seed, oh)?;
     let faults = minflt() - f0;
@@ -346,7 +349,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
         frees,
         batches: w.batches,
         batches_preempted: w.batches_preempted,
-        peak_rss_bytes: self_status().vm_hwm.unwrap_or(0),
+        peak_rss_bytes: self_rss(true)?,
         baseline_rss_bytes: base_rss,
         wall_ms: wall as f64 / 1e6,
         timed_fraction_max: frac,

@@ -88,9 +88,10 @@ pub(crate) fn analyze(
     r.psi_some_pct_mean = a.psi_memory_some_pct_mean.unwrap_or(f64::NAN);
     r.psi_full_pct_mean = a.psi_memory_full_pct_mean.unwrap_or(f64::NAN);
     r.cgroup_psi_some_pct_mean = a.cgroup_psi_memory_some_pct_mean;
-    r.pswpout_per_s_peak = a.pswpout_per_s_peak.unwrap_or(0.0);
-    r.collector_lateness_p99_ms = record::stats::percentile(&a.sampler_lateness_ms, 0.99).unwrap_or(0.0);
-    r.collector_lateness_max_ms = a.sampler_lateness_ms.iter().copied().reduce(f64::max).unwrap_or(0.0);
+    // No samples to read them from: unknown (NaN, null in run.json), not 0.
+    r.pswpout_per_s_peak = a.pswpout_per_s_peak.unwrap_or(f64::NAN);
+    r.collector_lateness_p99_ms = record::stats::percentile(&a.sampler_lateness_ms, 0.99).unwrap_or(f64::NAN);
+    r.collector_lateness_max_ms = a.sampler_lateness_ms.iter().copied().reduce(f64::max).unwrap_or(f64::NAN);
     // Totals over the whole run, start signal to end.
     let inside: Vec<&probe::Sample> = s.iter().filter(|x| x.t_ns >= t0_ns && x.t_ns <= stop_ns).collect();
     if let (Some(a), Some(b)) = (inside.first(), inside.last()) {

@@ -99,7 +99,10 @@ fn run_once<O: workloads::observe::Observer>(
         wait_ready(&mut c.w, stop)?;
     }
     std::thread::sleep(Duration::from_millis(200));
-    r.idle_usage_bytes = cg.usage().unwrap_or(0);
+    // The default limit is built on it: unread, the run cannot be sized.
+    r.idle_usage_bytes = cg
+        .usage()
+        .ok_or_else(|| ExperimentError::Worker(format!("{}: the group's usage could not be read", cg.name)))?;
     r.limit_bytes = plan.limit_bytes.unwrap_or(r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64);
     let guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
@@ -145,9 +148,13 @@ fn run_once<O: workloads::observe::Observer>(
         r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
     }
     consumers_done(&mut r, cons, plan);
-    r.pswpout_active = out_end.saturating_sub(out_t0);
+    r.pswpout_active = out_end.zip(out_t0).map(|(e, s)| e.saturating_sub(s));
     let span = (last_exit as f64 - first_alloc as f64) / 1e9;
-    r.pswpout_per_s_active = if span > 0.0 { r.pswpout_active as f64 / span } else { 0.0 };
+    r.pswpout_per_s_active = match r.pswpout_active {
+        Some(n) if span > 0.0 => n as f64 / span,
+        Some(_) => 0.0,
+        None => f64::NAN,
+    };
     protocol(&mut r, &cg.name);
     let stop_t = recover(plan, obs, baseline_paging, stop);
     sample_past(obs, stop_t);
@@ -238,8 +245,8 @@ fn vmstat() -> Option<probe::vmstat::Vmstat> {
     probe::Probe::default().vmstat().ok().flatten()
 }
 
-fn pswpout() -> u64 {
-    vmstat().and_then(|v| v.get("pswpout")).unwrap_or(0)
+fn pswpout() -> Option<u64> {
+    vmstat().and_then(|v| v.get("pswpout"))
 }
 
 /// Pages swapped in and out since boot.
@@ -441,7 +448,7 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                 rep + 1,
                 r.consumers_completed,
                 r.consumers,
-                r.pswpout_active,
+                r.pswpout_active.map_or("an unread number of".into(), |n| n.to_string()),
                 r.pswpout_per_s_active,
                 r.progress_ratio_median,
                 r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),

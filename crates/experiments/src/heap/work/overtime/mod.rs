@@ -497,7 +497,9 @@ fn squeeze(
         limit += 16 << 20;
     }
     std::thread::sleep(Duration::from_millis(300));
-    let swapped = p.pid_status(pid).ok().flatten().and_then(|s| s.vm_swap).unwrap_or(0);
+    let swapped = p.pid_status(pid).ok().flatten().and_then(|s| s.vm_swap).ok_or_else(|| {
+        ExperimentError::Worker(format!("the heap worker (pid {pid}) could not be read under the squeeze: it is gone"))
+    })?;
     let after = store(&mut p);
     cg.write(
         match cg.version {
