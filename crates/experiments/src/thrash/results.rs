@@ -197,7 +197,7 @@ pub struct ThrashResult {
     #[serde(default = "record::results::nan")]
     pub wall_s: f64,
     #[serde(default)]
-    pub host_mem_available_min_bytes: u64,
+    pub host_mem_available_min_bytes: Option<u64>,
     #[serde(default)]
     pub consumer_details: Vec<Consumer>,
     #[serde(skip_serializing_if = "Series::is_empty")]

@@ -100,8 +100,8 @@ pub(crate) fn analyze(
         r.pswpin_total = d("pswpin");
         r.pgmajfault_total = d("pgmajfault");
     }
-    r.host_mem_available_min_bytes =
-        s.iter().filter_map(|x| x.meminfo.as_ref().and_then(|m| m.available())).min().unwrap_or(0);
+    // No sample read it: unknown (null), never "none available".
+    r.host_mem_available_min_bytes = s.iter().filter_map(|x| x.meminfo.as_ref().and_then(|m| m.available())).min();
     r.recovery_s = recovery(&calm, te, baseline_paging);
     // PSI not read after the run: no interval could be calm, so the recovery
     // was not measured (not "slow").
