@@ -64,6 +64,13 @@ impl Sandbox {
         }
     }
 
+    /// A probe that reads the machine this sandbox changes: its roots' (a
+    /// fake tree in tests), so that what a run reads and what it changes are
+    /// one machine.
+    pub fn probe(&self) -> Probe {
+        Probe::new(self.roots.clone())
+    }
+
     /// Uses other proc/sys roots (fake trees in tests).
     pub fn with_roots(mut self, roots: Roots) -> Self {
         self.check_privilege = roots == Roots::default();
@@ -141,7 +148,7 @@ impl Sandbox {
 
     /// Checks limits without changing anything: not zero, not above RAM.
     pub fn check_limits(&self, limits: &Limits) -> Result<()> {
-        let ram = Probe::new(self.roots.clone()).meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(u64::MAX);
+        let ram = self.probe().meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(u64::MAX);
         for (what, v) in [("limit", limits.max), ("high", limits.high)] {
             match v {
                 Some(0) => {
@@ -164,7 +171,7 @@ impl Sandbox {
     /// Creates a memory cgroup `pagelab/<name>-<pid>-<n>` with the given limits.
     pub fn memory_cgroup(&mut self, name: &str, limits: &Limits) -> Result<MemCgroup> {
         self.check_limits(limits)?;
-        let (version, root) = Probe::new(self.roots.clone())
+        let (version, root) = self.probe()
             .memory_controller()
             .map_err(|e| SandboxError::Other(e.to_string()))?
             .ok_or_else(|| {

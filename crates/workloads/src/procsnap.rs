@@ -16,7 +16,10 @@ impl ProcSnap {
     /// The process now; none when it cannot be read: gone, or a zombie
     /// (whose status has no memory lines). Unknown is not zero faults.
     pub fn of(pid: i32) -> Option<ProcSnap> {
-        let mut p = probe::Probe::default();
+        ProcSnap::read(&mut probe::Probe::default(), pid)
+    }
+    /// [`ProcSnap::of`], through `p` (its roots a fake tree in tests).
+    pub fn read(p: &mut probe::Probe, pid: i32) -> Option<ProcSnap> {
         let st = p.pid_stat(pid).ok().flatten()?;
         let s = p.pid_status(pid).ok().flatten()?;
         Some(ProcSnap {

@@ -106,15 +106,15 @@ fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {
 }
 
 /// The worker's faults and memory now; an error when it cannot be read (it is gone).
-fn snap_of(pid: i32) -> Result<ProcSnap, ExperimentError> {
-    ProcSnap::of(pid).ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) could not be read: it is gone")))
+fn snap_of(m: &probe::Roots, pid: i32) -> Result<ProcSnap, ExperimentError> {
+    ProcSnap::read(&mut probe::Probe::new(m.clone()), pid).ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) could not be read: it is gone")))
 }
 
 /// The store and the worker now; an error when the worker cannot be read
 /// (it is gone): what it swapped is not zero.
-fn store_stats(b: &Backing, pid: i32) -> Result<StoreStats, ExperimentError> {
-    let mut p = probe::Probe::default();
-    let snap = snap_of(pid)?;
+fn store_stats(m: &probe::Roots, b: &Backing, pid: i32) -> Result<StoreStats, ExperimentError> {
+    let mut p = probe::Probe::new(m.clone());
+    let snap = snap_of(m, pid)?;
     let mut s = StoreStats { swapped_bytes: snap.swap_bytes, resident_bytes: snap.anon_bytes, ..Default::default() };
     if let Some(id) = b.zram_id
         && let Some(z) = store_size(&mut p, Store::Zram(id))
@@ -151,6 +151,8 @@ struct Run<'a, O: Observer<Entry = EatResult>> {
     obs: &'a mut O,
     stop: fn() -> bool,
     spawn: &'a mut dyn Spawn,
+    /// The machine it reads: its sandbox's ([`Sandbox::probe`]; a fake tree in tests).
+    machine: probe::Roots,
 }
 
 /// What one worker command produced: its phase (if it was one) and its `done` data.
@@ -261,10 +263,10 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         pid: i32,
         f: impl FnOnce() -> Result<(), ExperimentError>,
     ) -> Result<PhaseResult, ExperimentError> {
-        let a = snap_of(pid)?;
+        let a = snap_of(&self.machine, pid)?;
         self.obs.event("phase_start", name, a.t_ns, Value::Null);
         f()?;
-        let b = snap_of(pid)?;
+        let b = snap_of(&self.machine, pid)?;
         let r = phase_between(&a, &b);
         self.obs.event("phase_end", name, b.t_ns, serde_json::to_value(r).unwrap_or(Value::Null));
         Ok(r)
@@ -308,7 +310,8 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         let region = (at.addr, at.len);
         let fill = self.command(&mut *w, "fill", long)?;
         let fill = (fill.phase, reply("fill", fill.data)?);
-        let before_trim = store_stats(back, pid)?;
+        let m = self.machine.clone();
+        let before_trim = store_stats(&m, back, pid)?;
         let trim = match cfg.trim {
             Trim::SelfTrim => self.command(&mut *w, "trim", long)?.phase,
             Trim::External => self.parent_phase("trim", pid, || {
@@ -324,9 +327,9 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
             }
             Trim::None => self.parent_phase("trim", pid, || Ok(()))?,
         };
-        let after_trim = store_stats(back, pid)?;
-        let settle = self.parent_phase("settle", pid, || settle_store(back, pid, cfg.settle_max))?;
-        let after_settle = store_stats(back, pid)?;
+        let after_trim = store_stats(&m, back, pid)?;
+        let settle = self.parent_phase("settle", pid, || settle_store(&m, back, pid, cfg.settle_max))?;
+        let after_settle = store_stats(&m, back, pid)?;
         let read = self.command(&mut *w, "read", long)?;
         let read = (read.phase, reply("read", read.data)?);
         let free = self.command(&mut *w, "free", long)?.phase;
@@ -422,7 +425,7 @@ fn result(
 
 /// Waits until the store stops changing (three equal readings 20 ms apart) and no
 /// writeback is in flight, or `max` has passed.
-fn settle_store(b: &Backing, pid: i32, max: Duration) -> Result<(), ExperimentError> {
+fn settle_store(m: &probe::Roots, b: &Backing, pid: i32, max: Duration) -> Result<(), ExperimentError> {
     if !b.has_swap() {
         return Ok(());
     }
@@ -433,10 +436,10 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) -> Result<(), ExperimentEr
     let mut last = None;
     let mut same = 0;
     while t0.elapsed() < max {
-        let s = store_stats(b, pid)?;
+        let s = store_stats(m, b, pid)?;
         // Unread writeback is not none: the settle then waits to its end.
         let wb = if disk {
-            probe::Probe::default().meminfo().ok().flatten().and_then(|m| m.get("Writeback"))
+            probe::Probe::new(m.clone()).meminfo().ok().flatten().and_then(|m| m.get("Writeback"))
         } else {
             Some(0)
         };
@@ -458,21 +461,24 @@ fn settle_store(b: &Backing, pid: i32, max: Duration) -> Result<(), ExperimentEr
 /// Runs the experiment: for each compressor, set up the backing in a fresh
 /// sandbox, run every pattern `repeat` times, and restore.
 pub fn run<O: Observer<Entry = EatResult>>(cfg: &EatConfig, obs: &mut O, stop: fn() -> bool) -> Result<Vec<EatResult>, ExperimentError> {
-    run_with(cfg, obs, stop, &mut Processes)
+    run_with(cfg, obs, stop, &mut Processes, &|| Sandbox::new("eat"))
 }
 
 /// [`run`], its workers started by `spawn` (tests: [`sandbox::worker::Threads`],
-/// which needs no root, no process and no cgroup).
+/// which needs no root, no process and no cgroup) and each compressor's
+/// sandbox made by `sandbox` (tests: one on a fake tree), whose probe is
+/// what the run reads.
 pub fn run_with<O: Observer<Entry = EatResult>>(
     cfg: &EatConfig,
     obs: &mut O,
     stop: fn() -> bool,
     spawn: &mut dyn Spawn,
+    sandbox: &dyn Fn() -> Sandbox,
 ) -> Result<Vec<EatResult>, ExperimentError> {
     let mut results = Vec::new();
     let compressors = if cfg.compressors.is_empty() { vec![None] } else { cfg.compressors.clone() };
     for comp in &compressors {
-        let mut sb = Sandbox::new("eat");
+        let mut sb = sandbox();
         let back = backing::setup(&mut sb, cfg.backing, comp.as_deref(), cfg.size, &cfg.swapfile_dir)?;
         obs.event("info", "backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
         for n in &back.notes {
@@ -486,7 +492,7 @@ pub fn run_with<O: Observer<Entry = EatResult>>(
         let cg =
             if spawn.containable()
                 && sandbox::privilege::is_root()
-                && probe::Probe::default().memory_controller().ok().flatten().is_some()
+                && sb.probe().memory_controller().ok().flatten().is_some()
             {
                 let limit = cfg.size + cfg.size / 16 + (64 << 20);
                 Some(sb.memory_cgroup("eat", &Limits { max: Some(limit), ..Default::default() })?)
@@ -507,7 +513,7 @@ pub fn run_with<O: Observer<Entry = EatResult>>(
                     back.kind,
                     back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
                 ));
-                let mut run = Run { cfg, obs, stop, spawn: &mut *spawn };
+                let mut run = Run { cfg, obs, stop, spawn: &mut *spawn, machine: sb.roots().clone() };
                 let r = run.one(p, repeat, &back, cg.as_ref())?;
                 obs.result(&r)?;
                 results.push(r);
@@ -676,8 +682,17 @@ mod tests {
             ..cfg()
         };
         let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+        // The machine it reads is its sandbox's: a fake tree, with the
+        // worker (a thread of this process) linked in.
+        let tree = tempfile::tempdir().unwrap();
+        sandbox::testing::fake_cgroup_v2(tree.path()).unwrap();
+        let me = tree.path().join(format!("proc/{}", std::process::id()));
+        std::os::unix::fs::symlink(format!("/proc/{}", std::process::id()), &me).unwrap();
+        let sandbox = || {
+            Sandbox::with_journal_dir("eat", &tree.path().join("journal")).with_roots(probe::Roots::under(tree.path()))
+        };
         let mut obs = Recorder::default();
-        let rs = run_with(&cfg, &mut obs, || false, &mut threads).unwrap();
+        let rs = run_with(&cfg, &mut obs, || false, &mut threads, &sandbox).unwrap();
         let order: Vec<(&str, u32)> = rs.iter().map(|r| (r.pattern.as_str(), r.repeat)).collect();
         assert_eq!(order, [("zero", 1), ("random", 1), ("random", 2), ("zero", 2)]);
         let written: Vec<&str> = obs.results.iter().map(|r| r.pattern.as_str()).collect();
@@ -696,12 +711,17 @@ mod tests {
         assert!(obs.notes.iter().any(|n| n.contains("no swap backs this run")), "{:?}", obs.notes);
         // A stop before the first repeat: interrupted, nothing written.
         let mut stopped = Recorder::default();
-        let e = run_with(&cfg, &mut stopped, || true, &mut threads).unwrap_err();
+        let e = run_with(&cfg, &mut stopped, || true, &mut threads, &sandbox).unwrap_err();
         assert!(matches!(e, ExperimentError::Interrupted) && stopped.results.is_empty(), "{e}");
         // A result that cannot be written fails the run at the first.
         let mut refusing = Recorder { refuse_results: true, ..Default::default() };
-        let e = run_with(&cfg, &mut refusing, || false, &mut threads).unwrap_err();
+        let e = run_with(&cfg, &mut refusing, || false, &mut threads, &sandbox).unwrap_err();
         assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+        // A worker that cannot be read is gone: its faults and swap are
+        // unknown, not zero, and the run fails saying so.
+        std::fs::remove_file(&me).unwrap();
+        let e = run_with(&cfg, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap_err();
+        assert!(e.to_string().contains("could not be read: it is gone"), "{e}");
     }
 
     #[test]

@@ -105,8 +105,8 @@ pub fn planned_bytes(size: u64) -> u128 {
 
 /// The machine's reclaim counters now; an error when /proc/vmstat cannot be
 /// read (a mode's reclaim is then unknown, not none).
-fn reclaim_counters() -> Result<Reclaim, ExperimentError> {
-    let v = probe::Probe::default()
+fn reclaim_counters(p: &mut probe::Probe) -> Result<Reclaim, ExperimentError> {
+    let v = p
         .vmstat()
         .ok()
         .flatten()
@@ -183,6 +183,8 @@ struct Ctx<'a, O: Observer<Entry = WscapResult>> {
     stop: fn() -> bool,
     back: &'a Backing,
     sb: &'a mut Sandbox,
+    /// Reads the machine `sb` changes ([`Sandbox::probe`]).
+    probe: probe::Probe,
     headroom_limit: u64,
     spawn: &'a mut dyn Spawn,
 }
@@ -230,7 +232,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             compressor: self.back.compressor.clone(),
             ..Default::default()
         };
-        let version = probe::Probe::new(self.sb.roots().clone()).memory_controller().ok().flatten().map(|(v, _)| v);
+        let version = self.probe.memory_controller().ok().flatten().map(|(v, _)| v);
         if mode == Mode::CapHigh && version == Some(CgroupVersion::V1) {
             r.supported = false;
             r.outcome = "unsupported".into();
@@ -280,13 +282,13 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             );
         }
         self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
-        let before = reclaim_counters()?;
+        let before = reclaim_counters(&mut self.probe)?;
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
             .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let mut peaks = Peaks::default();
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
-        let after = reclaim_counters()?;
+        let after = reclaim_counters(&mut self.probe)?;
         self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
         r.reclaim = Reclaim {
             pgscan: after.pgscan.saturating_sub(before.pgscan),
@@ -347,7 +349,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             }
             if last_poll.elapsed() >= Duration::from_millis(50) {
                 last_poll = Instant::now();
-                peaks.poll(pid, cg, self.back.zram_id);
+                peaks.poll(&mut self.probe, pid, cg, self.back.zram_id);
             }
             if Instant::now() >= next_action {
                 next_action += cfg.period;
@@ -396,9 +398,9 @@ struct Peaks {
 }
 
 impl Peaks {
-    fn poll(&mut self, pid: i32, cg: &MemCgroup, zram: Option<u32>) {
+    fn poll(&mut self, p: &mut probe::Probe, pid: i32, cg: &MemCgroup, zram: Option<u32>) {
         // A poll that cannot read the worker keeps nothing (not zeros).
-        if let Some(s) = ProcSnap::of(pid) {
+        if let Some(s) = ProcSnap::read(p, pid) {
             self.rss.push(s.rss_bytes);
             self.anon_max = self.anon_max.max(s.anon_bytes);
             self.swap_max = self.swap_max.max(s.swap_bytes);
@@ -407,7 +409,7 @@ impl Peaks {
             self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
         }
         if let Some(id) = zram
-            && let Some(z) = store_size(&mut probe::Probe::default(), Store::Zram(id))
+            && let Some(z) = store_size(p, Store::Zram(id))
         {
             self.store_max = Some(self.store_max.unwrap_or(0).max(z.ram_bytes));
         }
@@ -466,7 +468,8 @@ pub fn run_with<O: Observer<Entry = WscapResult>>(
     let mut modes = vec![Mode::None];
     modes.extend(cfg.modes.iter().copied().filter(|m| *m != Mode::None));
     let mut results: Vec<WscapResult> = Vec::new();
-    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, headroom_limit, spawn };
+    let probe = sb.probe();
+    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, probe, headroom_limit, spawn };
     let mut plan: Vec<(Mode, u64, bool)> = Vec::new();
     for _ in 0..cfg.repeat {
         for &m in &modes {

@@ -19,6 +19,12 @@ fn fake_v2() -> tempfile::TempDir {
 fn the_run_drives_its_worker_and_groups_without_root() {
     use workloads::observe::Recorder;
     let tree = fake_v2();
+    // The run reads this machine through its sandbox's probe: the worker (a
+    // thread of this process) is the real one, linked in; vmstat is fake.
+    let pid = std::process::id();
+    std::os::unix::fs::symlink(format!("/proc/{pid}"), tree.path().join(format!("proc/{pid}"))).unwrap();
+    let vmstat = tree.path().join("proc/vmstat");
+    std::fs::write(&vmstat, "pgscan_kswapd 100\npgsteal_kswapd 90\npswpin 7\npswpout 9\n").unwrap();
     let cfg = WscapConfig {
         size: 2 << 20,
         cap: 1 << 20,
@@ -65,6 +71,9 @@ fn the_run_drives_its_worker_and_groups_without_root() {
     assert!((rs[3].slowdown.unwrap() - base2 / rs[3].scans_per_sec).abs() < 1e-9);
     assert!(rs[4].notes.iter().any(|n| n.contains("is not below the size")), "{:?}", rs[4].notes);
     assert!(rs[0].minimal_scans_per_sec.is_some_and(|m| m > 0.0), "none measures its minimal loop");
+    // Read through the fake tree: the worker's memory (linked in), and no
+    // reclaim (the fake counters stand still).
+    assert!(rs.iter().all(|r| r.rss_max_bytes > 0 && r.reclaim.pgscan == 0 && r.reclaim.pswpout == 0), "{rs:?}");
     // Each mode had its own group, and none is left.
     let groups = tree.path().join("sys/fs/cgroup/pagelab");
     assert!(!groups.exists(), "groups left behind");
@@ -73,6 +82,11 @@ fn the_run_drives_its_worker_and_groups_without_root() {
     let mut refusing = Recorder { refuse_results: true, ..Default::default() };
     let e = run_with(&cfg, &mut refusing, || false, &mut threads, sandbox()).unwrap_err();
     assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+    assert!(!groups.exists(), "a failed run left its group behind");
+    // Reclaim counters that cannot be read are unknown, not none: the run fails.
+    std::fs::remove_file(&vmstat).unwrap();
+    let e = run_with(&cfg, &mut Recorder::default(), || false, &mut threads, sandbox()).unwrap_err();
+    assert!(e.to_string().contains("/proc/vmstat could not be read"), "{e}");
     assert!(!groups.exists(), "a failed run left its group behind");
 }
 
