@@ -23,8 +23,8 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
         // followed), so one swapped for a link meanwhile redirects no read.
         let open = record::rundir::OpenDir::named(d).map_err(|e| usage(e.to_string()))?;
         let named = crate::report_cmd::Named::new(open.path(), d.clone());
-        let mut r =
-            Report::load(&named.via, Render::Never, experiments::catalog()).map_err(|e| usage(named.text(&e)))?;
+        let mut r = Report::load(&named.via, Render::Never, experiments::catalog())
+            .map_err(|e| usage(named.text(&e.to_string())))?;
         r.dir = d.clone();
         open_dirs.push(open);
         // compare reads headline figures only: each directory is read within a

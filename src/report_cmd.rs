@@ -82,7 +82,8 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         // A run or lab whose results are not its experiments' is refused
         // before `--out` is made or anything copied into it.
         if a.dir.join("run.json").exists() || a.dir.join(report::lab::FILE).exists() {
-            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
+            report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog())
+                .map_err(|e| usage(e.to_string()))?;
         }
         // Made here (or an empty directory already there, never a link), then
         // opened once without following a link at its name: every copy and
@@ -129,7 +130,7 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
             if a.html { report::html::Render::Always } else { report::html::Render::IfMissing },
             experiments::catalog(),
         )
-        .map_err(|e| usage(read_only_hint(e)))?;
+        .map_err(|e| usage(read_only_hint(e.to_string())))?;
         r.dir = named.shown.clone();
         if a.markdown {
             print!("{}", report::html::markdown(&r));
@@ -151,8 +152,8 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     // The run is read once, as a report: its results typed (an entry that is
     // not its experiment's is refused before anything is written), its
     // findings for --json; the record is the report's.
-    let report =
-        report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
+    let report = report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog())
+        .map_err(|e| usage(e.to_string()))?;
     let owned;
     let rec = match report.sections.first().and_then(|s| s.record.as_ref()) {
         Some(rec) => rec,
@@ -179,7 +180,8 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
 
 /// `--openmetrics FILE` and `--bmf FILE`: the headline figures, read only.
 fn export(a: &ReportArgs) -> anyhow::Result<()> {
-    let r = report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog()).map_err(usage)?;
+    let r = report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog())
+        .map_err(|e| usage(e.to_string()))?;
     let mut wrote = serde_json::Map::new();
     let outputs = [
         ("--openmetrics", "openmetrics", a.openmetrics.as_ref(), report::openmetrics::report_file(&r)),

@@ -196,28 +196,32 @@ impl Lab {
         }
     }
 
-    pub fn load(dir: &Path) -> Result<Lab, String> {
+    pub fn load(dir: &Path) -> Result<Lab, crate::error::LoadError> {
         Lab::load_within(dir, &record::weight::Budget::default())
     }
 
     /// [`Lab::load`], lab.json charged to `budget` (the report's, which its
     /// runs share).
-    pub fn load_within(dir: &Path, budget: &record::weight::Budget) -> Result<Lab, String> {
+    pub fn load_within(dir: &Path, budget: &record::weight::Budget) -> Result<Lab, crate::error::LoadError> {
+        use crate::error::LoadError;
         let p = dir.join(FILE);
-        let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{}: no such file", p.display()))?;
-        record::rundir::check_format(&p, &text).map_err(|e| e.to_string())?;
-        budget.charge(&p, record::weight::estimate(text.as_bytes())).map_err(|e| e.to_string())?;
-        let lab: Lab = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a pagelab lab record: {}", p.display(), record::rundir::brief(&e)))?;
+        let text = record::rundir::read_bounded(&p, record::rundir::MAX_JSON_BYTES)?
+            .ok_or_else(|| LoadError::Invalid { file: p.clone(), why: "no such file".into() })?;
+        record::rundir::check_format(&p, &text)?;
+        budget.charge(&p, record::weight::estimate(text.as_bytes()))?;
+        let lab: Lab = serde_json::from_str(&text).map_err(|e| LoadError::Invalid {
+            file: p.clone(),
+            why: format!("not a pagelab lab record: {}", record::rundir::brief(&e)),
+        })?;
         if lab.passes > MAX_PASSES || lab.pass_weights.len() > MAX_PASSES as usize {
-            return Err(format!(
-                "{}: passes {} with {} weights; a lab plans at most {MAX_PASSES}",
-                p.display(),
-                lab.passes,
-                lab.pass_weights.len()
-            ));
+            return Err(LoadError::Invalid {
+                file: p,
+                why: format!(
+                    "passes {} with {} weights; a lab plans at most {MAX_PASSES}",
+                    lab.passes,
+                    lab.pass_weights.len()
+                ),
+            });
         }
         Ok(lab)
     }

@@ -3,6 +3,7 @@
 //! their findings judged in their families. `html` and `markdown` draw it;
 //! `compare` and the exports read it.
 
+use crate::error::LoadError;
 use crate::experiment::{Catalog, Experiment, Parsed};
 use crate::headline::Metric;
 use crate::lab::Lab;
@@ -71,8 +72,8 @@ impl Section {
 
 /// One run directory's record, read within `budget` and parsed by its
 /// experiment (an unknown experiment parses to nothing).
-fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parsed), String> {
-    let mut rec = RunRecord::load_within(d, budget).map_err(|e| format!("{}: {e}", d.display()))?;
+fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parsed), LoadError> {
+    let mut rec = RunRecord::load_within(d, budget).map_err(|source| LoadError::Run { dir: d.into(), source })?;
     // Once, in place: the typed readers then never copy an entry (a
     // `null` reads as a missing field either way).
     record::results::strip_nulls(&mut rec.run.results);
@@ -80,11 +81,11 @@ fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parse
     let results = match rec.run.results.as_array() {
         Some(a) => a.as_slice(),
         None if rec.run.results.is_null() => &[][..],
-        None => return Err(format!("{}: results: not an array", d.join("run.json").display())),
+        None => return Err(LoadError::Invalid { file: d.join("run.json"), why: "results: not an array".into() }),
     };
     // Typed entries: `{}` in the file is a whole entry in memory.
-    budget.charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size())).map_err(|e| e.to_string())?;
-    let parsed = e.parse(results).map_err(|e| format!("{}: {e}", d.join("run.json").display()))?;
+    budget.charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))?;
+    let parsed = e.parse(results).map_err(|source| LoadError::Entry { file: d.join("run.json"), source })?;
     Ok((rec, parsed))
 }
 
@@ -101,7 +102,7 @@ fn render_lab(
     later: &[(PathBuf, String, usize)],
     render: Render,
     cat: Catalog,
-) -> Result<(), String> {
+) -> Result<(), LoadError> {
     for sec in sections {
         let (Some(d), Some(rec), Some((_, parsed))) = (&sec.dir, &sec.record, sec.parsed.first()) else {
             continue;
@@ -121,33 +122,33 @@ fn render_lab(
 }
 
 /// Draws a run's charts and Markdown into its directory when `wanted`.
-fn render_run(cat: Catalog, d: &Path, rec: &RunRecord, parsed: &Parsed, wanted: bool) -> Result<(), String> {
+fn render_run(cat: Catalog, d: &Path, rec: &RunRecord, parsed: &Parsed, wanted: bool) -> Result<(), LoadError> {
     match cat.find(&rec.run.experiment) {
         Some(e) if wanted => {
-            e.render(rec, parsed).map(|_| ()).map_err(|e| format!("{}: rendering charts: {e}", d.display()))
+            e.render(rec, parsed).map(|_| ()).map_err(|e| LoadError::Render { dir: d.into(), why: e.to_string() })
         }
         _ => Ok(()),
     }
 }
 
 /// A lab step's run directory: one plain name inside the lab, not a link.
-fn step_dir(dir: &Path, i: usize, s: &crate::lab::Step) -> Result<Option<PathBuf>, String> {
+fn step_dir(dir: &Path, i: usize, s: &crate::lab::Step) -> Result<Option<PathBuf>, LoadError> {
     if let Some(d) = &s.dir
         && !crate::lab::inside(d)
     {
-        return Err(format!(
-            "{}: step {} ({}): dir {:?} is not a name inside the lab directory",
-            dir.join(crate::lab::FILE).display(),
-            i + 1,
-            s.experiment,
-            d
-        ));
+        return Err(LoadError::Invalid {
+            file: dir.join(crate::lab::FILE),
+            why: format!("step {} ({}): dir {:?} is not a name inside the lab directory", i + 1, s.experiment, d),
+        });
     }
     let path = s.dir.as_ref().map(|d| dir.join(d));
     if let Some(p) = &path
         && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
     {
-        return Err(format!("{}: is a symbolic link; a lab's run directories must be its own", p.display()));
+        return Err(LoadError::Invalid {
+            file: p.clone(),
+            why: "is a symbolic link; a lab's run directories must be its own".into(),
+        });
     }
     Ok(path)
 }
@@ -194,13 +195,13 @@ impl Report {
     /// Loads a lab directory (lab.json) or a run directory (run.json).
     /// `cat` is the experiments it knows (the binary's `experiments::catalog()`);
     /// each run's results are parsed here, once.
-    pub fn load(dir: &Path, render: Render, cat: Catalog) -> Result<Report, String> {
+    pub fn load(dir: &Path, render: Render, cat: Catalog) -> Result<Report, LoadError> {
         Report::load_within(dir, render, cat, &Budget::default())
     }
 
     /// [`Report::load`], with what the records hold charged to `budget`
     /// (`compare` reads both labs within one).
-    pub fn load_within(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
+    pub fn load_within(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, LoadError> {
         if dir.join(crate::lab::FILE).exists() {
             Report::load_lab(dir, render, cat, budget)
         } else if dir.join("run.json").exists() {
@@ -227,25 +228,27 @@ impl Report {
             }
             .judge(cat))
         } else {
-            Err(format!("{}: neither a lab directory (lab.json) nor a run directory (run.json)", dir.display()))
+            Err(LoadError::NotARecord(dir.into()))
         }
     }
 
     /// A lab directory: every step's run loaded and parsed first, then the
     /// charts drawn, so that a lab whose third run is refused leaves the
     /// first two as they were.
-    fn load_lab(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, String> {
+    fn load_lab(dir: &Path, render: Render, cat: Catalog, budget: &Budget) -> Result<Report, LoadError> {
         let lab = Lab::load_within(dir, budget)?;
         let mut sections = Vec::new();
         // Later passes' runs: (directory, section, index in its `more`).
         let mut later: Vec<(PathBuf, String, usize)> = Vec::new();
         if lab.steps.len() > crate::lab::MAX_STEPS {
-            return Err(format!(
-                "{}: {} steps; a lab has at most {} (one per experiment and pass)",
-                dir.join(crate::lab::FILE).display(),
-                lab.steps.len(),
-                crate::lab::MAX_STEPS
-            ));
+            return Err(LoadError::Invalid {
+                file: dir.join(crate::lab::FILE),
+                why: format!(
+                    "{} steps; a lab has at most {} (one per experiment and pass)",
+                    lab.steps.len(),
+                    crate::lab::MAX_STEPS
+                ),
+            });
         }
         for (i, s) in lab.steps.iter().enumerate() {
             let path = step_dir(dir, i, s)?;
