@@ -424,8 +424,22 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::mapping::results::Entr
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<MappingResult>, workloads::observe::ExperimentError> {
+    run_with(cfg, obs, stop, &mut sandbox::worker::Processes, sandbox::Sandbox::new("mapping"))
+}
+
+/// [`run`], its workers started by `spawn` (tests: [`sandbox::worker::Threads`],
+/// no root and no process) and its groups (`--pressure`) made by `sb`.
+pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results::Entry>>(
+    cfg: &MappingConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    spawn: &mut dyn sandbox::worker::Spawn,
+    mut sb: sandbox::Sandbox,
+) -> Result<Vec<MappingResult>, workloads::observe::ExperimentError> {
     use workloads::observe::ExperimentError;
-    let mut sb = sandbox::Sandbox::new("mapping");
+    if cfg.pressure && !spawn.containable() {
+        return Err(ExperimentError::Worker("--pressure needs its workers in a memory cgroup, and these cannot be".into()));
+    }
     let mut out = Vec::new();
     // Round-robin, every other repeat reversed (ABBA).
     let plan: Vec<(u32, String)> = (1..=cfg.repeat.max(1))
@@ -460,7 +474,7 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::mapping::results::Entr
             hugepages: cfg.hugepages.clone(),
             pressure: cfg.pressure,
         };
-        let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+        let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
             exe: cfg.exe.clone(),
             args: sandbox::worker::argv_spec(WORKER, &spec),
             cgroup: cg.as_ref(),
@@ -468,14 +482,14 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::mapping::results::Entr
             label: format!("mapping {method}"),
         })?;
         obs.targets(
-            vec![w.pid],
+            vec![w.pid()],
             cg.as_ref().map(|c| probe::CgroupTarget { version: c.version, dir: c.dir.clone(), name: c.name.clone() }),
             vec![],
         );
         let t0 = probe::sample::monotonic_ns();
         obs.event("phase_start", method, t0, Value::Null);
         let d = w
-            .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), |_| {}, stop)
+            .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
             .data;
         let _ = w.finish(std::time::Duration::from_secs(10));
@@ -627,5 +641,50 @@ mod tests {
         assert!(r.notes.iter().any(|n| n.contains("MADV_FREE")));
         let argv = sandbox::worker::argv_spec(WORKER, &spec("memfd"));
         assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec("memfd"));
+    }
+
+    /// mapping's whole run with no root and no process: each method's
+    /// worker main on a thread. Repeats run the methods in ABBA order, each
+    /// in a fresh worker; each result is written as it comes, with its
+    /// baseline; a stop ends it as interrupted, a result that cannot be
+    /// written fails it, and --pressure (a group a thread cannot join) is refused.
+    #[test]
+    fn the_run_drives_its_workers_without_root() {
+        use workloads::observe::{ExperimentError, Recorder};
+        let cfg = MappingConfig {
+            size: 1 << 20,
+            stride: 64 << 10,
+            touch: "page".into(),
+            iterations: 2,
+            warmup: 1,
+            repeat: 2,
+            methods: vec!["mmap-munmap".into(), "dontneed".into()],
+            hugepages: "never".into(),
+            pressure: false,
+            exe: "/nonexistent".into(),
+            host_floor: None,
+        };
+        let journal = tempfile::tempdir().unwrap();
+        let sb = || sandbox::Sandbox::with_journal_dir("mapping", journal.path());
+        let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+        let mut obs = Recorder::default();
+        let rs = run_with(&cfg, &mut obs, || false, &mut threads, sb()).unwrap();
+        let order: Vec<(&str, u32)> = rs.iter().map(|r| (r.method.as_str(), r.repeat)).collect();
+        assert_eq!(order, [("mmap-munmap", 1), ("dontneed", 1), ("dontneed", 2), ("mmap-munmap", 2)]);
+        assert_eq!(obs.results.len(), 4, "each result written as it came");
+        for (e, r) in obs.results.iter().zip(&rs) {
+            assert_eq!(e.result.as_ref(), Some(r));
+            assert!(e.baseline.as_ref().is_some_and(|b| b.touch_ms_p50.is_some_and(|t| t > 0.0)), "{e:?}");
+            assert!(r.total_ms_p50 > 0.0 && r.iterations == 2 && r.retouch.is_some() == (r.method == "dontneed"), "{r:?}");
+        }
+        let mut stopped = Recorder::default();
+        let e = run_with(&cfg, &mut stopped, || true, &mut threads, sb()).unwrap_err();
+        assert!(matches!(e, ExperimentError::Interrupted) && stopped.results.is_empty(), "{e}");
+        let mut refusing = Recorder { refuse_results: true, ..Default::default() };
+        let e = run_with(&cfg, &mut refusing, || false, &mut threads, sb()).unwrap_err();
+        assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+        let pressed = MappingConfig { pressure: true, ..cfg };
+        let e = run_with(&pressed, &mut Recorder::default(), || false, &mut threads, sb()).unwrap_err();
+        assert!(e.to_string().contains("--pressure needs"), "{e}");
     }
 }
