@@ -100,6 +100,11 @@ impl Spawn for Threads {
             .find(|(k, _)| *k == kind)
             .map(|(_, m)| *m)
             .ok_or_else(|| SandboxError::Other(format!("no in-process worker of kind '{kind}'")))?;
+        // A thread shares this process's environment: one it was to be given
+        // (LD_PRELOAD) would silently not apply.
+        if let Some((k, _)) = spec.env.first() {
+            return Err(SandboxError::Invalid(format!("{}: an in-process worker cannot be given {k}", spec.label)));
+        }
         Ok(Box::new(InProcess::start(spec.label, main, spec.args[2..].to_vec())?))
     }
     fn containable(&self) -> bool {

@@ -511,6 +511,18 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::heap::results::Entry>>
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<HeapResult>, ExperimentError> {
+    run_with(cfg, obs, stop, &mut sandbox::worker::Processes)
+}
+
+/// [`run`], its workers started by `spawn` (tests: [`sandbox::worker::Threads`],
+/// no process; it refuses a preloaded allocator, whose environment a thread
+/// cannot take).
+pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::Entry>>(
+    cfg: &HeapConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    spawn: &mut dyn sandbox::worker::Spawn,
+) -> Result<Vec<HeapResult>, ExperimentError> {
     let supported: Vec<&Allocator> =
         cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_none()).collect();
     for a in cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_some()) {
@@ -566,7 +578,7 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::heap::results::Entry>>
                         rep + 1,
                         sub + 1
                     );
-                    let r = one_process(cfg, &spec, env, &label, obs, stop)?;
+                    let r = one_process(cfg, &spec, env, &label, obs, stop, &mut *spawn)?;
                     done += 1;
                     obs.note(&format!(
                         "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",
@@ -600,19 +612,20 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
     label: &str,
     obs: &mut O,
     stop: fn() -> bool,
+    spawn: &mut dyn sandbox::worker::Spawn,
 ) -> Result<Repeat, ExperimentError> {
-    let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+    let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
         exe: cfg.exe.clone(),
         args: sandbox::worker::argv_spec(WORKER, spec),
         cgroup: None,
         env,
         label: label.to_string(),
     })?;
-    obs.targets(vec![w.pid], None, vec![]);
+    obs.targets(vec![w.pid()], None, vec![]);
     let t0 = probe::sample::monotonic_ns();
     obs.event("phase_start", label, t0, Value::Null);
     let d = w
-        .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), |_| {}, stop)
+        .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
         .data;
     let _ = w.finish(std::time::Duration::from_secs(10));
@@ -656,6 +669,52 @@ mod tests {
         // A mode the allocator has not is refused by name.
         let bad = Spec { allocator: "mimalloc".into(), mode: "shared".into(), ..spec };
         assert_eq!(run_config(&bad).unwrap_err(), "allocator mimalloc cannot run heap mode shared");
+    }
+
+    /// heap's whole sweep with no process: each worker's main on a thread.
+    /// The allocators alternate ABBA within the repeats, each allocator's
+    /// result is written once its repeats are in, one the mode does not
+    /// support is written as such, a stop ends it, a result that cannot be
+    /// written fails it, and a preloaded allocator (an environment a thread
+    /// cannot take) is refused rather than run as glibc.
+    #[test]
+    fn the_sweep_drives_its_workers_without_a_process() {
+        use workloads::observe::{ExperimentError, Recorder};
+        let cfg = HeapConfig {
+            threads: vec![1],
+            allocators: vec![Allocator::Glibc, Allocator::Jemalloc, Allocator::Mimalloc],
+            heap_mode: "shared".into(),
+            workload: "mixed".into(),
+            ops: 4_000,
+            repeat: 2,
+            seed: 7,
+            baseline: "glibc".into(),
+            exe: "/nonexistent".into(),
+            host_floor: None,
+        };
+        let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+        let mut obs = Recorder::default();
+        let rs = run_with(&cfg, &mut obs, || false, &mut threads).unwrap();
+        let ran: Vec<&str> = obs.notes.iter().filter_map(|n| n.split_once("] heap ")?.1.split(' ').next()).collect();
+        assert_eq!(ran, ["glibc", "jemalloc", "jemalloc", "glibc"], "{:?}", obs.notes);
+        let names: Vec<(&str, u32)> = rs.iter().map(|r| (r.allocator.as_str(), r.repeat)).collect();
+        assert_eq!(names, [("glibc", 2), ("jemalloc", 2)]);
+        assert!(rs.iter().all(|r| r.alloc_ns_mean > 0.0 && r.free_ns_mean > 0.0), "{rs:?}");
+        assert_eq!(obs.results.len(), 3, "mimalloc's refusal, then the two results");
+        assert!(obs.results[0].unsupported.as_ref().is_some_and(|u| u.allocator == "mimalloc"));
+        assert_eq!(obs.results[1].result.as_ref(), Some(&rs[0]));
+        let e = run_with(&cfg, &mut Recorder::default(), || true, &mut threads).unwrap_err();
+        assert!(matches!(e, ExperimentError::Interrupted), "{e}");
+        let mut refusing = Recorder { refuse_results: true, ..Default::default() };
+        let e = run_with(&cfg, &mut refusing, || false, &mut threads).unwrap_err();
+        assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+        let preload = HeapConfig {
+            allocators: vec![Allocator::Preload("/x/libfast.so".into())],
+            heap_mode: "default".into(),
+            ..cfg
+        };
+        let e = run_with(&preload, &mut Recorder::default(), || false, &mut threads).unwrap_err();
+        assert!(e.to_string().contains("cannot be given LD_PRELOAD"), "{e}");
     }
 
     #[test]
