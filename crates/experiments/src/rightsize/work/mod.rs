@@ -11,12 +11,14 @@
 //! allows, so a program that grows without bound meets its own group's limit,
 //! never the machine's.
 
+mod answer;
 pub mod hotcold;
 pub mod predict;
 pub mod search;
 pub mod service;
 
-use crate::rightsize::results::{Baseline, CurvePoint, Plan, ProgramRun, Recommendation, RightsizeResult, Unverified};
+use crate::rightsize::results::{Baseline, CurvePoint, Plan, ProgramRun, RightsizeResult};
+use answer::{recommend, unverified};
 use probe::Probe;
 use crate::kit::store::{Store, store_size, swap_used};
 use probe::cgroup::CgroupVersion;
@@ -99,6 +101,31 @@ struct Real<'a> {
     v2: bool,
 }
 
+/// A run's largest readings, over the polls that read them (none: no poll
+/// did): the store's RAM and what it held, the swap above the search's
+/// start, and the group's charge.
+#[derive(Default)]
+struct Peaks {
+    store_used: Option<u64>,
+    store_orig: Option<u64>,
+    swap: Option<u64>,
+    usage: u64,
+}
+
+impl Peaks {
+    fn poll(&mut self, p: &mut Probe, store: Option<Store>, cg: &MemCgroup, swap0: Option<u64>) {
+        if let Some(z) = store.and_then(|st| store_size(p, st)) {
+            self.store_used = self.store_used.max(Some(z.ram_bytes));
+            self.store_orig = self.store_orig.max(z.orig_bytes);
+        }
+        if let Some(u) = cg.usage() {
+            self.usage = self.usage.max(u);
+        }
+        self.swap = self.swap.max(delta(swap0, swap_used(p)));
+    }
+}
+
+
 /// Waits for `pid` (our child) without blocking, with its resource usage.
 fn reap(pid: i32, block: bool) -> Option<(i32, libc::rusage)> {
     let mut status = 0;
@@ -146,10 +173,7 @@ impl Real<'_> {
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.zram.into_iter().collect(),
         );
-        // The store's largest (RAM, held) and the swap's over the readings
-        // that succeeded (none: no reading did).
-        let (mut store_used, mut store_orig, mut swap_max) = (None::<u64>, None::<u64>, None::<u64>);
-        let mut usage_max = 0u64;
+        let mut peaks = Peaks::default();
         let mut stopped = false;
         // The second unlimited run's working set, per window of an eighth of
         // the first run's time (¼ s to 2 s): the referenced bits are cleared
@@ -167,14 +191,7 @@ impl Real<'_> {
             if let Some(r) = reap(pid, false) {
                 break r;
             }
-            if let Some(z) = store.and_then(|st| store_size(&mut p, st)) {
-                store_used = store_used.max(Some(z.ram_bytes));
-                store_orig = store_orig.max(z.orig_bytes);
-            }
-            if let Some(u) = cg.usage() {
-                usage_max = usage_max.max(u);
-            }
-            swap_max = swap_max.max(delta(self.swap0, swap_used(&mut p)));
+            peaks.poll(&mut p, store, &cg, self.swap0);
             if sample_ws && Instant::now() >= next_clear {
                 if cleared {
                     let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut p, pid)).sum();
@@ -231,13 +248,13 @@ impl Real<'_> {
             seconds,
             user_s: tv(ru.ru_utime),
             sys_s: tv(ru.ru_stime),
-            peak_bytes: peak_of(&cg).unwrap_or(usage_max).max(usage_max),
+            peak_bytes: peak_of(&cg).unwrap_or(peaks.usage).max(peaks.usage),
             major_faults: ru.ru_majflt as u64,
             psi_some_us: delta(psi0.map(|p| p.0), psi1.map(|p| p.0)),
             psi_full_us: delta(psi0.and_then(|p| p.1), psi1.and_then(|p| p.1)),
             swap_in_pages: delta(in0, pswpin()),
-            store_used_bytes: store_used,
-            store_orig_bytes: store_orig,
+            store_used_bytes: peaks.store_used,
+            store_orig_bytes: peaks.store_orig,
             ratio: f64::NAN,
             paired_with: None,
             working_set_bytes: ws_steady,
@@ -245,7 +262,7 @@ impl Real<'_> {
         };
         drop(cg);
         sb.restore()?;
-        self.swap_peaks.push(swap_max);
+        self.swap_peaks.push(peaks.swap);
         Ok(run)
     }
 }
@@ -629,175 +646,6 @@ fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool, compresse
             }
         })
         .collect()
-}
-
-/// Sizes as systemd, docker and Kubernetes read them: whole MiB, rounded up.
-fn m_units(b: u64) -> u64 {
-    b.div_ceil(MIB)
-}
-
-/// The ready lines for `limit`, with `swap_room` of swap beside it.
-fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
-    let (l, s, p) = (m_units(limit), m_units(swap_room), m_units(peak));
-    let mut lines = vec![if s > 0 {
-        format!("systemd:    MemoryMax={l}M MemorySwapMax={s}M")
-    } else {
-        format!("systemd:    MemoryMax={l}M")
-    }];
-    lines.push(if s > 0 {
-        format!("docker run: --memory {l}m --memory-swap {}m", l + s)
-    } else {
-        format!("docker run: --memory {l}m")
-    });
-    lines.push(format!("kubernetes: resources: {{requests: {{memory: {l}Mi}}, limits: {{memory: {l}Mi}}}}"));
-    if s > 0 {
-        lines.push(format!(
-            "            (the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
-        ));
-    }
-    lines
-}
-
-/// The answer at the verified `limit`; why not, when it needs the compressed
-/// store's size there (what the limit needs in all) and that was not read.
-fn recommend(
-    res: &RightsizeResult,
-    limit: u64,
-    v: &search::Verification,
-    swap: Option<u64>,
-) -> Result<Recommendation, String> {
-    let e = claim::estimate(&v.ratios);
-    let look = v.last().copied();
-    // A disk or no swap keeps nothing in RAM beside the limit: 0 is measured, not assumed.
-    let (store, held) = if compressed(&res.backing) {
-        let unread = || {
-            format!(
-                "the {} store's size at {} MiB could not be read, so what that limit needs in all is unknown",
-                res.backing,
-                limit / MIB
-            )
-        };
-        let store = res.curve.iter().find(|p| p.limit_bytes == limit).and_then(|p| p.store_used_bytes);
-        let held: Option<Vec<u64>> =
-            res.runs.iter().filter(|r| r.limit_bytes == Some(limit)).map(|r| r.store_orig_bytes).collect();
-        (store.ok_or_else(unread)?, held.and_then(|h| h.into_iter().max()).ok_or_else(unread)?)
-    } else {
-        (0, 0)
-    };
-    let swap = match swap {
-        _ if res.backing == "none" => 0,
-        Some(s) => s,
-        None => return Err(format!("the swap in use at {} MiB could not be read, so the swap beside that limit is unknown", limit / MIB)),
-    };
-    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
-    // What the program put in swap at the limit, with a quarter more room.
-    // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
-    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
-    let lines = ready_lines(limit, swap_room, peak);
-    let (l, p) = (m_units(limit), m_units(peak));
-    let inside = pool_inside_limit(&res.backing, res.cgroup_version == "v2");
-    let total = if inside { limit } else { limit + store };
-    let saved = peak as i64 - total as i64;
-    let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
-    let store_compresses = (compressed && held >= MIB).then_some((store as f64) <= 0.7 * held as f64);
-    let (lo, hi) = e.map(|e| (e.ci95[0] - 1.0, e.ci95[1] - 1.0)).unwrap_or((f64::NAN, f64::NAN));
-    let slow = e.map(|e| e.estimate - 1.0).unwrap_or_else(|| v.ratios.first().map_or(f64::NAN, |r| r - 1.0));
-    let upper = look.map_or(f64::NAN, |k| k.upper);
-    // The first line is what the user saves in all: the limit plus what the
-    // store holds in RAM, against the unlimited peak.
-    let first = if store_compresses == Some(false) {
-        format!(
-            "{} saves nothing here: what it holds does not compress ({} MiB held in {} MiB of RAM), so {} is {} \
-             MiB against a {p} MiB peak; a disk swap would save the RAM the store takes.",
-            res.backing,
-            held / MIB,
-            store / MIB,
-            if inside { "the limit (which holds the store: zswap's pool is charged to the group on cgroup v2)" } else { "the limit plus the store" },
-            total / MIB
-        )
-    } else if saved > 0 {
-        format!(
-            "Give '{}' {l} MiB: in all (the limit{}) it needs {} MiB, {} MiB ({:.0} %) less than its unlimited peak of {p} MiB.",
-            res.command.join(" "),
-            match (store > 0, inside) {
-                (true, false) => format!(" and the {} MiB the compressed store held", store / MIB),
-                (true, true) => format!(", which holds the {} MiB zswap's pool took: cgroup v2 charges it there", store / MIB),
-                (false, _) => String::new(),
-            },
-            total / MIB,
-            saved / MIB as i64,
-            saved as f64 / peak.max(1) as f64 * 100.0
-        )
-    } else {
-        format!(
-            "Give '{}' {l} MiB: nothing to save: in all it needs {} MiB against an unlimited peak of {p} MiB.",
-            res.command.join(" "),
-            total / MIB
-        )
-    };
-    let summary = format!(
-        "{first} Verified: at that limit it ran {:+.1} % slower than unlimited (95 % interval {:+.1} % to {:+.1} %, \
-         {} pairs of runs side by side; one-sided upper bound {:+.1} % at α {:.4}, within the {:.0} % asked for). \
-         {} runs in all, on cgroup {} with {} backing.",
-        slow * 100.0,
-        lo * 100.0,
-        hi * 100.0,
-        v.ratios.len(),
-        (upper - 1.0) * 100.0,
-        look.map_or(f64::NAN, |k| k.alpha),
-        res.target_slowdown * 100.0,
-        res.runs.len(),
-        res.cgroup_version,
-        if res.backing.is_empty() { "no" } else { &res.backing },
-    );
-    Ok(Recommendation {
-        limit_bytes: limit,
-        verified: true,
-        pairs: v.ratios.len() as u32,
-        slowdown: slow,
-        slowdown_ci95: e.map(|_| [lo, hi]),
-        swap_bytes: swap,
-        total_bytes: total,
-        saved_bytes: saved,
-        store_compresses,
-        upper_bound: upper,
-        look_alpha: look.map_or(f64::NAN, |k| k.alpha),
-        lines,
-        summary,
-    })
-}
-
-/// Nothing verified: the peak as the safe limit (its lines), and the best
-/// candidate measured, labelled unverified.
-fn unverified(res: &RightsizeResult, best: Option<&search::Verification>, why: &str) -> Unverified {
-    let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
-    let safe = peak.div_ceil(MIB) * MIB;
-    let look = best.and_then(|v| v.last().copied());
-    let best_txt = match (best, look) {
-        (Some(v), Some(k)) => format!(
-            " The best candidate measured, {} MiB, ran {:.3}× unlimited over {} pairs with an upper bound of {:.3}: \
-             unverified, so not in the lines.",
-            v.limit / MIB,
-            k.ratio,
-            k.pairs,
-            k.upper
-        ),
-        _ => String::new(),
-    };
-    Unverified {
-        safe_limit_bytes: safe,
-        best_limit_bytes: best.map(|v| v.limit),
-        best_pairs: look.map_or(0, |k| k.pairs),
-        best_ratio: look.map_or(f64::NAN, |k| k.ratio),
-        best_upper_bound: look.map_or(f64::NAN, |k| k.upper),
-        lines: ready_lines(safe, 0, peak),
-        summary: format!(
-            "Nothing verified within {:.0} %: the safe limit is the unlimited peak, {} MiB (the lines below).{best_txt} \
-             Why: {why}",
-            res.target_slowdown * 100.0,
-            safe / MIB
-        ),
-    }
 }
 
 #[cfg(test)]

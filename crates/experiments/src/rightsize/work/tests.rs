@@ -1,7 +1,7 @@
 //! What a recommendation says it needs in all, per store and cgroup version.
 
 use super::*;
-use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun};
+use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun, Recommendation};
 
 /// A zswap run verified at 100 MiB whose pool held 40 MiB (of 120 MiB it
 /// was given), against a 300 MiB peak, on cgroup `version`.

@@ -148,13 +148,7 @@ fn run_once<O: workloads::observe::Observer>(
         r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
     }
     consumers_done(&mut r, cons, plan);
-    r.pswpout_active = out_end.zip(out_t0).map(|(e, s)| e.saturating_sub(s));
-    let span = (last_exit as f64 - first_alloc as f64) / 1e9;
-    r.pswpout_per_s_active = match r.pswpout_active {
-        Some(n) if span > 0.0 => n as f64 / span,
-        Some(_) => 0.0,
-        None => f64::NAN,
-    };
+    swapped_while_active(&mut r, (out_t0, out_end), (last_exit as f64 - first_alloc as f64) / 1e9);
     protocol(&mut r, &cg.name);
     let stop_t = recover(plan, obs, baseline_paging, stop);
     sample_past(obs, stop_t);
@@ -239,6 +233,18 @@ planned {:.0} s plus recovery",
         plan.stagger_ms,
         (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
     )
+}
+
+/// Swap-outs from the start signal to the last exit (`out`: the counter at
+/// both ends), and their rate over the consumers' `span_s`; unknown (null,
+/// NaN) when either end was unread.
+fn swapped_while_active(r: &mut ThrashResult, out: (Option<u64>, Option<u64>), span_s: f64) {
+    r.pswpout_active = out.1.zip(out.0).map(|(e, s)| e.saturating_sub(s));
+    r.pswpout_per_s_active = match r.pswpout_active {
+        Some(n) if span_s > 0.0 => n as f64 / span_s,
+        Some(_) => 0.0,
+        None => f64::NAN,
+    };
 }
 
 fn vmstat() -> Option<probe::vmstat::Vmstat> {
