@@ -1,6 +1,7 @@
 //! Why a run or lab directory could not be loaded. Each kind names the file
 //! (and, for an entry, the entry and the field), so the binary prints one
-//! line and exits 2.
+//! line and exits 2. A kind's cause is in its message, not a source of
+//! its own, so that a chain printed whole says it once.
 
 use record::results::EntryError;
 use record::rundir::ReadError;
@@ -9,22 +10,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// A run's record could not be read: missing, too large, malformed or refused.
-    #[error("{}: {source}", dir.display())]
-    Run {
-        dir: PathBuf,
-        #[source]
-        source: ReadError,
-    },
+    #[error("{}: {cause}", dir.display())]
+    Run { dir: PathBuf, cause: ReadError },
     /// A file could not be read (lab.json); the reader's error names it.
     #[error(transparent)]
     Read(#[from] ReadError),
     /// An entry of run.json is not as its experiment writes them.
-    #[error("{}: {source}", file.display())]
-    Entry {
-        file: PathBuf,
-        #[source]
-        source: EntryError,
-    },
+    #[error("{}: {cause}", file.display())]
+    Entry { file: PathBuf, cause: EntryError },
     /// Well formed, but not what pagelab writes: a limit passed, a wrong
     /// shape, a run directory that is a link.
     #[error("{}: {why}", file.display())]

@@ -73,7 +73,7 @@ impl Section {
 /// One run directory's record, read within `budget` and parsed by its
 /// experiment (an unknown experiment parses to nothing).
 fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parsed), LoadError> {
-    let mut rec = RunRecord::load_within(d, budget).map_err(|source| LoadError::Run { dir: d.into(), source })?;
+    let mut rec = RunRecord::load_within(d, budget).map_err(|cause| LoadError::Run { dir: d.into(), cause })?;
     // Once, in place: the typed readers then never copy an entry (a
     // `null` reads as a missing field either way).
     record::results::strip_nulls(&mut rec.run.results);
@@ -85,7 +85,7 @@ fn load_run(d: &Path, cat: Catalog, budget: &Budget) -> Result<(RunRecord, Parse
     };
     // Typed entries: `{}` in the file is a whole entry in memory.
     budget.charge(&d.join("run.json"), results.len().saturating_mul(e.entry_size()))?;
-    let parsed = e.parse(results).map_err(|source| LoadError::Entry { file: d.join("run.json"), source })?;
+    let parsed = e.parse(results).map_err(|cause| LoadError::Entry { file: d.join("run.json"), cause })?;
     Ok((rec, parsed))
 }
 

@@ -105,9 +105,23 @@ fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {
     probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }
 }
 
-/// The worker's faults and memory now; an error when it cannot be read (it is gone).
+/// What [`snap_of`] says of a worker it cannot read; [`ended`] adds how it ended.
+const UNREAD: &str = "could not be read in /proc";
+
+/// The worker's faults and memory now; an error when it cannot be read
+/// (it is gone, or going): its faults and swap are unknown, not zero.
 fn snap_of(m: &probe::Roots, pid: i32) -> Result<ProcSnap, ExperimentError> {
-    ProcSnap::read(&mut probe::Probe::new(m.clone()), pid).ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) could not be read: it is gone")))
+    ProcSnap::read(&mut probe::Probe::new(m.clone()), pid)
+        .ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) {UNREAD}")))
+}
+
+/// A worker that could not be read: how it ended, as its link knows it (an
+/// OOM kill, a signal), not only that it could not be read.
+fn ended(e: ExperimentError, w: &mut dyn WorkerLink) -> ExperimentError {
+    match e {
+        ExperimentError::Worker(m) if m.ends_with(UNREAD) => ExperimentError::Worker(format!("{m}: {}", w.failure())),
+        e => e,
+    }
 }
 
 /// The store and the worker now; an error when the worker cannot be read
@@ -311,25 +325,30 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         let fill = self.command(&mut *w, "fill", long)?;
         let fill = (fill.phase, reply("fill", fill.data)?);
         let m = self.machine.clone();
-        let before_trim = store_stats(&m, back, pid)?;
+        let before_trim = store_stats(&m, back, pid).map_err(|e| ended(e, &mut *w))?;
         let trim = match cfg.trim {
             Trim::SelfTrim => self.command(&mut *w, "trim", long)?.phase,
-            Trim::External => self.parent_phase("trim", pid, || {
-                let fd =
-                    mm::PidFd::open(pid).map_err(|e| ExperimentError::Worker(format!("pidfd_open({pid}): {e}")))?;
-                mm::process_madvise(&fd, &[region], mm::MADV_PAGEOUT)
-                    .map_err(|e| ExperimentError::Worker(format!("process_madvise(MADV_PAGEOUT) on pid {pid}: {e}")))?;
-                Ok(())
-            })?,
+            Trim::External => self
+                .parent_phase("trim", pid, || {
+                    let fd = mm::PidFd::open(pid)
+                        .map_err(|e| ExperimentError::Worker(format!("pidfd_open({pid}): {e}")))?;
+                    mm::process_madvise(&fd, &[region], mm::MADV_PAGEOUT).map_err(|e| {
+                        ExperimentError::Worker(format!("process_madvise(MADV_PAGEOUT) on pid {pid}: {e}"))
+                    })?;
+                    Ok(())
+                })
+                .map_err(|e| ended(e, &mut *w))?,
             Trim::Cgroup => {
                 let cg = cg.ok_or_else(|| ExperimentError::Worker("--trim cgroup without a cgroup".into()))?;
-                self.parent_phase("trim", pid, || Ok(cg.reclaim(cfg.size + (16 << 20))?))?
+                self.parent_phase("trim", pid, || Ok(cg.reclaim(cfg.size + (16 << 20))?)).map_err(|e| ended(e, &mut *w))?
             }
-            Trim::None => self.parent_phase("trim", pid, || Ok(()))?,
+            Trim::None => self.parent_phase("trim", pid, || Ok(())).map_err(|e| ended(e, &mut *w))?,
         };
-        let after_trim = store_stats(&m, back, pid)?;
-        let settle = self.parent_phase("settle", pid, || settle_store(&m, back, pid, cfg.settle_max))?;
-        let after_settle = store_stats(&m, back, pid)?;
+        let after_trim = store_stats(&m, back, pid).map_err(|e| ended(e, &mut *w))?;
+        let settle = self
+            .parent_phase("settle", pid, || settle_store(&m, back, pid, cfg.settle_max))
+            .map_err(|e| ended(e, &mut *w))?;
+        let after_settle = store_stats(&m, back, pid).map_err(|e| ended(e, &mut *w))?;
         let read = self.command(&mut *w, "read", long)?;
         let read = (read.phase, reply("read", read.data)?);
         let free = self.command(&mut *w, "free", long)?.phase;
@@ -717,11 +736,11 @@ mod tests {
         let mut refusing = Recorder { refuse_results: true, ..Default::default() };
         let e = run_with(&cfg, &mut refusing, || false, &mut threads, &sandbox).unwrap_err();
         assert!(matches!(e, ExperimentError::Record(_)), "{e}");
-        // A worker that cannot be read is gone: its faults and swap are
-        // unknown, not zero, and the run fails saying so.
+        // A worker that cannot be read: its faults and swap are unknown, not
+        // zero, and the run fails saying so and how the worker stands.
         std::fs::remove_file(&me).unwrap();
         let e = run_with(&cfg, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap_err();
-        assert!(e.to_string().contains("could not be read: it is gone"), "{e}");
+        assert!(e.to_string().contains("could not be read in /proc: "), "{e}");
     }
 
     #[test]

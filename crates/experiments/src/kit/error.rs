@@ -20,13 +20,11 @@ pub enum Error {
     /// The run failed: its worker, a result not recorded, a record not read.
     #[error("{0}")]
     Failed(String),
-    /// A file could not be written or read, saying which.
-    #[error("{what}: {source}")]
-    File {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file could not be written or read, saying which. (The cause is in
+    /// the message, not a source of its own: a chain printed whole would
+    /// say it twice.)
+    #[error("{what}: {cause}")]
+    File { what: String, cause: std::io::Error },
     /// A file of the run (its directory, run.json, its samples) could not be written or read.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -36,9 +34,12 @@ pub enum Error {
     /// A record could not be read back.
     #[error(transparent)]
     Read(#[from] record::rundir::ReadError),
-    /// What was being done when `source` came.
-    #[error("{context}: {source}")]
-    Context { context: String, source: Box<Error> },
+    /// What was being done when `inner` came (its message in this one's).
+    #[error("{context}: {inner}")]
+    Context { context: String, inner: Box<Error> },
+    /// A result or document that could not be turned into JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 /// An experiment command's result.
@@ -47,13 +48,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// The same error, saying what was being done.
     pub fn context(self, context: impl Into<String>) -> Self {
-        Error::Context { context: context.into(), source: Box::new(self) }
+        Error::Context { context: context.into(), inner: Box::new(self) }
     }
 
     /// The error under any context.
     pub fn root(&self) -> &Error {
         match self {
-            Error::Context { source, .. } => source.root(),
+            Error::Context { inner, .. } => inner.root(),
             e => e,
         }
     }
@@ -87,12 +88,6 @@ impl From<ExperimentError> for Error {
     }
 }
 
-impl From<serde_json::Error> for Error {
-    fn from(e: serde_json::Error) -> Self {
-        Error::Failed(format!("JSON: {e}"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +104,9 @@ mod tests {
         assert_eq!(Error::from(ExperimentError::Sandbox(refused)).context("store 1 of 2").exit_code(), 2);
         let e = Error::Usage("--size: not a size".into()).context("store 1 of 2");
         assert_eq!(e.to_string(), "store 1 of 2: --size: not a size");
+        // Said once: the message holds the cause, and no source repeats it.
+        assert!(std::error::Error::source(&e).is_none());
+        let f = Error::File { what: "writing x".into(), cause: std::io::Error::other("disk full") };
+        assert_eq!((f.to_string().as_str(), std::error::Error::source(&f).is_none()), ("writing x: disk full", true));
     }
 }

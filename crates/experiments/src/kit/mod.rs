@@ -43,7 +43,7 @@ pub fn write_output(path: &std::path::Path, bytes: &[u8], flag: Option<&str>) ->
         Some(f) if record::safe::is_refused(&e) => usage(format!("{f} {e}")),
         Some(f) => usage(format!("{f} {}: {e}", path.display())),
         None if record::safe::is_refused(&e) => usage(e.to_string()),
-        None => Error::File { what: format!("writing {}", path.display()), source: e },
+        None => Error::File { what: format!("writing {}", path.display()), cause: e },
     })
 }
 

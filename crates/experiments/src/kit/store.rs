@@ -8,7 +8,7 @@ use probe::Probe;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreSize {
     /// Bytes swapped to it, as they were (uncompressed); none where the
-    /// kernel does not say (zswap before `Zswapped` in /proc/meminfo, 5.19).
+    /// kernel does not say (a /proc/meminfo with `Zswap` and no `Zswapped`).
     pub orig_bytes: Option<u64>,
     /// The same bytes compressed.
     pub compr_bytes: u64,

@@ -213,7 +213,7 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 svc.interval_s,
                 svc.psi_threshold_pct,
                 mib(svc.start_bytes),
-                mib(svc.settled_bytes),
+                svc.settled_bytes.map_or_else(|| "-".into(), mib),
                 svc.settled_psi_some_pct,
                 mib(svc.reclaimed_bytes),
                 svc.major_faults,
@@ -297,7 +297,7 @@ pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
                     "| this run (service) | {} | {} MiB at start | {} MiB settled | PSI some {:.3} % |",
                     svc.target,
                     mib(svc.start_bytes),
-                    mib(svc.settled_bytes),
+                    svc.settled_bytes.map_or_else(|| "-".into(), mib),
                     svc.settled_psi_some_pct
                 );
             }
@@ -519,7 +519,7 @@ impl Study for Rightsize {
                 b.push_rep(&g, &RATIO, i as u32 + 1, Some(x));
             }
             if let Some(s) = &r.service {
-                b.push(&g, &SETTLED, Some(s.settled_bytes as f64 / MIB));
+                b.push(&g, &SETTLED, s.settled_bytes.map(|b| b as f64 / MIB));
             }
         }
     }

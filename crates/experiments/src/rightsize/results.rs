@@ -214,8 +214,9 @@ pub struct Service {
     pub psi_threshold_pct: f64,
     pub interval_s: f64,
     pub start_bytes: u64,
-    /// Median footprint over the last third of the run.
-    pub settled_bytes: u64,
+    /// Median footprint over the last third of the run; null when no
+    /// reading was kept.
+    pub settled_bytes: Option<u64>,
     /// Median stall share over the last third, percent.
     #[serde(default = "record::results::nan")]
     pub settled_psi_some_pct: f64,

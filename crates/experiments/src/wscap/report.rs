@@ -72,7 +72,7 @@ pub fn text_table(results: &[WscapResult]) -> String {
             o(med(&rs, |r| Some(r.ms_per_scan_max)), 3),
             o(med(&rs, |r| r.slowdown), 1),
             o(med(&rs, |r| Some(r.major_faults_per_scan)), 1),
-            bytes(med(&rs, |r| Some(r.rss_max_bytes as f64)).unwrap_or(0.0) as u64),
+            med(&rs, |r| r.rss_max_bytes.map(|b| b as f64)).map(|b| bytes(b as u64)).unwrap_or("-".into()),
             med(&rs, |r| r.charged_max_bytes.map(|b| b as f64)).map(|b| bytes(b as u64)).unwrap_or("-".into()),
             o(med(&rs, |r| Some(r.cpu_user_s + r.cpu_system_s)), 2),
             rs.len()
@@ -305,7 +305,7 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
 fn held(r: &WscapResult) -> Option<f64> {
     let mib = |b: u64| b as f64 / 1048576.0;
     match r.mode.as_str() {
-        "none" => (r.rss_max_bytes > 0).then(|| mib(r.rss_max_bytes)),
+        "none" => r.rss_max_bytes.filter(|&b| b > 0).map(mib),
         "cap-max" | "cap-high" => Some(mib(r.charged_max_bytes? + r.store_max_bytes.unwrap_or(0))),
         _ => None,
     }

@@ -56,18 +56,15 @@ pub struct WscapResult {
     pub minor_faults_per_scan: f64,
     #[serde(default = "record::results::nan")]
     pub major_faults_per_scan: f64,
-    /// The worker's resident set during the window (VmRSS), bytes.
-    #[serde(default)]
-    pub rss_median_bytes: u64,
-    #[serde(default)]
-    pub rss_max_bytes: u64,
+    /// The worker's resident set during the window (VmRSS), bytes; null
+    /// (as the three below) when no poll could read the worker.
+    pub rss_median_bytes: Option<u64>,
+    pub rss_max_bytes: Option<u64>,
     /// The worker's resident anonymous memory, max, bytes.
-    #[serde(default)]
-    pub rss_anon_max_bytes: u64,
+    pub rss_anon_max_bytes: Option<u64>,
     /// Memory charged to the worker's cgroup, max, bytes.
     pub charged_max_bytes: Option<u64>,
-    #[serde(default)]
-    pub swap_max_bytes: u64,
+    pub swap_max_bytes: Option<u64>,
     /// The compressed store (zram mem_used_total), max, bytes.
     pub store_max_bytes: Option<u64>,
     /// The worker's CPU over the window, seconds.

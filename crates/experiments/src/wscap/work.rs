@@ -387,12 +387,12 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
 }
 
 /// What the window's polls saw: RSS samples and the peaks of anon, swap, the
-/// group's charge and the store.
+/// group's charge and the store (none: no poll read it).
 #[derive(Default)]
 struct Peaks {
     rss: Vec<u64>,
-    anon_max: u64,
-    swap_max: u64,
+    anon_max: Option<u64>,
+    swap_max: Option<u64>,
     charged_max: Option<u64>,
     store_max: Option<u64>,
 }
@@ -402,8 +402,8 @@ impl Peaks {
         // A poll that cannot read the worker keeps nothing (not zeros).
         if let Some(s) = ProcSnap::read(p, pid) {
             self.rss.push(s.rss_bytes);
-            self.anon_max = self.anon_max.max(s.anon_bytes);
-            self.swap_max = self.swap_max.max(s.swap_bytes);
+            self.anon_max = self.anon_max.max(Some(s.anon_bytes));
+            self.swap_max = self.swap_max.max(Some(s.swap_bytes));
         }
         if let Some(u) = cg.usage() {
             self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
@@ -416,8 +416,8 @@ impl Peaks {
     }
 
     fn fill(mut self, r: &mut WscapResult) {
-        r.rss_median_bytes = record::stats::percentile_u64(&mut self.rss, 0.5).unwrap_or(0);
-        r.rss_max_bytes = self.rss.iter().copied().max().unwrap_or(0);
+        r.rss_median_bytes = record::stats::percentile_u64(&mut self.rss, 0.5);
+        r.rss_max_bytes = self.rss.iter().copied().max();
         r.rss_anon_max_bytes = self.anon_max;
         r.swap_max_bytes = self.swap_max;
         r.charged_max_bytes = self.charged_max;

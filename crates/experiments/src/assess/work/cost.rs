@@ -96,9 +96,13 @@ pub(super) fn store_sizes(zram: Option<u32>) -> Option<StoreSize> {
         None => {
             // What it holds is the swap in use: unread, the sizes are unknown.
             let held = swap_used(&mut p)?;
-            // /proc/meminfo was just read: no `Zswap` line there is a kernel
-            // without zswap, which keeps no pool.
-            let pool = store_size(&mut p, Store::Zswap).map_or(0, |z| z.ram_bytes);
+            // zswap's pool: its meminfo line, or none when zswap is off (or
+            // absent); on, with no line (a kernel before 5.19), unknown.
+            let pool = match store_size(&mut p, Store::Zswap) {
+                Some(z) => z.ram_bytes,
+                None if p.zswap().enabled != Some(true) => 0,
+                None => return None,
+            };
             Some(StoreSize { orig_bytes: Some(held), compr_bytes: pool, ram_bytes: pool, ..Default::default() })
         }
     }

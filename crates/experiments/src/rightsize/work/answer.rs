@@ -42,7 +42,9 @@ pub(super) fn recommend(
 ) -> Result<Recommendation, String> {
     let e = claim::estimate(&v.ratios);
     let look = v.last().copied();
-    // A disk or no swap keeps nothing in RAM beside the limit: 0 is measured, not assumed.
+    // A swap file or no swap keeps nothing of pagelab's in RAM beside the
+    // limit. (An existing swap is the user's: a zram device or a zswap pool
+    // in front of it is not measured here, and the summary says so.)
     let (store, held) = if compressed(&res.backing) {
         let unread = || {
             format!(
@@ -52,11 +54,12 @@ pub(super) fn recommend(
             )
         };
         let store = res.curve.iter().find(|p| p.limit_bytes == limit).and_then(|p| p.store_used_bytes);
+        // What it held only says whether it compressed: unread, that is unknown.
         let held: Option<Vec<u64>> =
             res.runs.iter().filter(|r| r.limit_bytes == Some(limit)).map(|r| r.store_orig_bytes).collect();
-        (store.ok_or_else(unread)?, held.and_then(|h| h.into_iter().max()).ok_or_else(unread)?)
+        (store.ok_or_else(unread)?, held.and_then(|h| h.into_iter().max()))
     } else {
-        (0, 0)
+        (0, Some(0))
     };
     let swap = match swap {
         _ if res.backing == "none" => 0,
@@ -73,7 +76,9 @@ pub(super) fn recommend(
     let total = if inside { limit } else { limit + store };
     let saved = peak as i64 - total as i64;
     let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
-    let store_compresses = (compressed && held >= MIB).then_some((store as f64) <= 0.7 * held as f64);
+    let store_compresses =
+        held.filter(|&h| compressed && h >= MIB).map(|h| (store as f64) <= 0.7 * h as f64);
+    let held = held.unwrap_or(0);
     let (lo, hi) = e.map(|e| (e.ci95[0] - 1.0, e.ci95[1] - 1.0)).unwrap_or((f64::NAN, f64::NAN));
     let slow = e.map(|e| e.estimate - 1.0).unwrap_or_else(|| v.ratios.first().map_or(f64::NAN, |r| r - 1.0));
     let upper = look.map_or(f64::NAN, |k| k.upper);
@@ -124,6 +129,14 @@ pub(super) fn recommend(
         res.cgroup_version,
         if res.backing.is_empty() { "no" } else { &res.backing },
     );
+    let summary = if res.backing == "existing" {
+        format!(
+            "{summary} The existing swap is the machine's own: the RAM a zram device or a zswap pool in front of it \
+             takes is not measured, and not in the total."
+        )
+    } else {
+        summary
+    };
     Ok(Recommendation {
         limit_bytes: limit,
         verified: true,
@@ -139,6 +152,24 @@ pub(super) fn recommend(
         lines,
         summary,
     })
+}
+
+/// A limit verified within the target whose answer cannot be given (`why`:
+/// what it needs in all is unknown): the peak as the safe limit (its
+/// lines), and the verified limit said as such, not as a failed candidate.
+pub(super) fn unanswered(res: &RightsizeResult, v: &search::Verification, why: &str) -> Unverified {
+    let mut u = unverified(res, Some(v), why);
+    let (pairs, upper) = (v.ratios.len(), v.last().map_or(f64::NAN, |k| k.upper));
+    u.summary = format!(
+        "{} MiB was verified within {:.0} % ({} pairs of runs side by side, upper bound {:.3}), but {why}: the safe \
+         limit is the unlimited peak, {} MiB (the lines below).",
+        v.limit / MIB,
+        res.target_slowdown * 100.0,
+        pairs,
+        upper,
+        u.safe_limit_bytes / MIB
+    );
+    u
 }
 
 /// Nothing verified: the peak as the safe limit (its lines), and the best

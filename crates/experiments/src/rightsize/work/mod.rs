@@ -18,7 +18,7 @@ pub mod search;
 pub mod service;
 
 use crate::rightsize::results::{Baseline, CurvePoint, Plan, ProgramRun, RightsizeResult};
-use answer::{recommend, unverified};
+use answer::{recommend, unanswered, unverified};
 use probe::Probe;
 use crate::kit::store::{Store, store_size, swap_used};
 use probe::cgroup::CgroupVersion;
@@ -188,10 +188,12 @@ impl Real<'_> {
         let mut p = Probe::default();
         let store = Store::of(self.zram, &self.store_kind);
         let (status, ru) = loop {
+            // Read before reaping: a program that ends before the first
+            // sleep still has a reading of its store and swap.
+            peaks.poll(&mut p, store, &cg, self.swap0);
             if let Some(r) = reap(pid, false) {
                 break r;
             }
-            peaks.poll(&mut p, store, &cg, self.swap0);
             if sample_ws && Instant::now() >= next_clear {
                 if cleared {
                     let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut p, pid)).sum();
@@ -301,7 +303,7 @@ pub fn steady_working_set(windows: &[(f64, u64)], seconds: f64) -> Option<u64> {
         return windows.last().map(|w| w.1);
     }
     let mut late = late;
-    record::stats::percentile_u64(&mut late, 50.0)
+    record::stats::percentile_u64(&mut late, 0.5)
 }
 
 /// Bytes the process has referenced since its bits were last cleared
@@ -475,7 +477,7 @@ pub fn run(
             match recommend(&res, limit, v, swap) {
                 Ok(r) => res.recommendation = Some(r),
                 Err(why) => {
-                    res.unverified = Some(unverified(&res, Some(v), &why));
+                    res.unverified = Some(unanswered(&res, v, &why));
                     res.unverified_reason = Some(why);
                 }
             }
@@ -567,9 +569,9 @@ fn baseline(runs: &[ProgramRun]) -> Option<Baseline> {
         seconds_median: record::stats::median(&secs).unwrap_or(f64::NAN),
         seconds_cv: record::stats::cv(&secs).unwrap_or(f64::NAN),
         cpu_s_median: record::stats::median(&cpu).unwrap_or(f64::NAN),
-        peak_bytes_median: record::stats::percentile_u64(&mut peaks, 50.0).unwrap_or(0),
+        peak_bytes_median: record::stats::percentile_u64(&mut peaks, 0.5).unwrap_or(0),
         peak_bytes_max: peaks.iter().copied().max().unwrap_or(0),
-        major_faults_median: record::stats::percentile_u64(&mut majf, 50.0).unwrap_or(0),
+        major_faults_median: record::stats::percentile_u64(&mut majf, 0.5).unwrap_or(0),
     })
 }
 

@@ -542,10 +542,10 @@ fn reclaim_step(target: &Target, pager: Option<&mut Pager>, bytes: u64, step_no:
 fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer<Entry = RightsizeResult>, psi: f64) {
     let tail = &svc.timeline[svc.timeline.len() * 2 / 3..];
     let mut fps: Vec<u64> = tail.iter().map(|p| p.footprint_bytes).collect();
-    svc.settled_bytes = record::stats::percentile_u64(&mut fps, 0.5).unwrap_or(0);
+    svc.settled_bytes = record::stats::percentile_u64(&mut fps, 0.5);
     let psis: Vec<f64> = tail.iter().map(|p| p.psi_some_pct).collect();
     svc.settled_psi_some_pct = record::stats::median(&psis).unwrap_or(f64::NAN);
-    let most = fps.iter().copied().max().unwrap_or(0);
+    let most = fps.iter().copied().max();
     if let (Some(first), Some(last)) = (tail.first(), tail.last())
         && last.footprint_bytes < first.footprint_bytes - first.footprint_bytes / 10
     {
@@ -557,8 +557,10 @@ fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer<E
         obs.note(&msg);
         res.notes.push(msg);
     }
-    if svc.timeline.len() >= 6 {
-        res.recommendation = Some(recommend(svc, most, psi));
+    if let (Some(most), Some(settled)) = (most, svc.settled_bytes)
+        && svc.timeline.len() >= 6
+    {
+        res.recommendation = Some(recommend(svc, most, settled, psi));
     } else {
         res.unverified_reason = Some(format!(
             "{} readings: too few to say where the footprint settles; give a longer --duration",
@@ -567,7 +569,7 @@ fn settle(svc: &mut Service, res: &mut RightsizeResult, obs: &mut dyn Observer<E
     }
 }
 
-fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
+fn recommend(s: &Service, most: u64, settled: u64, psi: f64) -> Recommendation {
     // The largest footprint of the settled third, with a tenth more room.
     let limit = (most + most / 10).div_ceil(MIB) * MIB;
     let l = limit / MIB;
@@ -585,7 +587,7 @@ fn recommend(s: &Service, most: u64, psi: f64) -> Recommendation {
              {} MiB is that footprint with a tenth more room. Its cold pages now sit in swap: they come back \
              when it touches them.",
             s.target,
-            s.settled_bytes / MIB,
+            settled / MIB,
             s.start_bytes / MIB,
             s.settled_psi_some_pct,
             psi * 100.0,

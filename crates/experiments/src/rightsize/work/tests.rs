@@ -43,11 +43,19 @@ fn an_unread_store_gives_no_total() {
     res.curve[0].store_used_bytes = None;
     let why = recommend(&res, 100 * MIB, &v, Some(0)).expect_err("an unread store");
     assert!(why.contains("zswap store's size at 100 MiB could not be read"), "{why}");
+    // What it held only says whether it compressed: unread, that is unknown.
     let (mut res, v) = zswap_at_100("v1");
     res.runs[0].store_orig_bytes = None;
-    assert!(recommend(&res, 100 * MIB, &v, Some(0)).is_err(), "what the store held was unread");
+    let r = recommend(&res, 100 * MIB, &v, Some(0)).expect("the store's RAM was read");
+    assert_eq!((r.total_bytes, r.store_compresses), (140 * MIB, None));
+    // A verified limit left unanswered says it was verified, not that nothing was.
+    let (res, v) = zswap_at_100("v1");
+    let u = unanswered(&res, &v, "the zswap store's size at 100 MiB could not be read");
+    assert!(u.summary.starts_with("100 MiB was verified within 20 %"), "{}", u.summary);
+    assert!(u.summary.contains("but the zswap store's size") && !u.summary.contains("Nothing verified"), "{}", u.summary);
+    assert_eq!(u.safe_limit_bytes, 300 * MIB);
     let (mut res, v) = zswap_at_100("v1");
-    res.backing = "disk".into();
+    res.backing = "swapfile".into();
     res.curve[0].store_used_bytes = None;
     res.runs[0].store_orig_bytes = None;
     assert_eq!(recommend(&res, 100 * MIB, &v, Some(0)).expect("a disk needs no store").total_bytes, 100 * MIB);

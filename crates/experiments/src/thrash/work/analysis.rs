@@ -71,8 +71,8 @@ pub(crate) fn analyze(
         se.cgroup_psi_some_pct.push(iv.cgroup_psi_memory_some_pct.unwrap_or(f64::NAN));
         se.cgroup_psi_full_pct.push(iv.cgroup_psi_memory_full_pct.unwrap_or(f64::NAN));
         se.collector_lateness_ms.push(iv.sampler_lateness_ms.unwrap_or(0.0));
-        let paging = iv.pswpin_per_s.unwrap_or(0.0) + iv.pswpout_per_s.unwrap_or(0.0);
-        // PSI not read is not calm (NaN: the interval cannot start a recovery).
+        // Paging or PSI not read is not calm (NaN: the interval cannot start a recovery).
+        let paging = iv.pswpin_per_s.unwrap_or(f64::NAN) + iv.pswpout_per_s.unwrap_or(f64::NAN);
         calm.push((t, paging, iv.psi_memory_some_pct.unwrap_or(f64::NAN)));
         if t > ts && t - iv.dt_s < te {
             active.push(iv);

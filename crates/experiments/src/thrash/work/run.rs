@@ -242,8 +242,8 @@ fn swapped_while_active(r: &mut ThrashResult, out: (Option<u64>, Option<u64>), s
     r.pswpout_active = out.1.zip(out.0).map(|(e, s)| e.saturating_sub(s));
     r.pswpout_per_s_active = match r.pswpout_active {
         Some(n) if span_s > 0.0 => n as f64 / span_s,
-        Some(_) => 0.0,
-        None => f64::NAN,
+        // No span (no consumer allocated) has no rate either.
+        _ => f64::NAN,
     };
 }
 
@@ -480,6 +480,21 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Swap-outs while active: the counter's rise over the span; unknown
+    /// (null, NaN) when either end was unread or nothing ran.
+    #[test]
+    fn swap_outs_while_active_are_unknown_when_unread() {
+        let mut r = ThrashResult::default();
+        swapped_while_active(&mut r, (Some(100), Some(400)), 2.0);
+        assert_eq!((r.pswpout_active, r.pswpout_per_s_active), (Some(300), 150.0));
+        swapped_while_active(&mut r, (None, Some(400)), 2.0);
+        assert!(r.pswpout_active.is_none() && r.pswpout_per_s_active.is_nan());
+        swapped_while_active(&mut r, (Some(100), None), 2.0);
+        assert!(r.pswpout_active.is_none() && r.pswpout_per_s_active.is_nan());
+        swapped_while_active(&mut r, (Some(100), Some(100)), 0.0);
+        assert!(r.pswpout_active == Some(0) && r.pswpout_per_s_active.is_nan());
+    }
 
     #[test]
     fn a_consumer_that_did_not_complete_breaks_the_protocol() {

@@ -73,7 +73,7 @@ fn the_run_drives_its_worker_and_groups_without_root() {
     assert!(rs[0].minimal_scans_per_sec.is_some_and(|m| m > 0.0), "none measures its minimal loop");
     // Read through the fake tree: the worker's memory (linked in), and no
     // reclaim (the fake counters stand still).
-    assert!(rs.iter().all(|r| r.rss_max_bytes > 0 && r.reclaim.pgscan == 0 && r.reclaim.pswpout == 0), "{rs:?}");
+    assert!(rs.iter().all(|r| r.rss_max_bytes.is_some_and(|b| b > 0) && r.reclaim.pgscan == 0 && r.reclaim.pswpout == 0), "{rs:?}");
     // Each mode had its own group, and none is left.
     let groups = tree.path().join("sys/fs/cgroup/pagelab");
     assert!(!groups.exists(), "groups left behind");
@@ -168,14 +168,18 @@ fn a_scan_fills_the_result_per_scan() {
 #[test]
 fn peaks_keep_the_median_and_the_maxima() {
     let p =
-        Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: 7, swap_max: 9, charged_max: Some(11), store_max: None };
+        Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: Some(7), swap_max: Some(9), charged_max: Some(11), store_max: None };
     let mut r = WscapResult::default();
     p.fill(&mut r);
-    assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (30, 50));
+    assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (Some(30), Some(50)));
     assert_eq!(
         (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
-        (7, 9, Some(11), None)
+        (Some(7), Some(9), Some(11), None)
     );
+    // No poll read the worker: unknown, not 0.
+    let mut r = WscapResult::default();
+    Peaks::default().fill(&mut r);
+    assert_eq!((r.rss_median_bytes, r.rss_max_bytes, r.rss_anon_max_bytes, r.swap_max_bytes), (None, None, None, None));
 }
 
 #[test]
