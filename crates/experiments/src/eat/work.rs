@@ -250,6 +250,8 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         w.send(cmd, Value::Null).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
+        // A phase_end that cannot be read is not a phase of zeros.
+        let mut unread = None;
         let r = w.wait_for(
             "done",
             Some(cmd),
@@ -258,12 +260,18 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
                 if matches!(ev.kind.as_str(), "phase_start" | "phase_end") {
                     obs.event(&ev.kind, &ev.name, ev.t_ns, ev.data.clone());
                     if ev.kind == "phase_end" {
-                        phase = serde_json::from_value(ev.data.clone()).unwrap_or_default();
+                        match serde_json::from_value(ev.data.clone()) {
+                            Ok(p) => phase = p,
+                            Err(e) => unread = Some(e.to_string()),
+                        }
                     }
                 }
             },
             &self.stop,
         );
+        if let Some(e) = unread {
+            return Err(ExperimentError::Worker(format!("the eat worker's phase_end of {cmd} could not be read: {e}")));
+        }
         match r {
             Ok(done) => Ok(Reply { phase, data: done.data }),
             Err(_) if (self.stop)() => Err(ExperimentError::Interrupted),
