@@ -75,7 +75,7 @@ pub(super) fn recommend(
     let inside = pool_inside_limit(&res.backing, res.cgroup_version == "v2");
     let total = if inside { limit } else { limit + store };
     let saved = peak as i64 - total as i64;
-    let compressed = matches!(res.backing.as_str(), "zram" | "zswap");
+    let compressed = compressed(&res.backing);
     let store_compresses =
         held.filter(|&h| compressed && h >= MIB).map(|h| (store as f64) <= 0.7 * h as f64);
     let held = held.unwrap_or(0);
