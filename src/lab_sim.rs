@@ -1,13 +1,24 @@
-//! Whole labs, simulated (issue 43 item 6): every finding of the quick lab's
-//! plan, with truths on and near its region's edges, heavy-tailed noise of
-//! the size real machines show (8–15 % an arm, run to run), an order effect
-//! and drift, judged by the report's own code in its families, with the real
-//! planner choosing the second pass ([`crate::lab::choose_more`]) and the
-//! passes combined as `report` combines them
-//! ([`report::verdict::judge_later`]). The tests check what docs/stability.md
+//! Whole labs, simulated (issue 43 item 6, issue 57 item 3): every finding
+//! of the quick lab's plan, with truths on and near its region's edges (never
+//! a lab's own estimates), judged by the report's own code in its families,
+//! with the real planner choosing the second pass
+//! ([`crate::lab::choose_more`]) and the passes combined as `report` combines
+//! them ([`report::verdict::judge_later`]).
+//!
+//! Runs, not finding values: each repeat of a ratio is two arms run side by
+//! side in ABBA order across repeats, each arm's log time right-skewed (a
+//! shifted exponential, 8–15 % an arm), slow outliers on one arm only (15 %
+//! of its runs, +30–40 %, as a reclaim stall lands on the paging arm), an
+//! order effect and a trend on the arm run second, and a carryover of
+//! λ = 0.05 from the heavier arm into the run after it. The per-repeat value
+//! is the estimator every finding now uses, the paired ratio of two arms
+//! named before the data. The truth is the mean log ratio a user would see
+//! over many runs, outliers included. The tests check what docs/stability.md
 //! promises: per study the chance of any wrong verdict ≤ 5 %, the unadjusted
 //! 95 % intervals cover the truth, and a finding whose truth lies outside its
-//! region is almost never called "matches".
+//! region is almost never called "matches"; and three mutants (a max ÷ min
+//! estimator, a pooled second look, a design that ignores carryover) each
+//! break those bounds, so the simulation can fail.
 
 use crate::lab::{Machine, Scale, choose_more, plan};
 use record::stats::claim::Region;
@@ -34,6 +45,39 @@ const DRIFT_STEP: f64 = 0.02;
 const BUDGET_S: f64 = 300.0;
 /// A budget a minute longer: two passes, the second chosen by the planner.
 const LONGER_BUDGET_S: f64 = 360.0;
+/// Slow outliers on one arm: this share of its runs (issue 57 item 3).
+const OUTLIER_SHARE: f64 = 0.15;
+/// Their size: the run takes 1.3 to 1.4 times as long.
+const OUTLIER_SIZE: (f64, f64) = (1.3, 1.4);
+/// The carryover of the heavier arm into the run after it (log scale).
+const CARRYOVER: f64 = 0.05;
+
+/// The mean log of an outlier's factor, uniform on [a, b]:
+/// (b ln b − b − a ln a + a) ÷ (b − a).
+fn outlier_log_mean() -> f64 {
+    let (a, b) = OUTLIER_SIZE;
+    (b * b.ln() - b - a * a.ln() + a) / (b - a)
+}
+
+/// What the simulated labs judge with: the report's procedure, or a mutant
+/// that the simulation must catch (issue 57 item 3).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Procedure {
+    /// As `report` judges: paired ratios of arms named before the data, ABBA
+    /// order, the passes combined with weights fixed before the data.
+    Report,
+    /// A ratio to the largest of the arms (as eat.read_back_alike once took
+    /// slowest ÷ fastest of three, and mapping.fresh_cheapest the cheapest):
+    /// a third arm like the reference runs beside, and the value is the
+    /// first arm ÷ the smaller of the two others.
+    MaxMin,
+    /// The second pass pooled with the first into one t test at the full
+    /// 5 % (the second look of round one).
+    PooledLook,
+    /// The arms always in the same order (AB every repeat): the carryover and
+    /// the order effect never cancel.
+    IgnoresCarryover,
+}
 
 /// One finding of the simulated lab.
 #[derive(Clone)]
@@ -58,6 +102,12 @@ struct Truth {
     /// With the order effect, the trend and the drift on top of `sd` (false
     /// where `sd` was measured: a measured spread holds them already).
     effects: bool,
+    /// The arm that takes the slow outliers: the first of the ratio (true)
+    /// or the reference.
+    outliers_first: bool,
+    /// The heavier arm, whose carryover lands on the run after it: the
+    /// first (true) or the reference.
+    heavy_first: bool,
 }
 
 impl Truth {
@@ -154,26 +204,81 @@ fn draw_truth(rng: &mut SplitMix64, region: &Region, sd: f64, how: Truths) -> f6
     }
 }
 
-/// `n` repeats of a finding, in ABBA order from the first: a ratio's arm run
-/// second reads higher by the order effect and the trend (together 4 %, so
-/// an odd n leaves a third of it); a figure alone drifts by a random walk
-/// (`walk`, carried from pass to pass).
-fn repeats(rng: &mut SplitMix64, f: &Finding, t: Truth, n: usize, walk: &mut f64) -> Vec<f64> {
+/// One arm's noise on the log scale: right-skewed (an exponential less its
+/// mean, skewness 2), of standard deviation `sd`.
+fn skewed(rng: &mut SplitMix64, sd: f64) -> f64 {
+    sd * (-(1.0 - rng.unit()).ln() - 1.0)
+}
+
+/// A slow outlier (log scale): 0 in most runs, ln(1.3–1.4) in 15 %.
+fn outlier(rng: &mut SplitMix64) -> f64 {
+    if rng.unit() < OUTLIER_SHARE { rng.between(OUTLIER_SIZE.0, OUTLIER_SIZE.1).ln() } else { 0.0 }
+}
+
+/// `n` repeats of a finding, as runs. A ratio: two arms (the first at the
+/// truth, the reference at 0, on the log scale) in ABBA order across repeats
+/// (`IgnoresCarryover`: AB always), each right-skewed; slow outliers on one
+/// arm; the arm run second reads higher by the order effect and the trend;
+/// each run carries λ from the heavier arm when it ran just before (`prev`:
+/// whether the last run, carried from repeat to repeat and pass to pass, was
+/// the heavy one). The value is the first arm ÷ the reference, less the
+/// outliers' mean so that the truth is the mean log ratio with them. A
+/// figure alone: one run, skewed, with its outliers, drifting by a random
+/// walk (`walk`).
+fn repeats(rng: &mut SplitMix64, f: &Finding, t: Truth, n: usize, state: &mut ArmState, how: Procedure) -> Vec<f64> {
+    let shift = OUTLIER_SHARE * outlier_log_mean();
     (0..n)
-        .map(|r| {
-            let noise = t.sd * rng.t_unit(3);
-            let y = if !t.effects {
-                t.log + noise
-            } else if f.ratio {
-                let sign = if r % 2 == 0 { 1.0 } else { -1.0 };
-                t.log + noise + sign * (ORDER_EFFECT + TREND)
-            } else {
-                *walk += t.walk_step * rng.normal();
-                t.log + noise + *walk
+        .map(|_| {
+            if !t.effects {
+                return (t.log + t.sd * rng.t_unit(3)).exp();
+            }
+            if !f.ratio {
+                state.walk += t.walk_step * rng.normal();
+                return (t.log + skewed(rng, t.sd) + outlier(rng) - shift + state.walk).exp();
+            }
+            // The arm's own spread: a ratio's sd is √2 an arm's.
+            let arm = t.sd / std::f64::consts::SQRT_2;
+            let first_first = match how {
+                Procedure::IgnoresCarryover => true,
+                _ => state.runs % 2 == 0,
             };
-            y.exp()
+            state.runs += 1;
+            let mut x = [t.log + skewed(rng, arm), skewed(rng, arm)];
+            let o = outlier(rng);
+            x[if t.outliers_first { 0 } else { 1 }] += o;
+            // The outliers' mean is part of the truth: the first arm's adds
+            // to the ratio, the reference's takes from it.
+            let centre = if t.outliers_first { shift } else { -shift };
+            let order = if first_first { [0, 1] } else { [1, 0] };
+            for (k, &i) in order.iter().enumerate() {
+                if state.prev_heavy {
+                    x[i] += CARRYOVER;
+                }
+                if k == 1 {
+                    x[i] += ORDER_EFFECT + TREND;
+                }
+                state.prev_heavy = (i == 0) == t.heavy_first;
+            }
+            if how == Procedure::MaxMin {
+                // A third arm, like the reference, run beside: the ratio to
+                // the smaller of the two (the cheapest, the fastest).
+                let third = skewed(rng, arm) + if t.outliers_first { 0.0 } else { outlier(rng) };
+                return (x[0] - x[1].min(third) - centre).exp();
+            }
+            (x[0] - x[1] - centre).exp()
         })
         .collect()
+}
+
+/// What a finding's runs carry from repeat to repeat and pass to pass.
+#[derive(Clone, Copy, Default)]
+struct ArmState {
+    /// A figure alone's random walk.
+    walk: f64,
+    /// Runs of a ratio so far (ABBA: which arm goes first).
+    runs: usize,
+    /// Whether the last run was the heavier arm.
+    prev_heavy: bool,
 }
 
 /// One finding judged alone on `values`, in its family (not yet adjusted).
@@ -205,7 +310,15 @@ struct Outcomes {
 /// the planner's second pass within what the budget leaves, and the passes
 /// judged as `report` judges them: Holm in each family when `correct`,
 /// each finding alone at 5 % when not (the negative control).
-fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pace: f64, correct: bool) -> Outcomes {
+fn one_lab(
+    rng: &mut SplitMix64,
+    lab: &Lab,
+    fs: &[Finding],
+    truths: &[Truth],
+    pace: f64,
+    correct: bool,
+    how: Procedure,
+) -> Outcomes {
     let claim = |id: &str| fs.iter().find(|f| f.claim.id == id).map(|f| f.claim);
     // The first pass, step by step, fitted to the budget as the lab fits it.
     let mut lab = lab.clone();
@@ -229,9 +342,9 @@ fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pa
         lab.steps[i].state = StepState::Complete;
     }
     let n1 = |f: &Finding| lab.steps.iter().find(|s| s.experiment == f.exp).map_or(1, repeat_of);
-    let mut walks = vec![0.0; fs.len()];
+    let mut states = vec![ArmState::default(); fs.len()];
     let pass1: Vec<Vec<f64>> =
-        fs.iter().zip(truths).zip(&mut walks).map(|((f, t), w)| repeats(rng, f, *t, n1(f), w)).collect();
+        fs.iter().zip(truths).zip(&mut states).map(|((f, t), w)| repeats(rng, f, *t, n1(f), w, how)).collect();
     let mut vs: Vec<Verdict> = fs.iter().zip(&pass1).map(|(f, v)| judged(f, v.clone())).collect();
     let alphas = lab.alpha_by_pass();
     if correct {
@@ -266,7 +379,16 @@ fn one_lab(rng: &mut SplitMix64, lab: &Lab, fs: &[Finding], truths: &[Truth], pa
         if vs[i].outcome != Outcome::Inconclusive || !ran {
             continue;
         }
-        let second = judged(f, repeats(rng, f, truths[i], *k as usize, &mut walks[i]));
+        let more = repeats(rng, f, truths[i], *k as usize, &mut states[i], how);
+        if how == Procedure::PooledLook {
+            // The mutant: every repeat pooled into one t test at the full
+            // 5 %, as if the first look had not happened.
+            let mut v = judged(f, [pass1[i].clone(), more].concat());
+            v.pass = 2;
+            vs[i] = v;
+            continue;
+        }
+        let second = judged(f, more);
         let alone = judged(f, pass1[i].clone());
         let family = sizes.get(&vs[i].family_name).copied().unwrap_or(1);
         verdict::judge_later(&mut vs[i], &f.claim, &[Some(&alone), Some(&second)], &weights, alphas[1], family, 2);
@@ -415,13 +537,13 @@ impl Tally {
 /// one. Noise of 8–15 % an arm; the first pass at a pace of 0.8–1.3 times its
 /// plan. `correct`: families with Holm (false: each finding alone, the
 /// negative control).
-fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: f64) -> Tally {
+fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: f64, how: Procedure) -> Tally {
     let (lab, fs) = quick_lab(budget);
     let lab = &lab;
     let mut rng = SplitMix64(seed);
     let mut tally = Tally::default();
     for _ in 0..labs {
-        let how = match rng.unit() {
+        let placed = match rng.unit() {
             u if u < 0.5 => Truths::Near,
             u if u < 0.75 => Truths::OnEdge,
             _ => Truths::JustOutside,
@@ -431,22 +553,30 @@ fn simulate(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: f64) 
             .map(|f| {
                 let arm = rng.between(0.08, 0.15);
                 let sd = if f.ratio { arm * std::f64::consts::SQRT_2 } else { arm };
-                Truth { log: draw_truth(&mut rng, &f.claim.region, sd, how), sd, walk_step, effects: true }
+                let (outliers_first, heavy_first) = (rng.unit() < 0.5, rng.unit() < 0.5);
+                Truth {
+                    log: draw_truth(&mut rng, &f.claim.region, sd, placed),
+                    sd,
+                    walk_step,
+                    effects: true,
+                    outliers_first,
+                    heavy_first,
+                }
             })
             .collect();
         let pace = rng.between(0.8, 1.3);
-        let o = one_lab(&mut rng, lab, &fs, &truths, pace, correct);
-        tally.add(&fs, &truths, &o, how);
+        let o = one_lab(&mut rng, lab, &fs, &truths, pace, correct, how);
+        tally.add(&fs, &truths, &o, placed);
     }
     tally
 }
 
 /// [`simulate`] on two threads (the seeds `seed` and `seed + 1`).
-fn simulate_both(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: f64) -> Tally {
+fn simulate_both(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: f64, how: Procedure) -> Tally {
     let parts: Vec<Tally> = std::thread::scope(|s| {
         let hs: Vec<_> = [seed, seed + 1]
             .iter()
-            .map(|&x| s.spawn(move || simulate(x, labs / 2, correct, walk_step, budget)))
+            .map(|&x| s.spawn(move || simulate(x, labs / 2, correct, walk_step, budget, how)))
             .collect();
         hs.into_iter().map(|h| h.join().expect("a simulation thread")).collect()
     });
@@ -455,88 +585,6 @@ fn simulate_both(seed: u64, labs: usize, correct: bool, walk_step: f64, budget: 
         t.merge(p);
     }
     t
-}
-
-/// The pace of the first pass measured with [`MEASURED`]: its seconds ÷ its
-/// plan's (270–272 s of 280.5 s).
-const MEASURED_PACE: f64 = 0.96;
-
-/// The quick lab measured on this project's VM (2 vCPUs, Intel Xeon,
-/// 2026-11-26, four `pagelab lab --quick` with the plan of this commit):
-/// each finding's estimate (the geometric mean of the four labs') and the
-/// log sd of its repeats, pooled over the four labs (the root of the mean
-/// variance: the median of four spreads of three degrees of freedom each
-/// would understate it). A finding absent here was not checked there.
-const MEASURED: &[(&str, f64, f64)] = &[
-    ("eat.semi_fraction", 0.2084, 0.000862),
-    ("eat.const_fraction", 0.0001, 0.0),
-    ("eat.random_fraction", 1.0, 0.000122),
-    ("eat.trim_random_semi", 0.694, 0.108),
-    ("eat.trim_const_semi", 0.4886, 0.0885),
-    ("eat.read_back_alike", 2.49, 0.0343),
-    ("wscap.cap_slowdown", 734.4, 0.35),
-    ("wscap.periodic_cheaper", 711.2, 0.346),
-    ("wscap.cap_saves_no_memory", 0.9223, 0.00136),
-    ("heap.growth", 1.029, 0.0348),
-    ("heap.concurrent_linux", 4.852, 0.281),
-    ("heap.glibc_keeps", 0.9267, 0.0513),
-    ("heap.malloc_trim", 0.147, 0.295),
-    ("heap.idle_gives_nothing", 1.0, 0.0),
-    ("mapping.lazy_reset", 0.3647, 0.0425),
-    ("mapping.fresh_cheapest", 2.782, 0.0669),
-    ("mapping.shared_costlier", 1.44, 0.0894),
-    ("thrash.deep", 0.3188, 0.128),
-    ("thrash.writes", 1.394, 0.093),
-    ("thrash.sleep", 0.7748, 0.0802),
-    ("thrash.stagger", 1.893, 0.107),
-    ("thrash.recovery", 1.0, 0.0),
-    ("assess.zstd_better", 4.145, 0.0),
-];
-
-/// The decided share of labs like the one measured here ([`MEASURED`]), under
-/// the current plan: its estimates as truths, its spreads as noise (no order
-/// effect or drift on top: a measured spread holds them), at the pace
-/// measured here. Also the share among findings whose repeats had a spread
-/// (the others, identical values, are decided whatever the noise model), and
-/// the findings not decided in every lab.
-/// The fourth figure: the share of labs that decided at least 90 % of their
-/// findings (issue 43's target for one lab).
-fn decided_here(seed: u64, labs: usize) -> (f64, f64, Vec<String>, f64) {
-    let (lab, all) = quick_lab(BUDGET_S);
-    let fs: Vec<Finding> = all.into_iter().filter(|f| MEASURED.iter().any(|m| m.0 == f.claim.id)).collect();
-    let truths: Vec<Truth> = fs
-        .iter()
-        .map(|f| {
-            let &(_, est, sd) = MEASURED.iter().find(|m| m.0 == f.claim.id).expect("filtered");
-            Truth { log: est.ln(), sd, walk_step: 0.0, effects: false }
-        })
-        .collect();
-    let mut rng = SplitMix64(seed);
-    let mut each = vec![0usize; fs.len()];
-    let mut ninety = 0;
-    for _ in 0..labs {
-        let o = one_lab(&mut rng, &lab, &fs, &truths, MEASURED_PACE, true);
-        for (d, v) in each.iter_mut().zip(&o.verdicts) {
-            *d += usize::from(v.outcome.decided());
-        }
-        let decided = o.verdicts.iter().filter(|v| v.outcome.decided()).count();
-        ninety += usize::from(decided as f64 >= 0.9 * fs.len() as f64);
-    }
-    let share = |keep: &dyn Fn(&Truth) -> bool| {
-        let (d, n) = each
-            .iter()
-            .zip(&truths)
-            .filter(|(_, t)| keep(t))
-            .fold((0usize, 0usize), |(d, n), (x, _)| (d + x, n + labs));
-        d as f64 / n.max(1) as f64
-    };
-    let open: Vec<String> = fs
-        .iter()
-        .zip(&each)
-        .filter(|(_, d)| **d < labs)
-        .map(|(f, d)| format!("{} {:.0} %", f.claim.id, 100.0 * *d as f64 / labs as f64))
-        .collect();
-    (share(&|_| true), share(&|t| t.sd > 0.0), open, ninety as f64 / labs as f64)
 }
 
 #[cfg(test)]
@@ -561,11 +609,13 @@ mod tests {
             t.all.describe(),
             100.0 * bound(0.05, t.all.labs)
         );
-        // A verdict needs its two-sided interval wholly on one side, a
-        // one-sided error of half the level: 2.5 % in a lab of one pass; 2 %
-        // in the first of two (Holm at 4 %) and 0.5 % in the second. In the
-        // worst labs that is the bound.
-        let worst_bound = bound(0.025, t.worst.labs);
+        // The promise (docs/stability.md): per family, any wrong verdict in
+        // at most 5 % of labs, also in the worst labs, where every truth sits
+        // on an edge or just outside (issue 57 item 3). Under normal noise a
+        // verdict's one-sided error is half the level (2.5 %); under the
+        // skewed, one-armed noise simulated here it is more (printed below),
+        // and the family's 5 % is what holds.
+        let worst_bound = bound(0.05, t.worst.labs);
         println!(
             "  any wrong verdict, per family, the {} labs with every truth on an edge or just outside: {} (bound {:.2} %)",
             t.worst.labs,
@@ -591,8 +641,13 @@ mod tests {
         );
         println!("  decided: {:.1} % of findings", 100.0 * t.decided as f64 / t.findings as f64);
         if let Some((id, (a, b))) = t.worst_by.iter().max_by_key(|(_, (_, b))| *b) {
-            println!("  the finding wrong most often in the worst-case labs: {id}, {b} of {a}");
+            println!(
+                "  the finding wrong most often in the worst-case labs: {id}, {b} of {a} ({:.2} %)",
+                100.0 * *b as f64 / (*a).max(1) as f64
+            );
         }
+        let (worst_rate, worst_family) = t.worst.worst();
+        println!("  the worst family in the worst-case labs: {worst_family}, {:.2} %", 100.0 * worst_rate);
         for (fam, w) in &t.all.wrong {
             assert!(
                 (*w as f64 / t.all.labs as f64) <= bound(0.05, t.all.labs),
@@ -616,7 +671,7 @@ mod tests {
         for (id, (a, b)) in &t.near_outside {
             assert!(*a > 500, "{budget} s, {id}: only {a} labs with the truth just outside");
             assert!(
-                (*b as f64 / *a as f64) <= bound(0.025, *a),
+                (*b as f64 / *a as f64) <= bound(0.05, *a),
                 "{budget} s, {id}: 'matches' in {b} of {a} labs whose truth is outside"
             );
         }
@@ -638,13 +693,13 @@ mod tests {
     fn ten_thousand_simulated_labs_keep_every_promise() {
         assert_eq!(quick_lab(BUDGET_S).0.passes, 1);
         assert_eq!(quick_lab(LONGER_BUDGET_S).0.passes, crate::lab::BUDGET_PASSES);
-        let one = simulate_both(43, 5_000, true, 0.0, BUDGET_S);
+        let one = simulate_both(43, 5_000, true, 0.0, BUDGET_S, Procedure::Report);
         check(&one, BUDGET_S, false);
-        let two = simulate_both(45, 5_000, true, 0.0, LONGER_BUDGET_S);
+        let two = simulate_both(45, 5_000, true, 0.0, LONGER_BUDGET_S, Procedure::Report);
         check(&two, LONGER_BUDGET_S, true);
         // The diagnostic: figures alone drifting (not asserted).
         let rate = |c: (usize, usize)| c.1 as f64 / c.0.max(1) as f64;
-        let d = simulate_both(44, 2_000, true, DRIFT_STEP, LONGER_BUDGET_S);
+        let d = simulate_both(44, 2_000, true, DRIFT_STEP, LONGER_BUDGET_S, Procedure::Report);
         println!(
             "diagnostic, two passes, figures alone drifting {:.0} % a repeat: pooled coverage {:.2} % (ratios {:.2} %, figures alone {:.2} %); worst-case labs: {}",
             100.0 * DRIFT_STEP,
@@ -653,14 +708,6 @@ mod tests {
             100.0 * rate(d.pooled_kind[1]),
             d.worst.describe()
         );
-        let (here, spread, open, ninety) = decided_here(7, 1000);
-        println!(
-            "decided at the noise measured here (MEASURED): {:.1} % ({:.1} % of those with a spread), at least 90 % in {:.1} % of labs; not in every lab: {}",
-            100.0 * here,
-            100.0 * spread,
-            100.0 * ninety,
-            open.join(", ")
-        );
     }
 
     /// The negative control: the same labs judged without the families'
@@ -668,9 +715,34 @@ mod tests {
     /// test above holds, so that test would catch a correction gone missing.
     #[test]
     fn without_families_the_simulated_error_exceeds_the_bound() {
-        let t = simulate_both(99, 4_000, false, 0.0, BUDGET_S);
+        let t = simulate_both(99, 4_000, false, 0.0, BUDGET_S, Procedure::Report);
         println!("without a family correction, the {} worst-case labs: {}", t.worst.labs, t.worst.describe());
         let (worst, fam) = t.worst.worst();
-        assert!(worst > bound(0.025, t.worst.labs), "worst family {fam}: {worst}");
+        assert!(worst > bound(0.05, t.worst.labs), "worst family {fam}: {worst}");
+    }
+
+    /// Issue 57 item 3: three mutants of the procedure each break a bound the
+    /// report's own procedure keeps, so the simulation can fail. A max ÷ min
+    /// estimator (a ratio to the smaller of two like arms) and a design that
+    /// ignores carryover (AB every repeat) break the worst-case family bound
+    /// in one pass; a pooled second look (all repeats in one t test at the
+    /// full 5 % after a first look) breaks it in two.
+    #[test]
+    fn three_mutants_each_make_the_simulation_fail() {
+        for (how, budget, seed) in [
+            (Procedure::MaxMin, BUDGET_S, 51),
+            (Procedure::IgnoresCarryover, BUDGET_S, 53),
+            (Procedure::PooledLook, LONGER_BUDGET_S, 55),
+        ] {
+            let t = simulate_both(seed, 3_000, true, 0.0, budget, how);
+            let (worst, fam) = t.worst.worst();
+            println!(
+                "{how:?}: the {} worst-case labs: {} (bound {:.2} %)",
+                t.worst.labs,
+                t.worst.describe(),
+                100.0 * bound(0.05, t.worst.labs)
+            );
+            assert!(worst > bound(0.05, t.worst.labs), "{how:?}: worst family {fam}: {worst}");
+        }
     }
 }

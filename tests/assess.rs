@@ -148,7 +148,7 @@ fn without_root_a_child_is_assessed() {
     let out = tmp.path().join("nobody");
     let o = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-        .arg(bin())
+        .arg(common::bin_for_anyone(tmp.path()))
         .env("PAGELAB_JOURNAL_DIR", tmp.path().join("j"))
         .args(["assess", "--synthetic", "32MiB", "--windows", "1s", "--warmup", "1s", "--json", "--out"])
         .arg(&out)

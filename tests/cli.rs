@@ -168,7 +168,7 @@ fn restore_that_cannot_read_the_journals_says_so() {
     std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = std::process::Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(assert_cmd::cargo::cargo_bin("pagelab"))
+        .arg(common::bin_for_anyone(tmp.path()))
         .arg("restore")
         .env("PAGELAB_JOURNAL_DIR", &jd)
         .output()

@@ -37,6 +37,27 @@ fn report_json_lists_every_finding_with_its_interval() {
     assert_eq!(slow["region"]["lo"], 100.0);
     assert_eq!(slow["family"], f["family"]);
     assert_eq!(f["checkable"], 3);
+    // Issue 57: every entry says what it is, and a finding names the
+    // control under which its claim is false (wscap's three are findings).
+    for r in rows {
+        assert_eq!(r["kind"], "finding", "{r:#}");
+        assert!(r["control"].as_str().is_some_and(|c| c.len() > 20), "{r:#}");
+    }
+    assert_eq!((f["checks"].as_u64(), f["checks_passed"].as_u64()), (Some(0), Some(0)));
+    // eat's fixture: its stored fractions of const and random are checks,
+    // kept out of the family and the decided share.
+    let dir = tmp.path().join("eat");
+    common::copy_fixture("eat", &dir);
+    let v = report_json(&dir, &[]);
+    let f = &v["findings"];
+    common::assert_schema("findings", f);
+    let rows = f["findings"].as_array().unwrap();
+    let kind = |id: &str| rows.iter().find(|r| r["id"] == id).map(|r| (r["kind"].clone(), r["family"].clone()));
+    for id in ["eat.const_fraction", "eat.random_fraction"] {
+        assert_eq!(kind(id), Some((serde_json::json!("check"), serde_json::json!(0))), "{id}: {f:#}");
+    }
+    assert_eq!(f["checks"], 2, "{f:#}");
+    assert_eq!(f["family"].as_u64().unwrap() + 2, rows.len() as u64, "{f:#}");
 }
 
 #[test]

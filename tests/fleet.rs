@@ -459,10 +459,11 @@ fn record_serves_while_it_records_and_monitor_serves_without_root() {
     }
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let child = Reaped(
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-            .arg(bin())
+            .arg(common::bin_for_anyone(tmp.path()))
             .args(["monitor", "--headless", "--serve", &addr])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

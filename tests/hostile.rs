@@ -636,10 +636,11 @@ fn report_renders_a_directory_it_cannot_write_into_out() {
     let v = victim(tmp.path());
     symlink(&v, dir.join("notes.txt")).unwrap();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let anyone = common::bin_for_anyone(tmp.path());
     let as_nobody = |args: &[&str]| {
         std::process::Command::new("/usr/bin/setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-            .arg(common::bin())
+            .arg(&anyone)
             .args(args)
             .output()
             .unwrap()

@@ -123,7 +123,7 @@ fn lab_without_root_completes_and_reports_what_it_skipped() {
     let dir = tmp.path().join("lab");
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-        .arg(bin())
+        .arg(common::bin_for_anyone(tmp.path()))
         .args(["lab", "--smoke", "--out", dir.to_str().unwrap()])
         .output()
         .unwrap();

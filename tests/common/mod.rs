@@ -12,6 +12,26 @@ pub fn bin() -> std::path::PathBuf {
     }
 }
 
+/// The binary under test where an unprivileged user can run it: a hard link
+/// (or, across filesystems, a copy) in `dir`/bin, a directory of the test's
+/// own that it removes with `dir`. A checkout in a directory only root may
+/// enter (`mktemp -d`'s 0700, root's home) leaves `target/debug/pagelab` out
+/// of reach of `setpriv --reuid`, which then fails with "Permission denied"
+/// (issue 60 item 10). `dir` and its parents must be searchable by anyone.
+#[allow(dead_code)]
+pub fn bin_for_anyone(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir.join("bin");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = d.join("pagelab");
+    if std::fs::hard_link(bin(), &exe).is_err() {
+        std::fs::copy(bin(), &exe).unwrap();
+    }
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    exe
+}
+
 #[allow(dead_code)] // not every test binary checks the system state
 /// What pagelab may change, as one comparable string: zram devices, active swap,
 /// whether a `pagelab` memory cgroup exists, and vm.swappiness.

@@ -5,7 +5,7 @@ use experiments::catalog;
 use report::compare::{Call, compare, html, markdown};
 use report::headline::Metric;
 use report::html::{Report, Section};
-use report::verdict::{Outcome, Verdict};
+use report::verdict::{Kind, Outcome, Verdict};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -56,9 +56,13 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
         report::verdict::verdicts(e, &e.parse(rs).unwrap()).into_iter().find(|v| v.id == "thrash.recovery").unwrap()
     };
     // Windows of 45 s (not RECOVERY_MAX's 60: the window itself is used).
+    // Every window alike: the configuration fixes the value, so it is a
+    // check (issue 57), and a failed one.
     let v = judged(&[r(Value::Null, 0, 45.0), r(Value::Null, 1, 45.0), r(Value::Null, 2, 45.0)]);
-    assert_eq!((v.outcome, v.n, v.censored), (Outcome::Differs, 3, 3), "{v:?}");
+    assert_eq!((v.outcome, v.n, v.censored), (Outcome::CheckFailed, 3, 3), "{v:?}");
     assert_eq!(v.values, vec![45.0, 45.0, 45.0]);
+    let v = judged(&[r(Value::Null, 0, 45.0), r(Value::Null, 1, 50.0), r(Value::Null, 2, 40.0)]);
+    assert_eq!((v.outcome, v.n, v.censored), (Outcome::Differs, 3, 3), "{v:?}");
     assert_eq!(v.family_name, report::verdict::PAGELAB_FAMILY, "the study gives no figure: pagelab's own check");
     // Seven quick recoveries and one that never came: without the rule the
     // lower bound would let it match; a censored repeat rules matching out.
@@ -70,19 +74,24 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
     // A window no longer than the edge (10 s) says nothing: unusable.
     let v = judged(&[r(json!(2.0), 0, 45.0), r(json!(1.0), 1, 45.0), r(Value::Null, 2, 8.0), r(json!(1.0), 3, 45.0)]);
     assert_eq!((v.n, v.unusable, v.censored), (3, 1, 0), "{v:?}");
-    // Recoveries seen: read on 1 s intervals, under 1 s counts as 1 s.
+    // Recoveries seen: read on 1 s intervals, under 1 s counts as 1 s. Read
+    // to 10 s (ten times the floor) they would all sit on the edge, so the
+    // floor decides: inconclusive at the resolution (issue 57 item 4).
     let v = judged(&[r(json!(2.0), 0, 45.0), r(json!(0.0), 1, 45.0), r(json!(0.4), 2, 45.0)]);
-    assert_eq!((v.outcome, v.n), (Outcome::Matches, 3), "{v:?}");
+    assert_eq!((v.outcome, v.n, v.at_resolution), (Outcome::Inconclusive, 3, true), "{v:?}");
     assert_eq!(v.values, vec![2.0, 1.0, 1.0]);
 }
 
 #[test]
-fn heap_growth_is_judged_where_threads_do_not_share_cores() {
-    // Review of issue 43: past the core count preemptions land inside calls in
-    // proportion to the time spent there, so HeapPerf's per-call time grows
-    // about threads ÷ cores whatever the allocator does. Pinned counts only.
+fn heap_growth_is_judged_from_the_cores_to_twice_as_many_threads() {
+    // Issue 57 item 6: the study's Linux statement, Table 2's step from 4 to 8
+    // threads on 4 cores (164 ÷ 89 = 1.84), here from the threads the run
+    // pinned (one per CPU) to twice as many; dramatic is ≥ 1.43, the middle
+    // of that and the growth within the cores (1.11).
     let r = |t: u32, pinned: bool, ns: f64| {
-        let runs: Vec<Value> = (0..3).map(|i| json!({"alloc_ns_in_calls": ns * (1.0 + 0.01 * i as f64)})).collect();
+        let runs: Vec<Value> = (0..4)
+            .map(|i| json!({"alloc_ns_in_calls": ns * (1.0 + 0.01 * i as f64 + 0.02 * t as f64 * (i % 2) as f64)}))
+            .collect();
         json!({"result": {"allocator": "glibc", "heap_mode": "default", "threads": t, "pinned": pinned,
                           "ops_per_thread": 1000, "runs": runs}})
     };
@@ -90,17 +99,21 @@ fn heap_growth_is_judged_where_threads_do_not_share_cores() {
     let growth = |rs: &[Value]| -> Verdict {
         report::verdict::verdicts(e, &e.parse(rs).unwrap()).into_iter().find(|v| v.id == "heap.growth").unwrap()
     };
-    // 1 and 2 threads on their own cores: 10 → 10.2 ns; 8 threads time-sliced: 40 ns.
-    let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(8, false, 40.0)]);
-    assert_eq!(v.outcome, Outcome::Differs, "judged at 2 threads, not 8: {v:?}");
-    assert!(v.values.iter().all(|x| (x - 1.02).abs() < 1e-9), "{v:?}");
-    // Contention within the cores grows it, and then it matches.
-    let v = growth(&[r(1, true, 10.0), r(2, true, 14.0), r(8, false, 40.0)]);
+    // 2 threads on their own cores 10.2 ns, 4 time-sliced 20 ns: about 1.9, as the study's Linux.
+    let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(4, false, 20.0)]);
     assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
-    // No pinned count above 1: not checked, and says why.
-    let v = growth(&[r(1, true, 10.0), r(8, false, 40.0)]);
+    assert!(v.values.iter().all(|x| (1.8..2.1).contains(x)), "judged at 4 ÷ 2 threads: {v:?}");
+    assert!(v.study.contains("Table 2") && v.study.contains("164"), "{}", v.study);
+    // The control: no growth past the cores (12 ns at 4 threads, 1.2).
+    let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(4, false, 12.0)]);
+    assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
+    // 8 threads beside 4 do not change what is judged.
+    let v2 = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(4, false, 12.0), r(8, false, 40.0)]);
+    assert_eq!(v2.values, v.values);
+    // No twice-the-cores count: not checked, and says why.
+    let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(8, false, 40.0)]);
     assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
-    assert!(v.why.contains("do not share cores"), "{}", v.why);
+    assert!(v.why.contains("from 2 threads") && v.why.contains("to 4"), "{}", v.why);
 }
 
 #[test]
@@ -195,14 +208,20 @@ fn eat_findings_follow_the_intervals() {
     // One repeat: nothing has an interval (a finding on a pattern this run
     // did not fill is not checked instead, with its reason).
     let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5)]));
-    assert!(v.iter().all(|x| matches!(x.outcome, Outcome::Inconclusive | Outcome::NotChecked)), "{v:?}");
+    let findings: Vec<&Verdict> = v.iter().filter(|x| x.kind == Kind::Finding).collect();
+    assert!(findings.iter().all(|x| matches!(x.outcome, Outcome::Inconclusive | Outcome::NotChecked)), "{v:?}");
     assert!(v.iter().any(|x| x.outcome == Outcome::Inconclusive), "{v:?}");
     assert!(v[0].why.contains("n = 1"), "{}", v[0].why);
     // Three repeats close to the study: every claim matches.
     let v = verdicts("eat", &eat_run(&[(0.21, 10.0, 5.0, 2.5), (0.20, 10.4, 5.1, 2.4), (0.215, 9.8, 4.9, 2.5)]));
     let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().clone();
-    for id in ["eat.semi_fraction", "eat.const_fraction", "eat.random_fraction", "eat.trim_random_semi"] {
+    for id in ["eat.semi_fraction", "eat.trim_random_semi"] {
         assert_eq!(by(&v, id).outcome, Outcome::Matches, "{id}: {:?}", by(&v, id));
+    }
+    // The stored fractions of const and random are what the store fixes:
+    // checks (issue 57), outside the family.
+    for id in ["eat.const_fraction", "eat.random_fraction"] {
+        assert_eq!((by(&v, id).kind, by(&v, id).outcome, by(&v, id).p), (Kind::Check, Outcome::CheckPassed, None));
     }
     assert_eq!(by(&v, "eat.semi_fraction").family, v.iter().filter(|x| x.p.is_some()).count());
     // Random trims cheaper than semi (as lzo-rle does here): that claim differs.
@@ -238,7 +257,7 @@ fn thrash_findings_need_their_presets_and_the_protocol() {
     let mut all = e2.clone();
     for (p, out, peak) in [("e1-custom", 2e4, 1e3), ("e3-custom", 3e4, 2e3), ("e4-custom", 6e4, 9e3)] {
         for i in 0..3 {
-            all.push(thrash_run(p, i, out * (1.0 + 0.02 * i as f64), peak, 0.9, &[]));
+            all.push(thrash_run(p, i, out * (1.0 + 0.02 * i as f64), peak * (1.0 + 0.03 * i as f64), 0.9, &[]));
         }
     }
     let v = verdicts("thrash", &all);

@@ -26,6 +26,8 @@ fn colour(o: Outcome) -> &'static str {
         Outcome::Matches => "#1a7f37",
         Outcome::Differs => "#cf222e",
         Outcome::Inconclusive => "#9a6700",
+        Outcome::CheckPassed => "#57606a",
+        Outcome::CheckFailed => "#cf222e",
         Outcome::OutsideProtocol | Outcome::NotChecked => "#6e7781",
     }
 }
@@ -137,6 +139,8 @@ mod tests {
     fn v(region: Region, est: f64, ci: [f64; 2], o: Outcome) -> Verdict {
         Verdict {
             id: "x.y",
+            kind: crate::verdict::Kind::Finding,
+            control: Some("a control"),
             claim: "a <claim>",
             study: "",
             quantity: "",
@@ -159,6 +163,8 @@ mod tests {
             why: String::new(),
             repeats_to_decide: None,
             pass: 1,
+            at_resolution: false,
+            raw: vec![],
         }
     }
 

@@ -378,6 +378,8 @@ pub static FINDINGS: [Finding<AssessResult>; 2] = [
             region: Region::at_least(1.1),
             floor: 0.001,
             own: true,
+            check: true,
+            control: "",
             yes: "this program's pages rank the compressors as the published data does",
             no: "on this program's pages zstd did not beat lz4 by 10 %",
         },
@@ -392,6 +394,8 @@ pub static FINDINGS: [Finding<AssessResult>; 2] = [
             region: Region::at_most(FAR_MEMORY_PCT_PER_MIN),
             floor: 0.001,
             own: true,
+            check: false,
+            control: "a program that keeps touching what was trimmed (assess --synthetic with its hot set trimmed): its pages come back at once, far above 0.2 % per minute",
             yes: "the trimmed pages stayed out: this program's cold memory is cold",
             no: "the program faulted its trimmed pages back faster than far memory allows: its cold memory is not cold at \
                  this age",

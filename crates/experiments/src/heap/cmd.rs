@@ -207,14 +207,15 @@ fn note_over_time(run: &ExperimentRun, ot: &crate::heap::work::overtime::OverTim
 /// The lab's `heap` step for this machine.
 pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     let full = scale == Scale::Full;
-    // heap: thread counts up to 128 (full) or 4 × cores (quick: past the core
-    // count, where the study's wall-time measure grows; 1, the cores and 4 ×
-    // are what the findings compare).
+    // heap: thread counts up to 128 (full) or 2 × cores (quick). heap.growth
+    // takes the study's Linux step (Table 2: 4 → 8 threads on 4 cores), the
+    // cores to twice as many, so every scale runs both; concurrent_linux
+    // compares at the most threads.
     let c = m.cpus;
     let mut threads: Vec<u32> = match scale {
-        Scale::Full => vec![1, 2, 4, 8, 16, 32, 64, 128],
-        Scale::Quick => vec![1, c, (4 * c).min(64)],
-        Scale::Smoke => vec![1, c.min(4)],
+        Scale::Full => vec![1, 2, 4, 8, 16, 32, 64, 128, c.min(64), (2 * c).min(128)],
+        Scale::Quick => vec![1, c.min(64), (2 * c).min(128)],
+        Scale::Smoke => vec![1, c.min(4), (2 * c).min(8)],
     };
     threads.sort_unstable();
     threads.dedup();

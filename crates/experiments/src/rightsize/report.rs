@@ -444,6 +444,8 @@ pub static FINDINGS: [Finding<RightsizeResult>; 1] = [
             region: Region::at_most(0.80),
             floor: 0.001,
             own: true,
+            check: false,
+            control: "a program that touches all of its peak on every pass (a hot set as large as its peak): no limit below the peak keeps it within the slowdown, so the share saved is about 0",
             yes: "a fifth or more of this program's peak is memory it does not need in RAM",
             no: "this program needs nearly all of its peak",
         },

@@ -574,6 +574,8 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             region: Region::at_most(0.5),
             floor: 0.01,
             own: false,
+            check: false,
+            control: "a limit above N x S (the CPU-only arm): nothing pages, so the consumers progress at full speed, far above 0.5",
             yes: "while memory was overcommitted the median consumer completed at most half the cycles it would have \
                   unthrashed",
             no: "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each \
@@ -590,6 +592,8 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             region: Region::at_least(1.1),
             floor: 0.001,
             own: false,
+            check: false,
+            control: "e1 and e2 under a limit above N x S: neither pages, so pages out are about equal (under one page each), and the ratio is not above 1.10",
             yes: "more writes touch more of each working set per cycle, so more of it must be paged in and out",
             no: "e1 paged about as much as e2",
         },
@@ -604,6 +608,8 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             region: Region::at_most(1.0 / 1.1),
             floor: 0.001,
             own: false,
+            check: false,
+            control: "e2 and e3 under a limit above N x S: neither pages, so the ratio is about 1, above 0.91",
             yes: "longer sleeps spread the same writes over more time",
             no: "e3 paged about as much as e2",
         },
@@ -618,6 +624,8 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             region: Region::at_least(1.1),
             floor: 0.001,
             own: false,
+            check: false,
+            control: "e2 and e4 under a limit above N x S: neither pages, so the rates are about equal and the ratio is below 1.10",
             yes: "consumers that start close together overcommit memory at once",
             no: "e4's consumers paged no faster than e2's while they ran",
         },
@@ -635,6 +643,8 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             region: Region::at_most(RECOVERY_EDGE_S),
             floor: 1.0,
             own: true,
+            check: false,
+            control: "consumers whose load does not fall back (their working set kept above the limit after the load ends): paging does not calm down within 10 s",
             yes: "paging and memory pressure fall back to the baseline within seconds after the last consumer exits",
             no: "paging or memory pressure stayed above the recovery rule's threshold for more than 10 s after the load",
         },
@@ -720,17 +730,20 @@ mod tests {
     fn findings_follow_the_verdict_rules() {
         let r = |p: &str, i: u64, out: f64, rate: f64| {
             json!({"result": {"preset": p, "repeat_index": i, "pswpout_total": out.round() as u64, "pswpout_per_s_active": rate,
-                              "progress_overcommitted_median": 0.3, "consumers": 6, "consumers_completed": 6,
+                              "progress_overcommitted_median": 0.3 + 0.02 * i as f64, "consumers": 6, "consumers_completed": 6,
                               "oom_kills": 0, "protocol_breaks": []}})
         };
         let mut all = Vec::new();
-        for i in 0..2 {
+        // Four repeats: with two, a 10× coarser floor (0.1) would widen e2's
+        // progress interval past 0.5, and the verdict would hang on the
+        // floor (issue 57 item 4).
+        for i in 0..4 {
             let d = i as f64 * 0.01;
             all.extend([
-                r("e1", i, 100.0 * (1.0 + d), 10.0),
+                r("e1", i, 100.0 * (1.0 + 2.0 * d), 10.0),
                 r("e2", i, 500.0 * (1.0 + d), 50.0 * (1.0 + d)),
                 r("e3", i, 200.0 * (1.0 - d), 20.0),
-                r("e4", i, 400.0, 90.0 * (1.0 + d)),
+                r("e4", i, 400.0, 90.0 * (1.0 + 2.0 * d)),
             ]);
         }
         let md = findings_markdown(&Thrash.parse(&all).unwrap());
@@ -738,12 +751,13 @@ mod tests {
             let line = md.lines().find(|l| l.contains(claim)).unwrap_or_else(|| panic!("{claim}: {md}"));
             assert!(line.contains("| matches"), "{line}");
         }
-        // Without e3 beside e2 that finding is not checked; e2/e1 of 1.2 and 6
-        // straddles 1.10 with two repeats: inconclusive, however tight e2 alone is.
+        // Without e3 beside e2 that finding is not checked; e2/e1 of 1.2, 1.05, 5
+        // and 5 straddles 1.10: inconclusive, however tight e2 alone is.
         let mut few: Vec<Value> = all.iter().filter(|v| v["result"]["preset"] != "e3").cloned().collect();
         let md = findings_markdown(&Thrash.parse(&few).unwrap());
         assert!(md.lines().any(|l| l.contains("a longer sleep") && l.contains("| not checked")), "{md}");
         few[0]["result"]["pswpout_total"] = json!(417);
+        few[3]["result"]["pswpout_total"] = json!(480);
         let md = findings_markdown(&Thrash.parse(&few).unwrap());
         assert!(md.lines().any(|l| l.contains("more writes") && l.contains("| inconclusive")), "{md}");
     }

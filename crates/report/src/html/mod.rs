@@ -251,7 +251,8 @@ fn verdict_counts(v: &[Verdict]) -> String {
     if n(Outcome::NotChecked) == v.len() {
         return "not checked: this run tested none of the study's findings".into();
     }
-    let checkable = v.len() - n(Outcome::NotChecked) - n(Outcome::OutsideProtocol);
+    let checks = n(Outcome::CheckPassed) + n(Outcome::CheckFailed);
+    let checkable = v.len() - n(Outcome::NotChecked) - n(Outcome::OutsideProtocol) - checks;
     let mut s = format!(
         "{} of {checkable} decided ({} match, {} differ)",
         n(Outcome::Matches) + n(Outcome::Differs),
@@ -262,6 +263,9 @@ fn verdict_counts(v: &[Verdict]) -> String {
         if n(o) > 0 {
             s += &format!(", {} {}", n(o), o.word());
         }
+    }
+    if checks > 0 {
+        s += &format!("; checks: {} of {checks} passed", n(Outcome::CheckPassed));
     }
     s
 }
@@ -542,7 +546,7 @@ fn findings_html(o: &mut String, r: &Report) {
              ({} match, {} differ). Each is a claim fixed before the data, judged by its 95 % interval against the \
              study's acceptance region. Each study's findings are one family, and pagelab's own checks another \
              ({}): Holm's correction inside each keeps the chance of any wrong verdict about a study at 5 %{} (<a \
-             href=\"#exp-{}\">tables below</a>; each table shows the unadjusted interval).{}</p>\n<div \
+             href=\"#exp-{}\">tables below</a>; each table shows the unadjusted interval).{}{}</p>\n<div \
              class=\"scroll\">{svg}</div></section>",
             f.decided,
             f.checkable,
@@ -563,6 +567,15 @@ fn findings_html(o: &mut String, r: &Report) {
             },
             esc(f.findings.first().map_or("", |x| x.experiment)),
             r.lab.as_ref().map(|l| noise_line(&crate::lab::Doctor::from_json(&l.doctor))).unwrap_or_default(),
+            if f.checks > 0 {
+                format!(
+                    " Apart from them, {} checks (values the configuration fixes, identical in every repeat: \
+                     evidence of nothing but the set-up) passed {} of {}.",
+                    f.checks, f.checks_passed, f.checks
+                )
+            } else {
+                String::new()
+            },
         );
     }
 }

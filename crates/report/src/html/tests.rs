@@ -50,6 +50,8 @@ fn an_effect_below_the_noise_floor_says_so() {
         region: Region::at_least(1.1),
         floor: 0.0,
         own: false,
+        check: false,
+        control: "",
         yes: "",
         no: "",
     };

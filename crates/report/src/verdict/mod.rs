@@ -26,6 +26,26 @@ pub enum Outcome {
     /// The study's protocol did not hold in this run (e.g. a consumer was OOM-killed).
     OutsideProtocol,
     NotChecked,
+    /// A check (a value the configuration fixes, [`Kind::Check`]) whose every
+    /// repeat lies inside its region.
+    CheckPassed,
+    /// A check with a repeat outside its region.
+    CheckFailed,
+}
+
+/// What an entry of the findings is: evidence, or a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A claim that could come out either way on this machine: judged by its
+    /// interval, in a family (Holm), counted in the decided share. It names a
+    /// negative control under which it is false ([`Claim::control`]).
+    Finding,
+    /// A value the configuration alone fixes (identical in every repeat, or
+    /// declared so: [`Claim::check`]): shown as passed or failed, outside
+    /// Holm, the families and the decided share. An interval of identical
+    /// values is only the resolution's, and would decide at any n.
+    Check,
 }
 
 impl Outcome {
@@ -36,6 +56,8 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive",
             Outcome::OutsideProtocol => "outside the protocol",
             Outcome::NotChecked => "not checked",
+            Outcome::CheckPassed => "check passed",
+            Outcome::CheckFailed => "check failed",
         }
     }
     pub fn decided(self) -> bool {
@@ -66,6 +88,14 @@ pub struct Claim {
     /// published study's finding: judged in pagelab's family
     /// ([`PAGELAB_FAMILY`]) rather than its experiment's study's.
     pub own: bool,
+    /// A check, not a finding ([`Kind::Check`]): the configuration fixes the
+    /// value (a stored fraction of random bytes, a clip in the worker). An
+    /// entry whose repeats are all identical is judged as a check too.
+    pub check: bool,
+    /// The negative control: a configuration, input or perturbation under
+    /// which the claim is false, so that its verdict can turn
+    /// (`pagelab bench controls` runs them). Empty for a check.
+    pub control: &'static str,
     /// Why, when it matches; and when it differs.
     pub yes: &'static str,
     pub no: &'static str,
@@ -75,6 +105,10 @@ pub struct Claim {
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     pub id: &'static str,
+    /// A finding (evidence) or a check (a value the configuration fixes).
+    pub kind: Kind,
+    /// A finding's negative control ([`Claim::control`]); null for a check.
+    pub control: Option<&'static str>,
     pub claim: &'static str,
     pub study: &'static str,
     pub quantity: &'static str,
@@ -123,6 +157,14 @@ pub struct Verdict {
     /// The lab pass whose data decided it (1: the first; a budgeted lab's
     /// later passes repeat what the first left inconclusive).
     pub pass: u32,
+    /// Whether the verdict hung on the resolution: a 10× larger or smaller
+    /// floor would have decided it otherwise, so it is inconclusive "at the
+    /// resolution" (issue 57 item 4).
+    pub at_resolution: bool,
+    /// The values before the floor (finite, not negative; zeros kept): what a
+    /// 10× larger or smaller floor is tried on. Not in the document.
+    #[serde(skip)]
+    pub raw: Vec<f64>,
 }
 
 /// A run's metrics, as its findings look them up.
@@ -289,6 +331,8 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
 pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) -> Verdict {
     let mut v = Verdict {
         id: c.id,
+        kind: if c.check { Kind::Check } else { Kind::Finding },
+        control: (!c.check).then_some(c.control),
         claim: c.claim,
         study: c.study,
         quantity: c.quantity,
@@ -311,6 +355,8 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
         why: String::new(),
         repeats_to_decide: None,
         pass: 1,
+        at_resolution: false,
+        raw: Vec::new(),
     };
     v.censored = censored;
     if let Err(why) = &m.protocol {
@@ -332,8 +378,8 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
     // Every measured repeat is used: a value in [0, resolution) is raised to
     // it; one that is not a number or is negative cannot be, and the reason
     // counts it.
-    v.values =
-        values.iter().filter(|x| x.is_finite() && **x >= 0.0).map(|x| x.max(c.floor)).filter(|x| *x > 0.0).collect();
+    v.raw = values.iter().copied().filter(|x| x.is_finite() && *x >= 0.0).collect();
+    v.values = v.raw.iter().map(|x| x.max(c.floor)).filter(|x| *x > 0.0).collect();
     v.unusable = values.len() - v.values.len();
     v.n = v.values.len();
     if v.n == 0 {
@@ -344,6 +390,11 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
         return v;
     }
     v.cv = record::stats::cv(&v.values);
+    let identical = v.n >= 2 && v.values.iter().all(|x| *x == v.values[0]);
+    if c.check || identical {
+        judge_check(&mut v, c, identical);
+        return v;
+    }
     let Some(t) = claim::test_at(&v.values, &c.region, c.floor) else {
         v.estimate = record::stats::median(&v.values);
         v.ours = v.estimate.map(|x| format!("{} (n = {})", num(x), v.n)).unwrap_or("-".into());
@@ -363,8 +414,65 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
     v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
     v.p = Some(t.p().0);
     v.p_adjusted = v.p;
-    settle(&mut v, c, t.decide(ALPHA), ALPHA, "Holm");
+    let d = t.decide(ALPHA);
+    let changed = floor_changes(d, c.floor, |f| decide_at_floor(&v.raw, &c.region, f, ALPHA, 1.0));
+    settle(&mut v, c, d, ALPHA, "Holm", changed);
     v
+}
+
+/// A check: passed when every repeat lies inside the region, failed
+/// otherwise; no interval, no p, no family ([`Kind::Check`]).
+fn judge_check(v: &mut Verdict, c: &Claim, identical: bool) {
+    v.kind = Kind::Check;
+    v.control = None;
+    v.family = 0;
+    v.estimate = record::stats::median(&v.values);
+    let inside = v.values.iter().all(|x| c.region.contains(*x));
+    v.outcome = if inside { Outcome::CheckPassed } else { Outcome::CheckFailed };
+    let shown = v.estimate.map(num).unwrap_or_else(|| "-".into());
+    v.ours = if identical {
+        format!("{shown} in every repeat (n = {})", v.n)
+    } else {
+        format!("{shown} (median, n = {})", v.n)
+    };
+    let why = if identical {
+        format!(
+            "every repeat gave the same value ({shown}): the configuration fixes it, so it is a check, not evidence \
+             (an interval of identical values is only the resolution's, and would decide at any n)"
+        )
+    } else {
+        "a check, not evidence: the configuration fixes this value".to_string()
+    };
+    let outcome = if inside { c.yes } else { c.no };
+    v.why = format!("{why}; {outcome}{}", unusable_note(v));
+}
+
+/// The decision `d` taken at `floor`, tried again with the floor 10× larger
+/// and 10× smaller (`retry(f)`: the decision with floor f, at the same level):
+/// the floor it would change under, or None when it holds under both. A
+/// verdict that changes with the floor is the resolution's, not the data's
+/// (issue 57 item 4: stored fractions [0 ×6, 0.05 ×2] matched "≤ 0.01" with
+/// a floor of 1e-4 and were inconclusive with 1e-3).
+fn floor_changes(d: Decision, floor: f64, retry: impl Fn(f64) -> Decision) -> Option<f64> {
+    if d == Decision::Inconclusive || floor <= 0.0 {
+        return None;
+    }
+    [floor * 10.0, floor / 10.0].into_iter().find(|f| retry(*f) != d)
+}
+
+/// `raw` read to `floor`: each value at least one step.
+fn floored(raw: &[f64], floor: f64) -> Vec<f64> {
+    raw.iter().map(|x| x.max(floor)).filter(|x| *x > 0.0).collect()
+}
+
+/// The decision of values read to `floor` at level `alpha` after a
+/// multiplicity factor `mult` (1 alone; Holm's or Bonferroni's factor in a
+/// family).
+fn decide_at_floor(raw: &[f64], region: &Region, floor: f64, alpha: f64, mult: f64) -> Decision {
+    match claim::test_at(&floored(raw, floor), region, floor).map(|t| t.p()) {
+        Some((p, lean)) if p * mult <= alpha => lean,
+        _ => Decision::Inconclusive,
+    }
 }
 
 /// Whether an estimate and its interval are finite, positive numbers: values
@@ -396,8 +504,12 @@ fn unusable_note(v: &Verdict) -> String {
 }
 
 /// Sets outcome and reason from a decision (at the family's level).
-fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str) {
+/// A decision that a 10× larger or smaller floor would change (`changed_at`,
+/// the floor that changes it) becomes inconclusive at the resolution.
+fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str, changed_at: Option<f64>) {
     let region = v.region;
+    v.at_resolution = changed_at.is_some();
+    let d = if changed_at.is_some() { Decision::Inconclusive } else { d };
     // A lower bound cannot confirm that a value lies inside a region.
     let d = if d == Decision::Matches && v.censored > 0 { Decision::Inconclusive } else { d };
     v.outcome = match d {
@@ -438,6 +550,15 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str)
             }
         }
     };
+    if let Some(f) = changed_at {
+        v.repeats_to_decide = None;
+        v.why = format!(
+            "at the resolution: read to {} instead of {}, the same repeats would be judged otherwise, so the floor, \
+             not the data, would decide it",
+            num(f),
+            num(v.resolution)
+        );
+    }
     v.why += &unusable_note(v);
     if v.censored > 0 {
         v.why += &format!(
@@ -462,7 +583,15 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, a
         v.p_adjusted = Some(a);
         let Some(c) = claims(v.id) else { continue };
         let lean = claim::test_at(&v.values, &v.region, v.resolution).map_or(Decision::Inconclusive, |t| t.p().1);
-        settle(v, &c, if a <= alpha { lean } else { Decision::Inconclusive }, alpha, "Holm");
+        let d = if a <= alpha { lean } else { Decision::Inconclusive };
+        // Holm's factor for this claim, applied to the same claim read to
+        // another floor.
+        let mult = match v.p {
+            Some(p) if p > 0.0 => (a / p).max(1.0),
+            _ => m as f64,
+        };
+        let changed = floor_changes(d, v.resolution, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult));
+        settle(v, &c, d, alpha, "Holm", changed);
     }
 }
 
@@ -488,185 +617,6 @@ pub const PAGELAB_FAMILY: &str = "pagelab";
 /// experiment's name), or pagelab's own.
 pub fn family_of(experiment: &str, c: &Claim) -> String {
     if c.own { PAGELAB_FAMILY.to_string() } else { experiment.to_string() }
-}
-
-/// Judges a claim that the passes before left inconclusive on every pass's
-/// repeats: each pass tested on its own repeats alone, and the one-sided
-/// p-values combined with the weights `ws` fixed before any data
-/// ([`claim::test_stages`]), so that the test keeps its level however each
-/// pass's size was chosen. It is decided at `alpha ÷ family` (Bonferroni
-/// over the claims of its family that had a test in the first pass: the set
-/// still open in a later pass depends on the first pass's data, and
-/// Bonferroni holds whatever that set is). The estimate and interval shown
-/// are those of every repeat together, unadjusted. A pass with fewer than two
-/// repeats of the claim has no spread of its own: the claim stays as it was,
-/// and says so.
-pub fn judge_stages(v: &mut Verdict, c: &Claim, stages: &[Vec<f64>], ws: &[f64], alpha: f64, family: usize, pass: u32) {
-    let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
-    let Some(t) = claim::test_stages(&slices, &c.region, ws, c.floor) else {
-        let sizes: Vec<String> = stages.iter().map(|s| s.len().to_string()).collect();
-        v.why = format!(
-            "{}; pass {pass} could not be combined with the passes before (repeats per pass: {}; each needs two)",
-            v.why,
-            sizes.join(", ")
-        );
-        return;
-    };
-    if !representable(&t.estimate) {
-        v.why = format!("{}; pass {pass}: {}", v.why, out_of_range(&stages.concat()));
-        return;
-    }
-    v.values = stages.concat();
-    v.n = v.values.len();
-    v.cv = record::stats::cv(&v.values);
-    let e = t.estimate;
-    v.estimate = Some(e.estimate);
-    v.ci95 = Some(e.ci95);
-    v.ours = format!(
-        "{} (95 % CI {} – {} of all {} pooled; the verdict is the passes' combination test)",
-        num(e.estimate),
-        num(e.ci95[0]),
-        num(e.ci95[1]),
-        e.n
-    );
-    let (p, lean) = t.p();
-    let family = family.max(1);
-    v.p = Some(p);
-    v.p_adjusted = Some((p * family as f64).min(1.0));
-    v.family = family;
-    v.pass = pass;
-    settle(v, c, if p * family as f64 <= alpha { lean } else { Decision::Inconclusive }, alpha, "Bonferroni");
-}
-
-/// A finding still inconclusive, judged again in pass `pass` from its
-/// verdict in each pass so far (`each[p]`: pass p + 1's, on that pass's
-/// repeats alone; None where the pass did not measure it): the passes'
-/// combination test ([`judge_stages`]) at `alpha ÷ family`. Its unusable and
-/// censored counts become every pass's together when the passes were
-/// combined. [`crate::model::Report::judge`] and the whole-lab simulation
-/// call it.
-pub fn judge_later(
-    v: &mut Verdict,
-    c: &Claim,
-    each: &[Option<&Verdict>],
-    ws: &[f64],
-    alpha: f64,
-    family: usize,
-    pass: u32,
-) {
-    let values: Vec<Vec<f64>> = each.iter().map(|x| x.map(|x| x.values.clone()).unwrap_or_default()).collect();
-    let unusable: usize = each.iter().flatten().map(|x| x.unusable).sum();
-    let censored: usize = each.iter().flatten().map(|x| x.censored).sum();
-    let first = (v.unusable, v.censored);
-    (v.unusable, v.censored) = (unusable, censored);
-    // The region the finding was judged against: a region that follows the
-    // run's configuration (eat's semi fraction by compressor) stays the one
-    // its draw gave, not the claim's default.
-    let c = &Claim { region: v.region, ..*c };
-    judge_stages(v, c, &values, ws, alpha, family, pass);
-    if !v.outcome.decided() && v.pass < pass {
-        // Not combined: the verdict is still the first pass's.
-        (v.unusable, v.censored) = first;
-    }
-    if v.outcome.decided() {
-        v.why = format!(
-            "{} (decided in pass {pass}, passes combined, with its {} % share of the error)",
-            v.why,
-            num(100.0 * alpha)
-        );
-    }
-}
-
-/// How verdicts are reached, in a line (`report --json`, lab.json).
-pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms paired by repeat) against an acceptance \
-                          region fixed before the data; one family per study, and one for pagelab's own checks, with \
-                          Holm's step-down inside each keeping its family-wise error at 5 % (in a budgeted lab, split \
-                          between its passes: alpha_by_pass; a later pass tests each still open finding on each pass's \
-                          repeats alone and combines the one-sided p-values with weights fixed before any data, \
-                          inverse normal, Bonferroni inside the family)";
-
-/// A report's findings as a document (`pagelab report DIR --json`, lab.json's
-/// `findings`; schema/findings.schema.json).
-#[derive(Debug, Clone, Serialize)]
-pub struct Findings<'a> {
-    pub method: &'static str,
-    /// Family-wise error rate across the findings.
-    pub alpha: f64,
-    /// The part of it each pass spent ([`alpha_by_pass`]): one entry unless a
-    /// budgeted lab planned later passes.
-    pub alpha_by_pass: Vec<f64>,
-    /// Findings with an interval.
-    pub family: usize,
-    /// What the families guarantee, in a sentence.
-    pub guarantee: &'static str,
-    /// The families, each with its findings that had a test.
-    pub families: Vec<FamilyDoc>,
-    /// Findings the run could check (not "not checked", not outside the protocol).
-    pub checkable: usize,
-    /// Of those, decided (matches or differs).
-    pub decided: usize,
-    pub findings: Vec<Row<'a>>,
-}
-
-/// One family of findings judged together.
-#[derive(Debug, Clone, Serialize)]
-pub struct FamilyDoc {
-    /// The experiment's name (its study), or [`PAGELAB_FAMILY`].
-    pub name: String,
-    /// Its findings with a test.
-    pub size: usize,
-    /// Of its findings, decided.
-    pub decided: usize,
-}
-
-/// What the families guarantee ([`Findings::guarantee`]).
-pub const GUARANTEE: &str = "per study, and for pagelab's own checks, the chance of any wrong verdict is at most 5 % \
-                             (each family on its own: over a lab's six families together it can be up to about 26 %)";
-
-/// One finding with its experiment.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row<'a> {
-    pub experiment: &'a str,
-    #[serde(flatten)]
-    pub verdict: &'a Verdict,
-}
-
-impl<'a> Findings<'a> {
-    pub fn of(rows: Vec<(&'a str, &'a Verdict)>) -> Findings<'a> {
-        let checkable =
-            rows.iter().filter(|(_, v)| !matches!(v.outcome, Outcome::NotChecked | Outcome::OutsideProtocol)).count();
-        let mut families: Vec<FamilyDoc> = Vec::new();
-        for (_, v) in &rows {
-            if v.family_name.is_empty() {
-                continue;
-            }
-            let i = match families.iter().position(|f| f.name == v.family_name) {
-                Some(i) => i,
-                None => {
-                    families.push(FamilyDoc { name: v.family_name.clone(), size: 0, decided: 0 });
-                    families.len() - 1
-                }
-            };
-            families[i].size += usize::from(v.p.is_some());
-            families[i].decided += usize::from(v.outcome.decided());
-        }
-        Findings {
-            method: METHOD,
-            alpha: ALPHA,
-            alpha_by_pass: vec![ALPHA],
-            family: rows.iter().filter(|(_, v)| v.p.is_some()).count(),
-            guarantee: GUARANTEE,
-            families,
-            checkable,
-            decided: rows.iter().filter(|(_, v)| v.outcome.decided()).count(),
-            findings: rows.into_iter().map(|(experiment, verdict)| Row { experiment, verdict }).collect(),
-        }
-    }
-    /// The same, for a lab that split its error between passes.
-    pub fn with_passes(mut self, alphas: Vec<f64>) -> Findings<'a> {
-        self.alpha_by_pass = alphas;
-        self
-    }
 }
 
 /// One run's findings, judged in their families (its study's, and
@@ -711,6 +661,11 @@ pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
         }
     }
 }
+
+mod doc;
+mod passes;
+pub use doc::{FamilyDoc, Findings, GUARANTEE, METHOD, Row};
+pub use passes::{judge_later, judge_stages};
 
 #[cfg(test)]
 mod tests;

@@ -68,11 +68,18 @@ fn identical_values_are_not_a_certainty() {
     let c = Claim { region: Region::at_most(2e-4), floor: 1e-4, ..C };
     let all: Vec<Metric> = Vec::new();
     let ok = Ms { all: &all, protocol: Ok(()) };
-    let same = judge(&c, &ok, Ok(vec![1e-4, 1e-4]));
-    let step = judge(&c, &ok, Ok(vec![1e-4, 2e-4]));
-    assert_eq!(same.outcome, step.outcome, "{same:?} {step:?}");
-    assert!(same.p.unwrap() > 0.0, "{same:?}");
-    assert!(same.ci95.unwrap()[1] > same.ci95.unwrap()[0], "{same:?}");
+    let step = judge(&c, &ok, Ok(vec![1e-4, 2e-4, 1e-4]));
+    assert!(step.p.unwrap() > 0.0, "{step:?}");
+    assert!(step.ci95.unwrap()[1] > step.ci95.unwrap()[0], "{step:?}");
+    // Identical values are what the configuration fixes (issue 57): a check,
+    // passed or failed, with no p and no family, whatever n.
+    for n in [2, 4, 40] {
+        let same = judge(&c, &ok, Ok(vec![1e-4; n]));
+        assert_eq!((same.kind, same.outcome, same.p, same.family), (Kind::Check, Outcome::CheckPassed, None, 0));
+        assert!(same.why.contains("same value"), "{}", same.why);
+        let over = judge(&c, &ok, Ok(vec![3e-4; n]));
+        assert_eq!((over.kind, over.outcome), (Kind::Check, Outcome::CheckFailed), "{over:?}");
+    }
 }
 
 const C: Claim = Claim {
@@ -83,6 +90,8 @@ const C: Claim = Claim {
     region: Region::at_least(1.1),
     floor: 0.001,
     own: false,
+    check: false,
+    control: "",
     yes: "yes",
     no: "no",
 };
@@ -224,4 +233,88 @@ fn a_later_pass_combines_each_pass_alone() {
     judge_stages(&mut w, &C, &[first, vec![1.6]], &[1.0, 1.0], 0.01, 3, 2);
     assert_eq!((w.outcome, w.n, w.pass), (Outcome::Inconclusive, 3, 1));
     assert!(w.why.contains("each needs two"), "{}", w.why);
+}
+
+/// Issue 57 item 1: a declared check is passed or failed from its values
+/// (every repeat inside the region), has no p, and stays out of Holm, the
+/// families and the decided share; a finding beside it keeps its family.
+#[test]
+fn a_check_stays_out_of_holm_and_the_decided_share() {
+    let all: Vec<Metric> = Vec::new();
+    let ok = Ms { all: &all, protocol: Ok(()) };
+    let chk = Claim { id: "x.k", check: true, region: Region::at_least(0.95), ..C };
+    let passed = judge(&chk, &ok, Ok(vec![0.99, 1.0, 1.01]));
+    assert_eq!(
+        (passed.kind, passed.outcome, passed.p, passed.control),
+        (Kind::Check, Outcome::CheckPassed, None, None)
+    );
+    let failed = judge(&chk, &ok, Ok(vec![0.99, 0.9, 1.01]));
+    assert_eq!(failed.outcome, Outcome::CheckFailed, "{failed:?}");
+    let mut f1 = judge(&C, &ok, Ok(vec![1.3, 1.17, 1.45, 1.22]));
+    assert_eq!((f1.kind, f1.control), (Kind::Finding, Some(C.control)));
+    let mut p = passed.clone();
+    f1.family_name = "x".into();
+    p.family_name = "x".into();
+    let lookup = |id: &str| Some(if id == "x.k" { chk } else { C });
+    families(vec![&mut f1, &mut p], &lookup, ALPHA);
+    assert_eq!((f1.family, p.family, p.outcome), (1, 0, Outcome::CheckPassed), "{f1:?} {p:?}");
+    let doc = Findings::of(vec![("x", &f1), ("x", &p), ("x", &failed)]);
+    assert_eq!((doc.checkable, doc.decided, doc.checks, doc.checks_passed, doc.family), (1, 1, 2, 1, 1));
+    assert_eq!(doc.families.iter().map(|f| f.size).sum::<usize>(), 1);
+    let json = serde_json::to_value(&doc).unwrap();
+    assert_eq!(json["findings"][1]["kind"], "check");
+    assert_eq!(json["findings"][1]["verdict"], "check_passed");
+    assert!(json["findings"][0]["control"].is_string() && json["findings"][1]["control"].is_null());
+}
+
+/// Issue 57 item 4: stored fractions [0 ×6, 0.05 ×2] against "≤ 0.01"
+/// matched with a floor of 1e-4 (upper bound 0.0052) and were inconclusive
+/// with 1e-3 (0.012): the floor decided. Now inconclusive at the
+/// resolution; a verdict far from its floor is untouched.
+#[test]
+fn the_floor_never_decides() {
+    let all: Vec<Metric> = Vec::new();
+    let ok = Ms { all: &all, protocol: Ok(()) };
+    let c = Claim { region: Region::at_most(0.01), floor: 1e-4, ..C };
+    let values = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.05];
+    let coarse = judge(&Claim { floor: 1e-3, ..c }, &ok, Ok(values.clone()));
+    assert_eq!(coarse.outcome, Outcome::Inconclusive, "{coarse:?}");
+    let v = judge(&c, &ok, Ok(values.clone()));
+    assert_eq!((v.outcome, v.at_resolution), (Outcome::Inconclusive, true), "{v:?}");
+    assert!(v.why.contains("at the resolution"), "{}", v.why);
+    // Without the check this would match: the interval alone is inside.
+    let t = claim::test_at(&v.values, &c.region, c.floor).unwrap();
+    assert_eq!(t.decide(ALPHA), Decision::Matches);
+    // In a family the same rule holds at the family's level.
+    let mut w = v.clone();
+    let lookup = |_: &str| Some(c);
+    family(&mut [&mut w], &lookup, ALPHA);
+    assert_eq!((w.outcome, w.at_resolution), (Outcome::Inconclusive, true), "{w:?}");
+    // Far from the floor nothing changes.
+    let far = judge(&C, &ok, Ok(vec![1.5, 1.6, 1.55]));
+    assert_eq!((far.outcome, far.at_resolution), (Outcome::Matches, false));
+    // In a later pass, too: the passes' raw values are read to each floor.
+    let mut later = v.clone();
+    let stages = [values.clone(), values];
+    judge_stages(&mut later, &c, &stages, &[1.0, 1.0], 0.05, 1, 2);
+    let at = |f: f64| {
+        let s: Vec<Vec<f64>> = stages.iter().map(|x| x.iter().map(|v| v.max(f)).collect()).collect();
+        claim::test_stages(&[&s[0], &s[1]], &c.region, &[1.0, 1.0], f).map(|t| t.decide(0.05))
+    };
+    // Two passes of the same values decide alike at all three floors: the
+    // combined verdict stands, and is not at the resolution.
+    let hangs = at(1e-3) != at(1e-4) || at(1e-5) != at(1e-4);
+    assert_eq!(later.at_resolution, hangs, "{later:?}");
+    assert_eq!((later.outcome, later.pass), (Outcome::Matches, 2), "{later:?}");
+    // A second pass with half its values above the edge: the combination
+    // matches read to 1e-4 and not to 1e-3, so the floor decides again.
+    let mut mixed = v.clone();
+    let stages = [stages[0].clone(), vec![0.0, 0.0, 0.05, 0.05]];
+    judge_stages(&mut mixed, &c, &stages, &[1.0, 1.0], 0.05, 1, 2);
+    let at = |f: f64| {
+        let s: Vec<Vec<f64>> = stages.iter().map(|x| x.iter().map(|v| v.max(f)).collect()).collect();
+        claim::test_stages(&[&s[0], &s[1]], &c.region, &[1.0, 1.0], f).map(|t| t.decide(0.05))
+    };
+    assert_eq!((at(1e-4), at(1e-3)), (Some(Decision::Matches), Some(Decision::Inconclusive)));
+    assert_eq!((mixed.outcome, mixed.at_resolution), (Outcome::Inconclusive, true), "{mixed:?}");
 }

@@ -272,6 +272,8 @@ pub const KEEPS: Finding<Entry> = Finding {
         region: Region::at_least(0.5),
         floor: 0.001,
         own: true,
+        check: false,
+        control: "glibc with malloc_trim after the shrink (the glibc+malloc_trim arm): the free pages are given back, so the share kept falls below 0.5",
         yes: "glibc kept more than half of what the program freed: the scattered survivors and the heap's \
               unused top pin its pages",
         no: "glibc gave back more than half of what the program freed (large blocks are mmap'd and return on free)",
@@ -290,6 +292,8 @@ pub const TRIM: Finding<Entry> = Finding {
         region: Region::at_most(0.9),
         floor: 0.001,
         own: true,
+        check: false,
+        control: "a program that frees nothing before the trim (no shrink phase): malloc_trim has no free pages to give back, so the ratio is about 1",
         yes: "malloc_trim gave back free pages that glibc's free() kept",
         no: "malloc_trim changed glibc's heap RSS after shrink by less than 10 %",
     },
@@ -308,6 +312,8 @@ pub const IDLE: Finding<Entry> = Finding {
         region: Region::at_least(0.95),
         floor: 0.001,
         own: true,
+        check: true,
+        control: "",
         yes: "what a program frees and then leaves alone stays resident in every allocator at its defaults: \
               purging and decay run inside allocator calls, and an idle program makes none",
         no: "an allocator at its defaults gave memory back while the program made no calls",
