@@ -47,7 +47,8 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
     // Issue 43: a repeat that never recovered was no value, so the finding
     // could not differ for that reason.
     let r = |rec: Value, i: u64, window: f64| {
-        json!({"result": {"preset": "e2", "backing": "swapfile", "repeat_index": i, "recovery_s": rec,
+        json!({"result": {"preset": "e2", "backing": "swapfile", "repeat_index": i, "recovery_s": rec, "pswpout_total": 100,
+                          "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
                           "thrash_end_s": 20.0, "end_s": 20.0 + window, "consumers": 6, "consumers_completed": 6,
                           "protocol_breaks": []}})
     };
@@ -239,7 +240,10 @@ fn without_a_store_eat_checks_no_fractions() {
 }
 
 fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks: &[&str]) -> Value {
+    // Inside the study's protocol (5 × 1 page on 2, 100 passes, 3 pages of
+    // overflow) unless `out` pages out less than three times that.
     json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
+        "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
         "oom_kills": 0, "pswpout_total": out.round() as u64, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
         "recovery_s": 1.0, "protocol_breaks": breaks}})
 }
@@ -264,6 +268,22 @@ fn thrash_findings_need_their_presets_and_the_protocol() {
     for id in ["thrash.writes", "thrash.sleep", "thrash.stagger"] {
         assert_eq!(by(&v, id), Outcome::Matches, "{id}");
     }
+    // Issue 57 item 2: e4 paging out less than three times its fill's
+    // overflow (5 pages against 3) only filled: the finding that compares it
+    // is outside the protocol, the others are judged as before.
+    let mut burst = all.clone();
+    for r in burst.iter_mut().filter(|r| r["result"]["preset"] == "e4-custom") {
+        r["result"]["pswpout_total"] = json!(5);
+    }
+    let v = verdicts("thrash", &burst);
+    let stagger = v.iter().find(|x| x.id == "thrash.stagger").unwrap();
+    assert_eq!((stagger.outcome, stagger.p), (Outcome::OutsideProtocol, None), "{stagger:?}");
+    assert!(
+        stagger.why.contains("e4-custom (repeat 1, 2, 3): depth") && stagger.why.contains("fill burst"),
+        "{}",
+        stagger.why
+    );
+    assert_eq!(by(&v, "thrash.writes"), Outcome::Matches);
     all.push(thrash_run("e2", 3, 1e5, 5e3, 0.4, &["1 consumer(s) OOM-killed by the kernel (memcg OOM in /pagelab/x)"]));
     let v = verdicts("thrash", &all);
     assert!(v.iter().all(|x| x.outcome == Outcome::OutsideProtocol), "{v:?}");

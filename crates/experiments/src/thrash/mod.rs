@@ -3,6 +3,7 @@
 //! report ([`report`]).
 
 pub mod cmd;
+pub mod protocol;
 pub mod report;
 pub mod results;
 pub mod work;

@@ -9,6 +9,7 @@
 //!   `smooth bezier` that the study's curves look like: very smooth, and it
 //!   flattens peaks.
 
+use crate::thrash::protocol;
 use crate::thrash::results::{Config, Entry, Plan, Series, ThrashResult, Windows};
 use record::results::typed;
 use record::rundir::RunRecord;
@@ -230,6 +231,7 @@ the most user CPU during the thrash and recovered fastest; here, CPU user % and 
 Its setups, as (W, t_s, t_c): {}.",
         STUDY.iter().map(|(p, w, ts, tc)| format!("{p} ({w}, {ts} ms, {tc} s)")).collect::<Vec<_>>().join(", ")
     );
+    let _ = write!(s, "\n{}", protocol::markdown(rs));
     s
 }
 
@@ -683,24 +685,27 @@ fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
             .map(|r| r.progress_overcommitted_median.unwrap_or(f64::NAN))
             .collect()),
     };
-    e.into()
+    Drawn { outside: protocol::outside(rs, &["e2"]), ..e.into() }
 }
 
-fn draw_writes(m: &Ms, _: &[ThrashResult]) -> Drawn {
-    beside(m, "e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT))
+fn draw_writes(m: &Ms, rs: &[ThrashResult]) -> Drawn {
+    let d = beside(m, "e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT));
+    Drawn { outside: protocol::outside(rs, &["e1", "e2"]), ..d }
 }
 
-fn draw_sleep(m: &Ms, _: &[ThrashResult]) -> Drawn {
-    beside(m, "e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT))
+fn draw_sleep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
+    let d = beside(m, "e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT));
+    Drawn { outside: protocol::outside(rs, &["e2", "e3"]), ..d }
 }
 
-fn draw_stagger(m: &Ms, _: &[ThrashResult]) -> Drawn {
-    beside(m, "e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE))
+fn draw_stagger(m: &Ms, rs: &[ThrashResult]) -> Drawn {
+    let d = beside(m, "e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE));
+    Drawn { outside: protocol::outside(rs, &["e2", "e4"]), ..d }
 }
 
 fn draw_recovery(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let (recovery, censored) = recovery_evidence(rs, RECOVERY_EDGE_S);
-    Drawn { censored, ..without_e2(m).map_or(Ok(recovery), Err).into() }
+    Drawn { censored, outside: protocol::outside(rs, &["e2"]), ..without_e2(m).map_or(Ok(recovery), Err).into() }
 }
 
 fn ran(m: &Ms) -> String {
@@ -729,7 +734,10 @@ mod tests {
     #[test]
     fn findings_follow_the_verdict_rules() {
         let r = |p: &str, i: u64, out: f64, rate: f64| {
+            // Inside the study's protocol: 5 × 1 page on 2 (2.5), 100 passes,
+            // the overflow 3 pages.
             json!({"result": {"preset": p, "repeat_index": i, "pswpout_total": out.round() as u64, "pswpout_per_s_active": rate,
+                              "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
                               "progress_overcommitted_median": 0.3 + 0.02 * i as f64, "consumers": 6, "consumers_completed": 6,
                               "oom_kills": 0, "protocol_breaks": []}})
         };

@@ -221,6 +221,11 @@ pub struct ThrashResult {
     /// progress_overcommitted_median ≤ DEEP_PROGRESS.
     #[serde(default)]
     pub deep: bool,
+    /// The study's protocol as figures (overcommit, depth, intensity) with
+    /// what broke it ([`crate::thrash::protocol`]); null in runs recorded
+    /// before them, which the report computes from their fields.
+    #[serde(default)]
+    pub protocol: Option<crate::thrash::protocol::Protocol>,
 }
 
 /// The parameters one experiment actually runs with, after the preset, the flags

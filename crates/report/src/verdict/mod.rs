@@ -280,6 +280,11 @@ pub struct Drawn {
     pub label: Option<String>,
     /// Added to the verdict's reason (a figure of pagelab's own beside the study's).
     pub more: Option<String>,
+    /// Why the arms this finding compares ran outside the study's protocol
+    /// (thrash: a preset that did not overcommit or thrash as the study's
+    /// did): the verdict is "outside the protocol", its estimate shown, and
+    /// it takes no part in its family.
+    pub outside: Option<String>,
 }
 
 impl From<Evidence> for Drawn {
@@ -311,6 +316,13 @@ impl<E> Finding<E> {
         }
         if let Some(more) = d.more {
             v.why += &more;
+        }
+        if let Some(why) = d.outside
+            && v.outcome != Outcome::NotChecked
+        {
+            (v.outcome, v.why, v.p, v.p_adjusted, v.repeats_to_decide) =
+                (Outcome::OutsideProtocol, why, None, None, None);
+            v.at_resolution = false;
         }
         v
     }

@@ -327,6 +327,13 @@ fn protocol(r: &mut ThrashResult, cgroup: &str) {
         r.protocol_breaks.push(format!("{not_done} of {} consumers did not complete", r.consumers));
     }
     r.protocol_held = r.protocol_breaks.is_empty();
+    // The study's overcommit and depth, per preset: a preset outside them
+    // leaves the findings that compare it unjudged (not the others).
+    let figures = crate::thrash::protocol::of(r);
+    if !figures.held() {
+        r.notes.push(format!("outside the study's protocol: {}", figures.breaks.join("; ")));
+    }
+    r.protocol = Some(figures);
 }
 
 /// Recovery: watches paging and PSI each second until calm for 3 s (and at
