@@ -26,6 +26,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         BenchWhat::Timer => timer_bench(a),
         BenchWhat::Aa => aa_bench(a),
         BenchWhat::Fill => fill_bench(a),
+        BenchWhat::Controls => crate::controls::run(a),
     }
 }
 

@@ -289,6 +289,10 @@ pub enum BenchWhat {
     /// eat's fill (the random pattern) and hash against memset of the same
     /// 256 MiB, side by side --repeat times: GB/s and each one's ratio to memset.
     Fill,
+    /// Each finding's negative control, run beside it at the quick lab's
+    /// scale and repeats: does the verdict turn (matches ↔ differs)? As root;
+    /// the runs go to --out.
+    Controls,
 }
 
 #[derive(Debug, Args)]
@@ -312,6 +316,12 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// controls: a new directory for the runs (default runs/<time>-controls).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// controls: only these experiments' controls (eat, wscap, mapping, heap).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 mod bench;
 mod cli;
 mod compare_cmd;
+mod controls;
 mod doctor;
 mod drill;
 mod lab;

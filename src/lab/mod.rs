@@ -605,13 +605,18 @@ fn print_plan(
     for s in steps {
         match s.state {
             StepState::Skipped => say(&format!("  skip {:<8} {}", s.experiment, s.reason.as_deref().unwrap_or(""))),
-            _ => say(&format!(
-                "  plan {:<8} ~{:>10}  pagelab {} {}",
-                s.experiment,
-                fmt_s(s.expect_s),
-                s.experiment,
-                s.args.join(" ")
-            )),
+            _ => {
+                say(&format!(
+                    "  plan {:<8} ~{:>10}  pagelab {} {}",
+                    s.experiment,
+                    fmt_s(s.expect_s),
+                    s.experiment,
+                    s.args.join(" ")
+                ));
+                if let Some(n) = &s.note {
+                    say(&format!("       {:<8} note: {n}", ""));
+                }
+            }
         }
     }
     match budget {
