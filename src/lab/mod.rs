@@ -613,9 +613,6 @@ fn print_plan(
                     s.experiment,
                     s.args.join(" ")
                 ));
-                if let Some(n) = &s.note {
-                    say(&format!("       {:<8} note: {n}", ""));
-                }
             }
         }
     }

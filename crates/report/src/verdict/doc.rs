@@ -53,8 +53,11 @@ pub struct FamilyDoc {
 }
 
 /// What the families guarantee ([`Findings::guarantee`]).
-pub const GUARANTEE: &str = "per study, and for pagelab's own checks, the chance of any wrong verdict is at most 5 % \
-                             (each family on its own: over a lab's six families together it can be up to about 26 %)";
+pub const GUARANTEE: &str = "per study, and for pagelab's own findings, the chance of any wrong verdict is at most 5 % \
+                             (each family on its own: over a lab's six families together it can be up to about 26 %), \
+                             as simulated over whole labs with right-skewed run times of 8-15 % an arm, slow outliers \
+                             on one arm (15 % of runs, +30-40 %) and a carryover of 0.05 (docs/stability.md); checks \
+                             are apart";
 
 /// One finding with its experiment.
 #[derive(Debug, Clone, Serialize)]
