@@ -156,8 +156,8 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
 /// judges the other studies within them). Measured with `pagelab thrash
 /// --preset … --scale 0.1 --consumers 4 --backing swapfile` and one quick
 /// lab on the project's 2-vCPU VM (AMD EPYC, 2026-11-28; docs/thrash.md).
-pub const QUICK_SKIP: &str = "outside the study's protocol in five minutes on this machine kind: at the time factor \
-they allow (0.035) e4 only fills (1.6 passes over its working set and 0.8 times the fill's overflow paged out; the \
+pub const QUICK_SKIP: &str = "outside the study's protocol in five minutes (measured on a 2-vCPU VM): at the time \
+factor they allow (0.035) e4 only fills (1.6 passes over its working set and 0.8 times the fill's overflow paged out; the \
 protocol asks 3 and 3), and the guard raised e1's and e3's limits (N × S ÷ room 1.57 and 1.78, against 2.25 – 2.75); \
 at 0.3 e4 held, but at 0.1 and 0.35 the guard raised e2's limit, so no budget is known yet to hold all four presets \
 (docs/thrash.md). The full lab runs thrash, its findings gated by the protocol";
