@@ -115,6 +115,17 @@ fn heap_growth_is_judged_from_the_cores_to_twice_as_many_threads() {
     let v = growth(&[r(1, true, 10.0), r(2, true, 10.2), r(8, false, 40.0)]);
     assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
     assert!(v.why.contains("from 2 threads") && v.why.contains("to 4"), "{}", v.why);
+    // The CPUs the run recorded decide the step (review of issue 57): on 6
+    // CPUs a sweep of 1, 2, 4, 8 threads has neither 6 nor 12, so 8 ÷ 4
+    // (1.33 times the CPUs, not twice) is not judged.
+    let on6 = |t: u32, pinned: bool, ns: f64| {
+        let mut v = r(t, pinned, ns);
+        v["result"]["cpus"] = json!(6);
+        v
+    };
+    let v = growth(&[on6(1, true, 10.0), on6(2, true, 10.2), on6(4, true, 10.4), on6(8, false, 14.0)]);
+    assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
+    assert!(v.why.contains("from 6 threads") && v.why.contains("to 12"), "{}", v.why);
 }
 
 #[test]
@@ -284,6 +295,16 @@ fn thrash_findings_need_their_presets_and_the_protocol() {
         stagger.why
     );
     assert_eq!(by(&v, "thrash.writes"), Outcome::Matches);
+    // A run from before the protocol's figures (no plan) cannot be checked
+    // against it: not checked, never outside or judged.
+    let mut old = all.clone();
+    for r in old.iter_mut().filter(|r| r["result"]["preset"] == "e2") {
+        r["result"].as_object_mut().unwrap().remove("plan");
+    }
+    let v = verdicts("thrash", &old);
+    let deep = v.iter().find(|x| x.id == "thrash.deep").unwrap();
+    assert_eq!(deep.outcome, Outcome::NotChecked, "{deep:?}");
+    assert!(deep.why.contains("recorded no plan"), "{}", deep.why);
     all.push(thrash_run("e2", 3, 1e5, 5e3, 0.4, &["1 consumer(s) OOM-killed by the kernel (memcg OOM in /pagelab/x)"]));
     let v = verdicts("thrash", &all);
     assert!(v.iter().all(|x| x.outcome == Outcome::OutsideProtocol), "{v:?}");

@@ -143,6 +143,10 @@ pub struct HeapResult {
     pub timer_overhead_ns: f64,
     #[serde(default)]
     pub pinned: bool,
+    /// The CPUs the run could use (heap.growth compares as many threads
+    /// with twice as many); null in runs recorded before it.
+    #[serde(default)]
+    pub cpus: Option<u32>,
     pub malloc_provider: Option<String>,
     #[serde(default)]
     pub runs: Vec<Repeat>,

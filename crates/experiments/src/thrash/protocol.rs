@@ -15,7 +15,9 @@
 //!   depends on it).
 //!
 //! A preset outside the protocol makes every finding that compares it
-//! "outside the protocol", never matches or differs.
+//! "outside the protocol", never matches or differs. A run recorded before
+//! these figures (no plan) cannot be checked: its findings are "not
+//! checked" ([`unchecked`]).
 
 use super::results::{Plan, ThrashResult};
 use super::work::{DEFAULT_SIZE, OVERCOMMIT, PRESETS};
@@ -94,7 +96,8 @@ pub fn of(r: &ThrashResult) -> Protocol {
         p.overcommit = Some(total / room_max as f64);
     }
     p.passes_min = passes_min(r, plan);
-    let overflow = (total - r.limit_bytes.saturating_sub(idle) as f64) / PAGE;
+    // The overflow past the same room the overcommit is judged on.
+    let overflow = (total - room_max as f64) / PAGE;
     if overflow > 0.0 {
         p.pages_out_per_overflow = Some(r.pswpout_active.unwrap_or(r.pswpout_total) as f64 / overflow);
     }
@@ -142,12 +145,25 @@ fn breaks(p: &Protocol) -> Vec<String> {
     b
 }
 
+/// Why a finding that compares `presets` cannot be checked against the
+/// protocol: a run of them recorded no plan (before the protocol's figures).
+pub fn unchecked(rs: &[ThrashResult], presets: &[&str]) -> Option<String> {
+    rs.iter().filter(|r| presets.contains(&base(&r.preset))).find(|r| r.plan.is_none()).map(|r| {
+        format!(
+            "{} repeat {} recorded no plan (a run from before the protocol's figures), so the study's protocol cannot \
+             be checked: run thrash again to judge it",
+            r.preset,
+            r.repeat_index + 1
+        )
+    })
+}
+
 /// Why a finding that compares `presets` is outside the protocol: each
 /// preset's breaks with the repeats they broke in, or None when every run of
 /// those presets held.
 pub fn outside(rs: &[ThrashResult], presets: &[&str]) -> Option<String> {
     let mut why: Vec<(String, Vec<u32>)> = Vec::new();
-    for r in rs.iter().filter(|r| presets.contains(&base(&r.preset))) {
+    for r in rs.iter().filter(|r| presets.contains(&base(&r.preset)) && r.plan.is_some()) {
         let p = r.protocol.clone().unwrap_or_else(|| of(r));
         for b in &p.breaks {
             let key = format!("{}: {b}", r.preset);

@@ -674,6 +674,16 @@ fn without_e2(m: &Ms) -> Option<String> {
     (!m.all.iter().any(|x| group_is(&x.group, "e2"))).then(|| format!("this is judged on e2; this run ran {}", ran(m)))
 }
 
+/// A finding's draw under the study's protocol (issue 57 item 2): not
+/// checked when a run of its presets predates the protocol's figures, outside
+/// the protocol when one of them broke it.
+fn gated(d: Drawn, rs: &[ThrashResult], presets: &[&str]) -> Drawn {
+    match protocol::unchecked(rs, presets) {
+        Some(why) if matches!(d.evidence, Some(Ok(_))) => Drawn { evidence: Some(Err(why)), ..d },
+        _ => Drawn { outside: protocol::outside(rs, presets), ..d },
+    }
+}
+
 /// Every e2 repeat, a missing figure counted as unusable rather than dropped
 /// (a repeat never overcommitted has no progress to judge).
 fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
@@ -685,27 +695,27 @@ fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
             .map(|r| r.progress_overcommitted_median.unwrap_or(f64::NAN))
             .collect()),
     };
-    Drawn { outside: protocol::outside(rs, &["e2"]), ..e.into() }
+    gated(e.into(), rs, &["e2"])
 }
 
 fn draw_writes(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside(m, "e1", ("e2", &SWAPPED_OUT), ("e1", &SWAPPED_OUT));
-    Drawn { outside: protocol::outside(rs, &["e1", "e2"]), ..d }
+    gated(d, rs, &["e1", "e2"])
 }
 
 fn draw_sleep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside(m, "e3", ("e3", &SWAPPED_OUT), ("e2", &SWAPPED_OUT));
-    Drawn { outside: protocol::outside(rs, &["e2", "e3"]), ..d }
+    gated(d, rs, &["e2", "e3"])
 }
 
 fn draw_stagger(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside(m, "e4", ("e4", &SWAP_OUT_RATE), ("e2", &SWAP_OUT_RATE));
-    Drawn { outside: protocol::outside(rs, &["e2", "e4"]), ..d }
+    gated(d, rs, &["e2", "e4"])
 }
 
 fn draw_recovery(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let (recovery, censored) = recovery_evidence(rs, RECOVERY_EDGE_S);
-    Drawn { censored, outside: protocol::outside(rs, &["e2"]), ..without_e2(m).map_or(Ok(recovery), Err).into() }
+    gated(Drawn { censored, ..without_e2(m).map_or(Ok(recovery), Err).into() }, rs, &["e2"])
 }
 
 fn ran(m: &Ms) -> String {

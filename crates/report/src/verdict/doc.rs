@@ -38,6 +38,8 @@ pub struct Findings<'a> {
     pub checks: usize,
     /// Of those, passed.
     pub checks_passed: usize,
+    /// Of those, failed (the rest were not checked or outside the protocol).
+    pub checks_failed: usize,
     pub findings: Vec<Row<'a>>,
 }
 
@@ -102,6 +104,7 @@ impl<'a> Findings<'a> {
             decided: rows.iter().filter(|(_, v)| v.outcome.decided()).count(),
             checks,
             checks_passed,
+            checks_failed: rows.iter().filter(|(_, v)| v.outcome == Outcome::CheckFailed).count(),
             findings: rows.into_iter().map(|(experiment, verdict)| Row { experiment, verdict }).collect(),
         }
     }

@@ -79,6 +79,14 @@ pub fn judge_later(
     family: usize,
     pass: u32,
 ) {
+    // A pass whose arms ran outside the study's protocol cannot decide it:
+    // the finding is outside the protocol, as that pass's own verdict says.
+    if let Some(out) = each.iter().flatten().find(|x| x.outcome == super::Outcome::OutsideProtocol) {
+        (v.outcome, v.why, v.p, v.p_adjusted, v.repeats_to_decide) =
+            (super::Outcome::OutsideProtocol, format!("pass {pass}: {}", out.why), None, None, None);
+        v.pass = pass;
+        return;
+    }
     // Each pass's values before the floor: judge_stages reads them to the
     // claim's floor, and tries 10× either way.
     let values: Vec<Vec<f64>> = each.iter().map(|x| x.map(|x| x.raw.clone()).unwrap_or_default()).collect();

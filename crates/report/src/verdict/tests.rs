@@ -260,11 +260,39 @@ fn a_check_stays_out_of_holm_and_the_decided_share() {
     assert_eq!((f1.family, p.family, p.outcome), (1, 0, Outcome::CheckPassed), "{f1:?} {p:?}");
     let doc = Findings::of(vec![("x", &f1), ("x", &p), ("x", &failed)]);
     assert_eq!((doc.checkable, doc.decided, doc.checks, doc.checks_passed, doc.family), (1, 1, 2, 1, 1));
+    assert_eq!(doc.checks_failed, 1);
+    // A lower bound cannot pass a check under an upper edge.
+    let under = Claim { id: "x.u", check: true, region: Region::at_most(10.0), ..C };
+    let v = judge_censored(&under, &ok, Ok(vec![4.0, 5.0, 6.0]), 1);
+    assert_eq!((v.kind, v.outcome), (Kind::Check, Outcome::NotChecked), "{v:?}");
+    assert_eq!(judge_censored(&under, &ok, Ok(vec![4.0, 5.0, 6.0]), 0).outcome, Outcome::CheckPassed);
     assert_eq!(doc.families.iter().map(|f| f.size).sum::<usize>(), 1);
     let json = serde_json::to_value(&doc).unwrap();
     assert_eq!(json["findings"][1]["kind"], "check");
     assert_eq!(json["findings"][1]["verdict"], "check_passed");
     assert!(json["findings"][0]["control"].is_string() && json["findings"][1]["control"].is_null());
+}
+
+/// A later pass whose arms ran outside the study's protocol decides
+/// nothing: the finding is outside the protocol (review of issue 57).
+#[test]
+fn a_later_pass_outside_the_protocol_decides_nothing() {
+    let all: Vec<Metric> = Vec::new();
+    let ok = Ms { all: &all, protocol: Ok(()) };
+    let first = judge(&C, &ok, Ok(vec![1.05, 1.3, 1.2]));
+    assert_eq!(first.outcome, Outcome::Inconclusive);
+    let broken = Ms { all: &all, protocol: Err("e2 repeat 5: overcommit 1.6".into()) };
+    let second = judge(&C, &broken, Ok(vec![1.6, 1.7, 1.65]));
+    assert_eq!(second.outcome, Outcome::OutsideProtocol);
+    let mut v = first.clone();
+    judge_later(&mut v, &C, &[Some(&first), Some(&second)], &[1.0, 1.0], 0.01, 1, 2);
+    assert_eq!((v.outcome, v.p, v.pass), (Outcome::OutsideProtocol, None, 2), "{v:?}");
+    assert!(v.why.contains("overcommit"), "{}", v.why);
+    // The same second pass inside the protocol decides it.
+    let mut w = first.clone();
+    let inside = judge(&C, &ok, Ok(vec![1.6, 1.7, 1.65]));
+    judge_later(&mut w, &C, &[Some(&first), Some(&inside)], &[1.0, 1.0], 0.01, 1, 2);
+    assert_eq!(w.outcome, Outcome::Matches, "{w:?}");
 }
 
 /// Issue 57 item 4: stored fractions [0 ×6, 0.05 ×2] against "≤ 0.01"

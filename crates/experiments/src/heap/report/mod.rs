@@ -417,12 +417,15 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
     let group = |who: &str, t: u64| group_at(&threads, who, t);
     // The study's step: from as many threads as cores (each pinned to its
     // own CPU, as HeapPerf's threads had a core each) to twice as many (4 → 8
-    // on its 4 cores). The cores are the most threads the run pinned.
-    let cores = results_of(results)
-        .iter()
-        .filter(|r| r.allocator == "glibc" && r.pinned)
-        .map(|r| u64::from(r.threads))
-        .max();
+    // on its 4 cores). The cores are the CPUs the run recorded; a run from
+    // before that record takes the most threads it pinned.
+    let rs = results_of(results);
+    let glibc = || rs.iter().filter(|r| r.allocator == "glibc");
+    let cores = glibc()
+        .filter_map(|r| r.cpus)
+        .max()
+        .map(u64::from)
+        .or_else(|| glibc().filter(|r| r.pinned).map(|r| u64::from(r.threads)).max());
     let at = cores.and_then(|c| Some((group("glibc", c)?, group("glibc", 2 * c)?)));
     let growth: Evidence = match (cores, &at) {
         (None, _) => Err("growth is judged from as many threads as CPUs, each pinned to its own; this run pinned none \
