@@ -227,7 +227,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         "controls": turns,
         "not_run": NOT_RUN.iter().map(|(id, why)| serde_json::json!({"id": id, "why": why})).collect::<Vec<_>>(),
     });
-    std::fs::write(out.join("controls.json"), serde_json::to_vec_pretty(&doc)?)
+    // As root: never through a link swapped in, never over what is not a
+    // regular file of ours (record::safe).
+    record::safe::write(&out.join("controls.json"), &serde_json::to_vec_pretty(&doc)?)
         .with_context(|| format!("writing {}", out.join("controls.json").display()))?;
     if a.json {
         return crate::print_json(&doc);
