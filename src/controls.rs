@@ -93,7 +93,6 @@ const NOT_RUN: &[(&str, &str)] = &[
          it cannot be judged there",
     ),
     ("assess.far_memory", "needs a synthetic program that touches what was trimmed"),
-    ("rightsize.saves", "needs a program whose hot set is its peak"),
 ];
 
 /// The heap step without its over-time part (the control is about the

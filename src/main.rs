@@ -226,6 +226,10 @@ fn finish(r: anyhow::Result<()>) -> ! {
             } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130) {
                 eprintln!("pagelab: interrupted");
                 130
+            } else if let Some(x) = experiment_error(&e).filter(|x| x.exit_code() == 3) {
+                // A verdict, not a failure: rightsize --check found a limit not verified.
+                eprintln!("pagelab: {x}");
+                3
             } else {
                 let usage = is_usage(&e);
                 // Some errors already print their cause; do not repeat it.

@@ -40,6 +40,10 @@ pub enum Error {
     /// A result or document that could not be turned into JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// The run went through, and a limit it checked was not verified
+    /// (`rightsize --check`: exit 3).
+    #[error("{0}")]
+    Unverified(String),
 }
 
 /// An experiment command's result.
@@ -72,6 +76,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self.root() {
             Error::Interrupted => 130,
+            Error::Unverified(_) => 3,
             _ if self.is_usage() => 2,
             _ => 1,
         }

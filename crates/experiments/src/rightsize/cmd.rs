@@ -6,9 +6,10 @@ use crate::kit::plan::{Machine, Scale, arg, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
-use crate::rightsize::results::RightsizeResult;
+use crate::rightsize::results::{CheckAnswer, RightsizeResult};
 use crate::rightsize::work::search::SearchConfig;
 use crate::rightsize::work::service::ServiceConfig;
+use crate::rightsize::kube::Node;
 use crate::rightsize::work::{self as rs, BatchConfig};
 use clap::Args;
 use workloads::observe::Observer;
@@ -123,6 +124,10 @@ enum Recorded {
         synthetic_hot_bytes: Option<u64>,
         synthetic_cold_bytes: Option<u64>,
         synthetic_passes: Option<u64>,
+        /// `--check`'s limits, as given (empty: a search).
+        check: Vec<String>,
+        node_memory_bytes: u64,
+        node_swap_bytes: u64,
     },
 }
 
@@ -142,7 +147,7 @@ impl Recorded {
         }
     }
 
-    fn batch(a: &RightsizeArgs, command: &[String], arms: &Arms, guard_max: u64) -> Recorded {
+    fn batch(a: &RightsizeArgs, command: &[String], arms: &Arms, guard_max: u64, node: Node) -> Recorded {
         Recorded::Batch {
             command: command.to_vec(),
             slowdown: a.slowdown,
@@ -159,6 +164,9 @@ impl Recorded {
             synthetic_hot_bytes: a.synthetic_hot,
             synthetic_cold_bytes: a.synthetic_cold,
             synthetic_passes: a.synthetic_hot.map(|_| a.synthetic_passes),
+            check: a.check.as_ref().map(|c| c.0.iter().map(|l| l.1.clone()).collect()).unwrap_or_default(),
+            node_memory_bytes: node.memory_bytes,
+            node_swap_bytes: node.swap_bytes,
         }
     }
 }
@@ -175,6 +183,17 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     // A fifth below the guard's room: a program that grows without bound meets
     // its group's limit (an OOM kill in the group) before the guard stops the run.
     let guard_max = avail.saturating_sub(guard.floor) / 5 * 4;
+    let node = Node {
+        memory_bytes: a.node_memory.unwrap_or_else(|| m.get("MemTotal").unwrap_or(0)),
+        swap_bytes: a.node_swap.unwrap_or_else(|| m.get("SwapTotal").unwrap_or(0)),
+        given: a.node_memory.is_some() && a.node_swap.is_some(),
+    };
+    if a.node_memory.is_some() != a.node_swap.is_some() {
+        return Err(usage("--node-memory and --node-swap go together: give both (e.g. --node-memory 16Gi --node-swap 4Gi)"));
+    }
+    if node.memory_bytes == 0 && a.node_memory.is_some() {
+        return Err(usage("--node-memory: a node has memory; give its capacity, e.g. 16Gi"));
+    }
     let config;
     let mut mode = None;
     let mut batch = None;
@@ -213,16 +232,33 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
             alpha: 0.05,
             insist: a.insist,
         };
-        // The baselines, one probe pair and a verification's first look.
-        let least = BASELINES + 2 + 2 * a.repeat;
+        // The baselines, one probe pair and a verification's first look (a
+        // check: each limit's first look).
+        let limits = a.check.as_ref().map_or(0, |c| c.0.len() as u32);
+        let least =
+            if limits > 0 { BASELINES + 2 * a.repeat * limits } else { BASELINES + 2 + 2 * a.repeat };
         if a.runs < least {
             return Err(usage(format!(
-                "--runs {} leaves no room for {BASELINES} unlimited runs, a probe and a verification of --repeat {} \
-                 pairs: give --runs {least} or more",
-                a.runs, a.repeat
+                "--runs {} leaves no room for {BASELINES} unlimited runs and {}: give --runs {least} or more",
+                a.runs,
+                if limits > 0 {
+                    format!("a first look of --repeat {} pairs at each of {limits} limits", a.repeat)
+                } else {
+                    format!("a probe and a verification of --repeat {} pairs", a.repeat)
+                }
             )));
         }
-        config = Recorded::batch(a, &command, &arms, guard_max);
+        if let Some(c) = &a.check {
+            if let Some((b, asked)) = c.0.iter().find(|(b, _)| *b > guard_max) {
+                return Err(usage(format!(
+                    "--check {asked}: {} MiB is more than the {} MiB a run may use here (the host guard's room): \
+                     a limit that large cannot be tested on this machine",
+                    b / MIB,
+                    guard_max / MIB
+                )));
+            }
+        }
+        config = Recorded::batch(a, &command, &arms, guard_max, node);
         batch = Some(
             arms.iter()
                 .map(|(k, c)| BatchConfig {
@@ -233,18 +269,20 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
                     swapfile_dir: a.swapfile.swapfile_dir.clone(),
                     guard_max,
                     synthetic: a.synthetic_hot.zip(a.synthetic_cold),
+                    node,
                 })
                 .collect::<Vec<_>>(),
         );
     }
     let run = ExperimentRun::start("rightsize", &a.run, &config)?;
+    let mut unverified: Vec<String> = Vec::new();
     let r = {
         let mut obs = RunObserver::new(&run, true);
         match (&mode, &batch) {
             (Some(c), _) => {
                 rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| obs.result(&r)).map_err(crate::Error::from)
             }
-            (_, Some(bs)) => batch_arms(bs, &mut obs),
+            (_, Some(bs)) => batch_arms(bs, a.check.as_ref(), &mut unverified, &mut obs),
             _ => unreachable!("one mode"),
         }
     };
@@ -261,12 +299,26 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
                 crate::rightsize::report::reference_markdown(results)
             )
         },
-    )
+    )?;
+    if unverified.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::Error::Unverified(format!(
+            "--check: not verified within {:.0} %: {} (exit code 3; the answers are above)",
+            a.slowdown * 100.0,
+            unverified.join(", ")
+        )))
+    }
 }
 
 /// Each arm's search in turn (a store, and its compressor), each result
 /// written as it ends; with more than one, which needs least memory in all.
-fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> crate::Result<()> {
+fn batch_arms(
+    bs: &[BatchConfig],
+    check: Option<&CheckLimits>,
+    unverified: &mut Vec<String>,
+    obs: &mut RunObserver<RightsizeResult>,
+) -> crate::Result<()> {
     for (i, b) in bs.iter().enumerate() {
         let label = format!(
             "store {} of {}: {}{}",
@@ -280,7 +332,11 @@ fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> cra
         }
         // A store that fails ends the run with the stores before it kept,
         // and says which it was and that the rest did not run.
-        let r = rs::run(b, obs, &record::stop::requested).map_err(|e| {
+        let r = match check {
+            Some(c) => rs::check(b, &c.0, obs, &record::stop::requested),
+            None => rs::run(b, obs, &record::stop::requested),
+        };
+        let r = r.map_err(|e| {
             let e = crate::Error::from(e);
             if bs.len() > 1 && i + 1 < bs.len() {
                 e.context(format!("{label} (the {} after it did not run)", bs.len() - i - 1))
@@ -290,6 +346,7 @@ fn batch_arms(bs: &[BatchConfig], obs: &mut RunObserver<RightsizeResult>) -> cra
                 e
             }
         })?;
+        unverified.extend(r.checks.iter().filter(|c| c.answer != CheckAnswer::Verified).map(|c| c.asked.clone()));
         obs.result(&r).map_err(crate::Error::from)?;
     }
     Ok(())
@@ -321,7 +378,7 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
         ];
         step("rightsize", args.iter().map(|a| arg(a)).collect(), 20.0)
     } else {
-        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "10%", "--budget", "4m"];
+        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "20%", "--budget", "4m"];
         step("rightsize", args.iter().map(|a| arg(a)).collect(), 240.0)
     };
     if scale == Scale::Quick {
@@ -429,7 +486,7 @@ fn parse_cap_factor(s: &str) -> Result<f64, String> {
 pub struct RightsizeArgs {
     /// The slowdown you accept: the recommended limit's runtime, over unlimited,
     /// has its 95 % upper bound within 1 + this.
-    #[arg(long, default_value = "5%", value_parser = parse_positive_share, allow_hyphen_values = true)]
+    #[arg(long, default_value = "20%", value_parser = parse_positive_share, allow_hyphen_values = true)]
     pub slowdown: f64,
     /// What takes the pages that do not fit under a limit: auto, zram, zswap,
     /// disk (a swap file), existing (the swap already on), none.
@@ -504,9 +561,53 @@ pub struct RightsizeArgs {
     pub run: RunArgs,
     #[command(flatten)]
     pub swapfile: SwapfileArgs,
+    /// Check these limits instead of searching: is each safe within
+    /// --slowdown? Kubernetes quantities read as Kubernetes reads them (512Mi,
+    /// 1Gi, 1G = 10^9 bytes) or pagelab sizes ending in iB (512MiB), comma
+    /// separated. Each gets pairs under the verification's rules and its own
+    /// share of the budget; exit code 3 when one is not verified.
+    #[arg(long, value_parser = parse_check, allow_hyphen_values = true, conflicts_with_all = ["pid", "cgroup"])]
+    pub check: Option<CheckLimits>,
+    /// The node for the Kubernetes terms (LimitedSwap's arithmetic): its
+    /// memory capacity; this machine's MemTotal if not given.
+    #[arg(long, value_parser = parse_node_size, allow_hyphen_values = true)]
+    pub node_memory: Option<u64>,
+    /// ... and its swap; this machine's SwapTotal if not given.
+    #[arg(long, value_parser = parse_node_size, allow_hyphen_values = true)]
+    pub node_swap: Option<u64>,
     /// The command to size (after --).
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+/// `--check`'s limits: bytes, and each as the user wrote it.
+#[derive(Debug, Clone)]
+pub struct CheckLimits(pub Vec<(u64, String)>);
+
+fn parse_check(s: &str) -> Result<CheckLimits, String> {
+    let mut out: Vec<(u64, String)> = Vec::new();
+    for part in s.split(',') {
+        let b = crate::rightsize::kube::parse_quantity(part)?;
+        if b < MIB {
+            return Err(format!("'{part}' is under a MiB: no program runs in that"));
+        }
+        if out.iter().any(|(x, _)| x.div_ceil(MIB) == b.div_ceil(MIB)) {
+            return Err(format!("'{part}' is given twice (limits are whole MiB)"));
+        }
+        out.push((b, part.trim().to_string()));
+    }
+    if out.len() > 8 {
+        return Err(format!("{} limits: at most 8 at a time (each takes its share of the budget)", out.len()));
+    }
+    Ok(CheckLimits(out))
+}
+
+/// A node size: a Kubernetes quantity or a pagelab size (0 swap allowed).
+fn parse_node_size(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    crate::rightsize::kube::parse_quantity(s)
 }
 
 #[cfg(test)]

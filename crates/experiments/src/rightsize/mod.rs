@@ -3,6 +3,7 @@
 //! report ([`report`]).
 
 pub mod cmd;
+pub mod kube;
 pub mod report;
 pub mod results;
 pub mod work;

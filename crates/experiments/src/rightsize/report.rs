@@ -4,11 +4,10 @@
 
 use crate::rightsize::results::RightsizeResult;
 use record::RunRecord;
-use record::stats::claim::Region;
 use report::charts::{self, Scale, Trace};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::verdict::{Claim, Drawn, Finding, Ms};
+use report::verdict::Finding;
 use serde_json::Value;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -144,6 +143,18 @@ pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
 
 /// The curve, the baseline and the answer, as text; with several stores,
 /// their comparison at the end ([`comparison`]).
+/// The answer in Kubernetes' terms: the block, then what it relies on.
+fn kubernetes_text(s: &mut String, k: &crate::rightsize::kube::Kubernetes) {
+    let _ = writeln!(s, "\nkubernetes, for a container:\n");
+    for l in k.resources.lines() {
+        let _ = writeln!(s, "  {l}");
+    }
+    let _ = writeln!(s);
+    for l in &k.said {
+        let _ = writeln!(s, "{l}");
+    }
+}
+
 pub fn text_table(rs: &[RightsizeResult]) -> String {
     let mut s = String::new();
     for r in rs {
@@ -227,6 +238,9 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 for l in &rec.lines {
                     let _ = writeln!(s, "  {l}");
                 }
+                if let Some(k) = &rec.kubernetes {
+                    kubernetes_text(&mut s, k);
+                }
             }
             (None, Some(why)) => match &r.unverified {
                 Some(u) => {
@@ -240,6 +254,18 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 }
             },
             _ => {}
+        }
+        if !r.checks.is_empty() {
+            let _ = writeln!(s, "\n--check, within {:.0} %:", r.target_slowdown * 100.0);
+            for c in &r.checks {
+                let _ = writeln!(s, "  {}", c.said);
+            }
+            for c in &r.checks {
+                if let Some(k) = &c.kubernetes {
+                    let _ = writeln!(s, "\nat {}:", c.asked);
+                    kubernetes_text(&mut s, k);
+                }
+            }
         }
         match &r.service {
             Some(svc) => {
@@ -430,54 +456,17 @@ pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, D
     Ok(written)
 }
 
-/// rightsize's own check. There is no "within its target" finding: the
+/// rightsize has no finding. There is no "within its target" finding: the
 /// search accepts a limit when the pairs' upper bound is within the target,
 /// so a finding judged on the same pairs could only match (issue 43), and the
-/// search has no pairs it did not use to choose.
-pub static FINDINGS: [Finding<RightsizeResult>; 1] = [
-    Finding {
-        claim: Claim {
-            id: "rightsize.saves",
-            claim: "the program needs at least 20 % less than its peak",
-            study: "TMO saves 20–32 % of memory per server; Google finds 32 % of memory cold at 120 s",
-            quantity: "(recommended limit + the compressed store's RAM at it) ÷ each unlimited run's peak charge",
-            region: Region::at_most(0.80),
-            floor: 0.001,
-            own: true,
-            check: false,
-            control: "a program that touches all of its peak on every pass (a hot set as large as its peak): no limit below the peak keeps it within the slowdown, so the share saved is about 0",
-            yes: "a fifth or more of this program's peak is memory it does not need in RAM",
-            no: "this program needs nearly all of its peak",
-        },
-        draw: draw_saves,
-    },
-];
-
-/// With several stores compared, judged on the one that needs least in all.
-fn draw_saves(_: &Ms, rs: &[RightsizeResult]) -> Drawn {
-    let best = rs
-        .iter()
-        .filter(|r| r.recommendation.as_ref().is_some_and(|x| x.verified))
-        .min_by_key(|r| r.recommendation.as_ref().map(|x| x.total_bytes.max(x.limit_bytes)));
-    let Some(r) = best.or(rs.last()) else { return Err("the run has no results".to_string()).into() };
-    let saves = match (&r.recommendation, r.service.is_none()) {
-        (Some(rec), true) => Ok(r
-            .runs
-            .iter()
-            .filter(|x| x.limit_bytes.is_none() && x.peak_bytes > 0)
-            .map(|x| rec.total_bytes.max(rec.limit_bytes) as f64 / x.peak_bytes as f64)
-            .collect()),
-        _ => Err(match (&r.service, &r.unverified_reason) {
-            (Some(_), _) => "service mode runs the program once: no pairs to judge".into(),
-            (_, Some(why)) => format!("no verified limit: {why}"),
-            _ => "no verified limit".into(),
-        }),
-    };
-    // Judged on one store of several: the one that needs least in all (the
-    // smallest of several totals leans low; the reason says which).
-    let more = (rs.len() > 1).then(|| format!(" (judged on {}, the store that needs least of {})", store_label(r), rs.len()));
-    Drawn { more, ..saves.into() }
-}
+/// search has no pairs it did not use to choose. Round three dropped
+/// `rightsize.saves` (issue 58): it divided the one limit chosen by peaks
+/// that were nearly identical, so its interval left out the limit's own
+/// uncertainty, and that uncertainty has no interval to give: the verified
+/// limit is an upper bound on what the program needs (at the verification's
+/// α), while the bracket's lower side rests on a probe's one or two pairs.
+/// The share saved is shown as a figure, not judged.
+pub static FINDINGS: [Finding<RightsizeResult>; 0] = [];
 
 /// A result's group: its mode, and its store when several were compared.
 fn group(r: &RightsizeResult, several: bool) -> String {

@@ -140,6 +140,61 @@ pub struct Recommendation {
     pub lines: Vec<String>,
     /// The answer in one paragraph.
     pub summary: String,
+    /// The answer in Kubernetes' terms: a `resources:` block, its QoS class,
+    /// and the LimitedSwap arithmetic when it relies on swap.
+    pub kubernetes: Option<crate::rightsize::kube::Kubernetes>,
+}
+
+/// `--check`'s answer for one limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckAnswer {
+    /// The one-sided upper bound of the ratio is within the target.
+    Verified,
+    /// The one-sided 95 % lower bound is above the target, or a run passed the time cap.
+    TooSlow,
+    /// A limited run was killed by the OOM killer in its group.
+    OomKilled,
+    /// Neither, within the budget.
+    #[default]
+    Undecided,
+}
+
+/// One limit `--check`ed: pairs under the verification's rules, its answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
+#[serde(default)]
+pub struct LimitCheck {
+    /// As the user wrote it.
+    pub asked: String,
+    pub limit_bytes: u64,
+    pub answer: CheckAnswer,
+    /// Pairs made at the limit.
+    pub pairs: u32,
+    /// The pairs the budget gave it.
+    pub pairs_allowed: u32,
+    /// The runtime ratio (geometric mean of the pairs') and its two-sided 95 % interval.
+    #[serde(default = "record::results::nan")]
+    pub ratio: f64,
+    pub ratio_ci95: Option<[f64; 2]>,
+    /// The last look's one-sided upper bound, at that look's share of α, and that share.
+    pub upper_bound: Option<f64>,
+    pub look_alpha: Option<f64>,
+    /// Limited runs killed by the OOM killer, and limited runs made.
+    pub oom_killed: u32,
+    pub limited_runs: u32,
+    /// A limited run passed the time cap.
+    pub stopped_at_cap: bool,
+    /// Undecided: about this many pairs would decide, if the ratio holds,
+    /// and the runs and seconds they take.
+    pub pairs_to_decide: Option<u32>,
+    pub runs_to_decide: Option<u32>,
+    pub seconds_to_decide: Option<f64>,
+    /// The largest swap the program held at the limit.
+    pub swap_bytes: Option<u64>,
+    /// A verified limit in Kubernetes' terms.
+    pub kubernetes: Option<crate::rightsize::kube::Kubernetes>,
+    /// The answer in one line.
+    pub said: String,
 }
 
 /// Before the first limited run: what the noise of the unlimited runs lets
@@ -303,6 +358,9 @@ pub struct RightsizeResult {
     pub plan: Option<Plan>,
     /// The pooled spread of a pair's log ratio at the end (sd, degrees of freedom).
     pub pair_sd: Option<[f64; 2]>,
+    /// `--check`: each limit given, in order (batch mode; no search then).
+    #[serde(default)]
+    pub checks: Vec<LimitCheck>,
     pub service: Option<Service>,
     /// For a synthetic target (pagelab's hot/cold worker): its hot and cold sets.
     pub synthetic_hot_bytes: Option<u64>,

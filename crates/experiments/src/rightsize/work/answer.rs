@@ -23,10 +23,11 @@ fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
     } else {
         format!("docker run: --memory {l}m")
     });
-    lines.push(format!("kubernetes: resources: {{requests: {{memory: {l}Mi}}, limits: {{memory: {l}Mi}}}}"));
+    // Kubernetes' block comes apart (kube.rs): with swap, its request must
+    // be below its limit, and LimitedSwap's share depends on the node.
     if s > 0 {
         lines.push(format!(
-            "            (the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
+            "(the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
         ));
     }
     lines
@@ -39,6 +40,7 @@ pub(super) fn recommend(
     limit: u64,
     v: &search::Verification,
     swap: Option<u64>,
+    node: crate::rightsize::kube::Node,
 ) -> Result<Recommendation, String> {
     let e = claim::estimate(&v.ratios);
     let look = v.last().copied();
@@ -151,6 +153,7 @@ pub(super) fn recommend(
         look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
+        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, &res.backing, res.cgroup_version == "v2", node)),
     })
 }
 

@@ -12,6 +12,7 @@
 //! never the machine's.
 
 mod answer;
+mod checked;
 pub mod hotcold;
 pub mod predict;
 pub mod search;
@@ -43,6 +44,8 @@ pub struct BatchConfig {
     pub guard_max: u64,
     /// Set when the command is pagelab's hot/cold worker.
     pub synthetic: Option<(u64, u64)>,
+    /// The node the answer's Kubernetes terms are for.
+    pub node: crate::rightsize::kube::Node,
 }
 
 fn err(msg: impl Into<String>) -> ExperimentError {
@@ -377,11 +380,25 @@ impl Runner for Real<'_> {
 }
 
 /// Runs the batch search and builds the result.
-pub fn run(
+/// What a session of runs leaves for its mode to answer from.
+struct Session<T> {
+    res: RightsizeResult,
+    found: T,
+    /// Each run's largest swap in use (None: unread).
+    swap_peaks: Vec<Option<u64>>,
+    v2: bool,
+}
+
+/// The runs of one store: `body` (the search, or the checks) drives the
+/// runner; the store is made before the first limited run and removed after
+/// the last; each run's figures, its pair and its ratio are filled in.
+fn session<T>(
     cfg: &BatchConfig,
     obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
-) -> Result<RightsizeResult, ExperimentError> {
+    body: impl FnOnce(&mut Staged) -> Result<T, ExperimentError>,
+    runs_of: impl Fn(&T) -> &[search::Done],
+) -> Result<Session<T>, ExperimentError> {
     let version = Probe::default().memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {
         err("rightsize needs a memory cgroup controller (cgroup v1 'memory' or cgroup2 with 'memory')")
     })?;
@@ -403,7 +420,6 @@ pub fn run(
         synthetic_cold_bytes: cfg.synthetic.map(|s| s.1),
         ..Default::default()
     };
-    let started = Instant::now();
     // The store comes after the first (unlimited) run, sized by its peak; that
     // run happens through the same runner so it counts and is recorded.
     let mut outer = Sandbox::new("rightsize");
@@ -416,14 +432,14 @@ pub fn run(
         runs: Vec::new(),
         swap0: swap_used(&mut Probe::default()),
         swap_peaks: Vec::new(),
-        started,
+        started: Instant::now(),
         sample: None,
         sample_s: 0.0,
         v2: version == CgroupVersion::V2,
     };
     let mut staged =
         Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new(), prediction: None };
-    let found = search::search(cfg.search, &mut staged)?;
+    let found = body(&mut staged)?;
     let backing = staged.backing.take();
     res.prediction = staged.prediction.take();
     res.notes.append(&mut staged.notes);
@@ -436,7 +452,7 @@ pub fn run(
         None => {
             res.backing = workloads::backing::BackingKind::name(cfg.backing).to_string();
             res.compressor = cfg.compressor.clone();
-            res.notes.push("no store was made: the search stopped before its first limited run".into());
+            res.notes.push("no store was made: the runs stopped before the first limited one".into());
         }
     }
     let runs = std::mem::take(&mut real.runs);
@@ -444,13 +460,35 @@ pub fn run(
     outer.restore()?;
     res.runs = runs;
     res.run_count = res.runs.len() as u32;
-    for (r, d) in res.runs.iter_mut().zip(&found.runs) {
+    for (r, d) in res.runs.iter_mut().zip(runs_of(&found)) {
         r.paired_with = d.pair.map(|p| p as u32 + 1);
     }
     fill_ratios(&mut res.runs);
     res.baseline = baseline(&res.runs);
+    Ok(Session { res, found, swap_peaks, v2: real.v2 })
+}
+
+/// The largest swap in use at `limit` over its runs (None: a run's unread).
+fn swap_at(res: &RightsizeResult, swap_peaks: &[Option<u64>], limit: u64) -> Option<u64> {
+    res.runs
+        .iter()
+        .zip(swap_peaks)
+        .filter(|(r, _)| r.limit_bytes == Some(limit))
+        .map(|(_, s)| *s)
+        .collect::<Option<Vec<u64>>>()
+        .and_then(|s| s.into_iter().max())
+}
+
+pub fn run(
+    cfg: &BatchConfig,
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
+    stop: &dyn Fn() -> bool,
+) -> Result<RightsizeResult, ExperimentError> {
+    let started = Instant::now();
+    let Session { mut res, found, swap_peaks, v2 } =
+        session(cfg, obs, stop, |s| search::search(cfg.search, s), |f| &f.runs)?;
     res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
-    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, real.v2), compressed(&res.backing));
+    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, v2), compressed(&res.backing));
     res.plan = found.plan.map(|p| Plan {
         pair_sd: p.pair_sd,
         pairs_needed: p.pairs_needed,
@@ -461,20 +499,11 @@ pub fn run(
         insisted: cfg.search.insist && !p.enough,
         said: p.describe(&cfg.search),
     });
-    let swap_at = |limit: u64| {
-        res.runs
-            .iter()
-            .zip(&swap_peaks)
-            .filter(|(r, _)| r.limit_bytes == Some(limit))
-            .map(|(_, s)| *s)
-            .collect::<Option<Vec<u64>>>()
-            .and_then(|s| s.into_iter().max())
-    };
     match found.recommended {
         Some(limit) => {
             let v = found.verifications.iter().find(|v| v.limit == limit).expect("verified");
-            let swap = swap_at(limit);
-            match recommend(&res, limit, v, swap) {
+            let swap = swap_at(&res, &swap_peaks, limit);
+            match recommend(&res, limit, v, swap, cfg.node) {
                 Ok(r) => res.recommendation = Some(r),
                 Err(why) => {
                     res.unverified = Some(unanswered(&res, v, &why));
@@ -487,6 +516,32 @@ pub fn run(
             res.unverified = Some(unverified(&res, found.best_unverified(), found.why_not.as_deref().unwrap_or("")));
         }
     }
+    res.seconds = started.elapsed().as_secs_f64();
+    Ok(res)
+}
+
+/// `--check`: each of `limits` (bytes, as the user wrote it) under the
+/// verification's rules, after the baselines; no search.
+pub fn check(
+    cfg: &BatchConfig,
+    limits: &[(u64, String)],
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
+    stop: &dyn Fn() -> bool,
+) -> Result<RightsizeResult, ExperimentError> {
+    let started = Instant::now();
+    let bytes: Vec<u64> = limits.iter().map(|l| l.0).collect();
+    let Session { mut res, found, swap_peaks, v2 } =
+        session(cfg, obs, stop, |s| search::check::check(cfg.search, &bytes, s), |f| &f.runs)?;
+    res.curve = curve(&res.runs, None, pool_inside_limit(&res.backing, v2), compressed(&res.backing));
+    res.checks = found
+        .checked
+        .iter()
+        .zip(limits)
+        .map(|(c, (_, asked))| {
+            let swap = swap_at(&res, &swap_peaks, c.limit);
+            checked::limit_check(&res, cfg, &found, c, asked, swap)
+        })
+        .collect();
     res.seconds = started.elapsed().as_secs_f64();
     Ok(res)
 }

@@ -3,11 +3,14 @@
 use super::*;
 use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun, Recommendation};
 
+const NODE: crate::rightsize::kube::Node =
+    crate::rightsize::kube::Node { memory_bytes: 16 << 30, swap_bytes: 4 << 30, given: true };
+
 /// A zswap run verified at 100 MiB whose pool held 40 MiB (of 120 MiB it
 /// was given), against a 300 MiB peak, on cgroup `version`.
 fn verified_at_100(version: &str) -> Recommendation {
     let (res, v) = zswap_at_100(version);
-    recommend(&res, 100 * MIB, &v, Some(0)).expect("the store was read")
+    recommend(&res, 100 * MIB, &v, Some(0), NODE).expect("the store was read")
 }
 
 fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
@@ -41,12 +44,12 @@ fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
 fn an_unread_store_gives_no_total() {
     let (mut res, v) = zswap_at_100("v1");
     res.curve[0].store_used_bytes = None;
-    let why = recommend(&res, 100 * MIB, &v, Some(0)).expect_err("an unread store");
+    let why = recommend(&res, 100 * MIB, &v, Some(0), NODE).expect_err("an unread store");
     assert!(why.contains("zswap store's size at 100 MiB could not be read"), "{why}");
     // What it held only says whether it compressed: unread, that is unknown.
     let (mut res, v) = zswap_at_100("v1");
     res.runs[0].store_orig_bytes = None;
-    let r = recommend(&res, 100 * MIB, &v, Some(0)).expect("the store's RAM was read");
+    let r = recommend(&res, 100 * MIB, &v, Some(0), NODE).expect("the store's RAM was read");
     assert_eq!((r.total_bytes, r.store_compresses), (140 * MIB, None));
     // A verified limit left unanswered says it was verified, not that nothing was.
     let (res, v) = zswap_at_100("v1");
@@ -58,8 +61,8 @@ fn an_unread_store_gives_no_total() {
     res.backing = "swapfile".into();
     res.curve[0].store_used_bytes = None;
     res.runs[0].store_orig_bytes = None;
-    assert_eq!(recommend(&res, 100 * MIB, &v, Some(0)).expect("a disk needs no store").total_bytes, 100 * MIB);
-    let why = recommend(&res, 100 * MIB, &v, None).expect_err("the swap at the limit unread");
+    assert_eq!(recommend(&res, 100 * MIB, &v, Some(0), NODE).expect("a disk needs no store").total_bytes, 100 * MIB);
+    let why = recommend(&res, 100 * MIB, &v, None, NODE).expect_err("the swap at the limit unread");
     assert!(why.contains("swap in use at 100 MiB could not be read"), "{why}");
     // The curve: a run whose store or PSI was unread leaves its point's unknown.
     let run = |store: Option<u64>, psi: Option<u64>| ProgramRun {

@@ -24,9 +24,13 @@
 //! 4. **Verification**, at the smallest limit that fit, with fresh pairs
 //!    only (the probe there was chosen for being fast): looks after `pairs`
 //!    pairs, then after about half as many again each time. At each look the
-//!    one-sided upper bound of the mean log ratio (t, with the spread pooled
-//!    over every pair of the search, the limit as a factor) is compared with
-//!    ln(1 + s). The looks spend α by the share of the pairs the budget buys
+//!    one-sided upper bound of the mean log ratio is compared with
+//!    ln(1 + s). The bound is t's, with the spread of the candidate's own
+//!    pairs (never the unlimited runs': a run under a limit is the noisier
+//!    one), and that spread is never taken below what paging's unseen stalls
+//!    could add ([`STALL_SHARE`] of limited runs at +[`STALL_SLOWDOWN`]:
+//!    [`stall_sd`]), because a few pairs that show no stall say little about
+//!    a stall that comes in one limited run of seven. The looks spend α by the share of the pairs the budget buys
 //!    that they have used ([`spend`], fixed before the first verification
 //!    pair; a Bonferroni split over the looks), so the chance that any look,
 //!    at any candidate, accepts a limit whose true slowdown exceeds s is at
@@ -35,6 +39,7 @@
 //!    which costs no α), and the next larger limit that fit (or halfway to the
 //!    peak, or the peak) is verified instead.
 
+pub mod check;
 mod plan;
 #[cfg(test)]
 mod tests;
@@ -42,6 +47,29 @@ mod tests;
 pub use plan::{looks, plan, power, spend, t_upper};
 
 pub const MIB: u64 = 1 << 20;
+
+/// The stalls the verification allows for without having seen them: under a
+/// limit a run can stall in reclaim or in a burst of major faults, which an
+/// unlimited run beside it never does. The verification holds its α when up
+/// to this share of the limited runs stall ...
+pub const STALL_SHARE: f64 = 0.15;
+/// ... each this much slower (+40 %), with no stall among the pairs seen.
+pub const STALL_SLOWDOWN: f64 = 0.40;
+
+/// The spread (log) that stalls at [`STALL_SHARE`] and [`STALL_SLOWDOWN`]
+/// give a pair: √(p(1 − p)) · ln(1 + s), 0.120. A candidate's pair spread is
+/// never taken below it: the count of stalls among n pairs is binomial, so
+/// how far its mean can fall short of the truth (stalls not seen) scales as
+/// this spread over √n, and t's margin covers it.
+pub fn stall_sd() -> f64 {
+    (STALL_SHARE * (1.0 - STALL_SHARE)).sqrt() * (1.0 + STALL_SLOWDOWN).ln()
+}
+
+/// The spread a verification's bound uses: the candidate's own pairs' `sd`,
+/// at least [`stall_sd`].
+pub fn verify_sd(sd: f64) -> f64 {
+    if sd.is_finite() { sd.max(stall_sd()) } else { sd }
+}
 
 /// What one run of the program came to.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -425,17 +453,45 @@ pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResu
     })
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Set by the tests: the verification looks naively (see `verify`).
-    pub(crate) static NAIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// The verification as built, or one of the tests' mutants (each a way to
+/// get the error rate wrong, which the tests of the error rate must catch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Mutant {
+    None,
+    /// The full α at every look, on the candidate's own pairs, no stall floor.
+    Naive,
+    /// The unlimited runs' spread (× √2, with their degrees of freedom)
+    /// stands for the candidate's, as if a run under a limit were as steady
+    /// as one without; the stall floor kept.
+    Borrow,
+    /// Round two's rule: the spread pooled over every verification pair, the
+    /// unlimited runs' spread borrowed while that has fewer than 4 degrees of
+    /// freedom, no stall floor.
+    Pooled,
 }
 
-fn naive() -> bool {
+#[cfg(test)]
+thread_local! {
+    /// Set by the tests: which verification runs (see `verify`).
+    pub(crate) static MUTANT: std::cell::Cell<Mutant> = const { std::cell::Cell::new(Mutant::None) };
+}
+
+fn mutant() -> Mutant {
     #[cfg(test)]
-    return NAIVE.with(|c| c.get());
+    return MUTANT.with(|c| c.get());
     #[cfg(not(test))]
-    false
+    Mutant::None
+}
+
+/// The sample standard deviation of log ratios (NaN for fewer than two).
+fn log_sd(ys: &[f64]) -> f64 {
+    let n = ys.len() as f64;
+    if ys.len() < 2 {
+        return f64::NAN;
+    }
+    let m = ys.iter().sum::<f64>() / n;
+    (ys.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
 }
 
 /// The sample standard deviation of the logs (0 for fewer than two): the
@@ -577,13 +633,27 @@ impl<R: Runner> State<'_, R> {
                     return Ok(v);
                 }
             }
-            let (sd, df) = self.pooled();
             let n = ys.len() as f64;
             let mean = ys.iter().sum::<f64>() / n;
             let a = spend(cfg.alpha, *used, n_max) - spend(cfg.alpha, last_look, n_max);
-            // The tests' mutant: the full α at every look, on the candidate's
-            // own pairs (what the test of the error rate must catch).
-            let (a, sd, df) = if naive() { (cfg.alpha, claim_log_sd(&v.ratios), n - 1.0) } else { (a, sd, df) };
+            // The candidate's own pairs' spread, at least the stalls'.
+            let (a, sd, df) = match mutant() {
+                Mutant::None => (a, verify_sd(log_sd(&ys)), n - 1.0),
+                Mutant::Naive => (cfg.alpha, log_sd(&ys), n - 1.0),
+                Mutant::Borrow => {
+                    // Every unlimited run after the warm-up: the baselines'
+                    // and those beside this candidate's limited runs.
+                    let b: Vec<f64> = (self.spread_runs.start..self.runs.len())
+                        .filter(|&i| self.runs[i].limit.is_none())
+                        .map(|i| self.runs[i].trial.seconds)
+                        .collect();
+                    (a, verify_sd(claim_log_sd(&b) * 2f64.sqrt()), b.len() as f64 - 1.0)
+                }
+                Mutant::Pooled => {
+                    let (sd, df) = self.pooled();
+                    (a, sd, df)
+                }
+            };
             last_look = *used;
             let se = sd / n.sqrt();
             let look = Look {

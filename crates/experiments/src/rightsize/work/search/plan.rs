@@ -72,15 +72,19 @@ pub fn plan(cfg: &SearchConfig, base_log_sd: f64, base_df: f64, reference_s: f64
         1.0
     };
     let pair_sd = (base_log_sd * unbias * 2f64.sqrt()).max(0.02);
+    // The verification's bound never takes a spread below the stalls'.
+    let bound_sd = super::verify_sd(pair_sd);
     let first = cfg.pairs.max(2);
     let delta = theta / 4.0;
-    let df_extra = 2.0;
+    // The verification's spread is its candidate's own pairs': no degrees
+    // of freedom from elsewhere.
+    let df_extra = 0.0;
     let by_time = if reference_s > 0.0 { (cfg.budget_s / (reference_s * 1.1)).floor() as u32 } else { cfg.max_runs };
     let runs_affordable = cfg.max_runs.min(by_time);
     // The verification pairs the budget buys after the probes: the α is
     // spread over them.
     let avail = runs_affordable.saturating_sub(spent + 2 * probe_pairs) / 2;
-    let ok = |n: u32| power(n, avail, first, theta, delta, pair_sd, cfg.alpha, df_extra) >= 0.8;
+    let ok = |n: u32| power(n, avail, first, theta, delta, bound_sd, cfg.alpha, df_extra) >= 0.8;
     // Doubling, then bisection (the power grows with n, up to the schedule's steps).
     let pairs_needed = {
         let mut hi = first;
@@ -103,7 +107,7 @@ pub fn plan(cfg: &SearchConfig, base_log_sd: f64, base_df: f64, reference_s: f64
         let (mut lo, mut hi) = (0.0f64, 5.0f64);
         for _ in 0..40 {
             let mid = (lo + hi) / 2.0;
-            if power(avail, avail, first, mid, mid / 4.0, pair_sd, cfg.alpha, df_extra) >= 0.8 {
+            if power(avail, avail, first, mid, mid / 4.0, bound_sd, cfg.alpha, df_extra) >= 0.8 {
                 hi = mid;
             } else {
                 lo = mid;
