@@ -81,7 +81,12 @@ mod tests {
             );
             assert_eq!((e.lab_step)(&m, Scale::Quick).experiment, name, "{name}: lab step");
             assert!(!e.report.study().is_empty(), "{name}: no study");
-            assert!(!e.report.claims().is_empty(), "{name}: no claims");
+            // Findings, or a reason for none (rightsize: its answer is verified by its own pairs).
+            assert_eq!(
+                e.report.claims().is_empty(),
+                e.report.no_findings().is_some(),
+                "{name}: no claims and no reason for none, or both"
+            );
             for c in e.report.claims() {
                 assert!(c.id.starts_with(&format!("{name}.")), "{name}: claim {} is not named after it", c.id);
             }

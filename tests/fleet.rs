@@ -566,3 +566,42 @@ fn kubectl_decodes_the_manifests_and_they_ask_for_what_they_say() {
             && docker.contains("ENTRYPOINT [\"/usr/local/bin/pagelab\"]")
     );
 }
+
+/// rightsize's answer in Kubernetes' terms (issue 58): the `resources:`
+/// block it prints, pasted into a pod, is decoded by kubectl client side
+/// with the request and limit it says; with swap held at the limit on a
+/// 16 GiB node with 4 GiB of swap, the request is below the limit (a
+/// container whose request equals its limit gets no swap under LimitedSwap).
+/// kubectl has teeth here too: a quantity Kubernetes refuses fails.
+#[test]
+fn kubectl_accepts_rightsizes_resources_block() {
+    use experiments::rightsize::kube::{Node, kubernetes};
+    let t = tools_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node { memory_bytes: 16 << 30, swap_bytes: 4 << 30, given: true };
+    let pod = |resources: &str| {
+        let indented: String = resources.lines().map(|l| format!("    {l}\n")).collect();
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sized\nspec:\n  containers:\n  - name: app\n    image: app\n{indented}"
+        )
+    };
+    for (swap, backing, request, limit) in [
+        (100u64 << 20, "swapfile", "400Mi", "500Mi"),
+        (0, "swapfile", "500Mi", "500Mi"),
+        (60 << 20, "zswap", "240Mi", "500Mi"),
+    ] {
+        let k = kubernetes(500 << 20, swap, backing, true, node, 900 << 20);
+        let f = tmp.path().join("pod.yaml");
+        std::fs::write(&f, pod(&k.resources)).unwrap();
+        let v = kubectl_decode(t, &f).unwrap_or_else(|e| panic!("{}: {e}", k.resources));
+        let r = &v["spec"]["containers"][0]["resources"];
+        assert_eq!(
+            (r["requests"]["memory"].as_str(), r["limits"]["memory"].as_str()),
+            (Some(request), Some(limit)),
+            "{r}"
+        );
+    }
+    let f = tmp.path().join("bad.yaml");
+    std::fs::write(&f, pod("resources:\n  limits:\n    memory: 512Mx\n")).unwrap();
+    assert!(kubectl_decode(t, &f).is_err(), "kubectl accepted 512Mx");
+}

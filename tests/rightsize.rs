@@ -86,6 +86,14 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
     refused(&["--runs", "2", "--", "true"], "--runs");
     refused(&["--pid", "1", "--cgroup", "/tmp"], "--cgroup");
     refused(&["--", "/nonexistent/program"], "/nonexistent/program");
+    // --check reads Kubernetes' quantities: 512m is 0.512 bytes there, K is
+    // not a suffix, MB is ambiguous; a limit twice, or under a MiB, is refused.
+    for bad in ["512m", "1K", "512MB", "64Mi,64Mi", "100Ki", "-1Gi", "1Gi;rm"] {
+        refused(&["--check", bad, "--", "true"], "--check");
+    }
+    refused(&["--check", "64Mi", "--pid", "1"], "--check");
+    refused(&["--node-memory", "16Gi", "--", "true"], "--node-memory");
+    refused(&["--node-swap", "4Gi", "--node-memory", "16G!", "--", "true"], "--node-memory");
     if !root() {
         common::skip("the rest needs root (batch mode makes a memory cgroup per run)");
         return;
@@ -280,6 +288,42 @@ fn two_stores_are_searched_and_compared_with_their_predictions() {
         .collect();
     assert!(charts.len() == 2 && charts.iter().any(|n| n.starts_with("rightsize-zram")), "{charts:?}");
     assert!(charts.iter().any(|n| n == "rightsize-swapfile.svg"), "{charts:?}");
+}
+
+/// `--check` through the command (the answers' statistics are tested on
+/// simulated programs, rightsize::work::search): with no swap, 8 MiB and
+/// 12 MiB are below the 64 MiB the program writes, so each limit's first
+/// limited run is OOM-killed; the run exits 3 (a limit not verified: not 1,
+/// a failure, nor 2, bad input), says each limit's answer in one line, and
+/// records them, with the limits as given, in the JSON and run.json.
+#[test]
+fn check_says_each_limits_answer_and_exits_3_when_one_is_not_verified() {
+    let Some((_g, before)) = store_test() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let extra = ["--check", "8Mi,12582912", "--repeat", "2", "--node-memory", "16Gi", "--node-swap", "4Gi"];
+    let (code, v, err) = synthetic("12", "none", &out, &extra);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    common::assert_schema("experiment-output", &v);
+    let checks = v["results"][0]["checks"].as_array().unwrap_or_else(|| panic!("no checks: {v}"));
+    assert_eq!(checks.len(), 2);
+    for (c, (asked, mib)) in checks.iter().zip([("8Mi", 8), ("12582912", 12)]) {
+        assert_eq!((c["asked"].as_str(), c["limit_bytes"].as_u64()), (Some(asked), Some(mib * MIB)), "{c}");
+        assert_eq!(c["answer"], "oom-killed", "{c}");
+        assert_eq!((c["oom_killed"].as_u64(), c["pairs"].as_u64()), (Some(1), Some(1)), "{c}");
+        let said = c["said"].as_str().unwrap();
+        assert!(said.starts_with(&format!("{asked} ({mib} MiB): OOM-killed in 1 of 1 runs")), "{said}");
+        assert!(err.contains(&format!("{mib} MiB: OOM-killed in 1 of 1 runs after 1 pair\n")), "{err}");
+    }
+    assert!(err.lines().last().unwrap().contains("not verified within 25 %: 8Mi, 12582912"), "{err}");
+    // No search: four unlimited runs, then each limit's pair.
+    let runs = v["results"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8, "{runs:?}");
+    assert!(runs.iter().all(|r| r["role"] != "probe"));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["config"]["check"], serde_json::json!(["8Mi", "12582912"]));
+    assert_eq!(run["config"]["node_swap_bytes"], 4u64 << 30);
 }
 
 /// A program no one here wrote, with a start-up phase: a Python program that

@@ -66,7 +66,8 @@ fn check_fixture(snap: &str, name: &str) {
     assert_eq!(r.sections.len(), 1);
     let s = &r.sections[0];
     assert!(!s.metrics().is_empty(), "{name}: no headline metrics");
-    assert!(!s.verdicts().is_empty(), "{name}: no verdicts");
+    // A verdict for each finding the experiment declares (rightsize declares none).
+    assert_eq!(s.verdicts().is_empty(), e.claims().is_empty(), "{name}: verdicts against its finding list");
     assert!(!report::html::headline(s).is_empty(), "{name}: no summary line");
     insta::assert_snapshot!(format!("{snap}_report"), stable(&report::html::markdown(&r), &dir));
     // The HTML page: self-contained, one section for the experiment.

@@ -404,6 +404,23 @@ pub const PALETTE: [RGBColor; 10] = [
 
 /// Writes a chart of traces (bands, then faint lines, then lines) to `stem.svg`/`.png`.
 pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace], log_y: bool) -> Result<(), DynErr> {
+    traces_with(stem, title, x_desc, y_desc, tr, log_y, None)
+}
+
+/// A second y axis on the right, linear from 0: its description and its
+/// traces (drawn as lines with points, dashed in the legend's colour).
+pub type Secondary<'a> = Option<(&'a str, &'a [Trace])>;
+
+/// [`traces`], with a second y axis.
+pub fn traces_with(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    tr: &[Trace],
+    log_y: bool,
+    secondary: Secondary,
+) -> Result<(), DynErr> {
     init_font();
     fn draw<DB: DrawingBackend>(
         root: DrawingArea<DB, plotters::coord::Shift>,
@@ -412,6 +429,7 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
         y_desc: &str,
         tr: &[Trace],
         log_y: bool,
+        secondary: Secondary,
     ) -> Result<(), DynErr>
     where
         DB::ErrorType: 'static,
@@ -424,12 +442,36 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
         let ys = tr.iter().flat_map(|t| t.points.iter().map(|p| p.1).chain(t.band.iter().map(|b| b.2)));
         let ymax = ys.clone().filter(|y| y.is_finite()).fold(0.0, f64::max).max(1e-9);
         let ymin = ys.filter(|y| y.is_finite() && *y > 0.0).fold(f64::INFINITY, f64::min);
+        let smax = secondary
+            .map(|(_, st)| {
+                st.iter().flat_map(|t| t.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).fold(0.0, f64::max)
+            })
+            .unwrap_or(0.0)
+            .max(1e-9);
         let mut b = ChartBuilder::on(&root);
         b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(40).y_label_area_size(70);
+        if secondary.is_some() {
+            b.right_y_label_area_size(70);
+        }
         macro_rules! body {
             ($chart:expr) => {{
-                let mut chart = $chart;
+                let mut chart = $chart.set_secondary_coord(xmin..xmax, 0f64..smax * 1.15);
                 chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(err)?;
+                if let Some((desc, st)) = secondary {
+                    chart.configure_secondary_axes().y_desc(desc).draw().map_err(err)?;
+                    for t in st {
+                        let c = PALETTE[t.color % PALETTE.len()];
+                        let p: Vec<(f64, f64)> = t.points.iter().copied().filter(|p| p.1.is_finite()).collect();
+                        chart
+                            .draw_secondary_series(p.iter().map(|&q| Cross::new(q, 4, c.stroke_width(2))))
+                            .map_err(err)?;
+                        let s =
+                            chart.draw_secondary_series(LineSeries::new(p, c.mix(0.6).stroke_width(1))).map_err(err)?;
+                        if !t.name.is_empty() {
+                            s.label(t.name.as_str()).legend(move |(x, y)| Cross::new((x + 6, y), 4, c.stroke_width(2)));
+                        }
+                    }
+                }
                 let ok = |y: f64| y.is_finite() && (!log_y || y > 0.0);
                 for t in tr.iter().filter(|t| !t.band.is_empty()) {
                     let c = PALETTE[t.color % PALETTE.len()];
@@ -460,7 +502,12 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
                             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
                     }
                 }
-                legend!(chart, SeriesLabelPosition::UpperRight);
+                if secondary.is_some() {
+                    // The totals run along the top: the legend goes below.
+                    legend!(chart, SeriesLabelPosition::LowerRight);
+                } else {
+                    legend!(chart, SeriesLabelPosition::UpperRight);
+                }
             }};
         }
         if log_y {
@@ -485,8 +532,8 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
         })
         .collect();
     let tr = &tr[..];
-    svg_file(&stem.with_extension("svg"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
-    png_file(&stem.with_extension("png"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y))?;
+    svg_file(&stem.with_extension("svg"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y, secondary))?;
+    png_file(&stem.with_extension("png"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y, secondary))?;
     Ok(())
 }
 

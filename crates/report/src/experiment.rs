@@ -51,6 +51,11 @@ pub trait Study: Sync + 'static {
     /// `<name>.*`) with the function that draws its evidence: the claims and
     /// the verdicts are derived from this one list.
     fn findings(&self) -> &'static [Finding<Self::Entry>];
+    /// Why it judges no finding, when its list is empty (a house rule: an
+    /// experiment without findings says why).
+    fn no_findings(&self) -> Option<&'static str> {
+        None
+    }
     /// The few figures the lab's summary table shows.
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// run.json's `results`, read into its entries; an entry that is not one
@@ -78,6 +83,8 @@ pub trait Experiment: Sync {
     fn figures(&self) -> &'static [Figure];
     /// Its findings' claims, in order.
     fn claims(&self) -> Vec<Claim>;
+    /// Why it judges no finding, when it has none.
+    fn no_findings(&self) -> Option<&'static str>;
     fn summary(&self, m: &[Metric]) -> Vec<String>;
     /// Parses a run's `results` (once, when the run is loaded); Err names
     /// the entry and field that is not the experiment's.
@@ -106,6 +113,9 @@ impl<S: Study> Experiment for S {
     }
     fn claims(&self) -> Vec<Claim> {
         Study::findings(self).iter().map(|f| f.claim).collect()
+    }
+    fn no_findings(&self) -> Option<&'static str> {
+        Study::no_findings(self)
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         Study::summary(self, m)

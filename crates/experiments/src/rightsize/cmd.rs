@@ -171,6 +171,35 @@ impl Recorded {
     }
 }
 
+/// The node the Kubernetes terms are for: --node-memory and --node-swap
+/// (both or neither), or this machine's MemTotal and SwapTotal.
+fn node_of(a: &RightsizeArgs, m: &probe::meminfo::Meminfo) -> crate::Result<Node> {
+    if a.node_memory.is_some() != a.node_swap.is_some() {
+        return Err(usage("--node-memory and --node-swap go together: give both (e.g. --node-memory 16Gi --node-swap 4Gi)"));
+    }
+    if a.node_memory == Some(0) {
+        return Err(usage("--node-memory: a node has memory; give its capacity, e.g. 16Gi"));
+    }
+    Ok(Node {
+        memory_bytes: a.node_memory.unwrap_or_else(|| m.get("MemTotal").unwrap_or(0)),
+        swap_bytes: a.node_swap.unwrap_or_else(|| m.get("SwapTotal").unwrap_or(0)),
+        given: a.node_memory.is_some(),
+    })
+}
+
+/// Every `--check` limit fits what a run may use here (the host guard's room).
+fn check_fits(a: &RightsizeArgs, guard_max: u64) -> crate::Result<()> {
+    match a.check.as_ref().and_then(|c| c.0.iter().find(|(b, _)| *b > guard_max)) {
+        Some((b, asked)) => Err(usage(format!(
+            "--check {asked}: {} MiB is more than the {} MiB a run may use here (the host guard's room): a limit that \
+             large cannot be tested on this machine",
+            b / MIB,
+            guard_max / MIB
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A run's stores: each a backing and its compressor.
 type Arms = [(workloads::backing::BackingKind, Option<String>)];
 
@@ -183,17 +212,7 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     // A fifth below the guard's room: a program that grows without bound meets
     // its group's limit (an OOM kill in the group) before the guard stops the run.
     let guard_max = avail.saturating_sub(guard.floor) / 5 * 4;
-    let node = Node {
-        memory_bytes: a.node_memory.unwrap_or_else(|| m.get("MemTotal").unwrap_or(0)),
-        swap_bytes: a.node_swap.unwrap_or_else(|| m.get("SwapTotal").unwrap_or(0)),
-        given: a.node_memory.is_some() && a.node_swap.is_some(),
-    };
-    if a.node_memory.is_some() != a.node_swap.is_some() {
-        return Err(usage("--node-memory and --node-swap go together: give both (e.g. --node-memory 16Gi --node-swap 4Gi)"));
-    }
-    if node.memory_bytes == 0 && a.node_memory.is_some() {
-        return Err(usage("--node-memory: a node has memory; give its capacity, e.g. 16Gi"));
-    }
+    let node = node_of(a, &m)?;
     let config;
     let mut mode = None;
     let mut batch = None;
@@ -248,16 +267,7 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
                 }
             )));
         }
-        if let Some(c) = &a.check {
-            if let Some((b, asked)) = c.0.iter().find(|(b, _)| *b > guard_max) {
-                return Err(usage(format!(
-                    "--check {asked}: {} MiB is more than the {} MiB a run may use here (the host guard's room): \
-                     a limit that large cannot be tested on this machine",
-                    b / MIB,
-                    guard_max / MIB
-                )));
-            }
-        }
+        check_fits(a, guard_max)?;
         config = Recorded::batch(a, &command, &arms, guard_max, node);
         batch = Some(
             arms.iter()

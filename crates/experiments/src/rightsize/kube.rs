@@ -136,8 +136,9 @@ pub struct Kubernetes {
 
 /// The block for `limit`, with `swap` held at it on `backing` (zram,
 /// zswap, swapfile, existing, none), for `node`; `v2`: this machine's
-/// cgroup version, said when LimitedSwap needs what it lacks.
-pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node) -> Kubernetes {
+/// cgroup version, said when LimitedSwap needs what it lacks; `peak`: the
+/// unlimited peak, the safe block where the node's swap is too little.
+pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node, peak: u64) -> Kubernetes {
     let relies_on = match backing {
         _ if swap < MI => Relies::Nothing,
         "none" => Relies::Nothing,
@@ -176,10 +177,11 @@ pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node) ->
             human(swap)
         )),
         _ => {
-            said.push(format!(
+            said.push(
                 "QoS Burstable, as LimitedSwap requires: a container whose memory request equals its limit, and a \
                  Guaranteed or BestEffort pod, get no swap. The request is below the limit for that reason."
-            ));
+                    .to_string(),
+            );
             said.push(format!(
                 "LimitedSwap: swap = request ÷ node memory × node swap = {} ÷ {} × {} = {} for this container; it held \
                  {} at the limit, so {whose} {} (node swap needed at this request: {}).",
@@ -191,6 +193,13 @@ pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node) ->
                 if given >= swap { "gives enough" } else { "gives too little" },
                 needed.map_or("none".into(), human)
             ));
+            if given < swap {
+                said.push(format!(
+                    "Where the node's swap gives less than that, the safe block needs no swap: requests and limits \
+                     memory {} (the unlimited peak).",
+                    mi(peak)
+                ));
+            }
             said.push(format!(
                 "LimitedSwap needs a cgroup v2 node (memory.swap.max) and NodeSwap (GA in Kubernetes 1.34).{}",
                 if v2 { "" } else { " This machine is cgroup v1: these runs were made there, not under LimitedSwap." }
@@ -220,7 +229,7 @@ pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node) ->
 
 /// Bytes as MiB or GiB, for a sentence.
 fn human(b: u64) -> String {
-    if b >= 10 << 30 { format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64) } else { format!("{} MiB", b.div_ceil(MI)) }
+    if b >= 1 << 30 { format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64) } else { format!("{} MiB", b.div_ceil(MI)) }
 }
 
 #[cfg(test)]
@@ -263,23 +272,24 @@ mod tests {
     /// below it and the node's swap is too little.
     #[test]
     fn the_limited_swap_arithmetic_follows_the_request() {
-        let k = kubernetes(500 << 20, 100 << 20, "swapfile", true, node());
+        let k = kubernetes(500 << 20, 100 << 20, "swapfile", true, node(), 900 << 20);
         assert_eq!((k.request_bytes, k.limit_bytes, k.relies_on), (400 << 20, 500 << 20, Relies::Swap));
         assert_eq!(k.limited_swap_bytes, 100 << 20);
         assert_eq!(k.node_swap_needed_bytes, Some(4 << 30));
         assert!(k.resources.contains("requests:\n    memory: 400Mi") && k.resources.contains("limits:\n    memory: 500Mi"));
         assert!(k.said.iter().any(|l| l.contains("gives enough")));
-        let k = kubernetes(300 << 20, 100 << 20, "swapfile", false, node());
+        let k = kubernetes(300 << 20, 100 << 20, "swapfile", false, node(), 900 << 20);
         assert_eq!(k.request_bytes, 299 << 20);
         assert!(k.limited_swap_bytes < 100 << 20);
         assert!(k.node_swap_needed_bytes.unwrap() > 4 << 30);
         assert!(k.said.iter().any(|l| l.contains("gives too little")));
+        assert!(k.said.iter().any(|l| l.contains("memory 900Mi (the unlimited peak)")));
         assert!(k.said.iter().any(|l| l.contains("cgroup v1")));
         // No swap used: request equals limit.
-        let k = kubernetes(300 << 20, 0, "swapfile", true, node());
+        let k = kubernetes(300 << 20, 0, "swapfile", true, node(), 900 << 20);
         assert_eq!((k.request_bytes, k.relies_on, k.node_swap_needed_bytes), (300 << 20, Relies::Nothing, None));
         // zram: said that Kubernetes does not cover it.
-        let k = kubernetes(300 << 20, 50 << 20, "zram", true, node());
+        let k = kubernetes(300 << 20, 50 << 20, "zram", true, node(), 900 << 20);
         assert_eq!(k.relies_on, Relies::Zram);
         assert!(k.said.iter().any(|l| l.contains("does not cover zram")));
     }

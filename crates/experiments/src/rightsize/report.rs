@@ -155,6 +155,46 @@ fn kubernetes_text(s: &mut String, k: &crate::rightsize::kube::Kubernetes) {
     }
 }
 
+/// The answer: the recommendation and its lines, or the safe answer; each
+/// `--check`ed limit; the Kubernetes terms.
+fn answer_text(s: &mut String, r: &RightsizeResult) {
+    match (&r.recommendation, &r.unverified_reason) {
+        (Some(rec), _) => {
+            let _ = writeln!(s, "\n{}\n", rec.summary);
+            for l in &rec.lines {
+                let _ = writeln!(s, "  {l}");
+            }
+            if let Some(k) = &rec.kubernetes {
+                kubernetes_text(s, k);
+            }
+        }
+        (None, Some(why)) => match &r.unverified {
+            Some(u) => {
+                let _ = writeln!(s, "\n{}\n", u.summary);
+                for l in &u.lines {
+                    let _ = writeln!(s, "  {l}");
+                }
+            }
+            None => {
+                let _ = writeln!(s, "\nno recommendation: {why}");
+            }
+        },
+        _ => {}
+    }
+    if !r.checks.is_empty() {
+        let _ = writeln!(s, "\n--check, within {:.0} %:", r.target_slowdown * 100.0);
+        for c in &r.checks {
+            let _ = writeln!(s, "  {}", c.said);
+        }
+        for c in &r.checks {
+            if let Some(k) = &c.kubernetes {
+                let _ = writeln!(s, "\nat {}:", c.asked);
+                kubernetes_text(s, k);
+            }
+        }
+    }
+}
+
 pub fn text_table(rs: &[RightsizeResult]) -> String {
     let mut s = String::new();
     for r in rs {
@@ -232,41 +272,7 @@ pub fn text_table(rs: &[RightsizeResult]) -> String {
                 svc.ended
             );
         }
-        match (&r.recommendation, &r.unverified_reason) {
-            (Some(rec), _) => {
-                let _ = writeln!(s, "\n{}\n", rec.summary);
-                for l in &rec.lines {
-                    let _ = writeln!(s, "  {l}");
-                }
-                if let Some(k) = &rec.kubernetes {
-                    kubernetes_text(&mut s, k);
-                }
-            }
-            (None, Some(why)) => match &r.unverified {
-                Some(u) => {
-                    let _ = writeln!(s, "\n{}\n", u.summary);
-                    for l in &u.lines {
-                        let _ = writeln!(s, "  {l}");
-                    }
-                }
-                None => {
-                    let _ = writeln!(s, "\nno recommendation: {why}");
-                }
-            },
-            _ => {}
-        }
-        if !r.checks.is_empty() {
-            let _ = writeln!(s, "\n--check, within {:.0} %:", r.target_slowdown * 100.0);
-            for c in &r.checks {
-                let _ = writeln!(s, "  {}", c.said);
-            }
-            for c in &r.checks {
-                if let Some(k) = &c.kubernetes {
-                    let _ = writeln!(s, "\nat {}:", c.asked);
-                    kubernetes_text(&mut s, k);
-                }
-            }
-        }
+        answer_text(&mut s, r);
         match &r.service {
             Some(svc) => {
                 let _ = writeln!(
@@ -335,90 +341,123 @@ pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
 
 type DynErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// One result's chart: the ratio at each limit with its interval, the
+/// target as a band, the verified limits, and what each limit needs in all
+/// on a second axis. Its two files.
+fn chart(dir: &std::path::Path, r: &RightsizeResult, rs: &[RightsizeResult]) -> Result<[PathBuf; 2], DynErr> {
+    let ok: Vec<_> = r.curve.iter().filter(|p| !p.censored).collect();
+    let mut tr = vec![Trace {
+        name: "runtime ratio (bars: 95 % interval)".into(),
+        color: 1,
+        points: ok.iter().map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect(),
+        faint: false,
+        band: vec![],
+    }];
+    // Each limit's interval as a bar of its own (a band would join limits).
+    for p in &ok {
+        if let Some(c) = p.ci95 {
+            let x = p.limit_bytes as f64 / MIB;
+            tr.push(Trace {
+                name: String::new(),
+                color: 1,
+                points: vec![(x, c[0]), (x, c[1])],
+                faint: true,
+                band: vec![],
+            });
+        }
+    }
+    let stopped: Vec<(f64, f64)> =
+        r.curve.iter().filter(|p| p.censored).map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect();
+    if !stopped.is_empty() {
+        tr.push(Trace {
+            name: "stopped (at least)".into(),
+            color: 0,
+            points: stopped,
+            faint: false,
+            band: vec![],
+        });
+    }
+    let xmax = r.baseline.as_ref().map(|b| b.peak_bytes_max as f64 / MIB).unwrap_or(0.0);
+    // The target as a band: every ratio from 1 up to 1 + the target is within it.
+    tr.push(Trace {
+        name: format!("within the target (≤ 1 + {:.0} %)", r.target_slowdown * 100.0),
+        color: 2,
+        points: vec![(0.0, 1.0 + r.target_slowdown), (xmax, 1.0 + r.target_slowdown)],
+        faint: true,
+        band: vec![(0.0, 1.0, 1.0 + r.target_slowdown), (xmax, 1.0, 1.0 + r.target_slowdown)],
+    });
+    for c in r.checks.iter().filter(|c| c.answer == crate::rightsize::results::CheckAnswer::Verified) {
+        let l = c.limit_bytes as f64 / MIB;
+        tr.push(Trace {
+            name: format!("--check {} verified", c.asked),
+            color: 2,
+            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
+            faint: false,
+            band: vec![],
+        });
+    }
+    if let Some(x) = &r.recommendation {
+        let l = x.limit_bytes as f64 / MIB;
+        tr.push(Trace {
+            name: format!("recommended {l:.0} MiB"),
+            color: 2,
+            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
+            faint: false,
+            band: vec![],
+        });
+    }
+    if let Some(u) = &r.unverified {
+        let l = u.safe_limit_bytes as f64 / MIB;
+        tr.push(Trace {
+            name: format!("nothing verified: safe limit, the peak, {l:.0} MiB"),
+            color: 5,
+            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
+            faint: false,
+            band: vec![],
+        });
+    }
+    // One chart per store when several were compared.
+    let name = if rs.iter().filter(|x| !x.curve.is_empty()).count() > 1 {
+        format!("rightsize-{}", report::plain_name(&store_label(r).replace(' ', "-")))
+    } else {
+        "rightsize".to_string()
+    };
+    // On the right: what each limit needs in all (the limit plus the
+    // compressed store's RAM).
+    let totals = vec![Trace {
+        name: "in all, MiB (limit + store; right axis)".into(),
+        color: 4,
+        points: r
+            .curve
+            .iter()
+            .filter_map(|p| p.total_bytes.map(|t| (p.limit_bytes as f64 / MIB, t as f64 / MIB)))
+            .collect(),
+        faint: false,
+        band: vec![],
+    }];
+    let secondary = (!totals[0].points.is_empty()).then_some(("memory in all, MiB", totals.as_slice()));
+    charts::traces_with(
+        &dir.join(&name),
+        &if name == "rightsize" {
+            "pagelab rightsize: runtime under each limit, over unlimited".to_string()
+        } else {
+            format!("pagelab rightsize ({}): runtime under each limit, over unlimited", store_label(r))
+        },
+        "memory limit, MiB",
+        "runtime ratio (log)",
+        &tr,
+        true,
+        secondary,
+    )?;
+    Ok([dir.join(format!("{name}.svg")), dir.join(format!("{name}.png"))])
+}
+
 pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, DynErr> {
     let dir = &rec.dir;
     let mut written = Vec::new();
     for r in rs {
         if !r.curve.is_empty() {
-            let ok: Vec<_> = r.curve.iter().filter(|p| !p.censored).collect();
-            let mut tr = vec![Trace {
-                name: "runtime ratio (bars: 95 % interval)".into(),
-                color: 1,
-                points: ok.iter().map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect(),
-                faint: false,
-                band: vec![],
-            }];
-            // Each limit's interval as a bar of its own (a band would join limits).
-            for p in &ok {
-                if let Some(c) = p.ci95 {
-                    let x = p.limit_bytes as f64 / MIB;
-                    tr.push(Trace {
-                        name: String::new(),
-                        color: 1,
-                        points: vec![(x, c[0]), (x, c[1])],
-                        faint: true,
-                        band: vec![],
-                    });
-                }
-            }
-            let stopped: Vec<(f64, f64)> =
-                r.curve.iter().filter(|p| p.censored).map(|p| (p.limit_bytes as f64 / MIB, p.ratio)).collect();
-            if !stopped.is_empty() {
-                tr.push(Trace {
-                    name: "stopped (at least)".into(),
-                    color: 0,
-                    points: stopped,
-                    faint: false,
-                    band: vec![],
-                });
-            }
-            let xmax = r.baseline.as_ref().map(|b| b.peak_bytes_max as f64 / MIB).unwrap_or(0.0);
-            tr.push(Trace {
-                name: format!("target 1 + {:.0} %", r.target_slowdown * 100.0),
-                color: 5,
-                points: vec![(0.0, 1.0 + r.target_slowdown), (xmax, 1.0 + r.target_slowdown)],
-                faint: true,
-                band: vec![],
-            });
-            if let Some(x) = &r.recommendation {
-                let l = x.limit_bytes as f64 / MIB;
-                tr.push(Trace {
-                    name: format!("recommended {l:.0} MiB"),
-                    color: 2,
-                    points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
-                    faint: false,
-                    band: vec![],
-                });
-            }
-            if let Some(u) = &r.unverified {
-                let l = u.safe_limit_bytes as f64 / MIB;
-                tr.push(Trace {
-                    name: format!("nothing verified: safe limit, the peak, {l:.0} MiB"),
-                    color: 5,
-                    points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
-                    faint: false,
-                    band: vec![],
-                });
-            }
-            // One chart per store when several were compared.
-            let name = if rs.iter().filter(|x| !x.curve.is_empty()).count() > 1 {
-                format!("rightsize-{}", report::plain_name(&store_label(r).replace(' ', "-")))
-            } else {
-                "rightsize".to_string()
-            };
-            charts::traces(
-                &dir.join(&name),
-                &if name == "rightsize" {
-                    "pagelab rightsize: runtime under each limit, over unlimited".to_string()
-                } else {
-                    format!("pagelab rightsize ({}): runtime under each limit, over unlimited", store_label(r))
-                },
-                "memory limit, MiB",
-                "runtime ratio (log)",
-                &tr,
-                true,
-            )?;
-            written.extend([dir.join(format!("{name}.svg")), dir.join(format!("{name}.png"))]);
+            written.extend(chart(dir, r, rs)?);
         }
         if let Some(svc) = &r.service
             && svc.timeline.len() > 1
@@ -516,6 +555,12 @@ impl Study for Rightsize {
     }
     fn findings(&self) -> &'static [Finding<RightsizeResult>] {
         &FINDINGS
+    }
+    fn no_findings(&self) -> Option<&'static str> {
+        Some(
+            "its answer is verified by its own pairs (a finding on them could only match), and the share it saves \
+             has no interval (the limit chosen is an upper bound on the need, its lower side a probe's one or two pairs)",
+        )
     }
     fn summary(&self, m: &[Metric]) -> Vec<String> {
         m.iter()

@@ -359,9 +359,15 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(o, "{}: {}\n", s.state, s.reason.as_deref().unwrap_or("no run"));
             continue;
         }
-        let _ = writeln!(o, "Against the published study ({}):\n", s.exp.map_or("", |e| e.study()));
-        o += &verdict_markdown(&s.verdicts());
-        o += "\nHeadline metrics:\n\n";
+        let v = s.verdicts();
+        if !v.is_empty() {
+            let _ = writeln!(o, "Against the published study ({}):\n", s.exp.map_or("", |e| e.study()));
+            o += &verdict_markdown(&v);
+            o += "\n";
+        } else if let Some(why) = s.exp.and_then(|e| e.no_findings()) {
+            let _ = writeln!(o, "No finding is judged: {why}.\n");
+        }
+        o += "Headline metrics:\n\n";
         o += &metrics_table(&s.metrics());
     }
     o
@@ -639,6 +645,9 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         return;
     };
     let v = s.verdicts();
+    if let (true, Some(why)) = (v.is_empty(), s.exp.and_then(|e| e.no_findings())) {
+        let _ = writeln!(o, "<p>No finding is judged: {}.</p>", esc(why));
+    }
     if !v.is_empty() {
         o.push_str("<h3>Against the published study</h3>\n<div class=\"scroll\"><table class=\"verdicts\"><thead><tr><th>the study found</th><th>study</th><th>quantity</th><th>accepted</th><th>this run (95 % CI)</th><th></th><th>why</th></tr></thead><tbody>\n");
         for x in &v {

@@ -23,9 +23,11 @@ fn ready_lines(limit: u64, swap_room: u64, peak: u64) -> Vec<String> {
     } else {
         format!("docker run: --memory {l}m")
     });
-    // Kubernetes' block comes apart (kube.rs): with swap, its request must
+    // With swap, Kubernetes' block comes apart (kube.rs): its request must
     // be below its limit, and LimitedSwap's share depends on the node.
-    if s > 0 {
+    if s == 0 {
+        lines.push(format!("kubernetes: resources: {{requests: {{memory: {l}Mi}}, limits: {{memory: {l}Mi}}}}"));
+    } else {
         lines.push(format!(
             "(the limit relies on swap: on a node without it, Kubernetes' default, give the peak, {p}Mi)"
         ));
@@ -131,14 +133,7 @@ pub(super) fn recommend(
         res.cgroup_version,
         if res.backing.is_empty() { "no" } else { &res.backing },
     );
-    let summary = if res.backing == "existing" {
-        format!(
-            "{summary} The existing swap is the machine's own: the RAM a zram device or a zswap pool in front of it \
-             takes is not measured, and not in the total."
-        )
-    } else {
-        summary
-    };
+    let summary = existing_said(res, summary);
     Ok(Recommendation {
         limit_bytes: limit,
         verified: true,
@@ -153,8 +148,19 @@ pub(super) fn recommend(
         look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
-        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, &res.backing, res.cgroup_version == "v2", node)),
+        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, &res.backing, res.cgroup_version == "v2", node, peak)),
     })
+}
+
+/// An existing swap's caveat after the summary.
+fn existing_said(res: &RightsizeResult, summary: String) -> String {
+    if res.backing != "existing" {
+        return summary;
+    }
+    format!(
+        "{summary} The existing swap is the machine's own: the RAM a zram device or a zswap pool in front of it \
+         takes is not measured, and not in the total."
+    )
 }
 
 /// A limit verified within the target whose answer cannot be given (`why`:

@@ -52,7 +52,7 @@ pub(super) fn limit_check(
             let l = look.expect("a verified limit had a look");
             let swap_known = swap.or((res.backing == "none").then_some(0));
             out.kubernetes =
-                swap_known.map(|s| kube::kubernetes(c.limit, s, &res.backing, res.cgroup_version == "v2", cfg.node));
+                swap_known.map(|s| kube::kubernetes(c.limit, s, &res.backing, res.cgroup_version == "v2", cfg.node, found.peak));
             (
                 CheckAnswer::Verified,
                 format!(
@@ -94,10 +94,21 @@ pub(super) fn limit_check(
                     minutes(seconds)
                 )
             });
+            // Stopped before its last pair: even every pair left could not
+            // have put the bound within the target (verify's futility).
+            let early = if (v.ratios.len() as u32) < found.pairs_each && v.ended == "futile" {
+                format!(
+                    " (stopped after {} of {} pairs: the pairs left could not have verified it)",
+                    v.ratios.len(),
+                    found.pairs_each
+                )
+            } else {
+                String::new()
+            };
             (
                 CheckAnswer::Undecided,
                 format!(
-                    "{shown}: undecided within the budget ({} pairs allowed): {figures}{}",
+                    "{shown}: undecided within the budget ({} pairs allowed{early}): {figures}{}",
                     found.pairs_each,
                     budget.unwrap_or_else(|| ": too few pairs to say what would decide".into())
                 ),

@@ -105,7 +105,8 @@ pub fn check<R: Runner>(cfg: SearchConfig, limits: &[u64], runner: &mut R) -> Re
             Answer::OomKilled { killed, runs } => format!("OOM-killed in {killed} of {runs} runs"),
             Answer::Undecided { .. } => "undecided".to_string(),
         };
-        let msg = format!("{} MiB: {said} after {} pairs", limit / MIB, v.ratios.len());
+        let n = v.ratios.len();
+        let msg = format!("{} MiB: {said} after {n} pair{}", limit / MIB, if n == 1 { "" } else { "s" });
         st.runner.progress(&msg);
         checked.push(Checked { limit, verification: v, answer });
     }

@@ -128,21 +128,24 @@ impl Plan {
         };
         match (self.pairs_needed, self.runs_needed) {
             (Some(p), Some(r)) if self.enough => format!(
-                "plan: pairs of runs differ by about ±{:.1} % here; verifying {target:.0} % needs about {p} pairs \
+                "plan: pairs of runs differ by about ±{:.1} % here (the bound allows for unseen stalls: ±{:.0} % at least); verifying {target:.0} % needs about {p} pairs \
                  (about {r} runs in all, {} affordable): the budget buys them",
                 self.pair_sd * 100.0,
+                super::stall_sd() * 100.0,
                 self.runs_affordable
             ),
             (Some(p), Some(r)) => format!(
-                "plan: pairs of runs differ by about ±{:.1} % here; verifying {target:.0} % needs about {p} pairs \
+                "plan: pairs of runs differ by about ±{:.1} % here (the bound allows for unseen stalls: ±{:.0} % at least); verifying {target:.0} % needs about {p} pairs \
                  (about {r} runs in all), and the budget buys {}: at this noise {can}, not {target:.0} %",
                 self.pair_sd * 100.0,
+                super::stall_sd() * 100.0,
                 self.runs_affordable
             ),
             _ => format!(
-                "plan: pairs of runs differ by about ±{:.1} % here; verifying {target:.0} % needs more than 400 pairs: \
+                "plan: pairs of runs differ by about ±{:.1} % here (the bound allows for unseen stalls: ±{:.0} % at least); verifying {target:.0} % needs more than 400 pairs: \
                  at this noise {can}, not {target:.0} %",
-                self.pair_sd * 100.0
+                self.pair_sd * 100.0,
+                super::stall_sd() * 100.0
             ),
         }
     }
