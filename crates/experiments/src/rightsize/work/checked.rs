@@ -1,11 +1,10 @@
 //! `--check`'s answer for one limit, from its pairs.
 
 use super::BatchConfig;
-use super::search::MIB;
+use super::search::{MIB, log_sd, t_upper, verify_sd};
 use super::search::check::{Answer, CheckResult, Checked};
 use crate::rightsize::kube;
 use crate::rightsize::results::{CheckAnswer, LimitCheck, RightsizeResult};
-use record::stats::claim;
 
 /// A duration for a flag: whole minutes, at least one.
 fn minutes(s: f64) -> String {
@@ -21,16 +20,26 @@ pub(super) fn limit_check(
     swap: Option<u64>,
 ) -> LimitCheck {
     let v = &c.verification;
-    let e = claim::estimate(&v.ratios);
-    let ratio = e.map(|e| e.estimate).unwrap_or_else(|| v.ratios.first().copied().unwrap_or(f64::NAN));
-    let ci = e.filter(|_| v.ratios.len() >= 2).map(|e| e.ci95);
+    let ys: Vec<f64> = v.ratios.iter().map(|r| r.ln()).collect();
+    let n = ys.len();
+    let mean = ys.iter().sum::<f64>() / n.max(1) as f64;
+    let ratio = if n > 0 { mean.exp() } else { f64::NAN };
+    // The interval the bounds use: the limit's own spread, at least the stall
+    // floor (so an interval wholly under the target can still be undecided).
+    let ci = (n >= 2).then(|| {
+        let sd = verify_sd(log_sd(&ys));
+        let h = t_upper(0.025, n as f64 - 1.0) * sd / (n as f64).sqrt();
+        [(mean - h).exp(), (mean + h).exp()]
+    });
     let look = v.last().copied();
     let limited: Vec<_> = res.runs.iter().filter(|r| r.limit_bytes == Some(c.limit)).collect();
     let oom_killed = limited.iter().filter(|r| r.outcome == "oom").count() as u32;
     let shown = format!("{asked} ({} MiB)", c.limit.div_ceil(MIB));
     let figures = match ci {
-        Some([lo, hi]) => format!("ratio {ratio:.3} (95 % interval {lo:.3} to {hi:.3}) after {} pairs", v.ratios.len()),
-        None => format!("ratio {ratio:.3} after {} pair{}", v.ratios.len(), if v.ratios.len() == 1 { "" } else { "s" }),
+        Some([lo, hi]) => format!(
+            "ratio {ratio:.3} (95 % interval {lo:.3} to {hi:.3}, stall floor included) after {n} pairs"
+        ),
+        None => format!("ratio {ratio:.3} after {n} pair{}", if n == 1 { "" } else { "s" }),
     };
     let target = cfg.search.slowdown * 100.0;
     let mut out = LimitCheck {
@@ -61,28 +70,33 @@ pub(super) fn limit_check(
                 ),
             )
         }
-        Answer::TooSlow { stopped: true } => {
-            out.stopped_at_cap = true;
+        Answer::TooSlow { capped } => {
+            out.stopped_at_cap = capped > 0;
+            let cap = if capped > 0 {
+                format!(
+                    "; {capped} run{} passed the time cap ({}× the unlimited median), counted at the cap",
+                    if capped == 1 { "" } else { "s" },
+                    cfg.search.cap_factor
+                )
+            } else {
+                String::new()
+            };
             (
                 CheckAnswer::TooSlow,
                 format!(
-                    "{shown}: too slow: a run passed the time cap ({}× the unlimited median); {figures}",
-                    cfg.search.cap_factor
+                    "{shown}: too slow: {figures}; its one-sided lower bound {:.3} at α {:.4} is above 1 + {target:.0} \
+                     %{cap}",
+                    look.map_or(f64::NAN, |l| l.lower_spent),
+                    look.map_or(f64::NAN, |l| l.alpha)
                 ),
             )
         }
-        Answer::TooSlow { stopped: false } => (
-            CheckAnswer::TooSlow,
-            format!(
-                "{shown}: too slow: {figures}; its one-sided 95 % lower bound {:.3} is above 1 + {target:.0} %",
-                look.map_or(f64::NAN, |l| l.lower)
-            ),
-        ),
         Answer::OomKilled { killed, runs } => (
             CheckAnswer::OomKilled,
-            format!("{shown}: OOM-killed in {killed} of {runs} runs under the limit"),
+            format!("{shown}: OOM-killed in {killed} of {runs} runs under the limit (the pairs up to its first look)"),
         ),
-        Answer::Undecided { pairs_to_decide } => {
+        Answer::Undecided { pairs_to_decide, capped } => {
+            out.stopped_at_cap = capped > 0;
             let budget = pairs_to_decide.map(|n| {
                 let runs = cfg.search.baselines + 2 * n;
                 let seconds = runs as f64 * found.reference_s * 1.1;
@@ -96,9 +110,9 @@ pub(super) fn limit_check(
             });
             // Stopped before its last pair: even every pair left could not
             // have put the bound within the target (verify's futility).
-            let early = if (v.ratios.len() as u32) < found.pairs_each && v.ended == "futile" {
+            let early = if (v.ratios.len() as u32) < found.pairs_each && v.ended == "out of runs" {
                 format!(
-                    " (stopped after {} of {} pairs: the pairs left could not have verified it)",
+                    "; stopped after {} of {}: with the pairs left neither bound could cross the target",
                     v.ratios.len(),
                     found.pairs_each
                 )
@@ -108,9 +122,14 @@ pub(super) fn limit_check(
             (
                 CheckAnswer::Undecided,
                 format!(
-                    "{shown}: undecided within the budget ({} pairs allowed{early}): {figures}{}",
+                    "{shown}: undecided within the budget ({} pairs allowed{early}): {figures}{}{}",
                     found.pairs_each,
-                    budget.unwrap_or_else(|| ": too few pairs to say what would decide".into())
+                    if capped > 0 {
+                        format!("; {capped} run(s) passed the time cap, so it cannot be verified, only found too slow")
+                    } else {
+                        String::new()
+                    },
+                    budget.unwrap_or_else(|| "; too few pairs to say what would decide".into())
                 ),
             )
         }

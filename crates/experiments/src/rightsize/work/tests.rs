@@ -32,6 +32,8 @@ fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
         looks: Vec::new(),
         verified: true,
         ended: "verified",
+        capped: 0,
+        oom: 0,
     };
     (res, v)
 }

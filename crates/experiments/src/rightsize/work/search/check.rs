@@ -13,15 +13,18 @@ use super::*;
 pub enum Answer {
     /// The one-sided upper bound (at the look's share of α) is within the target.
     Verified,
-    /// The one-sided 95 % lower bound is above the target, or a limited run
-    /// passed the time cap (`stopped`).
-    TooSlow { stopped: bool },
+    /// The one-sided lower bound, at the look's share of α, is above the
+    /// target (`capped` limited runs passed the time cap, each counted at
+    /// the cap, which only lowers that bound).
+    TooSlow { capped: u32 },
     /// Limited runs killed by the OOM killer in their group, of those made.
     OomKilled { killed: u32, runs: u32 },
     /// Neither bound crossed the target in the pairs the budget gave; about
     /// this many pairs would decide, if the ratio holds where it is (None:
-    /// fewer than two pairs, or the ratio sits on the target).
-    Undecided { pairs_to_decide: Option<u32> },
+    /// fewer than two pairs, or the ratio sits on the target). A limit with
+    /// a run past the time cap is never verified (its ratio there is only a
+    /// lower bound).
+    Undecided { pairs_to_decide: Option<u32>, capped: u32 },
 }
 
 /// One limit checked.
@@ -46,22 +49,38 @@ pub struct CheckResult {
     pub reference_s: f64,
 }
 
-/// Pairs that would move the bound of a mean `m` (log) with pair spread `sd`
-/// across `theta`: one-sided 5 % with 80 % power, ((1.645 + 0.842) sd ÷
-/// |θ − m|)², at least 2.
-pub fn pairs_to_decide(m: f64, sd: f64, theta: f64) -> Option<u32> {
+/// Pairs that would decide a limit whose mean log ratio is `m` with pair
+/// spread `sd` (the floor included), if that held: the fewest n at which a
+/// verification spending `alpha` over n pairs, looking after `first` and
+/// about half as many again (as `--check` would, with a budget of n), has 80
+/// % power to move its bound across `theta` ([`power`], mirrored for "too
+/// slow"). Rough: `m` is an estimate. None when `m` sits on the target or
+/// no n up to 2000 does.
+pub fn pairs_to_decide(m: f64, sd: f64, theta: f64, first: u32, alpha: f64) -> Option<u32> {
     let gap = (theta - m).abs();
     if !(gap > 1e-9 && sd.is_finite()) {
         return None;
     }
-    let n = ((1.645 + 0.842) * sd / gap).powi(2).ceil();
-    (n < 1e6).then_some((n as u32).max(2))
+    let ok = |n: u32| power(n, n, first, theta, theta - gap, sd, alpha, 0.0) >= 0.8;
+    let mut hi = first.max(2);
+    while hi <= 2000 && !ok(hi) {
+        hi *= 2;
+    }
+    if hi > 2000 && !ok(hi) {
+        return None;
+    }
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if ok(mid) { hi = mid } else { lo = mid }
+    }
+    Some(hi.max(first))
 }
 
 /// Checks each of `limits` in turn, after `cfg.baselines` unlimited runs.
 /// Fails only when a run fails (the runner's error).
 pub fn check<R: Runner>(cfg: SearchConfig, limits: &[u64], runner: &mut R) -> Result<CheckResult, R::Error> {
-    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0 };
+    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0, check_mode: true };
     for _ in 0..cfg.baselines.max(1) {
         st.run(Role::Baseline, None)?;
     }
@@ -83,21 +102,18 @@ pub fn check<R: Runner>(cfg: SearchConfig, limits: &[u64], runner: &mut R) -> Re
     for &limit in limits {
         let mut used = 0;
         let v = st.verify(limit, pairs_each, &mut used)?;
-        let limited: Vec<&Done> =
-            st.pairs.iter().filter(|p| p.limit == limit && p.role == Role::Verify).map(|p| &st.runs[p.limited]).collect();
-        let killed = limited.iter().filter(|d| d.trial.outcome == Outcome::Oom).count() as u32;
-        let stopped = limited.iter().any(|d| d.trial.outcome == Outcome::TooSlow);
+        let limited = st.pairs.iter().filter(|p| p.limit == limit && p.role == Role::Verify).count() as u32;
         let ys: Vec<f64> = v.ratios.iter().map(|r| r.ln()).collect();
-        let answer = if v.verified {
-            Answer::Verified
-        } else if killed > 0 {
-            Answer::OomKilled { killed, runs: limited.len() as u32 }
-        } else if stopped || v.last().is_some_and(|l| l.lower.ln() > theta) {
-            Answer::TooSlow { stopped }
-        } else {
-            let m = ys.iter().sum::<f64>() / ys.len().max(1) as f64;
-            let need = (ys.len() >= 2).then(|| pairs_to_decide(m, verify_sd(log_sd(&ys)), theta)).flatten();
-            Answer::Undecided { pairs_to_decide: need }
+        let answer = match v.ended {
+            "verified" => Answer::Verified,
+            "oom" => Answer::OomKilled { killed: v.oom, runs: limited },
+            "too slow" => Answer::TooSlow { capped: v.capped },
+            _ => {
+                let m = ys.iter().sum::<f64>() / ys.len().max(1) as f64;
+                let sd = verify_sd(log_sd(&ys));
+                let need = (ys.len() >= 2).then(|| pairs_to_decide(m, sd, theta, first, cfg.alpha)).flatten();
+                Answer::Undecided { pairs_to_decide: need, capped: v.capped }
+            }
         };
         let said = match answer {
             Answer::Verified => "verified".to_string(),

@@ -195,6 +195,8 @@ pub struct Look {
     pub upper: f64,
     /// One-sided 95 % lower bound (futility).
     pub lower: f64,
+    /// One-sided lower bound at this look's share of α (`--check`'s "too slow").
+    pub lower_spent: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -205,8 +207,12 @@ pub struct Verification {
     pub looks: Vec<Look>,
     pub verified: bool,
     /// `verified`, `futile` (its lower bound above the target, or a run
-    /// stopped), or `out of runs`.
+    /// stopped), `too slow` or `oom` (`--check`), or `out of runs`.
     pub ended: &'static str,
+    /// Limited runs stopped at the time cap (counted at the cap), and
+    /// killed by the OOM killer (`--check` goes on past them to its look).
+    pub capped: u32,
+    pub oom: u32,
 }
 
 impl Verification {
@@ -287,6 +293,9 @@ struct State<'a, R: Runner> {
     runs: Vec<Done>,
     pairs: Vec<Pair>,
     spent_s: f64,
+    /// `--check`: a limited run stopped at the cap or OOM-killed does not end
+    /// the limit's pairs at once (see [`State::verify`]).
+    check_mode: bool,
     /// The unlimited runs before the first limited one whose spread counts
     /// (until the pairs have degrees of freedom of their own): all but the
     /// first, a warm-up (its page cache may be cold), when there are three
@@ -405,7 +414,7 @@ pub fn first_probe(w: u64, peak: u64) -> u64 {
 }
 
 pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResult, R::Error> {
-    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0 };
+    let mut st = State { cfg, runner, runs: Vec::new(), pairs: Vec::new(), spent_s: 0.0, spread_runs: 0..0, check_mode: false };
     for _ in 0..cfg.baselines.max(1) {
         st.run(Role::Baseline, None)?;
     }
@@ -469,6 +478,8 @@ pub(crate) enum Mutant {
     /// unlimited runs' spread borrowed while that has fewer than 4 degrees of
     /// freedom, no stall floor.
     Pooled,
+    /// Round two's borrowing alone: as `Pooled`, with the stall floor kept.
+    PooledFloored,
 }
 
 #[cfg(test)]
@@ -484,8 +495,29 @@ fn mutant() -> Mutant {
     Mutant::None
 }
 
+/// `--check`'s decision at a look, or None to go on: an OOM kill ends it;
+/// with no run stopped at the cap, the upper bound within the target
+/// verifies; the lower bound at the look's share of α above the target is
+/// too slow (a capped run counts at its cap, which only lowers that bound);
+/// and when, even with every pair left (`more`) and all the α left, neither
+/// bound could cross the target, it is undecided (`out of runs`).
+fn check_look(v: &Verification, look: &Look, theta: f64, more: bool, mean: f64, margin_final: f64) -> Option<&'static str> {
+    if v.oom > 0 {
+        return Some("oom");
+    }
+    if v.capped == 0 && look.upper.is_finite() && look.upper.ln() <= theta {
+        return Some("verified");
+    }
+    if look.lower_spent.ln() > theta {
+        return Some("too slow");
+    }
+    let could_verify = v.capped == 0 && mean + margin_final <= theta;
+    let could_be_slow = mean - margin_final > theta;
+    (!more || (!could_verify && !could_be_slow)).then_some("out of runs")
+}
+
 /// The sample standard deviation of log ratios (NaN for fewer than two).
-fn log_sd(ys: &[f64]) -> f64 {
+pub fn log_sd(ys: &[f64]) -> f64 {
     let n = ys.len() as f64;
     if ys.len() < 2 {
         return f64::NAN;
@@ -612,7 +644,15 @@ impl<R: Runner> State<'_, R> {
         let cfg = self.cfg;
         let theta = (1.0 + cfg.slowdown).ln();
         let first = cfg.pairs.max(2);
-        let mut v = Verification { limit: c, ratios: Vec::new(), looks: Vec::new(), verified: false, ended: "out of runs" };
+        let mut v = Verification {
+            limit: c,
+            ratios: Vec::new(),
+            looks: Vec::new(),
+            verified: false,
+            ended: "out of runs",
+            capped: 0,
+            oom: 0,
+        };
         let mut ys: Vec<f64> = Vec::new();
         let mut last_look = *used;
         let mut next = first;
@@ -629,8 +669,14 @@ impl<R: Runner> State<'_, R> {
                 v.ratios.push(p.log_ratio.exp());
                 if !p.ok {
                     // Stopped or killed: no bound can put it within the target.
-                    v.ended = "futile";
-                    return Ok(v);
+                    // (--check counts it and goes on to its look: one capped
+                    // run is no evidence of "too slow", and "k of n" needs n.)
+                    let oom = self.runs[p.limited].trial.outcome == Outcome::Oom;
+                    if !self.check_mode {
+                        v.ended = "futile";
+                        return Ok(v);
+                    }
+                    if oom { v.oom += 1 } else { v.capped += 1 }
                 }
             }
             let n = ys.len() as f64;
@@ -653,6 +699,10 @@ impl<R: Runner> State<'_, R> {
                     let (sd, df) = self.pooled();
                     (a, sd, df)
                 }
+                Mutant::PooledFloored => {
+                    let (sd, df) = self.pooled();
+                    (a, verify_sd(sd), df)
+                }
             };
             last_look = *used;
             let se = sd / n.sqrt();
@@ -663,6 +713,7 @@ impl<R: Runner> State<'_, R> {
                 ratio: mean.exp(),
                 upper: (mean + t_upper(a, df) * se).exp(),
                 lower: (mean - t_upper(0.05, df) * se).exp(),
+                lower_spent: (mean - t_upper(a, df) * se).exp(),
             };
             v.looks.push(look);
             let msg = format!(
@@ -675,6 +726,18 @@ impl<R: Runner> State<'_, R> {
                 1.0 + cfg.slowdown
             );
             self.runner.progress(&msg);
+            let n_final = n + n_max.saturating_sub(*used) as f64;
+            let a_final = cfg.alpha - spend(cfg.alpha, last_look, n_max);
+            let margin_final = t_upper(a_final, df + n_final - n) * sd / n_final.sqrt();
+            if self.check_mode {
+                if let Some(end) = check_look(&v, &look, theta, n_final > n, mean, margin_final) {
+                    v.verified = end == "verified";
+                    v.ended = end;
+                    return Ok(v);
+                }
+                next = ys.len() as u32 + (ys.len() as u32 / 2).max(2);
+                continue;
+            }
             if look.upper.is_finite() && look.upper.ln() <= theta {
                 v.verified = true;
                 v.ended = "verified";
@@ -683,10 +746,7 @@ impl<R: Runner> State<'_, R> {
             // Futile (which costs no α): the lower bound is above the target,
             // or the estimate as it stands could not verify even with every
             // pair left and all the α left at one last look.
-            let n_final = n + n_max.saturating_sub(*used) as f64;
-            let a_final = cfg.alpha - spend(cfg.alpha, last_look, n_max);
-            let hopeless =
-                n_final > n && mean + t_upper(a_final, df + n_final - n) * sd / n_final.sqrt() > theta;
+            let hopeless = n_final > n && mean + margin_final > theta;
             if look.lower.ln() > theta || hopeless {
                 v.ended = "futile";
                 return Ok(v);
