@@ -292,8 +292,8 @@ fn two_stores_are_searched_and_compared_with_their_predictions() {
 
 /// `--check` through the command (the answers' statistics are tested on
 /// simulated programs, rightsize::work::search): with no swap, 8 MiB and
-/// 12 MiB are below the 64 MiB the program writes, so each limit's first
-/// limited run is OOM-killed; the run exits 3 (a limit not verified: not 1,
+/// 12 MiB are below the 64 MiB the program writes, so each limit's limited
+/// runs up to its first look (two pairs) are OOM-killed; the run exits 3 (a limit not verified: not 1,
 /// a failure, nor 2, bad input), says each limit's answer in one line, and
 /// records them, with the limits as given, in the JSON and run.json.
 #[test]
@@ -311,15 +311,15 @@ fn check_says_each_limits_answer_and_exits_3_when_one_is_not_verified() {
     for (c, (asked, mib)) in checks.iter().zip([("8Mi", 8), ("12582912", 12)]) {
         assert_eq!((c["asked"].as_str(), c["limit_bytes"].as_u64()), (Some(asked), Some(mib * MIB)), "{c}");
         assert_eq!(c["answer"], "oom-killed", "{c}");
-        assert_eq!((c["oom_killed"].as_u64(), c["pairs"].as_u64()), (Some(1), Some(1)), "{c}");
+        assert_eq!((c["oom_killed"].as_u64(), c["pairs"].as_u64()), (Some(2), Some(2)), "{c}");
         let said = c["said"].as_str().unwrap();
-        assert!(said.starts_with(&format!("{asked} ({mib} MiB): OOM-killed in 1 of 1 runs")), "{said}");
-        assert!(err.contains(&format!("{mib} MiB: OOM-killed in 1 of 1 runs after 1 pair\n")), "{err}");
+        assert!(said.starts_with(&format!("{asked} ({mib} MiB): OOM-killed in 2 of 2 runs")), "{said}");
+        assert!(err.contains(&format!("{mib} MiB: OOM-killed in 2 of 2 runs after 2 pairs\n")), "{err}");
     }
     assert!(err.lines().last().unwrap().contains("not verified within 25 %: 8Mi, 12582912"), "{err}");
-    // No search: four unlimited runs, then each limit's pair.
+    // No search: four unlimited runs, then each limit's two pairs.
     let runs = v["results"][0]["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 8, "{runs:?}");
+    assert_eq!(runs.len(), 12, "{runs:?}");
     assert!(runs.iter().all(|r| r["role"] != "probe"));
     let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["config"]["check"], serde_json::json!(["8Mi", "12582912"]));

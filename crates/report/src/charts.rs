@@ -411,6 +411,13 @@ pub fn traces(stem: &Path, title: &str, x_desc: &str, y_desc: &str, tr: &[Trace]
 /// traces (drawn as lines with points, dashed in the legend's colour).
 pub type Secondary<'a> = Option<(&'a str, &'a [Trace])>;
 
+/// The largest finite value of the second axis's traces (a tiny positive
+/// number when there are none).
+fn secondary_max(secondary: Secondary) -> f64 {
+    let ys = secondary.into_iter().flat_map(|(_, st)| st.iter().flat_map(|t| t.points.iter().map(|p| p.1)));
+    ys.filter(|y| y.is_finite()).fold(0.0, f64::max).max(1e-9)
+}
+
 /// [`traces`], with a second y axis.
 pub fn traces_with(
     stem: &Path,
@@ -442,12 +449,7 @@ pub fn traces_with(
         let ys = tr.iter().flat_map(|t| t.points.iter().map(|p| p.1).chain(t.band.iter().map(|b| b.2)));
         let ymax = ys.clone().filter(|y| y.is_finite()).fold(0.0, f64::max).max(1e-9);
         let ymin = ys.filter(|y| y.is_finite() && *y > 0.0).fold(f64::INFINITY, f64::min);
-        let smax = secondary
-            .map(|(_, st)| {
-                st.iter().flat_map(|t| t.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).fold(0.0, f64::max)
-            })
-            .unwrap_or(0.0)
-            .max(1e-9);
+        let smax = secondary_max(secondary);
         let mut b = ChartBuilder::on(&root);
         b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(40).y_label_area_size(70);
         if secondary.is_some() {
@@ -502,12 +504,10 @@ pub fn traces_with(
                             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], c.stroke_width(2)));
                     }
                 }
-                if secondary.is_some() {
-                    // The totals run along the top: the legend goes below.
-                    legend!(chart, SeriesLabelPosition::LowerRight);
-                } else {
-                    legend!(chart, SeriesLabelPosition::UpperRight);
-                }
+                // A second axis's traces run along the top: the legend goes below.
+                let pos =
+                    if secondary.is_some() { SeriesLabelPosition::LowerRight } else { SeriesLabelPosition::UpperRight };
+                legend!(chart, pos);
             }};
         }
         if log_y {

@@ -108,21 +108,10 @@ pub(super) fn limit_check(
                     minutes(seconds)
                 )
             });
-            // Stopped before its last pair: even every pair left could not
-            // have put the bound within the target (verify's futility).
-            let early = if (v.ratios.len() as u32) < found.pairs_each && v.ended == "out of runs" {
-                format!(
-                    "; stopped after {} of {}: with the pairs left neither bound could cross the target",
-                    v.ratios.len(),
-                    found.pairs_each
-                )
-            } else {
-                String::new()
-            };
             (
                 CheckAnswer::Undecided,
                 format!(
-                    "{shown}: undecided within the budget ({} pairs allowed{early}): {figures}{}{}",
+                    "{shown}: undecided within the budget ({} pairs allowed): {figures}{}{}",
                     found.pairs_each,
                     if capped > 0 {
                         format!("; {capped} run(s) passed the time cap, so it cannot be verified, only found too slow")

@@ -499,9 +499,10 @@ fn mutant() -> Mutant {
 /// with no run stopped at the cap, the upper bound within the target
 /// verifies; the lower bound at the look's share of α above the target is
 /// too slow (a capped run counts at its cap, which only lowers that bound);
-/// and when, even with every pair left (`more`) and all the α left, neither
-/// bound could cross the target, it is undecided (`out of runs`).
-fn check_look(v: &Verification, look: &Look, theta: f64, more: bool, mean: f64, margin_final: f64) -> Option<&'static str> {
+/// with no pair left (`more` false) it is undecided (`out of runs`). It
+/// never stops early for want of hope: the user gave the pairs, and an
+/// estimate from three pairs is too rough to give up on.
+fn check_look(v: &Verification, look: &Look, theta: f64, more: bool) -> Option<&'static str> {
     if v.oom > 0 {
         return Some("oom");
     }
@@ -511,9 +512,7 @@ fn check_look(v: &Verification, look: &Look, theta: f64, more: bool, mean: f64, 
     if look.lower_spent.ln() > theta {
         return Some("too slow");
     }
-    let could_verify = v.capped == 0 && mean + margin_final <= theta;
-    let could_be_slow = mean - margin_final > theta;
-    (!more || (!could_verify && !could_be_slow)).then_some("out of runs")
+    (!more).then_some("out of runs")
 }
 
 /// The sample standard deviation of log ratios (NaN for fewer than two).
@@ -730,7 +729,7 @@ impl<R: Runner> State<'_, R> {
             let a_final = cfg.alpha - spend(cfg.alpha, last_look, n_max);
             let margin_final = t_upper(a_final, df + n_final - n) * sd / n_final.sqrt();
             if self.check_mode {
-                if let Some(end) = check_look(&v, &look, theta, n_final > n, mean, margin_final) {
+                if let Some(end) = check_look(&v, &look, theta, n_final > n) {
                     v.verified = end == "verified";
                     v.ended = end;
                     return Ok(v);
