@@ -33,20 +33,26 @@ pub fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Coefficient of variation: sample standard deviation ÷ |mean| of the finite
-/// values. `None` for fewer than two values; 0 when the mean is 0 and every
-/// value is 0; infinite when the mean is 0 but the values differ.
-pub fn cv(v: &[f64]) -> Option<f64> {
+/// The sample standard deviation (n − 1) of the finite values; `None` for
+/// fewer than two.
+pub fn sd(v: &[f64]) -> Option<f64> {
     let v = finite(v);
     if v.len() < 2 {
         return None;
     }
     let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+}
+
+/// Coefficient of variation: sample standard deviation ÷ |mean| of the finite
+/// values. `None` for fewer than two values; 0 when the mean is 0 and every
+/// value is 0; infinite when the mean is 0 but the values differ.
+pub fn cv(v: &[f64]) -> Option<f64> {
+    let (m, sd) = (mean(v)?, sd(v)?);
     if m == 0.0 {
-        return Some(if var == 0.0 { 0.0 } else { f64::INFINITY });
+        return Some(if sd == 0.0 { 0.0 } else { f64::INFINITY });
     }
-    Some(var.sqrt() / m.abs())
+    Some(sd / m.abs())
 }
 
 /// The rank of the nearest-rank percentile q (0..=1) among n sorted values:

@@ -517,12 +517,7 @@ fn check_look(v: &Verification, look: &Look, theta: f64, more: bool) -> Option<&
 
 /// The sample standard deviation of log ratios (NaN for fewer than two).
 pub fn log_sd(ys: &[f64]) -> f64 {
-    let n = ys.len() as f64;
-    if ys.len() < 2 {
-        return f64::NAN;
-    }
-    let m = ys.iter().sum::<f64>() / n;
-    (ys.iter().map(|y| (y - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    record::stats::sd(ys).unwrap_or(f64::NAN)
 }
 
 /// The sample standard deviation of the logs (0 for fewer than two): the
