@@ -341,6 +341,12 @@ pub fn reference_markdown(rs: &[RightsizeResult]) -> String {
 
 type DynErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// A limit marked on the chart: a line at `limit` from 1 to 1 + the target.
+fn marker(name: String, color: usize, limit: u64, target: f64) -> Trace {
+    let l = limit as f64 / MIB;
+    Trace { name, color, points: vec![(l, 1.0), (l, 1.0 + target)], faint: false, band: vec![] }
+}
+
 /// One result's chart: the ratio at each limit with its interval, the
 /// target as a band, the verified limits, and what each limit needs in all
 /// on a second axis. Its two files.
@@ -387,34 +393,15 @@ fn chart(dir: &std::path::Path, r: &RightsizeResult, rs: &[RightsizeResult]) -> 
         band: vec![(0.0, 1.0, 1.0 + r.target_slowdown), (xmax, 1.0, 1.0 + r.target_slowdown)],
     });
     for c in r.checks.iter().filter(|c| c.answer == crate::rightsize::results::CheckAnswer::Verified) {
-        let l = c.limit_bytes as f64 / MIB;
-        tr.push(Trace {
-            name: format!("--check {} verified", c.asked),
-            color: 2,
-            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
-            faint: false,
-            band: vec![],
-        });
+        tr.push(marker(format!("--check {} verified", c.asked), 2, c.limit_bytes, r.target_slowdown));
     }
     if let Some(x) = &r.recommendation {
-        let l = x.limit_bytes as f64 / MIB;
-        tr.push(Trace {
-            name: format!("recommended {l:.0} MiB"),
-            color: 2,
-            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
-            faint: false,
-            band: vec![],
-        });
+        let name = format!("recommended {:.0} MiB", x.limit_bytes as f64 / MIB);
+        tr.push(marker(name, 2, x.limit_bytes, r.target_slowdown));
     }
     if let Some(u) = &r.unverified {
-        let l = u.safe_limit_bytes as f64 / MIB;
-        tr.push(Trace {
-            name: format!("nothing verified: safe limit, the peak, {l:.0} MiB"),
-            color: 5,
-            points: vec![(l, 1.0), (l, 1.0 + r.target_slowdown)],
-            faint: false,
-            band: vec![],
-        });
+        let name = format!("nothing verified: safe limit, the peak, {:.0} MiB", u.safe_limit_bytes as f64 / MIB);
+        tr.push(marker(name, 5, u.safe_limit_bytes, r.target_slowdown));
     }
     // One chart per store when several were compared.
     let name = if rs.iter().filter(|x| !x.curve.is_empty()).count() > 1 {
