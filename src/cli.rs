@@ -212,6 +212,12 @@ pub struct LabArgs {
     /// unless given one.
     #[arg(long, value_parser = crate::units::parse_positive_duration, allow_hyphen_values = true)]
     pub budget: Option<std::time::Duration>,
+    /// Continue a lab that was killed or stopped, in its directory: the steps
+    /// that finished are kept, a step cut midway runs again whole, with the
+    /// plan, passes and weights its lab.json fixed before the data. Refused
+    /// when the plan or the host has changed.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "smoke", "full", "only", "out", "dry_run", "budget"])]
+    pub resume: Option<PathBuf>,
     #[command(flatten)]
     pub lock: LockArgs,
 }

@@ -164,6 +164,12 @@ fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
         doctor: serde_json::Value::Null,
         steps,
         notes: Vec::new(),
+        pid: None,
+        pid_starttime: None,
+        only: Vec::new(),
+        plan_digest: None,
+        host: None,
+        resumed: Vec::new(),
         findings: None,
     };
     (lab, fs)

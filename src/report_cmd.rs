@@ -292,6 +292,15 @@ pub fn summary_text(r: &report::html::Report) -> String {
     for row in &rows {
         o += &line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
     }
+    // A lab that was resumed says so (issue 59): its report is whole, and
+    // its steps' times are those of the runs kept.
+    if let Some(l) = &r.lab
+        && !l.resumed.is_empty()
+    {
+        for n in l.notes.iter().filter(|n| n.starts_with("resumed ")) {
+            o += &format!("{n}\n");
+        }
+    }
     o
 }
 

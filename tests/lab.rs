@@ -268,3 +268,61 @@ fn a_killed_lab_child_is_a_failed_step_and_its_changes_are_undone() {
     assert_eq!(system_state(), before, "the lab undid what its killed child left");
     assert!(dir.join("report.html").exists());
 }
+
+/// Issue 59 item 2: a lab killed with SIGKILL during its second step reads
+/// "killed" there (not "running"), and `lab --resume` keeps the first step,
+/// runs the cut one again whole (its partial directory moved aside, kept),
+/// runs the rest, and writes the report of every step.
+#[test]
+fn a_lab_killed_midway_is_named_killed_and_resumes_to_a_whole_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lab");
+    let d = dir.to_str().unwrap();
+    let mut lab = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["lab", "--smoke", "--only", "eat,mapping", "--out", d])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill the lab itself once mapping, its second step, is running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let running = std::fs::read_to_string(dir.join("lab.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|l| l["steps"][1]["state"] == "running");
+        if running {
+            break;
+        }
+        assert!(lab.try_wait().unwrap().is_none(), "the lab ended before mapping ran");
+        assert!(std::time::Instant::now() < deadline, "mapping never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(lab.id() as i32, libc::SIGKILL) };
+    lab.wait().unwrap();
+    let out = Command::new(bin()).args(["report", d]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("mapping") && l.contains("killed: the lab")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("eat") && l.contains("complete")), "{text}");
+
+    // A resume while a lab is live is refused; this one is not live.
+    let out = Command::new(bin()).env("PAGELAB_JOURNAL_DIR", journals()).args(["lab", "--resume", d]).output().unwrap();
+    let (so, se) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{so}\n{se}");
+    assert!(so.contains("running again: mapping (cut midway when the lab was killed)"), "{so}");
+    let lab = lab_json(&dir);
+    let states: Vec<&str> = lab["steps"].as_array().unwrap().iter().map(|s| s["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["complete", "complete"], "{lab}");
+    assert_eq!(lab["resumed"].as_array().unwrap().len(), 1, "{lab}");
+    // What the cut step left is kept aside, and the report says it resumed.
+    assert!(dir.join("mapping.cut-1").is_dir());
+    assert!(so.contains("resumed "), "{so}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("data-experiment=\"mapping\" data-state=\"complete\""));
+    // Finished: nothing left to resume, exit 2.
+    let out = Command::new(bin()).args(["lab", "--resume", d]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to resume"));
+}

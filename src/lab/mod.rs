@@ -101,6 +101,10 @@ fn last_line(p: &Path) -> Option<String> {
     t.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().trim_start_matches("pagelab: ").to_string())
 }
 
+/// Why a step that a stop kept from starting was skipped: `--resume` runs
+/// such a step, unlike one the plan skipped.
+pub(crate) const NOT_STARTED: &str = "the lab was interrupted before it started";
+
 /// Time kept back from a budget for the report at the end, seconds.
 pub(crate) const REPORT_RESERVE_S: f64 = 5.0;
 
@@ -161,7 +165,7 @@ impl Runner {
         let steps = &mut self.lab.steps;
         if record::stop::requested() {
             steps[i].state = StepState::Skipped;
-            steps[i].reason = Some("the lab was interrupted before it started".into());
+            steps[i].reason = Some(NOT_STARTED.into());
             return Ok(());
         }
         let s = steps[i].clone();
@@ -196,8 +200,8 @@ impl Runner {
 
     /// The passes after the first, while the budget `b` (seconds from `t0`)
     /// lasts: each repeats what is still inconclusive ([`plan_more`]).
-    fn later_passes(&mut self, b: f64, t0: Instant) -> anyhow::Result<()> {
-        for pass in 2..=self.lab.passes {
+    fn later_passes(&mut self, b: f64, t0: Instant, from: u32) -> anyhow::Result<()> {
+        for pass in from.max(2)..=self.lab.passes {
             if record::stop::requested() {
                 break;
             }
@@ -231,6 +235,9 @@ impl Runner {
     /// Runs the steps `idx` as one pass.
     fn run_pass(&mut self, idx: &[usize]) -> anyhow::Result<()> {
         for (k, &i) in idx.iter().enumerate() {
+            if self.lab.steps[i].state != StepState::Planned {
+                continue;
+            }
             self.run_step(i, k + 1, idx.len())?;
         }
         Ok(())
@@ -242,6 +249,10 @@ impl Runner {
     /// the budget runs fewer repeats ([`fit_step`]).
     fn first_pass(&mut self, idx: &[usize], budget: Option<(f64, Instant)>) -> anyhow::Result<()> {
         for (k, &i) in idx.iter().enumerate() {
+            // Run already (a resumed lab keeps what finished).
+            if self.lab.steps[i].state != StepState::Planned {
+                continue;
+            }
             if let Some((b, t0)) = budget {
                 let done: Vec<&Step> = idx[..k].iter().map(|&j| &self.lab.steps[j]).collect();
                 let planned: f64 = done.iter().filter(|s| s.seconds.is_some()).map(|s| s.expect_s).sum();
@@ -446,6 +457,9 @@ pub fn choose_more(lab: &Lab, open: &[(&str, &report::verdict::Verdict)], pass: 
 }
 
 pub fn run(a: &LabArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &a.resume {
+        return resume::run(a, dir);
+    }
     let scale = if a.full {
         Scale::Full
     } else if a.smoke {
@@ -500,7 +514,15 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(out.join("logs")).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
     crate::write_output(&out.join("doctor.json"), &serde_json::to_vec_pretty(&findings.json)?, None)?;
+    let (pid, pid_starttime) = record::rundir::this_process();
+    let plan_digest = Some(resume::digest(mode, &a.only, &steps, budget, passes));
     let lab = Lab {
+        pid: Some(pid),
+        pid_starttime,
+        only: a.only.clone(),
+        plan_digest,
+        host: Some(resume::host_here()),
+        resumed: Vec::new(),
         format: record::rundir::FORMAT_VERSION,
         kind: "lab".into(),
         mode: mode.into(),
@@ -524,30 +546,49 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         findings: None,
     };
     lab.save(&out)?;
+    execute(a, lab, &out, &lock, 0.0)
+}
 
-    let t0 = Instant::now();
+/// Runs what `lab` has not run yet, under `lock`: the first pass's planned
+/// steps, the rest of a later pass cut midway, then the later passes while
+/// the budget lasts; `spent` seconds of it went to the steps already run
+/// (a resumed lab). Then the report.
+fn execute(a: &LabArgs, lab: Lab, out: &Path, lock: &sandbox::runlock::RunLock, spent: f64) -> anyhow::Result<()> {
+    let budget = lab.budget_s;
+    let started = Instant::now();
+    let t0 = started.checked_sub(Duration::from_secs_f64(spent.max(0.0))).unwrap_or(started);
     let lock_env = lock.for_child();
     let mut run = Runner {
         exe: std::env::current_exe().context("finding the pagelab binary")?,
-        out: out.clone(),
+        out: out.to_path_buf(),
+        progress: Progress::new((budget.unwrap_or(lab.expect_s) - spent).max(1.0), a.json),
         lab,
-        progress: Progress::new(budget.unwrap_or(expect), a.json),
         lock_env: (lock_env.0, lock_env.1),
         done_ms: 0,
     };
-    let first: Vec<usize> =
-        (0..run.lab.steps.len()).filter(|&i| run.lab.steps[i].state == StepState::Planned).collect();
+    // The first pass: its steps not run yet (all of them in a new lab).
+    let first: Vec<usize> = (0..run.lab.steps.len())
+        .filter(|&i| run.lab.steps[i].pass == 1 && run.lab.steps[i].state != StepState::Skipped)
+        .collect();
     run.first_pass(&first, budget.map(|b| (b, t0)))?;
+    // A later pass cut midway: the rest of it, as it was chosen.
+    let last = run.lab.steps.iter().map(|s| s.pass).max().unwrap_or(1);
+    if last > 1 {
+        let rest: Vec<usize> = (0..run.lab.steps.len())
+            .filter(|&i| run.lab.steps[i].pass == last && run.lab.steps[i].state == StepState::Planned)
+            .collect();
+        run.run_pass(&rest)?;
+    }
     if let Some(b) = budget {
-        run.later_passes(b, t0)?;
+        run.later_passes(b, t0, last + 1)?;
     }
     run.progress.finish();
-    let wall = t0.elapsed().as_secs_f64();
+    let wall = spent + started.elapsed().as_secs_f64();
     let mut lab = run.lab;
     lab.ended_unix_ms = Some(now_ms());
     lab.wall_s = Some(wall);
-    lab.save(&out)?;
-    finish(a, lab, &out, wall, budget)
+    lab.save(out)?;
+    finish(a, lab, out, wall, budget)
 }
 
 /// The report, the summary (or lab.json on stdout), and the lab's exit: an
@@ -719,5 +760,6 @@ fn run_child(
     Ok((status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)), status.signal()))
 }
 
+mod resume;
 #[cfg(test)]
 mod tests;

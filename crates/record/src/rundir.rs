@@ -618,10 +618,23 @@ fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str, skipped: &mut usize) 
 
 /// Whether the process that wrote a run is still alive (same pid and start time).
 pub fn writer_alive(run: &RunJson) -> bool {
-    let Ok(Some(st)) = probe::Probe::default().pid_stat(run.pid as i32) else {
+    process_alive(run.pid, run.pid_starttime)
+}
+
+/// Whether process `pid` is alive and, when `starttime` is known, is the one
+/// that started then (clock ticks since boot): a pid reused by another
+/// process is not it.
+pub fn process_alive(pid: u32, starttime: Option<u64>) -> bool {
+    let Ok(Some(st)) = probe::Probe::default().pid_stat(pid as i32) else {
         return false;
     };
-    run.pid_starttime.is_none_or(|t| t == st.starttime)
+    starttime.is_none_or(|t| t == st.starttime)
+}
+
+/// This process's pid and start time, as [`process_alive`] checks them.
+pub fn this_process() -> (u32, Option<u64>) {
+    let pid = std::process::id();
+    (pid, probe::Probe::default().pid_stat(pid as i32).ok().flatten().map(|s| s.starttime))
 }
 
 #[cfg(test)]

@@ -156,7 +156,8 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<(
         // A link or a device put there since the first check is refused too;
         // rename itself never follows one.
         check_target(path)?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        sync_dir(dir)
     });
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -168,6 +169,18 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<(
             e
         }
     })
+}
+
+/// Makes a rename in `dir` durable: the file's data was synced before the
+/// rename, and the directory entry is synced here, so that a power loss after
+/// a write reported as done cannot lose it (issue 59). A file system that
+/// cannot sync a directory (EINVAL) has nothing to make durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    let d = OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(dir)?;
+    match d.sync_all() {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EROFS | libc::ENOTSUP)) => Ok(()),
+        r => r,
+    }
 }
 
 /// Like [`write`], for a file of a run directory that someone else may

@@ -171,13 +171,81 @@ pub struct Lab {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The lab's own process (pid and start time in clock ticks since boot):
+    /// while it lives, a step marked running is running; once it is gone, that
+    /// step was killed with it (issue 59). Absent in labs from before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_starttime: Option<u64>,
+    /// `--only`, as given: what `--resume` plans again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// A digest of the first pass as planned, with the passes and their
+    /// weights, written before any data: `--resume` refuses a plan that
+    /// differs from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_digest: Option<String>,
+    /// The host the plan was made on: `--resume` refuses another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+    /// Each time `pagelab lab --resume` continued this lab.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumed>,
     /// The findings as the report judged them when the lab ended
     /// ([`crate::verdict::Findings`]); absent in labs from before verdicts by interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findings: Option<serde_json::Value>,
 }
 
+/// The host a lab's plan was made on: the facts that move its figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub cpu_model: String,
+    pub cpus: u32,
+    pub kernel: String,
+    pub ram_bytes: u64,
+}
+
+impl Host {
+    /// What differs between the host a lab was planned on (`self`) and
+    /// `now`, in words; empty when nothing does.
+    pub fn differences(&self, now: &Host) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut one = |what: &str, was: String, is: String| {
+            if was != is {
+                d.push(format!("{what} was {was}, is {is}"));
+            }
+        };
+        one("the CPU model", format!("'{}'", self.cpu_model), format!("'{}'", now.cpu_model));
+        one("the CPU count", self.cpus.to_string(), now.cpus.to_string());
+        one("the kernel", self.kernel.clone(), now.kernel.clone());
+        one("the memory", format!("{} bytes", self.ram_bytes), format!("{} bytes", now.ram_bytes));
+        d
+    }
+}
+
+/// One `pagelab lab --resume` of a lab.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Resumed {
+    pub at_unix_ms: u64,
+    /// The steps run again whole, each with why (`eat: killed midway`).
+    pub rerun: Vec<String>,
+    /// Where each cut step's partial run directory was moved (kept, never deleted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<PathBuf>,
+}
+
 impl Lab {
+    /// Whether the process that runs this lab is alive (its pid with the same
+    /// start time). A lab with no pid recorded is judged by its end alone.
+    pub fn live(&self) -> bool {
+        match self.pid {
+            Some(pid) => self.ended_unix_ms.is_none() && record::rundir::process_alive(pid, self.pid_starttime),
+            None => self.ended_unix_ms.is_none(),
+        }
+    }
+
     /// The family-wise error each planned pass may spend.
     pub fn alpha_by_pass(&self) -> Vec<f64> {
         crate::verdict::alpha_by_pass(self.passes)

@@ -174,6 +174,15 @@ pub struct Report {
     pub sections: Vec<Section>,
 }
 
+/// Why a step of a lab whose process is gone reads "killed".
+fn killed_why(lab: &Lab) -> String {
+    let who = lab.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+    format!(
+        "the lab{who} was killed while this step ran; `pagelab lab --resume` on this directory runs it again and \
+         keeps the steps that finished"
+    )
+}
+
 fn run_state(rec: &RunRecord) -> (String, Option<String>) {
     // RunRecord::load has already turned "running" into "interrupted" when the
     // process that wrote the run is gone.
@@ -250,6 +259,7 @@ impl Report {
                 ),
             });
         }
+        let live = lab.live();
         for (i, s) in lab.steps.iter().enumerate() {
             let path = step_dir(dir, i, s)?;
             let record = match &path {
@@ -275,6 +285,10 @@ impl Report {
             // A step still "running" in lab.json: the run's own record knows
             // whether its process is alive (running) or died (interrupted).
             let (state, reason) = match (&record, s.state) {
+                // The lab's process is gone while this step ran: it was
+                // killed with the lab, whatever its child wrote on the way
+                // out (issue 59: not "running").
+                (_, crate::lab::StepState::Running) if !live => ("killed".into(), Some(killed_why(&lab))),
                 (Some((rec, _)), crate::lab::StepState::Running) => run_state(rec),
                 (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
                     if lab.ended_unix_ms.is_none() =>

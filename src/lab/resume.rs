@@ -1,0 +1,344 @@
+//! `pagelab lab --resume DIR`: a lab that was killed or stopped continues
+//! where it was cut (issue 59). What lab.json fixed before the data (the
+//! plan, the passes and their weights) is checked, not redone: a resumed lab
+//! that planned differently would judge its findings against a plan it did not
+//! run. Steps that finished are kept; a step cut midway runs again whole, its
+//! partial run directory and log moved aside (kept, never deleted).
+
+use super::{NOT_STARTED, Scale, execute, plan};
+use crate::cli::LabArgs;
+use crate::usage;
+use report::lab::{Host, Lab, Resumed, Step, StepState};
+use sha2::Digest;
+use std::path::{Path, PathBuf};
+
+/// A digest of what a lab fixes before its data: the mode, `--only`, the
+/// first pass as planned (each step's experiment, arguments, estimate and
+/// state), the budget, the passes, and pagelab's version.
+pub fn digest(mode: &str, only: &[String], steps: &[Step], budget: Option<f64>, passes: u32) -> String {
+    let plan: Vec<(&str, &[String], String, &str)> = steps
+        .iter()
+        .map(|s| (s.experiment.as_str(), s.args.as_slice(), format!("{:.3}", s.expect_s), s.state.word()))
+        .collect();
+    let doc = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "mode": mode,
+        "only": only,
+        "steps": plan,
+        "budget_s": budget.map(|b| format!("{b:.3}")),
+        "passes": passes,
+    });
+    let h = sha2::Sha256::digest(doc.to_string().as_bytes());
+    h.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The host as a lab records it.
+pub fn host_here() -> Host {
+    let env = probe::Probe::default().environment();
+    Host { cpu_model: env.cpu_model, cpus: env.cpus.max(1) as u32, kernel: env.kernel, ram_bytes: env.ram_bytes }
+}
+
+/// Why `lab` cannot be resumed here, in one line; None when it can. `now`
+/// is this host, `planned` the first pass this pagelab plans here and
+/// `digest_now` its digest.
+pub fn refusal(lab: &Lab, now: &Host, planned: &[Step], digest_now: &str) -> Option<String> {
+    let (Some(was), Some(digest)) = (&lab.host, &lab.plan_digest) else {
+        return Some("its lab.json has no plan digest or host (a lab from before --resume); run a new lab".into());
+    };
+    let host = was.differences(now);
+    if !host.is_empty() {
+        return Some(format!(
+            "the host has changed since the lab started: {}; its figures would mix two machines. Run a new lab",
+            host.join("; ")
+        ));
+    }
+    if digest != digest_now {
+        let mut what: Vec<String> = Vec::new();
+        for p in planned {
+            match lab.steps.iter().find(|s| s.pass == 1 && s.experiment == p.experiment) {
+                None => what.push(format!("{} is planned now, and was not", p.experiment)),
+                // A step fitted to the budget runs fewer repeats by design; its other arguments still count.
+                Some(s) if s.args != p.args && s.note.is_none() => what.push(format!(
+                    "{} was planned as `{}`, now as `{}`",
+                    p.experiment,
+                    s.args.join(" "),
+                    p.args.join(" ")
+                )),
+                Some(s) if s.state == StepState::Skipped && p.state != StepState::Skipped => {
+                    what.push(format!("{} was skipped, and would run now", p.experiment))
+                }
+                _ => {}
+            }
+        }
+        for s in lab.steps.iter().filter(|s| s.pass == 1) {
+            if !planned.iter().any(|p| p.experiment == s.experiment) {
+                what.push(format!("{} was planned, and is not now", s.experiment));
+            }
+        }
+        if lab.pagelab_version != env!("CARGO_PKG_VERSION") {
+            what.push(format!("pagelab was {}, is {}", lab.pagelab_version, env!("CARGO_PKG_VERSION")));
+        }
+        if what.is_empty() {
+            what.push("its passes, budget or estimates".into());
+        }
+        return Some(format!(
+            "the plan this pagelab makes here differs from the one the lab fixed before its data ({}); \
+             its findings would be judged against a plan it did not run. Run a new lab",
+            what.join("; ")
+        ));
+    }
+    None
+}
+
+/// Whether step `s` is run (again) by a resume, and why.
+pub fn to_rerun(s: &Step) -> Option<&'static str> {
+    match s.state {
+        StepState::Running => Some("cut midway when the lab was killed"),
+        StepState::Interrupted => Some("interrupted midway"),
+        StepState::Planned => Some("not started"),
+        StepState::Skipped if s.reason.as_deref() == Some(NOT_STARTED) => Some("not started"),
+        _ => None,
+    }
+}
+
+/// A free name for a cut step's directory or log beside `path`: `eat.cut-1`,
+/// `eat.cut-2`, …
+fn aside(path: &Path, ext: &str) -> Option<PathBuf> {
+    let stem = path.file_stem()?.to_string_lossy().into_owned();
+    (1..1000).map(|k| path.with_file_name(format!("{stem}.cut-{k}{ext}"))).find(|p| p.symlink_metadata().is_err())
+}
+
+/// Moves `path` (a directory or regular file a lab step wrote, never a link)
+/// aside; returns where to. A rename never follows a link, and nothing is deleted.
+fn set_aside(path: &Path, ext: &str) -> anyhow::Result<Option<PathBuf>> {
+    let Ok(m) = path.symlink_metadata() else { return Ok(None) };
+    if m.file_type().is_symlink() {
+        anyhow::bail!("{}: a symbolic link where the lab wrote a step; left alone, and not resumed", path.display());
+    }
+    let to = aside(path, ext).ok_or_else(|| anyhow::anyhow!("{}: no free name to move it aside", path.display()))?;
+    std::fs::rename(path, &to).map_err(|e| anyhow::anyhow!("moving {} aside: {e}", path.display()))?;
+    Ok(Some(to))
+}
+
+/// Resets the steps a resume runs (again) in `lab`, with the cut ones' run
+/// directories and logs in `dir` moved aside; returns what it did.
+fn reset_cut_steps(lab: &mut Lab, dir: &Path) -> anyhow::Result<Resumed> {
+    let mut r = Resumed { at_unix_ms: super::now_ms(), ..Resumed::default() };
+    for s in &mut lab.steps {
+        let Some(why) = to_rerun(s) else { continue };
+        let name = if s.pass > 1 { format!("{}-pass{}", s.experiment, s.pass) } else { s.experiment.clone() };
+        if let Some(d) = &s.dir
+            && report::lab::inside(d)
+            && let Some(to) = set_aside(&dir.join(d), "")?
+        {
+            r.set_aside.push(to.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(to));
+        }
+        if s.dir.is_some()
+            && let Some(to) = set_aside(&dir.join("logs").join(format!("{name}.log")), ".log")?
+        {
+            r.set_aside.push(to.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(to));
+        }
+        r.rerun.push(format!("{name} ({why})"));
+        s.state = StepState::Planned;
+        s.reason = None;
+        s.seconds = None;
+        s.exit_code = None;
+        s.dir = None;
+    }
+    Ok(r)
+}
+
+pub fn run(a: &LabArgs, dir: &Path) -> anyhow::Result<()> {
+    let mut lab = Lab::load(dir).map_err(|e| usage(format!("--resume {}: {e}", dir.display())))?;
+    if lab.plan_digest.is_none() {
+        return Err(usage(format!(
+            "--resume {}: its lab.json has no plan digest (a lab from before --resume); run a new lab",
+            dir.display()
+        )));
+    }
+    if lab.live() {
+        return Err(usage(format!(
+            "--resume {}: the lab is still running (pid {}); stop it first, or let it finish",
+            dir.display(),
+            lab.pid.unwrap_or(0)
+        )));
+    }
+    if !lab.steps.iter().any(|s| to_rerun(s).is_some()) {
+        return Err(usage(format!(
+            "--resume {}: every step has finished (complete, failed or skipped by the plan); nothing to resume",
+            dir.display()
+        )));
+    }
+    let scale = match lab.mode.as_str() {
+        "quick" => Scale::Quick,
+        "smoke" => Scale::Smoke,
+        "full" => Scale::Full,
+        m => {
+            return Err(usage(format!(
+                "--resume {}: lab.json has mode '{m}': expected quick, smoke or full",
+                dir.display()
+            )));
+        }
+    };
+    let m = super::Machine::here();
+    let planned = plan(&m, scale, &lab.only);
+    let passes = super::passes_for(lab.budget_s, &planned);
+    let now = digest(&lab.mode, &lab.only, &planned, lab.budget_s, passes);
+    if let Some(why) = refusal(&lab, &host_here(), &planned, &now) {
+        return Err(usage(format!("--resume {}: {why}", dir.display())));
+    }
+    // The machine is this lab's again; a child still leaving after the kill
+    // holds the lock until it has restored what it changed.
+    let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
+    let done = reset_cut_steps(&mut lab, dir)?;
+    let spent: f64 = lab.steps.iter().filter_map(|s| s.seconds).sum();
+    let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
+    say(&format!(
+        "pagelab lab --resume {}: {} kept, running again: {}",
+        dir.display(),
+        lab.steps.iter().filter(|s| s.state != StepState::Planned).count(),
+        done.rerun.join(", ")
+    ));
+    lab.notes.push(format!(
+        "resumed {}; run again whole: {}{}",
+        report::html::utc(done.at_unix_ms),
+        done.rerun.join(", "),
+        if done.set_aside.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (what they left moved aside, kept: {})",
+                done.set_aside.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        }
+    ));
+    lab.resumed.push(done);
+    let (pid, start) = record::rundir::this_process();
+    lab.pid = Some(pid);
+    lab.pid_starttime = start;
+    lab.command_line = std::env::args().collect();
+    lab.ended_unix_ms = None;
+    lab.wall_s = None;
+    lab.findings = None;
+    lab.save(dir)?;
+    execute(a, lab, dir, &lock, spent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(e: &str, args: &[&str], state: StepState) -> Step {
+        Step {
+            experiment: e.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            expect_s: 10.0,
+            state,
+            reason: None,
+            seconds: None,
+            dir: None,
+            exit_code: None,
+            note: None,
+            pass: 1,
+        }
+    }
+
+    fn host() -> Host {
+        Host { cpu_model: "AMD EPYC".into(), cpus: 2, kernel: "6.1.0".into(), ram_bytes: 24 << 30 }
+    }
+
+    fn lab_of(steps: Vec<Step>) -> Lab {
+        let plan: Vec<Step> = steps.iter().map(|s| Step { state: StepState::Planned, ..s.clone() }).collect();
+        let mut l: Lab = serde_json::from_value(serde_json::json!({
+            "format": record::rundir::FORMAT_VERSION, "kind": "lab", "mode": "smoke",
+            "pagelab_version": env!("CARGO_PKG_VERSION"), "command_line": [], "started_unix_ms": 0,
+            "root": true, "cpus": 2, "ram_bytes": 1, "expect_s": 20.0, "doctor": null, "steps": []
+        }))
+        .unwrap();
+        l.plan_digest = Some(digest("smoke", &[], &plan, None, 1));
+        l.host = Some(host());
+        l.steps = steps;
+        l
+    }
+
+    #[test]
+    fn the_digest_moves_with_the_plan_and_only_with_it() {
+        let a = vec![step("eat", &["--repeat", "2"], StepState::Planned)];
+        let b = vec![step("eat", &["--repeat", "3"], StepState::Planned)];
+        assert_eq!(digest("smoke", &[], &a, None, 1), digest("smoke", &[], &a.clone(), None, 1));
+        assert_ne!(digest("smoke", &[], &a, None, 1), digest("smoke", &[], &b, None, 1));
+        assert_ne!(digest("smoke", &[], &a, None, 1), digest("smoke", &[], &a, None, 2));
+        assert_ne!(digest("smoke", &[], &a, Some(60.0), 1), digest("smoke", &[], &a, None, 1));
+        assert_eq!(digest("smoke", &[], &a, None, 1).len(), 64);
+    }
+
+    #[test]
+    fn a_resume_is_refused_naming_what_changed() {
+        let planned = vec![step("eat", &["--repeat", "2"], StepState::Planned)];
+        let lab = lab_of(vec![step("eat", &["--repeat", "2"], StepState::Running)]);
+        let same = digest("smoke", &[], &planned, None, 1);
+        assert_eq!(refusal(&lab, &host(), &planned, &same), None);
+        // Another kernel.
+        let other = Host { kernel: "6.12.0".into(), ..host() };
+        let why = refusal(&lab, &other, &planned, &same).unwrap();
+        assert!(why.contains("the kernel was 6.1.0, is 6.12.0"), "{why}");
+        // Another plan: the step's arguments are named.
+        let now = vec![step("eat", &["--repeat", "4"], StepState::Planned)];
+        let why = refusal(&lab, &host(), &now, &digest("smoke", &[], &now, None, 1)).unwrap();
+        assert!(why.contains("eat was planned as `--repeat 2`, now as `--repeat 4`"), "{why}");
+        // An experiment more.
+        let more = vec![planned[0].clone(), step("heap", &[], StepState::Planned)];
+        let why = refusal(&lab, &host(), &more, &digest("smoke", &[], &more, None, 1)).unwrap();
+        assert!(why.contains("heap is planned now, and was not"), "{why}");
+        // A lab from before --resume has no digest.
+        let mut old = lab.clone();
+        old.plan_digest = None;
+        assert!(refusal(&old, &host(), &planned, &same).unwrap().contains("no plan digest"));
+    }
+
+    #[test]
+    fn only_cut_or_unstarted_steps_run_again() {
+        let mut skipped_by_plan = step("thrash", &[], StepState::Skipped);
+        skipped_by_plan.reason = Some("needs root".into());
+        let mut skipped_by_stop = step("heap", &[], StepState::Skipped);
+        skipped_by_stop.reason = Some(NOT_STARTED.into());
+        for (s, again) in [
+            (step("eat", &[], StepState::Running), true),
+            (step("eat", &[], StepState::Interrupted), true),
+            (step("eat", &[], StepState::Planned), true),
+            (skipped_by_stop, true),
+            (step("eat", &[], StepState::Complete), false),
+            (step("eat", &[], StepState::Failed), false),
+            (skipped_by_plan, false),
+        ] {
+            assert_eq!(to_rerun(&s).is_some(), again, "{:?} {:?}", s.state, s.reason);
+        }
+    }
+
+    #[test]
+    fn a_cut_steps_directory_is_moved_aside_and_a_link_is_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("eat")).unwrap();
+        std::fs::create_dir_all(d.path().join("logs")).unwrap();
+        std::fs::write(d.path().join("logs/eat.log"), "half").unwrap();
+        let mut cut = step("eat", &[], StepState::Running);
+        cut.dir = Some("eat".into());
+        cut.seconds = Some(3.0);
+        let mut lab = lab_of(vec![step("heap", &[], StepState::Complete), cut]);
+        let r = reset_cut_steps(&mut lab, d.path()).unwrap();
+        assert_eq!(r.rerun, ["eat (cut midway when the lab was killed)"]);
+        assert!(d.path().join("eat.cut-1").is_dir() && !d.path().join("eat").exists());
+        assert_eq!(std::fs::read_to_string(d.path().join("logs/eat.cut-1.log")).unwrap(), "half");
+        assert_eq!((lab.steps[1].state, lab.steps[1].seconds, &lab.steps[1].dir), (StepState::Planned, None, &None));
+        assert_eq!(lab.steps[0].state, StepState::Complete);
+        // A link where the step's directory was: refused, and left as it is.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join("wscap")).unwrap();
+        let mut cut = step("wscap", &[], StepState::Interrupted);
+        cut.dir = Some("wscap".into());
+        let mut lab = lab_of(vec![cut]);
+        let e = reset_cut_steps(&mut lab, d.path()).unwrap_err().to_string();
+        assert!(e.contains("a symbolic link"), "{e}");
+        assert!(d.path().join("wscap").symlink_metadata().unwrap().file_type().is_symlink());
+    }
+}
