@@ -223,6 +223,14 @@ fn finish(r: anyhow::Result<()>) -> ! {
         Err(e) => {
             let code = if let Some(ExitCode(c)) = e.downcast_ref::<ExitCode>() {
                 *c
+            } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130)
+                && let Some(why) = record::stop::reason()
+            {
+                // Stopped by a guard of its own (the host guard, a sample
+                // file that could not be written), not by a user: a fault
+                // with its cause, exit 1 (issue 59).
+                eprintln!("pagelab: stopped: {why}");
+                1
             } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130) {
                 eprintln!("pagelab: interrupted");
                 130

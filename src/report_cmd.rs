@@ -132,11 +132,24 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         )
         .map_err(|e| usage(read_only_hint(e.to_string())))?;
         r.dir = named.shown.clone();
+        for u in &r.unwritten {
+            eprintln!("pagelab: warning: {}", named.text(u));
+        }
         if a.markdown {
             print!("{}", report::html::markdown(&r));
         }
         if a.html || (is_lab && !a.markdown) {
-            let path = named.show(&write_html(&r, &a.dir)?);
+            let path = match write_html(&r, &a.dir) {
+                Ok(p) => named.show(&p),
+                // A full disk (issue 59): what was read is whole; say it, then fail.
+                Err(e) if crate::experiment_error(&e).is_some_and(|x| x.disk_full()) => {
+                    if !a.json {
+                        print!("{}", summary_text(&r));
+                    }
+                    return Err(e.context("report.html was not written; the summary above is whole"));
+                }
+                Err(e) => return Err(e),
+            };
             if a.json {
                 let f = r.findings_doc();
                 crate::print_json(&serde_json::json!({"report_html": path, "findings": f}))?;
@@ -165,17 +178,29 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let csv = report::timeline::csv(rec, &iv);
     let path = a.dir.join("timeline.csv");
-    crate::write_output(&path, csv.as_bytes(), None).map_err(|e| usage(read_only_hint(format!("{e:#}"))))?;
-    let path = named.show(&path);
+    let wrote = record::safe::write(&path, csv.as_bytes());
+    let shown = named.show(&path);
     let s = report::summary::summarize(rec, &iv);
+    // The summary is whole whatever the disk says: it is printed first, and
+    // a full disk (issue 59: a run that filled it) is a fault, exit 1.
     if a.json {
         let f = report.findings_doc();
-        crate::print_json(&serde_json::json!({"timeline_csv": path, "summary": s, "findings": f}))?;
+        let csv = wrote.is_ok().then_some(&shown);
+        crate::print_json(&serde_json::json!({"timeline_csv": csv, "summary": s, "findings": f}))?;
     } else {
         print!("{}", report::summary::render_text(&s));
-        println!("wrote {} ({} rows)", path.display(), iv.len());
+        if wrote.is_ok() {
+            println!("wrote {} ({} rows)", shown.display(), iv.len());
+        }
     }
-    Ok(())
+    match wrote {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::StorageFull => {
+            Err(anyhow::anyhow!("{e}; the summary above is whole, timeline.csv was not written"))
+        }
+        Err(e) if record::safe::is_refused(&e) => Err(usage(e.to_string())),
+        Err(e) => Err(usage(read_only_hint(format!("writing {}: {e}", path.display())))),
+    }
 }
 
 /// `--openmetrics FILE` and `--bmf FILE`: the headline figures, read only.

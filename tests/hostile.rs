@@ -284,6 +284,70 @@ fn a_full_disk_names_the_file_and_leaves_no_temporary_file() {
     assert!(entries.is_empty(), "left behind: {entries:?}");
 }
 
+/// Issue 59 item 3: an output file system too small for a run is refused
+/// before it starts (exit 2, nothing written); one that fills midway ends the
+/// run with one line naming the file (exit 1), the machine as it was, and
+/// `report` reads what was written (exit 1: its timeline.csv does not fit).
+#[test]
+fn a_disk_that_fills_midway_ends_the_run_naming_the_file_and_report_reads_it() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("needs root to mount a tmpfs");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("disk");
+    std::fs::create_dir(&mnt).unwrap();
+    let mount = |size: &str| {
+        let o = format!("size={size},mode=0700");
+        std::process::Command::new("mount").args(["-t", "tmpfs", "-o", &o, "pagelab-test-fill"]).arg(&mnt).status()
+    };
+    if !mount("200k").unwrap().success() {
+        common::skip("mount -t tmpfs failed");
+        return;
+    }
+    let before = common::system_state();
+    let run = |out: &std::path::Path| {
+        std::process::Command::new(common::bin())
+            .args(["mapping", "--size", "16MiB", "--iterations", "1", "--warmup", "0", "--repeat", "2", "--out"])
+            .arg(out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let small = run(&mnt.join("small")).wait_with_output().unwrap();
+    let small_exists = mnt.join("small").exists();
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    let err = String::from_utf8_lossy(&small.stderr);
+    assert_eq!(small.status.code(), Some(2), "{err}");
+    assert!(err.contains("host guard: mapping plans to write about") && err.contains("free"), "{err}");
+    assert!(!small_exists, "a refused run wrote its directory");
+
+    assert!(mount("48m").unwrap().success());
+    let out = mnt.join("run");
+    let child = run(&out);
+    // Fill the disk once the run directory is there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !out.join("run.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 65536]).is_ok() {}
+    drop(filler);
+    let done = child.wait_with_output().unwrap();
+    let report = std::process::Command::new(common::bin()).arg("report").arg(&out).output().unwrap();
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("pagelab: ") && last.contains("the disk is full"), "{err}");
+    assert!(last.contains(&out.display().to_string()), "the line names the file: {last}");
+    assert_eq!(common::system_state(), before, "the machine as it was");
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.starts_with("run: mapping"), "report read the run: {text}");
+    assert_eq!(report.status.code(), Some(1), "{}", String::from_utf8_lossy(&report.stderr));
+}
+
 #[test]
 fn record_serve_stops_before_a_held_clients_deadline_on_sigterm() {
     let tmp = tempfile::tempdir().unwrap();

@@ -337,19 +337,23 @@ fn settle_step(st: &mut Step, r: anyhow::Result<(i32, Option<i32>)>, dir: &Path,
             // A child that died without restoring (a signal) left its journal.
             crate::restore_stale_runs();
             let status = record::RunRecord::load(dir).ok().map(|r| r.run.status);
+            let interrupted = |rs: &record::rundir::RunStatus| rs.state == record::rundir::State::Interrupted;
             match (code, status) {
                 (0, _) => st.state = StepState::Complete,
-                (_, Some(rs)) if rs.state == record::rundir::State::Interrupted => {
+                (130, rs) => {
                     st.state = StepState::Interrupted;
-                    st.reason = rs.reason.or(Some("interrupted".into()));
+                    st.reason = rs.filter(interrupted).and_then(|r| r.reason).or(Some("interrupted".into()));
                 }
-                (130, _) => {
-                    st.state = StepState::Interrupted;
-                    st.reason = Some("interrupted".into());
-                }
+                // A child that failed (exit 1) may not have written its
+                // status (a full disk): its record then reads interrupted,
+                // and its own last line says why it failed.
                 (_, rs) => {
                     st.state = StepState::Failed;
-                    st.reason = rs.and_then(|r| r.reason).or_else(|| last_line(log)).or(Some(format!("exit {code}")));
+                    st.reason = rs
+                        .filter(|r| !interrupted(r))
+                        .and_then(|r| r.reason)
+                        .or_else(|| last_line(log))
+                        .or(Some(format!("exit {code}")));
                 }
             }
         }
@@ -508,6 +512,14 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     // One lab at a time, and no other experiment beside it; its children run
     // under this lock (they inherit it), and nobody else's run slips in between steps.
     let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
+    // The output of every planned step (and of the budget's later passes)
+    // must fit before anything runs: a full disk at 1 h 50 min costs the lab.
+    let planned_bytes = experiments::kit::plan::output_estimate(
+        steps.iter().filter(|s| s.state == StepState::Planned).count() * passes as usize,
+        budget.unwrap_or(expect),
+    );
+    let at = a.out.clone().unwrap_or_else(|| PathBuf::from("runs"));
+    sandbox::guard::check_disk(&at, planned_bytes, sandbox::guard::disk_free(&at), "the lab")?;
     let out = match &a.out {
         Some(o) => o.clone(),
         None => crate::record_cmd::default_out("lab")?,

@@ -102,12 +102,13 @@ fn render_lab(
     later: &[(PathBuf, String, usize)],
     render: Render,
     cat: Catalog,
-) -> Result<(), LoadError> {
+) -> Result<Vec<String>, LoadError> {
+    let mut unwritten = Vec::new();
     for sec in sections {
         let (Some(d), Some(rec), Some((_, parsed))) = (&sec.dir, &sec.record, sec.parsed.first()) else {
             continue;
         };
-        render_run(cat, d, rec, parsed, wants_render(render, d, rec))?;
+        unwritten.extend(render_run(cat, d, rec, parsed, wants_render(render, d, rec))?);
     }
     for (d, exp, k) in later {
         let Some(sec) = sections.iter().find(|x| &x.experiment == exp) else { continue };
@@ -116,19 +117,41 @@ fn render_lab(
         else {
             continue;
         };
-        render_run(cat, d, rec, parsed, wants_render(render, d, rec))?;
+        unwritten.extend(render_run(cat, d, rec, parsed, wants_render(render, d, rec))?);
     }
-    Ok(())
+    Ok(unwritten)
 }
 
 /// Draws a run's charts and Markdown into its directory when `wanted`.
-fn render_run(cat: Catalog, d: &Path, rec: &RunRecord, parsed: &Parsed, wanted: bool) -> Result<(), LoadError> {
+/// A full disk is not a reason to lose the report: what could not be
+/// written comes back, in words, and the rest is read.
+fn render_run(
+    cat: Catalog,
+    d: &Path,
+    rec: &RunRecord,
+    parsed: &Parsed,
+    wanted: bool,
+) -> Result<Option<String>, LoadError> {
     match cat.find(&rec.run.experiment) {
-        Some(e) if wanted => {
-            e.render(rec, parsed).map(|_| ()).map_err(|e| LoadError::Render { dir: d.into(), why: e.to_string() })
-        }
-        _ => Ok(()),
+        Some(e) if wanted => match e.render(rec, parsed) {
+            Ok(_) => Ok(None),
+            Err(e) if disk_full(e.as_ref()) => Ok(Some(format!("{}: charts not written: {e}", d.display()))),
+            Err(e) => Err(LoadError::Render { dir: d.into(), why: e.to_string() }),
+        },
+        _ => Ok(None),
     }
+}
+
+/// Whether an error, or one of its sources, is a full disk.
+pub fn disk_full(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = at {
+        if x.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::StorageFull) {
+            return true;
+        }
+        at = x.source();
+    }
+    false
 }
 
 /// A lab step's run directory: one plain name inside the lab, not a link.
@@ -172,6 +195,9 @@ pub struct Report {
     pub dir: PathBuf,
     pub lab: Option<Lab>,
     pub sections: Vec<Section>,
+    /// Charts and Markdown a full disk kept from being written: the report
+    /// is read whole without them (issue 59), and says which.
+    pub unwritten: Vec<String>,
 }
 
 /// Why a step of a lab whose process is gone reads "killed".
@@ -215,11 +241,13 @@ impl Report {
             Report::load_lab(dir, render, cat, budget)
         } else if dir.join("run.json").exists() {
             let (rec, parsed) = load_run(dir, cat, budget)?;
-            render_run(cat, dir, &rec, &parsed, wants_render(render, dir, &rec))?;
+            let unwritten: Vec<String> =
+                render_run(cat, dir, &rec, &parsed, wants_render(render, dir, &rec))?.into_iter().collect();
             let (state, reason) = run_state(&rec);
             let seconds = rec.run.ended_unix_ms.map(|e| e.saturating_sub(rec.run.started_unix_ms) as f64 / 1e3);
             Ok(Report {
                 dir: dir.to_path_buf(),
+                unwritten,
                 lab: None,
                 sections: vec![Section {
                     experiment: rec.run.experiment.clone(),
@@ -315,8 +343,8 @@ impl Report {
                 parsed,
             });
         }
-        render_lab(&sections, &later, render, cat)?;
-        Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections }.judge(cat))
+        let unwritten = render_lab(&sections, &later, render, cat)?;
+        Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections, unwritten }.judge(cat))
     }
 
     /// Judges the findings: one family per study (its experiment's findings)

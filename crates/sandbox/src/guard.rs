@@ -57,12 +57,61 @@ impl HostGuard {
     }
 }
 
+/// The bytes free to an unprivileged writer on the file system that holds
+/// `path`, or its nearest existing ancestor (an `--out` not made yet).
+pub fn disk_free(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut p = if path.as_os_str().is_empty() { std::path::Path::new(".") } else { path };
+    while p.symlink_metadata().is_err() {
+        p = match p.parent() {
+            Some(q) if !q.as_os_str().is_empty() => q,
+            _ => std::path::Path::new("."),
+        };
+        if p == std::path::Path::new(".") {
+            break;
+        }
+    }
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path and a zeroed struct statvfs fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Refuses, before anything starts, output of `planned` bytes to `dir` that
+/// the file system under it cannot hold: a full disk midway would cut the run
+/// (issue 59: the host guard treats a nearly full output file system like low
+/// memory). `free` is [`disk_free`]'s answer (None: unknown, not refused).
+pub fn check_disk(dir: &std::path::Path, planned: u64, free: Option<u64>, what: &str) -> Result<()> {
+    match free {
+        Some(f) if f < planned => Err(SandboxError::HostGuard(format!(
+            "host guard: {what} plans to write about {} under {}, and its file system has {} free; \
+             free some space or give another --out",
+            probe::util::bytes(planned),
+            dir.display(),
+            probe::util::bytes(f)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     fn mi(total: u64, avail: u64) -> Meminfo {
         Meminfo(probe::counters::Counters::from_pairs([("MemTotal", total), ("MemAvailable", avail)]))
     }
+    #[test]
+    fn an_output_that_does_not_fit_is_refused_before_it_starts() {
+        let d = std::path::Path::new("/x/lab");
+        let e = check_disk(d, 40 << 20, Some(8 << 20), "the lab").unwrap_err().to_string();
+        assert!(e.contains("about 40.00 MiB under /x/lab") && e.contains("8.00 MiB free"), "{e}");
+        assert!(check_disk(d, 40 << 20, Some(41 << 20), "the lab").is_ok());
+        assert!(check_disk(d, 40 << 20, None, "the lab").is_ok());
+        // A directory not made yet is measured at its nearest ancestor.
+        let t = tempfile::tempdir().unwrap();
+        assert!(disk_free(&t.path().join("a/b/c")).is_some_and(|f| f > 0));
+    }
+
     #[test]
     fn floor_and_plan() {
         assert_eq!(default_floor(4 << 30), 1 << 30);

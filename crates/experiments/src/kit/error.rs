@@ -72,6 +72,14 @@ impl Error {
         }
     }
 
+    /// Whether a file could not be written because its disk is full.
+    pub fn disk_full(&self) -> bool {
+        match self.root() {
+            Error::File { cause, .. } | Error::Io(cause) => cause.kind() == std::io::ErrorKind::StorageFull,
+            _ => false,
+        }
+    }
+
     /// The exit code the binary ends with.
     pub fn exit_code(&self) -> i32 {
         match self.root() {

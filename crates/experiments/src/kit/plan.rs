@@ -6,6 +6,20 @@ use sandbox::privilege;
 
 pub const MIB: u64 = 1 << 20;
 
+/// What one run writes besides its samples: run.json, events, its Markdown
+/// and charts (smoke lab, this VM: mapping 370 KiB, eat 870 KiB), with room.
+pub const OUTPUT_FIXED_BYTES: u64 = 2 * MIB;
+
+/// What a run's samples take a second: ten samples of about 8 KiB each
+/// (eat, this VM: 152 KiB for 19 samples), with room.
+pub const OUTPUT_BYTES_PER_S: u64 = 96 << 10;
+
+/// The output `runs` runs over `seconds` write, about: what the host guard
+/// asks the output file system to hold before anything starts (issue 59).
+pub fn output_estimate(runs: usize, seconds: f64) -> u64 {
+    runs as u64 * OUTPUT_FIXED_BYTES + (seconds.max(0.0) * OUTPUT_BYTES_PER_S as f64) as u64
+}
+
 /// How big a lab is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {

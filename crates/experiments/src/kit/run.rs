@@ -60,6 +60,11 @@ impl ExperimentRun {
         let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();
         let guard = HostGuard::new(*host_floor, &meminfo);
+        // Room for the run's own files and a minute of samples; a longer run
+        // that fills the disk stops with the file it could not write.
+        let at = out.clone().unwrap_or_else(|| PathBuf::from("runs"));
+        let planned = crate::kit::plan::output_estimate(1, 60.0);
+        sandbox::guard::check_disk(&at, planned, sandbox::guard::disk_free(&at), experiment)?;
         let made_dir = out.as_ref().is_none_or(|o| !o.exists());
         let dir =
             create_run_dir(out.as_deref(), "--out", RunJson::new(experiment, env!("CARGO_PKG_VERSION"), env, config))?;
@@ -72,6 +77,7 @@ impl ExperimentRun {
             dir.update(|r| r.notes.push(msg))?;
         }
         let mut w = dir.sample_writer()?;
+        let samples_at = dir.path().join("samples.jsonl");
         let kept = keep_samples.then(|| Arc::new(Mutex::new(Vec::new())));
         let keep = kept.clone();
         let sampler = Sampler::start(
@@ -79,7 +85,12 @@ impl ExperimentRun {
             Targets::default(),
             move |s| {
                 if let Err(e) = w.write(s) {
-                    return Verdict::Abort(format!("writing samples.jsonl failed: {e}"));
+                    let why = if e.kind() == std::io::ErrorKind::StorageFull {
+                        "the disk is full".into()
+                    } else {
+                        e.to_string()
+                    };
+                    return Verdict::Abort(format!("{}: {why} (the samples before it are kept)", samples_at.display()));
                 }
                 if let Some(k) = &keep
                     && let Ok(mut v) = k.lock()

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use crate::model::{Render, Report, Section, mark_below_noise, noise_floor};
+pub use crate::model::{Render, Report, Section, disk_full, mark_below_noise, noise_floor};
 
 /// The longest text one field of the page shows (a note, a step's
 /// arguments, a check's detail); a longer one from a crafted file is cut,
