@@ -351,6 +351,7 @@ fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
     // The record is in memory now; the directory can go.
     Report {
         dir: PathBuf::from(format!("{experiment}-run")),
+        unwritten: Vec::new(),
         lab: None,
         sections: vec![Section {
             experiment: experiment.into(),
