@@ -386,6 +386,10 @@ fn check_noise(noise: &workloads::noise::Noise) -> Check {
 }
 
 pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
+    // --probe-zram adds a device of its own: it waits for a live run (which
+    // holds the run lock) like any run, so that it changes nothing of one.
+    // Without it doctor only reads, and takes no lock.
+    let _lock = if a.probe_zram { Some(crate::experiment::take_run_lock("doctor --probe-zram", false)?) } else { None };
     let f = examine_in(&mut probe::Probe::default(), a.probe_zram);
     if a.json {
         crate::print_json(&f.json)?;

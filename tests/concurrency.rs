@@ -137,3 +137,47 @@ fn no_wait_refuses_while_another_run_holds_the_machine() {
     assert!(!dir.exists(), "a refused run leaves no run directory");
     assert!(a.wait().unwrap().success());
 }
+
+/// Issue 59 item 5: a run is live while it holds the run lock. Beside one,
+/// `restore` leaves its journal alone (its zram and swap stay on), and
+/// `doctor` and `report` of its directory change nothing of it; the run then
+/// ends as it would have, and the machine as it began.
+#[test]
+fn restore_doctor_and_report_beside_a_live_run_change_nothing_of_it() {
+    if !root_with("/sys/class/zram-control/hot_add") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let a_dir = tmp.path().join("A");
+    let mut a =
+        start(eat(&a_dir, &["--size", "256MiB", "--repeat", "8", "--pattern", "random,semi", "--backing", "zram"]));
+    // Live: its store is on and its record written.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while system_state() == before || !a_dir.join("run.json").exists() {
+        assert!(a.try_wait().unwrap().is_none(), "the run ended before its store was on");
+        assert!(std::time::Instant::now() < deadline, "the run never turned its store on");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let during = system_state();
+    let run = |args: &[&str]| Command::new(bin()).args(args).output().unwrap();
+    let r = run(&["restore"]);
+    let said = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(r.status.code(), Some(0), "{said}{}", String::from_utf8_lossy(&r.stderr));
+    assert!(said.contains("left alone (its pagelab process is still running)"), "{said}");
+    assert_eq!(system_state(), during, "restore undid something of a live run");
+    let d = run(&["doctor", "--json"]);
+    assert_eq!(d.status.code(), Some(0), "{}", String::from_utf8_lossy(&d.stderr));
+    assert_eq!(system_state(), during, "doctor changed something of a live run");
+    let rep = run(&["report", a_dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert_eq!(rep.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&rep.stderr));
+    assert!(text.contains("status: running"), "report reads a live run as running: {text}");
+    assert!(a.try_wait().unwrap().is_none(), "the run ended before the checks were done: make it longer");
+    assert_eq!(system_state(), during, "report changed something of a live run");
+    let a = a.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(result(&json(&a), "random")["backing"], "zram");
+    assert_eq!(system_state(), before);
+}

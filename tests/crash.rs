@@ -3,7 +3,9 @@
 //! each kill, `pagelab restore` must bring /proc/swaps, the zram devices, the
 //! cgroup tree and the sysctls back to exactly their state from before.
 //!
-//! One test in this file on purpose: the snapshot must not see other tests' changes.
+//! Its tests run one at a time (SERIAL): a snapshot must not see another test's changes.
+//! The second runs a short fixed-seed slice of the fault campaign
+//! (scripts/fault-campaign, issue 59 item 4).
 
 mod common;
 use std::process::Command;
@@ -46,8 +48,11 @@ fn snapshot(cg_root: &std::path::Path) -> String {
     )
 }
 
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if unsafe { libc::geteuid() } != 0 {
         common::skip("needs root");
         return;
@@ -115,4 +120,37 @@ fn sigkill_at_every_checkpoint_then_restore_returns_the_exact_snapshot() {
     assert!(killed >= 20, "only {killed} fault points");
     assert!(changed_at_kill >= 10, "most kills should leave something to restore, got {changed_at_kill}");
     assert_eq!(snapshot(&cg_root), before);
+}
+
+/// A fixed-seed slice of the fault campaign: a run and a lab (then its
+/// resume) killed at a random moment each, with SIGKILL or SIGTERM, the parent
+/// or a worker. The machine must equal its snapshot after `restore`, the run
+/// directory must read, no pagelab process may be left, and the resumed lab
+/// must finish. The full campaign (500 kills) is scripts/fault-campaign.
+#[test]
+fn a_fixed_seed_slice_of_the_fault_campaign_leaves_the_machine_as_it_was() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+        common::skip("needs root and zram");
+        return;
+    }
+    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        common::skip("no memory cgroup controller");
+        return;
+    }
+    if !Command::new("python3").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        common::skip("python3 is not installed (the campaign is a Python script)");
+        return;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fault-campaign");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(["--per-command", "1", "--commands", "eat,lab-resume", "--seed", "7", "--bin"])
+        .arg(bin())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("2 kills in") && text.contains("0 failure(s)"), "{text}");
+    println!("{text}");
 }

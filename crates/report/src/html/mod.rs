@@ -724,6 +724,17 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
     }
+    // What a kill or a full disk left unread (issue 59): named, not hidden.
+    if rec.skipped_lines > 0 || !rec.missing.is_empty() {
+        let mut what = Vec::new();
+        if rec.skipped_lines > 0 {
+            what.push(format!("{} torn or unreadable JSONL line(s) skipped", rec.skipped_lines));
+        }
+        if !rec.missing.is_empty() {
+            what.push(format!("missing: {}", rec.missing.join(", ")));
+        }
+        let _ = writeln!(o, "<p class=\"muted\">Not whole: {}; the rest is read.</p>", esc(&what.join("; ")));
+    }
     if !rec.run.notes.is_empty() {
         o.push_str("<details><summary>Run notes</summary><ul>");
         for n in rec.run.notes.iter().take(MAX_NOTES) {
