@@ -162,6 +162,11 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    run_dir(a, named)
+}
+
+/// `report RUN_DIR`: timeline.csv and the summary.
+fn run_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     // The run is read once, as a report: its results typed (an entry that is
     // not its experiment's is refused before anything is written), its
     // findings for --json; the record is the report's.

@@ -724,7 +724,13 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Tables</h3>\n");
         o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
     }
-    // What a kill or a full disk left unread (issue 59): named, not hidden.
+    notes_html(o, rec);
+    o.push_str("</section>\n");
+}
+
+/// What a kill or a full disk left unread (issue 59), named, not hidden;
+/// then the run's notes.
+fn notes_html(o: &mut String, rec: &record::rundir::RunRecord) {
     if rec.skipped_lines > 0 || !rec.missing.is_empty() {
         let mut what = Vec::new();
         if rec.skipped_lines > 0 {
@@ -742,7 +748,6 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         }
         o.push_str("</ul></details>\n");
     }
-    o.push_str("</section>\n");
 }
 
 /// The machine's noise as doctor measured it before the lab (lab.json's
