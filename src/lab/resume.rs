@@ -229,18 +229,8 @@ mod tests {
     use super::*;
 
     fn step(e: &str, args: &[&str], state: StepState) -> Step {
-        Step {
-            experiment: e.into(),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            expect_s: 10.0,
-            state,
-            reason: None,
-            seconds: None,
-            dir: None,
-            exit_code: None,
-            note: None,
-            pass: 1,
-        }
+        let planned = experiments::kit::plan::step(e, args.iter().map(|s| s.to_string()).collect(), 10.0);
+        Step { state, ..planned }
     }
 
     fn host() -> Host {
