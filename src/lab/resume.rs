@@ -120,13 +120,73 @@ fn set_aside(path: &Path, ext: &str) -> anyhow::Result<Option<PathBuf>> {
     Ok(Some(to))
 }
 
+/// The name the lab gives step `s`'s run directory and log.
+fn step_name(s: &Step) -> String {
+    if s.pass > 1 { format!("{}-pass{}", s.experiment, s.pass) } else { s.experiment.clone() }
+}
+
+/// What a later pass's step `s` would be, as the lab plans one: `lab_more`
+/// of its experiment's first step, for the findings and repeats its note
+/// names. None when the note names none of its experiment's findings.
+fn later_step(lab: &Lab, s: &Step) -> Option<Step> {
+    let e = experiments::ALL.iter().find(|e| e.name() == s.experiment)?;
+    let first = lab.steps.iter().find(|f| f.pass == 1 && f.experiment == s.experiment)?;
+    // "pass 2: 3 more repeat(s) for eat.x, eat.y"
+    let (k, ids) = s.note.as_deref()?.split_once(": ")?.1.split_once(" more repeat(s) for ")?;
+    let k: u32 = k.parse().ok()?;
+    let claims = e.report.claims();
+    let ids: Vec<&'static str> =
+        ids.split(", ").map(|id| claims.iter().find(|c| c.id == id).map(|c| c.id)).collect::<Option<_>>()?;
+    let mut more = (e.lab_more)(first, &ids, k)?;
+    more.pass = s.pass;
+    Some(more)
+}
+
+/// Whether what `lab` would run again is what pagelab plans, and nothing a
+/// lab.json could be made to say (it runs as root): every step of a known
+/// experiment, in its own directory; the first pass's steps to run again
+/// taken from `planned` (this pagelab's plan here, whose digest matched); a
+/// later pass's step exactly what the lab plans for the findings it names.
+/// Why not, in one line.
+pub fn check_steps(lab: &Lab, planned: &[Step]) -> Result<(), String> {
+    if lab.steps.len() > report::lab::MAX_STEPS {
+        return Err(format!("{} steps; a lab has at most {}", lab.steps.len(), report::lab::MAX_STEPS));
+    }
+    let first: Vec<&Step> = lab.steps.iter().filter(|s| s.pass == 1).collect();
+    let same_plan =
+        first.len() == planned.len() && first.iter().zip(planned).all(|(a, b)| a.experiment == b.experiment);
+    if !same_plan {
+        return Err("its first pass is not the plan its digest names".into());
+    }
+    for (i, s) in lab.steps.iter().enumerate() {
+        if !experiments::ALL.iter().any(|e| e.name() == s.experiment) {
+            return Err(format!("step {} is of no experiment pagelab knows", i + 1));
+        }
+        if s.dir.as_ref().is_some_and(|d| d.as_os_str() != step_name(s).as_str()) {
+            return Err(format!("step {} ({}) names a directory the lab does not give it", i + 1, s.experiment));
+        }
+        if s.pass > 1 && to_rerun(s).is_some() && later_step(lab, s).is_none_or(|m| m.args != s.args) {
+            return Err(format!("step {} ({}, pass {}) is not what the lab plans for it", i + 1, s.experiment, s.pass));
+        }
+    }
+    Ok(())
+}
+
 /// Resets the steps a resume runs (again) in `lab`, with the cut ones' run
 /// directories and logs in `dir` moved aside; returns what it did.
-fn reset_cut_steps(lab: &mut Lab, dir: &Path) -> anyhow::Result<Resumed> {
+/// A first-pass step runs again as `planned` plans it now (the pace fits
+/// it again), never with the arguments lab.json holds.
+fn reset_cut_steps(lab: &mut Lab, dir: &Path, planned: &[Step]) -> anyhow::Result<Resumed> {
     let mut r = Resumed { at_unix_ms: super::now_ms(), ..Resumed::default() };
+    let mut k = 0;
     for s in &mut lab.steps {
+        let plan = (s.pass == 1).then(|| planned.get(k)).flatten();
+        k += usize::from(s.pass == 1);
         let Some(why) = to_rerun(s) else { continue };
-        let name = if s.pass > 1 { format!("{}-pass{}", s.experiment, s.pass) } else { s.experiment.clone() };
+        let name = step_name(s);
+        if let Some(p) = plan {
+            (s.args, s.expect_s, s.note) = (p.args.clone(), p.expect_s, p.note.clone());
+        }
         if let Some(d) = &s.dir
             && report::lab::inside(d)
             && let Some(to) = set_aside(&dir.join(d), "")?
@@ -187,10 +247,16 @@ pub fn run(a: &LabArgs, dir: &Path) -> anyhow::Result<()> {
     if let Some(why) = refusal(&lab, &host_here(), &planned, &now) {
         return Err(usage(format!("--resume {}: {why}", dir.display())));
     }
+    let weights = if passes > 1 { vec![1.0; passes as usize] } else { Vec::new() };
+    if let Err(why) = check_steps(&lab, &planned).and_then(|()| {
+        (lab.pass_weights == weights).then_some(()).ok_or_else(|| "its pass weights are not the plan's".to_string())
+    }) {
+        return Err(usage(format!("--resume {}: lab.json: {why}; run a new lab", dir.display())));
+    }
     // The machine is this lab's again; a child still leaving after the kill
     // holds the lock until it has restored what it changed.
     let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
-    let done = reset_cut_steps(&mut lab, dir)?;
+    let done = reset_cut_steps(&mut lab, dir, &planned)?;
     let spent: f64 = lab.steps.iter().filter_map(|s| s.seconds).sum();
     let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
     say(&format!(
@@ -286,6 +352,50 @@ mod tests {
         assert!(refusal(&old, &host(), &planned, &same).unwrap().contains("no plan digest"));
     }
 
+    /// A lab.json is input, and a resume runs as root what it names: only
+    /// what pagelab itself plans may run.
+    #[test]
+    fn a_crafted_lab_json_cannot_choose_what_a_resume_runs() {
+        let m = super::super::Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+        let planned = plan(&m, Scale::Smoke, &["eat".to_string()]);
+        let lab = lab_of(planned.clone());
+        assert_eq!(check_steps(&lab, &planned), Ok(()));
+        // A later pass's step as the lab plans it, for a finding of eat's.
+        let eat = experiments::ALL.iter().find(|e| e.name() == "eat").unwrap();
+        let claim = eat.report.claims()[0].id;
+        let mut more = (eat.lab_more)(&planned[0], &[claim], 3).unwrap();
+        (more.pass, more.note) = (2, Some(format!("pass 2: 3 more repeat(s) for {claim}")));
+        let mut ok = lab.clone();
+        ok.steps.push(more.clone());
+        assert_eq!(check_steps(&ok, &planned), Ok(()));
+        // The same step with an argument of its own: refused.
+        let mut bad = ok.clone();
+        bad.steps[1].args.push("--swapfile-dir=/etc".into());
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("not what the lab plans"));
+        // A finding that is not eat's, or none.
+        let mut bad = ok.clone();
+        bad.steps[1].note = Some("pass 2: 3 more repeat(s) for heap.x".into());
+        assert!(check_steps(&bad, &planned).is_err());
+        // An experiment pagelab does not know, a directory it does not give.
+        let mut bad = lab.clone();
+        bad.steps.push(Step { experiment: "../../etc/cron".into(), pass: 2, ..more.clone() });
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("no experiment pagelab knows"));
+        let mut bad = lab.clone();
+        bad.steps[0].dir = Some("../outside".into());
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("a directory the lab does not give it"));
+        // A first pass that is not the plan's.
+        let mut bad = lab.clone();
+        bad.steps[0].experiment = "heap".into();
+        assert!(check_steps(&bad, &planned).is_err());
+        // A first-pass step runs again as planned now, whatever lab.json says.
+        let mut cut = lab.clone();
+        cut.steps[0].args = vec!["--size".into(), "1TiB".into()];
+        cut.steps[0].state = StepState::Running;
+        let d = tempfile::tempdir().unwrap();
+        reset_cut_steps(&mut cut, d.path(), &planned).unwrap();
+        assert_eq!(cut.steps[0].args, planned[0].args);
+    }
+
     #[test]
     fn only_cut_or_unstarted_steps_run_again() {
         let mut skipped_by_plan = step("thrash", &[], StepState::Skipped);
@@ -315,7 +425,7 @@ mod tests {
         cut.dir = Some("eat".into());
         cut.seconds = Some(3.0);
         let mut lab = lab_of(vec![step("heap", &[], StepState::Complete), cut]);
-        let r = reset_cut_steps(&mut lab, d.path()).unwrap();
+        let r = reset_cut_steps(&mut lab, d.path(), &[]).unwrap();
         assert_eq!(r.rerun, ["eat (cut midway when the lab was killed)"]);
         assert!(d.path().join("eat.cut-1").is_dir() && !d.path().join("eat").exists());
         assert_eq!(std::fs::read_to_string(d.path().join("logs/eat.cut-1.log")).unwrap(), "half");
@@ -327,7 +437,7 @@ mod tests {
         let mut cut = step("wscap", &[], StepState::Interrupted);
         cut.dir = Some("wscap".into());
         let mut lab = lab_of(vec![cut]);
-        let e = reset_cut_steps(&mut lab, d.path()).unwrap_err().to_string();
+        let e = reset_cut_steps(&mut lab, d.path(), &[]).unwrap_err().to_string();
         assert!(e.contains("a symbolic link"), "{e}");
         assert!(d.path().join("wscap").symlink_metadata().unwrap().file_type().is_symlink());
     }
