@@ -568,7 +568,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
 fn execute(a: &LabArgs, lab: Lab, out: &Path, lock: &sandbox::runlock::RunLock, spent: f64) -> anyhow::Result<()> {
     let budget = lab.budget_s;
     let started = Instant::now();
-    let t0 = started.checked_sub(Duration::from_secs_f64(spent.max(0.0))).unwrap_or(started);
+    let t0 = Duration::try_from_secs_f64(spent).ok().and_then(|d| started.checked_sub(d)).unwrap_or(started);
     let lock_env = lock.for_child();
     let mut run = Runner {
         exe: std::env::current_exe().context("finding the pagelab binary")?,

@@ -10,7 +10,7 @@ use crate::cli::LabArgs;
 use crate::usage;
 use report::lab::{Host, Lab, Resumed, Step, StepState};
 use sha2::Digest;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A digest of what a lab fixes before its data: the mode, `--only`, the
 /// first pass as planned (each step's experiment, arguments, estimate and
@@ -101,104 +101,181 @@ pub fn to_rerun(s: &Step) -> Option<&'static str> {
     }
 }
 
-/// A free name for a cut step's directory or log beside `path`: `eat.cut-1`,
-/// `eat.cut-2`, …
-fn aside(path: &Path, ext: &str) -> Option<PathBuf> {
-    let stem = path.file_stem()?.to_string_lossy().into_owned();
-    (1..1000).map(|k| path.with_file_name(format!("{stem}.cut-{k}{ext}"))).find(|p| p.symlink_metadata().is_err())
-}
-
-/// Moves `path` (a directory or regular file a lab step wrote, never a link)
-/// aside; returns where to. A rename never follows a link, and nothing is deleted.
-fn set_aside(path: &Path, ext: &str) -> anyhow::Result<Option<PathBuf>> {
-    let Ok(m) = path.symlink_metadata() else { return Ok(None) };
-    if m.file_type().is_symlink() {
-        anyhow::bail!("{}: a symbolic link where the lab wrote a step; left alone, and not resumed", path.display());
-    }
-    let to = aside(path, ext).ok_or_else(|| anyhow::anyhow!("{}: no free name to move it aside", path.display()))?;
-    std::fs::rename(path, &to).map_err(|e| anyhow::anyhow!("moving {} aside: {e}", path.display()))?;
-    Ok(Some(to))
-}
+/// The most seconds a step of a lab may say it took or was planned at (30
+/// days): a larger figure is not a lab's.
+const MAX_STEP_S: f64 = 30.0 * 86400.0;
 
 /// The name the lab gives step `s`'s run directory and log.
 fn step_name(s: &Step) -> String {
     if s.pass > 1 { format!("{}-pass{}", s.experiment, s.pass) } else { s.experiment.clone() }
 }
 
-/// What a later pass's step `s` would be, as the lab plans one: `lab_more`
-/// of its experiment's first step, for the findings and repeats its note
-/// names. None when the note names none of its experiment's findings.
-fn later_step(lab: &Lab, s: &Step) -> Option<Step> {
+/// A later pass's step as the lab plans one: `lab_more` of the first step
+/// this pagelab plans for its experiment (`planned`), for the findings and
+/// the 2 – 10 repeats its note names. None when the note names none of its
+/// experiment's findings.
+fn later_step(planned: &[Step], s: &Step) -> Option<Step> {
     let e = experiments::ALL.iter().find(|e| e.name() == s.experiment)?;
-    let first = lab.steps.iter().find(|f| f.pass == 1 && f.experiment == s.experiment)?;
+    let first = planned.iter().find(|f| f.experiment == s.experiment && f.state == StepState::Planned)?;
     // "pass 2: 3 more repeat(s) for eat.x, eat.y"
     let (k, ids) = s.note.as_deref()?.split_once(": ")?.1.split_once(" more repeat(s) for ")?;
-    let k: u32 = k.parse().ok()?;
+    let k: u32 = k.parse().ok().filter(|k| (2..=10).contains(k))?;
     let claims = e.report.claims();
     let ids: Vec<&'static str> =
         ids.split(", ").map(|id| claims.iter().find(|c| c.id == id).map(|c| c.id)).collect::<Option<_>>()?;
     let mut more = (e.lab_more)(first, &ids, k)?;
-    more.pass = s.pass;
+    (more.pass, more.note) = (s.pass, s.note.clone());
     Some(more)
 }
 
-/// Whether what `lab` would run again is what pagelab plans, and nothing a
-/// lab.json could be made to say (it runs as root): every step of a known
-/// experiment, in its own directory; the first pass's steps to run again
-/// taken from `planned` (this pagelab's plan here, whose digest matched); a
-/// later pass's step exactly what the lab plans for the findings it names.
-/// Why not, in one line.
+/// Whether first-pass step `s` is `plan` as the lab ran it: the same
+/// arguments, or fitted to the budget (an even, smaller `--repeat`, and a note).
+fn as_planned(s: &Step, plan: &Step) -> bool {
+    if s.args == plan.args {
+        return true;
+    }
+    let (Some((at, n)), Some((at_s, m))) =
+        (experiments::kit::plan::repeat_of(plan), experiments::kit::plan::repeat_of(s))
+    else {
+        return false;
+    };
+    let mut back = s.args.clone();
+    back[at_s] = n.to_string();
+    at == at_s && back == plan.args && m % 2 == 0 && (2..n).contains(&m) && s.note.is_some()
+}
+
+/// Whether what `lab` holds is what pagelab plans, and nothing a lab.json
+/// could be made to say (a resume runs as root): every step of a known
+/// experiment, in its own directory, with figures a lab can have; the first
+/// pass this pagelab's plan here (`planned`, whose digest matched), step by
+/// step, as planned or fitted to the budget, skipped where the plan skips;
+/// a later pass's step to run exactly what the lab plans for the findings it
+/// names. Why not, in one line.
 pub fn check_steps(lab: &Lab, planned: &[Step]) -> Result<(), String> {
     if lab.steps.len() > report::lab::MAX_STEPS {
         return Err(format!("{} steps; a lab has at most {}", lab.steps.len(), report::lab::MAX_STEPS));
     }
     let first: Vec<&Step> = lab.steps.iter().filter(|s| s.pass == 1).collect();
-    let same_plan =
-        first.len() == planned.len() && first.iter().zip(planned).all(|(a, b)| a.experiment == b.experiment);
-    if !same_plan {
+    if first.len() != planned.len() || first.iter().zip(planned).any(|(a, b)| a.experiment != b.experiment) {
         return Err("its first pass is not the plan its digest names".into());
     }
+    for (s, p) in first.iter().zip(planned) {
+        let skipped_by_plan = s.state == StepState::Skipped && s.reason.as_deref() != Some(NOT_STARTED);
+        if skipped_by_plan != (p.state == StepState::Skipped) || !as_planned(s, p) {
+            return Err(format!("its step {} is not the one the plan makes", s.experiment));
+        }
+    }
+    let mut names = std::collections::HashSet::new();
     for (i, s) in lab.steps.iter().enumerate() {
+        let n = i + 1;
         if !experiments::ALL.iter().any(|e| e.name() == s.experiment) {
-            return Err(format!("step {} is of no experiment pagelab knows", i + 1));
+            return Err(format!("step {n} is of no experiment pagelab knows"));
+        }
+        if s.pass == 0 || s.pass > lab.passes.max(1) {
+            return Err(format!("step {n} is of pass {}; the lab planned {}", s.pass, lab.passes));
+        }
+        let figures = [Some(s.expect_s), s.seconds];
+        if figures.into_iter().flatten().any(|x| !(0.0..=MAX_STEP_S).contains(&x)) {
+            return Err(format!("step {n} ({}) has a time no lab step takes", s.experiment));
+        }
+        if !names.insert(step_name(s)) {
+            return Err(format!("step {n} ({}) is there twice", step_name(s)));
         }
         if s.dir.as_ref().is_some_and(|d| d.as_os_str() != step_name(s).as_str()) {
-            return Err(format!("step {} ({}) names a directory the lab does not give it", i + 1, s.experiment));
+            return Err(format!("step {n} ({}) names a directory the lab does not give it", s.experiment));
         }
-        if s.pass > 1 && to_rerun(s).is_some() && later_step(lab, s).is_none_or(|m| m.args != s.args) {
-            return Err(format!("step {} ({}, pass {}) is not what the lab plans for it", i + 1, s.experiment, s.pass));
+        let runs = s.state == StepState::Planned || to_rerun(s).is_some();
+        if s.pass > 1 && runs && later_step(planned, s).is_none_or(|m| m.args != s.args) {
+            return Err(format!("step {n} ({}, pass {}) is not what the lab plans for it", s.experiment, s.pass));
         }
     }
     Ok(())
 }
 
-/// Resets the steps a resume runs (again) in `lab`, with the cut ones' run
-/// directories and logs in `dir` moved aside; returns what it did.
-/// A first-pass step runs again as `planned` plans it now (the pace fits
-/// it again), never with the arguments lab.json holds.
+/// The lab directory as a resume may write in it as root: a directory (not
+/// a link) of this user's that nobody else may write, and so its `logs`.
+/// Another user's directory could have links planted in it between a check
+/// and a write.
+fn check_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = unsafe { libc::geteuid() };
+    for d in [dir.to_path_buf(), dir.join("logs")] {
+        let m = match d.symlink_metadata() {
+            Ok(m) => m,
+            Err(_) if d != dir => continue,
+            Err(e) => return Err(format!("{}: {e}", d.display())),
+        };
+        if !m.file_type().is_dir() {
+            return Err(format!("{} is not a directory (a link is not followed)", d.display()));
+        }
+        if m.uid() != me || m.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} belongs to uid {} or may be written by others (mode {:o}): a lab others can change is not \
+                 resumed",
+                d.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Renames `from` to `to` unless `to` exists (renameat2's
+/// RENAME_NOREPLACE): a name planted in between is not replaced.
+fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths; no descriptor is used (AT_FDCWD).
+    let r = unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE) };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+/// Resets the steps a resume runs (again) in `lab`: what their names hold in
+/// `dir` (a cut step's run directory and log, whatever lab.json says) moved
+/// aside as `NAME.cut-K`, kept; a first-pass step as `planned` plans it now
+/// (the pace fits it again), a later pass's as the lab plans it. Every name
+/// is checked before anything is renamed: a link there is refused.
 fn reset_cut_steps(lab: &mut Lab, dir: &Path, planned: &[Step]) -> anyhow::Result<Resumed> {
     let mut r = Resumed { at_unix_ms: super::now_ms(), ..Resumed::default() };
+    let mut moves = Vec::new();
+    for s in lab.steps.iter().filter(|s| to_rerun(s).is_some() || s.state == StepState::Planned) {
+        let name = step_name(s);
+        for (p, ext) in [(dir.join(&name), ""), (dir.join("logs").join(format!("{name}.log")), ".log")] {
+            match p.symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => {
+                    anyhow::bail!("{}: a symbolic link where the lab writes a step; nothing was moved", p.display())
+                }
+                Ok(_) => moves.push((p, ext)),
+                Err(_) => {}
+            }
+        }
+    }
+    for (p, ext) in moves {
+        let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let to = (1..1000)
+            .map(|k| p.with_file_name(format!("{stem}.cut-{k}{ext}")))
+            .find(|t| rename_noreplace(&p, t).is_ok())
+            .ok_or_else(|| anyhow::anyhow!("{}: could not be moved aside", p.display()))?;
+        r.set_aside.push(to.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(to));
+    }
     let mut k = 0;
     for s in &mut lab.steps {
         let plan = (s.pass == 1).then(|| planned.get(k)).flatten();
         k += usize::from(s.pass == 1);
-        let Some(why) = to_rerun(s) else { continue };
-        let name = step_name(s);
-        if let Some(p) = plan {
-            (s.args, s.expect_s, s.note) = (p.args.clone(), p.expect_s, p.note.clone());
+        let why = match to_rerun(s) {
+            Some(why) => why,
+            None => continue,
+        };
+        let again = match plan {
+            Some(p) => Some(p.clone()),
+            None => later_step(planned, s),
+        };
+        if let Some(p) = again {
+            (s.args, s.expect_s, s.note) = (p.args, p.expect_s, p.note);
         }
-        if let Some(d) = &s.dir
-            && report::lab::inside(d)
-            && let Some(to) = set_aside(&dir.join(d), "")?
-        {
-            r.set_aside.push(to.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(to));
-        }
-        if s.dir.is_some()
-            && let Some(to) = set_aside(&dir.join("logs").join(format!("{name}.log")), ".log")?
-        {
-            r.set_aside.push(to.strip_prefix(dir).map(Path::to_path_buf).unwrap_or(to));
-        }
-        r.rerun.push(format!("{name} ({why})"));
+        r.rerun.push(format!("{} ({why})", step_name(s)));
         s.state = StepState::Planned;
         s.reason = None;
         s.seconds = None;
@@ -209,53 +286,44 @@ fn reset_cut_steps(lab: &mut Lab, dir: &Path, planned: &[Step]) -> anyhow::Resul
 }
 
 pub fn run(a: &LabArgs, dir: &Path) -> anyhow::Result<()> {
-    let mut lab = Lab::load(dir).map_err(|e| usage(format!("--resume {}: {e}", dir.display())))?;
+    let bad = |why: String| usage(format!("--resume {}: {why}", dir.display()));
+    // The lock first: a second resume waiting for it reads lab.json as the
+    // first left it. A child still leaving after the kill holds the lock
+    // until it has restored what it changed.
+    let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
+    check_dir(dir).map_err(bad)?;
+    let mut lab = Lab::load(dir).map_err(|e| bad(e.to_string()))?;
     if lab.plan_digest.is_none() {
-        return Err(usage(format!(
-            "--resume {}: its lab.json has no plan digest (a lab from before --resume); run a new lab",
-            dir.display()
-        )));
+        return Err(bad("its lab.json has no plan digest (a lab from before --resume); run a new lab".into()));
     }
     if lab.live() {
-        return Err(usage(format!(
-            "--resume {}: the lab is still running (pid {}); stop it first, or let it finish",
-            dir.display(),
+        return Err(bad(format!(
+            "the lab is still running (pid {}); stop it first, or let it finish",
             lab.pid.unwrap_or(0)
         )));
     }
     if !lab.steps.iter().any(|s| to_rerun(s).is_some()) {
-        return Err(usage(format!(
-            "--resume {}: every step has finished (complete, failed or skipped by the plan); nothing to resume",
-            dir.display()
-        )));
+        return Err(bad("every step has finished (complete, failed or skipped by the plan); nothing to resume".into()));
     }
     let scale = match lab.mode.as_str() {
         "quick" => Scale::Quick,
         "smoke" => Scale::Smoke,
         "full" => Scale::Full,
-        m => {
-            return Err(usage(format!(
-                "--resume {}: lab.json has mode '{m}': expected quick, smoke or full",
-                dir.display()
-            )));
-        }
+        m => return Err(bad(format!("lab.json has mode '{m}': expected quick, smoke or full"))),
     };
     let m = super::Machine::here();
     let planned = plan(&m, scale, &lab.only);
     let passes = super::passes_for(lab.budget_s, &planned);
     let now = digest(&lab.mode, &lab.only, &planned, lab.budget_s, passes);
     if let Some(why) = refusal(&lab, &host_here(), &planned, &now) {
-        return Err(usage(format!("--resume {}: {why}", dir.display())));
+        return Err(bad(why));
     }
     let weights = if passes > 1 { vec![1.0; passes as usize] } else { Vec::new() };
     if let Err(why) = check_steps(&lab, &planned).and_then(|()| {
         (lab.pass_weights == weights).then_some(()).ok_or_else(|| "its pass weights are not the plan's".to_string())
     }) {
-        return Err(usage(format!("--resume {}: lab.json: {why}; run a new lab", dir.display())));
+        return Err(bad(format!("lab.json: {why}; run a new lab")));
     }
-    // The machine is this lab's again; a child still leaving after the kill
-    // holds the lock until it has restored what it changed.
-    let lock = crate::experiment::take_run_lock("lab", a.lock.no_wait)?;
     let done = reset_cut_steps(&mut lab, dir, &planned)?;
     let spent: f64 = lab.steps.iter().filter_map(|s| s.seconds).sum();
     let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
@@ -366,6 +434,7 @@ mod tests {
         let mut more = (eat.lab_more)(&planned[0], &[claim], 3).unwrap();
         (more.pass, more.note) = (2, Some(format!("pass 2: 3 more repeat(s) for {claim}")));
         let mut ok = lab.clone();
+        ok.passes = 2;
         ok.steps.push(more.clone());
         assert_eq!(check_steps(&ok, &planned), Ok(()));
         // The same step with an argument of its own: refused.
@@ -383,10 +452,37 @@ mod tests {
         let mut bad = lab.clone();
         bad.steps[0].dir = Some("../outside".into());
         assert!(check_steps(&bad, &planned).unwrap_err().contains("a directory the lab does not give it"));
-        // A first pass that is not the plan's.
+        // A first pass that is not the plan's: another experiment, a kept
+        // step with arguments of its own, a step the plan skips made to run.
         let mut bad = lab.clone();
         bad.steps[0].experiment = "heap".into();
         assert!(check_steps(&bad, &planned).is_err());
+        let mut bad = ok.clone();
+        bad.steps[0].state = StepState::Complete;
+        bad.steps[0].args.extend(["--".into(), "/bin/sh".into()]);
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("not the one the plan makes"));
+        let skip = plan(&m, Scale::Quick, &["thrash".to_string()]);
+        assert_eq!(skip[0].state, StepState::Skipped, "the quick lab skips thrash");
+        let mut bad = lab_of(skip.clone());
+        bad.steps[0].state = StepState::Planned;
+        assert!(check_steps(&bad, &skip).is_err());
+        // Fitted to the budget: an even, smaller --repeat with its note.
+        let mut fitted = lab.clone();
+        let (at, n) = experiments::kit::plan::repeat_of(&planned[0]).unwrap();
+        assert!(n >= 2);
+        fitted.steps[0].args[at] = "1".into();
+        fitted.steps[0].note = Some("fewer".into());
+        assert!(check_steps(&fitted, &planned).is_err(), "an odd count is no fit");
+        // Figures no lab has, a pass it did not plan, a step twice.
+        let mut bad = lab.clone();
+        bad.steps[0].seconds = Some(1e20);
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("a time no lab step takes"));
+        let mut bad = ok.clone();
+        bad.steps[1].pass = 0;
+        assert!(check_steps(&bad, &planned).is_err());
+        let mut bad = ok.clone();
+        bad.steps.push(bad.steps[1].clone());
+        assert!(check_steps(&bad, &planned).unwrap_err().contains("there twice"));
         // A first-pass step runs again as planned now, whatever lab.json says.
         let mut cut = lab.clone();
         cut.steps[0].args = vec!["--size".into(), "1TiB".into()];
@@ -394,6 +490,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         reset_cut_steps(&mut cut, d.path(), &planned).unwrap();
         assert_eq!(cut.steps[0].args, planned[0].args);
+    }
+
+    #[test]
+    fn a_lab_directory_others_may_write_is_not_resumed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(check_dir(d.path()), Ok(()));
+        std::fs::create_dir(d.path().join("logs")).unwrap();
+        std::fs::set_permissions(d.path().join("logs"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_dir(d.path()).unwrap_err().contains("may be written by others"));
+        std::fs::remove_dir(d.path().join("logs")).unwrap();
+        std::os::unix::fs::symlink("/tmp", d.path().join("logs")).unwrap();
+        assert!(check_dir(d.path()).unwrap_err().contains("not a directory"));
+        let link = d.path().join("lab");
+        std::os::unix::fs::symlink(tempfile::tempdir().unwrap().path(), &link).unwrap();
+        assert!(check_dir(&link).is_err());
     }
 
     #[test]

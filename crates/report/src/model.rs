@@ -318,8 +318,10 @@ impl Report {
                 // out (issue 59: not "running").
                 (_, crate::lab::StepState::Running) if !live => ("killed".into(), Some(killed_why(&lab))),
                 (Some((rec, _)), crate::lab::StepState::Running) => run_state(rec),
+                // Not run: the lab's process is gone (a lab from before
+                // pid-keeping: it has not ended).
                 (None, crate::lab::StepState::Running | crate::lab::StepState::Planned)
-                    if lab.ended_unix_ms.is_none() =>
+                    if (lab.pid.is_some() && !live) || (lab.pid.is_none() && lab.ended_unix_ms.is_none()) =>
                 {
                     ("not run".into(), Some("the lab ended before this experiment finished".into()))
                 }
