@@ -135,8 +135,27 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_with(path, |f| f.write_all(bytes))
 }
 
-/// Like [`write`], with the content streamed by `fill`.
+/// Like [`write`], with the content streamed by `fill`. An error names the
+/// file, and says what a fault means for it (issue 59): a full disk, a
+/// directory removed or made read-only midway; nothing was written then.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> std::io::Result<()> {
+    write_whole(path, fill).map_err(|e| {
+        // A refusal says its own words, and so does an error of `fill`'s own
+        // making; the system's errors (no path in them) get the file's name.
+        if is_refused(&e) || e.raw_os_error().is_none() {
+            return e;
+        }
+        let what = match e.raw_os_error() {
+            Some(libc::ENOSPC) => "the disk is full".to_string(),
+            Some(libc::ENOENT) => "its directory is gone".to_string(),
+            Some(libc::EROFS) => "the file system is read-only".to_string(),
+            _ => e.to_string(),
+        };
+        Error::new(e.kind(), format!("{}: {what} (nothing was written)", path.display()))
+    })
+}
+
+fn write_whole(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> std::io::Result<()> {
     check_target(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -162,13 +181,7 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> std::io::Result<(
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    r.map_err(|e| {
-        if e.raw_os_error() == Some(libc::ENOSPC) {
-            Error::new(e.kind(), format!("{}: the disk is full (nothing was written)", path.display()))
-        } else {
-            e
-        }
-    })
+    r
 }
 
 /// Makes a rename in `dir` durable: the file's data was synced before the
@@ -209,7 +222,12 @@ pub fn write_in_run_dir(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
                 Ok(Some(what)) => refuse(dir, what),
                 _ => e,
             },
-            _ => e,
+            // The run directory removed midway (issue 59): named, and never
+            // made again here.
+            Some(libc::ENOENT) => {
+                Error::new(e.kind(), format!("{}: its directory {} is gone ({e})", path.display(), dir.display()))
+            }
+            _ => Error::new(e.kind(), format!("{}: opening its directory {}: {e}", path.display(), dir.display())),
         })?;
     let via = PathBuf::from(format!("/proc/self/fd/{}", d.as_raw_fd())).join(name);
     write(&via, bytes).map_err(|e| {
