@@ -335,6 +335,10 @@ fn a_disk_that_fills_midway_ends_the_run_naming_the_file_and_report_reads_it() {
     while std::io::Write::write_all(&mut filler, &[0u8; 65536]).is_ok() {}
     drop(filler);
     let done = child.wait_with_output().unwrap();
+    // What the run freed as it failed (its temporary files) is filled too.
+    let mut filler = std::fs::OpenOptions::new().append(true).open(mnt.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    drop(filler);
     let report = std::process::Command::new(common::bin()).arg("report").arg(&out).output().unwrap();
     let _ = std::process::Command::new("umount").arg(&mnt).status();
     let err = String::from_utf8_lossy(&done.stderr);
