@@ -198,6 +198,7 @@ pub fn check_steps(lab: &Lab, planned: &[Step]) -> Result<(), String> {
 /// and a write.
 fn check_dir(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid takes nothing and cannot fail.
     let me = unsafe { libc::geteuid() };
     for d in [dir.to_path_buf(), dir.join("logs")] {
         let m = match d.symlink_metadata() {
