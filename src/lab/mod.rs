@@ -524,7 +524,11 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         Some(o) => o.clone(),
         None => crate::record_cmd::default_out("lab")?,
     };
-    std::fs::create_dir_all(out.join("logs")).map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
+    // 0755 whatever the umask allows beyond it: `--resume` refuses a lab
+    // directory others may write (links could be planted in it).
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
+        .create(out.join("logs"))
+        .map_err(|e| usage(format!("--out {}: {e}", out.display())))?;
     crate::write_output(&out.join("doctor.json"), &serde_json::to_vec_pretty(&findings.json)?, None)?;
     let (pid, pid_starttime) = record::rundir::this_process();
     let plan_digest = Some(resume::digest(mode, &a.only, &steps, budget, passes));
