@@ -10,6 +10,38 @@
 
 use std::ffi::c_void;
 
+/// jemalloc's entry points: the linked library (tikv-jemalloc-sys, prefixed
+/// `_rjem_`), or, in a build without the `jemalloc` feature, entry points
+/// that fail (malloc gives null, mallctl ENOENT), behind which `heap`
+/// refuses `jemalloc` by name ([`Allocator::parse`]). Only the fuzz targets
+/// build without it: they never run a heap experiment, and jemalloc's build
+/// script (configure and make) cost them 100 s of a 290 s build.
+#[cfg(feature = "jemalloc")]
+pub(crate) use tikv_jemalloc_sys as je_sys;
+#[cfg(not(feature = "jemalloc"))]
+pub(crate) mod je_sys {
+    use std::ffi::c_void;
+    /// # Safety
+    /// None needed: it touches nothing (the signature is jemalloc's).
+    pub unsafe fn malloc(_size: usize) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    /// # Safety
+    /// None needed: it touches nothing (the signature is jemalloc's).
+    pub unsafe fn free(_p: *mut c_void) {}
+    /// # Safety
+    /// None needed: it touches nothing (the signature is jemalloc's).
+    pub unsafe fn mallctl(
+        _name: *const libc::c_char,
+        _old: *mut c_void,
+        _oldlen: *mut usize,
+        _new: *mut c_void,
+        _newlen: usize,
+    ) -> libc::c_int {
+        libc::ENOENT
+    }
+}
+
 /// An allocator as named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Allocator {
@@ -27,6 +59,9 @@ impl Allocator {
         match s {
             "glibc" => Ok(Allocator::Glibc),
             "mimalloc" => Ok(Allocator::Mimalloc),
+            "jemalloc" if !cfg!(feature = "jemalloc") => {
+                Err("jemalloc is not in this build of pagelab (built without its `jemalloc` feature)".into())
+            }
             "jemalloc" => Ok(Allocator::Jemalloc),
             _ => match s.strip_prefix("preload:") {
                 Some(p) if !p.is_empty() => Ok(Allocator::Preload(p.into())),
@@ -142,13 +177,13 @@ impl ThreadHeap for Je {
     #[inline(always)]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         // SAFETY: jemalloc's malloc.
-        unsafe { tikv_jemalloc_sys::malloc(size).cast() }
+        unsafe { je_sys::malloc(size).cast() }
     }
     // SAFETY (callers): p came from this allocator's alloc and is freed once.
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
         // SAFETY: p came from jemalloc.
-        unsafe { tikv_jemalloc_sys::free(p.cast()) }
+        unsafe { je_sys::free(p.cast()) }
     }
 }
 
@@ -158,7 +193,7 @@ pub fn je_create_arena() -> Result<u32, String> {
     let mut len = std::mem::size_of::<libc::c_uint>();
     // SAFETY: "arenas.create" writes an unsigned into idx.
     let r = unsafe {
-        tikv_jemalloc_sys::mallctl(
+        je_sys::mallctl(
             c"arenas.create".as_ptr(),
             (&mut idx as *mut libc::c_uint).cast::<c_void>(),
             &mut len,
@@ -174,7 +209,7 @@ pub fn je_bind(idx: u32) -> Result<(), String> {
     let mut v: libc::c_uint = idx;
     // SAFETY: "thread.arena" reads an unsigned from v.
     let r = unsafe {
-        tikv_jemalloc_sys::mallctl(
+        je_sys::mallctl(
             c"thread.arena".as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -191,7 +226,7 @@ pub fn je_thread_arena() -> Option<u32> {
     let mut len = std::mem::size_of::<libc::c_uint>();
     // SAFETY: reading "thread.arena" into idx.
     let r = unsafe {
-        tikv_jemalloc_sys::mallctl(
+        je_sys::mallctl(
             c"thread.arena".as_ptr(),
             (&mut idx as *mut libc::c_uint).cast::<c_void>(),
             &mut len,

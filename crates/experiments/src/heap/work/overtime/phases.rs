@@ -596,7 +596,7 @@ fn je_read<T: Copy + Default>(name: &std::ffi::CStr) -> Option<T> {
     let mut len = std::mem::size_of::<T>();
     // SAFETY: reading a mallctl whose type is T into v.
     let r = unsafe {
-        tikv_jemalloc_sys::mallctl(name.as_ptr(), (&mut v as *mut T).cast(), &mut len, std::ptr::null_mut(), 0)
+        crate::heap::work::alloc::je_sys::mallctl(name.as_ptr(), (&mut v as *mut T).cast(), &mut len, std::ptr::null_mut(), 0)
     };
     (r == 0 && len == std::mem::size_of::<T>()).then_some(v)
 }
