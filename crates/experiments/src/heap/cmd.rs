@@ -27,8 +27,8 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
     let cfg = HeapConfig {
         threads: a.threads.clone().unwrap_or_else(|| SWEEP_THREADS.to_vec()),
         allocators: a.allocators.clone(),
-        heap_mode: a.heap_mode.clone(),
-        workload: a.workload.clone(),
+        heap_mode: a.heap_mode,
+        workload: a.workload,
         ops: a.ops,
         repeat: a.repeat.unwrap_or(10),
         seed: a.seed,
@@ -53,8 +53,8 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
     let config = crate::heap::results::Config {
         threads: if speed { cfg.threads.clone() } else { vec![] },
         allocators: names,
-        heap_mode: cfg.heap_mode.clone(),
-        workload: cfg.workload.clone(),
+        heap_mode: crate::kit::names::name(&cfg.heap_mode),
+        workload: crate::kit::names::name(&cfg.workload),
         ops_per_thread: cfg.ops,
         repeat: cfg.repeat,
         seed: cfg.seed,
@@ -331,11 +331,11 @@ pub struct HeapArgs {
     pub allocators: Vec<crate::heap::work::alloc::Allocator>,
     /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
     /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
-    #[arg(long, default_value = "default", value_parser = ["default", "shared", "per-thread"])]
-    pub heap_mode: String,
+    #[arg(long, value_enum, default_value_t = crate::heap::work::alloc::HeapMode::Default)]
+    pub heap_mode: crate::heap::work::alloc::HeapMode,
     /// The allocation pattern.
-    #[arg(long, default_value = "containers", value_parser = ["containers"])]
-    pub workload: String,
+    #[arg(long, value_enum, default_value_t = crate::heap::work::alloc::Workload::Containers)]
+    pub workload: crate::heap::work::alloc::Workload,
     /// Allocations per thread in the warm phase, after the heap has grown to its
     /// steady live set (each is freed too; timed in batches of 1024 calls).
     #[arg(long, default_value_t = 2_000_000, value_parser = units::uint64::<1, 1_000_000_000>, allow_hyphen_values = true)]

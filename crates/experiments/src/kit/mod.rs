@@ -74,3 +74,23 @@ pub fn dispatch<A: clap::FromArgMatches>(m: &clap::ArgMatches, run: fn(&A) -> cr
     let a = A::from_arg_matches(m).map_err(|e| usage(e.to_string()))?;
     run(&a)
 }
+
+/// Says why a unit test did not run, and records it where scripts/test counts
+/// it as skipped, not passed: target/tmp/skipped-tests.txt, as
+/// tests/common/skip.rs does for the integration tests. A unit test has no
+/// CARGO_TARGET_TMPDIR, so the file is found from the test binary
+/// (target/<profile>/deps/<crate>-<hash>).
+#[cfg(test)]
+pub(crate) fn skip_test(why: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let exe = std::env::current_exe().unwrap_or_default();
+    let bin = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let bin = bin.rsplit_once('-').map_or(bin.clone(), |(a, _)| a.to_string());
+    println!("SKIP {bin}::{test}: {why}");
+    if let Some(target) = exe.ancestors().nth(3) {
+        let path = target.join("tmp/skipped-tests.txt");
+        let line = format!("{bin}::{test}: {why}\n");
+        let open = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        let _ = open.and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    }
+}

@@ -52,7 +52,25 @@ pub enum Allocator {
 }
 
 pub const ALLOCATOR_FORMS: &str = "glibc, mimalloc, jemalloc, preload:PATH.so";
-pub const MODES: [&str; 3] = ["default", "shared", "per-thread"];
+/// How threads share a heap (`--heap-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HeapMode {
+    /// The allocator's own way.
+    Default,
+    /// One heap for all threads: glibc M_ARENA_MAX=1, one jemalloc arena.
+    Shared,
+    /// A heap per thread: a mimalloc heap or a jemalloc arena.
+    PerThread,
+}
+crate::serde_by_name!(HeapMode, "heap mode");
+
+/// The allocation pattern (`--workload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// A seeded script of what standard containers do (work/script.rs).
+    Containers,
+}
+crate::serde_by_name!(Workload, "workload");
 
 impl Allocator {
     pub fn parse(s: &str) -> Result<Allocator, String> {
@@ -80,11 +98,11 @@ impl Allocator {
     }
 
     /// None if the allocator can run in this mode, else why not.
-    pub fn unsupported(&self, mode: &str) -> Option<&'static str> {
+    pub fn unsupported(&self, mode: HeapMode) -> Option<&'static str> {
         match (self, mode) {
-            (_, "default") => None,
-            (Allocator::Glibc, "shared") | (Allocator::Jemalloc, _) => None,
-            (Allocator::Mimalloc, "per-thread") => None,
+            (_, HeapMode::Default) => None,
+            (Allocator::Glibc, HeapMode::Shared) | (Allocator::Jemalloc, _) => None,
+            (Allocator::Mimalloc, HeapMode::PerThread) => None,
             (Allocator::Glibc, _) => Some("glibc has no per-thread heap handle (its arenas are assigned implicitly)"),
             (Allocator::Mimalloc, _) => {
                 Some("a mimalloc heap (mi_heap_t) may only allocate from the thread that made it")
@@ -324,7 +342,6 @@ mod tests {
 
     #[test]
     fn a_preloaded_library_is_checked_before_any_worker() {
-        let tmp = tempfile::tempdir().unwrap();
         // Plain-path and ELF rules hold for everyone.
         for (p, says) in [
             ("/opt/a/lib x.so", "space or a colon"),
@@ -340,11 +357,16 @@ mod tests {
         let libc_path = malloc_provider().expect("dladdr of malloc");
         let libc_path = std::fs::canonicalize(&libc_path).unwrap();
         check_preload(&libc_path).unwrap();
+    }
+
+    #[test]
+    fn a_preloaded_library_only_root_can_change_is_required_as_root() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIP: the ownership rules apply as root only");
-            return;
+            return crate::kit::skip_test("the ownership rules apply as root only");
         }
+        let tmp = tempfile::tempdir().unwrap();
+        let libc_path = std::fs::canonicalize(malloc_provider().expect("dladdr of malloc")).unwrap();
         // A copy of a real library where others can change it: under /tmp
         // (mode 1777), in a 0777 directory, with mode 666, owned by nobody,
         // and a link in a root-owned directory to one.
@@ -365,9 +387,9 @@ mod tests {
         assert_eq!(Allocator::parse("preload:/x.so").unwrap(), Allocator::Preload("/x.so".into()));
         assert!(Allocator::parse("preload:").is_err());
         assert!(Allocator::parse("tcmalloc").unwrap_err().contains("preload:PATH"));
-        assert!(Allocator::Glibc.unsupported("per-thread").is_some());
-        assert!(Allocator::Mimalloc.unsupported("shared").is_some());
-        assert!(Allocator::Jemalloc.unsupported("per-thread").is_none());
+        assert!(Allocator::Glibc.unsupported(HeapMode::PerThread).is_some());
+        assert!(Allocator::Mimalloc.unsupported(HeapMode::Shared).is_some());
+        assert!(Allocator::Jemalloc.unsupported(HeapMode::PerThread).is_none());
     }
 
     #[test]

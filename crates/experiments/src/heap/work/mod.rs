@@ -21,8 +21,8 @@ use workloads::observe::ExperimentError;
 pub struct HeapConfig {
     pub threads: Vec<u32>,
     pub allocators: Vec<Allocator>,
-    pub heap_mode: String,
-    pub workload: String,
+    pub heap_mode: alloc::HeapMode,
+    pub workload: alloc::Workload,
     /// Allocations per thread.
     pub ops: u64,
     pub repeat: u32,
@@ -144,12 +144,6 @@ pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
             alloc::check_preload(p).map_err(|e| Invalid(format!("--allocators {e}")))?;
         }
     }
-    if !alloc::MODES.contains(&cfg.heap_mode.as_str()) {
-        return Err(Invalid(format!("--heap-mode {}: expected default, shared or per-thread", cfg.heap_mode)));
-    }
-    if cfg.workload != "containers" {
-        return Err(Invalid(format!("--workload {}: expected containers", cfg.workload)));
-    }
     if cfg.ops == 0 || cfg.repeat == 0 {
         return Err(Invalid("--ops and --repeat must be at least 1".into()));
     }
@@ -161,15 +155,15 @@ pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
             names.join(", ")
         )));
     }
-    if cfg.allocators.iter().all(|a| a.unsupported(&cfg.heap_mode).is_some()) {
+    if cfg.allocators.iter().all(|a| a.unsupported(cfg.heap_mode).is_some()) {
         let why: Vec<String> = cfg
             .allocators
             .iter()
-            .map(|a| format!("{}: {}", a.name(), a.unsupported(&cfg.heap_mode).unwrap()))
+            .map(|a| format!("{}: {}", a.name(), a.unsupported(cfg.heap_mode).unwrap()))
             .collect();
         return Err(Invalid(format!(
             "--heap-mode {}: no allocator given supports it ({}); shared: glibc, jemalloc; per-thread: mimalloc, jemalloc",
-            cfg.heap_mode,
+            crate::kit::names::name(&cfg.heap_mode),
             why.join("; ")
         )));
     }
@@ -281,7 +275,7 @@ pub const WORKER: &str = "heap";
 pub struct Spec {
     /// glibc, mimalloc, jemalloc, or preload (with `preload`).
     pub allocator: String,
-    pub mode: String,
+    pub mode: alloc::HeapMode,
     pub threads: u32,
     pub ops: u64,
     pub seed: u64,
@@ -293,7 +287,7 @@ pub struct Spec {
 pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
     let Spec { allocator, mode, threads, ops, seed, preload } = spec;
     let (allocator, mode, threads, ops, seed, preload) =
-        (allocator.as_str(), mode.as_str(), *threads, *ops, *seed, preload.as_deref());
+        (allocator.as_str(), *mode, *threads, *ops, *seed, preload.as_deref());
     if let Some(p) = preload {
         provides_malloc(p)?;
     }
@@ -381,32 +375,33 @@ pub(crate) fn provides_malloc(p: &str) -> Result<(), String> {
 /// per-thread heap: each thread's figures, and whether the threads were pinned.
 fn drive(
     allocator: &str,
-    mode: &str,
+    mode: alloc::HeapMode,
     threads: u32,
     ops: u64,
     seed: u64,
     oh: u64,
 ) -> Result<(Vec<script::ThreadStats>, bool), String> {
+    use alloc::HeapMode::{Default, PerThread, Shared};
     Ok(match (allocator, mode) {
-        ("glibc" | "preload", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
-        ("glibc", "shared") => {
+        ("glibc" | "preload", Default) => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
+        ("glibc", Shared) => {
             // SAFETY: mallopt before any workload thread exists.
             if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
                 return Err("mallopt(M_ARENA_MAX, 1) failed".into());
             }
             run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?
         }
-        ("mimalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::MiDefault))?,
-        ("mimalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| alloc::MiHeap::new())?,
-        ("jemalloc", "default") => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Je))?,
-        ("jemalloc", "shared") => {
+        ("mimalloc", Default) => run_threads(threads, ops, seed, oh, |_| Ok(alloc::MiDefault))?,
+        ("mimalloc", PerThread) => run_threads(threads, ops, seed, oh, |_| alloc::MiHeap::new())?,
+        ("jemalloc", Default) => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Je))?,
+        ("jemalloc", Shared) => {
             let a = alloc::je_create_arena()?;
             run_threads(threads, ops, seed, oh, |_| alloc::je_bind(a).map(|_| alloc::Je))?
         }
-        ("jemalloc", "per-thread") => run_threads(threads, ops, seed, oh, |_| {
+        ("jemalloc", PerThread) => run_threads(threads, ops, seed, oh, |_| {
             alloc::je_create_arena().and_then(alloc::je_bind).map(|_| alloc::Je)
         })?,
-        (a, m) => return Err(format!("allocator {a} cannot run heap mode {m}")),
+        (a, m) => return Err(format!("allocator {a} cannot run heap mode {}", crate::kit::names::name(&m))),
     })
 }
 
@@ -472,8 +467,8 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
     let free_means: Vec<f64> = runs.iter().map(|r| r.free_ns_mean).collect();
     HeapResult {
         allocator: allocator.name(),
-        heap_mode: cfg.heap_mode.clone(),
-        workload: cfg.workload.clone(),
+        heap_mode: crate::kit::names::name(&cfg.heap_mode),
+        workload: crate::kit::names::name(&cfg.workload),
         threads,
         ops_per_thread: cfg.ops,
         repeat: runs.len() as u32,
@@ -525,12 +520,13 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
     spawn: &mut dyn sandbox::worker::Spawn,
 ) -> Result<Vec<HeapResult>, ExperimentError> {
     let supported: Vec<&Allocator> =
-        cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_none()).collect();
-    for a in cfg.allocators.iter().filter(|a| a.unsupported(&cfg.heap_mode).is_some()) {
-        let why = a.unsupported(&cfg.heap_mode).unwrap_or_default();
-        obs.note(&format!("{} does not support heap mode {}: {why}", a.name(), cfg.heap_mode));
+        cfg.allocators.iter().filter(|a| a.unsupported(cfg.heap_mode).is_none()).collect();
+    let mode = crate::kit::names::name(&cfg.heap_mode);
+    for a in cfg.allocators.iter().filter(|a| a.unsupported(cfg.heap_mode).is_some()) {
+        let why = a.unsupported(cfg.heap_mode).unwrap_or_default();
+        obs.note(&format!("{} does not support heap mode {mode}: {why}", a.name()));
         let unsupported =
-            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode.clone(), reason: why.to_string() };
+            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: mode.clone(), reason: why.to_string() };
         obs.result(&crate::heap::results::Entry {
             unsupported: Some(unsupported),
             ..Default::default()
@@ -566,7 +562,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
                     };
                     let spec = Spec {
                         allocator: name,
-                        mode: cfg.heap_mode.clone(),
+                        mode: cfg.heap_mode,
                         threads,
                         ops: proc_ops,
                         seed: cfg.seed,
@@ -651,7 +647,7 @@ mod tests {
     fn a_configuration_runs_in_process_from_its_spec() {
         let spec = Spec {
             allocator: "jemalloc".into(),
-            mode: "per-thread".into(),
+            mode: alloc::HeapMode::PerThread,
             threads: 2,
             ops: 20_000,
             seed: 3,
@@ -668,7 +664,7 @@ mod tests {
         assert_eq!(r.processes, 1);
         assert!(r.peak_rss_bytes >= r.baseline_rss_bytes);
         // A mode the allocator has not is refused by name.
-        let bad = Spec { allocator: "mimalloc".into(), mode: "shared".into(), ..spec };
+        let bad = Spec { allocator: "mimalloc".into(), mode: alloc::HeapMode::Shared, ..spec };
         assert_eq!(run_config(&bad).unwrap_err(), "allocator mimalloc cannot run heap mode shared");
     }
 
@@ -684,8 +680,8 @@ mod tests {
         let cfg = HeapConfig {
             threads: vec![1],
             allocators: vec![Allocator::Glibc, Allocator::Jemalloc, Allocator::Mimalloc],
-            heap_mode: "shared".into(),
-            workload: "mixed".into(),
+            heap_mode: alloc::HeapMode::Shared,
+            workload: alloc::Workload::Containers,
             ops: 4_000,
             repeat: 2,
             seed: 7,
@@ -711,7 +707,7 @@ mod tests {
         assert!(matches!(e, ExperimentError::Record(_)), "{e}");
         let preload = HeapConfig {
             allocators: vec![Allocator::Preload("/x/libfast.so".into())],
-            heap_mode: "default".into(),
+            heap_mode: alloc::HeapMode::Default,
             ..cfg
         };
         let e = run_with(&preload, &mut Recorder::default(), || false, &mut threads).unwrap_err();
