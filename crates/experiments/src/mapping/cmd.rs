@@ -15,12 +15,12 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
     let cfg = MappingConfig {
         size: a.size,
         stride: a.stride,
-        touch: a.touch.clone(),
+        touch: a.touch,
         iterations: a.iterations,
         warmup: a.warmup,
         repeat: a.repeat,
         methods: a.methods.clone(),
-        hugepages: a.hugepages.clone(),
+        hugepages: a.hugepages,
         pressure: a.pressure,
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
@@ -29,12 +29,12 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
     let config = Recorded {
         size_bytes: cfg.size,
         stride_bytes: cfg.stride,
-        touch: &cfg.touch,
+        touch: cfg.touch,
         iterations: cfg.iterations,
         warmup: cfg.warmup,
         repeat: cfg.repeat,
         methods: &cfg.methods,
-        hugepages: &cfg.hugepages,
+        hugepages: cfg.hugepages,
         pressure: cfg.pressure,
     };
     let run = ExperimentRun::start("mapping", &a.run, &config)?;
@@ -68,12 +68,12 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
 struct Recorded<'a> {
     size_bytes: u64,
     stride_bytes: u64,
-    touch: &'a str,
+    touch: crate::mapping::work::Touch,
     iterations: u32,
     warmup: u32,
     repeat: u32,
     methods: &'a [String],
-    hugepages: &'a str,
+    hugepages: crate::mapping::work::Hugepages,
     pressure: bool,
 }
 
@@ -139,8 +139,8 @@ pub struct MappingArgs {
     #[arg(long, default_value = "64KiB", value_parser = units::parse_size, allow_hyphen_values = true)]
     pub stride: u64,
     /// all (memset of the region), first-byte (first byte of every stride), page (first byte of every page).
-    #[arg(long, default_value = "all", value_parser = ["all", "first-byte", "page"])]
-    pub touch: String,
+    #[arg(long, value_enum, default_value_t = crate::mapping::work::Touch::All)]
+    pub touch: crate::mapping::work::Touch,
     /// Counted iterations per method.
     #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 100000>, allow_hyphen_values = true)]
     pub iterations: u32,
@@ -155,8 +155,8 @@ pub struct MappingArgs {
     #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
     pub methods: Vec<String>,
     /// Transparent huge pages for the regions: never or madvise.
-    #[arg(long, default_value = "never", value_parser = ["never", "madvise"])]
-    pub hugepages: String,
+    #[arg(long, value_enum, default_value_t = crate::mapping::work::Hugepages::Never)]
+    pub hugepages: crate::mapping::work::Hugepages,
     /// Run each method in a memory cgroup too small to keep released pages (needs root).
     #[arg(long)]
     pub pressure: bool,

@@ -58,13 +58,35 @@ fn step<T>(f: impl FnOnce() -> T) -> Result<(T, Step), String> {
     Ok((v, Step { secs, minflt: f1 - f0, majflt: j1 - j0, rss, shmem }))
 }
 
-fn touch(p: *mut u8, len: usize, mode: &str, stride: usize, page: usize) {
+/// How a region is touched (`--touch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Touch {
+    /// A memset of the whole region.
+    All,
+    /// The first byte of every stride.
+    FirstByte,
+    /// The first byte of every page.
+    Page,
+}
+crate::serde_by_name!(Touch, "touch");
+
+/// Transparent huge pages for the regions (`--hugepages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Hugepages {
+    /// MADV_NOHUGEPAGE.
+    Never,
+    /// MADV_HUGEPAGE.
+    Madvise,
+}
+crate::serde_by_name!(Hugepages, "hugepages");
+
+fn touch(p: *mut u8, len: usize, mode: Touch, stride: usize, page: usize) {
     // SAFETY: p..p+len is a writable mapping owned by the caller.
     unsafe {
         match mode {
-            "all" => std::ptr::write_bytes(p, 0x5a, len),
-            _ => {
-                let step = if mode == "page" { page } else { stride };
+            Touch::All => std::ptr::write_bytes(p, 0x5a, len),
+            Touch::FirstByte | Touch::Page => {
+                let step = if mode == Touch::Page { page } else { stride };
                 let mut off = 0;
                 while off < len {
                     std::ptr::write_volatile(p.add(off), 0x5a);
@@ -75,7 +97,7 @@ fn touch(p: *mut u8, len: usize, mode: &str, stride: usize, page: usize) {
     }
 }
 
-fn map(len: usize, extra: i32, hugepages: &str) -> Result<*mut u8, String> {
+fn map(len: usize, extra: i32, hugepages: Hugepages) -> Result<*mut u8, String> {
     // SAFETY: anonymous mapping, no hint.
     let p = unsafe {
         libc::mmap(
@@ -94,8 +116,11 @@ fn map(len: usize, extra: i32, hugepages: &str) -> Result<*mut u8, String> {
     Ok(p.cast())
 }
 
-fn advise_huge(p: *mut u8, len: usize, hugepages: &str) {
-    let adv = if hugepages == "madvise" { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
+fn advise_huge(p: *mut u8, len: usize, hugepages: Hugepages) {
+    let adv = match hugepages {
+        Hugepages::Madvise => libc::MADV_HUGEPAGE,
+        Hugepages::Never => libc::MADV_NOHUGEPAGE,
+    };
     let _ = mm::madvise(p, len, adv);
 }
 
@@ -156,12 +181,10 @@ pub struct Spec {
     pub method: String,
     pub size: u64,
     pub stride: u64,
-    /// all, first-byte or page.
-    pub touch: String,
+    pub touch: Touch,
     pub iterations: u32,
     pub warmup: u32,
-    /// never or madvise.
-    pub hugepages: String,
+    pub hugepages: Hugepages,
     /// After each release, touch a second region as large as the first.
     pub pressure: bool,
 }
@@ -201,7 +224,7 @@ struct Regions<'a> {
 
 impl<'a> Regions<'a> {
     fn new(spec: &'a Spec, size: usize) -> Result<Regions<'a>, String> {
-        let (m, hp) = (spec.method.as_str(), spec.hugepages.as_str());
+        let (m, hp) = (spec.method.as_str(), spec.hugepages);
         let half = (size / 2).div_ceil(mm::page_size()) * mm::page_size();
         Ok(Regions {
             spec,
@@ -215,7 +238,7 @@ impl<'a> Regions<'a> {
 
     /// The obtain step: the region to touch.
     fn obtain(&mut self) -> Result<(*mut u8, Step), String> {
-        let (size, half, hp) = (self.size, self.half, self.spec.hugepages.as_str());
+        let (size, half, hp) = (self.size, self.half, self.spec.hugepages);
         let (p, s) = match self.spec.method.as_str() {
             "mmap-munmap" => step(|| map(size, 0, hp))?,
             "populate" => step(|| map(size, libc::MAP_POPULATE, hp))?,
@@ -301,7 +324,7 @@ impl Drop for Regions<'_> {
 pub fn run_method(spec: &Spec) -> Result<Done, String> {
     let size = usize::try_from(spec.size).map_err(|_| format!("{} bytes do not fit this machine", spec.size))?;
     let stride = spec.stride as usize;
-    let (page, touch_mode) = (mm::page_size(), spec.touch.as_str());
+    let (page, touch_mode) = (mm::page_size(), spec.touch);
     let (mut ob, mut to, mut re, mut rt) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut totals = Vec::new();
     let keeps = keeps_region(&spec.method);
@@ -313,8 +336,8 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
         if spec.pressure && keeps {
             // Memory the group cannot hold together with the released pages (only the
             // methods that keep their region have released pages left to reclaim).
-            let q = map(size, 0, "never")?;
-            touch(q, size, "page", page, page);
+            let q = map(size, 0, Hugepages::Never)?;
+            touch(q, size, Touch::Page, page, page);
             unmap(q, size);
         }
         let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page))).transpose()?.map(|s| s.1);
@@ -350,11 +373,11 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
 /// counted iteration.
 fn baseline(spec: &Spec, size: usize) -> Result<Vec<f64>, String> {
     let (page, stride) = (mm::page_size(), spec.stride as usize);
-    let b = map(size, 0, &spec.hugepages)?;
-    touch(b, size, "all", stride, page);
+    let b = map(size, 0, spec.hugepages)?;
+    touch(b, size, Touch::All, stride, page);
     let mut base = Vec::new();
     for _ in 0..(spec.warmup + spec.iterations) {
-        let (_, s) = step(|| touch(b, size, &spec.touch, stride, page))?;
+        let (_, s) = step(|| touch(b, size, spec.touch, stride, page))?;
         base.push(s.secs * 1e3);
     }
     unmap(b, size);
@@ -370,14 +393,14 @@ thread_local! {
 pub struct MappingConfig {
     pub size: u64,
     pub stride: u64,
-    pub touch: String,
+    pub touch: Touch,
     pub iterations: u32,
     pub warmup: u32,
     /// Separate runs of every method, round-robin (method order within each),
     /// each in a fresh worker: the repeats verdicts pair (docs/stability.md).
     pub repeat: u32,
     pub methods: Vec<String>,
-    pub hugepages: String,
+    pub hugepages: Hugepages,
     pub pressure: bool,
     pub exe: std::path::PathBuf,
     pub host_floor: Option<u64>,
@@ -468,10 +491,10 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results:
             method: method.to_string(),
             size: cfg.size,
             stride: cfg.stride,
-            touch: cfg.touch.clone(),
+            touch: cfg.touch,
             iterations: cfg.iterations,
             warmup: cfg.warmup,
-            hugepages: cfg.hugepages.clone(),
+            hugepages: cfg.hugepages,
             pressure: cfg.pressure,
         };
         let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
@@ -524,13 +547,13 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
     let retouch = d.retouch;
     MappingResult {
         method: method.to_string(),
-        touch: cfg.touch.clone(),
+        touch: crate::kit::names::name(&cfg.touch),
         size_bytes: cfg.size,
         stride_bytes: cfg.stride,
         iterations: cfg.iterations,
         warmup: cfg.warmup,
         repeat,
-        hugepages: cfg.hugepages.clone(),
+        hugepages: crate::kit::names::name(&cfg.hugepages),
         pressure: cfg.pressure,
         obtain_ms_p50: d.obtain.ms_p50,
         touch_ms_p50: d.touch.ms_p50,
@@ -566,10 +589,10 @@ mod tests {
             method: method.into(),
             size: 4 << 20,
             stride: 64 << 10,
-            touch: "page".into(),
+            touch: Touch::Page,
             iterations: 3,
             warmup: 1,
-            hugepages: "never".into(),
+            hugepages: Hugepages::Never,
             pressure: false,
         }
     }
@@ -578,12 +601,12 @@ mod tests {
         MappingConfig {
             size: 4 << 20,
             stride: 64 << 10,
-            touch: "page".into(),
+            touch: Touch::Page,
             iterations: 3,
             warmup: 1,
             repeat: 1,
             methods: METHODS.iter().map(|m| m.to_string()).collect(),
-            hugepages: "never".into(),
+            hugepages: Hugepages::Never,
             pressure: false,
             exe: "/nonexistent".into(),
             host_floor: None,
@@ -654,12 +677,12 @@ mod tests {
         let cfg = MappingConfig {
             size: 1 << 20,
             stride: 64 << 10,
-            touch: "page".into(),
+            touch: Touch::Page,
             iterations: 2,
             warmup: 1,
             repeat: 2,
             methods: vec!["mmap-munmap".into(), "dontneed".into()],
-            hugepages: "never".into(),
+            hugepages: Hugepages::Never,
             pressure: false,
             exe: "/nonexistent".into(),
             host_floor: None,

@@ -50,7 +50,7 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         backing: a.backing.0.iter().map(|b| format!("{b:?}").to_lowercase()).collect(),
         scale: a.scale,
         time_scale: a.time_scale.unwrap_or(a.scale),
-        smooth: a.smooth.clone(),
+        smooth: crate::kit::names::name(&a.smooth),
         recovery_rule: crate::thrash::work::RECOVERY.into(),
         interval_ms: a.run.interval.as_millis() as u64,
         probe_period_ms: crate::thrash::work::PROBE_PERIOD.as_millis() as u64,
@@ -293,8 +293,8 @@ pub struct ThrashArgs {
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
-    #[arg(long, default_value = "ma", value_parser = ["ma", "bezier"])]
-    pub smooth: String,
+    #[arg(long, value_enum, default_value_t = crate::thrash::report::Smooth::Ma)]
+    pub smooth: crate::thrash::report::Smooth,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]

@@ -270,8 +270,21 @@ pub fn bezier(v: &[(f64, f64)], n_out: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn smooth(v: &[(f64, f64)], how: &str) -> Vec<(f64, f64)> {
-    if how == "bezier" { bezier(v, 300) } else { moving_average(v, 5) }
+/// The charts' smoother (`--smooth`; run.json's `config.smooth` by name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Smooth {
+    /// A centred 5-point moving average.
+    #[default]
+    Ma,
+    /// The study's Bézier curves.
+    Bezier,
+}
+
+fn smooth(v: &[(f64, f64)], how: Smooth) -> Vec<(f64, f64)> {
+    match how {
+        Smooth::Bezier => bezier(v, 300),
+        Smooth::Ma => moving_average(v, 5),
+    }
 }
 
 /// A series of the charts, by accessor.
@@ -309,7 +322,8 @@ fn across(reps: &[&ThrashResult], key: SeriesOf) -> (Vec<(f64, f64)>, Band) {
 pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
     let dir = &rec.dir;
     let config: Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
-    let how = if config.smooth.is_empty() { "ma" } else { config.smooth.as_str() };
+    // A run from before `smooth` was recorded: the default.
+    let how = crate::kit::names::parse::<Smooth>("smoother", &config.smooth).unwrap_or_default();
     let mut written = Vec::new();
     for p in presets(rs) {
         let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, rs) == p).collect();
@@ -323,9 +337,9 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
                 t.push(Trace { name: String::new(), color: c, points: raw.clone(), faint: true, band: vec![] });
                 let (mid, band) = across(&reps, key);
                 let line =
-                    if n > 1 { if how == "bezier" { bezier(&mid, 300) } else { mid } } else { smooth(&raw, how) };
+                    if n > 1 { if how == Smooth::Bezier { bezier(&mid, 300) } else { mid } } else { smooth(&raw, how) };
                 t.push(Trace {
-                    name: format!("{name} ({})", if how == "bezier" { "Bézier" } else { "5 s moving average" }),
+                    name: format!("{name} ({})", if how == Smooth::Bezier { "Bézier" } else { "5 s moving average" }),
                     color: c,
                     points: line,
                     faint: false,

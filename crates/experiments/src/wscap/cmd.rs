@@ -20,7 +20,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         duration: a.duration,
         modes: a.modes.0.clone(),
         period: a.period,
-        write: a.access == "write",
+        write: a.access == crate::wscap::work::Access::Write,
         backing: a.backing,
         compressor: a.compressor.clone(),
         repeat: a.repeat,
@@ -39,7 +39,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         duration_s: cfg.duration.as_secs_f64(),
         modes: &cfg.modes,
         period_s: cfg.period.as_secs_f64(),
-        access: &a.access,
+        access: a.access,
         backing: cfg.backing,
         compressor: cfg.compressor.as_deref(),
         repeat: cfg.repeat,
@@ -79,7 +79,7 @@ struct Recorded<'a> {
     duration_s: f64,
     modes: &'a [crate::wscap::work::Mode],
     period_s: f64,
-    access: &'a str,
+    access: crate::wscap::work::Access,
     backing: workloads::backing::BackingKind,
     compressor: Option<&'a str>,
     repeat: u32,
@@ -160,8 +160,8 @@ pub struct WscapArgs {
     #[arg(long, default_value = "1s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub period: Duration,
     /// write (one byte per page, as the original) or read.
-    #[arg(long, default_value = "write", value_parser = ["write", "read"])]
-    pub access: String,
+    #[arg(long, value_enum, default_value_t = crate::wscap::work::Access::Write)]
+    pub access: crate::wscap::work::Access,
     /// What takes the pages the cap pushes out: auto, zram, zswap, swapfile, existing.
     #[arg(long, default_value = "auto", value_parser = parse_backing)]
     pub backing: workloads::backing::BackingKind,

@@ -44,6 +44,16 @@ impl Mode {
 }
 crate::serde_by_name!(Mode, "mode");
 
+/// How each page of the working set is touched (`--access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Access {
+    /// One byte written per page, as the original.
+    Write,
+    /// One byte read per page.
+    Read,
+}
+crate::serde_by_name!(Access, "access");
+
 #[derive(Debug, Clone)]
 pub struct WscapConfig {
     pub size: u64,
@@ -226,9 +236,9 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             outcome: "ok".into(),
             sweep,
             size_bytes: cfg.size,
-            access: if cfg.write { "write".into() } else { "read".into() },
+            access: crate::kit::names::name(&if cfg.write { Access::Write } else { Access::Read }),
             repeat,
-            backing: self.back.kind.clone(),
+            backing: self.back.kind.name().into(),
             compressor: self.back.compressor.clone(),
             ..Default::default()
         };
