@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 
 /// What backs the trimmed pages. Its names are spelled once, in [`BackingKind::name`]:
 /// the flag, the record (serde) and the errors all read them there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackingKind {
     Auto,
     Zram,
     Zswap,
     Swapfile,
     Existing,
+    #[default]
     None,
 }
 
@@ -42,6 +43,10 @@ impl BackingKind {
             BackingKind::Existing => "existing",
             BackingKind::None => "none",
         }
+    }
+    /// A compressed store in RAM (zram, zswap): the one place that says so.
+    pub fn compressed(self) -> bool {
+        matches!(self, BackingKind::Zram | BackingKind::Zswap)
     }
     /// Every name, comma-separated, for errors.
     pub fn names() -> String {
@@ -70,8 +75,8 @@ impl<'de> Deserialize<'de> for BackingKind {
 /// The backing a run actually got.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Backing {
-    /// `zram`, `zswap`, `swapfile`, `existing` or `none`.
-    pub kind: String,
+    /// What the run got: never `Auto`, which [`setup`] resolves.
+    pub kind: BackingKind,
     /// The compression algorithm of the store, if any.
     pub compressor: Option<String>,
     /// The zram device made for the run.
@@ -87,7 +92,7 @@ impl Backing {
         !self.swap_areas.is_empty()
     }
     pub fn compressed(&self) -> bool {
-        matches!(self.kind.as_str(), "zram" | "zswap")
+        self.kind.compressed()
     }
 }
 
@@ -239,7 +244,7 @@ pub fn setup(
                 algorithm: compressor.map(str::to_string),
                 priority: i16::MAX as i32,
             })?;
-            b.kind = "zram".into();
+            b.kind = BackingKind::Zram;
             b.compressor = Some(z.algorithm.clone());
             b.zram_id = Some(z.id);
             if sandbox::swap::active().len() > 1 {
@@ -259,16 +264,16 @@ pub fn setup(
             if let Some(c) = compressor {
                 sb.zswap("compressor", c)?;
             }
-            b.kind = "zswap".into();
+            b.kind = BackingKind::Zswap;
             b.compressor = probe::Probe::default().zswap().compressor;
         }
         BackingKind::Swapfile => {
             let path: PathBuf = swapfile_path(swapfile_dir);
             sb.swap_file(&path, size, i16::MAX as i32)?;
-            b.kind = "swapfile".into();
+            b.kind = BackingKind::Swapfile;
         }
         BackingKind::Existing => {
-            b.kind = "existing".into();
+            b.kind = BackingKind::Existing;
             let z = probe::Probe::default().zswap();
             if z.enabled == Some(true) {
                 b.compressor = z.compressor;
@@ -276,7 +281,7 @@ pub fn setup(
             }
         }
         BackingKind::None | BackingKind::Auto => {
-            b.kind = "none".into();
+            b.kind = BackingKind::None;
         }
     }
     b.swap_areas = active_areas();

@@ -152,9 +152,9 @@ fn store_stats(m: &probe::Roots, b: &Backing, pid: i32) -> Result<StoreStats, Ex
 
 /// The store's memory in use, bytes, for the backing kind.
 fn store_used(b: &Backing, s: &StoreStats) -> Option<u64> {
-    match b.kind.as_str() {
-        "zram" => s.mem_used_bytes,
-        "zswap" => s.zswap_bytes,
+    match b.kind {
+        BackingKind::Zram => s.mem_used_bytes,
+        BackingKind::Zswap => s.zswap_bytes,
         _ if b.compressor.is_some() => s.zswap_bytes,
         _ => None,
     }
@@ -422,7 +422,7 @@ fn result(
         block_bytes: cfg.block,
         seed,
         repeat,
-        backing: back.kind.clone(),
+        backing: back.kind.name().into(),
         compressor: back.compressor.clone(),
         swap_areas: back.swap_areas.clone(),
         trim: crate::kit::names::name(&cfg.trim),
@@ -458,7 +458,7 @@ fn settle_store(m: &probe::Roots, b: &Backing, pid: i32, max: Duration) -> Resul
     }
     // Writeback matters only where pages go to a disk (a swap file, the user's swap,
     // zswap writing back); zram is memory, and unrelated file writeback is not ours.
-    let disk = matches!(b.kind.as_str(), "swapfile" | "existing" | "zswap");
+    let disk = matches!(b.kind, BackingKind::Swapfile | BackingKind::Existing | BackingKind::Zswap);
     let t0 = Instant::now();
     let mut last = None;
     let mut same = 0;
@@ -537,7 +537,7 @@ pub fn run_with<O: Observer<Entry = EatResult>>(
                     "eat {p} ({}, repeat {repeat}/{}) on {}{}",
                     probe::util::bytes(cfg.size),
                     cfg.repeat,
-                    back.kind,
+                    back.kind.name(),
                     back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
                 ));
                 let mut run = Run { cfg, obs, stop, spawn: &mut *spawn, machine: sb.roots().clone() };

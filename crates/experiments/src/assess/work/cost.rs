@@ -132,7 +132,7 @@ pub(super) fn trim(
     for n in &back.notes {
         obs.note(n);
     }
-    t.store = back.kind.clone();
+    t.store = back.kind.name().into();
     t.compressor = back.compressor.clone();
     obs.targets(vec![pid], None, back.zram_id.into_iter().collect());
     t.rss_anon_before_bytes = before.rss_anon;

@@ -21,7 +21,7 @@ fn cfg() -> EatConfig {
 
 fn zram() -> Backing {
     Backing {
-        kind: "zram".into(),
+        kind: BackingKind::Zram,
         compressor: Some("lz4".into()),
         zram_id: Some(3),
         swap_areas: vec!["/dev/zram3".into()],
@@ -162,7 +162,7 @@ fn a_changed_read_back_is_not_verified_and_an_empty_trim_fails() {
     let e = result(&cfg(), Pattern::Random, 1, 1, &zram(), drove(0, "00ff")).unwrap_err();
     assert!(e.to_string().contains("moved nothing"), "{e}");
     // Without a store, an empty trim is a note, not a failure.
-    let none = Backing { kind: "none".into(), ..Default::default() };
+    let none = Backing { kind: BackingKind::None, ..Default::default() };
     let r = result(&cfg(), Pattern::Random, 1, 1, &none, drove(0, "00ff")).unwrap();
     assert!(r.notes.iter().any(|n| n.contains("no swap backs this run")));
     assert_eq!(r.stored_fraction, None);

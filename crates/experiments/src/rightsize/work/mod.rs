@@ -445,7 +445,7 @@ fn session<T>(
     res.notes.append(&mut staged.notes);
     match &backing {
         Some(b) => {
-            res.backing = b.kind.clone();
+            res.backing = b.kind.name().into();
             res.compressor = b.compressor.clone();
         }
         // No limited run, so no store was made: the arm is still the one asked for.
@@ -574,15 +574,15 @@ impl Runner for Staged<'_, '_> {
                 self.notes.push(n.clone());
             }
             self.real.zram = b.zram_id;
-            self.real.store_kind = b.kind.clone();
+            self.real.store_kind = b.kind.name().into();
             self.real.swap0 = swap_used(&mut Probe::default());
-            self.real.obs.event("store", &b.kind, probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
+            self.real.obs.event("store", b.kind.name(), probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
             // Before the first limited run: where the knee should be.
             let ws = self.real.runs.iter().find_map(|r| r.working_set_bytes);
             if let Some(ws) = ws {
-                let inside = pool_inside_limit(&b.kind, self.real.v2);
+                let inside = pool_inside_limit(b.kind.name(), self.real.v2);
                 let mut p =
-                    predict::predict(ws, peak, &b.kind, b.compressor.as_deref(), self.real.sample.as_ref(), inside);
+                    predict::predict(ws, peak, b.kind.name(), b.compressor.as_deref(), self.real.sample.as_ref(), inside);
                 p.sample_seconds = self.real.sample_s;
                 self.real.progress(&p.said);
                 self.prediction = Some(p);
@@ -641,7 +641,7 @@ pub fn pool_inside_limit(backing: &str, v2: bool) -> bool {
 
 /// Whether the backing is a compressed store in RAM (zram, zswap).
 fn compressed(backing: &str) -> bool {
-    matches!(backing, "zram" | "zswap")
+    workloads::backing::BackingKind::parse(backing).is_some_and(workloads::backing::BackingKind::compressed)
 }
 
 /// One point per limit tried, smallest first. `pair_sd`: the pooled spread of

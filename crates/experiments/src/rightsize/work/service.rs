@@ -296,7 +296,7 @@ pub fn run(
         obs.note(n);
         res.notes.push(n.clone());
     }
-    res.backing = b.kind.clone();
+    res.backing = b.kind.name().into();
     res.compressor = b.compressor.clone();
     if let Target::Pid { pid, .. } = &target {
         obs.targets(vec![*pid], None, b.zram_id.into_iter().collect());

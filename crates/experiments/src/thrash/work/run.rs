@@ -76,7 +76,7 @@ fn run_once<O: workloads::observe::Observer>(
         preset: plan.preset.clone(),
         repeat_index: rep,
         plan: Some(plan.clone()),
-        backing: back.kind.clone(),
+        backing: back.kind.name().into(),
         consumers: plan.consumers,
         recovery_rule: RECOVERY.into(),
         ..Default::default()
