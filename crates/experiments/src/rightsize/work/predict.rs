@@ -62,7 +62,7 @@ pub fn predict(
     let knee = probe;
     let anon = sample.map(|s| s.resident_pages * s.page_size).filter(|&a| a > 0);
     let cold = peak.saturating_sub(knee).min(anon.unwrap_or(u64::MAX));
-    let compressed = workloads::backing::BackingKind::parse(kind).is_some_and(workloads::backing::BackingKind::compressed);
+    let compressed = super::compressed(kind);
     let px = compressed.then(|| proxy(compressor));
     let (fraction, read, cold_read) = match (px, sample) {
         (Some(p), Some(s)) => {
