@@ -5,6 +5,7 @@
 //! [`claim`] decides claims: intervals, acceptance regions, Holm.
 
 pub mod claim;
+pub mod crossover;
 pub mod rng;
 
 /// The CV above which a figure is flagged as spread widely in tables. A

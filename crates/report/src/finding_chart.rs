@@ -164,6 +164,8 @@ mod tests {
             repeats_to_decide: None,
             pass: 1,
             at_resolution: false,
+            carryover_fitted: false,
+            fit: None,
             raw: vec![],
         }
     }

@@ -2,7 +2,9 @@
 //! processes ([`work`]), its typed results ([`results`]) and its part of the
 //! report ([`report`]).
 
+pub mod carryover;
 pub mod cmd;
+pub mod findings;
 pub mod protocol;
 pub mod report;
 pub mod results;

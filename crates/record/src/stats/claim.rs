@@ -227,6 +227,12 @@ impl Sides {
     }
 }
 
+/// Tests an estimate (a crossover's fit too: [`super::crossover::contrast`])
+/// against `region`.
+pub fn test_estimate(e: Estimate, region: &Region) -> Test {
+    Sides::of(&e, region).test(e)
+}
+
 /// Tests per-repeat `values` against `region`. `None` for fewer than two
 /// usable values.
 pub fn test(values: &[f64], region: &Region) -> Option<Test> {
@@ -277,13 +283,33 @@ pub fn combine(ps: &[f64], ws: &[f64]) -> f64 {
 /// Values read to `resolution` have at least its spread ([`estimate_at`]), so a
 /// stage of identical values has a spread when the resolution is positive.
 pub fn test_stages(stages: &[&[f64]], region: &Region, ws: &[f64], resolution: f64) -> Option<Test> {
+    test_stages_fitted(stages, &[], region, ws, resolution)
+}
+
+/// [`test_stages`], where a stage with a fit in `fits` (a crossover's
+/// carryover-adjusted estimate: [`super::crossover::contrast`]) is tested by
+/// the fit rather than by its values' mean. `fits` may be shorter than
+/// `stages` (the rest have none).
+pub fn test_stages_fitted(
+    stages: &[&[f64]],
+    fits: &[Option<Estimate>],
+    region: &Region,
+    ws: &[f64],
+    resolution: f64,
+) -> Option<Test> {
     if stages.is_empty() || ws.len() < stages.len() {
         return None;
     }
     let sides: Vec<Sides> = stages
         .iter()
-        .map(|v| {
-            estimate_at(v, resolution).filter(|e| e.log_sd > 0.0 && e.log_sd.is_finite()).map(|e| Sides::of(&e, region))
+        .enumerate()
+        .map(|(i, v)| {
+            fits.get(i)
+                .copied()
+                .flatten()
+                .or_else(|| estimate_at(v, resolution))
+                .filter(|e| e.log_sd > 0.0 && e.log_sd.is_finite())
+                .map(|e| Sides::of(&e, region))
         })
         .collect::<Option<Vec<_>>>()?;
     let all: Vec<f64> = stages.iter().flat_map(|v| v.iter().copied()).collect();

@@ -161,6 +161,14 @@ pub struct Verdict {
     /// floor would have decided it otherwise, so it is inconclusive "at the
     /// resolution" (issue 57 item 4).
     pub at_resolution: bool,
+    /// Whether the estimate, its interval and p come from a crossover fit
+    /// with first-order carryover ([`record::stats::crossover`]: thrash's
+    /// presets in a Williams order), not from the mean of `values`, which
+    /// are then the per-repeat ratios, shown as measured.
+    pub carryover_fitted: bool,
+    /// That fit ([`Verdict::carryover_fitted`]). Not in the document.
+    #[serde(skip)]
+    pub fit: Option<claim::Estimate>,
     /// The values before the floor (finite, not negative; zeros kept): what a
     /// 10× larger or smaller floor is tried on. Not in the document.
     #[serde(skip)]
@@ -285,6 +293,11 @@ pub struct Drawn {
     /// did): the verdict is "outside the protocol", its estimate shown, and
     /// it takes no part in its family.
     pub outside: Option<String>,
+    /// The estimate with first-order carryover fitted
+    /// ([`record::stats::crossover::contrast`]), where the arms ran as a
+    /// crossover that identifies it: the verdict's interval and p are the
+    /// fit's, and `evidence` (the per-repeat ratios) is shown beside it.
+    pub fit: Option<claim::Estimate>,
 }
 
 impl From<Evidence> for Drawn {
@@ -308,7 +321,7 @@ impl<E> Finding<E> {
         let d = (self.draw)(m, entries);
         let c = Claim { region: d.region.unwrap_or(self.claim.region), ..self.claim };
         let evidence = d.evidence.unwrap_or_else(|| Err("this run did not measure it".into()));
-        let mut v = judge_censored(&c, m, evidence, d.censored);
+        let mut v = judge_fitted(&c, m, evidence, d.censored, d.fit);
         if let Some(l) = d.label
             && v.estimate.is_some()
         {
@@ -341,6 +354,13 @@ pub fn judge(c: &Claim, m: &Ms, evidence: Evidence) -> Verdict {
 /// [`judge`], where `censored` of the values are lower bounds
 /// ([`Verdict::censored`]).
 pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) -> Verdict {
+    judge_fitted(c, m, evidence, censored, None)
+}
+
+/// [`judge_censored`], where `fit` (a crossover's carryover-adjusted
+/// estimate of the same quantity) gives the interval and p in place of the
+/// values' mean.
+fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Option<claim::Estimate>) -> Verdict {
     let mut v = Verdict {
         id: c.id,
         kind: if c.check { Kind::Check } else { Kind::Finding },
@@ -368,6 +388,8 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
         repeats_to_decide: None,
         pass: 1,
         at_resolution: false,
+        carryover_fitted: false,
+        fit: None,
         raw: Vec::new(),
     };
     v.censored = censored;
@@ -407,7 +429,9 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
         judge_check(&mut v, c, identical);
         return v;
     }
-    let Some(t) = claim::test_at(&v.values, &c.region, c.floor) else {
+    v.fit = fit;
+    v.carryover_fitted = fit.is_some();
+    let Some(t) = test_of(&v, &c.region, c.floor) else {
         v.estimate = record::stats::median(&v.values);
         v.ours = v.estimate.map(|x| format!("{} (n = {})", num(x), v.n)).unwrap_or("-".into());
         v.outcome = Outcome::Inconclusive;
@@ -423,11 +447,12 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
     }
     v.estimate = Some(e.estimate);
     v.ci95 = Some(e.ci95);
-    v.ours = format!("{} (95 % CI {} – {}, n = {})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
+    let fitted = if v.carryover_fitted { ", carryover fitted" } else { "" };
+    v.ours = format!("{} (95 % CI {} – {}, n = {}{fitted})", num(e.estimate), num(e.ci95[0]), num(e.ci95[1]), e.n);
     v.p = Some(t.p().0);
     v.p_adjusted = v.p;
     let d = t.decide(ALPHA);
-    let changed = floor_changes(d, c.floor, |f| decide_at_floor(&v.raw, &c.region, f, ALPHA, 1.0));
+    let changed = floor_changes_of(&v, d, c.floor, ALPHA, 1.0);
     settle(&mut v, c, d, ALPHA, "Holm", changed);
     v
 }
@@ -480,6 +505,30 @@ fn floor_changes(d: Decision, floor: f64, retry: impl Fn(f64) -> Decision) -> Op
         return None;
     }
     [floor * 10.0, floor / 10.0].into_iter().find(|f| retry(*f) != d)
+}
+
+/// The test of a verdict: its crossover fit's ([`Verdict::fit`]) where it
+/// has one, else its values' read to `floor`.
+fn test_of(v: &Verdict, region: &Region, floor: f64) -> Option<claim::Test> {
+    match v.fit {
+        Some(f) => Some(claim::test_estimate(f, region)),
+        None => claim::test_at(&v.values, region, floor),
+    }
+}
+
+/// [`floor_changes`] for a verdict at level `alpha` after a multiplicity
+/// factor `mult`. A crossover fit is of the arms' own values, which the
+/// claim's floor (a ratio's) does not reach: where every per-repeat ratio
+/// lies at least 10× above the floor, no floor in that range changes a
+/// value, so none changes the verdict; where one lies closer, the fit is
+/// taken as hanging on the floor (at the resolution), since it cannot be
+/// read again at another.
+fn floor_changes_of(v: &Verdict, d: Decision, floor: f64, alpha: f64, mult: f64) -> Option<f64> {
+    if v.fit.is_some() {
+        let clear = v.raw.iter().all(|x| *x >= 10.0 * floor);
+        return (d != Decision::Inconclusive && floor > 0.0 && !clear).then_some(floor * 10.0);
+    }
+    floor_changes(d, floor, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult))
 }
 
 /// `raw` read to `floor`: each value at least one step.
@@ -546,7 +595,7 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str,
         Decision::Inconclusive => {
             // In a family, at the strictest level Holm may ask (α ÷ the family).
             let level = alpha / v.family.max(1) as f64;
-            let e = claim::estimate_at(&v.values, v.resolution);
+            let e = v.fit.or_else(|| claim::estimate_at(&v.values, v.resolution));
             let need = e.and_then(|e| claim::repeats_to_decide(&e, &region, level));
             v.repeats_to_decide = need;
             let family = if v.family > 1 && v.p.is_some_and(|p| p <= alpha) {
@@ -604,7 +653,7 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, a
         v.family = m;
         v.p_adjusted = Some(a);
         let Some(c) = claims(v.id) else { continue };
-        let lean = claim::test_at(&v.values, &v.region, v.resolution).map_or(Decision::Inconclusive, |t| t.p().1);
+        let lean = test_of(v, &v.region, v.resolution).map_or(Decision::Inconclusive, |t| t.p().1);
         let d = if a <= alpha { lean } else { Decision::Inconclusive };
         // Holm's factor for this claim, applied to the same claim read to
         // another floor.
@@ -612,7 +661,7 @@ pub fn family(vs: &mut [&mut Verdict], claims: &dyn Fn(&str) -> Option<Claim>, a
             Some(p) if p > 0.0 => (a / p).max(1.0),
             _ => m as f64,
         };
-        let changed = floor_changes(d, v.resolution, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult));
+        let changed = floor_changes_of(v, d, v.resolution, alpha, mult);
         settle(v, &c, d, alpha, "Holm", changed);
     }
 }

@@ -15,12 +15,28 @@ use record::stats::claim::{self, Decision, num};
 /// are those of every repeat together, unadjusted. A pass with fewer than two
 /// repeats of the claim has no spread of its own: the claim stays as it was,
 /// and says so.
-pub fn judge_stages(v: &mut Verdict, c: &Claim, raw: &[Vec<f64>], ws: &[f64], alpha: f64, family: usize, pass: u32) {
+///
+/// A pass whose finding was judged by a crossover fit (`fits`, by pass:
+/// thrash's four presets with their carryover) is tested by that fit; such a
+/// verdict hangs on the floor when a per-repeat ratio lies within 10× of it
+/// (the fit cannot be read again at another floor).
+#[allow(clippy::too_many_arguments)]
+pub fn judge_stages(
+    v: &mut Verdict,
+    c: &Claim,
+    raw: &[Vec<f64>],
+    fits: &[Option<claim::Estimate>],
+    ws: &[f64],
+    alpha: f64,
+    family: usize,
+    pass: u32,
+) {
     let test = |floor: f64| {
         let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, floor)).collect();
         let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
-        claim::test_stages(&slices, &c.region, ws, floor)
+        claim::test_stages_fitted(&slices, fits, &c.region, ws, floor)
     };
+    let fitted = fits.iter().any(Option::is_some);
     let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, c.floor)).collect();
     let Some(t) = test(c.floor) else {
         let sizes: Vec<String> = stages.iter().map(|s| s.len().to_string()).collect();
@@ -56,10 +72,15 @@ pub fn judge_stages(v: &mut Verdict, c: &Claim, raw: &[Vec<f64>], ws: &[f64], al
     v.family = family;
     v.pass = pass;
     let d = if p * family as f64 <= alpha { lean } else { Decision::Inconclusive };
-    let changed = floor_changes(d, c.floor, |f| match test(f).map(|t| t.p()) {
-        Some((p, lean)) if p * family as f64 <= alpha => lean,
-        _ => Decision::Inconclusive,
-    });
+    let changed = if fitted {
+        let clear = v.raw.iter().all(|x| *x >= 10.0 * c.floor);
+        (d != Decision::Inconclusive && !clear).then_some(c.floor * 10.0)
+    } else {
+        floor_changes(d, c.floor, |f| match test(f).map(|t| t.p()) {
+            Some((p, lean)) if p * family as f64 <= alpha => lean,
+            _ => Decision::Inconclusive,
+        })
+    };
     settle(v, c, d, alpha, "Bonferroni", changed);
 }
 
@@ -90,6 +111,7 @@ pub fn judge_later(
     // Each pass's values before the floor: judge_stages reads them to the
     // claim's floor, and tries 10× either way.
     let values: Vec<Vec<f64>> = each.iter().map(|x| x.map(|x| x.raw.clone()).unwrap_or_default()).collect();
+    let fits: Vec<Option<claim::Estimate>> = each.iter().map(|x| x.and_then(|x| x.fit)).collect();
     let unusable: usize = each.iter().flatten().map(|x| x.unusable).sum();
     let censored: usize = each.iter().flatten().map(|x| x.censored).sum();
     let first = (v.unusable, v.censored);
@@ -98,7 +120,7 @@ pub fn judge_later(
     // run's configuration (eat's semi fraction by compressor) stays the one
     // its draw gave, not the claim's default.
     let c = &Claim { region: v.region, ..*c };
-    judge_stages(v, c, &values, ws, alpha, family, pass);
+    judge_stages(v, c, &values, &fits, ws, alpha, family, pass);
     if !v.outcome.decided() && v.pass < pass {
         // Not combined: the verdict is still the first pass's.
         (v.unusable, v.censored) = first;

@@ -210,13 +210,13 @@ fn a_later_pass_combines_each_pass_alone() {
     assert_eq!(v1.outcome, Outcome::Inconclusive);
     let mut v = v1.clone();
     let stages = [first.clone(), vec![1.6, 1.7, 1.65]];
-    judge_stages(&mut v, &C, &stages, &[1.0, 1.0], 0.01, 1, 2);
+    judge_stages(&mut v, &C, &stages, &[], &[1.0, 1.0], 0.01, 1, 2);
     assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
     assert_eq!((v.n, v.family, v.pass), (6, 1, 2));
     let p = v.p.unwrap();
     // In a family of three, Bonferroni asks p ≤ 1 % ÷ 3: not this one.
     let mut in3 = v1.clone();
-    judge_stages(&mut in3, &C, &stages, &[1.0, 1.0], 0.01, 3, 2);
+    judge_stages(&mut in3, &C, &stages, &[], &[1.0, 1.0], 0.01, 3, 2);
     assert!(p > 0.01 / 3.0 && in3.outcome == Outcome::Inconclusive, "{in3:?}");
     assert!((in3.p_adjusted.unwrap() - (3.0 * p).min(1.0)).abs() < 1e-12);
     assert!(in3.why.contains("Bonferroni over 3"), "{}", in3.why);
@@ -230,7 +230,7 @@ fn a_later_pass_combines_each_pass_alone() {
     assert!((pooled - p).abs() > 0.01, "combined {p}, pooled {pooled}");
     // One repeat in the second pass: no test, the verdict stays.
     let mut w = v1.clone();
-    judge_stages(&mut w, &C, &[first, vec![1.6]], &[1.0, 1.0], 0.01, 3, 2);
+    judge_stages(&mut w, &C, &[first, vec![1.6]], &[], &[1.0, 1.0], 0.01, 3, 2);
     assert_eq!((w.outcome, w.n, w.pass), (Outcome::Inconclusive, 3, 1));
     assert!(w.why.contains("each needs two"), "{}", w.why);
 }
@@ -324,7 +324,7 @@ fn the_floor_never_decides() {
     // In a later pass, too: the passes' raw values are read to each floor.
     let mut later = v.clone();
     let stages = [values.clone(), values];
-    judge_stages(&mut later, &c, &stages, &[1.0, 1.0], 0.05, 1, 2);
+    judge_stages(&mut later, &c, &stages, &[], &[1.0, 1.0], 0.05, 1, 2);
     let at = |f: f64| {
         let s: Vec<Vec<f64>> = stages.iter().map(|x| x.iter().map(|v| v.max(f)).collect()).collect();
         claim::test_stages(&[&s[0], &s[1]], &c.region, &[1.0, 1.0], f).map(|t| t.decide(0.05))
@@ -338,7 +338,7 @@ fn the_floor_never_decides() {
     // matches read to 1e-4 and not to 1e-3, so the floor decides again.
     let mut mixed = v.clone();
     let stages = [stages[0].clone(), vec![0.0, 0.0, 0.05, 0.05]];
-    judge_stages(&mut mixed, &c, &stages, &[1.0, 1.0], 0.05, 1, 2);
+    judge_stages(&mut mixed, &c, &stages, &[], &[1.0, 1.0], 0.05, 1, 2);
     let at = |f: f64| {
         let s: Vec<Vec<f64>> = stages.iter().map(|x| x.iter().map(|v| v.max(f)).collect()).collect();
         claim::test_stages(&[&s[0], &s[1]], &c.region, &[1.0, 1.0], f).map(|t| t.decide(0.05))
