@@ -196,6 +196,9 @@ pub struct WorkerFailure {
     pub reason: String,
     /// True when the kernel's OOM killer ended it.
     pub oom_killed: bool,
+    /// True when it ended on its own with status 0 (or, in process, returned
+    /// Ok): no failure at all.
+    pub exited_normally: bool,
 }
 
 impl std::fmt::Display for WorkerFailure {
@@ -280,7 +283,13 @@ fn wait_on(
     stop: &dyn Fn() -> bool,
 ) -> std::result::Result<WorkerEvent, WorkerFailure> {
     let t0 = Instant::now();
-    let fail = |reason: String| WorkerFailure { label: label.into(), phase: phase(), reason, oom_killed: false };
+    let fail = |reason: String| WorkerFailure {
+        label: label.into(),
+        phase: phase(),
+        reason,
+        oom_killed: false,
+        exited_normally: false,
+    };
     loop {
         if stop() {
             return Err(fail("stopped: the run was interrupted".into()));
@@ -420,7 +429,7 @@ impl Worker {
             }
         }
         let f = self.failure();
-        if f.reason == "exited normally" { Ok(()) } else { Err(f) }
+        if f.exited_normally { Ok(()) } else { Err(f) }
     }
 
     /// Kills the worker (SIGKILL) and reaps it.
@@ -450,6 +459,7 @@ impl Worker {
         let phase = self.phase();
         let errors = self.errors.lock().unwrap().clone();
         let mut oom_killed = false;
+        let exited_normally = status.is_some_and(|s| s.success());
         let reason = match status {
             None => "is still running".to_string(),
             Some(s) if s.success() => "exited normally".to_string(),
@@ -482,7 +492,7 @@ impl Worker {
                 },
             },
         };
-        WorkerFailure { label: self.label.clone(), phase, reason, oom_killed }
+        WorkerFailure { label: self.label.clone(), phase, reason, oom_killed, exited_normally }
     }
 }
 

@@ -13,6 +13,16 @@ pub enum ExperimentError {
     Sandbox(#[from] SandboxError),
     #[error("{0}")]
     Worker(String),
+    /// A worker that failed, as its link saw it end (an OOM kill, a
+    /// signal, a status): kept whole, so that a caller asks
+    /// [`sandbox::worker::WorkerFailure::oom_killed`] rather than reading
+    /// the message.
+    #[error("{0}")]
+    Failed(sandbox::worker::WorkerFailure),
+    /// A worker that could not be read in /proc (gone, or going): its
+    /// figures are unknown, not zero. The caller adds how it ended.
+    #[error("{0}")]
+    Gone(String),
     #[error("interrupted")]
     Interrupted,
     /// A result measured but not written to the record: the run fails

@@ -105,21 +105,18 @@ fn cgroup_target(cg: &MemCgroup) -> probe::CgroupTarget {
     probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }
 }
 
-/// What [`snap_of`] says of a worker it cannot read; [`ended`] adds how it ended.
-const UNREAD: &str = "could not be read in /proc";
-
 /// The worker's faults and memory now; an error when it cannot be read
 /// (it is gone, or going): its faults and swap are unknown, not zero.
 fn snap_of(m: &probe::Roots, pid: i32) -> Result<ProcSnap, ExperimentError> {
     ProcSnap::read(&mut probe::Probe::new(m.clone()), pid)
-        .ok_or_else(|| ExperimentError::Worker(format!("the eat worker (pid {pid}) {UNREAD}")))
+        .ok_or_else(|| ExperimentError::Gone(format!("the eat worker (pid {pid}) could not be read in /proc")))
 }
 
 /// A worker that could not be read: how it ended, as its link knows it (an
 /// OOM kill, a signal), not only that it could not be read.
 fn ended(e: ExperimentError, w: &mut dyn WorkerLink) -> ExperimentError {
     match e {
-        ExperimentError::Worker(m) if m.ends_with(UNREAD) => ExperimentError::Worker(format!("{m}: {}", w.failure())),
+        ExperimentError::Gone(m) => ExperimentError::Worker(format!("{m}: {}", w.failure())),
         e => e,
     }
 }
@@ -247,7 +244,7 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
     fn command(&mut self, w: &mut dyn WorkerLink, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, Value::Null).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+        w.send(cmd, Value::Null).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
         // A phase_end that cannot be read is not a phase of zeros.
@@ -275,7 +272,7 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         match r {
             Ok(done) => Ok(Reply { phase, data: done.data }),
             Err(_) if (self.stop)() => Err(ExperimentError::Interrupted),
-            Err(f) => Err(ExperimentError::Worker(f.to_string())),
+            Err(f) => Err(ExperimentError::Failed(f)),
         }
     }
 
@@ -362,7 +359,7 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         let free = self.command(&mut *w, "free", long)?.phase;
         let _ = w.send("exit", Value::Null);
         if let Err(f) = w.finish(Duration::from_secs(10)) {
-            return Err(ExperimentError::Worker(f.to_string()));
+            return Err(ExperimentError::Failed(f));
         }
         Ok(Drove { cal, alloc: alloc.phase, fill, trim, settle, read, free, before_trim, after_trim, after_settle })
     }

@@ -96,7 +96,8 @@ impl From<ExperimentError> for Error {
         match e {
             ExperimentError::Interrupted => Error::Interrupted,
             ExperimentError::Sandbox(s) => Error::Sandbox(s),
-            ExperimentError::Worker(w) | ExperimentError::Record(w) => Error::Failed(w),
+            ExperimentError::Worker(w) | ExperimentError::Record(w) | ExperimentError::Gone(w) => Error::Failed(w),
+            ExperimentError::Failed(f) => Error::Failed(f.to_string()),
         }
     }
 }

@@ -513,7 +513,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results:
         obs.event("phase_start", method, t0, Value::Null);
         let d = w
             .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
-            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?
             .data;
         let _ = w.finish(std::time::Duration::from_secs(10));
         obs.event("phase_end", method, probe::sample::monotonic_ns(), Value::Null);

@@ -220,11 +220,11 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
 
     fn call(&mut self, w: &mut dyn WorkerLink, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, arg).map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+        w.send(cmd, arg).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let stop = self.stop;
         w.wait_for("done", Some(cmd), timeout, &mut |_| {}, &stop)
             .map(|e| e.data)
-            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
     }
 
     /// One mode's window. `cap` is the cap for cap modes.
@@ -264,9 +264,9 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         let cg = self.sb.memory_cgroup("wscap", &limits)?;
         let (mut w, region) = match self.worker(&cg) {
             Ok(x) => x,
-            Err(ExperimentError::Worker(msg)) if msg.contains("OOM killer") => {
+            Err(ExperimentError::Failed(f)) if f.oom_killed => {
                 r.outcome = "OOM-killed inside the cap".into();
-                r.notes.push(msg);
+                r.notes.push(f.to_string());
                 return Ok(r);
             }
             Err(e) => return Err(e),
@@ -295,7 +295,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         let before = reclaim_counters(&mut self.probe)?;
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
-            .map_err(|_| ExperimentError::Worker(w.failure().to_string()))?;
+            .map_err(|_| ExperimentError::Failed(w.failure()))?;
         let mut peaks = Peaks::default();
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
         let after = reclaim_counters(&mut self.probe)?;
@@ -390,7 +390,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
                     r.notes.push(f.to_string());
                     break None;
                 }
-                Err(f) => return Err(ExperimentError::Worker(f.to_string())),
+                Err(f) => return Err(ExperimentError::Failed(f)),
             }
         })
     }

@@ -184,7 +184,9 @@ impl WorkerLink for InProcess {
     }
     fn failure(&mut self) -> WorkerFailure {
         // As a process's: its end if it ended within a moment, else "still running".
-        let reason = match self.join_within(Duration::from_secs(2)) {
+        let end = self.join_within(Duration::from_secs(2));
+        let exited_normally = matches!(end, Some(Ok(Ok(()))));
+        let reason = match end {
             Some(Ok(Ok(()))) => "exited normally".to_string(),
             Some(Ok(Err(e))) => format!("failed: {e}"),
             Some(Err(_)) => "panicked".to_string(),
@@ -196,6 +198,7 @@ impl WorkerLink for InProcess {
             phase: self.events.phase.lock().unwrap().clone(),
             reason,
             oom_killed: false,
+            exited_normally,
         }
     }
     fn finish(mut self: Box<Self>, timeout: Duration) -> std::result::Result<(), WorkerFailure> {
@@ -210,7 +213,7 @@ impl WorkerLink for InProcess {
             std::thread::sleep(Duration::from_millis(5));
         }
         let f = self.failure();
-        if f.reason == "exited normally" { Ok(()) } else { Err(f) }
+        if f.exited_normally { Ok(()) } else { Err(f) }
     }
 }
 

@@ -278,7 +278,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
         })?;
         let ready = w
             .wait_for("ready", None, Duration::from_secs(120), |_| {}, || false)
-            .map_err(|f| ExperimentError::Worker(f.to_string()))?;
+            .map_err(ExperimentError::Failed)?;
         target.synthetic_bytes = Some(size);
         target.synthetic_hot_fraction = Some(cfg.hot);
         target.synthetic_pattern = ready.data["pattern"].as_str().map(String::from);

@@ -623,7 +623,7 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
     obs.event("phase_start", label, t0, Value::Null);
     let d = w
         .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
-        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })?
+        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?
         .data;
     let _ = w.finish(std::time::Duration::from_secs(10));
     obs.event("phase_end", label, probe::sample::monotonic_ns(), Value::Null);

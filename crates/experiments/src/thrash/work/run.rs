@@ -37,7 +37,7 @@ fn spawn(
 fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
     w.wait_for("ready", None, Duration::from_secs(60), |_| {}, stop)
         .map(|e| e.data)
-        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) })
+        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
 }
 
 fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {

@@ -458,7 +458,7 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
     obs.event("phase_start", label, probe::sample::monotonic_ns(), Value::Null);
     let limit = cfg.churn + cfg.idle + Duration::from_secs(600);
     let failed = |f: sandbox::worker::WorkerFailure| {
-        if stop() { ExperimentError::Interrupted } else { ExperimentError::Worker(f.to_string()) }
+        if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) }
     };
     if let (true, Some(cg)) = (cfg.pressure, &cg) {
         let ask = w.wait_for("squeeze", Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
