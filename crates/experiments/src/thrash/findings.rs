@@ -182,7 +182,7 @@ fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
 /// ratios stay the values shown.
 fn beside_fitted(m: &Ms, rs: &[ThrashResult], a: &str, b: &str, fig: &Figure, value: fn(&ThrashResult) -> f64) -> Drawn {
     let d = beside(m, if a == "e2" { b } else { a }, (a, fig), (b, fig));
-    let fit = matches!(d.evidence, Some(Ok(_))).then(|| carryover::fitted(rs, a, b, fig, value)).flatten();
+    let fit = matches!(d.evidence, Some(Ok(_))).then(|| carryover::fit(rs, a, b, fig, value)).flatten();
     Drawn { fit, ..d }
 }
 
@@ -297,5 +297,31 @@ mod tests {
         fixed.sort_by_key(|v| (v["result"]["repeat_index"].as_u64(), v["result"]["preset"].as_str().map(String::from)));
         let vs = report::verdict::verdicts(&Thrash, &report::experiment::Parsed::of(Thrash.parse(&fixed).unwrap()));
         assert!(vs.iter().all(|v| !v.carryover_fitted), "{vs:?}");
+        // The floor rule reads a fit again with the figures 10× coarser:
+        // e2's and e4's swap-out rates under 0.1/s (read to 0.01) become
+        // 0.1/s each, and "a faster stagger" would no longer match, so it
+        // hangs on the resolution.
+        let mut k = 0;
+        let mut slow = Vec::new();
+        for i in 0..4u32 {
+            for p in workloads::order::balanced(&["e1", "e2", "e3", "e4"], i as usize, 4) {
+                let mut v = run(p, i, base(p) * wobble[k % 8] * (1.0 + 0.1 * f64::from(i)));
+                let rate = match p {
+                    "e2" => 0.03 + 0.001 * (k % 3) as f64,
+                    "e4" => 0.06 + 0.002 * (k % 5) as f64,
+                    _ => 1.0,
+                };
+                v["result"]["pswpout_per_s_active"] = json!(rate);
+                slow.push(v);
+                k += 1;
+            }
+        }
+        let vs = report::verdict::verdicts(&Thrash, &report::experiment::Parsed::of(Thrash.parse(&slow).unwrap()));
+        let st = vs.iter().find(|v| v.id == "thrash.stagger").unwrap();
+        assert!(st.carryover_fitted && st.at_resolution, "{st:?}");
+        assert_eq!(st.outcome, report::verdict::Outcome::Inconclusive, "{st:?}");
+        // The pages, far above a page, do not hang on it.
+        let w = vs.iter().find(|v| v.id == "thrash.writes").unwrap();
+        assert!(!w.at_resolution && w.outcome == report::verdict::Outcome::Matches, "{w:?}");
     }
 }

@@ -13,16 +13,12 @@
 //! ln y = μ + ρ_repeat + π_position + τ_arm + λ_arm before + ε
 //! ```
 //!
-//! fitted by least squares over every run of the sequence. Each run's
+//! fitted by least squares over the runs of the sequence. Each run's
 //! predecessor is the run before it in the order they ran (the first run of
-//! a repeat follows the last of the repeat before). The very first run
-//! follows none of the arms: its carryover is taken as the arms' mean (the λ
-//! are coded to sum to zero, and that run's codes are all 0). That is an
-//! assumption; the simulation's carryover (none after the light presets, λ
-//! after the heavy ones, none on the first run) does not hold it, and the
-//! fit's error stays within the bound there. The interval's spread is the
-//! paired ratios' own, scaled by the design's cost of fitting the carryover
-//! ([`contrast`] says why).
+//! a repeat follows the last of the repeat before); the very first run
+//! follows none, and is left out of the fit (its predecessor is whatever ran
+//! before the sequence). The interval's spread weighs each arm's own
+//! spread by what each run counts in the estimate ([`contrast`] says why).
 
 use super::claim::{Estimate, t_quantile};
 
@@ -41,67 +37,117 @@ pub struct Run {
 /// The estimate of arm `a` ÷ arm `b` with first-order carryover fitted, as
 /// an [`Estimate`] over the n repeats that measured both arms:
 ///
-/// - the estimate is least squares' τ_a − τ_b ([`effects`], every run of
-///   the sequence);
-/// - its standard error is the paired ratios' own (the sample standard
-///   deviation of ln(a ÷ b) over the repeats, ÷ √n), scaled by what fitting
-///   the carryover costs in this design: √(c'(X'X)⁻¹c ÷ (2 ÷ n)), the
-///   variance of the fitted contrast over that of the mean paired ratio for
-///   runs of equal spread, a constant of the order alone (never below 1);
-/// - n − 1 degrees of freedom, as the paired ratios have.
+/// - the estimate is least squares' τ_a − τ_b ([`effects`]) from every run
+///   that follows another (the very first run follows none: what it
+///   carries from before the sequence is unknown, so it is only the second
+///   run's predecessor);
+/// - its variance is Σ wᵢ² σ²(arm of run i), where w are the weights least
+///   squares gives each run in the estimate and σ²(arm) each arm's own
+///   spread, from the paired log ratios of every two arms over the repeats
+///   (σᵢ² + σⱼ² = their variance, solved for the arms by least squares, none
+///   below 0). Paging makes the arms' spreads unequal (slow outliers on one
+///   arm), and an arm outside the contrast still moves it through the
+///   repeat, position and carryover effects: least squares' own standard
+///   error pools every arm's residuals, and in the simulation its interval
+///   covered 90 % with outliers on one arm;
+/// - n − 1 degrees of freedom, as each paired ratio's spread has.
 ///
-/// Least squares' own standard error pools every arm's residuals, and
-/// paging makes the arms' spreads unequal (slow outliers on one arm): in the
-/// simulation (experiments' thrash::carryover tests) its interval covered
-/// 90 % where this one covers 95 %; a jackknife over the repeats covered
-/// too, but at four repeats (one square) leaving one out wrecks the
-/// design's balance and it decided a quarter as often. None where the runs
-/// do not identify the contrast: fewer than three arms (two in ABBA order
-/// cancel a first-order carryover in the paired ratio already), fewer than
-/// two repeats with both arms, a design whose columns are not independent,
-/// or fewer runs than columns.
+/// None where the runs do not identify the contrast: fewer than three arms
+/// (two in ABBA order cancel a first-order carryover in the paired ratio
+/// already), runs out of order (a repeat before the one run before it, an
+/// arm twice in a repeat), fewer than two repeats with both arms, a design
+/// whose columns are not independent, or fewer runs than columns.
 pub fn contrast(runs: &[Run], a: usize, b: usize) -> Option<Estimate> {
+    let in_order = runs
+        .windows(2)
+        .all(|w| w[1].repeat > w[0].repeat || (w[1].repeat == w[0].repeat && w[1].position > w[0].position))
+        && runs.iter().enumerate().all(|(i, r)| runs[..i].iter().all(|x| x.repeat != r.repeat || x.arm != r.arm));
+    if a == b || !in_order {
+        return None;
+    }
     let ok: Vec<Run> = runs.iter().filter(|r| r.value.is_finite() && r.value > 0.0).copied().collect();
-    if a == b {
-        return None;
-    }
-    let f = effects(&ok)?;
+    let followed: Vec<Run> = ok.iter().filter(|r| r.before.is_some()).copied().collect();
+    let f = effects(&followed)?;
     let (ia, ib) = (f.index(a)?, f.index(b)?);
-    let mut repeats: Vec<usize> = ok.iter().map(|r| r.repeat).collect();
-    repeats.sort_unstable();
-    repeats.dedup();
-    let d: Vec<f64> = repeats
-        .iter()
-        .filter_map(|k| {
-            let ra = ok.iter().find(|r| r.repeat == *k && r.arm == a)?;
-            let rb = ok.iter().find(|r| r.repeat == *k && r.arm == b)?;
-            Some((ra.value / rb.value).ln())
-        })
-        .collect();
-    if d.len() < 2 {
+    let var = arm_variances(&ok, &f.arms)?;
+    let w = f.weights(ia, ib);
+    let v: f64 = followed.iter().zip(&w).map(|(r, wi)| wi * wi * f.index(r.arm).map_or(0.0, |i| var[i])).sum();
+    let n = paired(&ok, a, b).len();
+    if n < 2 {
         return None;
     }
-    let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let cost = (f.unit_variance(ia, ib) / (2.0 / n)).max(1.0);
+    let nf = n as f64;
     let m = f.tau[ia] - f.tau[ib];
-    let log_sd = sd * cost.sqrt();
-    let half = t_quantile(0.95, n - 1.0) * log_sd / n.sqrt();
+    let se = v.max(0.0).sqrt();
+    let half = t_quantile(0.95, nf - 1.0) * se;
     if !m.is_finite() || !half.is_finite() {
         return None;
     }
-    Some(Estimate { n: d.len(), estimate: m.exp(), ci95: [(m - half).exp(), (m + half).exp()], log_mean: m, log_sd })
+    // The spread that n repeats would need for this standard error, so that
+    // what reads sd ÷ √n reads the fit's.
+    Some(Estimate {
+        n,
+        estimate: m.exp(),
+        ci95: [(m - half).exp(), (m + half).exp()],
+        log_mean: m,
+        log_sd: se * nf.sqrt(),
+    })
+}
+
+/// ln(a ÷ b) in every repeat that measured both.
+fn paired(runs: &[Run], a: usize, b: usize) -> Vec<f64> {
+    let mut repeats: Vec<usize> = runs.iter().map(|r| r.repeat).collect();
+    repeats.dedup();
+    repeats
+        .iter()
+        .filter_map(|k| {
+            let ra = runs.iter().find(|r| r.repeat == *k && r.arm == a)?;
+            let rb = runs.iter().find(|r| r.repeat == *k && r.arm == b)?;
+            Some((ra.value / rb.value).ln())
+        })
+        .collect()
+}
+
+/// Each arm's variance on the log scale from the paired log ratios of every
+/// two arms: σᵢ² + σⱼ² = the variance of ln(i ÷ j) over the repeats, solved
+/// by least squares for the arms (none below 0). A drift between repeats
+/// cancels in each ratio; a position or carryover effect that differs from
+/// repeat to repeat stays in it, which errs wide. None when a pair has
+/// fewer than two repeats.
+fn arm_variances(runs: &[Run], arms: &[usize]) -> Option<Vec<f64>> {
+    let k = arms.len();
+    let mut ata = vec![vec![0.0; k]; k];
+    let mut atb = vec![0.0; k];
+    for i in 0..k {
+        for j in i + 1..k {
+            let d = paired(runs, arms[i], arms[j]);
+            if d.len() < 2 {
+                return None;
+            }
+            let n = d.len() as f64;
+            let m = d.iter().sum::<f64>() / n;
+            let s2 = d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+            for (p, q) in [(i, i), (i, j), (j, i), (j, j)] {
+                ata[p][q] += 1.0;
+            }
+            atb[i] += s2;
+            atb[j] += s2;
+        }
+    }
+    let inv = invert(ata)?;
+    Some((0..k).map(|i| (0..k).map(|j| inv[i][j] * atb[j]).sum::<f64>().max(0.0)).collect())
 }
 
 /// The fitted effects of a crossover ([`effects`]): each arm's direct effect
-/// (the first arm's is 0) on the log scale, and the inverse of X'X for the
-/// variance of a contrast.
+/// (the first arm's is 0) on the log scale, with what a contrast's weights
+/// need.
 struct Effects {
     arms: Vec<usize>,
     tau: Vec<f64>,
     /// Column of each arm's τ in X (None for the first arm's, fixed at 0).
     columns: Vec<Option<usize>>,
+    /// X, one row per run fitted, and (X'X)⁻¹.
+    x: Vec<Vec<f64>>,
     inv: Vec<Vec<f64>>,
 }
 
@@ -109,9 +155,9 @@ impl Effects {
     fn index(&self, arm: usize) -> Option<usize> {
         self.arms.iter().position(|a| *a == arm)
     }
-    /// c'(X'X)⁻¹c for c the contrast τ_i − τ_j: its variance for runs of
-    /// unit variance.
-    fn unit_variance(&self, i: usize, j: usize) -> f64 {
+    /// The weight of each run fitted in the estimate of τ_i − τ_j: the
+    /// estimate is Σ wᵣ ln yᵣ, w = X (X'X)⁻¹ c.
+    fn weights(&self, i: usize, j: usize) -> Vec<f64> {
         let k = self.inv.len();
         let mut c = vec![0.0; k];
         if let Some(ci) = self.columns[i] {
@@ -120,7 +166,8 @@ impl Effects {
         if let Some(cj) = self.columns[j] {
             c[cj] -= 1.0;
         }
-        (0..k).map(|p| (0..k).map(|q| c[p] * self.inv[p][q] * c[q]).sum::<f64>()).sum()
+        let g: Vec<f64> = (0..k).map(|p| (0..k).map(|q| self.inv[p][q] * c[q]).sum()).collect();
+        self.x.iter().map(|row| (0..k).map(|p| row[p] * g[p]).sum()).collect()
     }
 }
 
@@ -192,7 +239,7 @@ fn effects(runs: &[Run]) -> Option<Effects> {
     let beta = |i: usize| (0..k).map(|j| inv[i][j] * xty[j]).sum::<f64>();
     let columns: Vec<Option<usize>> = (0..na).map(|i| (i > 0).then(|| col_arm + i - 1)).collect();
     let tau: Vec<f64> = columns.iter().map(|c| c.map_or(0.0, beta)).collect();
-    Some(Effects { arms, tau, columns, inv })
+    Some(Effects { arms, tau, columns, x, inv })
 }
 
 /// The inverse of a symmetric positive definite matrix (Gauss–Jordan with
@@ -292,32 +339,32 @@ mod tests {
     }
 
     #[test]
-    fn the_spread_is_the_paired_ratios_scaled_by_the_designs_cost() {
-        // One square: 16 runs, 13 columns. The spread is the paired log
-        // ratios' standard deviation times √cost, where the cost (a constant
-        // of the order) is at least 1: never narrower than the paired ratios'.
+    fn a_noisy_arm_outside_the_contrast_widens_its_interval() {
+        // Least squares leans on every arm's runs (through the repeat,
+        // position and carryover effects), so a noisy arm 3 must widen the
+        // interval of arm 1 ÷ arm 0 too; a spread pooled over the arms, or
+        // the paired ratio's alone, would not say which.
+        let interval = |noisy: f64| {
+            let mut rng = crate::stats::rng::SplitMix64(11);
+            let rs = runs(&square(2), |_, _, arm, _| {
+                let sd = if arm == 3 { noisy } else { 0.05 };
+                (arm as f64 * 0.1 + sd * rng.normal()).exp()
+            });
+            contrast(&rs, 1, 0).unwrap()
+        };
+        let (quiet, noisy) = (interval(0.05), interval(0.5));
+        assert!(noisy.log_sd > 1.5 * quiet.log_sd, "{quiet:?} against {noisy:?}");
+        assert_eq!((quiet.n, noisy.n), (8, 8));
+        assert!(quiet.ci95[0] < quiet.estimate && quiet.estimate < quiet.ci95[1]);
+    }
+
+    #[test]
+    fn runs_out_of_order_are_not_fitted() {
         let mut rng = crate::stats::rng::SplitMix64(3);
-        let rs = runs(&square(1), |_, _, arm, _| (arm as f64 * 0.1 + 0.1 * rng.normal()).exp());
-        let e = contrast(&rs, 3, 0).unwrap();
-        assert_eq!(e.n, 4);
-        let by = |rep: usize, arm: usize| rs.iter().find(|r| r.repeat == rep && r.arm == arm).unwrap().value;
-        let d: Vec<f64> = (0..4).map(|rep| by(rep, 3) / by(rep, 0)).collect();
-        let paired = crate::stats::claim::estimate(&d).unwrap();
-        let cost = (e.log_sd / paired.log_sd).powi(2);
-        println!("the cost of fitting the carryover in one square: {cost:.3}");
-        assert!((1.0..3.0).contains(&cost), "cost {cost}");
-        // The same cost for any values in the same order: the design's alone.
-        let other = runs(&square(1), |r, p, arm, _| (arm as f64 + 0.3 * ((r * 7 + p * 3) % 5) as f64).exp());
-        let e2 = contrast(&other, 3, 0).unwrap();
-        let d2: Vec<f64> = (0..4)
-            .map(|rep| {
-                let v = |arm| other.iter().find(|r| r.repeat == rep && r.arm == arm).unwrap().value;
-                v(3) / v(0)
-            })
-            .collect();
-        let cost2 = (e2.log_sd / crate::stats::claim::estimate(&d2).unwrap().log_sd).powi(2);
-        assert!((cost - cost2).abs() < 1e-9, "{cost} against {cost2}");
-        assert!(e.ci95[0] < e.estimate && e.estimate < e.ci95[1], "{e:?}");
+        let mut rs = runs(&square(1), |_, _, arm, _| (arm as f64 * 0.1 + 0.1 * rng.normal()).exp());
+        assert!(contrast(&rs, 3, 0).is_some());
+        rs.swap(4, 9);
+        assert!(contrast(&rs, 3, 0).is_none());
     }
 
     #[test]

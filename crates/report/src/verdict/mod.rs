@@ -164,11 +164,13 @@ pub struct Verdict {
     /// Whether the estimate, its interval and p come from a crossover fit
     /// with first-order carryover ([`record::stats::crossover`]: thrash's
     /// presets in a Williams order), not from the mean of `values`, which
-    /// are then the per-repeat ratios, shown as measured.
+    /// are then the per-repeat ratios, shown as measured. In a later pass's
+    /// combination: its first pass was judged by the fit.
     pub carryover_fitted: bool,
-    /// That fit ([`Verdict::carryover_fitted`]). Not in the document.
+    /// That fit ([`Verdict::carryover_fitted`]); None once a later pass has
+    /// combined it with the passes after. Not in the document.
     #[serde(skip)]
-    pub fit: Option<claim::Estimate>,
+    pub fit: Option<Fit>,
     /// The values before the floor (finite, not negative; zeros kept): what a
     /// 10× larger or smaller floor is tried on. Not in the document.
     #[serde(skip)]
@@ -297,7 +299,17 @@ pub struct Drawn {
     /// ([`record::stats::crossover::contrast`]), where the arms ran as a
     /// crossover that identifies it: the verdict's interval and p are the
     /// fit's, and `evidence` (the per-repeat ratios) is shown beside it.
-    pub fit: Option<claim::Estimate>,
+    pub fit: Option<Fit>,
+}
+
+/// A crossover fit of a finding: its estimate with the arms' figures read
+/// to their resolution, and again read 10× coarser and 10× finer, so that
+/// the floor rule can ask whether the resolution decided it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub at: claim::Estimate,
+    pub coarser: claim::Estimate,
+    pub finer: claim::Estimate,
 }
 
 impl From<Evidence> for Drawn {
@@ -360,7 +372,7 @@ pub fn judge_censored(c: &Claim, m: &Ms, evidence: Evidence, censored: usize) ->
 /// [`judge_censored`], where `fit` (a crossover's carryover-adjusted
 /// estimate of the same quantity) gives the interval and p in place of the
 /// values' mean.
-fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Option<claim::Estimate>) -> Verdict {
+fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Option<Fit>) -> Verdict {
     let mut v = Verdict {
         id: c.id,
         kind: if c.check { Kind::Check } else { Kind::Finding },
@@ -511,22 +523,29 @@ fn floor_changes(d: Decision, floor: f64, retry: impl Fn(f64) -> Decision) -> Op
 /// has one, else its values' read to `floor`.
 fn test_of(v: &Verdict, region: &Region, floor: f64) -> Option<claim::Test> {
     match v.fit {
-        Some(f) => Some(claim::test_estimate(f, region)),
+        Some(f) => Some(claim::test_estimate(f.at, region)),
         None => claim::test_at(&v.values, region, floor),
     }
 }
 
 /// [`floor_changes`] for a verdict at level `alpha` after a multiplicity
-/// factor `mult`. A crossover fit is of the arms' own values, which the
-/// claim's floor (a ratio's) does not reach: where every per-repeat ratio
-/// lies at least 10× above the floor, no floor in that range changes a
-/// value, so none changes the verdict; where one lies closer, the fit is
-/// taken as hanging on the floor (at the resolution), since it cannot be
-/// read again at another.
+/// factor `mult`. A crossover fit is of the arms' own figures: it was fitted
+/// again with them read 10× coarser and 10× finer ([`Fit`]), and those
+/// decide at the same level or the verdict hangs on the resolution (the
+/// floor named is the claim's, 10× larger or smaller alike).
 fn floor_changes_of(v: &Verdict, d: Decision, floor: f64, alpha: f64, mult: f64) -> Option<f64> {
-    if v.fit.is_some() {
-        let clear = v.raw.iter().all(|x| *x >= 10.0 * floor);
-        return (d != Decision::Inconclusive && floor > 0.0 && !clear).then_some(floor * 10.0);
+    if let Some(fit) = v.fit {
+        if d == Decision::Inconclusive || floor <= 0.0 {
+            return None;
+        }
+        let at = |e: claim::Estimate| match claim::test_estimate(e, &v.region).p() {
+            (p, lean) if p * mult <= alpha => lean,
+            _ => Decision::Inconclusive,
+        };
+        return [(fit.coarser, floor * 10.0), (fit.finer, floor / 10.0)]
+            .into_iter()
+            .find(|(e, _)| at(*e) != d)
+            .map(|(_, f)| f);
     }
     floor_changes(d, floor, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult))
 }
@@ -595,7 +614,7 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str,
         Decision::Inconclusive => {
             // In a family, at the strictest level Holm may ask (α ÷ the family).
             let level = alpha / v.family.max(1) as f64;
-            let e = v.fit.or_else(|| claim::estimate_at(&v.values, v.resolution));
+            let e = v.fit.map(|f| f.at).or_else(|| claim::estimate_at(&v.values, v.resolution));
             let need = e.and_then(|e| claim::repeats_to_decide(&e, &region, level));
             v.repeats_to_decide = need;
             let family = if v.family > 1 && v.p.is_some_and(|p| p <= alpha) {

@@ -25,18 +25,29 @@ pub fn judge_stages(
     v: &mut Verdict,
     c: &Claim,
     raw: &[Vec<f64>],
-    fits: &[Option<claim::Estimate>],
+    fits: &[Option<super::Fit>],
     ws: &[f64],
     alpha: f64,
     family: usize,
     pass: u32,
 ) {
+    // A fitted stage read to another floor is its fit with the arms' figures
+    // read as much coarser or finer ([`super::Fit`]).
     let test = |floor: f64| {
         let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, floor)).collect();
         let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
-        claim::test_stages_fitted(&slices, fits, &c.region, ws, floor)
+        let at: Vec<Option<claim::Estimate>> = fits
+            .iter()
+            .map(|f| {
+                f.map(|f| match floor {
+                    x if x > c.floor => f.coarser,
+                    x if x < c.floor => f.finer,
+                    _ => f.at,
+                })
+            })
+            .collect();
+        claim::test_stages_fitted(&slices, &at, &c.region, ws, floor)
     };
-    let fitted = fits.iter().any(Option::is_some);
     let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, c.floor)).collect();
     let Some(t) = test(c.floor) else {
         let sizes: Vec<String> = stages.iter().map(|s| s.len().to_string()).collect();
@@ -72,15 +83,13 @@ pub fn judge_stages(
     v.family = family;
     v.pass = pass;
     let d = if p * family as f64 <= alpha { lean } else { Decision::Inconclusive };
-    let changed = if fitted {
-        let clear = v.raw.iter().all(|x| *x >= 10.0 * c.floor);
-        (d != Decision::Inconclusive && !clear).then_some(c.floor * 10.0)
-    } else {
-        floor_changes(d, c.floor, |f| match test(f).map(|t| t.p()) {
-            Some((p, lean)) if p * family as f64 <= alpha => lean,
-            _ => Decision::Inconclusive,
-        })
-    };
+    let changed = floor_changes(d, c.floor, |f| match test(f).map(|t| t.p()) {
+        Some((p, lean)) if p * family as f64 <= alpha => lean,
+        _ => Decision::Inconclusive,
+    });
+    // The estimate shown is every pass's together now: the first pass's fit
+    // alone no longer describes it.
+    v.fit = None;
     settle(v, c, d, alpha, "Bonferroni", changed);
 }
 
@@ -111,7 +120,7 @@ pub fn judge_later(
     // Each pass's values before the floor: judge_stages reads them to the
     // claim's floor, and tries 10× either way.
     let values: Vec<Vec<f64>> = each.iter().map(|x| x.map(|x| x.raw.clone()).unwrap_or_default()).collect();
-    let fits: Vec<Option<claim::Estimate>> = each.iter().map(|x| x.and_then(|x| x.fit)).collect();
+    let fits: Vec<Option<super::Fit>> = each.iter().map(|x| x.and_then(|x| x.fit)).collect();
     let unusable: usize = each.iter().flatten().map(|x| x.unusable).sum();
     let censored: usize = each.iter().flatten().map(|x| x.censored).sum();
     let first = (v.unusable, v.censored);
