@@ -338,13 +338,22 @@ impl Ctx {
 }
 
 /// Anonymous RSS of this process, bytes (statm: resident − shared pages).
-pub fn anon_rss() -> u64 {
+pub fn anon_rss() -> Option<u64> {
     let mut buf = [0u8; 256];
     let n = read_small(c"/proc/self/statm", &mut buf);
-    let mut it = std::str::from_utf8(&buf[..n]).unwrap_or("").split_ascii_whitespace().skip(1);
-    let resident: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let shared: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    resident.saturating_sub(shared) * workloads::mm::page_size() as u64
+    let mut it = std::str::from_utf8(&buf[..n]).ok()?.split_ascii_whitespace().skip(1);
+    let resident: u64 = it.next()?.parse().ok()?;
+    let shared: u64 = it.next()?.parse().ok()?;
+    Some(resident.saturating_sub(shared) * workloads::mm::page_size() as u64)
+}
+
+/// Why an arm ends when [`anon_rss`] fails.
+const RSS_UNREAD: &str = "/proc/self/statm could not be read: the anonymous RSS is unknown";
+
+/// [`anon_rss`], or the error that ends the arm: a reading that failed is
+/// unknown, never 0 (it would read as everything given back).
+fn rss_now() -> Result<u64, String> {
+    anon_rss().ok_or_else(|| RSS_UNREAD.to_string())
 }
 
 /// Reads up to buf.len() bytes of a small file without allocating.
@@ -443,7 +452,11 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
                 let mut v: Vec<Sample> = Vec::with_capacity(expect as usize);
                 while sampling.load(Ordering::Acquire) {
                     if v.len() < v.capacity() {
-                        v.push(Sample { t_ns: now_ns(), rss: anon_rss(), charge: charge(charge_path.as_deref()) });
+                        // A reading that failed is left out (a gap in the
+                        // series), never a 0.
+                        if let Some(rss) = anon_rss() {
+                            v.push(Sample { t_ns: now_ns(), rss, charge: charge(charge_path.as_deref()) });
+                        }
                     }
                     std::thread::sleep(every);
                 }
@@ -460,8 +473,8 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
                     .map_err(|e| format!("starting thread {i}: {e}"))
             })
             .collect::<Result<_, _>>()?;
-        let read = || Sample { t_ns: now_ns(), rss: anon_rss(), charge: charge(charge_path.as_deref()) };
-        let baseline = anon_rss();
+        let read = || rss_now().map(|rss| Sample { t_ns: now_ns(), rss, charge: charge(charge_path.as_deref()) });
+        let baseline = rss_now()?;
         let base_charge = charge(charge_path.as_deref());
         let mut marks = [0u64; 5];
         ctx.phase.wait(); // 1
@@ -475,14 +488,14 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
         ctx.stop.store(true, Ordering::Release);
         ctx.phase.wait(); // 3
         marks[2] = now_ns();
-        let before_shrink = anon_rss();
+        let before_shrink = rss_now()?;
         ctx.phase.wait(); // 4
         ctx.phase.wait(); // 5
         let trim_ms = spec.after_shrink.map(call);
-        let after_shrink = read();
+        let after_shrink = read()?;
         marks[3] = after_shrink.t_ns;
         std::thread::sleep(Duration::from_millis(spec.idle_ms));
-        let after_idle = read();
+        let after_idle = read()?;
         marks[4] = after_idle.t_ns;
         let (pressure, squeeze_err) = if spec.pressure {
             let ask =
@@ -539,7 +552,10 @@ fn squeeze_and_regrow(ctx: &Ctx, ask: &SqueezeAsk, squeeze: SqueezeHook) -> (See
         err = Some(e);
         Squeezed::default()
     });
-    let after_squeeze_rss = anon_rss();
+    let after_squeeze_rss = anon_rss().unwrap_or_else(|| {
+        err.get_or_insert_with(|| RSS_UNREAD.to_string());
+        0
+    });
     let maj = workloads::usage::process().majflt;
     let t = now_ns();
     ctx.phase.wait(); // 5a
@@ -551,7 +567,10 @@ fn squeeze_and_regrow(ctx: &Ctx, ask: &SqueezeAsk, squeeze: SqueezeHook) -> (See
         after_squeeze_rss,
         regrow_ns: end - t,
         regrow_major_faults: workloads::usage::process().majflt - maj,
-        after_regrow_rss: anon_rss(),
+        after_regrow_rss: anon_rss().unwrap_or_else(|| {
+            err.get_or_insert_with(|| RSS_UNREAD.to_string());
+            0
+        }),
     };
     (p, err)
 }
@@ -662,10 +681,10 @@ mod tests {
         // must see the whole mapping.
         let seen: Vec<(u64, u64)> = (0..3)
             .map(|_| {
-                let before = anon_rss();
+                let before = anon_rss().unwrap();
                 let mut m = Mapping::anon(32 << 20, 0).unwrap();
                 m.as_mut_slice().fill(1);
-                (before, anon_rss())
+                (before, anon_rss().unwrap())
             })
             .collect();
         assert!(seen.iter().any(|&(b, a)| a >= b + (30 << 20)), "{seen:?}");
