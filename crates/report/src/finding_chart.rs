@@ -166,6 +166,7 @@ mod tests {
             at_resolution: false,
             carryover_fitted: false,
             fit: None,
+            fit_resolution: None,
             raw: vec![],
         }
     }

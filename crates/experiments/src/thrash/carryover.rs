@@ -40,8 +40,13 @@ pub fn fitted(rs: &[ThrashResult], a: &str, b: &str, fig: &Figure, value: fn(&Th
 /// (the floor rule: [`report::verdict::Fit`]).
 pub fn fit(rs: &[ThrashResult], a: &str, b: &str, fig: &Figure, value: fn(&ThrashResult) -> f64) -> Option<Fit> {
     let at = fitted_at(rs, a, b, fig.resolution, value)?;
-    let again = |r: f64| fitted_at(rs, a, b, r, value).unwrap_or(at);
-    Some(Fit { at, coarser: again(fig.resolution * 10.0), finer: again(fig.resolution / 10.0) })
+    let again = |r: f64| fitted_at(rs, a, b, r, value);
+    Some(Fit {
+        at,
+        coarser: again(fig.resolution * 10.0),
+        finer: again(fig.resolution / 10.0),
+        resolution: fig.resolution,
+    })
 }
 
 fn fitted_at(rs: &[ThrashResult], a: &str, b: &str, resolution: f64, value: fn(&ThrashResult) -> f64) -> Option<Estimate> {
@@ -65,6 +70,22 @@ fn runs_of(
         if !arms.contains(&r.preset.as_str()) {
             arms.push(&r.preset);
         }
+    }
+    // The stored order must be thrash's own (workloads::order::balanced over
+    // the presets as configured, which the first repeat gives back): the fit
+    // takes each run's predecessor from it, and a run missing or stored out
+    // of place would give it the wrong one.
+    let mut repeats: Vec<u32> = seq.iter().map(|r| r.repeat_index).collect();
+    repeats.dedup();
+    let row = |k: u32| seq.iter().filter(|r| r.repeat_index == k).map(|r| r.preset.as_str()).collect::<Vec<_>>();
+    let first = row(*repeats.first()?);
+    let idx = workloads::order::balanced(&(0..first.len()).collect::<Vec<_>>(), 0, repeats.len());
+    let mut configured = vec![""; first.len()];
+    for (j, i) in idx.iter().enumerate() {
+        configured[*i] = first[j];
+    }
+    if repeats.iter().enumerate().any(|(i, k)| row(*k) != workloads::order::balanced(&configured, i, repeats.len())) {
+        return None;
     }
     let arm = |p: &str| arms.iter().position(|x| *x == p);
     let find = |want: &str| arms.iter().position(|x| group_is(x, want));
@@ -346,7 +367,14 @@ mod tests {
             .collect();
         assert!(fitted(&rs, "e3", "e2", &SWAPPED_OUT, swapped_out).is_none());
         // Four presets: the fit, on the store that ran e2 first.
-        let all = simulate(&mut rng, [0.0, 0.3, 0.0, 0.5], 4, &noise);
+        let mut all = simulate(&mut rng, [0.0, 0.3, 0.0, 0.5], 4, &noise);
         assert_eq!(fitted(&all, "e3", "e2", &SWAPPED_OUT, swapped_out).map(|e| e.n), Some(4));
+        // Two runs stored out of place within a repeat: their predecessors
+        // would be wrong, so no fit (the paired ratio stays).
+        all.swap(5, 6);
+        assert!(fitted(&all, "e3", "e2", &SWAPPED_OUT, swapped_out).is_none());
+        // Eight repeats, two whole squares, in order: fitted.
+        let eight = simulate(&mut rng, [0.0, 0.3, 0.0, 0.5], 8, &noise);
+        assert_eq!(fitted(&eight, "e3", "e2", &SWAPPED_OUT, swapped_out).map(|e| e.n), Some(8));
     }
 }

@@ -50,6 +50,7 @@ pub struct Run {
 ///   repeat, position and carryover effects: least squares' own standard
 ///   error pools every arm's residuals, and in the simulation its interval
 ///   covered 90 % with outliers on one arm;
+/// - never less than the paired ratio's own variance (its spread² ÷ n);
 /// - n − 1 degrees of freedom, as each paired ratio's spread has.
 ///
 /// None where the runs do not identify the contrast: fewer than three arms
@@ -72,13 +73,20 @@ pub fn contrast(runs: &[Run], a: usize, b: usize) -> Option<Estimate> {
     let var = arm_variances(&ok, &f.arms)?;
     let w = f.weights(ia, ib);
     let v: f64 = followed.iter().zip(&w).map(|(r, wi)| wi * wi * f.index(r.arm).map_or(0.0, |i| var[i])).sum();
-    let n = paired(&ok, a, b).len();
+    let d = paired(&ok, a, b);
+    let n = d.len();
     if n < 2 {
         return None;
     }
     let nf = n as f64;
     let m = f.tau[ia] - f.tau[ib];
-    let se = v.max(0.0).sqrt();
+    // Never narrower than the paired ratio's own: the arms' spreads solved
+    // from the pairs can come out 0 for two quiet arms beside two noisy
+    // ones (a covariance term of the noisy pair, clamped), and the fit's
+    // variance is at least that of a's and b's own runs.
+    let dm = d.iter().sum::<f64>() / nf;
+    let own = d.iter().map(|x| (x - dm).powi(2)).sum::<f64>() / (nf - 1.0) / nf;
+    let se = v.max(own).max(0.0).sqrt();
     let half = t_quantile(0.95, nf - 1.0) * se;
     if !m.is_finite() || !half.is_finite() {
         return None;

@@ -171,6 +171,10 @@ pub struct Verdict {
     /// combined it with the passes after. Not in the document.
     #[serde(skip)]
     pub fit: Option<Fit>,
+    /// The resolution of the figures the fit read ([`Fit::resolution`]),
+    /// for the floor rule's words. Not in the document.
+    #[serde(skip)]
+    pub fit_resolution: Option<f64>,
     /// The values before the floor (finite, not negative; zeros kept): what a
     /// 10× larger or smaller floor is tried on. Not in the document.
     #[serde(skip)]
@@ -304,12 +308,16 @@ pub struct Drawn {
 
 /// A crossover fit of a finding: its estimate with the arms' figures read
 /// to their resolution, and again read 10× coarser and 10× finer, so that
-/// the floor rule can ask whether the resolution decided it.
+/// the floor rule can ask whether the resolution decided it (None where a
+/// refit is not identified: that counts as a change).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fit {
     pub at: claim::Estimate,
-    pub coarser: claim::Estimate,
-    pub finer: claim::Estimate,
+    pub coarser: Option<claim::Estimate>,
+    pub finer: Option<claim::Estimate>,
+    /// The arms' figures' resolution (pages, swap-outs/s), which the
+    /// refits read 10× coarser and finer.
+    pub resolution: f64,
 }
 
 impl From<Evidence> for Drawn {
@@ -402,6 +410,7 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
         at_resolution: false,
         carryover_fitted: false,
         fit: None,
+        fit_resolution: None,
         raw: Vec::new(),
     };
     v.censored = censored;
@@ -443,6 +452,7 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
     }
     v.fit = fit;
     v.carryover_fitted = fit.is_some();
+    v.fit_resolution = fit.map(|f| f.resolution);
     let Some(t) = test_of(&v, &c.region, c.floor) else {
         v.estimate = record::stats::median(&v.values);
         v.ours = v.estimate.map(|x| format!("{} (n = {})", num(x), v.n)).unwrap_or("-".into());
@@ -538,8 +548,8 @@ fn floor_changes_of(v: &Verdict, d: Decision, floor: f64, alpha: f64, mult: f64)
         if d == Decision::Inconclusive || floor <= 0.0 {
             return None;
         }
-        let at = |e: claim::Estimate| match claim::test_estimate(e, &v.region).p() {
-            (p, lean) if p * mult <= alpha => lean,
+        let at = |e: Option<claim::Estimate>| match e.map(|e| claim::test_estimate(e, &v.region).p()) {
+            Some((p, lean)) if p * mult <= alpha => lean,
             _ => Decision::Inconclusive,
         };
         return [(fit.coarser, floor * 10.0), (fit.finer, floor / 10.0)]
@@ -642,12 +652,21 @@ fn settle(v: &mut Verdict, c: &Claim, d: Decision, alpha: f64, correction: &str,
     };
     if let Some(f) = changed_at {
         v.repeats_to_decide = None;
-        v.why = format!(
-            "at the resolution: read to {} instead of {}, the same repeats would be judged otherwise, so the floor, \
-             not the data, would decide it",
-            num(f),
-            num(v.resolution)
-        );
+        v.why = match v.fit_resolution {
+            // A crossover fit read its arms' figures, not the ratio.
+            Some(r) => format!(
+                "at the resolution: with the arms' figures read to {} instead of {}, the fit of the same runs would \
+                 judge it otherwise, so the resolution, not the data, would decide it",
+                num(r * f / v.resolution),
+                num(r)
+            ),
+            None => format!(
+                "at the resolution: read to {} instead of {}, the same repeats would be judged otherwise, so the \
+                 floor, not the data, would decide it",
+                num(f),
+                num(v.resolution)
+            ),
+        };
     }
     v.why += &unusable_note(v);
     if v.censored > 0 {

@@ -17,9 +17,10 @@ use record::stats::claim::{self, Decision, num};
 /// and says so.
 ///
 /// A pass whose finding was judged by a crossover fit (`fits`, by pass:
-/// thrash's four presets with their carryover) is tested by that fit; such a
-/// verdict hangs on the floor when a per-repeat ratio lies within 10× of it
-/// (the fit cannot be read again at another floor).
+/// thrash's four presets with their carryover) is tested by that fit, and
+/// read to another floor by its refits with the arms' figures 10× coarser
+/// or finer ([`super::Fit`]; a refit that is not identified leaves no test,
+/// which counts as a change).
 #[allow(clippy::too_many_arguments)]
 pub fn judge_stages(
     v: &mut Verdict,
@@ -36,16 +37,15 @@ pub fn judge_stages(
     let test = |floor: f64| {
         let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, floor)).collect();
         let slices: Vec<&[f64]> = stages.iter().map(Vec::as_slice).collect();
-        let at: Vec<Option<claim::Estimate>> = fits
-            .iter()
-            .map(|f| {
-                f.map(|f| match floor {
-                    x if x > c.floor => f.coarser,
-                    x if x < c.floor => f.finer,
-                    _ => f.at,
-                })
-            })
-            .collect();
+        let mut at: Vec<Option<claim::Estimate>> = Vec::new();
+        for f in fits {
+            at.push(match f {
+                Some(f) if floor > c.floor => Some(f.coarser?),
+                Some(f) if floor < c.floor => Some(f.finer?),
+                Some(f) => Some(f.at),
+                None => None,
+            });
+        }
         claim::test_stages_fitted(&slices, &at, &c.region, ws, floor)
     };
     let stages: Vec<Vec<f64>> = raw.iter().map(|s| floored(s, c.floor)).collect();
