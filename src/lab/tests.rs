@@ -221,3 +221,20 @@ fn every_lab_step_parses_through_the_real_command_line() {
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "eat", "--size", "16 furlongs"]).is_err());
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "thrash", "--preset", "e9"]).is_err());
 }
+
+#[test]
+fn a_later_pass_of_thrash_never_runs_three_presets() {
+    // Two presets (one open finding) run ABBA, which cancels a first-order
+    // carryover in the paired ratio; three (e1, e2, e3: e2 always in the
+    // middle) would cancel it neither there nor in the fit, so all four run
+    // in whole Williams squares (issue 57 item 5).
+    let args = |s: &Step| s.args.join(" ");
+    let two = experiments::thrash::cmd::lab_more(&thrash_step(), &["thrash.sleep"], 3).unwrap();
+    assert!(args(&two).contains("--preset e2,e3 ") && args(&two).contains("--repeat 3"), "{}", args(&two));
+    let three = experiments::thrash::cmd::lab_more(&thrash_step(), &["thrash.writes", "thrash.sleep"], 3).unwrap();
+    assert!(args(&three).contains("--preset e1,e2,e3,e4 ") && args(&three).contains("--repeat 4"), "{}", args(&three));
+    let six = experiments::thrash::cmd::lab_more(&thrash_step(), &["thrash.writes", "thrash.sleep"], 6).unwrap();
+    assert!(args(&six).contains("--repeat 8"), "{}", args(&six));
+    // Its time is the whole square's: four presets, eight repeats against the first pass's four.
+    assert!((six.expect_s - 2.0 * thrash_step().expect_s).abs() < 1e-9, "{}", six.expect_s);
+}
