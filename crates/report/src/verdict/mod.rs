@@ -544,20 +544,16 @@ fn test_of(v: &Verdict, region: &Region, floor: f64) -> Option<claim::Test> {
 /// decide at the same level or the verdict hangs on the resolution (the
 /// floor named is the claim's, 10× larger or smaller alike).
 fn floor_changes_of(v: &Verdict, d: Decision, floor: f64, alpha: f64, mult: f64) -> Option<f64> {
-    if let Some(fit) = v.fit {
-        if d == Decision::Inconclusive || floor <= 0.0 {
-            return None;
-        }
-        let at = |e: Option<claim::Estimate>| match e.map(|e| claim::test_estimate(e, &v.region).p()) {
-            Some((p, lean)) if p * mult <= alpha => lean,
-            _ => Decision::Inconclusive,
-        };
-        return [(fit.coarser, floor * 10.0), (fit.finer, floor / 10.0)]
-            .into_iter()
-            .find(|(e, _)| at(*e) != d)
-            .map(|(_, f)| f);
+    match v.fit {
+        Some(fit) => floor_changes(d, floor, |f| {
+            let refit = if f > floor { fit.coarser } else { fit.finer };
+            match refit.map(|e| claim::test_estimate(e, &v.region).p()) {
+                Some((p, lean)) if p * mult <= alpha => lean,
+                _ => Decision::Inconclusive,
+            }
+        }),
+        None => floor_changes(d, floor, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult)),
     }
-    floor_changes(d, floor, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult))
 }
 
 /// `raw` read to `floor`: each value at least one step.
