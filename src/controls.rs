@@ -62,8 +62,8 @@ const CONTROLS: &[Control] = &[
     Control {
         ids: &["wscap.cap_saves_no_memory"],
         experiment: "wscap",
-        what: "--backing swapfile: the capped pages can leave RAM",
-        change: |a| Some(set(a, "--backing", "swapfile")),
+        what: "--memory-store zram: the memory arm on a store that keeps the capped pages in RAM",
+        change: |a| Some(set(a, "--memory-store", "zram")),
     },
     Control {
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],

@@ -219,7 +219,7 @@ $P doctor --json --probe-zram > $O/doctor.json; echo $? > $O/doctor.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing zram --out $O/eat-zram; echo $? > $O/eat-zram.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing zswap --swapfile-dir $S --out $O/eat-zswap; echo $? > $O/eat-zswap.rc
 $P eat --size 24MiB --repeat 1 --pattern random,semi --backing swapfile --swapfile-dir $S --out $O/eat-swapfile; echo $? > $O/eat-swapfile.rc
-$P wscap --size 16MiB --cap 8MiB --duration 1s --repeat 1 --out $O/wscap; echo $? > $O/wscap.rc
+$P wscap --size 16MiB --cap 8MiB --duration 1s --repeat 1 --swapfile-dir $S --out $O/wscap; echo $? > $O/wscap.rc
 $P thrash --preset e2 --scale 0.02 --consumers 4 --repeat 1 --out $O/thrash; echo $? > $O/thrash.rc
 [ $L = 6.12 ] && { $P mapping --size 16MiB --iterations 3 --warmup 1 --pressure --out $O/mapping; echo $? > $O/mapping.rc; }
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --trim zram --duration 3s --out $O/assess; echo $? > $O/assess.rc
@@ -505,6 +505,17 @@ fn check(g: &Guest, label: &str) {
         assert!(r["scans"].as_f64().is_some_and(|s| s > 0.0), "wscap {m} scanned nothing: {r}");
         println!("vm: {label}: wscap {m}: slowdown {:?}", r["slowdown"].as_f64());
     }
+    // The memory arm (issue 57 item 1) on a swap file on the guest's disk:
+    // the capped run's charge stays under the cap, so it holds less than
+    // the uncapped run, whose charge is the whole region.
+    let arm: Vec<&Value> = ws.iter().filter(|r| r["memory_arm"] == true).collect();
+    let held = |m: &str| {
+        let r = arm.iter().find(|r| r["mode"] == m).unwrap_or_else(|| panic!("memory arm {m} missing: {ctx}"));
+        assert_eq!(r["backing"], "swapfile", "{r}: {ctx}");
+        r["charged_max_bytes"].as_u64().unwrap_or_else(|| panic!("memory arm {m}: no charge: {r}"))
+    };
+    let (capped, none) = (held("cap-max"), held("none"));
+    assert!(capped <= 8 << 20 && none > 14 << 20, "memory arm: capped {capped}, none {none}: {ctx}");
     // thrash on v2: memory.high as the guard, cgroup PSI, every consumer done.
     assert_eq!(rc(g, "thrash"), 0, "{ctx}");
     for r in results(g, "thrash") {

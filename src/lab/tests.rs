@@ -12,7 +12,10 @@ fn machine(root: bool, swap: bool) -> Machine {
 /// rules are thrash's, whatever the lab).
 fn thrash_step() -> Step {
     let args = "--preset all --scale 0.1 --time-scale 0.035 --consumers 4 --backing swapfile --repeat 4";
-    step("thrash", args.split(' ').map(str::to_string).collect(), 183.0)
+    // 183 s then; 7.6 s fewer since wscap's memory arm (issue 57 item 1)
+    // takes that much more of the same five minutes, so that the plan's
+    // slack, which the tests below are about, is what it was.
+    step("thrash", args.split(' ').map(str::to_string).collect(), 183.0 - 7.6)
 }
 
 #[test]
@@ -164,7 +167,8 @@ fn two_small_steps_a_little_slow_do_not_cut_the_next() {
     let left = 300.0 - REPORT_RESERVE_S - actual;
     assert!(fit_step(heap, actual / planned, rest, left).is_some(), "the raw pace cuts heap");
     let shrunk = pace_of(actual, planned);
-    assert!(shrunk > 1.0 && shrunk < 1.03, "{shrunk}");
+    // (1.03 with wscap's memory arm in the plan: 33 s of plan before heap.)
+    assert!(shrunk > 1.0 && shrunk < 1.04, "{shrunk}");
     assert!(fit_step(heap, shrunk, rest, left).is_none(), "the shrunk pace lets heap run whole");
     // 30 % slow through heap and mapping: thrash is still cut.
     let planned: f64 = steps.iter().take(4).map(|s| s.expect_s).sum();

@@ -441,3 +441,53 @@ fn typed_reads_what_fits_and_names_what_does_not() {
     assert!(s.cgroup_psi_some_pct[0].is_nan() && s.cgroup_psi_some_pct[1] == 0.5);
     assert!(s.probe_outside[0].1.is_nan());
 }
+
+/// wscap's memory finding (issue 57 item 1) is judged on the memory arm's
+/// store, named in its label: on a swap file the capped pages leave RAM and
+/// it differs; on zram (its control) random pages stay in RAM and it
+/// matches. Without a memory arm, the modes' own store is used only where
+/// the pages can leave RAM: a run on zram alone judges nothing, and says why.
+#[test]
+fn wscap_memory_is_judged_where_the_capped_pages_could_leave_ram() {
+    const MIB: u64 = 1 << 20;
+    let r = |mode: &str, rep: u32, arm: bool, store: &str, mib: f64| {
+        let b = (mib * MIB as f64) as u64;
+        let mut x = json!({"mode": mode, "supported": true, "outcome": "ok", "repeat": rep, "memory_arm": arm,
+                           "backing": store, "size_bytes": 64 * MIB, "scans_per_sec": 10.0});
+        x["charged_max_bytes"] = json!(b);
+        x["store_max_bytes"] = json!(0);
+        x
+    };
+    // The modes on zram hold everything (random bytes), in every run below.
+    let modes: Vec<Value> = (1..=3)
+        .flat_map(|i| [r("none", i, false, "zram", 66.0), r("cap-max", i, false, "zram", 65.0 + i as f64)])
+        .collect();
+    let judged = |arm: &[Value]| -> Verdict {
+        verdicts("wscap", &[modes.clone(), arm.to_vec()].concat())
+            .into_iter()
+            .find(|v| v.id == "wscap.cap_saves_no_memory")
+            .unwrap()
+    };
+    let arm = |store: &str, capped: [f64; 3]| -> Vec<Value> {
+        (1..=3)
+            .flat_map(|i| [r("none", i, true, store, 66.0), r("cap-max", i, true, store, capped[i as usize - 1])])
+            .collect()
+    };
+    let v = judged(&arm("swapfile", [33.0, 34.5, 32.5]));
+    assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
+    assert!(v.estimate.is_some_and(|e| (0.45..0.55).contains(&e)), "{v:?}");
+    assert!(v.ours.contains("on swapfile, where the capped pages can leave RAM"), "{v:?}");
+    let v = judged(&arm("zram", [66.5, 65.0, 67.0]));
+    assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+    assert!(v.ours.contains("on zram") && v.ours.contains("(a control)"), "{v:?}");
+    // No memory arm: the zram modes are not where the pages could leave RAM.
+    let v = judged(&[]);
+    assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
+    assert!(v.why.contains("--memory-store swapfile"), "{v:?}");
+    // The modes on a swap file are judged themselves.
+    let own: Vec<Value> = (1..=3)
+        .flat_map(|i| [r("none", i, false, "swapfile", 66.0), r("cap-max", i, false, "swapfile", 32.0 + i as f64)])
+        .collect();
+    let v = verdicts("wscap", &own).into_iter().find(|v| v.id == "wscap.cap_saves_no_memory").unwrap();
+    assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
+}

@@ -412,7 +412,7 @@ impl Drop for Sandbox {
 }
 
 /// Whether `dir` can hold a swap file: an existing directory on a filesystem
-/// that supports swap files (not tmpfs, overlayfs, NFS, or btrfs without NOCOW).
+/// that supports swap files (not tmpfs, ramfs, overlayfs, NFS, or btrfs without NOCOW).
 pub fn check_swap_fs(dir: &Path) -> Result<()> {
     if !dir.is_dir() {
         return Err(SandboxError::Invalid(format!(
@@ -422,6 +422,8 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
         )));
     }
     const TMPFS: i64 = 0x01021994;
+    // An initramfs's root where it is not tmpfs (statfs(2)).
+    const RAMFS: i64 = 0x858458f6;
     const BTRFS: i64 = 0x9123683e;
     const OVERLAY: i64 = 0x794c7630;
     const NFS: i64 = 0x6969;
@@ -434,6 +436,7 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
     }
     let name = match s.f_type as i64 {
         TMPFS => "tmpfs",
+        RAMFS => "ramfs",
         BTRFS => "btrfs (needs a NOCOW file)",
         OVERLAY => "overlayfs",
         NFS => "NFS",

@@ -12,8 +12,52 @@ use clap::Args;
 use report::lab::Step;
 use serde::Serialize;
 use std::time::Duration;
+use workloads::backing::BackingKind;
+
+/// Which store the memory arm runs on (`--memory-store`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryStore {
+    /// A swap file where the run's store keeps the capped pages in RAM
+    /// (zram, zswap) and a swap file can live in --swapfile-dir; else none.
+    Auto,
+    /// No memory arm.
+    None,
+    /// A swap file: the capped pages can leave RAM.
+    Swapfile,
+    /// zram: they stay in RAM (the memory finding's control).
+    Zram,
+}
+
+/// The memory arm's store for this run, and why auto chose none.
+fn memory_store(a: &WscapArgs) -> (Option<BackingKind>, Option<String>) {
+    match a.memory_store {
+        MemoryStore::None => (None, None),
+        MemoryStore::Swapfile => (Some(BackingKind::Swapfile), None),
+        MemoryStore::Zram => (Some(BackingKind::Zram), None),
+        MemoryStore::Auto => {
+            let main = workloads::backing::resolve(a.backing);
+            if !main.compressed() {
+                // A swap file (or the user's own swap) is judged on the modes' own runs.
+                return (None, None);
+            }
+            match sandbox::sandbox::check_swap_fs(&a.swapfile.swapfile_dir) {
+                Ok(()) => (Some(BackingKind::Swapfile), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "no memory arm: {e} (--memory-store auto), so the memory finding is not judged: the run's \
+                         store ({}) keeps the capped pages in RAM",
+                        main.name()
+                    )),
+                ),
+            }
+        }
+    }
+}
 
 pub fn run(a: &WscapArgs) -> crate::Result<()> {
+    let (memory_store, memory_store_note) = memory_store(a);
     let cfg = WscapConfig {
         size: a.size,
         cap: a.cap,
@@ -28,6 +72,8 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
+        memory_store,
+        memory_store_note,
     };
     if a.period < std::time::Duration::from_millis(10) {
         return Err(usage("--period must be at least 10ms"));
@@ -44,6 +90,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         compressor: cfg.compressor.as_deref(),
         repeat: cfg.repeat,
         sweep_caps: &cfg.sweep_caps,
+        memory_store: cfg.memory_store.map(BackingKind::name).unwrap_or("none"),
     };
     let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
@@ -84,6 +131,8 @@ struct Recorded<'a> {
     compressor: Option<&'a str>,
     repeat: u32,
     sweep_caps: &'a [u64],
+    /// The memory arm's store, resolved (none: no memory arm).
+    memory_store: &'static str,
 }
 
 /// The lab's `wscap` step for this machine.
@@ -118,7 +167,10 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
         modes += 5.0 / rep as f64;
     }
     let wscap = if m.root {
-        Some(step("wscap", w_args, 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S)))
+        // The memory arm (--memory-store auto: a swap file beside zram): two
+        // more modes per repeat, at most 1 s each, and the swap file's setup.
+        let memory_arm = 2.0 * rep as f64 * (f64::min(dur, 1.0) + WSCAP_MODE_OVERHEAD_S) + 1.0;
+        Some(step("wscap", w_args, 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S) + memory_arm))
     } else if m.swap_active {
         w_args.extend([arg("--backing"), arg("existing"), arg("--modes"), arg("none,periodic-pageout,periodic-cold")]);
         w_note = Some("the cap modes need a memory cgroup, which needs root: only the periodic modes ran".into());
@@ -171,6 +223,12 @@ pub struct WscapArgs {
     /// Runs per mode.
     #[arg(long, default_value_t = 1, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
+    /// The memory arm's store: after the modes, none and cap-max run again on it
+    /// (1 s each, once per repeat) for the memory finding, which is judged where
+    /// the capped pages could leave RAM. auto: a swap file when --backing keeps
+    /// them in RAM (zram, zswap); none; swapfile; zram (the finding's control).
+    #[arg(long, value_enum, default_value_t = MemoryStore::Auto)]
+    pub memory_store: MemoryStore,
     /// Extra cap-max runs at these caps (comma-separated sizes) for the slowdown curve.
     #[arg(long, value_delimiter = ',', value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub sweep_cap: Vec<u64>,

@@ -27,6 +27,10 @@ pub struct WscapResult {
     /// Part of a `--sweep-cap` series.
     #[serde(default)]
     pub sweep: bool,
+    /// Part of the memory arm (`--memory-store`): `none` and `cap-max` run
+    /// again on the store named in `backing`, for the memory finding only.
+    #[serde(default)]
+    pub memory_arm: bool,
     #[serde(default)]
     pub size_bytes: u64,
     /// The cap in force (cap modes), bytes.

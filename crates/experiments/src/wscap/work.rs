@@ -71,7 +71,18 @@ pub struct WscapConfig {
     pub exe: PathBuf,
     pub host_floor: Option<u64>,
     pub swapfile_dir: PathBuf,
+    /// The memory arm's store (`--memory-store`): after the modes, `none` and
+    /// `cap-max` run again, once per repeat, on this store, for the memory
+    /// finding, which is judged where the capped pages could leave RAM. None:
+    /// no memory arm.
+    pub memory_store: Option<BackingKind>,
+    /// Why `--memory-store auto` ran no memory arm, said in the run's notes.
+    pub memory_store_note: Option<String>,
 }
+
+/// The memory arm's scan window: its figure is a peak of memory held, which
+/// the first scan under the cap reaches; a mode's full window adds nothing.
+pub const MEMORY_ARM_WINDOW: Duration = Duration::from_secs(1);
 
 pub use crate::wscap::results::{Reclaim, WscapResult};
 
@@ -89,6 +100,10 @@ pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
         ));
     }
     backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir)?;
+    if let Some(k) = cfg.memory_store {
+        backing::validate_with_dir(k, None, &cfg.swapfile_dir)
+            .map_err(|e| SandboxError::Invalid(format!("--memory-store {}: {e}", k.name())))?;
+    }
     sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;
     if probe::Probe::default().memory_controller().ok().flatten().is_none() {
         return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));
@@ -197,6 +212,10 @@ struct Ctx<'a, O: Observer<Entry = WscapResult>> {
     probe: probe::Probe,
     headroom_limit: u64,
     spawn: &'a mut dyn Spawn,
+    /// The memory arm's runs (see [`WscapConfig::memory_store`]).
+    memory_arm: bool,
+    /// The scan window: the configuration's, or [`MEMORY_ARM_WINDOW`].
+    window: Duration,
 }
 
 impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
@@ -240,6 +259,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             repeat,
             backing: self.back.kind.name().into(),
             compressor: self.back.compressor.clone(),
+            memory_arm: self.memory_arm,
             ..Default::default()
         };
         let version = self.probe.memory_controller().ok().flatten().map(|(v, _)| v);
@@ -294,7 +314,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
         let before = reclaim_counters(&mut self.probe)?;
         let pidfd = mm::PidFd::open(pid).ok();
-        w.send("scan", json!({"duration_s": cfg.duration.as_secs_f64()}))
+        w.send("scan", json!({"duration_s": self.window.as_secs_f64()}))
             .map_err(|_| ExperimentError::Failed(w.failure()))?;
         let mut peaks = Peaks::default();
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
@@ -310,7 +330,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         peaks.fill(&mut r);
         if let Some(d) = done {
             scanned(&mut r, &d);
-            if mode == Mode::None {
+            if mode == Mode::None && !self.memory_arm {
                 // The same buffer, a minimal loop without per-scan timing.
                 let b: BaselineDone = reply(
                     "baseline",
@@ -348,7 +368,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         let cfg = self.cfg;
         let mut next_action = Instant::now() + cfg.period;
         let mut last_poll = Instant::now() - Duration::from_secs(1);
-        let deadline = Instant::now() + cfg.duration + Duration::from_secs(120);
+        let deadline = Instant::now() + self.window + Duration::from_secs(120);
         Ok(loop {
             if (self.stop)() {
                 // The caller drops the worker, which kills it.
@@ -479,7 +499,18 @@ pub fn run_with<O: Observer<Entry = WscapResult>>(
     modes.extend(cfg.modes.iter().copied().filter(|m| *m != Mode::None));
     let mut results: Vec<WscapResult> = Vec::new();
     let probe = sb.probe();
-    let mut ctx = Ctx { cfg, obs, stop, back: &back, sb: &mut sb, probe, headroom_limit, spawn };
+    let mut ctx = Ctx {
+        cfg,
+        obs: &mut *obs,
+        stop,
+        back: &back,
+        sb: &mut sb,
+        probe,
+        headroom_limit,
+        spawn: &mut *spawn,
+        memory_arm: false,
+        window: cfg.duration,
+    };
     let mut plan: Vec<(Mode, u64, bool)> = Vec::new();
     for _ in 0..cfg.repeat {
         for &m in &modes {
@@ -489,33 +520,85 @@ pub fn run_with<O: Observer<Entry = WscapResult>>(
     for &c in &cfg.sweep_caps {
         plan.push((Mode::CapMax, c, true));
     }
-    let mut rep = std::collections::HashMap::new();
-    for (m, cap, sweep) in plan {
-        let n = rep.entry((m.name(), cap, sweep)).or_insert(0u32);
-        *n += 1;
-        ctx.obs.note(&format!(
-            "wscap {}{} ({} s)",
-            m.name(),
-            if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", cap >> 20) } else { String::new() },
-            cfg.duration.as_secs_f64()
-        ));
-        let mut r = ctx.mode(m, cap, *n, sweep)?;
-        let base: Vec<f64> =
-            results.iter().filter(|x| x.mode == "none" && x.scans_per_sec > 0.0).map(|x| x.scans_per_sec).collect();
-        if m == Mode::None {
-            // The reference itself.
-            r.slowdown = Some(1.0);
-        } else if let Some(b) = record::stats::median(&base)
-            && r.scans_per_sec > 0.0
-        {
-            r.slowdown = Some(b / r.scans_per_sec);
-        }
-        ctx.obs.result(&r)?;
-        results.push(r);
+    ctx.plan(&plan, &mut results)?;
+    obs.targets(vec![], None, vec![]);
+    if let Some(n) = &cfg.memory_store_note {
+        obs.note(n);
     }
-    ctx.obs.targets(vec![], None, vec![]);
+    let Some(kind) = cfg.memory_store else {
+        sb.restore()?;
+        return Ok(results);
+    };
+    // The memory arm: the run's own store is undone first (two stores at once
+    // would share the pages), then the arm's store is made in the same sandbox.
+    sb.restore()?;
+    let back = backing::setup(&mut sb, kind, None, cfg.size, &cfg.swapfile_dir)?;
+    obs.event("info", "memory arm backing", probe::sample::monotonic_ns(), serde_json::to_value(&back).unwrap_or(Value::Null));
+    obs.note(&format!(
+        "the memory arm: none and cap-max again on {} ({} s each), where the capped pages {}",
+        back.kind.name(),
+        MEMORY_ARM_WINDOW.as_secs_f64(),
+        match back.kind {
+            k if k.compressed() => "stay in RAM, compressed",
+            BackingKind::None => "have nowhere to go",
+            _ => "can leave RAM",
+        }
+    ));
+    let probe = sb.probe();
+    let mut ctx = Ctx {
+        cfg,
+        obs,
+        stop,
+        back: &back,
+        sb: &mut sb,
+        probe,
+        headroom_limit,
+        spawn,
+        memory_arm: true,
+        window: MEMORY_ARM_WINDOW.min(cfg.duration),
+    };
+    let plan: Vec<(Mode, u64, bool)> =
+        (0..cfg.repeat).flat_map(|_| [(Mode::None, cfg.cap, false), (Mode::CapMax, cfg.cap, false)]).collect();
+    ctx.plan(&plan, &mut results)?;
+    obs.targets(vec![], None, vec![]);
     sb.restore()?;
     Ok(results)
+}
+
+impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
+    /// Runs `plan` in order, each mode's slowdown read against the median
+    /// of this arm's `none` runs so far, each result written as it comes.
+    fn plan(&mut self, plan: &[(Mode, u64, bool)], results: &mut Vec<WscapResult>) -> Result<(), ExperimentError> {
+        let mut rep = std::collections::HashMap::new();
+        for &(m, cap, sweep) in plan {
+            let n = rep.entry((m.name(), cap, sweep)).or_insert(0u32);
+            *n += 1;
+            self.obs.note(&format!(
+                "wscap {}{}{} ({} s)",
+                if self.memory_arm { "memory arm: " } else { "" },
+                m.name(),
+                if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", cap >> 20) } else { String::new() },
+                self.window.as_secs_f64()
+            ));
+            let mut r = self.mode(m, cap, *n, sweep)?;
+            let base: Vec<f64> = results
+                .iter()
+                .filter(|x| x.mode == "none" && x.memory_arm == self.memory_arm && x.scans_per_sec > 0.0)
+                .map(|x| x.scans_per_sec)
+                .collect();
+            if m == Mode::None {
+                // The reference itself.
+                r.slowdown = Some(1.0);
+            } else if let Some(b) = record::stats::median(&base)
+                && r.scans_per_sec > 0.0
+            {
+                r.slowdown = Some(b / r.scans_per_sec);
+            }
+            self.obs.result(&r)?;
+            results.push(r);
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------

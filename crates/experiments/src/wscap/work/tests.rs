@@ -39,6 +39,8 @@ fn the_run_drives_its_worker_and_groups_without_root() {
         exe: PathBuf::from("/nonexistent"),
         host_floor: None,
         swapfile_dir: PathBuf::from("/tmp"),
+        memory_store: Some(BackingKind::None),
+        memory_store_note: None,
     };
     let sandbox = || {
         Sandbox::with_journal_dir("wscap", &tree.path().join("journal"))
@@ -57,9 +59,21 @@ fn the_run_drives_its_worker_and_groups_without_root() {
             ("none", 2, false, None),
             ("cap-max", 2, false, Some(1 << 20)),
             ("cap-max", 1, true, Some(3 << 20)),
+            // The memory arm, after the modes: none and cap-max per repeat.
+            ("none", 1, false, None),
+            ("cap-max", 1, false, Some(1 << 20)),
+            ("none", 2, false, None),
+            ("cap-max", 2, false, Some(1 << 20)),
         ]
     );
-    assert_eq!(obs.results.len(), 5, "each result written as it came");
+    assert_eq!(rs.iter().map(|r| r.memory_arm).collect::<Vec<_>>(), [false, false, false, false, false, true, true, true, true]);
+    // Its window is the shorter of the two; its none measures no minimal loop,
+    // and its slowdown is read against its own none.
+    assert!(rs[5..].iter().all(|r| r.duration_s < 1.0), "{rs:?}");
+    assert!(rs[5].minimal_scans_per_sec.is_none() && rs[5].slowdown == Some(1.0));
+    assert!((rs[6].slowdown.unwrap() - rs[5].scans_per_sec / rs[6].scans_per_sec).abs() < 1e-9);
+    assert!(obs.notes.iter().any(|n| n.contains("the memory arm: none and cap-max again on none")), "{:?}", obs.notes);
+    assert_eq!(obs.results.len(), 9, "each result written as it came");
     for r in &rs {
         assert!(r.scans > 0 && r.scans_per_sec > 0.0 && r.ms_per_scan_p99 > 0.0, "{r:?}");
         assert_eq!(r.outcome, "ok");
