@@ -76,6 +76,19 @@ fn tiny_thrash_pages_completes_and_restores() {
     }
     assert!(r["collector_lateness_p99_ms"].as_f64().is_some());
     assert!(r["recovery_s"].as_f64().is_some(), "no recovery within 60 s: {r}");
+    // Measured as the study brought each system back (issue 57): the
+    // consumers alive, counted from when their load fell back enough to
+    // fit (6 × 32 MiB in 128 MiB: after the third's t_p, 3 × 32 + 3 × 6.4),
+    // on 0.1 s intervals from a second before it.
+    assert_eq!(r["recovery_alive"], true, "{r}");
+    let from = r["recovery_from_s"].as_f64().unwrap_or_else(|| panic!("no moment to count from: {r}"));
+    let ends: Vec<f64> =
+        r["consumer_details"].as_array().unwrap().iter().map(|c| c["end_s"].as_f64().unwrap()).collect();
+    assert!(ends.iter().any(|e| (e - from).abs() < 1e-6), "{from} is not a consumer's end: {ends:?}");
+    assert!(from < r["thrash_end_s"].as_f64().unwrap(), "the load fitted before the last consumer's end");
+    let watch = r["recovery_watch"].as_array().unwrap();
+    assert!(watch.len() >= 10 && watch[0]["t_s"].as_f64().unwrap() >= from - 1.0, "{watch:?}");
+    assert!(r["guard_with_recovery"]["raises"].as_u64() >= r["guard"]["raises"].as_u64(), "{r}");
     assert!(dir.join("thrash-e2-custom-paging.png").exists());
     assert_eq!(run["status"]["state"], "complete");
 }

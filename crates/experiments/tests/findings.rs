@@ -33,13 +33,13 @@ fn the_catalog_holds() {
 }
 
 #[test]
-fn thrash_recovery_is_judged_at_the_collectors_one_second() {
+fn thrash_recovery_is_judged_at_the_watchs_tenth_of_a_second() {
     let r = |i: u32, rec: f64| json!({"result": {"preset": "e2", "repeat_index": i, "backing": "swapfile", "recovery_s": rec}});
-    let m = metrics("thrash", &[r(0, 0.4), r(1, 1.3)]);
+    let m = metrics("thrash", &[r(0, 0.04), r(1, 0.13)]);
     let rec = m.iter().find(|m| m.name == "recovery s").unwrap();
-    assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 1 s: the same figure");
-    let m = metrics("thrash", &[r(0, 0.4), r(1, 2.5)]);
-    assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable());
+    assert!(rec.cv().unwrap() > 0.05 && rec.stable(), "within 0.1 s: the same figure");
+    let m = metrics("thrash", &[r(0, 0.4), r(1, 1.3)]);
+    assert!(!m.iter().find(|m| m.name == "recovery s").unwrap().stable(), "0.9 s apart: nine intervals");
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
         json!({"result": {"preset": "e2", "backing": "swapfile", "repeat_index": i, "recovery_s": rec, "pswpout_total": 100,
                           "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
                           "thrash_end_s": 20.0, "end_s": 20.0 + window, "consumers": 6, "consumers_completed": 6,
-                          "protocol_breaks": []}})
+                          "protocol_breaks": [], "recovery_alive": true}})
     };
     let e = catalog().find("thrash").unwrap();
     let judged = |rs: &[Value]| -> Verdict {
@@ -75,12 +75,30 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
     // A window no longer than the edge (10 s) says nothing: unusable.
     let v = judged(&[r(json!(2.0), 0, 45.0), r(json!(1.0), 1, 45.0), r(Value::Null, 2, 8.0), r(json!(1.0), 3, 45.0)]);
     assert_eq!((v.n, v.unusable, v.censored), (3, 1, 0), "{v:?}");
-    // Recoveries seen: read on 1 s intervals, under 1 s counts as 1 s. Read
-    // to 10 s (ten times the floor) they would all sit on the edge, so the
-    // floor decides: inconclusive at the resolution (issue 57 item 4).
-    let v = judged(&[r(json!(2.0), 0, 45.0), r(json!(0.0), 1, 45.0), r(json!(0.4), 2, 45.0)]);
-    assert_eq!((v.outcome, v.n, v.at_resolution), (Outcome::Inconclusive, 3, true), "{v:?}");
-    assert_eq!(v.values, vec![2.0, 1.0, 1.0]);
+    // Recoveries seen: read on 0.1 s intervals, under 0.1 s counts as 0.1 s.
+    // Read to 1 s (ten times the floor) their interval still lies far under
+    // the 10 s edge: the floor does not decide, and they match.
+    let v = judged(&[r(json!(0.2), 0, 45.0), r(json!(0.0), 1, 45.0), r(json!(0.04), 2, 45.0)]);
+    assert_eq!((v.outcome, v.n, v.at_resolution), (Outcome::Matches, 3, false), "{v:?}");
+    assert_eq!(v.values, vec![0.2, 0.1, 0.1]);
+    // Records from before the consumers stayed alive are not judged.
+    let old = |i: u64| {
+        let mut x = r(json!(0.5), i, 45.0);
+        x["result"]["recovery_alive"] = json!(false);
+        x
+    };
+    let v = judged(&[old(0), old(1), old(2)]);
+    assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
+    assert!(v.why.contains("consumers alive"), "{}", v.why);
+    // The control (the load stays) is judged alike and labelled so.
+    let stays = |i: u64, w: f64| {
+        let mut x = r(Value::Null, i, w);
+        x["result"]["plan"]["after_share"] = json!(1.0);
+        x
+    };
+    let v = judged(&[stays(0, 60.0), stays(1, 59.0), stays(2, 61.0)]);
+    assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
+    assert!(v.ours.contains("--after-load stays"), "{}", v.ours);
 }
 
 #[test]
@@ -256,7 +274,7 @@ fn thrash_run(preset: &str, rep: u64, out: f64, peak: f64, progress: f64, breaks
     json!({"result": {"preset": preset, "repeat_index": rep, "consumers": 8, "consumers_completed": 8,
         "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
         "oom_kills": 0, "pswpout_total": out.round() as u64, "pswpout_per_s_active": peak, "progress_overcommitted_median": progress,
-        "recovery_s": 1.0, "protocol_breaks": breaks}})
+        "recovery_s": 1.0, "recovery_alive": true, "protocol_breaks": breaks}})
 }
 
 #[test]

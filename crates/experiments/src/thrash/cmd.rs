@@ -37,6 +37,7 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
+        after_load: a.after_load,
     };
     let plans = crate::thrash::work::validate(&cfg)?;
     let expected_s: f64 = plans
@@ -311,6 +312,12 @@ pub struct ThrashArgs {
     /// Runs per preset.
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
+    /// What the consumers' load does after t_p, while the recovery is watched
+    /// with them alive: falls (to a fifth of each region, as a desktop's when
+    /// the heavy work ends) or stays (the whole region: the recovery finding's
+    /// negative control; each run then waits out the 60 s watch).
+    #[arg(long, value_enum, default_value_t = crate::thrash::work::AfterLoad::Falls)]
+    pub after_load: crate::thrash::work::AfterLoad,
     /// Smoother for the charts: ma (centred 5-point moving average) or bezier (the study's).
     #[arg(long, value_enum, default_value_t = crate::thrash::report::Smooth::Ma)]
     pub smooth: crate::thrash::report::Smooth,

@@ -437,7 +437,7 @@ pub const PROGRESS: Figure =
 pub const PROBE_P99: Figure =
     Figure::new("probe p99 outside, ms", "ms", true, 0.001).export("probe_p99_seconds", "seconds", 1e-3);
 pub const RECOVERY: Figure =
-    Figure::new("recovery s", "s", true, 1.0).export("recovery_seconds", "seconds", 1.0);
+    Figure::new("recovery s", "s", true, 0.1).export("recovery_seconds", "seconds", 1.0);
 
 /// `thrash` in the report's list of experiments.
 pub struct Thrash;

@@ -176,6 +176,25 @@ pub struct ThrashResult {
     pub psi_unread: bool,
     #[serde(default)]
     pub recovery_rule: String,
+    /// Whether the recovery was measured as the study brought each system back
+    /// to normality (issue 57): the consumers alive, their load fallen back to
+    /// `plan.after_share` of their regions, on [`RecoveryPoint`]s and the
+    /// probe inside the group. False in older records (from the last exit, on
+    /// the collector's 1 s intervals), which the recovery finding does not judge.
+    #[serde(default)]
+    pub recovery_alive: bool,
+    /// Where the recovery is counted from (s after the start signal): the
+    /// moment the consumers' load fell back enough to fit under the limit
+    /// ([`crate::thrash::work::overcommit_end`]).
+    pub recovery_from_s: Option<f64>,
+    /// The recovery watch, interval by interval, from a second before
+    /// `recovery_from_s`.
+    #[serde(default)]
+    pub recovery_watch: Vec<RecoveryPoint>,
+    /// The lateness under which the probe inside the group counts as on time
+    /// in the recovery rule (ms): max(2 × its p99 before the load,
+    /// [`crate::thrash::work::PROBE_CALM_MS`]).
+    pub recovery_probe_limit_ms: Option<f64>,
     #[serde(default = "record::results::nan")]
     pub collector_lateness_p99_ms: f64,
     #[serde(default = "record::results::nan")]
@@ -205,9 +224,15 @@ pub struct ThrashResult {
     pub series: Series,
     #[serde(default)]
     pub notes: Vec<String>,
-    /// What kept the run inside the study's protocol (crate::thrash::work::guard).
+    /// What kept the run inside the study's protocol (crate::thrash::work::guard),
+    /// while the consumers ran t_p (the protocol's figures read this).
     #[serde(default)]
     pub guard: GuardReport,
+    /// The guard over the whole run, the recovery watch included (the
+    /// consumers stay alive through it, so it keeps guarding): its counts
+    /// are the whole run's. None in older records.
+    #[serde(default)]
+    pub guard_with_recovery: Option<GuardReport>,
     /// The study's protocol held: every consumer completed, none was OOM-killed.
     #[serde(default)]
     pub protocol_held: bool,
@@ -257,6 +282,26 @@ pub struct Plan {
     /// When the last consumer should end, from the start signal.
     #[serde(default = "record::results::nan")]
     pub planned_duration_ms: f64,
+    /// The share of its region each consumer keeps writing after t_p, alive,
+    /// while the recovery is watched ([`crate::thrash::work::FALL_BACK`]; 1:
+    /// its load stays, the recovery's negative control). 0 in a record from
+    /// before issue 57, whose consumers exited at t_p.
+    #[serde(default)]
+    pub after_share: f64,
+}
+
+/// One interval of the recovery watch ([`crate::thrash::work::RECOVERY_POLL`]
+/// apart): its end (s after the start signal), the machine's paging
+/// (pswpin + pswpout, pages/s) and its memory PSI "some" (% of the
+/// interval), each NaN when unread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
+pub struct RecoveryPoint {
+    #[serde(default = "record::results::nan")]
+    pub t_s: f64,
+    #[serde(default = "record::results::nan")]
+    pub paging_per_s: f64,
+    #[serde(default = "record::results::nan")]
+    pub psi_some_pct: f64,
 }
 
 fn one() -> f64 {

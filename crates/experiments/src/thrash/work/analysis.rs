@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub use crate::thrash::results::{Consumer, Series, ThrashResult, Window, Windows};
+pub use crate::thrash::results::{Consumer, RecoveryPoint, Series, ThrashResult, Window, Windows};
 
 /// Percentiles of the probe latencies whose wake-up time falls in [from, to).
 pub fn window(samples: &[(f64, f64)], from: f64, to: f64) -> Window {
@@ -30,6 +30,96 @@ pub fn recovery(points: &[(f64, f64, f64)], from: f64, baseline_paging: f64) -> 
         // The interval ending at w[0].0 began about one second earlier.
         (w[0].0 - 1.0 - from).max(0.0)
     })
+}
+
+/// The recovery with the consumers alive (issue 57, [`RECOVERY`]): from
+/// `from` (the moment the load fell back enough to fit, s after the start
+/// signal), the start of the first stretch of the watch's intervals, at
+/// least [`RECOVERY_CALM`] long, that is calm as a whole: its paging at most
+/// max(2 × `baseline_paging`, 16 pages/s) over the stretch, its memory PSI
+/// "some" at most 1 % of it (an unread interval is not calm), and the probe
+/// inside the group never later than `probe_limit_ms` in it (a wake-up at w
+/// late by L ms is late over [w, w + L]). Rates over the stretch, not per
+/// interval: a few stray pages in one 0.1 s interval (the host's own
+/// reclaim) are not a thrash. None: not calm within the watch. Resolution:
+/// one interval ([`RECOVERY_POLL`]).
+pub fn recovery_alive(
+    watch: &[RecoveryPoint],
+    probe: &[(f64, f64)],
+    from: f64,
+    baseline_paging: f64,
+    probe_limit_ms: f64,
+) -> Option<f64> {
+    let thr = (2.0 * baseline_paging).max(16.0);
+    let late: Vec<(f64, f64)> =
+        probe.iter().filter(|p| p.1 > probe_limit_ms).map(|&(w, l)| (w, w + l / 1e3)).collect();
+    let poll = RECOVERY_POLL.as_secs_f64();
+    let pts: Vec<&RecoveryPoint> = watch.iter().filter(|p| p.t_s > from).collect();
+    // Each interval as (start, end, pages, stalled s), its start the
+    // previous end (the first's one poll earlier), never before `from`.
+    let iv: Vec<(f64, f64, f64, f64)> = pts
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let start = if k == 0 { p.t_s - poll } else { pts[k - 1].t_s }.max(from);
+            let dt = p.t_s - start;
+            (start, p.t_s, p.paging_per_s * dt, p.psi_some_pct / 100.0 * dt)
+        })
+        .collect();
+    let calm_s = RECOVERY_CALM.as_secs_f64() - 1e-9;
+    for i in 0..iv.len() {
+        let s = iv[i].0;
+        let (mut pages, mut stalled) = (0.0, 0.0);
+        for x in &iv[i..] {
+            pages += x.2;
+            stalled += x.3;
+            let span = x.1 - s;
+            // NaN fails every test below: unread is never calm.
+            if !(pages <= thr * span.max(calm_s) && stalled <= 0.01 * span.max(calm_s)) {
+                break;
+            }
+            if span >= calm_s {
+                if !late.iter().any(|&(a, b)| a < x.1 && b > s) {
+                    return Some(s - from);
+                }
+                break;
+            }
+        }
+    }
+    None
+}
+
+/// When the load falls back enough to fit (s after the start signal): the
+/// last moment at which the consumers' load went from above `room` to at
+/// most it, for good. A consumer's load is its `size` from its start to its
+/// t_p's end, and [`FALL_BACK`] of it after, whatever `--after-load` did
+/// (so that the control is read from the same moment, where its load did
+/// not fall). None: the load never exceeded the room (nothing to recover
+/// from), or it never fell under it.
+pub fn overcommit_end(cs: &[Consumer], size: u64, room: u64) -> Option<f64> {
+    let done: Vec<&Consumer> = cs.iter().filter(|c| c.completed).collect();
+    let mut times: Vec<f64> = done.iter().flat_map(|c| [c.start_s, c.end_s]).filter(|t| t.is_finite()).collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let load = |t: f64| -> f64 {
+        done.iter()
+            .map(|c| {
+                if t < c.start_s {
+                    0.0
+                } else if t < c.end_s {
+                    size as f64
+                } else {
+                    FALL_BACK * size as f64
+                }
+            })
+            .sum()
+    };
+    let over: Vec<bool> = times.iter().map(|&t| load(t) > room as f64).collect();
+    if !over.contains(&true) || *over.last()? {
+        return None;
+    }
+    let last_over = over.iter().rposition(|&o| o)?;
+    times.get(last_over + 1).copied()
 }
 
 /// Builds the result's collector figures from the samples of this run.

@@ -56,6 +56,7 @@ pub(crate) mod tests {
             exe: "/bin/true".into(),
             host_floor: None,
             swapfile_dir: "/tmp".into(),
+            after_load: AfterLoad::Falls,
         }
     }
 
@@ -205,5 +206,70 @@ pub(crate) mod tests {
         // PSI not read (NaN) is not calm: quiet paging alone never ends it.
         let unread: Vec<(f64, f64, f64)> = (1..=30).map(|t| (t as f64, 0.0, f64::NAN)).collect();
         assert_eq!(recovery(&unread, 0.0, 0.0), None);
+    }
+
+    /// The recovery counts from the moment the load falls back enough to
+    /// fit: consumers of 10 units in a room of 25, each falling back to 2
+    /// at its t_p's end.
+    #[test]
+    fn the_recovery_counts_from_when_the_load_fits() {
+        let c = |start: f64, end: f64| Consumer { completed: true, start_s: start, end_s: end, ..Default::default() };
+        // Three at once from 2 s (30 > 25); the first falls back at 5 s
+        // (22 ≤ 25): from then on it fits.
+        let cs = [c(0.0, 5.0), c(1.0, 6.0), c(2.0, 7.0)];
+        assert_eq!(overcommit_end(&cs, 10, 25), Some(5.0));
+        // A fourth starting at 5.5 s goes over again (32): it fits from 6 s (24).
+        let cs = [c(0.0, 5.0), c(1.0, 6.0), c(2.0, 7.0), c(5.5, 9.0)];
+        assert_eq!(overcommit_end(&cs, 10, 25), Some(6.0));
+        // Never over the room: nothing to recover from.
+        assert_eq!(overcommit_end(&[c(0.0, 5.0), c(1.0, 6.0)], 10, 25), None);
+        // A consumer that did not complete is not counted.
+        let cs = [c(0.0, 5.0), c(1.0, 6.0), Consumer { completed: false, ..c(2.0, 7.0) }];
+        assert_eq!(overcommit_end(&cs, 10, 25), None);
+        // Still over after every fall-back (a room under N × the fallen-back share).
+        assert_eq!(overcommit_end(&[c(0.0, 5.0), c(1.0, 6.0), c(2.0, 7.0)], 10, 5), None);
+    }
+
+    /// The recovery with the consumers alive (issue 57): 0.1 s intervals
+    /// from the fall-back at t = 10 s; it ends where paging, PSI and the
+    /// probe inside have all been calm for 1 s, at the interval's
+    /// resolution.
+    #[test]
+    fn recovery_alive_needs_paging_psi_and_the_probe_calm_for_a_second() {
+        let pt = |t: f64, paging: f64, psi: f64| RecoveryPoint { t_s: t, paging_per_s: paging, psi_some_pct: psi };
+        // Paging until 10.5 s, then calm: recovered 0.5 s after the fall-back.
+        let watch: Vec<RecoveryPoint> =
+            (1..=40).map(|i| 10.0 + i as f64 * 0.1).map(|t| pt(t, if t <= 10.5 + 1e-9 { 900.0 } else { 0.0 }, 0.0)).collect();
+        let r = recovery_alive(&watch, &[], 10.0, 0.0, 10.0).unwrap();
+        assert!((r - 0.5).abs() < 1e-6, "{r}");
+        // The probe inside late by 750 ms from its wake-up at 10.9 s: calm
+        // only from the end of the interval its lateness ends in, 11.7 s.
+        let probe = [(10.8, 1.0), (10.9, 750.0), (11.8, 1.0)];
+        let r = recovery_alive(&watch, &probe, 10.0, 0.0, 10.0).unwrap();
+        assert!((r - 1.7).abs() < 1e-6, "{r}");
+        // A late probe under the limit does not count.
+        let r = recovery_alive(&watch, &probe, 10.0, 0.0, 900.0).unwrap();
+        assert!((r - 0.5).abs() < 1e-6, "{r}");
+        // A PSI spike at 11.2 s (15 % of its 0.1 s: 15 ms, over the 10 ms
+        // a second may stall) restarts the stretch after it.
+        let spiky: Vec<RecoveryPoint> =
+            watch.iter().map(|p| if (p.t_s - 11.2).abs() < 1e-6 { pt(p.t_s, 0.0, 15.0) } else { *p }).collect();
+        let r = recovery_alive(&spiky, &[], 10.0, 0.0, 10.0).unwrap();
+        assert!((r - 1.2).abs() < 1e-6, "{r}");
+        // 5 % of one interval (5 ms) is within the second's 1 %: calm.
+        let mild: Vec<RecoveryPoint> =
+            watch.iter().map(|p| if (p.t_s - 11.2).abs() < 1e-6 { pt(p.t_s, 0.0, 5.0) } else { *p }).collect();
+        assert!((recovery_alive(&mild, &[], 10.0, 0.0, 10.0).unwrap() - 0.5).abs() < 1e-6);
+        // So are ten stray pages in one interval (10 over the second, under 16).
+        let stray: Vec<RecoveryPoint> =
+            watch.iter().map(|p| if (p.t_s - 11.2).abs() < 1e-6 { pt(p.t_s, 100.0, 0.0) } else { *p }).collect();
+        assert!((recovery_alive(&stray, &[], 10.0, 0.0, 10.0).unwrap() - 0.5).abs() < 1e-6);
+        // Calm for less than a second before the watch ends: none.
+        assert_eq!(recovery_alive(&watch[..14], &[], 10.0, 0.0, 10.0), None);
+        // PSI unread (NaN) is never calm.
+        let unread: Vec<RecoveryPoint> = watch.iter().map(|p| pt(p.t_s, 0.0, f64::NAN)).collect();
+        assert_eq!(recovery_alive(&unread, &[], 10.0, 0.0, 10.0), None);
+        // A busy baseline raises the paging threshold.
+        assert!(recovery_alive(&watch, &[], 10.0, 500.0, 10.0).is_some_and(|r| r < 1e-6));
     }
 }

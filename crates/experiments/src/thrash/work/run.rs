@@ -114,6 +114,7 @@ fn run_once<O: workloads::observe::Observer>(
     let baseline_paging = baseline(plan, obs, stop)?;
     // Go: every consumer counts its delay from now.
     let t0 = probe::sample::monotonic_ns();
+    let watch = Watch::start(t0);
     let out_t0 = pswpout();
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
@@ -134,7 +135,9 @@ fn run_once<O: workloads::observe::Observer>(
     });
     waited?;
     let out_end = pswpout();
-    r.guard = guard.finish(&cg);
+    // The consumer phase's guard, as the protocol reads it; it goes on
+    // guarding the group while the recovery is watched.
+    r.guard = guard.report.clone();
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
     let last_exit = cons
         .iter()
@@ -142,15 +145,39 @@ fn run_once<O: workloads::observe::Observer>(
         .max()
         .unwrap_or_else(probe::sample::monotonic_ns);
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
+    consumers_done(&mut r, &mut cons, plan);
+    swapped_while_active(&mut r, (out_t0, out_end), (last_exit as f64 - first_alloc as f64) / 1e9);
+    // The recovery, with the consumers alive at their fallen-back load; then
+    // they exit, and the group's OOM kills are read over the whole run.
+    let guard_stop = std::sync::atomic::AtomicBool::new(false);
+    let (stop_t, guard) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
+        let stop_t = recover(plan, obs, baseline_paging, stop, &watch, (last_exit as f64 - t0 as f64) / 1e9);
+        // The consumers end under the guard (a load that stays would
+        // otherwise meet the OOM killer the guard turns back on).
+        for c in cons.iter_mut() {
+            let _ = c.w.send("exit", Value::Null);
+        }
+        for c in std::mem::take(&mut cons) {
+            let _ = c.w.finish(Duration::from_secs(10));
+        }
+        guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (stop_t, watcher.join().expect("the guard thread does not panic"))
+    });
+    r.guard_with_recovery = Some(guard.finish(&cg));
+    let points = watch.finish();
+    r.recovery_alive = plan.after_share > 0.0;
+    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
+    r.recovery_from_s = overcommit_end(&r.consumer_details, plan.size_bytes, room);
+    if let Some(from) = r.recovery_from_s {
+        r.recovery_watch = points.into_iter().filter(|p| p.t_s >= from - 1.0).collect();
+    }
     r.oom_kills = cg.oom_kills();
     if r.oom_kills.is_none() {
         // Unknown is not none: the protocol cannot be said to have held.
         r.protocol_breaks.push(format!("{}: the group's OOM kills could not be read", cg.name));
     }
-    consumers_done(&mut r, cons, plan);
-    swapped_while_active(&mut r, (out_t0, out_end), (last_exit as f64 - first_alloc as f64) / 1e9);
     protocol(&mut r, &cg.name);
-    let stop_t = recover(plan, obs, baseline_paging, stop);
     sample_past(obs, stop_t);
     let out_d = stop_and_collect(probe_out);
     let in_d = stop_and_collect(probe_in);
@@ -163,6 +190,17 @@ fn run_once<O: workloads::observe::Observer>(
     let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
     r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
     r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
+    if r.recovery_alive {
+        let limit = r.probe_inside_ms.before.p99.map_or(PROBE_CALM_MS, |p| (2.0 * p).max(PROBE_CALM_MS));
+        r.recovery_probe_limit_ms = Some(limit);
+        r.recovery_s = r
+            .recovery_from_s
+            .and_then(|from| recovery_alive(&r.recovery_watch, &r.series.probe_inside, from, baseline_paging, limit));
+        r.psi_unread = r.recovery_s.is_none() && r.recovery_watch.iter().any(|p| p.psi_some_pct.is_nan());
+        if r.recovery_from_s.is_none() {
+            r.notes.push("no recovery to measure: the consumers' load never went above the room under the limit, or never fell back under it".into());
+        }
+    }
     if let Some(d) = sam_d {
         let lat = lateness_within(&d, t0, ts, te);
         r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
@@ -214,6 +252,7 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
         delay_us: ((plan.initial_delay_ms + i as f64 * plan.stagger_ms) * 1e3).round() as u64,
         active_us: (plan.active_ms * 1e3) as u64,
         seed: 0x5eed_0000 + i as u64 + 1000 * rep as u64,
+        after_bytes: (plan.size_bytes as f64 * plan.after_share) as u64,
     }
 }
 
@@ -279,21 +318,22 @@ fn baseline<O: workloads::observe::Observer>(
     Ok(paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3))
 }
 
-/// The consumers' reports (completed, progress, lateness), and the workers
-/// ended: a consumer that did not complete is killed.
-fn consumers_done(r: &mut ThrashResult, cons: Vec<Running>, plan: &Plan) {
-    for c in cons {
+/// The consumers' reports (completed, progress, lateness). A consumer that
+/// did not complete is killed and leaves `cons`; the others stay alive, at
+/// their fallen-back load, until the recovery has been watched.
+fn consumers_done(r: &mut ThrashResult, cons: &mut Vec<Running>, plan: &Plan) {
+    for c in std::mem::take(cons) {
         let mut x = Consumer { index: c.index, failure: c.failure.clone(), ..Default::default() };
         if let Some(d) = &c.done {
             x = serde_json::from_value(d.clone()).unwrap_or(x);
             x.completed = true;
         }
-        if !x.completed {
+        r.consumer_details.push(x);
+        if c.done.is_none() {
             c.w.kill();
         } else {
-            let _ = c.w.finish(Duration::from_secs(10));
+            cons.push(c);
         }
-        r.consumer_details.push(x);
     }
     r.consumers_completed = r.consumer_details.iter().filter(|c| c.completed).count() as u32;
     let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
@@ -336,24 +376,90 @@ fn protocol(r: &mut ThrashResult, cgroup: &str) {
     r.protocol = Some(figures);
 }
 
-/// Recovery: watches paging and PSI each second until calm for 3 s (and at
-/// least as long as the baseline), or [`RECOVERY_MAX`]. Returns its end.
-fn recover<O: workloads::observe::Observer>(plan: &Plan, obs: &mut O, baseline_paging: f64, stop: fn() -> bool) -> u64 {
+/// The recovery watch's poller: the machine's paging and memory PSI every
+/// [`RECOVERY_POLL`], on a thread of its own from the start signal until
+/// [`Watch::finish`] (times in s after the start signal). The recovery is
+/// read from it afterwards ([`recovery_alive`]), from the moment the load
+/// fell back enough to fit, which is known only once the consumers report.
+struct Watch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    points: std::sync::Arc<std::sync::Mutex<Vec<RecoveryPoint>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    fn start(t0: u64) -> Watch {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let points = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (s, pts) = (stop.clone(), points.clone());
+        let thread = std::thread::spawn(move || {
+            let mut p = probe::Probe::default();
+            let read = |p: &mut probe::Probe| {
+                let v = p.vmstat().ok().flatten();
+                let paging = v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0));
+                let psi = p.pressure("memory").ok().flatten().map(|m| m.some.total_us);
+                (paging, psi, probe::sample::monotonic_ns())
+            };
+            let mut prev = read(&mut p);
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(RECOVERY_POLL);
+                let cur = read(&mut p);
+                let dt = (cur.2 - prev.2) as f64 / 1e9;
+                let per_s = |a: Option<u64>, b: Option<u64>, scale: f64| match (a, b) {
+                    (Some(a), Some(b)) => a.saturating_sub(b) as f64 / scale / dt,
+                    _ => f64::NAN,
+                };
+                let point = RecoveryPoint {
+                    t_s: (cur.2 as f64 - t0 as f64) / 1e9,
+                    paging_per_s: per_s(cur.0, prev.0, 1.0),
+                    psi_some_pct: per_s(cur.1, prev.1, 1e4),
+                };
+                prev = cur;
+                pts.lock().unwrap_or_else(|e| e.into_inner()).push(point);
+            }
+        });
+        Watch { stop, points, thread: Some(thread) }
+    }
+
+    /// The points after `from` (s after the start signal).
+    fn since(&self, from: f64) -> Vec<RecoveryPoint> {
+        self.points.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|p| p.t_s > from).copied().collect()
+    }
+
+    fn finish(mut self) -> Vec<RecoveryPoint> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        std::mem::take(&mut *self.points.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Watch {
+    /// A run that ends early (an error, an interrupt) stops its poller too.
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The recovery watch's end: once paging and PSI have been calm for
+/// [`RECOVERY_CALM`] after the last consumer's fall-back (`last_s`, s after
+/// the start signal), and at least as long an "after" window as the
+/// baseline has passed; or [`RECOVERY_MAX`]. Returns its end.
+fn recover<O: workloads::observe::Observer>(
+    plan: &Plan,
+    obs: &mut O,
+    baseline_paging: f64,
+    stop: fn() -> bool,
+    watch: &Watch,
+    last_s: f64,
+) -> u64 {
     let rec_t = probe::sample::monotonic_ns();
     obs.event("phase_start", &format!("{} recovery", plan.preset), rec_t, Value::Null);
-    let mut p = probe::Probe::default();
-    let mut prev = (paging(&p.vmstat().ok().flatten()), psi_some_us(&mut p), probe::sample::monotonic_ns());
-    let mut calm_run = 0;
     while probe::sample::monotonic_ns() - rec_t < RECOVERY_MAX.as_nanos() as u64 && !stop() {
-        record::stop::sleep(Duration::from_secs(1));
-        let cur = (paging(&p.vmstat().ok().flatten()), psi_some_us(&mut p), probe::sample::monotonic_ns());
-        let dt = (cur.2 - prev.2) as f64 / 1e9;
-        let rate = cur.0.saturating_sub(prev.0) as f64 / dt;
-        let psi = cur.1.saturating_sub(prev.1) as f64 / 1e4 / dt;
-        prev = cur;
-        calm_run = if rate <= (2.0 * baseline_paging).max(16.0) && psi <= 1.0 { calm_run + 1 } else { 0 };
-        // Three calm seconds, and at least as long an "after" window as the baseline.
-        if calm_run >= 3 && probe::sample::monotonic_ns() - rec_t >= plan.baseline().as_nanos() as u64 {
+        record::stop::sleep(RECOVERY_POLL);
+        let calm = recovery_alive(&watch.since(last_s), &[], last_s, baseline_paging, f64::INFINITY);
+        if calm.is_some() && probe::sample::monotonic_ns() - rec_t >= plan.baseline().as_nanos() as u64 {
             break;
         }
     }
@@ -390,13 +496,6 @@ fn lateness_within(d: &Value, t0: u64, ts: f64, te: f64) -> Vec<f64> {
         .unwrap_or_default()
 }
 
-/// The machine's memory stall total (some, µs). Only the recovery's wait
-/// reads it: where PSI cannot be read, paging alone ends the wait (0); the
-/// recovery figure itself comes from the collector's samples, where PSI not
-/// read is never calm.
-fn psi_some_us(p: &mut probe::Probe) -> u64 {
-    p.pressure("memory").ok().flatten().map(|m| m.some.total_us).unwrap_or(0)
-}
 
 /// Waits for every consumer: done, or dead. One past `give_up` is killed and
 /// counted as not completed.
@@ -467,7 +566,7 @@ median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the g
                 r.progress_overcommitted_median.map(|p| format!("{p:.2}")).unwrap_or("n/a".into()),
                 if r.deep { " (deep)" } else { "" },
                 match (r.recovery_s, r.psi_unread) {
-                    (Some(s), _) => format!("{s:.0} s"),
+                    (Some(s), _) => format!("{s:.1} s"),
                     (None, true) => "not measured (PSI unread)".into(),
                     (None, false) => "not within 60 s".into(),
                 },

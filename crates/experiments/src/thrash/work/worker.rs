@@ -65,6 +65,10 @@ pub struct ConsumerSpec {
     pub delay_us: u64,
     pub active_us: u64,
     pub seed: u64,
+    /// After t_p the consumer stays alive and writes only in its first
+    /// `after_bytes` (its load falls back; the whole region: it stays) until
+    /// `exit`; 0: it frees its memory and exits at t_p.
+    pub after_bytes: u64,
 }
 
 /// The probe's start (`--spec`): its working set and period, and which side
@@ -85,7 +89,8 @@ pub struct SamplerSpec {
 }
 
 /// The consumer: `__worker thrash-consumer --spec JSON` ([`ConsumerSpec`]).
-/// Waits for `start` {t0_ns}.
+/// Waits for `start` {t0_ns}; reports `done` at t_p, then (with
+/// `after_bytes`) goes on at its fallen-back load until `exit`.
 pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     report_fault_signals();
     let s: ConsumerSpec = sandbox::worker::spec_of(CONSUMER, args)?;
@@ -114,16 +119,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let end_at = alloc_ns + active_ns;
     while probe::sample::monotonic_ns() < end_at {
         let c0 = probe::sample::monotonic_ns();
-        for _ in 0..writes {
-            // xorshift64*: position and value from one draw.
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            let v = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-            let pos = (((v >> 8) as u128 * size as u128) >> 56) as usize;
-            // SAFETY: pos < size; volatile so the writes are not elided.
-            unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(pos), v as u8) };
-        }
+        write_cycle(buf, size, writes, &mut x);
         sleep_until(probe::sample::monotonic_ns() + sleep_ns);
         cycles += 1;
         let now = probe::sample::monotonic_ns();
@@ -134,7 +130,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
         }
         bins[b] += 1;
     }
-    drop(m);
+    let after = (s.after_bytes as usize).min(size);
     let end_ns = probe::sample::monotonic_ns();
     cycle_ns.sort_unstable();
     let min = cycle_ns.first().copied().unwrap_or(0) as f64;
@@ -159,7 +155,37 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
             "bins": bins,
         }),
     );
+    if after == 0 {
+        drop(m);
+        return Ok(());
+    }
+    // The load falls back (or stays): the same cycle over the first `after`
+    // bytes, until the parent's `exit` (or its end: stdin closed).
+    loop {
+        write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
+        if wait_input_until(probe::sample::monotonic_ns() + sleep_ns) {
+            match io.command() {
+                Some(c) if c.cmd != "exit" => continue,
+                _ => break,
+            }
+        }
+    }
+    drop(m);
     Ok(())
+}
+
+/// One cycle's `writes` random bytes at random positions of `buf[..size]`
+/// (xorshift64*: position and value from one draw).
+fn write_cycle(buf: &mut [u8], size: usize, writes: u64, x: &mut u64) {
+    for _ in 0..writes {
+        *x ^= *x >> 12;
+        *x ^= *x << 25;
+        *x ^= *x >> 27;
+        let v = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let pos = (((v >> 8) as u128 * size as u128) >> 56) as usize;
+        // SAFETY: pos < size <= buf.len(); volatile so the writes are not elided.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(pos), v as u8) };
+    }
 }
 
 fn sleep_until(t_ns: u64) {
