@@ -50,7 +50,7 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
         json!({"result": {"preset": "e2", "backing": "swapfile", "repeat_index": i, "recovery_s": rec, "pswpout_total": 100,
                           "plan": {"consumers": 5, "size_bytes": 4096, "writes": 10, "sleep_ms": 100.0, "scale": 1.0, "time_scale": 1.0}, "limit_bytes": 8192, "consumer_details": [{"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}, {"cycles": 10}],
                           "thrash_end_s": 20.0, "end_s": 20.0 + window, "consumers": 6, "consumers_completed": 6,
-                          "protocol_breaks": [], "recovery_alive": true}})
+                          "protocol_breaks": [], "recovery_alive": true, "recovery_from_s": 20.0}})
     };
     let e = catalog().find("thrash").unwrap();
     let judged = |rs: &[Value]| -> Verdict {
@@ -99,6 +99,15 @@ fn a_recovery_that_never_came_is_censored_at_its_window_and_can_differ() {
     let v = judged(&[stays(0, 60.0), stays(1, 59.0), stays(2, 61.0)]);
     assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
     assert!(v.ours.contains("--after-load stays"), "{}", v.ours);
+    // Consumers alive, but no moment the load fitted: nothing to count
+    // from, so unusable (not censored).
+    let never = |i: u64| {
+        let mut x = r(Value::Null, i, 45.0);
+        x["result"].as_object_mut().unwrap().remove("recovery_from_s");
+        x
+    };
+    let v = judged(&[never(0), never(1), r(json!(0.5), 2, 45.0), r(json!(0.7), 3, 45.0)]);
+    assert_eq!((v.n, v.unusable, v.censored), (2, 2, 0), "{v:?}");
 }
 
 #[test]

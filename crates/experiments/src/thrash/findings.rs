@@ -45,7 +45,8 @@ pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
     (values, censored)
 }
 
-/// "Within seconds", as pagelab reads it: 10 s from the last exit.
+/// "Within seconds", as pagelab reads it: 10 s from when the load fell back
+/// enough to fit.
 const RECOVERY_EDGE_S: f64 = 10.0;
 
 /// Direction claims need a 10 % minimum effect (docs/stability.md).

@@ -211,8 +211,10 @@ pub fn render(
 
 pub const SCANS: Figure = Figure::new("scans/s", "/s", false, 0.01).export("scans_per_second", "", 1.0);
 pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true, 0.001).export("scan_p99_seconds", "seconds", 1e-3);
-/// The memory a mode's pages take in RAM: its cgroup's charge plus the
-/// compressed store (which is RAM too), with and without a cap alike. (The
+/// The memory a mode's pages take in RAM ([`WscapResult::held_max_bytes`]:
+/// the charge, the zram store and the rise of zswap's pool, summed poll by
+/// poll; in older records the charge's and the store's peaks), with and
+/// without a cap alike. (The
 /// resident set is no measure of it: it also counts the worker's binary and
 /// libraries, file pages charged elsewhere, about 9 MiB of a debug build's 75,
 /// which made a cap on zram that kept every page look like a saving: 0.88.)
@@ -316,7 +318,8 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
             id: "wscap.cap_saves_no_memory",
             claim: "capping the working set does not save memory",
             study: "the trimmed pages stay in RAM (standby list, compressed store)",
-            quantity: "memory held under cap-max ÷ without a cap (each the cgroup's charge + the compressed store, max), \
+            quantity: "memory held under cap-max ÷ without a cap (each the cgroup's charge + the zram store + the rise \
+                       of zswap's pool, summed poll by poll, max), \
                        paired by repeat, on a store the capped pages can leave RAM for (the memory arm: a swap \
                        file, named in the verdict), the pages holding random bytes (no saving: ≥ 0.9)",
             region: Region::at_least(0.9),
@@ -336,9 +339,10 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
 fn held(r: &WscapResult) -> Option<f64> {
     let mib = |b: u64| b as f64 / 1048576.0;
     match r.mode.as_str() {
-        "none" | "cap-max" | "cap-high" => {
-            Some(mib(r.charged_max_bytes.filter(|&b| b > 0)? + r.store_max_bytes.unwrap_or(0)))
-        }
+        "none" | "cap-max" | "cap-high" => match r.held_max_bytes {
+            Some(b) => Some(mib(b)),
+            None => Some(mib(r.charged_max_bytes.filter(|&b| b > 0)? + r.store_max_bytes.unwrap_or(0))),
+        },
         _ => None,
     }
 }
@@ -368,10 +372,14 @@ pub fn memory_store(results: &[WscapResult]) -> Result<(String, String, String),
     match results.iter().find(|r| r.mode == "cap-max" && !r.sweep) {
         Some(r) if r.backing == "swapfile" => Ok((r.backing.clone(), "cap-max".into(), "none".into())),
         Some(r) => Err(format!(
-            "not judged on {}: the capped pages cannot leave RAM there{}, and this run had no memory arm on a store \
-             they could leave (--memory-store swapfile)",
+            "not judged on {}: {}, and this run had no memory arm on a store they could leave (--memory-store \
+             swapfile)",
             r.backing,
-            if r.backing == "zram" || r.backing == "zswap" { " (its store is RAM)" } else { "" }
+            if r.backing == "zram" || r.backing == "zswap" {
+                "the capped pages cannot leave RAM there (its store is RAM)"
+            } else {
+                "pagelab does not know whether that store keeps the capped pages in RAM"
+            }
         )),
         None => Err("this run had no cap-max mode".into()),
     }

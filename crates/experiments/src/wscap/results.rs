@@ -69,6 +69,11 @@ pub struct WscapResult {
     /// Memory charged to the worker's cgroup, max, bytes.
     pub charged_max_bytes: Option<u64>,
     pub swap_max_bytes: Option<u64>,
+    /// The memory the mode's pages held in RAM, max, bytes: poll by poll the
+    /// group's charge (its resident pages and swap cache) + the zram store +
+    /// the rise of zswap's pool, the three where a capped page can stay in
+    /// RAM; none when no poll read the charge.
+    pub held_max_bytes: Option<u64>,
     /// The compressed store (zram mem_used_total), max, bytes.
     pub store_max_bytes: Option<u64>,
     /// The worker's CPU over the window, seconds.

@@ -282,6 +282,8 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             r.cap_bytes = Some(cap);
         }
         let cg = self.sb.memory_cgroup("wscap", &limits)?;
+        // zswap's pool before the worker exists: its rise is the mode's.
+        let zswap_before = zswap_pool(&mut self.probe);
         let (mut w, region) = match self.worker(&cg) {
             Ok(x) => x,
             Err(ExperimentError::Failed(f)) if f.oom_killed => {
@@ -316,7 +318,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         let pidfd = mm::PidFd::open(pid).ok();
         w.send("scan", json!({"duration_s": self.window.as_secs_f64()}))
             .map_err(|_| ExperimentError::Failed(w.failure()))?;
-        let mut peaks = Peaks::default();
+        let mut peaks = Peaks { zswap_before, ..Default::default() };
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
         let after = reclaim_counters(&mut self.probe)?;
         self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
@@ -425,6 +427,17 @@ struct Peaks {
     swap_max: Option<u64>,
     charged_max: Option<u64>,
     store_max: Option<u64>,
+    /// zswap's pool before the worker started (None: no zswap line).
+    zswap_before: Option<u64>,
+    /// The peak, poll by poll, of the charge + the zram store + zswap's pool
+    /// above `zswap_before`: the mode's pages in RAM, in any of the three.
+    held_max: Option<u64>,
+}
+
+/// zswap's compressed pool (meminfo's `Zswap`), bytes; None where the kernel
+/// has no such line (no zswap, or older than 5.19).
+fn zswap_pool(p: &mut probe::Probe) -> Option<u64> {
+    p.meminfo().ok().flatten()?.get("Zswap")
 }
 
 impl Peaks {
@@ -435,13 +448,20 @@ impl Peaks {
             self.anon_max = self.anon_max.max(Some(s.anon_bytes));
             self.swap_max = self.swap_max.max(Some(s.swap_bytes));
         }
-        if let Some(u) = cg.usage() {
+        let charged = cg.usage();
+        if let Some(u) = charged {
             self.charged_max = Some(self.charged_max.unwrap_or(0).max(u));
         }
-        if let Some(id) = zram
-            && let Some(z) = store_size(p, Store::Zram(id))
-        {
-            self.store_max = Some(self.store_max.unwrap_or(0).max(z.ram_bytes));
+        let store = zram.and_then(|id| store_size(p, Store::Zram(id))).map(|z| z.ram_bytes);
+        if let Some(z) = store {
+            self.store_max = Some(self.store_max.unwrap_or(0).max(z));
+        }
+        // The three at the same poll (their peaks need not coincide); an
+        // unread charge keeps nothing.
+        if let Some(c) = charged {
+            let zswap = zswap_pool(p).zip(self.zswap_before).map_or(0, |(a, b)| a.saturating_sub(b));
+            let held = c + store.unwrap_or(0) + zswap;
+            self.held_max = Some(self.held_max.unwrap_or(0).max(held));
         }
     }
 
@@ -452,6 +472,7 @@ impl Peaks {
         r.swap_max_bytes = self.swap_max;
         r.charged_max_bytes = self.charged_max;
         r.store_max_bytes = self.store_max;
+        r.held_max_bytes = self.held_max;
     }
 }
 

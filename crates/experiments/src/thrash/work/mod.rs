@@ -16,8 +16,9 @@
 //! - two responsiveness probes wake every 100 ms and touch a few MiB, one outside
 //!   the cgroup and one inside; their wake-up-to-done latency is reported for the
 //!   windows before, during and after the thrash;
-//! - recovery: the time from the last consumer's exit until paging and memory
-//!   stalls are back at baseline (see [`RECOVERY`]).
+//! - recovery: with the consumers alive, their load fallen back, the time from
+//!   when it fits under the limit until paging, memory stalls and the probe
+//!   inside are calm again (see [`RECOVERY`]).
 
 mod analysis;
 mod config;

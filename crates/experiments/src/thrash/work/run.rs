@@ -147,12 +147,20 @@ fn run_once<O: workloads::observe::Observer>(
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
     consumers_done(&mut r, &mut cons, plan);
     swapped_while_active(&mut r, (out_t0, out_end), (last_exit as f64 - first_alloc as f64) / 1e9);
+    r.recovery_alive = plan.after_share > 0.0;
+    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
+    r.recovery_from_s = overcommit_end(&r.consumer_details, plan.size_bytes, room);
+    // The watch lasts past the finding's edge from that moment, so that a
+    // run not calm within it is censored (a lower bound past the edge), not
+    // unusable; and past the last fall-back's calm second.
+    let watch_past = r.recovery_from_s.map_or(0.0, |f| f + RECOVERY_WATCH_PAST_S);
     // The recovery, with the consumers alive at their fallen-back load; then
     // they exit, and the group's OOM kills are read over the whole run.
     let guard_stop = std::sync::atomic::AtomicBool::new(false);
     let (stop_t, guard) = std::thread::scope(|s| {
         let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
-        let stop_t = recover(plan, obs, baseline_paging, stop, &watch, (last_exit as f64 - t0 as f64) / 1e9);
+        let stop_t =
+            recover(plan, obs, baseline_paging, stop, &watch, (last_exit as f64 - t0 as f64) / 1e9, t0, watch_past);
         // The consumers end under the guard (a load that stays would
         // otherwise meet the OOM killer the guard turns back on).
         for c in cons.iter_mut() {
@@ -166,9 +174,10 @@ fn run_once<O: workloads::observe::Observer>(
     });
     r.guard_with_recovery = Some(guard.finish(&cg));
     let points = watch.finish();
-    r.recovery_alive = plan.after_share > 0.0;
-    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
-    r.recovery_from_s = overcommit_end(&r.consumer_details, plan.size_bytes, room);
+    if stop() {
+        // Cut short: the watch ended early, so no recovery can be read from it.
+        return Err(ExperimentError::Interrupted);
+    }
     if let Some(from) = r.recovery_from_s {
         r.recovery_watch = points.into_iter().filter(|p| p.t_s >= from - 1.0).collect();
     }
@@ -196,7 +205,12 @@ fn run_once<O: workloads::observe::Observer>(
         r.recovery_s = r
             .recovery_from_s
             .and_then(|from| recovery_alive(&r.recovery_watch, &r.series.probe_inside, from, baseline_paging, limit));
-        r.psi_unread = r.recovery_s.is_none() && r.recovery_watch.iter().any(|p| p.psi_some_pct.is_nan());
+        // PSI never read after the moment: not measured (not "slow").
+        r.psi_unread = r.recovery_s.is_none()
+            && r.recovery_from_s.is_some_and(|f| {
+                let after: Vec<&RecoveryPoint> = r.recovery_watch.iter().filter(|p| p.t_s > f).collect();
+                !after.is_empty() && after.iter().all(|p| p.psi_some_pct.is_nan())
+            });
         if r.recovery_from_s.is_none() {
             r.notes.push("no recovery to measure: the consumers' load never went above the room under the limit, or never fell back under it".into());
         }
@@ -354,11 +368,14 @@ fn protocol(r: &mut ThrashResult, cgroup: &str) {
             .and_then(|v| v.last().map(probe::kmsg::OomReport::line))
             .unwrap_or_else(|| "the kernel log could not be read".into());
         r.protocol_breaks.push(format!("{kills} consumer(s) OOM-killed by the kernel ({why})"));
-        if r.guard.gave_up {
+        // The guard over the whole run: it guards the recovery's watch too.
+        let g = r.guard_with_recovery.clone().unwrap_or_else(|| r.guard.clone());
+        if g.gave_up {
             r.protocol_breaks.push(format!(
-                "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target)",
-                r.guard.limit_max_bytes as f64 / 1048576.0,
-                guard::MAX_RAISE
+                "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target){}",
+                g.limit_max_bytes as f64 / 1048576.0,
+                guard::MAX_RAISE,
+                if r.guard.gave_up { "" } else { ", while the recovery was watched" }
             ));
         }
     }
@@ -444,8 +461,10 @@ impl Drop for Watch {
 
 /// The recovery watch's end: once paging and PSI have been calm for
 /// [`RECOVERY_CALM`] after the last consumer's fall-back (`last_s`, s after
-/// the start signal), and at least as long an "after" window as the
-/// baseline has passed; or [`RECOVERY_MAX`]. Returns its end.
+/// the start signal `t0`), at least as long an "after" window as the
+/// baseline has passed, and the watch has reached `past_s`; or
+/// [`RECOVERY_MAX`]. Returns its end.
+#[allow(clippy::too_many_arguments)]
 fn recover<O: workloads::observe::Observer>(
     plan: &Plan,
     obs: &mut O,
@@ -453,13 +472,19 @@ fn recover<O: workloads::observe::Observer>(
     stop: fn() -> bool,
     watch: &Watch,
     last_s: f64,
+    t0: u64,
+    past_s: f64,
 ) -> u64 {
     let rec_t = probe::sample::monotonic_ns();
     obs.event("phase_start", &format!("{} recovery", plan.preset), rec_t, Value::Null);
     while probe::sample::monotonic_ns() - rec_t < RECOVERY_MAX.as_nanos() as u64 && !stop() {
         record::stop::sleep(RECOVERY_POLL);
+        let now = probe::sample::monotonic_ns();
         let calm = recovery_alive(&watch.since(last_s), &[], last_s, baseline_paging, f64::INFINITY);
-        if calm.is_some() && probe::sample::monotonic_ns() - rec_t >= plan.baseline().as_nanos() as u64 {
+        if calm.is_some()
+            && now - rec_t >= plan.baseline().as_nanos() as u64
+            && (now as f64 - t0 as f64) / 1e9 >= past_s
+        {
             break;
         }
     }

@@ -181,10 +181,18 @@ fn a_scan_fills_the_result_per_scan() {
 
 #[test]
 fn peaks_keep_the_median_and_the_maxima() {
-    let p =
-        Peaks { rss: vec![30, 10, 20, 50, 40], anon_max: Some(7), swap_max: Some(9), charged_max: Some(11), store_max: None };
+    let p = Peaks {
+        rss: vec![30, 10, 20, 50, 40],
+        anon_max: Some(7),
+        swap_max: Some(9),
+        charged_max: Some(11),
+        store_max: None,
+        zswap_before: None,
+        held_max: Some(13),
+    };
     let mut r = WscapResult::default();
     p.fill(&mut r);
+    assert_eq!(r.held_max_bytes, Some(13));
     assert_eq!((r.rss_median_bytes, r.rss_max_bytes), (Some(30), Some(50)));
     assert_eq!(
         (r.rss_anon_max_bytes, r.swap_max_bytes, r.charged_max_bytes, r.store_max_bytes),
