@@ -141,6 +141,39 @@ pub struct WorkerCommand {
     pub arg: serde_json::Value,
 }
 
+/// A command an experiment sends its worker, typed, with the reply the
+/// worker sends back in its `done` event (issue 60): which reply goes with
+/// which command is the type's, not a convention, and an argument cannot be
+/// left out (the worker refuses the command rather than reading a default).
+/// The parent sends it with [`send`] and reads the reply with [`reply`];
+/// the worker reads it with [`WorkerCommand::arg_of`] and answers with
+/// [`child::WorkerIo::reply`].
+pub trait Request: Serialize + serde::de::DeserializeOwned {
+    /// Its name on the control pipe, and its `done` event's.
+    const NAME: &'static str;
+    /// What the worker answers.
+    type Reply: Serialize + serde::de::DeserializeOwned;
+}
+
+impl WorkerCommand {
+    /// This command's argument as `R` (whose [`Request::NAME`] the caller
+    /// matched), or why it is not one: a field missing or of the wrong type.
+    pub fn arg_of<R: Request>(&self) -> std::result::Result<R, String> {
+        serde_json::from_value(self.arg.clone()).map_err(|e| format!("command {}: {e}", R::NAME))
+    }
+}
+
+/// Sends `r` to `w`.
+pub fn send<R: Request>(w: &mut dyn WorkerLink, r: &R) -> std::io::Result<()> {
+    w.send(R::NAME, serde_json::to_value(r).map_err(std::io::Error::other)?)
+}
+
+/// `R`'s reply from its `done` event's data, or why it is not one (a field
+/// missing or of the wrong type is an error that names the command, never a 0).
+pub fn reply<R: Request>(data: serde_json::Value) -> std::result::Result<R::Reply, String> {
+    serde_json::from_value(data).map_err(|e| format!("the reply to {}: {e}", R::NAME))
+}
+
 /// How to start a worker.
 pub struct WorkerSpec<'a> {
     /// The program (normally the pagelab binary itself).
@@ -552,6 +585,11 @@ pub mod child {
             line.push(b'\n');
             // If the parent is gone the write fails; PDEATHSIG will end us anyway.
             let _ = self.out.write_all(&line).and_then(|_| self.out.flush());
+        }
+
+        /// Answers `R`: its `done` event, with the reply as its data.
+        pub fn reply<R: super::Request>(&mut self, r: &R::Reply) {
+            self.emit("done", R::NAME, serde_json::to_value(r).expect("a reply serializes"));
         }
 
         /// Blocks for the next command; `None` when the parent closed the pipe.

@@ -12,7 +12,7 @@ use crate::kit::store::{Store, store_size};
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
-use sandbox::worker::{Processes, Spawn, WorkerLink, WorkerSpec};
+use sandbox::worker::{Processes, Request, Spawn, WorkerLink, WorkerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -166,10 +166,40 @@ struct Run<'a, O: Observer<Entry = EatResult>> {
     machine: probe::Roots,
 }
 
-/// What one worker command produced: its phase (if it was one) and its `done` data.
-struct Reply {
+/// What one worker command produced: its phase (if it was one) and its reply.
+struct Reply<T> {
     phase: PhaseResult,
-    data: Value,
+    data: T,
+}
+
+/// The eat worker's commands (issue 60: each with its reply, as types).
+/// None takes an argument: the spec said everything at the start.
+macro_rules! commands {
+    ($($(#[$doc:meta])* $ty:ident = $name:literal => $reply:ty;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct $ty;
+        impl sandbox::worker::Request for $ty {
+            const NAME: &'static str = $name;
+            type Reply = $reply;
+        }
+    )*};
+}
+commands! {
+    /// `calibrate`: memset of a separate region of the size, twice.
+    Calibrate = "calibrate" => Calibrated;
+    /// `alloc`: map the region (a phase).
+    Alloc = "alloc" => Allocated;
+    /// `fill`: write the pattern (a phase), then refill, hash and estimate.
+    Fill = "fill" => Filled;
+    /// `trim`: MADV_PAGEOUT of the region (a phase).
+    SelfTrim = "trim" => ();
+    /// `read`: read the region back and hash it (a phase).
+    Read = "read" => ReadBack;
+    /// `free`: unmap the region (a phase).
+    Free = "free" => ();
+    /// `exit`: the worker ends.
+    Exit = "exit" => ();
 }
 
 /// The worker kind.
@@ -217,13 +247,9 @@ pub struct ReadBack {
     pub hash_read: String,
 }
 
-/// A reply's data as its type: a missing field is an error naming the command.
-fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
-    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the eat worker's reply to {cmd}: {e}")))
-}
-
-fn to_value(x: &impl Serialize) -> Value {
-    serde_json::to_value(x).expect("a reply serializes")
+/// `R`'s reply from its `done` event: a missing field is an error naming the command.
+fn reply<R: Request>(v: Value) -> Result<R::Reply, ExperimentError> {
+    sandbox::worker::reply::<R>(v).map_err(|e| ExperimentError::Worker(format!("the eat worker: {e}")))
 }
 
 /// What one worker's commands returned, in order, with the store around the trim.
@@ -242,9 +268,10 @@ struct Drove {
 
 impl<O: Observer<Entry = EatResult>> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
-    fn command(&mut self, w: &mut dyn WorkerLink, cmd: &str, timeout: Duration) -> Result<Reply, ExperimentError> {
+    fn command<R: Request>(&mut self, w: &mut dyn WorkerLink, r: &R, timeout: Duration) -> Result<Reply<R::Reply>, ExperimentError> {
+        let cmd = R::NAME;
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, Value::Null).map_err(|_| ExperimentError::Failed(w.failure()))?;
+        sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
         // A phase_end that cannot be read is not a phase of zeros.
@@ -270,7 +297,7 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
             return Err(ExperimentError::Worker(format!("the eat worker's phase_end of {cmd} could not be read: {e}")));
         }
         match r {
-            Ok(done) => Ok(Reply { phase, data: done.data }),
+            Ok(done) => Ok(Reply { phase, data: reply::<R>(done.data)? }),
             Err(_) if (self.stop)() => Err(ExperimentError::Interrupted),
             Err(f) => Err(ExperimentError::Failed(f)),
         }
@@ -323,16 +350,16 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         let pid = w.pid();
         self.obs.targets(vec![pid], cg.map(cgroup_target), back.zram_id.into_iter().collect());
         let long = Duration::from_secs(3600);
-        let cal: Calibrated = reply("calibrate", self.command(&mut *w, "calibrate", long)?.data)?;
-        let alloc = self.command(&mut *w, "alloc", long)?;
-        let at: Allocated = reply("alloc", alloc.data)?;
+        let cal = self.command(&mut *w, &Calibrate, long)?.data;
+        let alloc = self.command(&mut *w, &Alloc, long)?;
+        let at = alloc.data;
         let region = (at.addr, at.len);
-        let fill = self.command(&mut *w, "fill", long)?;
-        let fill = (fill.phase, reply("fill", fill.data)?);
+        let fill = self.command(&mut *w, &Fill, long)?;
+        let fill = (fill.phase, fill.data);
         let m = self.machine.clone();
         let before_trim = store_stats(&m, back, pid).map_err(|e| ended(e, &mut *w))?;
         let trim = match cfg.trim {
-            Trim::SelfTrim => self.command(&mut *w, "trim", long)?.phase,
+            Trim::SelfTrim => self.command(&mut *w, &SelfTrim, long)?.phase,
             Trim::External => self
                 .parent_phase("trim", pid, || {
                     let fd = mm::PidFd::open(pid)
@@ -354,10 +381,10 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
             .parent_phase("settle", pid, || settle_store(&m, back, pid, cfg.settle_max))
             .map_err(|e| ended(e, &mut *w))?;
         let after_settle = store_stats(&m, back, pid).map_err(|e| ended(e, &mut *w))?;
-        let read = self.command(&mut *w, "read", long)?;
-        let read = (read.phase, reply("read", read.data)?);
-        let free = self.command(&mut *w, "free", long)?.phase;
-        let _ = w.send("exit", Value::Null);
+        let read = self.command(&mut *w, &Read, long)?;
+        let read = (read.phase, read.data);
+        let free = self.command(&mut *w, &Free, long)?.phase;
+        let _ = sandbox::worker::send(&mut *w, &Exit);
         if let Err(f) = w.finish(Duration::from_secs(10)) {
             return Err(ExperimentError::Failed(f));
         }
@@ -578,8 +605,8 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
         Ok(v)
     }
     while let Some(c) = io.command() {
-        let done = match c.cmd.as_str() {
-            "calibrate" => {
+        match c.cmd.as_str() {
+            Calibrate::NAME => {
                 // memset over a separate region of the same size, before the main
                 // region exists, so peak memory stays at one region.
                 let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
@@ -587,16 +614,15 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 let (_, refill) = timed(|| m.as_mut_slice().fill(0xa5));
                 std::hint::black_box(m.as_slice()[size / 2]);
                 drop(m);
-                to_value(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill })
+                io.reply::<Calibrate>(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill });
             }
-            "alloc" => {
+            Alloc::NAME => {
                 let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))?
                     .map_err(|e| format!("mmap of {size} bytes: {e}"))?;
-                let v = to_value(&Allocated { addr: m.ptr as usize, len: m.len });
+                io.reply::<Alloc>(&Allocated { addr: m.ptr as usize, len: m.len });
                 region = Some(m);
-                v
             }
-            "fill" => {
+            Fill::NAME => {
                 let m = region.as_mut().ok_or("fill before alloc")?;
                 phase(io, "fill", || workloads::fill::fill(m.as_mut_slice(), pattern, block, seed))?;
                 // Re-fill of resident memory (same data), then the reference hash and
@@ -604,26 +630,25 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 let (_, refill) = timed(|| workloads::fill::fill(m.as_mut_slice(), pattern, block, seed));
                 let h = workloads::fill::hash(m.as_slice());
                 let est = workloads::compress::estimate(m.as_slice(), page);
-                to_value(&Filled { refill_seconds: refill, hash_written: format!("{h:016x}"), estimate: est })
+                io.reply::<Fill>(&Filled { refill_seconds: refill, hash_written: format!("{h:016x}"), estimate: est });
             }
-            "trim" => {
+            SelfTrim::NAME => {
                 let m = region.as_ref().ok_or("trim before alloc")?;
                 phase(io, "trim", || m.madvise(mm::MADV_PAGEOUT))?.map_err(|e| format!("madvise(MADV_PAGEOUT): {e}"))?;
-                Value::Null
+                io.reply::<SelfTrim>(&());
             }
-            "read" => {
+            Read::NAME => {
                 let m = region.as_ref().ok_or("read before alloc")?;
                 let h = phase(io, "read", || workloads::fill::hash(m.as_slice()))?;
-                to_value(&ReadBack { hash_read: format!("{h:016x}") })
+                io.reply::<Read>(&ReadBack { hash_read: format!("{h:016x}") });
             }
-            "free" => {
+            Free::NAME => {
                 phase(io, "free", || region = None)?;
-                Value::Null
+                io.reply::<Free>(&());
             }
-            "exit" => break,
+            Exit::NAME => break,
             other => return Err(format!("unknown command '{other}'")),
-        };
-        io.emit("done", &c.cmd, done);
+        }
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use probe::cgroup::CgroupVersion;
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
-use sandbox::worker::{Processes, Spawn, WorkerLink, WorkerSpec};
+use sandbox::worker::{Processes, Request, Spawn, WorkerLink, WorkerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -188,15 +188,49 @@ pub struct BaselineDone {
     pub instrumented_vs_minimal: f64,
 }
 
-/// A worker's reply as its type: a missing or mistyped field is an error that
-/// names the command, never a 0.
-fn reply<T: serde::de::DeserializeOwned>(cmd: &str, v: Value) -> Result<T, ExperimentError> {
-    serde_json::from_value(v).map_err(|e| ExperimentError::Worker(format!("the wscap worker's reply to {cmd}: {e}")))
+/// `setup`: fill the region with random bytes; the reply says where it lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setup;
+
+/// `scan`: scan for the window, timing every scan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scan {
+    pub duration_s: f64,
 }
 
-/// A reply as the JSON the worker emits.
-fn to_value(x: &impl Serialize) -> Value {
-    serde_json::to_value(x).expect("a reply serializes")
+/// `baseline`: the instrumented loop against a minimal one, over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    pub duration_s: f64,
+}
+
+/// `exit`: the worker ends (no reply).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exit;
+
+impl sandbox::worker::Request for Setup {
+    const NAME: &'static str = "setup";
+    type Reply = SetupDone;
+}
+impl sandbox::worker::Request for Scan {
+    const NAME: &'static str = "scan";
+    type Reply = ScanDone;
+}
+impl sandbox::worker::Request for Baseline {
+    const NAME: &'static str = "baseline";
+    type Reply = BaselineDone;
+}
+impl sandbox::worker::Request for Exit {
+    const NAME: &'static str = "exit";
+    type Reply = ();
+}
+
+/// `R`'s reply from its `done` event: a missing or mistyped field is an
+/// error that names the command, never a 0.
+fn reply<R: Request>(data: Value) -> Result<R::Reply, ExperimentError> {
+    sandbox::worker::reply::<R>(data).map_err(|e| ExperimentError::Worker(format!("the wscap worker: {e}")))
 }
 
 /// A started worker, process or thread.
@@ -233,17 +267,19 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),
             self.back.zram_id.into_iter().collect(),
         );
-        let setup: SetupDone = reply("setup", self.call(&mut *w, "setup", Value::Null, Duration::from_secs(600))?)?;
+        let setup = self.call(&mut *w, &Setup, Duration::from_secs(600))?;
         Ok((w, (setup.addr, setup.len)))
     }
 
-    fn call(&mut self, w: &mut dyn WorkerLink, cmd: &str, arg: Value, timeout: Duration) -> Result<Value, ExperimentError> {
+    /// Sends `r` and waits for its reply.
+    fn call<R: Request>(&mut self, w: &mut dyn WorkerLink, r: &R, timeout: Duration) -> Result<R::Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        w.send(cmd, arg).map_err(|_| ExperimentError::Failed(w.failure()))?;
+        sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let stop = self.stop;
-        w.wait_for("done", Some(cmd), timeout, &mut |_| {}, &stop)
-            .map(|e| e.data)
-            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
+        let ev = w
+            .wait_for("done", Some(R::NAME), timeout, &mut |_| {}, &stop)
+            .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?;
+        reply::<R>(ev.data)
     }
 
     /// One mode's window. `cap` is the cap for cap modes.
@@ -316,7 +352,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
         let before = reclaim_counters(&mut self.probe)?;
         let pidfd = mm::PidFd::open(pid).ok();
-        w.send("scan", json!({"duration_s": self.window.as_secs_f64()}))
+        sandbox::worker::send(&mut *w, &Scan { duration_s: self.window.as_secs_f64() })
             .map_err(|_| ExperimentError::Failed(w.failure()))?;
         let mut peaks = Peaks { zswap_before, ..Default::default() };
         let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
@@ -334,20 +370,16 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             scanned(&mut r, &d);
             if mode == Mode::None && !self.memory_arm {
                 // The same buffer, a minimal loop without per-scan timing.
-                let b: BaselineDone = reply(
-                    "baseline",
-                    self.call(
-                        &mut *w,
-                        "baseline",
-                        json!({"duration_s": cfg.duration.as_secs_f64().min(2.0)}),
-                        Duration::from_secs(600),
-                    )?,
+                let b = self.call(
+                    &mut *w,
+                    &Baseline { duration_s: cfg.duration.as_secs_f64().min(2.0) },
+                    Duration::from_secs(600),
                 )?;
                 r.minimal_scans_per_sec = Some(b.minimal_scans_per_sec);
                 r.instrumented_scans_per_sec = Some(b.instrumented_scans_per_sec);
                 r.instrumented_vs_minimal = Some(b.instrumented_vs_minimal);
             }
-            let _ = w.send("exit", Value::Null);
+            let _ = sandbox::worker::send(&mut *w, &Exit);
             let _ = w.finish(Duration::from_secs(10));
         }
         Ok(r)
@@ -402,7 +434,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
                 }
             }
             match w.recv(Duration::from_millis(10)) {
-                Ok(Some(ev)) if ev.kind == "done" && ev.name == "scan" => break Some(reply("scan", ev.data)?),
+                Ok(Some(ev)) if ev.kind == "done" && ev.name == Scan::NAME => break Some(reply::<Scan>(ev.data)?),
                 Ok(Some(ev)) if ev.kind == "error" => {
                     return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
                 }
@@ -662,17 +694,19 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     let page = mm::page_size();
     let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
     while let Some(c) = io.command() {
-        let done = match c.cmd.as_str() {
-            "setup" => {
+        match c.cmd.as_str() {
+            Setup::NAME => {
+                let Setup = c.arg_of()?;
                 // Random bytes, which do not compress: what the cap pushes out
                 // costs the store what it cost in RAM (issue 43: one written
                 // byte per page let zram keep 32 MiB in about 1 MiB, and the
                 // memory finding judged page content rather than caps).
                 workloads::fill::fill(m.as_mut_slice(), workloads::fill::Pattern::Random, 0, size as u64);
-                to_value(&SetupDone { addr: m.ptr as usize, len: m.len })
+                io.reply::<Setup>(&SetupDone { addr: m.ptr as usize, len: m.len });
             }
-            "scan" => {
-                let dur = Duration::from_secs_f64(c.arg["duration_s"].as_f64().unwrap_or(5.0));
+            Scan::NAME => {
+                let Scan { duration_s } = c.arg_of()?;
+                let dur = Duration::try_from_secs_f64(duration_s).map_err(|e| format!("scan: duration_s {duration_s}: {e}"))?;
                 let mut times: Vec<u64> = Vec::with_capacity(1 << 16);
                 let mut per_second = vec![0u64];
                 let (f0, j0, u0, s0) = rusage();
@@ -703,7 +737,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 per_second.truncate(dur.as_secs().max(1) as usize);
                 std::hint::black_box(sink);
                 let scans = times.len() as u64;
-                to_value(&ScanDone {
+                io.reply::<Scan>(&ScanDone {
                     scans,
                     seconds: (t1 - t0) as f64 / 1e9,
                     p50_ns: record::stats::percentile_u64(&mut times, 0.5).unwrap_or(0),
@@ -714,13 +748,13 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                     utime_s: u1 - u0,
                     stime_s: s1 - s0,
                     per_second,
-                })
+                });
             }
-            "baseline" => {
+            Baseline::NAME => {
                 // Alternating short windows of the instrumented loop (a timestamp per
                 // scan, as in `scan`) and a minimal loop (no per-scan timing), so both
                 // see the same conditions on a noisy machine; medians of each.
-                let dur = c.arg["duration_s"].as_f64().unwrap_or(2.0);
+                let Baseline { duration_s: dur } = c.arg_of()?;
                 let pairs = 20;
                 let slot = Duration::from_secs_f64(dur / (2 * pairs) as f64);
                 let (mut inst, mut min) = (Vec::new(), Vec::new());
@@ -750,16 +784,15 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 // Neighbouring windows share conditions: the median of their ratios
                 // cancels slow drifts that a ratio of medians would keep.
                 let ratios: Vec<f64> = inst.iter().zip(&min).map(|(i, m)| i / m).collect();
-                to_value(&BaselineDone {
+                io.reply::<Baseline>(&BaselineDone {
                     instrumented_scans_per_sec: med(inst),
                     minimal_scans_per_sec: med(min),
                     instrumented_vs_minimal: med(ratios),
-                })
+                });
             }
-            "exit" => break,
+            Exit::NAME => break,
             other => return Err(format!("unknown command '{other}'")),
-        };
-        io.emit("done", &c.cmd, done);
+        }
     }
     Ok(())
 }

@@ -42,7 +42,7 @@ fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Val
 
 fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
     let mut w = w;
-    let _ = w.send("exit", Value::Null);
+    let _ = sandbox::worker::send(&mut w, &Exit);
     let d = w.wait_for("done", None, Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
     let _ = w.finish(Duration::from_secs(5));
     d
@@ -118,7 +118,7 @@ fn run_once<O: workloads::observe::Observer>(
     let out_t0 = pswpout();
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
-        c.w.send("start", json!({"t0_ns": t0}))
+        sandbox::worker::send(&mut c.w, &Start { t0_ns: t0 })
             .map_err(|e| ExperimentError::Worker(format!("consumer {}: {e}", c.index)))?;
     }
     // Wait for every consumer: done, or dead. A consumer far past its planned end
@@ -164,7 +164,7 @@ fn run_once<O: workloads::observe::Observer>(
         // The consumers end under the guard (a load that stays would
         // otherwise meet the OOM killer the guard turns back on).
         for c in cons.iter_mut() {
-            let _ = c.w.send("exit", Value::Null);
+            let _ = sandbox::worker::send(&mut c.w, &Exit);
         }
         for c in std::mem::take(&mut cons) {
             let _ = c.w.finish(Duration::from_secs(10));

@@ -88,6 +88,27 @@ pub struct SamplerSpec {
     pub interval_ms: u64,
 }
 
+/// `start`: the consumers count their delays from `t0_ns` (the start signal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Start {
+    pub t0_ns: u64,
+}
+
+/// `exit`: a consumer ends (a fallen-back one frees its memory); a probe
+/// ends and reports every sample in its `done` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exit;
+
+impl sandbox::worker::Request for Start {
+    const NAME: &'static str = "start";
+    type Reply = ();
+}
+impl sandbox::worker::Request for Exit {
+    const NAME: &'static str = "exit";
+    type Reply = Value;
+}
+
 /// The consumer: `__worker thrash-consumer --spec JSON` ([`ConsumerSpec`]).
 /// Waits for `start` {t0_ns}; reports `done` at t_p, then (with
 /// `after_bytes`) goes on at its fallen-back load until `exit`.
@@ -99,7 +120,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     io.emit("ready", "", Value::Null);
     let t0 = loop {
         match io.command() {
-            Some(c) if c.cmd == "start" => break c.arg["t0_ns"].as_u64().ok_or("start needs t0_ns")?,
+            Some(c) if c.cmd == <Start as sandbox::worker::Request>::NAME => break c.arg_of::<Start>()?.t0_ns,
             Some(_) => continue,
             None => return Ok(()),
         }
@@ -165,7 +186,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
         write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
         if wait_input_until(probe::sample::monotonic_ns() + sleep_ns) {
             match io.command() {
-                Some(c) if c.cmd != "exit" => continue,
+                Some(c) if c.cmd != <Exit as sandbox::worker::Request>::NAME => continue,
                 _ => break,
             }
         }
@@ -233,7 +254,7 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
     loop {
         if wait_input_until(next) {
             match io.command() {
-                Some(c) if c.cmd == "exit" => break,
+                Some(c) if c.cmd == <Exit as sandbox::worker::Request>::NAME => break,
                 Some(_) => continue,
                 None => break,
             }

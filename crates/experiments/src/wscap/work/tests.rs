@@ -153,13 +153,45 @@ fn the_spec_travels_as_numbers_and_comes_back_whole() {
 
 #[test]
 fn a_reply_missing_a_field_is_an_error_not_zero() {
-    let mut v = to_value(&scan_done());
-    assert_eq!(reply::<ScanDone>("scan", v.clone()).unwrap(), scan_done());
+    let mut v = serde_json::to_value(scan_done()).unwrap();
+    assert_eq!(reply::<Scan>(v.clone()).unwrap(), scan_done());
     v.as_object_mut().unwrap().remove("majflt");
-    let e = reply::<ScanDone>("scan", v).unwrap_err().to_string();
+    let e = reply::<Scan>(v).unwrap_err().to_string();
     assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
-    let e = reply::<BaselineDone>("baseline", serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
+    let e = reply::<Baseline>(serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
     assert!(e.to_string().contains("instrumented"), "{e}");
+}
+
+/// Each command travels typed (issue 60): its name and its argument are the
+/// type's, and a command whose argument is missing or mistyped is refused
+/// by the worker (it used to read a missing window as 5 s).
+#[test]
+fn commands_travel_typed_and_a_missing_argument_is_refused() {
+    use sandbox::worker::WorkerCommand;
+    let c = |cmd: &str, arg: serde_json::Value| WorkerCommand { cmd: cmd.into(), arg };
+    let scan = serde_json::to_value(Scan { duration_s: 0.5 }).unwrap();
+    assert_eq!(c(Scan::NAME, scan).arg_of::<Scan>().unwrap(), Scan { duration_s: 0.5 });
+    let e = c(Scan::NAME, serde_json::Value::Null).arg_of::<Scan>().unwrap_err();
+    assert!(e.contains("command scan"), "{e}");
+    let e = c(Baseline::NAME, serde_json::json!({"duration": 2.0})).arg_of::<Baseline>().unwrap_err();
+    assert!(e.contains("command baseline") && e.contains("unknown field"), "{e}");
+    // Commands without an argument send none.
+    assert_eq!(serde_json::to_value(Setup).unwrap(), serde_json::Value::Null);
+    assert!(c(Setup::NAME, serde_json::Value::Null).arg_of::<Setup>().is_ok());
+    // The worker itself (its main on a thread of this process) refuses a
+    // scan without its window, and says which command.
+    let (parent, child) = std::os::unix::net::UnixStream::pair().unwrap();
+    let spec = sandbox::worker::argv_spec(WORKER, &Spec { size: 1 << 20, write: false });
+    let h = std::thread::spawn(move || {
+        let input = std::io::BufReader::new(child.try_clone().unwrap());
+        let mut io = sandbox::worker::child::WorkerIo::over(input, child);
+        worker_main(&mut io, &spec[2..])
+    });
+    use std::io::Write;
+    let mut p = parent;
+    p.write_all(b"{\"cmd\":\"scan\",\"arg\":{}}\n").unwrap();
+    let e = h.join().unwrap().unwrap_err();
+    assert!(e.contains("command scan") && e.contains("duration_s"), "{e}");
 }
 
 #[test]
