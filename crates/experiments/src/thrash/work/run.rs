@@ -147,40 +147,7 @@ fn run_once<O: workloads::observe::Observer>(
     obs.event("phase_end", &format!("{} consumers", plan.preset), last_exit, Value::Null);
     consumers_done(&mut r, &mut cons, plan);
     swapped_while_active(&mut r, (out_t0, out_end), (last_exit as f64 - first_alloc as f64) / 1e9);
-    r.recovery_alive = plan.after_share > 0.0;
-    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
-    r.recovery_from_s = overcommit_end(&r.consumer_details, plan.size_bytes, room);
-    // The watch lasts past the finding's edge from that moment, so that a
-    // run not calm within it is censored (a lower bound past the edge), not
-    // unusable; and past the last fall-back's calm second.
-    let watch_past = r.recovery_from_s.map_or(0.0, |f| f + RECOVERY_WATCH_PAST_S);
-    // The recovery, with the consumers alive at their fallen-back load; then
-    // they exit, and the group's OOM kills are read over the whole run.
-    let guard_stop = std::sync::atomic::AtomicBool::new(false);
-    let (stop_t, guard) = std::thread::scope(|s| {
-        let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
-        let stop_t =
-            recover(plan, obs, baseline_paging, stop, &watch, (last_exit as f64 - t0 as f64) / 1e9, t0, watch_past);
-        // The consumers end under the guard (a load that stays would
-        // otherwise meet the OOM killer the guard turns back on).
-        for c in cons.iter_mut() {
-            let _ = sandbox::worker::send(&mut c.w, &Exit);
-        }
-        for c in std::mem::take(&mut cons) {
-            let _ = c.w.finish(Duration::from_secs(10));
-        }
-        guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        (stop_t, watcher.join().expect("the guard thread does not panic"))
-    });
-    r.guard_with_recovery = Some(guard.finish(&cg));
-    let points = watch.finish();
-    if stop() {
-        // Cut short: the watch ended early, so no recovery can be read from it.
-        return Err(ExperimentError::Interrupted);
-    }
-    if let Some(from) = r.recovery_from_s {
-        r.recovery_watch = points.into_iter().filter(|p| p.t_s >= from - 1.0).collect();
-    }
+    let stop_t = recovery_phase(&mut r, plan, obs, stop, &cg, guard, cons, watch, baseline_paging, (t0, last_exit))?;
     r.oom_kills = cg.oom_kills();
     if r.oom_kills.is_none() {
         // Unknown is not none: the protocol cannot be said to have held.
@@ -199,22 +166,7 @@ fn run_once<O: workloads::observe::Observer>(
     let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
     r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
     r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
-    if r.recovery_alive {
-        let limit = r.probe_inside_ms.before.p99.map_or(PROBE_CALM_MS, |p| (2.0 * p).max(PROBE_CALM_MS));
-        r.recovery_probe_limit_ms = Some(limit);
-        r.recovery_s = r
-            .recovery_from_s
-            .and_then(|from| recovery_alive(&r.recovery_watch, &r.series.probe_inside, from, baseline_paging, limit));
-        // PSI never read after the moment: not measured (not "slow").
-        r.psi_unread = r.recovery_s.is_none()
-            && r.recovery_from_s.is_some_and(|f| {
-                let after: Vec<&RecoveryPoint> = r.recovery_watch.iter().filter(|p| p.t_s > f).collect();
-                !after.is_empty() && after.iter().all(|p| p.psi_some_pct.is_nan())
-            });
-        if r.recovery_from_s.is_none() {
-            r.notes.push("no recovery to measure: the consumers' load never went above the room under the limit, or never fell back under it".into());
-        }
-    }
+    read_recovery(&mut r, baseline_paging);
     if let Some(d) = sam_d {
         let lat = lateness_within(&d, t0, ts, te);
         r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
@@ -391,6 +343,81 @@ fn protocol(r: &mut ThrashResult, cgroup: &str) {
         r.notes.push(format!("outside the study's protocol: {}", figures.breaks.join("; ")));
     }
     r.protocol = Some(figures);
+}
+
+/// The recovery phase (issue 57): with the consumers alive at their
+/// fallen-back load, the watch from when the load fits (under the guard,
+/// which keeps guarding); then the consumers exit. Returns the watch's end.
+#[allow(clippy::too_many_arguments)]
+fn recovery_phase<O: workloads::observe::Observer>(
+    r: &mut ThrashResult,
+    plan: &Plan,
+    obs: &mut O,
+    stop: fn() -> bool,
+    cg: &sandbox::cgroup::MemCgroup,
+    guard: guard::Guard,
+    cons: Vec<Running>,
+    watch: Watch,
+    baseline_paging: f64,
+    (t0, last_exit): (u64, u64),
+) -> Result<u64, ExperimentError> {
+    r.recovery_alive = plan.after_share > 0.0;
+    let room = r.limit_bytes.saturating_sub(r.idle_usage_bytes);
+    r.recovery_from_s = overcommit_end(&r.consumer_details, plan.size_bytes, room);
+    // The watch lasts past the finding's edge from that moment, so that a
+    // run not calm within it is censored (a lower bound past the edge), not
+    // unusable; and past the last fall-back's calm second.
+    let watch_past = r.recovery_from_s.map_or(0.0, |f| f + RECOVERY_WATCH_PAST_S);
+    // The recovery, with the consumers alive at their fallen-back load; then
+    // they exit, and the group's OOM kills are read over the whole run.
+    let guard_stop = std::sync::atomic::AtomicBool::new(false);
+    let mut cons = cons;
+    let (stop_t, guard) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| guard.watch(cg, &guard_stop));
+        let stop_t =
+            recover(plan, obs, baseline_paging, stop, &watch, (last_exit as f64 - t0 as f64) / 1e9, t0, watch_past);
+        // The consumers end under the guard (a load that stays would
+        // otherwise meet the OOM killer the guard turns back on).
+        for c in cons.iter_mut() {
+            let _ = sandbox::worker::send(&mut c.w, &Exit);
+        }
+        for c in std::mem::take(&mut cons) {
+            let _ = c.w.finish(Duration::from_secs(10));
+        }
+        guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (stop_t, watcher.join().expect("the guard thread does not panic"))
+    });
+    r.guard_with_recovery = Some(guard.finish(cg));
+    let points = watch.finish();
+    if stop() {
+        // Cut short: the watch ended early, so no recovery can be read from it.
+        return Err(ExperimentError::Interrupted);
+    }
+    if let Some(from) = r.recovery_from_s {
+        r.recovery_watch = points.into_iter().filter(|p| p.t_s >= from - 1.0).collect();
+    }
+    Ok(stop_t)
+}
+
+/// The recovery read from the watch and the probe inside the group, from
+/// when the load fit ([`recovery_alive`]).
+fn read_recovery(r: &mut ThrashResult, baseline_paging: f64) {
+    if r.recovery_alive {
+        let limit = r.probe_inside_ms.before.p99.map_or(PROBE_CALM_MS, |p| (2.0 * p).max(PROBE_CALM_MS));
+        r.recovery_probe_limit_ms = Some(limit);
+        r.recovery_s = r
+            .recovery_from_s
+            .and_then(|from| recovery_alive(&r.recovery_watch, &r.series.probe_inside, from, baseline_paging, limit));
+        // PSI never read after the moment: not measured (not "slow").
+        r.psi_unread = r.recovery_s.is_none()
+            && r.recovery_from_s.is_some_and(|f| {
+                let after: Vec<&RecoveryPoint> = r.recovery_watch.iter().filter(|p| p.t_s > f).collect();
+                !after.is_empty() && after.iter().all(|p| p.psi_some_pct.is_nan())
+            });
+        if r.recovery_from_s.is_none() {
+            r.notes.push("no recovery to measure: the consumers' load never went above the room under the limit, or never fell back under it".into());
+        }
+    }
 }
 
 /// The recovery watch's poller: the machine's paging and memory PSI every
