@@ -331,3 +331,31 @@ fn the_scanner_finds_what_it_should() {
     assert!(!has_unsafe("let unsafe_count = 1;"));
     assert_eq!(code_only("let r = r#\"{\"#; x").trim_end(), "let r =       ; x");
 }
+
+/// Every proc macro is built unoptimized in the test build (Cargo.toml's
+/// `[profile.dev.package]` list): `package."*"`'s opt-level 2 wins over
+/// `build-override`, and a new proc macro left off the list costs each
+/// fresh clone its optimized build (syn alone: 30 s, twice).
+#[test]
+fn every_proc_macro_is_built_unoptimized() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", "x86_64-unknown-linux-gnu"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut macros: Vec<&str> = m["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["targets"].as_array().unwrap().iter().any(|t| t["kind"] == serde_json::json!(["proc-macro"])))
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(macros.contains(&"serde_derive"), "no proc macro found: {macros:?}");
+    macros.push("syn");
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let missing: Vec<&&str> =
+        macros.iter().filter(|n| !manifest.contains(&format!("\n{n} = {{ opt-level = 0 }}"))).collect();
+    assert!(missing.is_empty(), "not in Cargo.toml's [profile.dev.package] at opt-level 0: {missing:?}");
+}
