@@ -78,12 +78,7 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
     checks.push(Check {
         name: "memory",
         status: Avail::Info,
-        detail: format!(
-            "page size {} B, RAM {}, {} CPUs",
-            env.page_size,
-            report::summary::bytes(env.ram_bytes),
-            env.cpus
-        ),
+        detail: format!("page size {} B, RAM {}, {} CPUs", env.page_size, units::bytes(env.ram_bytes), env.cpus),
         affects: vec![],
     });
     // The machine's own run-to-run noise: a fixed loop, 15 runs of ~20 ms.
@@ -196,9 +191,7 @@ fn check_swap(env: &probe::environment::Environment) -> Check {
     } else {
         env.swaps
             .iter()
-            .map(|s| {
-                format!("{} ({}, {}, prio {})", s.filename, s.kind, report::summary::bytes(s.size_bytes), s.priority)
-            })
+            .map(|s| format!("{} ({}, {}, prio {})", s.filename, s.kind, units::bytes(s.size_bytes), s.priority))
             .collect::<Vec<_>>()
             .join("; ")
     };

@@ -7,6 +7,7 @@ use crate::cli::DrillArgs;
 use sandbox::Sandbox;
 use sandbox::cgroup::Limits;
 use sandbox::sandbox::ZramSpec;
+use sandbox::worker::EventKind;
 use sandbox::worker::{Worker, WorkerSpec};
 use serde_json::json;
 use std::time::Duration;
@@ -51,13 +52,13 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         sandbox::fault::point("worker started");
         out["worker_pid"] = json!(w.pid);
         out["worker_in_cgroup"] = json!(cg.procs().contains(&w.pid));
-        match w.wait_for("ready", None, Duration::from_secs(60), |_| {}, record::stop::requested) {
+        match w.wait_for(EventKind::Ready, None, Duration::from_secs(60), |_| {}, record::stop::requested) {
             Ok(ev) => {
                 out["worker"] = json!({"outcome": "ready", "status": ev.data});
                 out["cgroup_usage_bytes"] = json!(cg.usage());
                 sandbox::fault::point("worker ready");
                 hold(a.hold);
-                let _ = w.send("exit", serde_json::Value::Null);
+                let _ = sandbox::worker::send(&mut w, &crate::worker::Exit);
                 if let Err(f) = w.finish(Duration::from_secs(10)) {
                     out["worker"]["exit"] = json!(f.to_string());
                 }

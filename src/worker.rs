@@ -3,6 +3,7 @@
 //! allocates, trim it from outside, and survive its death.
 
 use sandbox::worker::child::WorkerIo;
+use sandbox::worker::{EventKind, Request};
 use serde_json::json;
 
 /// Runs a worker and returns its exit code.
@@ -20,7 +21,7 @@ pub fn main(kind: &str, args: &[String]) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            io.emit("error", &e, serde_json::Value::Null);
+            io.emit(EventKind::Error, &e, serde_json::Value::Null);
             1
         }
     }
@@ -36,6 +37,30 @@ pub struct HoldSpec {
     pub bytes: u64,
 }
 
+/// The holding worker's commands (the drill, the monitor's test, the
+/// sampler's `exit`): each answers with its `done` event.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct Touch;
+impl Request for Touch {
+    const NAME: &'static str = "touch";
+    /// The sum of the pages' first bytes, and the worker's status after.
+    type Reply = serde_json::Value;
+}
+
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct Status;
+impl Request for Status {
+    const NAME: &'static str = "status";
+    type Reply = serde_json::Value;
+}
+
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct Exit;
+impl Request for Exit {
+    const NAME: &'static str = "exit";
+    type Reply = ();
+}
+
 fn self_status() -> serde_json::Value {
     let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default();
     json!({"rss_bytes": s.vm_rss, "swap_bytes": s.vm_swap, "hwm_bytes": s.vm_hwm})
@@ -49,25 +74,25 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
     let page = probe::environment::page_size() as usize;
     let mut m =
         workloads::mm::Mapping::anon(bytes.max(page), 0).map_err(|e| format!("mmap of {bytes} bytes failed: {e}"))?;
-    io.emit("phase_start", "touch", json!({}));
+    io.emit(EventKind::PhaseStart, "touch", json!({}));
     let buf = m.as_mut_slice();
     for (i, chunk) in buf.chunks_mut(page).enumerate() {
         chunk[0] = (i as u8) | 1;
     }
-    io.emit("phase_end", "touch", json!({}));
-    io.emit("ready", "", self_status());
+    io.emit(EventKind::PhaseEnd, "touch", json!({}));
+    io.emit(EventKind::Ready, "", self_status());
     while let Some(c) = io.command() {
         match c.cmd.as_str() {
-            "touch" => {
+            Touch::NAME => {
                 let mut sum = 0u64;
                 for chunk in m.as_slice().chunks(page) {
                     sum = sum.wrapping_add(chunk[0] as u64);
                 }
-                io.emit("touched", "", json!({"sum": sum, "status": self_status()}));
+                io.reply::<Touch>(&json!({"sum": sum, "status": self_status()}));
             }
-            "status" => io.emit("status", "", self_status()),
-            "exit" => break,
-            other => io.emit("info", &format!("unknown command '{other}'"), serde_json::Value::Null),
+            Status::NAME => io.reply::<Status>(&self_status()),
+            Exit::NAME => break,
+            other => io.emit(EventKind::Info, &format!("unknown command '{other}'"), serde_json::Value::Null),
         }
     }
     Ok(())
@@ -90,14 +115,14 @@ fn sampler(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
         Verdict::Continue
     })
     .map_err(|e| format!("starting the sampler: {e}"))?;
-    io.emit("ready", "", serde_json::Value::Null);
+    io.emit(EventKind::Ready, "", serde_json::Value::Null);
     while let Some(c) = io.command() {
-        if c.cmd == "exit" {
+        if c.cmd == Exit::NAME {
             break;
         }
     }
     let st = s.stop();
     let v = lat.lock().map(|v| v.clone()).unwrap_or_default();
-    io.emit("done", "", json!({"lateness": v, "stats": st}));
+    io.emit(EventKind::Done, "", json!({"lateness": v, "stats": st}));
     Ok(())
 }

@@ -317,6 +317,37 @@ fn one_median_and_one_percentile() {
     assert!(hand.is_empty(), "medians or percentiles outside record::stats (use record::stats): {hand:#?}");
 }
 
+/// Mean, variance and Student's t are written once (record::stats), and
+/// bytes become MiB through `units` only: no `sum / len` mean, no sum of
+/// squared deviations, no `StudentsT` of their own elsewhere, and no
+/// `/ 1048576.0` or `>> 20` (tests aside).
+#[test]
+fn one_mean_variance_t_and_one_mib() {
+    let mut hand = Vec::new();
+    for p in sources() {
+        let r = rel(&p);
+        if r.ends_with("/tests.rs") || r.contains("/tests/") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = src.lines().collect();
+        let code = code_only(&src);
+        let end = tests_start(&lines);
+        let stats = r.contains("record/src/stats");
+        for (k, l) in code.lines().enumerate().take(end) {
+            let squashed: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            let mean = squashed.contains(".sum::<f64>()/") && squashed.contains("len()");
+            let var = squashed.contains("powi(2)).sum::<f64>()");
+            let t = squashed.contains("StudentsT::new");
+            let mib = squashed.contains("1048576") || squashed.contains(">>20");
+            if (!stats && (mean || var || t)) || (mib && !r.starts_with("crates/units/")) {
+                hand.push(format!("{r}:{}: {}", k + 1, l.trim()));
+            }
+        }
+    }
+    assert!(hand.is_empty(), "statistics outside record::stats, or MiB outside units: {hand:#?}");
+}
+
 #[test]
 fn the_scanner_finds_what_it_should() {
     // The rules above pass on an empty list; check that the scanner is not

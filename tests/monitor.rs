@@ -69,10 +69,12 @@ fn trim_under_tmux_drops_rss_into_zram() {
         writeln!(holder.stdin.as_mut().unwrap(), r#"{{"cmd":"touch"}}"#).unwrap();
         let mut r = std::io::BufReader::new(holder.stdout.as_mut().unwrap());
         let mut line = String::new();
-        while r.read_line(&mut line).unwrap() > 0 && !line.contains("\"touched\"") {
+        // Its answer: the `done` event named after the command.
+        let answered = |l: &str| l.contains("\"kind\":\"done\"") && l.contains("\"name\":\"touch\"");
+        while r.read_line(&mut line).unwrap() > 0 && !answered(&line) {
             line.clear();
         }
-        assert!(line.contains("\"touched\""), "the holder did not answer touch");
+        assert!(answered(&line), "the holder did not answer touch: {line}");
     }
     let touched = common::lines_in(&samples);
     common::wait_until("2 samples after the touch", Duration::from_secs(20), || {

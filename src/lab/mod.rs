@@ -8,6 +8,7 @@ use anyhow::Context;
 pub use experiments::kit::plan::{Machine, Scale};
 use report::html::fmt_secs as fmt_s;
 use report::lab::{Lab, Step, StepState};
+use sandbox::worker::signal_name;
 use std::io::IsTerminal;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -690,19 +691,6 @@ fn print_plan(
             fmt_s((b - REPORT_RESERVE_S - expect).max(0.0))
         )),
         _ => say(&format!("expected time: about {} ({} experiments)", fmt_s(expect), steps.len())),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGHUP => "SIGHUP",
-        _ => "signal",
     }
 }
 

@@ -22,12 +22,7 @@ pub fn advise(pid: i32, cold: bool) -> Result<String, String> {
     let advice = if cold { workloads::mm::MADV_COLD } else { workloads::mm::MADV_PAGEOUT };
     experiments::assess::work::advise(pid, advice).map_err(|e| format!("{what}: {e}"))?;
     let after = rss_of(pid).unwrap_or(0);
-    Ok(format!(
-        "{what}: RSS {} → {} in {:.1} s",
-        probe::util::bytes(before),
-        probe::util::bytes(after),
-        t.elapsed().as_secs_f64()
-    ))
+    Ok(format!("{what}: RSS {} → {} in {:.1} s", units::bytes(before), units::bytes(after), t.elapsed().as_secs_f64()))
 }
 
 /// Reclaims from the target's cgroup (v2 memory.reclaim); returns the mark text.
@@ -56,11 +51,11 @@ pub fn reclaim(t: &TargetKind) -> Result<String, String> {
         Ok(()) | Err(_) if after < before => Ok(format!(
             "reclaim {}: {} → {} in {:.1} s",
             cg.name,
-            probe::util::bytes(before),
-            probe::util::bytes(after),
+            units::bytes(before),
+            units::bytes(after),
             t0.elapsed().as_secs_f64()
         )),
-        Ok(()) => Ok(format!("reclaim {}: {} → {}", cg.name, probe::util::bytes(before), probe::util::bytes(after))),
+        Ok(()) => Ok(format!("reclaim {}: {} → {}", cg.name, units::bytes(before), units::bytes(after))),
         Err(e) => Err(format!("reclaim: writing {}/memory.reclaim: {e}", cg.dir.display())),
     }
 }

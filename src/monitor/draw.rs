@@ -146,11 +146,11 @@ fn side_panel(app: &App) -> Vec<Line<'static>> {
         for (i, (name, _)) in record::derive::RAM_CATEGORIES.iter().enumerate().rev() {
             lines.push(Line::from(vec![
                 Span::styled("██ ", Style::default().fg(color(i))),
-                Span::raw(format!("{name:<17}{:>12}", probe::util::bytes(p.cats[i]))),
+                Span::raw(format!("{name:<17}{:>12}", units::bytes(p.cats[i]))),
             ]));
         }
-        lines.push(Line::from(format!("   {:<17}{:>12}", "target swapped", probe::util::bytes(p.target_swapped))));
-        lines.push(Line::from(format!("   {:<17}{:>12}", "swap used", probe::util::bytes(p.swap_used))));
+        lines.push(Line::from(format!("   {:<17}{:>12}", "target swapped", units::bytes(p.target_swapped))));
+        lines.push(Line::from(format!("   {:<17}{:>12}", "swap used", units::bytes(p.swap_used))));
         lines.push(Line::from(""));
         lines.push(Line::from(format!("PSI mem some/full {:>5.1} / {:>5.1} %", p.psi_some_avg10, p.psi_full_avg10)));
         lines.push(Line::from(format!("faults/s {:>10.0}  major {:>7.0}", p.fault_per_s, p.majfault_per_s)));
@@ -198,7 +198,7 @@ fn overlay(f: &mut Frame, app: &App) {
                 .skip(sel.saturating_sub(15))
                 .take(18)
                 .map(|(i, (pid, name, rss))| {
-                    let s = format!("{pid:>8}  {name:<24} {:>12}", probe::util::bytes(*rss));
+                    let s = format!("{pid:>8}  {name:<24} {:>12}", units::bytes(*rss));
                     let st =
                         if i == *sel { Style::default().add_modifier(Modifier::REVERSED) } else { Style::default() };
                     ListItem::new(s).style(st)

@@ -5,21 +5,6 @@ use crate::error::{ParseError, ProbeError};
 use std::io::Read;
 use std::path::Path;
 
-/// A byte count for people, in binary units with two decimals past bytes
-/// ("512 B", "1.50 KiB", "24.00 GiB"): pagelab's one byte formatter (text,
-/// reports, the monitor, errors). Flag values are written by
-/// `experiments::kit::plan::mib` instead, in a form the flags parse.
-pub fn bytes(v: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = v as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i < U.len() - 1 {
-        x /= 1024.0;
-        i += 1;
-    }
-    if i == 0 { format!("{v} B") } else { format!("{x:.2} {}", U[i]) }
-}
-
 /// Parses a decimal u64, naming the line on failure (including overflow).
 pub fn parse_u64(s: &str, line: usize, what: &str) -> Result<u64, ParseError> {
     s.parse::<u64>()
@@ -173,18 +158,4 @@ pub fn read_parse<T>(
         return Ok(None);
     }
     parse(&r.text).map(Some).map_err(|source| ProbeError::Parse { path: path.to_path_buf(), source })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_are_written_in_binary_units() {
-        assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(24 << 30), "24.00 GiB");
-        assert_eq!(bytes(u64::MAX), "16777216.00 TiB");
-    }
 }

@@ -7,12 +7,15 @@
 pub mod claim;
 pub mod crossover;
 pub mod rng;
+pub mod welch;
+
+pub use welch::{Welch, welch};
 
 /// The CV above which a figure is flagged as spread widely in tables. A
 /// description only: verdicts are decided by intervals ([`claim`]).
 pub const CV_STABLE: f64 = 0.05;
 
-fn finite(v: &[f64]) -> Vec<f64> {
+pub(crate) fn finite(v: &[f64]) -> Vec<f64> {
     v.iter().copied().filter(|x| x.is_finite()).collect()
 }
 
@@ -34,15 +37,31 @@ pub fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The sample standard deviation (n − 1) of the finite values; `None` for
-/// fewer than two.
-pub fn sd(v: &[f64]) -> Option<f64> {
+/// The mean and the sample variance (n − 1) of the finite values; `None`
+/// for fewer than two. The one place both are written.
+pub fn mean_var(v: &[f64]) -> Option<(f64, f64)> {
     let v = finite(v);
     if v.len() < 2 {
         return None;
     }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    Some((m, v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)))
+}
+
+/// The sample standard deviation (n − 1) of the finite values; `None` for
+/// fewer than two.
+pub fn sd(v: &[f64]) -> Option<f64> {
+    mean_var(v).map(|(_, var)| var.sqrt())
+}
+
+/// The mean of the finite values and the half-width of its two-sided 95 %
+/// t interval (Student's t at n − 1 degrees of freedom); `None` for fewer
+/// than two.
+pub fn mean_ci95(v: &[f64]) -> Option<(f64, f64)> {
+    let (m, var) = mean_var(v)?;
+    let n = finite(v).len() as f64;
+    Some((m, claim::t_quantile(0.95, n - 1.0) * (var / n).sqrt()))
 }
 
 /// Coefficient of variation: sample standard deviation ÷ |mean| of the finite

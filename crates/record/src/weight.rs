@@ -171,7 +171,7 @@ impl Budget {
                         0 => String::new(),
                         u => format!(" beside the {} MiB already read", u.div_ceil(1 << 20)),
                     },
-                    self.total >> 20
+                    units::whole_mib(self.total as u64)
                 ),
             });
         }

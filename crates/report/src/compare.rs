@@ -4,7 +4,7 @@
 
 use crate::headline::Metric;
 use crate::html::{Report, esc};
-use crate::stats;
+use record::stats;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -174,7 +174,7 @@ pub fn compare(a: &Report, b: &Report, alpha: f64, min_change_pct: f64) -> Compa
         tests.push(None);
         rows.push(r);
     }
-    let significant = stats::holm(&tests, alpha);
+    let significant = stats::claim::holm(&tests, alpha);
     for (r, sig) in rows.iter_mut().zip(significant) {
         if r.call == Call::Untested && r.p.is_some() {
             r.call = if !sig {

@@ -93,7 +93,7 @@ pub struct Export {
 }
 
 /// One 4 KiB page in MiB: the resolution of a figure of memory in MiB.
-pub const PAGE_MIB: f64 = 4096.0 / 1048576.0;
+pub const PAGE_MIB: f64 = 4096.0 / units::MIB_F;
 
 impl Figure {
     /// A figure and its resolution, in its own unit: the step it is read to

@@ -15,7 +15,6 @@ pub mod html;
 pub mod lab;
 pub mod model;
 pub mod openmetrics;
-pub mod stats;
 pub mod summary;
 pub mod timeline;
 pub mod verdict;

@@ -82,8 +82,7 @@ pub fn summarize(rec: &RunRecord, iv: &[Interval]) -> Summary {
     }
 }
 
-/// Formats bytes with binary units (e.g. `1.50 GiB`): the one formatter.
-pub use probe::util::bytes;
+use units::bytes;
 
 fn pct(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "n/a".into())

@@ -35,10 +35,10 @@ impl HostGuard {
         if (avail as u128) < planned || left < self.floor as u128 {
             return Err(SandboxError::HostGuard(format!(
                 "host guard: {what} plans {} but MemAvailable is {}, which would leave {} (below the floor of {}; set it with --host-floor)",
-                probe::util::bytes(u64::try_from(planned).unwrap_or(u64::MAX)),
-                probe::util::bytes(avail),
-                probe::util::bytes(u64::try_from(left).unwrap_or(u64::MAX)),
-                probe::util::bytes(self.floor)
+                units::bytes(u64::try_from(planned).unwrap_or(u64::MAX)),
+                units::bytes(avail),
+                units::bytes(u64::try_from(left).unwrap_or(u64::MAX)),
+                units::bytes(self.floor)
             )));
         }
         Ok(())
@@ -50,8 +50,8 @@ impl HostGuard {
         (avail < self.floor).then(|| {
             format!(
                 "host guard: MemAvailable fell to {} (floor {}); run aborted and restored",
-                probe::util::bytes(avail),
-                probe::util::bytes(self.floor)
+                units::bytes(avail),
+                units::bytes(self.floor)
             )
         })
     }
@@ -86,9 +86,9 @@ pub fn check_disk(dir: &std::path::Path, planned: u64, free: Option<u64>, what: 
         Some(f) if f < planned => Err(SandboxError::HostGuard(format!(
             "host guard: {what} plans to write about {} under {}, and its file system has {} free; \
              free some space or give another --out",
-            probe::util::bytes(planned),
+            units::bytes(planned),
             dir.display(),
-            probe::util::bytes(f)
+            units::bytes(f)
         ))),
         _ => Ok(()),
     }

@@ -111,7 +111,7 @@ impl Unreadable {
             let more = if text.chars().count() > 200 { "…" } else { "" };
             format!("unreadable worker output: {cut}{more}")
         } else {
-            format!("unreadable worker output: a line over {} MiB, skipped", MAX_EVENT_LINE >> 20)
+            format!("unreadable worker output: a line over {} MiB, skipped", units::whole_mib(MAX_EVENT_LINE as u64))
         })
     }
     /// How many more were not quoted.
@@ -120,13 +120,46 @@ impl Unreadable {
     }
 }
 
+/// What a worker's event is: one list, the wire's names in snake case
+/// (issue 60: no event is named by a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// Set up, waiting for commands; its data says how it stands.
+    Ready,
+    /// A phase began or ended; the event's name is the phase's.
+    PhaseStart,
+    PhaseEnd,
+    /// A command's answer ([`Request`]): its name is the command's, its data
+    /// the reply.
+    Done,
+    /// A failure: its name says what failed, and the wait for any other
+    /// event ends with it.
+    Error,
+    /// A note to the parent (an unknown command).
+    Info,
+    /// heap over time's worker asks the parent to squeeze it.
+    Squeeze,
+    /// thrash's consumer has written its working set.
+    Alloc,
+    /// An event of a kind this build does not know (a newer worker's).
+    #[serde(other)]
+    Other,
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
 /// A message from a worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerEvent {
     /// CLOCK_MONOTONIC in the worker, nanoseconds (same clock as the parent's).
     pub t_ns: u64,
-    /// `ready`, `phase_start`, `phase_end`, `result`, `error`, `info`.
-    pub kind: String,
+    pub kind: EventKind,
     #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
@@ -284,10 +317,10 @@ fn read_events(r: impl std::io::Read + Send + 'static, thread: &str) -> Result<E
                     }
                     continue;
                 };
-                match ev.kind.as_str() {
-                    "phase_start" => *phase2.lock().unwrap() = Some(ev.name.clone()),
-                    "phase_end" => *phase2.lock().unwrap() = None,
-                    "error" => errors2.lock().unwrap().push(ev.name.clone()),
+                match ev.kind {
+                    EventKind::PhaseStart => *phase2.lock().unwrap() = Some(ev.name.clone()),
+                    EventKind::PhaseEnd => *phase2.lock().unwrap() = None,
+                    EventKind::Error => errors2.lock().unwrap().push(ev.name.clone()),
                     _ => {}
                 }
                 if tx.send(ev).is_err() {
@@ -309,7 +342,7 @@ fn wait_on(
     label: &str,
     phase: &dyn Fn() -> Option<String>,
     next: &mut dyn FnMut() -> std::result::Result<Option<WorkerEvent>, WorkerFailure>,
-    kind: &str,
+    kind: EventKind,
     name: Option<&str>,
     timeout: Duration,
     on_event: &mut dyn FnMut(&WorkerEvent),
@@ -332,7 +365,7 @@ fn wait_on(
         }
         if let Some(ev) = next()? {
             on_event(&ev);
-            if ev.kind == "error" {
+            if ev.kind == EventKind::Error {
                 return Err(fail(format!("failed: {}", ev.name)));
             }
             if ev.kind == kind && name.is_none_or(|n| n == ev.name) {
@@ -420,7 +453,7 @@ impl Worker {
     /// was requested and `stop` returns true.
     pub fn wait_for(
         &mut self,
-        kind: &str,
+        kind: EventKind,
         name: Option<&str>,
         timeout: Duration,
         mut on_event: impl FnMut(&WorkerEvent),
@@ -507,11 +540,7 @@ impl Worker {
                         let c = self.cgroup.as_ref().expect("cgroup");
                         match c.limit {
                             Some(l) => {
-                                format!(
-                                    "was killed by the OOM killer in cgroup {} (limit {})",
-                                    c.name,
-                                    probe::util::bytes(l)
-                                )
+                                format!("was killed by the OOM killer in cgroup {} (limit {})", c.name, units::bytes(l))
                             }
                             None => format!("was killed by the OOM killer in cgroup {}", c.name),
                         }
@@ -538,7 +567,9 @@ impl Drop for Worker {
     }
 }
 
-fn signal_name(sig: i32) -> &'static str {
+/// A terminating signal's name ("SIGKILL"), or "signal" for one not named
+/// here: pagelab's one list (worker failures, the lab's children).
+pub fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGKILL => "SIGKILL",
         libc::SIGSEGV => "SIGSEGV",
@@ -546,13 +577,14 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGABRT => "SIGABRT",
         libc::SIGTERM => "SIGTERM",
         libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
         _ => "signal",
     }
 }
 
 /// The worker's side of the pipes.
 pub mod child {
-    use super::{WorkerCommand, WorkerEvent};
+    use super::{EventKind, WorkerCommand, WorkerEvent};
     use std::io::{BufRead, Write};
 
     /// Event and control pipes of a worker process (its stdout and stdin).
@@ -579,8 +611,8 @@ pub mod child {
         }
 
         /// Sends one event and flushes it.
-        pub fn emit(&mut self, kind: &str, name: &str, data: serde_json::Value) {
-            let ev = WorkerEvent { t_ns: probe::sample::monotonic_ns(), kind: kind.into(), name: name.into(), data };
+        pub fn emit(&mut self, kind: EventKind, name: &str, data: serde_json::Value) {
+            let ev = WorkerEvent { t_ns: probe::sample::monotonic_ns(), kind, name: name.into(), data };
             let mut line = serde_json::to_vec(&ev).expect("event");
             line.push(b'\n');
             // If the parent is gone the write fails; PDEATHSIG will end us anyway.
@@ -589,7 +621,7 @@ pub mod child {
 
         /// Answers `R`: its `done` event, with the reply as its data.
         pub fn reply<R: super::Request>(&mut self, r: &R::Reply) {
-            self.emit("done", R::NAME, serde_json::to_value(r).expect("a reply serializes"));
+            self.emit(EventKind::Done, R::NAME, serde_json::to_value(r).expect("a reply serializes"));
         }
 
         /// Blocks for the next command; `None` when the parent closed the pipe.
@@ -616,10 +648,24 @@ mod tests {
         while let Some(c) = io.command() {
             match c.cmd.as_str() {
                 "fail" => return Err(format!("asked to fail ({})", args.join(" "))),
-                _ => io.emit("done", &c.cmd, c.arg),
+                _ => io.emit(EventKind::Done, &c.cmd, c.arg),
             }
         }
         Ok(())
+    }
+
+    /// An event's kind is on the wire as before (snake case), and a kind
+    /// this build does not know reads as `Other`, not as an unreadable line.
+    #[test]
+    fn event_kinds_keep_their_wire_names() {
+        let ev =
+            WorkerEvent { t_ns: 1, kind: EventKind::PhaseStart, name: "fill".into(), data: serde_json::Value::Null };
+        let line = serde_json::to_string(&ev).unwrap();
+        assert_eq!(line, r#"{"t_ns":1,"kind":"phase_start","name":"fill"}"#);
+        assert_eq!(serde_json::from_str::<WorkerEvent>(&line).unwrap(), ev);
+        let new: WorkerEvent = serde_json::from_str(r#"{"t_ns":2,"kind":"from_a_newer_worker"}"#).unwrap();
+        assert_eq!(new.kind, EventKind::Other);
+        assert_eq!(EventKind::Done.to_string(), "done");
     }
 
     /// The in-process link behaves as a worker process does: commands are
@@ -640,17 +686,22 @@ mod tests {
         assert_eq!(w.pid(), std::process::id() as i32);
         w.send("ping", serde_json::json!(7)).unwrap();
         let mut seen = Vec::new();
-        let ev =
-            w.wait_for("done", Some("ping"), Duration::from_secs(5), &mut |e| seen.push(e.name.clone()), &|| false);
+        let ev = w.wait_for(
+            EventKind::Done,
+            Some("ping"),
+            Duration::from_secs(5),
+            &mut |e| seen.push(e.name.clone()),
+            &|| false,
+        );
         assert_eq!(ev.unwrap().data, serde_json::json!(7));
         assert_eq!(seen, ["ping"]);
         // A stop is a failure of the wait, saying so.
-        let e = w.wait_for("done", None, Duration::from_secs(5), &mut |_| {}, &|| true).unwrap_err();
+        let e = w.wait_for(EventKind::Done, None, Duration::from_secs(5), &mut |_| {}, &|| true).unwrap_err();
         assert!(e.reason.contains("interrupted"), "{e}");
         w.finish(Duration::from_secs(5)).unwrap();
         let mut w = t.spawn(spec("echo")).unwrap();
         w.send("fail", serde_json::Value::Null).unwrap();
-        let e = w.wait_for("done", None, Duration::from_secs(5), &mut |_| {}, &|| false).unwrap_err();
+        let e = w.wait_for(EventKind::Done, None, Duration::from_secs(5), &mut |_| {}, &|| false).unwrap_err();
         assert!(e.reason.contains("asked to fail (x)"), "{e}");
         let e = w.finish(Duration::from_secs(5)).unwrap_err();
         assert!(e.reason.contains("asked to fail"), "{e}");

@@ -4,7 +4,7 @@
 use crate::assess::results::{AssessResult, Compressibility};
 use record::rundir::RunRecord;
 use record::stats::claim::Region;
-use report::summary::bytes;
+use units::bytes;
 use report::charts::{self, BarGroup, Scale};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
@@ -267,9 +267,9 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
             r.windows.iter().map(move |w| BarGroup {
                 label: format!("{} {}s", group(r), w.seconds),
                 bars: vec![
-                    ("anon cold MiB".into(), w.resident.anon as f64 * w.cold_anon.max(0.0) / 1048576.0),
-                    ("file cold MiB".into(), w.resident.file as f64 * w.cold_file.max(0.0) / 1048576.0),
-                    ("shmem cold MiB".into(), w.resident.shmem as f64 * w.cold_shmem.max(0.0) / 1048576.0),
+                    ("anon cold MiB".into(), units::mib(w.resident.anon) * w.cold_anon.max(0.0)),
+                    ("file cold MiB".into(), units::mib(w.resident.file) * w.cold_file.max(0.0)),
+                    ("shmem cold MiB".into(), units::mib(w.resident.shmem) * w.cold_shmem.max(0.0)),
                 ],
             })
         })
@@ -317,15 +317,15 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
             let g = group(r);
             series.push((
                 format!("{g} anon RSS MiB"),
-                t.curve.iter().map(|p| (p.t_s, p.rss_anon_bytes as f64 / 1048576.0)).collect(),
+                t.curve.iter().map(|p| (p.t_s, units::mib(p.rss_anon_bytes))).collect(),
             ));
             series.push((
                 format!("{g} in the store MiB"),
-                t.curve.iter().filter_map(|p| Some((p.t_s, p.store_orig_bytes? as f64 / 1048576.0))).collect(),
+                t.curve.iter().filter_map(|p| Some((p.t_s, units::mib(p.store_orig_bytes?)))).collect(),
             ));
             series.push((
                 format!("{g} store memory MiB"),
-                t.curve.iter().filter_map(|p| Some((p.t_s, p.store_used_bytes? as f64 / 1048576.0))).collect(),
+                t.curve.iter().filter_map(|p| Some((p.t_s, units::mib(p.store_used_bytes?)))).collect(),
             ));
         }
     }

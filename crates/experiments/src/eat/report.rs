@@ -9,7 +9,7 @@ use record::stats::median;
 use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::summary::bytes;
+use units::bytes;
 use report::verdict::{Claim, Drawn, Evidence, Finding, Ms, ratio};
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -8,6 +8,7 @@
 //! from outside when asked (`process_madvise`, or the cgroup), waits for the store
 //! to settle, and measures the store.
 
+use sandbox::worker::EventKind;
 use crate::kit::store::{Store, store_size};
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
@@ -277,13 +278,13 @@ impl<O: Observer<Entry = EatResult>> Run<'_, O> {
         // A phase_end that cannot be read is not a phase of zeros.
         let mut unread = None;
         let r = w.wait_for(
-            "done",
+            EventKind::Done,
             Some(cmd),
             timeout,
             &mut |ev| {
-                if matches!(ev.kind.as_str(), "phase_start" | "phase_end") {
-                    obs.event(&ev.kind, &ev.name, ev.t_ns, ev.data.clone());
-                    if ev.kind == "phase_end" {
+                if matches!(ev.kind, EventKind::PhaseStart | EventKind::PhaseEnd) {
+                    obs.event(&ev.kind.to_string(), &ev.name, ev.t_ns, ev.data.clone());
+                    if ev.kind == EventKind::PhaseEnd {
                         match serde_json::from_value(ev.data.clone()) {
                             Ok(p) => phase = p,
                             Err(e) => unread = Some(e.to_string()),
@@ -559,7 +560,7 @@ pub fn run_with<O: Observer<Entry = EatResult>>(
                 }
                 obs.note(&format!(
                     "eat {p} ({}, repeat {repeat}/{}) on {}{}",
-                    probe::util::bytes(cfg.size),
+                    units::bytes(cfg.size),
                     cfg.repeat,
                     back.kind.name(),
                     back.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
@@ -598,10 +599,10 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     fn phase<T>(io: &mut sandbox::worker::child::WorkerIo, name: &str, f: impl FnOnce() -> T) -> Result<T, String> {
         let own = || ProcSnap::own().ok_or_else(|| "the eat worker could not read its own /proc/self/stat and status".to_string());
         let a = own()?;
-        io.emit("phase_start", name, Value::Null);
+        io.emit(EventKind::PhaseStart, name, Value::Null);
         let v = f();
         let b = own()?;
-        io.emit("phase_end", name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
+        io.emit(EventKind::PhaseEnd, name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
         Ok(v)
     }
     while let Some(c) = io.command() {

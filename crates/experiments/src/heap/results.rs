@@ -280,12 +280,7 @@ impl Spread {
     pub fn of_share(v: &[f64]) -> Spread {
         let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
         let n = v.len();
-        let ci95 = (n >= 2).then(|| {
-            let m = v.iter().sum::<f64>() / n as f64;
-            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-            let half = record::stats::claim::t_quantile(0.95, (n - 1) as f64) * sd / (n as f64).sqrt();
-            [(m - half).max(0.0), (m + half).min(1.0)]
-        });
+        let ci95 = record::stats::mean_ci95(&v).map(|(m, half)| [(m - half).max(0.0), (m + half).min(1.0)]);
         Spread { median: record::stats::median(&v), ci95, n }
     }
 }

@@ -108,24 +108,14 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
 
 /// `20261122T072500Z`, for default run directory names.
 pub fn utc_stamp() -> String {
-    let secs = probe::sample::realtime_ns() / 1_000_000_000;
-    let (days, rem) = (secs / 86400, secs % 86400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    stamp_of(probe::sample::realtime_ns() / 1_000_000_000)
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// Unix seconds as `YYYYMMDDTHHMMSSZ`: humantime's RFC 3339 form without
+/// its separators.
+fn stamp_of(secs: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(t).to_string().replace(['-', ':'], "")
 }
 
 #[cfg(test)]
@@ -160,8 +150,8 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20414), (2025, 11, 22));
-        assert_eq!(civil_from_days(11016), (2000, 2, 29));
+        assert_eq!(stamp_of(0), "19700101T000000Z");
+        assert_eq!(stamp_of(20414 * 86400 + 7 * 3600 + 25 * 60 + 9), "20251122T072509Z");
+        assert_eq!(stamp_of(11016 * 86400), "20000229T000000Z");
     }
 }

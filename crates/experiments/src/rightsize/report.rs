@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-const MIB: f64 = 1048576.0;
+const MIB: f64 = units::MIB_F;
 
 pub const LIMIT: Figure =
     Figure::new("recommended limit MiB", "MiB", true, report::headline::PAGE_MIB).export("recommended_limit_bytes", "bytes", MIB);

@@ -342,13 +342,11 @@ mod tests {
                     swapped_out(rs.iter().find(|r| r.repeat_index == rep && r.preset == PRESETS[p]).unwrap())
                 };
                 let d: Vec<f64> = (0..repeats).map(|rep| (by(rep, 1) / by(rep, 0)).ln()).collect();
-                row.push(d.iter().sum::<f64>() / d.len() as f64 - truth);
+                row.push(record::stats::mean(&d).unwrap() - truth);
             }
             let z = |v: &[f64]| {
-                let n = v.len() as f64;
-                let m = v.iter().sum::<f64>() / n;
-                let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-                (m, m / (sd / n.sqrt()))
+                let (m, var) = record::stats::mean_var(v).unwrap();
+                (m, m / (var / v.len() as f64).sqrt())
             };
             let ((fm, fz), (rm, rz)) = (z(&fit), z(&row));
             println!("{repeats} repeats: the fit's bias {fm:.4} (z {fz:.1}), the paired ratio's {rm:.4} (z {rz:.1})");

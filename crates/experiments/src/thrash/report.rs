@@ -153,8 +153,8 @@ pub fn text_table(rs: &[ThrashResult]) -> String {
             s,
             "preset {p}: {} consumers × {:.1} MiB in {:.1} MiB ({} backing), W={} t_s={} ms t_c={} ms, scale {}",
             plan(|p| json!(p.consumers)),
-            first.plan.as_ref().map(|p| p.size_bytes as f64).unwrap_or(0.0) / 1048576.0,
-            first.limit_bytes as f64 / 1048576.0,
+            units::mib(first.plan.as_ref().map_or(0, |p| p.size_bytes)),
+            units::mib(first.limit_bytes),
             first.backing,
             plan(|p| json!(p.writes)),
             plan(|p| json!(p.sleep_ms)),
@@ -241,8 +241,8 @@ pub fn moving_average(v: &[(f64, f64)], k: usize) -> Vec<(f64, f64)> {
         .map(|i| {
             let lo = i.saturating_sub(h);
             let hi = (i + h + 1).min(v.len());
-            let ys: Vec<f64> = v[lo..hi].iter().map(|p| p.1).filter(|y| y.is_finite()).collect();
-            (v[i].0, if ys.is_empty() { f64::NAN } else { ys.iter().sum::<f64>() / ys.len() as f64 })
+            let ys: Vec<f64> = v[lo..hi].iter().map(|p| p.1).collect();
+            (v[i].0, record::stats::mean(&ys).unwrap_or(f64::NAN))
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use record::stats::median;
 use report::charts::{self, BarGroup};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::summary::bytes;
+use units::bytes;
 use report::verdict::{Claim, Drawn, Evidence, Finding, Ms};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -218,7 +218,7 @@ pub const SCAN_P99: Figure = Figure::new("ms per scan p99", "ms", true, 0.001).e
 /// resident set is no measure of it: it also counts the worker's binary and
 /// libraries, file pages charged elsewhere, about 9 MiB of a debug build's 75,
 /// which made a cap on zram that kept every page look like a saving: 0.88.)
-pub const HELD: Figure = Figure::new("memory held MiB", "MiB", true, report::headline::PAGE_MIB).export("memory_held_bytes", "bytes", 1048576.0);
+pub const HELD: Figure = Figure::new("memory held MiB", "MiB", true, report::headline::PAGE_MIB).export("memory_held_bytes", "bytes", units::MIB_F);
 
 /// `wscap` in the report's list of experiments.
 pub struct Wscap;
@@ -337,7 +337,7 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
 /// Memory held in RAM by a mode's pages, MiB (see [`HELD`]); None where this
 /// run did not record what it needs.
 fn held(r: &WscapResult) -> Option<f64> {
-    let mib = |b: u64| b as f64 / 1048576.0;
+    let mib = units::mib;
     match r.mode.as_str() {
         "none" | "cap-max" | "cap-high" => match r.held_max_bytes {
             Some(b) => Some(mib(b)),

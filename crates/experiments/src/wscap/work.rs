@@ -9,6 +9,7 @@
 //! per period instead of at every fault, is `process_madvise(MADV_PAGEOUT)` or
 //! `MADV_COLD` on the region, or a `memory.reclaim` write, every PERIOD.
 
+use sandbox::worker::EventKind;
 use crate::kit::store::{Store, store_size};
 use probe::cgroup::CgroupVersion;
 use sandbox::Sandbox;
@@ -204,7 +205,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let stop = self.stop;
         let ev = w
-            .wait_for("done", Some(R::NAME), timeout, &mut |_| {}, &stop)
+            .wait_for(EventKind::Done, Some(R::NAME), timeout, &mut |_| {}, &stop)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?;
         reply::<R>(ev.data)
     }
@@ -361,8 +362,8 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
                 }
             }
             match w.recv(Duration::from_millis(10)) {
-                Ok(Some(ev)) if ev.kind == "done" && ev.name == Scan::NAME => break Some(reply::<Scan>(ev.data)?),
-                Ok(Some(ev)) if ev.kind == "error" => {
+                Ok(Some(ev)) if ev.kind == EventKind::Done && ev.name == Scan::NAME => break Some(reply::<Scan>(ev.data)?),
+                Ok(Some(ev)) if ev.kind == EventKind::Error => {
                     return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
                 }
                 Ok(_) => {}
@@ -557,7 +558,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
                 "wscap {}{}{} ({} s)",
                 if self.memory_arm { "memory arm: " } else { "" },
                 m.name(),
-                if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", cap >> 20) } else { String::new() },
+                if matches!(m, Mode::CapMax | Mode::CapHigh) { format!(" cap {} MiB", units::whole_mib(cap)) } else { String::new() },
                 self.window.as_secs_f64()
             ));
             let mut r = self.mode(m, cap, *n, sweep)?;

@@ -95,13 +95,23 @@ pub fn t_quantile(level: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map(|d| d.inverse_cdf(0.5 + level / 2.0)).unwrap_or(f64::INFINITY)
 }
 
+/// The one-sided upper quantile 1 − `a` of Student's t with `df` degrees of
+/// freedom; infinite where there are none.
+pub fn t_upper(a: f64, df: f64) -> f64 {
+    if df.is_finite() && df > 0.0 {
+        StudentsT::new(0.0, 1.0, df).map(|d| d.inverse_cdf(1.0 - a)).unwrap_or(f64::INFINITY)
+    } else {
+        f64::INFINITY
+    }
+}
+
 fn t_cdf(x: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map(|d| d.cdf(x)).unwrap_or(0.5)
 }
 
 /// P(T > x): the survival function itself, not 1 − cdf, which cancels to 0
 /// for a large x (a one-sided p of exactly 0 that no combination can use).
-fn t_sf(x: f64, df: f64) -> f64 {
+pub(crate) fn t_sf(x: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map(|d| d.sf(x)).unwrap_or(0.5)
 }
 
@@ -113,8 +123,8 @@ pub fn estimate(values: &[f64]) -> Option<Estimate> {
         return None;
     }
     let n = y.len() as f64;
-    let m = y.iter().sum::<f64>() / n;
-    let sd = (y.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let (m, var) = super::mean_var(&y)?;
+    let sd = var.sqrt();
     let half = t_quantile(0.95, n - 1.0) * sd / n.sqrt();
     Some(Estimate {
         n: y.len(),

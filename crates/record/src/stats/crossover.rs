@@ -84,8 +84,7 @@ pub fn contrast(runs: &[Run], a: usize, b: usize) -> Option<Estimate> {
     // from the pairs can come out 0 for two quiet arms beside two noisy
     // ones (a covariance term of the noisy pair, clamped), and the fit's
     // variance is at least that of a's and b's own runs.
-    let dm = d.iter().sum::<f64>() / nf;
-    let own = d.iter().map(|x| (x - dm).powi(2)).sum::<f64>() / (nf - 1.0) / nf;
+    let own = super::mean_var(&d).map_or(f64::NAN, |(_, var)| var / nf);
     let se = v.max(own).max(0.0).sqrt();
     let half = t_quantile(0.95, nf - 1.0) * se;
     if !m.is_finite() || !half.is_finite() {
@@ -132,9 +131,7 @@ fn arm_variances(runs: &[Run], arms: &[usize]) -> Option<Vec<f64>> {
             if d.len() < 2 {
                 return None;
             }
-            let n = d.len() as f64;
-            let m = d.iter().sum::<f64>() / n;
-            let s2 = d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+            let (_, s2) = super::mean_var(&d)?;
             for (p, q) in [(i, i), (i, j), (j, i), (j, j)] {
                 ata[p][q] += 1.0;
             }

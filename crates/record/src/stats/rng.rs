@@ -68,11 +68,8 @@ mod tests {
                 a.2.push(x.2);
                 a
             });
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let var = |v: &[f64]| {
-            let m = mean(v);
-            v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
-        };
+        let mean = |v: &[f64]| crate::stats::mean(v).unwrap();
+        let var = |v: &[f64]| crate::stats::mean_var(v).unwrap().1;
         assert!((mean(&u) - 0.5).abs() < 0.005 && u.iter().all(|x| (0.0..1.0).contains(x)));
         assert!(mean(&z).abs() < 0.01 && (var(&z) - 1.0).abs() < 0.02, "normal: {} {}", mean(&z), var(&z));
         // t(3) has infinite fourth moment, so its sample variance converges

@@ -37,119 +37,33 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// `code` and **bold** inside escaped text.
-fn inline(s: &str) -> String {
-    let e = esc(s);
-    let mut o = String::new();
-    let mut code = false;
-    for (i, part) in e.split('`').enumerate() {
-        if i > 0 {
-            o.push_str(if code { "</code>" } else { "<code>" });
-            code = !code;
-        }
-        if code {
-            o.push_str(part);
-        } else {
-            let mut bold = false;
-            for (j, p) in part.split("**").enumerate() {
-                if j > 0 {
-                    o.push_str(if bold { "</strong>" } else { "<strong>" });
-                    bold = !bold;
-                }
-                o.push_str(p);
-            }
-            if bold {
-                o.push_str("</strong>");
-            }
-        }
-    }
-    if code {
-        o.push_str("</code>");
-    }
-    o
-}
-
-fn cells(line: &str) -> Vec<&str> {
-    let t = line.trim().trim_start_matches('|').trim_end_matches('|');
-    t.split('|').map(str::trim).collect()
-}
-
-/// The subset of Markdown that pagelab writes: headings, pipe tables, fenced
-/// blocks, lists and paragraphs. Headings are shifted down by `shift` levels.
+/// The Markdown pagelab writes (headings, pipe tables, fenced blocks, lists,
+/// paragraphs, `code` and **bold**) as HTML, by pulldown-cmark (CommonMark
+/// with GitHub's tables). Headings are shifted down by `shift` levels, and
+/// each table sits in a scrolling box. What a crafted file could carry into
+/// the page is turned into text: raw HTML is escaped, and links and images
+/// keep only their text (no URL of a run directory's reaches the page).
 pub fn markdown_to_html(md: &str, shift: usize) -> String {
-    let mut o = String::new();
-    let lines: Vec<&str> = md.lines().collect();
-    let mut i = 0;
-    let mut para: Vec<&str> = Vec::new();
-    let flush = |para: &mut Vec<&str>, o: &mut String| {
-        if !para.is_empty() {
-            let _ = writeln!(o, "<p>{}</p>", inline(&para.join(" ")));
-            para.clear();
+    use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+    let shifted = |l: HeadingLevel| HeadingLevel::try_from((l as usize + shift).min(6)).unwrap_or(HeadingLevel::H6);
+    let events = Parser::new_ext(md, Options::ENABLE_TABLES).flat_map(|e| {
+        let one = |e| vec![e];
+        match e {
+            Event::Start(Tag::Heading { level, .. }) => {
+                one(Event::Start(Tag::Heading { level: shifted(level), id: None, classes: vec![], attrs: vec![] }))
+            }
+            Event::End(TagEnd::Heading(level)) => one(Event::End(TagEnd::Heading(shifted(level)))),
+            Event::Start(Tag::Table(align)) => {
+                vec![Event::Html("<div class=\"scroll\">".into()), Event::Start(Tag::Table(align))]
+            }
+            Event::End(TagEnd::Table) => vec![Event::End(TagEnd::Table), Event::Html("</div>\n".into())],
+            Event::Html(h) | Event::InlineHtml(h) => one(Event::Text(h)),
+            Event::Start(Tag::Link { .. } | Tag::Image { .. }) | Event::End(TagEnd::Link | TagEnd::Image) => vec![],
+            e => one(e),
         }
-    };
-    while i < lines.len() {
-        let l = lines[i];
-        let t = l.trim_start();
-        if t.starts_with("```") {
-            flush(&mut para, &mut o);
-            o.push_str("<pre>");
-            i += 1;
-            while i < lines.len() && !lines[i].trim_start().starts_with("```") {
-                o.push_str(&esc(lines[i]));
-                o.push('\n');
-                i += 1;
-            }
-            o.push_str("</pre>\n");
-        } else if let Some(level) = t.strip_prefix('#').map(|r| 1 + r.chars().take_while(|c| *c == '#').count()) {
-            flush(&mut para, &mut o);
-            let text = t.trim_start_matches('#').trim();
-            let h = (level + shift).min(6);
-            let _ = writeln!(o, "<h{h}>{}</h{h}>", inline(text));
-        } else if t.starts_with('|') {
-            flush(&mut para, &mut o);
-            let head = cells(t);
-            let mut rows = Vec::new();
-            i += 1;
-            if i < lines.len() && lines[i].trim_start().starts_with("|-") {
-                i += 1;
-            }
-            while i < lines.len() && lines[i].trim_start().starts_with('|') {
-                rows.push(cells(lines[i]));
-                i += 1;
-            }
-            o.push_str("<div class=\"scroll\"><table><thead><tr>");
-            for c in &head {
-                let _ = write!(o, "<th>{}</th>", inline(c));
-            }
-            o.push_str("</tr></thead><tbody>\n");
-            for r in rows {
-                o.push_str("<tr>");
-                for c in r {
-                    let _ = write!(o, "<td>{}</td>", inline(c));
-                }
-                o.push_str("</tr>\n");
-            }
-            o.push_str("</tbody></table></div>\n");
-            continue;
-        } else if let Some(item) = t.strip_prefix("- ") {
-            flush(&mut para, &mut o);
-            o.push_str("<ul>");
-            let _ = write!(o, "<li>{}</li>", inline(item));
-            i += 1;
-            while i < lines.len() && lines[i].trim_start().starts_with("- ") {
-                let _ = write!(o, "<li>{}</li>", inline(&lines[i].trim_start()[2..]));
-                i += 1;
-            }
-            o.push_str("</ul>\n");
-            continue;
-        } else if t.is_empty() {
-            flush(&mut para, &mut o);
-        } else {
-            para.push(t);
-        }
-        i += 1;
-    }
-    flush(&mut para, &mut o);
+    });
+    let mut o = String::with_capacity(md.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut o, events);
     o
 }
 
@@ -191,18 +105,10 @@ pub fn chart_img(text: &str, alt: &str) -> Option<String> {
     Some(format!("<img alt=\"{}\" src=\"data:image/svg+xml;base64,{}\">", esc(alt), base64(&text.as_bytes()[start..])))
 }
 
-/// Standard base64 with padding (RFC 4648).
+/// Standard base64 with padding (RFC 4648), by the base64 crate.
 fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n =
-            (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            out.push(if i <= c.len() { A[(n >> shift) as usize & 63] as char } else { '=' });
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 fn fmt_num(x: f64) -> String {
@@ -419,7 +325,7 @@ fn env_table(env: &probe::environment::Environment) -> String {
     o += &row("host", env.hostname.clone());
     o += &row("kernel", env.kernel.clone());
     o += &row("CPU", format!("{} × {}", env.cpus, env.cpu_model));
-    o += &row("RAM", crate::summary::bytes(env.ram_bytes));
+    o += &row("RAM", units::bytes(env.ram_bytes));
     o += &row("page size", env.page_size.to_string());
     o += &row("transparent huge pages", s(&env.thp));
     o += &row("swappiness / page-cluster", format!("{} / {}", s(&env.swappiness), s(&env.page_cluster)));
@@ -600,7 +506,7 @@ fn environment_html(o: &mut String, r: &Report) {
             "<p>Command: <code>{}</code>. Planned for {} CPUs and {} of RAM, {}.</p>",
             esc(&l.command_line.join(" ")),
             l.cpus,
-            crate::summary::bytes(l.ram_bytes),
+            units::bytes(l.ram_bytes),
             if l.root { "as root" } else { "without root" }
         );
         let doctor = crate::lab::Doctor::from_json(&l.doctor);
@@ -681,7 +587,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
                     "<figure class=\"chart\"><figcaption>{}{}: not embedded (a section shows at most {MAX_CHARTS} charts, a page at most {} MiB)</figcaption></figure>",
                     esc(&name),
                     if i == MAX_CHARTS { " and the rest" } else { "" },
-                    MAX_PAGE_BYTES >> 20
+                    units::whole_mib(MAX_PAGE_BYTES as u64)
                 );
                 if i == MAX_CHARTS {
                     break;
@@ -765,22 +671,12 @@ fn noise_line(doctor: &crate::lab::Doctor) -> String {
     )
 }
 
-/// Unix milliseconds as an ISO-8601 UTC time.
+/// Unix milliseconds as a UTC time to the minute ("2026-11-22 10:05 UTC"),
+/// from humantime's RFC 3339 form.
 pub fn utc(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    let s = humantime::format_rfc3339_seconds(t).to_string();
+    format!("{} {} UTC", &s[..10], &s[11..16])
 }
 
 #[cfg(test)]

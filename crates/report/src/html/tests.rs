@@ -81,11 +81,25 @@ fn markdown_tables_code_and_escapes() {
     let h = markdown_to_html(md, 1);
     assert!(h.contains("<h2>pagelab eat</h2>"), "{h}");
     assert!(h.contains("<h3>Store</h3>"));
-    assert!(h.contains("<th>b&lt;c</th>"));
-    assert!(h.contains("<td><code>x</code></td><td><strong>1</strong></td>"));
-    assert!(h.contains("<pre>raw &lt;table&gt;\n</pre>"));
-    assert!(h.contains("<p>text &amp; more</p>"));
-    assert!(h.contains("<ul><li>one</li><li>two</li></ul>"));
+    assert!(h.contains("<div class=\"scroll\"><table>"), "{h}");
+    assert!(h.contains("<th>b&lt;c</th>"), "{h}");
+    assert!(h.contains("<td><code>x</code></td><td><strong>1</strong></td>"), "{h}");
+    assert!(h.contains("<pre><code>raw &lt;table&gt;\n</code></pre>"), "{h}");
+    assert!(h.contains("<p>text &amp; more</p>"), "{h}");
+    assert!(h.contains("<ul>\n<li>one</li>\n<li>two</li>\n</ul>"), "{h}");
+    assert!(h.contains("</table>\n</div>"), "{h}");
+}
+
+/// A crafted run directory's Markdown: raw HTML comes out as text, and a
+/// link or an image keeps its text but not its URL.
+#[test]
+fn markdown_from_a_crafted_file_reaches_the_page_as_text() {
+    let md = "<script>alert(1)</script>\n\ntext <img src=x onerror=alert(1)> [a link](javascript:alert(2)) ![pic](http://x/y.png)\n";
+    let h = markdown_to_html(md, 0);
+    for bad in ["<script", "<img", "javascript:", "http://x", "href="] {
+        assert!(!h.contains(bad), "{bad} reached the page: {h}");
+    }
+    assert!(h.contains("&lt;script&gt;") && h.contains("a link") && h.contains("pic"), "{h}");
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! the real process ([`Processes`]) and, for tests, a worker's own main on a
 //! thread of this process ([`Threads`]).
 
-use super::{Events, RecvTimeoutError, Worker, WorkerCommand, WorkerEvent, WorkerFailure, WorkerSpec, child};
+use super::{
+    EventKind, Events, RecvTimeoutError, Worker, WorkerCommand, WorkerEvent, WorkerFailure, WorkerSpec, child,
+};
 use super::{read_events, wait_on};
 use crate::error::{Result, SandboxError};
 use std::io::{BufReader, Write};
@@ -23,7 +25,7 @@ pub trait WorkerLink {
     /// `on_event`; fails if the worker ends, `timeout` passes or `stop` says so.
     fn wait_for(
         &mut self,
-        kind: &str,
+        kind: EventKind,
         name: Option<&str>,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),
@@ -65,7 +67,7 @@ impl WorkerLink for Worker {
     }
     fn wait_for(
         &mut self,
-        kind: &str,
+        kind: EventKind,
         name: Option<&str>,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),
@@ -133,7 +135,7 @@ impl InProcess {
                 let mut io = child::WorkerIo::over(BufReader::new(theirs), out);
                 let r = main(&mut io, &args);
                 if let Err(e) = &r {
-                    io.emit("error", e, serde_json::Value::Null);
+                    io.emit(EventKind::Error, e, serde_json::Value::Null);
                 }
                 r
             })
@@ -163,7 +165,7 @@ impl WorkerLink for InProcess {
     }
     fn wait_for(
         &mut self,
-        kind: &str,
+        kind: EventKind,
         name: Option<&str>,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),

@@ -217,7 +217,7 @@ fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer<Entry = 
     let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
     let short = match (need, avail) {
         (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {
-            format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", n >> 20, a >> 20)
+            format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", units::whole_mib(n), units::whole_mib(a))
         }),
         _ => Some("how much swapoff would bring back into RAM, or the room for it, could not be read".into()),
     };
@@ -229,8 +229,8 @@ fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer<Entry = 
     }
     t.store_note = format!(
         "zram{id} removed: swapoff brought {} back into RAM ({} was available)",
-        need.map_or("what it held".into(), |n| format!("{} MiB", n >> 20)),
-        avail.map_or("an unread amount".into(), |a| format!("{} MiB", a >> 20))
+        need.map_or("what it held".into(), |n| format!("{} MiB", units::whole_mib(n))),
+        avail.map_or("an unread amount".into(), |a| format!("{} MiB", units::whole_mib(a)))
     );
     t.store_removed = true;
     true

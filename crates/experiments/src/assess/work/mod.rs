@@ -20,6 +20,7 @@ use crate::assess::results::{
     AssessResult, DamonRun, Kinds, Latency, MglruRun, PACE_PROBE_S, Point, Source, Target,
     Trim, Window,
 };
+use sandbox::worker::EventKind;
 use probe::Probe;
 use probe::process::{MemKind, SmapsEntry};
 use sandbox::Sandbox;
@@ -277,7 +278,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
             label: TOUCHER.into(),
         })?;
         let ready = w
-            .wait_for("ready", None, Duration::from_secs(120), |_| {}, || false)
+            .wait_for(EventKind::Ready, None, Duration::from_secs(120), |_| {}, || false)
             .map_err(ExperimentError::Failed)?;
         target.synthetic_bytes = Some(size);
         target.synthetic_hot_fraction = Some(cfg.hot);
@@ -471,7 +472,7 @@ pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) 
     // eat's semi pattern at eat's default block (20 bytes), so the two can be compared.
     workloads::fill::fill(m.as_mut_slice(), workloads::fill::Pattern::Semi, 20, 1);
     let est = workloads::compress::estimate(m.as_slice(), page);
-    io.emit("ready", "", json!({"pattern": "semi", "lz4_estimate": est.lz4, "zstd_estimate": est.zstd}));
+    io.emit(EventKind::Ready, "", json!({"pattern": "semi", "lz4_estimate": est.lz4, "zstd_estimate": est.zstd}));
     let hot_pages = ((size / page) as f64 * hot).round() as usize;
     let buf = m.as_slice();
     loop {

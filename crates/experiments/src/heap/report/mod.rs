@@ -13,7 +13,7 @@ use record::stats::claim::Region;
 use report::charts::{self, Scale};
 use report::experiment::Study;
 use report::headline::{Builder, Figure, Metric};
-use report::summary::bytes;
+use units::bytes;
 use report::verdict::{Claim, Drawn, Evidence, Finding, Ms};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -228,7 +228,7 @@ pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn st
 pub const ALLOC: Figure = Figure::new("alloc ns", "ns", true, 0.01).export("alloc_seconds", "seconds", 1e-9);
 pub const FREE: Figure = Figure::new("free ns", "ns", true, 0.01).export("free_seconds", "seconds", 1e-9);
 pub const ALLOC_P99: Figure = Figure::new("alloc p99 ns", "ns", true, 0.01).export("alloc_p99_seconds", "seconds", 1e-9);
-pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true, report::headline::PAGE_MIB).export("peak_rss_bytes", "bytes", 1048576.0);
+pub const PEAK_RSS: Figure = Figure::new("peak RSS MiB", "MiB", true, report::headline::PAGE_MIB).export("peak_rss_bytes", "bytes", units::MIB_F);
 /// The slowest thread's wall time per call, everything included (the time
 /// between calls, and the threads' time-slicing, too).
 pub const WALL: Figure = Figure::new("wall ns per call", "ns", true, 0.01).export("wall_per_call_seconds", "seconds", 1e-9);
@@ -289,7 +289,7 @@ impl Study for Heap {
                 b.push(&g, &ALLOC, Some(run.alloc_ns_mean));
                 b.push(&g, &FREE, Some(run.free_ns_mean));
                 b.push(&g, &ALLOC_P99, Some(run.alloc_ns_p99));
-                b.push(&g, &PEAK_RSS, (run.peak_rss_bytes > 0).then(|| run.peak_rss_bytes as f64 / 1048576.0));
+                b.push(&g, &PEAK_RSS, (run.peak_rss_bytes > 0).then(|| units::mib(run.peak_rss_bytes)));
                 let ops = r.ops_per_thread as f64;
                 b.push(&g, &WALL, (ops > 0.0).then(|| run.wall_ms * 1e6 / ops));
                 b.push(&g, &CALL, Some(run.alloc_ns_in_calls));

@@ -15,13 +15,13 @@ pub fn results(all: &[Entry]) -> Vec<OverTimeResult> {
 }
 
 pub const PEAK: Figure =
-    Figure::new("peak heap MiB (over time)", "MiB", true, report::headline::PAGE_MIB).export("over_time_peak_bytes", "bytes", 1048576.0);
+    Figure::new("peak heap MiB (over time)", "MiB", true, report::headline::PAGE_MIB).export("over_time_peak_bytes", "bytes", units::MIB_F);
 pub const STEADY: Figure =
     Figure::new("steady ÷ live", "ratio", true, 0.001).export("over_time_steady_over_live_ratio", "ratio", 1.0);
 pub const AFTER_SHRINK: Figure =
-    Figure::new("after shrink MiB", "MiB", true, report::headline::PAGE_MIB).export("over_time_after_shrink_bytes", "bytes", 1048576.0);
+    Figure::new("after shrink MiB", "MiB", true, report::headline::PAGE_MIB).export("over_time_after_shrink_bytes", "bytes", units::MIB_F);
 pub const AFTER_IDLE: Figure =
-    Figure::new("after idle MiB", "MiB", true, report::headline::PAGE_MIB).export("over_time_after_idle_bytes", "bytes", 1048576.0);
+    Figure::new("after idle MiB", "MiB", true, report::headline::PAGE_MIB).export("over_time_after_idle_bytes", "bytes", units::MIB_F);
 pub const HALF_LIFE: Figure =
     Figure::new("return half-life s", "s", true, 0.001).export("over_time_return_half_life_seconds", "seconds", 1.0);
 /// (before shrink − after idle) ÷ (before shrink − bytes kept).
@@ -40,7 +40,7 @@ pub const CHURN_NS: Figure = Figure::new("churn ns per allocation", "ns", true, 
 pub const SWAPPED: Figure = Figure::new("swapped MiB in the squeeze", "MiB", true, report::headline::PAGE_MIB).export(
     "over_time_squeeze_swapped_bytes",
     "bytes",
-    1048576.0,
+    units::MIB_F,
 );
 pub const REGROW: Figure =
     Figure::new("regrow ÷ grow", "ratio", true, 0.001).export("over_time_regrow_over_grow_ratio", "ratio", 1.0);
@@ -54,7 +54,7 @@ pub fn group(arm: &str, pattern: &str, threads: u32) -> String {
 }
 
 pub fn metrics(all: &[Entry], b: &mut Builder) {
-    const MIB: f64 = 1048576.0;
+    const MIB: f64 = units::MIB_F;
     for r in results(all) {
         let g = group(&r.arm, &r.pattern, r.threads);
         for x in &r.runs {
@@ -164,7 +164,7 @@ pub fn over_time_table(all: &[Entry]) -> String {
             s,
             "live {} MiB; churn {:.1} s; idle {:.1} s; shrink frees 90 % of the objects (a scattered 10 % survives); \
 given back = (before shrink − after idle) ÷ (before shrink − bytes still live); half-life: of what idle gave back (never: less than 1 % of that)",
-            r.live_target_bytes >> 20,
+            units::whole_mib(r.live_target_bytes),
             r.churn_s,
             r.idle_s
         );

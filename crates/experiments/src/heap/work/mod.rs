@@ -11,6 +11,7 @@ pub mod overtime;
 pub mod script;
 pub mod timer;
 
+use sandbox::worker::EventKind;
 use alloc::{Allocator, ThreadHeap};
 use hdrhistogram::Histogram;
 use serde_json::Value;
@@ -58,8 +59,10 @@ pub fn trimmed_mean(v: &[f64]) -> Option<f64> {
 /// and growth means their means (each made the same number of calls), the
 /// maxima their maxima, and the counts their sums.
 pub fn merge_repeats(procs: &[Repeat]) -> Repeat {
-    let n = procs.len().max(1) as f64;
-    let mean = |f: fn(&Repeat) -> f64| procs.iter().map(f).sum::<f64>() / n;
+    let mean = |f: fn(&Repeat) -> f64| {
+        let v: Vec<f64> = procs.iter().map(f).collect();
+        record::stats::mean(&v).unwrap_or(0.0)
+    };
     let median = |f: fn(&Repeat) -> f64| {
         let v: Vec<f64> = procs.iter().map(f).collect();
         record::stats::median(&v).unwrap_or(0.0)
@@ -581,7 +584,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
                         "[{done}/{total}] {label}: alloc {:.1} ns, free {:.1} ns, peak RSS {:.1} MiB",
                         r.alloc_ns_mean,
                         r.free_ns_mean,
-                        r.peak_rss_bytes as f64 / 1048576.0
+                        units::mib(r.peak_rss_bytes)
                     ));
                     procs[k][rep as usize].push(r);
                 }
@@ -622,7 +625,7 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
     let t0 = probe::sample::monotonic_ns();
     obs.event("phase_start", label, t0, Value::Null);
     let d = w
-        .wait_for("done", Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
+        .wait_for(EventKind::Done, Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?
         .data;
     let _ = w.finish(std::time::Duration::from_secs(10));
@@ -635,7 +638,7 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
     let r = run_config(&spec)?;
-    io.emit("done", WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
+    io.emit(EventKind::Done, WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
     Ok(())
 }
 

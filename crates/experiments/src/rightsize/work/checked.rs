@@ -22,8 +22,8 @@ pub(super) fn limit_check(
     let v = &c.verification;
     let ys: Vec<f64> = v.ratios.iter().map(|r| r.ln()).collect();
     let n = ys.len();
-    let mean = ys.iter().sum::<f64>() / n.max(1) as f64;
-    let ratio = if n > 0 { mean.exp() } else { f64::NAN };
+    let mean = record::stats::mean(&ys).unwrap_or(f64::NAN);
+    let ratio = mean.exp();
     // The interval the bounds use: the limit's own spread, at least the stall
     // floor (so an interval wholly under the target can still be undecided).
     let ci = (n >= 2).then(|| {

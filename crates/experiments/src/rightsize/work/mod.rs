@@ -324,7 +324,7 @@ impl Runner for Real<'_> {
     type Error = ExperimentError;
     fn run(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<Trial, ExperimentError> {
         let n = self.runs.len() + 1;
-        let what = limit.map(probe::util::bytes).unwrap_or_else(|| "unlimited".into());
+        let what = limit.map(units::bytes).unwrap_or_else(|| "unlimited".into());
         eprint!("pagelab: run {n:>2}/{} {:<8} {what:>10} … ", self.cfg.search.max_runs, role.name());
         let r = self.once(role, limit, cap_s)?;
         let base: Vec<f64> = self.runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();

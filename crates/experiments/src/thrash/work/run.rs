@@ -1,6 +1,7 @@
 //! Running the experiment: the cgroup, the store, the consumers, the probes and
 //! the second sampler, for each preset and repeat.
 
+use sandbox::worker::EventKind;
 use super::*;
 use serde::Serialize;
 use workloads::observe::ExperimentError;
@@ -35,7 +36,7 @@ fn spawn(
 }
 
 fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
-    w.wait_for("ready", None, Duration::from_secs(60), |_| {}, stop)
+    w.wait_for(EventKind::Ready, None, Duration::from_secs(60), |_| {}, stop)
         .map(|e| e.data)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
 }
@@ -43,7 +44,7 @@ fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Val
 fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
     let mut w = w;
     let _ = sandbox::worker::send(&mut w, &Exit);
-    let d = w.wait_for("done", None, Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
+    let d = w.wait_for(EventKind::Done, None, Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
     let _ = w.finish(Duration::from_secs(5));
     d
 }
@@ -230,9 +231,9 @@ planned {:.0} s plus recovery",
         plan.preset,
         rep + 1,
         plan.consumers,
-        plan.size_bytes as f64 / 1048576.0,
-        r.limit_bytes as f64 / 1048576.0,
-        r.idle_usage_bytes as f64 / 1048576.0,
+        units::mib(plan.size_bytes),
+        units::mib(r.limit_bytes),
+        units::mib(r.idle_usage_bytes),
         plan.writes,
         plan.sleep_ms,
         plan.stagger_ms,
@@ -325,7 +326,7 @@ fn protocol(r: &mut ThrashResult, cgroup: &str) {
         if g.gave_up {
             r.protocol_breaks.push(format!(
                 "the guard let the kernel decide after raising the limit to {:.0} MiB ({}× the target){}",
-                g.limit_max_bytes as f64 / 1048576.0,
+                units::mib(g.limit_max_bytes),
                 guard::MAX_RAISE,
                 if r.guard.gave_up { "" } else { ", while the recovery was watched" }
             ));
@@ -565,15 +566,15 @@ fn wait_consumers<O: workloads::observe::Observer>(
         for c in cons.iter_mut().filter(|c| c.done.is_none() && c.failure.is_none()) {
             pending += 1;
             match c.w.recv(Duration::from_millis(2)) {
-                Ok(Some(ev)) if ev.kind == "alloc" => {
+                Ok(Some(ev)) if ev.kind == EventKind::Alloc => {
                     c.alloc_ns = Some(ev.t_ns);
                     obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
                 }
-                Ok(Some(ev)) if ev.kind == "done" => {
+                Ok(Some(ev)) if ev.kind == EventKind::Done => {
                     obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);
                     c.done = Some(ev.data);
                 }
-                Ok(Some(ev)) if ev.kind == "error" => c.failure = Some(ev.name),
+                Ok(Some(ev)) if ev.kind == EventKind::Error => c.failure = Some(ev.name),
                 Ok(_) => {}
                 Err(f) => c.failure = Some(f.to_string()),
             }

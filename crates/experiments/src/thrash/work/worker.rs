@@ -1,5 +1,6 @@
 //! The worker processes: the consumers and the responsiveness probes.
 
+use sandbox::worker::EventKind;
 use super::*;
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +118,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let s: ConsumerSpec = sandbox::worker::spec_of(CONSUMER, args)?;
     let (index, size, writes) = (s.index as u64, s.size as usize, s.writes);
     let (sleep_ns, delay_ns, active_ns, seed) = (s.sleep_us * 1000, s.delay_us * 1000, s.active_us * 1000, s.seed);
-    io.emit("ready", "", Value::Null);
+    io.emit(EventKind::Ready, "", Value::Null);
     let t0 = loop {
         match io.command() {
             Some(c) if c.cmd == <Start as sandbox::worker::Request>::NAME => break c.arg_of::<Start>()?.t0_ns,
@@ -129,7 +130,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     sleep_until(planned_start);
     let mut m = workloads::mm::Mapping::anon(size, 0).map_err(|e| format!("allocating {size} bytes: {e}"))?;
     let alloc_ns = probe::sample::monotonic_ns();
-    io.emit("alloc", "", Value::Null);
+    io.emit(EventKind::Alloc, "", Value::Null);
     let planned_end = planned_start + active_ns;
     let buf = m.as_mut_slice();
     let mut x = seed | 1;
@@ -158,7 +159,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let p50 = record::stats::percentile_u64(&mut cycle_ns, 0.5).unwrap_or(0) as f64;
     let expected = if min > 0.0 { active_ns as f64 / min } else { 0.0 };
     io.emit(
-        "done",
+        EventKind::Done,
         "",
         json!({
             "index": index,
@@ -248,7 +249,7 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
         buf[i] = 1;
     }
     let mut samples: Vec<(u64, f64)> = Vec::with_capacity(100_000);
-    io.emit("ready", "", Value::Null);
+    io.emit(EventKind::Ready, "", Value::Null);
     let mut next = probe::sample::monotonic_ns() + period;
     let mut missed = 0u64;
     loop {
@@ -272,6 +273,6 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
             missed += 1;
         }
     }
-    io.emit("done", "", json!({"samples": samples, "missed": missed}));
+    io.emit(EventKind::Done, "", json!({"samples": samples, "missed": missed}));
     Ok(())
 }

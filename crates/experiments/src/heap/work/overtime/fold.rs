@@ -12,7 +12,7 @@ pub const TIMELINE_POINTS: usize = 400;
 /// Idle gave back nothing when it gave back less than this share of the freed bytes.
 pub const NOTHING_BACK: f64 = 0.01;
 
-const MIB: f64 = 1048576.0;
+const MIB: f64 = units::MIB_F;
 
 /// Seconds from the start of idle until heap RSS had fallen by half of what
 /// idle gave back in all; None when idle gave back less than [`NOTHING_BACK`]

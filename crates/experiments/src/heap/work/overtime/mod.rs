@@ -11,6 +11,7 @@
 pub mod fold;
 pub mod phases;
 
+use sandbox::worker::EventKind;
 use super::alloc::Allocator;
 use crate::heap::results::{OverTimeResult, OverTimeRun};
 use crate::kit::store::{Store, StoreSize, store_size};
@@ -226,6 +227,12 @@ pub struct Squeezed {
     pub compressed_bytes: Option<u64>,
 }
 
+impl sandbox::worker::Request for Squeezed {
+    const NAME: &'static str = "squeezed";
+    /// The worker goes on; its report is the run's `done`.
+    type Reply = ();
+}
+
 /// One reading of the sampler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sample {
@@ -371,10 +378,10 @@ pub fn run<O: Observer<Entry = crate::heap::results::Entry>>(
             "[{}/{}] {label}: peak {:.0} MiB, steady/live {:.2}, after shrink {:.0} MiB, after idle {:.0} MiB, half-life {}",
             done + 1,
             plan.len(),
-            r.peak_rss_bytes as f64 / 1048576.0,
+            units::mib(r.peak_rss_bytes),
             r.steady_rss_bytes as f64 / r.live_bytes.max(1) as f64,
-            r.after_shrink_rss_bytes as f64 / 1048576.0,
-            r.after_idle_rss_bytes as f64 / 1048576.0,
+            units::mib(r.after_shrink_rss_bytes),
+            units::mib(r.after_idle_rss_bytes),
             r.half_life_s.map_or("never".into(), |h| format!("{h:.2} s")),
         ));
         got.push(((t, p, k), r));
@@ -461,14 +468,13 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) }
     };
     if let (true, Some(cg)) = (cfg.pressure, &cg) {
-        let ask = w.wait_for("squeeze", Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
+        let ask = w.wait_for(EventKind::Squeeze, Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
         let ask: SqueezeAsk = serde_json::from_value(ask)
             .map_err(|e| ExperimentError::Worker(format!("{label}: bad squeeze request: {e}")))?;
         let answer = squeeze(cg, w.pid, zram, &ask)?;
-        w.send("squeezed", serde_json::to_value(answer).unwrap_or_default())
-            .map_err(|e| ExperimentError::Worker(format!("{label}: {e}")))?;
+        sandbox::worker::send(&mut w, &answer).map_err(|e| ExperimentError::Worker(format!("{label}: {e}")))?;
     }
-    let d = w.wait_for("done", Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
+    let d = w.wait_for(EventKind::Done, Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
     let _ = w.finish(Duration::from_secs(10));
     obs.event("phase_end", label, probe::sample::monotonic_ns(), Value::Null);
     serde_json::from_value(d).map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))
@@ -533,10 +539,10 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
         crate::heap::work::provides_malloc(&lib)?;
     }
     let seen = phases::run(&spec, &mut |ask| {
-        io.emit("squeeze", WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
+        io.emit(EventKind::Squeeze, WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
         match io.command() {
-            Some(c) if c.cmd == "squeezed" => {
-                serde_json::from_value(c.arg).map_err(|e| format!("heap-time worker: bad squeeze answer: {e}"))
+            Some(c) if c.cmd == <Squeezed as sandbox::worker::Request>::NAME => {
+                c.arg_of::<Squeezed>().map_err(|e| format!("heap-time worker: bad squeeze answer: {e}"))
             }
             Some(c) => Err(format!("heap-time worker: expected the command squeezed, got {}", c.cmd)),
             None => Err("heap-time worker: the parent closed the control pipe".into()),
@@ -544,7 +550,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     })?;
     let mut r = fold::fold(&spec, &seen);
     r.knob_readback = phases::readback(&spec.allocator);
-    io.emit("done", WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
+    io.emit(EventKind::Done, WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
     Ok(())
 }
 

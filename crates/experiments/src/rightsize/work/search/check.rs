@@ -109,7 +109,7 @@ pub fn check<R: Runner>(cfg: SearchConfig, limits: &[u64], runner: &mut R) -> Re
             "oom" => Answer::OomKilled { killed: v.oom, runs: limited },
             "too slow" => Answer::TooSlow { capped: v.capped },
             _ => {
-                let m = ys.iter().sum::<f64>() / ys.len().max(1) as f64;
+                let m = record::stats::mean(&ys).unwrap_or(f64::NAN);
                 let sd = verify_sd(log_sd(&ys));
                 let need = (ys.len() >= 2).then(|| pairs_to_decide(m, sd, theta, first, cfg.alpha)).flatten();
                 Answer::Undecided { pairs_to_decide: need, capped: v.capped }

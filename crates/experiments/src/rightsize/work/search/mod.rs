@@ -364,15 +364,16 @@ impl<R: Runner> State<'_, R> {
         let (mut ss, mut df) = (0.0, 0.0);
         for l in limits {
             let y: Vec<f64> = self.pairs.iter().filter(fresh).filter(|p| p.limit == l).map(|p| p.log_ratio).collect();
-            let m = y.iter().sum::<f64>() / y.len() as f64;
-            ss += y.iter().map(|v| (v - m).powi(2)).sum::<f64>();
-            df += y.len() as f64 - 1.0;
+            // The sum of squares about the limit's own mean: var × (n − 1).
+            if let Some((_, var)) = record::stats::mean_var(&y) {
+                ss += var * (y.len() as f64 - 1.0);
+                df += y.len() as f64 - 1.0;
+            }
         }
         if df < 4.0 {
             let b: Vec<f64> = self.runs[self.spread_runs.clone()].iter().map(|d| d.trial.seconds.ln()).collect();
-            if b.len() >= 2 {
-                let m = b.iter().sum::<f64>() / b.len() as f64;
-                ss += 2.0 * b.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+            if let Some((_, var)) = record::stats::mean_var(&b) {
+                ss += 2.0 * var * (b.len() as f64 - 1.0);
                 df += b.len() as f64 - 1.0;
             }
         }
@@ -674,7 +675,7 @@ impl<R: Runner> State<'_, R> {
                 }
             }
             let n = ys.len() as f64;
-            let mean = ys.iter().sum::<f64>() / n;
+            let mean = record::stats::mean(&ys).unwrap_or(f64::NAN);
             let a = spend(cfg.alpha, *used, n_max) - spend(cfg.alpha, last_look, n_max);
             // The candidate's own pairs' spread, at least the stalls'.
             let (a, sd, df) = match mutant() {

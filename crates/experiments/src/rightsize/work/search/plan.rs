@@ -3,16 +3,8 @@
 //! schedule and how the looks spend α.
 
 use super::{Plan, SearchConfig};
-use statrs::distribution::{ChiSquared, ContinuousCDF, Normal, StudentsT};
-
-/// The one-sided upper quantile 1 − a of Student's t.
-pub fn t_upper(a: f64, df: f64) -> f64 {
-    if df.is_finite() && df > 0.0 {
-        StudentsT::new(0.0, 1.0, df).map(|d| d.inverse_cdf(1.0 - a)).unwrap_or(f64::INFINITY)
-    } else {
-        f64::INFINITY
-    }
-}
+pub use record::stats::claim::t_upper;
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
 fn phi(x: f64) -> f64 {
     Normal::new(0.0, 1.0).map(|d| d.cdf(x)).unwrap_or(0.5)

@@ -1,18 +1,8 @@
-//! The statistics `compare` uses: Welch's unequal-variance t-test and Holm's
-//! step-down correction for testing many metrics at once.
+//! Welch's unequal-variance t-test: `compare`'s test of one metric between
+//! two runs (Holm's correction over the metrics is [`super::claim::holm`]).
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// Mean and sample variance (n − 1). None for fewer than two values.
-pub fn mean_var(v: &[f64]) -> Option<(f64, f64)> {
-    if v.len() < 2 {
-        return None;
-    }
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    Some((m, var))
-}
+use super::claim::t_sf;
+use super::{finite, mean_var};
 
 /// The outcome of Welch's t-test.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,12 +14,13 @@ pub struct Welch {
     pub p: f64,
 }
 
-/// Welch's t-test of `a` against `b` (two-sided). None when either side has fewer
-/// than two values. When both sides have no spread at all, the p-value is 1 for
+/// Welch's t-test of `a` against `b` (two-sided), over their finite values.
+/// None when either side has fewer than two. When both sides have no spread at all, the p-value is 1 for
 /// equal means and 0 for different ones (a deterministic quantity that changed).
 pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
-    let (ma, va) = mean_var(a)?;
-    let (mb, vb) = mean_var(b)?;
+    let (a, b) = (finite(a), finite(b));
+    let (ma, va) = mean_var(&a)?;
+    let (mb, vb) = mean_var(&b)?;
     let (na, nb) = (a.len() as f64, b.len() as f64);
     let se2 = va / na + vb / nb;
     if se2 <= 0.0 || !se2.is_finite() {
@@ -42,13 +33,12 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     }
     let t = (ma - mb) / se2.sqrt();
     let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
+    if !df.is_finite() || df <= 0.0 {
+        return None;
+    }
+    let p = (2.0 * t_sf(t.abs(), df)).clamp(0.0, 1.0);
     Some(Welch { t, df, p })
 }
-
-/// Holm–Bonferroni decisions; the one implementation is record's.
-pub use record::stats::claim::holm;
 
 #[cfg(test)]
 mod tests {
@@ -84,16 +74,5 @@ mod tests {
     fn welch_without_spread() {
         assert_eq!(welch(&[2.0, 2.0], &[2.0, 2.0, 2.0]).unwrap().p, 1.0);
         assert_eq!(welch(&[2.0, 2.0], &[3.0, 3.0]).unwrap().p, 0.0);
-    }
-
-    #[test]
-    fn holm_steps_down() {
-        // m = 4: thresholds 0.0125, 0.0167, 0.025, 0.05.
-        let ps = [Some(0.01), Some(0.04), None, Some(0.015), Some(0.03)];
-        assert_eq!(holm(&ps, 0.05), vec![true, false, false, true, false]);
-        // The same p-values alone would each pass 0.05; Holm stops at the first failure.
-        let ps = [Some(0.013), Some(0.001)];
-        assert_eq!(holm(&ps, 0.05), vec![true, true]);
-        assert_eq!(holm(&[Some(0.2), Some(0.001)], 0.05), vec![false, true]);
     }
 }
