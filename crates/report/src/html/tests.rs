@@ -90,6 +90,28 @@ fn markdown_tables_code_and_escapes() {
     assert!(h.contains("</table>\n</div>"), "{h}");
 }
 
+/// A crafted file's tables, which GitHub's rules fill with empty cells up to
+/// the header's count, and its nesting are bounded: past the bounds the page
+/// shows the text, cut, instead of gigabytes of cells (a review found 3.4 GB
+/// from 4 MiB). pagelab's own tables still render.
+#[test]
+fn markdown_that_would_blow_up_is_shown_as_text() {
+    let header = vec!["a"; 363].join("|");
+    let rule = vec!["-"; 363].join("|");
+    let table = format!("{header}\n{rule}\n{}\n", "a\n".repeat(724));
+    let h = markdown_to_html(&table.repeat(100), 0);
+    assert!(h.contains("shown as text") && !h.contains("<td>") && h.len() < 10_000, "{} bytes", h.len());
+    let deep = format!("{}a\n\n", ">".repeat(200)).repeat(100);
+    let h = markdown_to_html(&deep, 0);
+    assert!(h.contains("shown as text") && !h.contains("<blockquote>"), "{h}");
+    let big = "word ".repeat(300_000);
+    assert!(markdown_to_html(&big, 0).contains("shown as text"));
+    // A table of pagelab's size is a table.
+    let ours = format!("| a | b | c |\n|---|---|---|\n{}", "| 1 | 2 | 3 |\n".repeat(500));
+    let h = markdown_to_html(&ours, 0);
+    assert_eq!(h.matches("<tr>").count(), 501, "{}", &h[..200]);
+}
+
 /// A crafted run directory's Markdown: raw HTML comes out as text, and a
 /// link or an image keeps its text but not its URL.
 #[test]
@@ -100,6 +122,9 @@ fn markdown_from_a_crafted_file_reaches_the_page_as_text() {
         assert!(!h.contains(bad), "{bad} reached the page: {h}");
     }
     assert!(h.contains("&lt;script&gt;") && h.contains("a link") && h.contains("pic"), "{h}");
+    // A code block's info string would become classes of the page's own.
+    let h = markdown_to_html("```x\tstatus\tdiffers\nnot a verdict\n```\n", 0);
+    assert!(h.contains("<pre><code>not a verdict") && !h.contains("class="), "{h}");
 }
 
 #[test]
