@@ -521,6 +521,8 @@ fn check(g: &Guest, label: &str) {
     for r in results(g, "thrash") {
         assert_eq!(r["consumers_completed"], r["consumers"], "{r}");
         assert_eq!(r["guard"]["method"], "memory.high", "{ctx}");
+        // The protocol's room on v2: the highest charge memory.high let through.
+        assert!(r["guard"]["usage_max_bytes"].as_u64().is_some_and(|u| u > 0), "usage_max_bytes: {ctx}");
         assert!(r["cgroup_psi_some_pct_mean"].is_number(), "cgroup PSI on v2: {ctx}");
         println!("vm: {label}: thrash {}/{} consumers completed", r["consumers_completed"], r["consumers"]);
     }

@@ -112,6 +112,15 @@ impl MemCgroup {
         }
     }
 
+    /// The group's highest charge since it was made (v2's `memory.peak`,
+    /// Linux 5.19 and later; v1's `memory.max_usage_in_bytes`), bytes.
+    pub fn peak(&self) -> Option<u64> {
+        match self.version {
+            CgroupVersion::V2 => self.read_u64("memory.peak"),
+            CgroupVersion::V1 => self.read_u64("memory.max_usage_in_bytes"),
+        }
+    }
+
     /// The hard limit in force, bytes (u64::MAX for none).
     pub fn limit(&self) -> Option<u64> {
         let t = match self.version {

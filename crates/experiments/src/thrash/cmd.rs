@@ -162,11 +162,12 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
 /// cannot hold thrash's protocol, the plan says so before it starts and
 /// judges the other studies within them). Measured with `pagelab thrash
 /// --preset … --scale 0.1 --consumers 4 --backing swapfile` and one quick
-/// lab on the project's 2-vCPU VM (AMD EPYC, 2026-11-28; docs/thrash.md).
+/// lab on the project's 2-vCPU VM (AMD EPYC, 2026-11-28), and with the
+/// study's 25 consumers at `--scale 0.02` (2026-11-29; docs/thrash.md).
 pub const QUICK_SKIP: &str = "outside the study's protocol in five minutes (measured on a 2-vCPU VM): at the time \
-factor they allow (0.035) e4 only fills (1.6 passes over its working set and 0.8 times the fill's overflow paged out; the \
-protocol asks 3 and 3), and the guard raised e1's and e3's limits (N × S ÷ room 1.57 and 1.78, against 2.25 – 2.75); \
-at 0.3 e4 held, but at 0.1 and 0.35 the guard raised e2's limit, so no budget is known yet to hold all four presets \
+factor they allow (0.035) four consumers are not the study's 25, and e4 only fills; with the study's 25 at a size factor \
+of 0.02, e1 and e4 held, but the guard raised e2's and e3's limits (N × S ÷ room 1.67, against 2.25 – 2.75), and at \
+every other time factor, store and guard step tried it raised e2's, so no budget is known yet to hold all four presets \
 (docs/thrash.md). The full lab runs thrash, its findings gated by the protocol";
 
 /// The presets each thrash claim compares (crate::thrash::report).

@@ -91,7 +91,14 @@ pub fn of(r: &ThrashResult) -> Protocol {
         p.writes_per_page_per_s = Some(plan.writes as f64 / pages / (plan.sleep_ms / 1e3));
     }
     let idle = r.idle_usage_bytes;
-    let room_max = r.limit_bytes.max(r.guard.limit_max_bytes).saturating_sub(idle);
+    // The largest limit: on v1 the guard's highest raise; on v2 the highest
+    // charge memory.high let through (memory.max is only the hard stop).
+    let largest = if r.guard.method == "memory.high" {
+        r.guard.usage_max_bytes.map(|u| u.max(r.limit_bytes))
+    } else {
+        Some(r.limit_bytes.max(r.guard.limit_max_bytes))
+    };
+    let room_max = largest.unwrap_or(0).saturating_sub(idle);
     if room_max > 0 {
         p.overcommit = Some(total / room_max as f64);
     }
@@ -102,8 +109,17 @@ pub fn of(r: &ThrashResult) -> Protocol {
         p.pages_out_per_overflow = Some(r.pswpout_active.unwrap_or(r.pswpout_total) as f64 / overflow);
     }
     p.breaks = breaks(&p);
+    if plan.preset.ends_with("-custom") {
+        // Issue 57 item 2: the study's preset, changed by one size factor and
+        // one time factor only. N, W, t_s or t_c given apart from them (the
+        // smoke lab's four consumers, say) make another experiment.
+        p.breaks.insert(0, CUSTOM.to_string());
+    }
     p
 }
+
+/// Why a preset with its own N, W, t_s or t_c is outside the protocol.
+pub const CUSTOM: &str = "not the study's preset: N, W, t_s or t_c set apart from the size and time factors";
 
 /// The fewest passes over its working set any consumer made (None without
 /// consumers' accounts).
@@ -245,7 +261,27 @@ mod tests {
             ..Default::default()
         };
         r.guard.limit_max_bytes = raised;
+        r.guard.method = "oom_control".into();
         r
+    }
+
+    #[test]
+    fn on_v2_the_room_is_the_highest_charge_memory_high_let_through() {
+        // memory.max (1.25 × the target) is only the hard stop: read as the
+        // limit it would put every v2 run at 2.0, outside.
+        let mut r = run("e2", 16 << 20, 20 << 20, 3 * 6144 + 1, 100);
+        r.guard.method = "memory.high".into();
+        r.guard.usage_max_bytes = Some((16 << 20) + (1 << 20));
+        let p = of(&r);
+        assert!((p.overcommit.unwrap() - 40.0 / 17.0).abs() < 1e-9, "{p:?}");
+        assert!(p.held(), "{p:?}");
+        // A charge far above the target (throttling that lagged) is outside.
+        r.guard.usage_max_bytes = Some(20 << 20);
+        assert!(of(&r).breaks[0].starts_with("overcommit"), "{:?}", of(&r));
+        // Unread: unknown, never the target.
+        r.guard.usage_max_bytes = None;
+        assert_eq!(of(&r).overcommit, None);
+        assert!(!of(&r).held());
     }
 
     #[test]
@@ -263,6 +299,11 @@ mod tests {
         // Paging about the overflow once: a fill burst.
         let burst = of(&run("e4-custom", 16 << 20, 16 << 20, 6144, 100));
         assert!(burst.breaks.iter().any(|b| b.contains("fill burst")), "{burst:?}");
+        // Four consumers, not the study's 25: another experiment, whatever its figures.
+        assert_eq!(burst.breaks[0], CUSTOM);
+        let custom = of(&run("e2-custom", 16 << 20, 16 << 20, 3 * 6144 + 1, 100));
+        assert_eq!(custom.breaks, [CUSTOM]);
+        assert!(!custom.held());
         assert_eq!(burst.preset, "e4");
         // The guard raised the limit to 45.8 MB: 0.92, not 2.5.
         let raised = of(&run("e2", 16 << 20, 45_800_000, 30_000, 100));

@@ -326,6 +326,12 @@ pub struct GuardReport {
     pub above_target_s: f64,
     /// v1: the guard gave up (limit at MAX_RAISE × target) and let the kernel kill.
     pub gave_up: bool,
+    /// v2: the highest charge seen (`memory.peak` at the end where the kernel
+    /// has it, and `memory.current` at every look). `memory.high` holds the
+    /// group near the target by throttling, never by a limit that moves, so
+    /// this is the room's largest extent there (`limit_max_bytes` is the
+    /// hard stop above it). None on v1 and where neither could be read.
+    pub usage_max_bytes: Option<u64>,
     /// v2 memory.events deltas over the run.
     pub high_events: u64,
     pub max_events: u64,

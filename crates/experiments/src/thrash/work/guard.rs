@@ -28,7 +28,9 @@
 //!   the protocol and says so.
 //! - **v2**: `memory.high` is the target (the kernel throttles and reclaims
 //!   there, never kills) and `memory.max` sits [`V2_HEADROOM`] above it as the
-//!   hard stop; the guard counts `memory.events` high, max and oom.
+//!   hard stop; the guard counts `memory.events` high, max and oom, and the
+//!   highest charge it sees (`usage_max_bytes`, with `memory.peak` at the
+//!   end), which is the room's largest extent the protocol reads there.
 //!
 //! Every stall, raise and the time spent above the target are in the result.
 
@@ -104,6 +106,10 @@ impl Guard {
     /// the group in OOM counts a stall; with them, [`Guard::watch`] counts the
     /// kernel's notifications instead.
     fn look(&mut self, cg: &MemCgroup, count_stalls: bool) {
+        if self.report.method == "memory.high" {
+            self.saw_usage(cg.usage());
+            return;
+        }
         if self.report.method != "oom_control" || self.report.gave_up {
             return;
         }
@@ -148,6 +154,13 @@ impl Guard {
         }
     }
 
+    /// v2: the highest charge so far (unknown stays unknown).
+    fn saw_usage(&mut self, usage: Option<u64>) {
+        if let Some(u) = usage {
+            self.report.usage_max_bytes = Some(self.report.usage_max_bytes.unwrap_or(0).max(u));
+        }
+    }
+
     /// Runs the guard on the calling thread until `stop`: on v1 it wakes on
     /// each OOM notification (`cgroup.event_control`), so a stalled consumer
     /// waits for its raise for microseconds rather than a polling period, and
@@ -176,6 +189,10 @@ impl Guard {
         }
         if self.report.method == "oom_control" {
             let _ = cg.set_oom_kill_disable(false);
+        }
+        if self.report.method == "memory.high" {
+            self.saw_usage(cg.usage());
+            self.saw_usage(cg.peak());
         }
         if let (Some(a), Some(b)) = (self.v2_start, v2_events(cg)) {
             self.report.high_events = b.0.saturating_sub(a.0);
