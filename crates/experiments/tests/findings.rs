@@ -446,7 +446,7 @@ fn typed_reads_what_fits_and_names_what_does_not() {
     let fits = json!({"mode": "none", "repeat": 1, "scans_per_sec": 10.5, "slowdown": null, "reclaim": {"pgscan": 3}});
     let r: Vec<experiments::wscap::results::WscapResult> = record::results::typed(std::slice::from_ref(&fits)).unwrap();
     assert_eq!(r.len(), 1);
-    assert_eq!((r[0].mode.as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
+    assert_eq!((r[0].mode.to_string().as_str(), r[0].scans_per_sec, r[0].slowdown), ("none", 10.5, None));
     // A figure that is not there is not a zero.
     assert!(r[0].ms_per_scan_p99.is_nan());
     assert_eq!(r[0].reclaim.pgscan, 3);

@@ -53,8 +53,8 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
     let config = crate::heap::results::Config {
         threads: if speed { cfg.threads.clone() } else { vec![] },
         allocators: names,
-        heap_mode: crate::kit::names::name(&cfg.heap_mode),
-        workload: crate::kit::names::name(&cfg.workload),
+        heap_mode: cfg.heap_mode,
+        workload: cfg.workload,
         ops_per_thread: cfg.ops,
         repeat: cfg.repeat,
         seed: cfg.seed,

@@ -87,9 +87,9 @@ pub struct Repeat {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct HeapResult {
     pub allocator: String,
-    pub heap_mode: String,
+    pub heap_mode: crate::heap::work::alloc::HeapMode,
     #[serde(default)]
-    pub workload: String,
+    pub workload: crate::heap::work::alloc::Workload,
     pub threads: u32,
     #[serde(default)]
     pub ops_per_thread: u64,
@@ -157,7 +157,7 @@ pub struct HeapResult {
 pub struct Unsupported {
     pub allocator: String,
     #[serde(default)]
-    pub heap_mode: String,
+    pub heap_mode: crate::heap::work::alloc::HeapMode,
     #[serde(default)]
     pub reason: String,
 }
@@ -330,8 +330,8 @@ pub struct OverTimeResult {
 pub struct Config {
     pub threads: Vec<u32>,
     pub allocators: Vec<String>,
-    pub heap_mode: String,
-    pub workload: String,
+    pub heap_mode: crate::heap::work::alloc::HeapMode,
+    pub workload: crate::heap::work::alloc::Workload,
     pub ops_per_thread: u64,
     pub repeat: u32,
     pub seed: u64,

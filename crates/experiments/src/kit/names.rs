@@ -22,11 +22,30 @@ pub fn parse<E: ValueEnum>(what: &str, s: &str) -> Result<E, String> {
     E::from_str(s, false).map_err(|_| format!("unknown {what} '{s}': expected {}", list::<E>()))
 }
 
-/// Serialize and Deserialize for a `ValueEnum` by its names (a name it does
-/// not know is an error listing them).
+/// Serialize, Deserialize, Display and a JSON schema (a string, one of its
+/// names) for a `ValueEnum` by its names (a name it does not know is an error
+/// listing them), so that a record keeps the enum, not a string.
 #[macro_export]
 macro_rules! serde_by_name {
     ($t:ty, $what:literal) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(&$crate::kit::names::name(self))
+            }
+        }
+        impl schemars::JsonSchema for $t {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($t).into()
+            }
+            fn schema_id() -> std::borrow::Cow<'static, str> {
+                concat!(module_path!(), "::", stringify!($t)).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let names: Vec<String> =
+                    <$t as clap::ValueEnum>::value_variants().iter().map($crate::kit::names::name).collect();
+                schemars::json_schema!({ "type": "string", "enum": names, "description": concat!("The ", $what, ", by its name.") })
+            }
+        }
         impl serde::Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(&$crate::kit::names::name(self))
@@ -63,5 +82,9 @@ mod tests {
         assert_eq!(serde_json::from_str::<Way>("\"cap-max\"").unwrap(), Way::CapMax);
         let e = serde_json::from_str::<Way>("\"mine\"").unwrap_err().to_string();
         assert!(e.contains("unknown way 'mine': expected self, cap-max"), "{e}");
+        assert_eq!(Way::CapMax.to_string(), "cap-max");
+        assert_eq!(format!("[{:>8}]", Way::Mine), "[    self]", "a table's width holds");
+        let schema = serde_json::to_value(schemars::schema_for!(Way)).unwrap();
+        assert_eq!(schema["enum"], serde_json::json!(["self", "cap-max"]), "{schema}");
     }
 }

@@ -1,6 +1,7 @@
 //! Rendering `wscap` runs: the table per mode, scans/s per mode (log scale), the
 //! timeline, the slowdown-against-cap sweep, and Dawson's figures beside ours.
 
+use crate::wscap::work::Mode;
 use crate::wscap::results::WscapResult;
 use record::results::typed;
 use record::rundir::RunRecord;
@@ -21,7 +22,7 @@ const MEMORY_ARM: &str = "mem/";
 
 /// A result's group: its mode, or the memory arm's name for it.
 fn group(r: &WscapResult) -> String {
-    if r.memory_arm { format!("{MEMORY_ARM}{}", r.mode) } else { r.mode.clone() }
+    if r.memory_arm { format!("{MEMORY_ARM}{}", r.mode) } else { r.mode.to_string() }
 }
 
 fn by_mode(results: &[WscapResult]) -> Vec<(String, Vec<&WscapResult>)> {
@@ -338,8 +339,8 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
 /// run did not record what it needs.
 fn held(r: &WscapResult) -> Option<f64> {
     let mib = units::mib;
-    match r.mode.as_str() {
-        "none" | "cap-max" | "cap-high" => match r.held_max_bytes {
+    match r.mode {
+        Mode::None | Mode::CapMax | Mode::CapHigh => match r.held_max_bytes {
             Some(b) => Some(mib(b)),
             None => Some(mib(r.charged_max_bytes.filter(|&b| b > 0)? + r.store_max_bytes.unwrap_or(0))),
         },
@@ -369,7 +370,7 @@ pub fn memory_store(results: &[WscapResult]) -> Result<(String, String, String),
     if let Some(r) = results.iter().find(|r| r.memory_arm) {
         return Ok((r.backing.clone(), format!("{MEMORY_ARM}cap-max"), format!("{MEMORY_ARM}none")));
     }
-    match results.iter().find(|r| r.mode == "cap-max" && !r.sweep) {
+    match results.iter().find(|r| r.mode == Mode::CapMax && !r.sweep) {
         Some(r) if r.backing == "swapfile" => Ok((r.backing.clone(), "cap-max".into(), "none".into())),
         Some(r) => Err(format!(
             "not judged on {}: {}, and this run had no memory arm on a store they could leave (--memory-store \

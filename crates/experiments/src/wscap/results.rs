@@ -16,7 +16,7 @@ pub struct Reclaim {
 /// One mode's run (or one point of a `--sweep-cap` series).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct WscapResult {
-    pub mode: String,
+    pub mode: crate::wscap::work::Mode,
     /// False when this kernel or cgroup version cannot do the mode (see `reason`).
     #[serde(default)]
     pub supported: bool,

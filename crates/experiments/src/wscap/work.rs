@@ -27,8 +27,9 @@ use workloads::observe::Observer;
 use workloads::procsnap::ProcSnap;
 
 /// What holds the working set down (`--mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Mode {
+    #[default]
     None,
     CapMax,
     CapHigh,
@@ -214,7 +215,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
     fn mode(&mut self, mode: Mode, cap: u64, repeat: u32, sweep: bool) -> Result<WscapResult, ExperimentError> {
         let cfg = self.cfg;
         let mut r = WscapResult {
-            mode: mode.name(),
+            mode,
             supported: true,
             outcome: "ok".into(),
             sweep,
@@ -564,7 +565,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             let mut r = self.mode(m, cap, *n, sweep)?;
             let base: Vec<f64> = results
                 .iter()
-                .filter(|x| x.mode == "none" && x.memory_arm == self.memory_arm && x.scans_per_sec > 0.0)
+                .filter(|x| x.mode == Mode::None && x.memory_arm == self.memory_arm && x.scans_per_sec > 0.0)
                 .map(|x| x.scans_per_sec)
                 .collect();
             if m == Mode::None {

@@ -128,9 +128,9 @@ pub fn reference_markdown(all: &[Entry]) -> String {
     for (sys, heap, a1, f1, a128, f128) in REFERENCE {
         let _ = writeln!(s, "| {sys} (HeapPerf) | {heap} | {a1:.0} / {f1:.0} | {a128:.0} / {f128:.0} |");
     }
-    let mut allocs: Vec<(&str, &str)> = Vec::new();
+    let mut allocs: Vec<(&str, crate::heap::work::alloc::HeapMode)> = Vec::new();
     for r in &rs {
-        let k = (r.allocator.as_str(), r.heap_mode.as_str());
+        let k = (r.allocator.as_str(), r.heap_mode);
         if !allocs.contains(&k) {
             allocs.push(k);
         }

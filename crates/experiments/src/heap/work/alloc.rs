@@ -53,9 +53,10 @@ pub enum Allocator {
 
 pub const ALLOCATOR_FORMS: &str = "glibc, mimalloc, jemalloc, preload:PATH.so";
 /// How threads share a heap (`--heap-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HeapMode {
     /// The allocator's own way.
+    #[default]
     Default,
     /// One heap for all threads: glibc M_ARENA_MAX=1, one jemalloc arena.
     Shared,
@@ -65,9 +66,10 @@ pub enum HeapMode {
 crate::serde_by_name!(HeapMode, "heap mode");
 
 /// The allocation pattern (`--workload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Workload {
     /// A seeded script of what standard containers do (work/script.rs).
+    #[default]
     Containers,
 }
 crate::serde_by_name!(Workload, "workload");

@@ -470,8 +470,8 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
     let free_means: Vec<f64> = runs.iter().map(|r| r.free_ns_mean).collect();
     HeapResult {
         allocator: allocator.name(),
-        heap_mode: crate::kit::names::name(&cfg.heap_mode),
-        workload: crate::kit::names::name(&cfg.workload),
+        heap_mode: cfg.heap_mode,
+        workload: cfg.workload,
         threads,
         ops_per_thread: cfg.ops,
         repeat: runs.len() as u32,
@@ -524,12 +524,12 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
 ) -> Result<Vec<HeapResult>, ExperimentError> {
     let supported: Vec<&Allocator> =
         cfg.allocators.iter().filter(|a| a.unsupported(cfg.heap_mode).is_none()).collect();
-    let mode = crate::kit::names::name(&cfg.heap_mode);
+    let mode = cfg.heap_mode;
     for a in cfg.allocators.iter().filter(|a| a.unsupported(cfg.heap_mode).is_some()) {
         let why = a.unsupported(cfg.heap_mode).unwrap_or_default();
         obs.note(&format!("{} does not support heap mode {mode}: {why}", a.name()));
         let unsupported =
-            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: mode.clone(), reason: why.to_string() };
+            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode, reason: why.to_string() };
         obs.result(&crate::heap::results::Entry {
             unsupported: Some(unsupported),
             ..Default::default()

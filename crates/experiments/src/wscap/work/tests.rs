@@ -49,21 +49,20 @@ fn the_run_drives_its_worker_and_groups_without_root() {
     let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
     let mut obs = Recorder::default();
     let rs = run_with(&cfg, &mut obs, || false, &mut threads, sandbox()).unwrap();
-    let plan: Vec<(&str, u32, bool, Option<u64>)> =
-        rs.iter().map(|r| (r.mode.as_str(), r.repeat, r.sweep, r.cap_bytes)).collect();
+    let plan: Vec<(Mode, u32, bool, Option<u64>)> = rs.iter().map(|r| (r.mode, r.repeat, r.sweep, r.cap_bytes)).collect();
     assert_eq!(
         plan,
         [
-            ("none", 1, false, None),
-            ("cap-max", 1, false, Some(1 << 20)),
-            ("none", 2, false, None),
-            ("cap-max", 2, false, Some(1 << 20)),
-            ("cap-max", 1, true, Some(3 << 20)),
+            (Mode::None, 1, false, None),
+            (Mode::CapMax, 1, false, Some(1 << 20)),
+            (Mode::None, 2, false, None),
+            (Mode::CapMax, 2, false, Some(1 << 20)),
+            (Mode::CapMax, 1, true, Some(3 << 20)),
             // The memory arm, after the modes: none and cap-max per repeat.
-            ("none", 1, false, None),
-            ("cap-max", 1, false, Some(1 << 20)),
-            ("none", 2, false, None),
-            ("cap-max", 2, false, Some(1 << 20)),
+            (Mode::None, 1, false, None),
+            (Mode::CapMax, 1, false, Some(1 << 20)),
+            (Mode::None, 2, false, None),
+            (Mode::CapMax, 2, false, Some(1 << 20)),
         ]
     );
     assert_eq!(rs.iter().map(|r| r.memory_arm).collect::<Vec<_>>(), [false, false, false, false, false, true, true, true, true]);
