@@ -139,7 +139,11 @@ fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
         // Checks are no evidence and take no part in a family: they are
         // not simulated (issue 57 item 1).
         for c in e.report.claims().into_iter().filter(|c| !c.check) {
-            let presets = if e.name() == "thrash" { experiments::thrash::cmd::presets_of(c.id) } else { &[] };
+            let presets = if e.name() == "thrash" {
+                experiments::thrash::cmd::presets_of(c.id).expect("every thrash finding names its presets")
+            } else {
+                &[]
+            };
             fs.push(Finding { exp: e.name(), claim: c, ratio: c.quantity.contains('÷'), presets });
         }
     }

@@ -170,14 +170,10 @@ of 0.02, e1 and e4 held, but the guard raised e2's and e3's limits (N × S ÷ ro
 every other time factor, store and guard step tried it raised e2's, so no budget is known yet to hold all four presets \
 (docs/thrash.md). The full lab runs thrash, its findings gated by the protocol";
 
-/// The presets each thrash claim compares (crate::thrash::report).
-pub fn presets_of(claim: &str) -> &'static [&'static str] {
-    match claim {
-        "thrash.writes" => &["e1", "e2"],
-        "thrash.sleep" => &["e2", "e3"],
-        "thrash.stagger" => &["e2", "e4"],
-        _ => &["e2"],
-    }
+/// The presets a thrash finding compares ([`crate::thrash::findings::Which`],
+/// the one list); None for an id that is not thrash's, never a default.
+pub fn presets_of(claim: &str) -> Option<&'static [&'static str]> {
+    crate::thrash::findings::Which::of(claim).map(|w| w.presets())
 }
 
 /// A budgeted lab's extra pass of thrash: `k` more repeats of only the presets
@@ -192,7 +188,11 @@ pub fn presets_of(claim: &str) -> &'static [&'static str] {
 /// "Carryover"): all four presets run instead, in whole Williams squares
 /// (`k` rounded up to a multiple of four), which the fit identifies.
 pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
-    let mut want: Vec<&str> = claims.iter().flat_map(|c| presets_of(c).iter().copied()).collect();
+    // A claim that is not thrash's names no preset to run: no step.
+    let mut want: Vec<&str> = Vec::new();
+    for c in claims {
+        want.extend(presets_of(c)?.iter().copied());
+    }
     want.sort_unstable();
     want.dedup();
     let k = if want.len() > 2 {

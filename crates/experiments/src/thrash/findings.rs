@@ -49,6 +49,49 @@ pub fn recovery_evidence(rs: &[ThrashResult], edge: f64) -> (Vec<f64>, usize) {
 /// enough to fit.
 const RECOVERY_EDGE_S: f64 = 10.0;
 
+/// thrash's findings by name: the one list of the presets each compares
+/// ([`Which::presets`], an exhaustive match), which its draw gates on and a
+/// lab's later pass reruns. A finding added to [`FINDINGS`] without a
+/// variant here fails `every_finding_names_its_presets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Deep,
+    Writes,
+    Sleep,
+    Stagger,
+    Recovery,
+}
+
+impl Which {
+    pub const ALL: [Which; 5] = [Which::Deep, Which::Writes, Which::Sleep, Which::Stagger, Which::Recovery];
+
+    /// Its claim's id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Which::Deep => "thrash.deep",
+            Which::Writes => "thrash.writes",
+            Which::Sleep => "thrash.sleep",
+            Which::Stagger => "thrash.stagger",
+            Which::Recovery => "thrash.recovery",
+        }
+    }
+
+    /// The presets it compares.
+    pub fn presets(self) -> &'static [&'static str] {
+        match self {
+            Which::Deep | Which::Recovery => &["e2"],
+            Which::Writes => &["e1", "e2"],
+            Which::Sleep => &["e2", "e3"],
+            Which::Stagger => &["e2", "e4"],
+        }
+    }
+
+    /// The finding called `id`, None for an id that is not thrash's.
+    pub fn of(id: &str) -> Option<Which> {
+        Which::ALL.into_iter().find(|w| w.id() == id)
+    }
+}
+
 /// Direction claims need a 10 % minimum effect (docs/stability.md).
 pub static FINDINGS: [Finding<ThrashResult>; 5] = [
     Finding {
@@ -181,7 +224,7 @@ fn draw_deep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
             .map(|r| r.progress_overcommitted_median.unwrap_or(f64::NAN))
             .collect()),
     };
-    gated(e.into(), rs, &["e2"])
+    gated(e.into(), rs, Which::Deep.presets())
 }
 
 /// [`beside`], with the presets' carryover fitted where this run's order
@@ -195,17 +238,17 @@ fn beside_fitted(m: &Ms, rs: &[ThrashResult], a: &str, b: &str, fig: &Figure, va
 
 fn draw_writes(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside_fitted(m, rs, "e2", "e1", &SWAPPED_OUT, carryover::swapped_out);
-    gated(d, rs, &["e1", "e2"])
+    gated(d, rs, Which::Writes.presets())
 }
 
 fn draw_sleep(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside_fitted(m, rs, "e3", "e2", &SWAPPED_OUT, carryover::swapped_out);
-    gated(d, rs, &["e2", "e3"])
+    gated(d, rs, Which::Sleep.presets())
 }
 
 fn draw_stagger(m: &Ms, rs: &[ThrashResult]) -> Drawn {
     let d = beside_fitted(m, rs, "e4", "e2", &SWAP_OUT_RATE, carryover::swap_out_rate);
-    gated(d, rs, &["e2", "e4"])
+    gated(d, rs, Which::Stagger.presets())
 }
 
 fn draw_recovery(m: &Ms, rs: &[ThrashResult]) -> Drawn {
@@ -217,7 +260,7 @@ fn draw_recovery(m: &Ms, rs: &[ThrashResult]) -> Drawn {
         return e.into();
     }
     let (recovery, censored) = recovery_evidence(rs, RECOVERY_EDGE_S);
-    let mut d = gated(Drawn { censored, ..without_e2(m).map_or(Ok(recovery), Err).into() }, rs, &["e2"]);
+    let mut d = gated(Drawn { censored, ..without_e2(m).map_or(Ok(recovery), Err).into() }, rs, Which::Recovery.presets());
     if e2.iter().any(|r| r.plan.as_ref().is_some_and(|p| p.after_share >= 1.0)) {
         d.label = Some("the load stayed (--after-load stays, a control)".into());
     }
@@ -232,6 +275,17 @@ fn ran(m: &Ms) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_finding_names_its_presets() {
+        use super::{FINDINGS, Which};
+        let ids: Vec<&str> = FINDINGS.iter().map(|f| f.claim.id).collect();
+        let named: Vec<&str> = Which::ALL.iter().map(|w| w.id()).collect();
+        assert_eq!(ids, named, "a thrash finding without its presets (findings::Which), or one named twice");
+        assert!(Which::ALL.iter().all(|w| w.presets().contains(&"e2")), "every finding compares against e2");
+        assert_eq!(Which::of("thrash.sleep"), Some(Which::Sleep));
+        assert_eq!(Which::of("eat.random_fraction"), None);
+    }
+
     use crate::thrash::report::{Thrash, findings_markdown};
     use report::experiment::Study;
     use serde_json::{Value, json};
