@@ -21,8 +21,12 @@ fn eat(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     if out.status.success() {
         common::assert_schema("experiment-output", &v);
-        let run = std::fs::read_to_string(tmp.path().join("run/run.json")).unwrap();
-        common::assert_schema("run", &serde_json::from_str(&run).unwrap());
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(tmp.path().join("run/run.json")).unwrap()).unwrap();
+        common::assert_schema("run", &run);
+        // Every field of the configuration is recorded (issue 60 item 4).
+        assert_eq!(run["config"]["settle_max_s"], 10.0, "{}", run["config"]);
+        assert!(run["config"]["swapfile_dir"].is_string(), "{}", run["config"]);
     }
     (out.status.code(), v, String::from_utf8_lossy(&out.stderr).to_string())
 }

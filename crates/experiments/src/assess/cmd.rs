@@ -47,21 +47,42 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
             .check_plan(size as u128, "--synthetic", &m)
             .map_err(crate::Error::from)?;
     }
+    // Every field of the configuration, by name (no `..`): one added to
+    // AssessConfig and left out here is a compile error.
+    let crate::assess::work::AssessConfig {
+        pid,
+        command,
+        synthetic,
+        hot,
+        warmup,
+        windows,
+        repeat,
+        trim,
+        compressor,
+        duration,
+        probe,
+        probe_runs,
+        max_read,
+        swapfile_dir,
+        source,
+        exe: _, // this binary: the run's own, recorded as pagelab's version
+    } = &cfg;
     let config = Recorded {
-        pid: cfg.pid,
-        command: &cfg.command,
-        synthetic_bytes: cfg.synthetic,
-        hot: cfg.hot,
-        warmup_s: cfg.warmup.as_secs_f64(),
-        windows_s: cfg.windows.iter().map(|w| w.as_secs_f64()).collect(),
-        repeat: cfg.repeat,
-        source: cfg.source,
-        trim: cfg.trim,
-        compressor: cfg.compressor.as_deref(),
-        duration_s: cfg.duration.as_secs_f64(),
-        probe: cfg.probe.as_deref(),
-        probe_runs: cfg.probe_runs,
-        max_read_bytes: cfg.max_read,
+        pid: *pid,
+        command,
+        synthetic_bytes: *synthetic,
+        hot: *hot,
+        warmup_s: warmup.as_secs_f64(),
+        windows_s: windows.iter().map(|w| w.as_secs_f64()).collect(),
+        repeat: *repeat,
+        source: *source,
+        trim: *trim,
+        compressor: compressor.as_deref(),
+        duration_s: duration.as_secs_f64(),
+        probe: probe.as_deref(),
+        probe_runs: *probe_runs,
+        max_read_bytes: *max_read,
+        swapfile_dir,
     };
     let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
@@ -84,7 +105,9 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
     )
 }
 
-/// The configuration a run records (run.json's `config`).
+/// The configuration a run records (run.json's `config`): `run` takes
+/// `AssessConfig` apart field by field, so a field left out here is a
+/// compile error.
 #[derive(Serialize)]
 struct Recorded<'a> {
     pid: Option<i32>,
@@ -101,6 +124,8 @@ struct Recorded<'a> {
     probe: Option<&'a str>,
     probe_runs: u32,
     max_read_bytes: u64,
+    /// Where a swap file would be made (`--swapfile-dir`).
+    swapfile_dir: &'a std::path::Path,
 }
 
 /// The lab's `assess` step: the synthetic worker, whose truth is known (a

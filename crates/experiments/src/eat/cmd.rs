@@ -41,15 +41,33 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
     };
     // Everything that can be refused is refused here, before any change.
     crate::eat::work::validate(&cfg)?;
+    // Every field of the configuration, by name (no `..`): one added to
+    // EatConfig and left out here is a compile error, not a gap in run.json.
+    let EatConfig {
+        size,
+        patterns,
+        block,
+        backing,
+        compressors,
+        trim,
+        repeat,
+        seed,
+        settle_max,
+        swapfile_dir,
+        exe: _,        // this binary: the run's own, recorded as pagelab's version
+        host_floor: _, // a safety floor, not part of the experiment
+    } = &cfg;
     let config = Recorded {
-        size_bytes: cfg.size,
-        patterns: &cfg.patterns,
-        block_bytes: cfg.block,
-        backing: cfg.backing,
-        compressors: &cfg.compressors,
-        trim: cfg.trim,
-        repeat: cfg.repeat,
-        seed: cfg.seed,
+        size_bytes: *size,
+        patterns,
+        block_bytes: *block,
+        backing: *backing,
+        compressors,
+        trim: *trim,
+        repeat: *repeat,
+        seed: *seed,
+        settle_max_s: settle_max.as_secs_f64(),
+        swapfile_dir,
         interval_s: a.run.interval.as_secs_f64(),
     };
     let run = ExperimentRun::start("eat", &a.run, &config)?;
@@ -74,8 +92,9 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
     )
 }
 
-/// The configuration a run records (run.json's `config`): a field left out
-/// here is a compile error, not a silent gap in the record.
+/// The configuration a run records (run.json's `config`): `run` takes
+/// [`EatConfig`] apart field by field, so a field left out here is a compile
+/// error, not a silent gap in the record.
 #[derive(Serialize)]
 struct Recorded<'a> {
     size_bytes: u64,
@@ -86,6 +105,10 @@ struct Recorded<'a> {
     trim: crate::eat::work::Trim,
     repeat: u32,
     seed: u64,
+    /// The longest wait for the store to settle after a trim (s).
+    settle_max_s: f64,
+    /// Where a swap file would be made (`--swapfile-dir`).
+    swapfile_dir: &'a std::path::Path,
     interval_s: f64,
 }
 

@@ -26,16 +26,31 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         host_floor: a.run.host_floor,
     };
     crate::mapping::work::validate(&cfg)?;
+    // Every field of the configuration, by name (no `..`): one added to
+    // MappingConfig and left out here is a compile error.
+    let MappingConfig {
+        size,
+        stride,
+        touch,
+        iterations,
+        warmup,
+        repeat,
+        methods,
+        hugepages,
+        pressure,
+        exe: _,        // this binary: the run's own, recorded as pagelab's version
+        host_floor: _, // a safety floor, not part of the experiment
+    } = &cfg;
     let config = Recorded {
-        size_bytes: cfg.size,
-        stride_bytes: cfg.stride,
-        touch: cfg.touch,
-        iterations: cfg.iterations,
-        warmup: cfg.warmup,
-        repeat: cfg.repeat,
-        methods: &cfg.methods,
-        hugepages: cfg.hugepages,
-        pressure: cfg.pressure,
+        size_bytes: *size,
+        stride_bytes: *stride,
+        touch: *touch,
+        iterations: *iterations,
+        warmup: *warmup,
+        repeat: *repeat,
+        methods,
+        hugepages: *hugepages,
+        pressure: *pressure,
     };
     let run = ExperimentRun::start("mapping", &a.run, &config)?;
     let r = {
@@ -63,7 +78,9 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
     )
 }
 
-/// The configuration a run records (run.json's `config`).
+/// The configuration a run records (run.json's `config`): `run` takes
+/// [`MappingConfig`] apart field by field, so a field left out here is a
+/// compile error.
 #[derive(Serialize)]
 struct Recorded<'a> {
     size_bytes: u64,

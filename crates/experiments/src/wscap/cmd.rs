@@ -79,18 +79,39 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         return Err(usage("--period must be at least 10ms"));
     }
     crate::wscap::work::validate(&cfg)?;
+    // Every field of the configuration, by name (no `..`): one added to
+    // WscapConfig and left out here is a compile error, not a gap in run.json.
+    let WscapConfig {
+        size,
+        cap,
+        duration,
+        modes,
+        period,
+        write,
+        backing,
+        compressor,
+        repeat,
+        sweep_caps,
+        swapfile_dir,
+        memory_store,
+        memory_store_note,
+        exe: _,        // this binary: the run's own, recorded as pagelab's version
+        host_floor: _, // a safety floor, not part of the experiment
+    } = &cfg;
     let config = Recorded {
-        size_bytes: cfg.size,
-        cap_bytes: cfg.cap,
-        duration_s: cfg.duration.as_secs_f64(),
-        modes: &cfg.modes,
-        period_s: cfg.period.as_secs_f64(),
-        access: a.access,
-        backing: cfg.backing,
-        compressor: cfg.compressor.as_deref(),
-        repeat: cfg.repeat,
-        sweep_caps: &cfg.sweep_caps,
-        memory_store: cfg.memory_store.map(BackingKind::name).unwrap_or("none"),
+        size_bytes: *size,
+        cap_bytes: *cap,
+        duration_s: duration.as_secs_f64(),
+        modes,
+        period_s: period.as_secs_f64(),
+        access: if *write { crate::wscap::work::Access::Write } else { crate::wscap::work::Access::Read },
+        backing: *backing,
+        compressor: compressor.as_deref(),
+        repeat: *repeat,
+        sweep_caps,
+        memory_store: memory_store.map(BackingKind::name).unwrap_or("none"),
+        memory_store_note: memory_store_note.as_deref(),
+        swapfile_dir,
     };
     let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
@@ -118,7 +139,9 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
 /// 19.8 s at 1 s each), planned at 0.1 s.
 const WSCAP_MODE_OVERHEAD_S: f64 = 0.1;
 
-/// The configuration a run records (run.json's `config`).
+/// The configuration a run records (run.json's `config`): `run` takes
+/// [`WscapConfig`] apart field by field, so a field left out here is a
+/// compile error.
 #[derive(Serialize)]
 struct Recorded<'a> {
     size_bytes: u64,
@@ -133,6 +156,10 @@ struct Recorded<'a> {
     sweep_caps: &'a [u64],
     /// The memory arm's store, resolved (none: no memory arm).
     memory_store: &'static str,
+    /// Why the memory arm's store is what it is, when `auto` chose.
+    memory_store_note: Option<&'a str>,
+    /// Where a swap file would be made (`--swapfile-dir`).
+    swapfile_dir: &'a std::path::Path,
 }
 
 /// The lab's `wscap` step for this machine.
