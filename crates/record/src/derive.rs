@@ -190,6 +190,9 @@ pub struct Interval {
     pub pgsteal_per_s: Option<f64>,
     /// Refaults of recently evicted pages per second (workingset_refault_*).
     pub refault_per_s: Option<f64>,
+    /// Direct reclaim entries per second (all allocstall_*): tasks that had to
+    /// reclaim before they could allocate.
+    pub allocstall_per_s: Option<f64>,
     /// Share of wall time with some / all tasks stalled on memory, percent.
     pub psi_memory_some_pct: Option<f64>,
     pub psi_memory_full_pct: Option<f64>,
@@ -359,6 +362,7 @@ pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
         pgscan_per_s: vm_prefix_rate("pgscan_"),
         pgsteal_per_s: vm_prefix_rate("pgsteal_"),
         refault_per_s: vm_prefix_rate("workingset_refault"),
+        allocstall_per_s: vm_prefix_rate("allocstall_"),
         psi_memory_some_pct: psi(|s| s.psi.memory.map(|p| p.some)),
         psi_memory_full_pct: psi(|s| s.psi.memory.and_then(|p| p.full)),
         psi_cpu_some_pct: psi(|s| s.psi.cpu.map(|p| p.some)),

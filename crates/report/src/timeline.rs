@@ -20,6 +20,7 @@
 //! | pswpin_per_s, pswpout_per_s | pages swapped in / out per second |
 //! | pgpgin_kib_per_s, pgpgout_kib_per_s | KiB paged in / out per second |
 //! | pgscan_per_s, pgsteal_per_s, refault_per_s | reclaim activity, pages per second |
+//! | allocstall_per_s | direct reclaim entries per second |
 //! | psi_memory_some_pct, psi_memory_full_pct, psi_cpu_some_pct, psi_io_some_pct, psi_io_full_pct | stall share of wall time over the interval, percent |
 //! | cgroup_psi_memory_some_pct, cgroup_psi_memory_full_pct | the same for the target cgroup (v2) |
 //! | target_minflt_per_s, target_majflt_per_s, target_cpu_pct | target pids' faults per second and CPU (percent of one CPU) |
@@ -67,6 +68,7 @@ const VALUES: &[(&str, Value)] = &[
     ("pgscan_per_s", Value::Figure(|i| i.pgscan_per_s)),
     ("pgsteal_per_s", Value::Figure(|i| i.pgsteal_per_s)),
     ("refault_per_s", Value::Figure(|i| i.refault_per_s)),
+    ("allocstall_per_s", Value::Figure(|i| i.allocstall_per_s)),
     ("psi_memory_some_pct", Value::Figure(|i| i.psi_memory_some_pct)),
     ("psi_memory_full_pct", Value::Figure(|i| i.psi_memory_full_pct)),
     ("psi_cpu_some_pct", Value::Figure(|i| i.psi_cpu_some_pct)),

@@ -36,7 +36,7 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         seed: a.seed,
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
-        settle_max: std::time::Duration::from_secs(10),
+        settle_max: a.settle_max,
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     // Everything that can be refused is refused here, before any change.
@@ -187,6 +187,9 @@ pub struct EatArgs {
     /// PRNG seed (recorded, so a run can be reproduced).
     #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
     pub seed: u64,
+    /// The longest wait for the store to settle after a trim
+    #[arg(long, default_value = "10s", value_parser = units::parse_positive_duration)]
+    pub settle_max: std::time::Duration,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
