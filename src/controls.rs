@@ -273,6 +273,27 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// Every finding (checks apart) is in `bench controls`' lists exactly
+    /// once: run (CONTROLS) or named with why not (NOT_RUN). The
+    /// eighth-experiment trial added a thrash finding that neither list
+    /// named, and the benchmark left it out without a word.
+    #[test]
+    fn every_finding_is_run_or_said_not_run() {
+        let mut listed: Vec<&str> = CONTROLS.iter().flat_map(|c| c.ids.iter().copied()).collect();
+        listed.extend(NOT_RUN.iter().map(|(id, _)| *id));
+        let mut findings: Vec<&str> = Vec::new();
+        for e in experiments::ALL {
+            findings.extend(e.report.claims().into_iter().filter(|c| !c.check).map(|c| c.id));
+        }
+        for id in &findings {
+            let n = listed.iter().filter(|x| *x == id).count();
+            assert_eq!(n, 1, "{id}: in bench controls' lists {n} times (CONTROLS or NOT_RUN, src/controls.rs)");
+        }
+        for id in &listed {
+            assert!(findings.contains(id), "{id}: listed in bench controls but not a finding");
+        }
+    }
+
     #[test]
     fn each_control_changes_its_lab_steps_arguments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
