@@ -129,6 +129,9 @@ fn bad_eat_input_exits_2_with_the_valid_forms() {
         (&["--size", "100TiB"], "host guard"),
         (&["--repeat", "0"], "--repeat"),
         (&["--block", "0"], "--block"),
+        (&["--settle-max", "0s"], "greater than zero"),
+        (&["--settle-max", "11m"], "at most 10m"),
+        (&["--settle-max", "-1s"], "--settle-max"),
     ];
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for (args, needle) in cases {

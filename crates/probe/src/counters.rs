@@ -40,6 +40,11 @@ impl Counters {
     pub fn sum_prefix(&self, prefix: &str) -> u64 {
         self.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(_, v)| v).sum()
     }
+    /// [`Counters::sum_prefix`], None when no key has the prefix (a counter
+    /// this kernel does not have is unknown, not 0).
+    pub fn sum_prefix_opt(&self, prefix: &str) -> Option<u64> {
+        self.iter().any(|(k, _)| k.starts_with(prefix)).then(|| self.sum_prefix(prefix))
+    }
     /// The key table, to pass to the next parse of the same file.
     pub fn keys(&self) -> &Keys {
         &self.keys

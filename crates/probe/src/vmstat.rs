@@ -20,6 +20,10 @@ impl Vmstat {
     pub fn sum_prefix(&self, prefix: &str) -> u64 {
         self.0.sum_prefix(prefix)
     }
+    /// None when no counter has the prefix.
+    pub fn sum_prefix_opt(&self, prefix: &str) -> Option<u64> {
+        self.0.sum_prefix_opt(prefix)
+    }
 }
 
 pub fn parse(text: &str) -> Result<Vmstat, ParseError> {

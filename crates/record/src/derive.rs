@@ -190,7 +190,8 @@ pub struct Interval {
     pub pgsteal_per_s: Option<f64>,
     /// Refaults of recently evicted pages per second (workingset_refault_*).
     pub refault_per_s: Option<f64>,
-    /// Direct reclaim entries per second (all allocstall_*): tasks that had to
+    /// Direct reclaim entries per second (allocstall_*, or allocstall before
+    /// Linux 4.10): tasks that had to
     /// reclaim before they could allocate.
     pub allocstall_per_s: Option<f64>,
     /// Share of wall time with some / all tasks stalled on memory, percent.
@@ -340,8 +341,8 @@ pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
     let vm = |s: &Sample, k: &str| s.vmstat.as_ref().and_then(|v| v.get(k));
     let vm_rate = |k: &str| opt_rate(vm(prev, k), vm(cur, k), dt_s);
     let vm_prefix_rate = |p: &str| {
-        let a = prev.vmstat.as_ref()?.sum_prefix(p);
-        let b = cur.vmstat.as_ref()?.sum_prefix(p);
+        let a = prev.vmstat.as_ref()?.sum_prefix_opt(p)?;
+        let b = cur.vmstat.as_ref()?.sum_prefix_opt(p)?;
         rate(a, b, dt_s)
     };
     let psi = |f: fn(&Sample) -> Option<probe::pressure::PsiLine>| psi_pct(f(prev), f(cur), dt_s);
@@ -362,7 +363,8 @@ pub fn interval(prev: &Sample, cur: &Sample, t0_ns: u64) -> Interval {
         pgscan_per_s: vm_prefix_rate("pgscan_"),
         pgsteal_per_s: vm_prefix_rate("pgsteal_"),
         refault_per_s: vm_prefix_rate("workingset_refault"),
-        allocstall_per_s: vm_prefix_rate("allocstall_"),
+        // allocstall_<zone> since Linux 4.10, allocstall before.
+        allocstall_per_s: vm_prefix_rate("allocstall"),
         psi_memory_some_pct: psi(|s| s.psi.memory.map(|p| p.some)),
         psi_memory_full_pct: psi(|s| s.psi.memory.and_then(|p| p.full)),
         psi_cpu_some_pct: psi(|s| s.psi.cpu.map(|p| p.some)),

@@ -50,6 +50,8 @@ fn rates_and_backwards_counters() {
     assert_eq!(i.pgfault_per_s, None);
     assert_eq!(i.pgscan_per_s, Some(2.0), "sum over pgscan_* keys");
     assert_eq!(i.pgmajfault_per_s, None, "missing key is None");
+    // A family this kernel does not have is unknown, not 0 pages a second.
+    assert_eq!((i.allocstall_per_s, i.refault_per_s), (None, None), "no allocstall* or workingset_refault* key");
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
         probe: probe.as_deref(),
         probe_runs: *probe_runs,
         max_read_bytes: *max_read,
-        swapfile_dir,
+        swapfile_dir: swapfile_dir.to_string_lossy(),
     };
     let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
@@ -125,7 +125,7 @@ struct Recorded<'a> {
     probe_runs: u32,
     max_read_bytes: u64,
     /// Where a swap file would be made (`--swapfile-dir`).
-    swapfile_dir: &'a std::path::Path,
+    swapfile_dir: std::borrow::Cow<'a, str>,
 }
 
 /// The lab's `assess` step: the synthetic worker, whose truth is known (a

@@ -67,7 +67,7 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         repeat: *repeat,
         seed: *seed,
         settle_max_s: settle_max.as_secs_f64(),
-        swapfile_dir,
+        swapfile_dir: swapfile_dir.to_string_lossy(),
         interval_s: a.run.interval.as_secs_f64(),
     };
     let run = ExperimentRun::start("eat", &a.run, &config)?;
@@ -92,6 +92,15 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
     )
 }
 
+/// `--settle-max`: above zero and at most ten minutes (the settle wait does
+/// not look for Ctrl-C, so it stays bounded).
+fn parse_settle_max(s: &str) -> Result<std::time::Duration, String> {
+    match units::parse_positive_duration(s)? {
+        d if d > std::time::Duration::from_secs(600) => Err(format!("'{s}': at most 10m")),
+        d => Ok(d),
+    }
+}
+
 /// The configuration a run records (run.json's `config`): `run` takes
 /// [`EatConfig`] apart field by field, so a field left out here is a compile
 /// error, not a silent gap in the record.
@@ -108,7 +117,7 @@ struct Recorded<'a> {
     /// The longest wait for the store to settle after a trim (s).
     settle_max_s: f64,
     /// Where a swap file would be made (`--swapfile-dir`).
-    swapfile_dir: &'a std::path::Path,
+    swapfile_dir: std::borrow::Cow<'a, str>,
     interval_s: f64,
 }
 
@@ -187,8 +196,8 @@ pub struct EatArgs {
     /// PRNG seed (recorded, so a run can be reproduced).
     #[arg(long, default_value_t = 1, value_parser = units::uint64::<0, { u64::MAX }>, allow_hyphen_values = true)]
     pub seed: u64,
-    /// The longest wait for the store to settle after a trim
-    #[arg(long, default_value = "10s", value_parser = units::parse_positive_duration)]
+    /// The longest wait for the store to settle after a trim (at most 10m)
+    #[arg(long, default_value = "10s", value_parser = parse_settle_max, allow_hyphen_values = true)]
     pub settle_max: std::time::Duration,
     #[command(flatten)]
     pub run: RunArgs,

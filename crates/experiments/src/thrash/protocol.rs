@@ -98,21 +98,40 @@ pub fn of(r: &ThrashResult) -> Protocol {
     } else {
         Some(r.limit_bytes.max(r.guard.limit_max_bytes))
     };
-    let room_max = largest.unwrap_or(0).saturating_sub(idle);
-    if room_max > 0 {
-        p.overcommit = Some(total / room_max as f64);
-    }
     p.passes_min = passes_min(r, plan);
-    // The overflow past the same room the overcommit is judged on.
-    let overflow = (total - room_max as f64) / PAGE;
-    if overflow > 0.0 {
-        p.pages_out_per_overflow = Some(r.pswpout_active.unwrap_or(r.pswpout_total) as f64 / overflow);
+    // Unread (v2's highest charge): both figures unknown, never a room of 0.
+    if let Some(room_max) = largest.map(|l| l.saturating_sub(idle)).filter(|&r| r > 0) {
+        p.overcommit = Some(total / room_max as f64);
+        // The overflow past the same room the overcommit is judged on.
+        let overflow = (total - room_max as f64) / PAGE;
+        if overflow > 0.0 {
+            p.pages_out_per_overflow = Some(r.pswpout_active.unwrap_or(r.pswpout_total) as f64 / overflow);
+        }
     }
     p.breaks = breaks(&p);
+    if largest.is_none() {
+        p.breaks = vec![UNREAD_CHARGE.to_string()];
+    }
     if plan.preset.ends_with("-custom") {
         // Issue 57 item 2: the study's preset, changed by one size factor and
         // one time factor only. N, W, t_s or t_c given apart from them (the
         // smoke lab's four consumers, say) make another experiment.
+        p.breaks.insert(0, CUSTOM.to_string());
+    }
+    p
+}
+
+/// Why a v2 run whose highest charge was not read is outside the protocol.
+pub const UNREAD_CHARGE: &str = "overcommit and depth: the group's highest charge under memory.high was not read, so \
+the room's largest extent is unknown";
+
+/// A run's protocol figures: as recorded, with the custom-preset break a
+/// record from before it lacks (a smoke lab's four consumers read "held"
+/// there), or computed for a record without them.
+pub fn current(r: &ThrashResult) -> Protocol {
+    let mut p = r.protocol.clone().unwrap_or_else(|| of(r));
+    let custom = r.plan.as_ref().is_some_and(|plan| plan.preset.ends_with("-custom"));
+    if custom && !p.breaks.iter().any(|b| b == CUSTOM) {
         p.breaks.insert(0, CUSTOM.to_string());
     }
     p
@@ -180,7 +199,7 @@ pub fn unchecked(rs: &[ThrashResult], presets: &[&str]) -> Option<String> {
 pub fn outside(rs: &[ThrashResult], presets: &[&str]) -> Option<String> {
     let mut why: Vec<(String, Vec<u32>)> = Vec::new();
     for r in rs.iter().filter(|r| presets.contains(&base(&r.preset)) && r.plan.is_some()) {
-        let p = r.protocol.clone().unwrap_or_else(|| of(r));
+        let p = current(r);
         for b in &p.breaks {
             let key = format!("{}: {b}", r.preset);
             match why.iter_mut().find(|w| w.0 == key) {
@@ -216,7 +235,7 @@ pub fn markdown(rs: &[ThrashResult]) -> String {
         OVERCOMMIT * (1.0 + OVERCOMMIT_TOLERANCE)
     );
     for r in rs {
-        let p = r.protocol.clone().unwrap_or_else(|| of(r));
+        let p = current(r);
         let _ = writeln!(
             s,
             "| {} #{} | {} | {} | {} | {} | {} | {} ({}) | {} |",
@@ -278,10 +297,24 @@ mod tests {
         // A charge far above the target (throttling that lagged) is outside.
         r.guard.usage_max_bytes = Some(20 << 20);
         assert!(of(&r).breaks[0].starts_with("overcommit"), "{:?}", of(&r));
-        // Unread: unknown, never the target.
+        // Unread: unknown, never the target, and no overflow past a room of 0.
         r.guard.usage_max_bytes = None;
-        assert_eq!(of(&r).overcommit, None);
-        assert!(!of(&r).held());
+        let p = of(&r);
+        assert_eq!((p.overcommit, p.pages_out_per_overflow), (None, None));
+        assert_eq!(p.breaks, [UNREAD_CHARGE]);
+    }
+
+    #[test]
+    fn a_custom_run_recorded_before_the_rule_is_outside_when_read_again() {
+        // Recorded held, by a pagelab that did not yet know the rule.
+        let mut r = run("e2-custom", 16 << 20, 16 << 20, 3 * 6144 + 1, 100);
+        r.protocol = Some(Protocol { breaks: vec![], ..of(&r) });
+        assert_eq!(current(&r).breaks, [CUSTOM]);
+        assert!(outside(std::slice::from_ref(&r), &["e2"]).is_some_and(|w| w.contains(CUSTOM)));
+        // The study's preset as recorded stays as recorded.
+        let mut s = run("e2", 16 << 20, 16 << 20, 3 * 6144 + 1, 100);
+        s.protocol = Some(of(&s));
+        assert!(current(&s).held());
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         sweep_caps,
         memory_store: memory_store.map(BackingKind::name).unwrap_or("none"),
         memory_store_note: memory_store_note.as_deref(),
-        swapfile_dir,
+        swapfile_dir: swapfile_dir.to_string_lossy(),
     };
     let run = ExperimentRun::start("wscap", &a.run, &config)?;
     let r = {
@@ -159,7 +159,7 @@ struct Recorded<'a> {
     /// Why the memory arm's store is what it is, when `auto` chose.
     memory_store_note: Option<&'a str>,
     /// Where a swap file would be made (`--swapfile-dir`).
-    swapfile_dir: &'a std::path::Path,
+    swapfile_dir: std::borrow::Cow<'a, str>,
 }
 
 /// The lab's `wscap` step for this machine.

@@ -154,6 +154,16 @@ impl Guard {
         }
     }
 
+    /// v2: takes the group's `memory.peak` (and its charge now) into the
+    /// highest charge, where the 10 ms looks may have missed a spike; the
+    /// group is the run's own, made empty, so its peak is this run's.
+    pub fn read_peak(&mut self, cg: &MemCgroup) {
+        if self.report.method == "memory.high" {
+            self.saw_usage(cg.usage());
+            self.saw_usage(cg.peak());
+        }
+    }
+
     /// v2: the highest charge so far (unknown stays unknown).
     fn saw_usage(&mut self, usage: Option<u64>) {
         if let Some(u) = usage {
@@ -190,10 +200,7 @@ impl Guard {
         if self.report.method == "oom_control" {
             let _ = cg.set_oom_kill_disable(false);
         }
-        if self.report.method == "memory.high" {
-            self.saw_usage(cg.usage());
-            self.saw_usage(cg.peak());
-        }
+        self.read_peak(cg);
         if let (Some(a), Some(b)) = (self.v2_start, v2_events(cg)) {
             self.report.high_events = b.0.saturating_sub(a.0);
             self.report.max_events = b.1.saturating_sub(a.1);

@@ -128,7 +128,7 @@ fn run_once<O: workloads::observe::Observer>(
     // The guard watches on its own thread, so that a stalled consumer's raise
     // does not wait for the main thread's round of the consumers.
     let guard_stop = std::sync::atomic::AtomicBool::new(false);
-    let (waited, guard) = std::thread::scope(|s| {
+    let (waited, mut guard) = std::thread::scope(|s| {
         let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
         let waited = wait_consumers(&mut cons, obs, stop, give_up);
         guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -136,8 +136,10 @@ fn run_once<O: workloads::observe::Observer>(
     });
     waited?;
     let out_end = pswpout();
-    // The consumer phase's guard, as the protocol reads it; it goes on
-    // guarding the group while the recovery is watched.
+    // The consumer phase's guard, as the protocol reads it (on v2 with the
+    // group's peak so far); it goes on guarding the group while the
+    // recovery is watched.
+    guard.read_peak(&cg);
     r.guard = guard.report.clone();
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
     let last_exit = cons
