@@ -136,9 +136,7 @@ fn run_once<O: workloads::observe::Observer>(
     });
     waited?;
     let out_end = pswpout();
-    // The consumer phase's guard, as the protocol reads it (on v2 with the
-    // group's peak so far); it goes on guarding the group while the
-    // recovery is watched.
+    // The consumer phase's guard (v2: with the peak) as the protocol reads it; it guards the recovery too.
     guard.read_peak(&cg);
     r.guard = guard.report.clone();
     let first_alloc = cons.iter().filter_map(|c| c.alloc_ns).min().unwrap_or(t0);
