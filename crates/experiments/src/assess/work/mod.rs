@@ -45,6 +45,8 @@ use windows::*;
 /// How long DAMON watches before the longest window starts counting: its
 /// regions split and merge to follow the access pattern in the first second or so.
 const DAMON_SETTLE: Duration = Duration::from_secs(2);
+/// How long DAMON may take past the watch to form its first regions.
+const DAMON_REGIONS_WAIT: Duration = Duration::from_secs(20);
 
 
 #[derive(Debug, Clone)]
@@ -396,6 +398,22 @@ fn measure(
         let t_before = Instant::now();
         wait_until(end, pid, "DAMON's watch", stop)?;
         regions = mon.regions()?;
+        // A kdamond starved of CPU (a busy machine, an emulated one: the VM
+        // test once read none after 6.2 s) may not have formed its regions
+        // yet: asked again, every half second for up to DAMON_REGIONS_WAIT;
+        // none by then is an error, never windows read from nothing.
+        let asked = Instant::now();
+        while regions.is_empty() && asked.elapsed() < DAMON_REGIONS_WAIT {
+            wait_until(Instant::now() + Duration::from_millis(500), pid, "DAMON's regions", stop)?;
+            regions = mon.regions()?;
+        }
+        if regions.is_empty() {
+            return Err(ExperimentError::Sandbox(sandbox::SandboxError::Other(format!(
+                "DAMON formed no region of pid {pid} in {:.0} s of watching; --source referenced reads the windows \
+                 without it",
+                t0.elapsed().as_secs_f64()
+            ))));
+        }
         let pace = damon_pace(&before, &regions, t_before.elapsed().as_secs_f64(), iv.aggr.as_secs_f64());
         let maps = smaps(pid, "the windows")?;
         let monitored_s = t0.elapsed().as_secs_f64();
