@@ -34,27 +34,63 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-/// Headline metrics: (key in `summary`'s JSON, label, the figure).
-pub const HEADLINE: [(&str, &str, Field); 18] = [
-    ("pswpout_active", "pages swapped out, start to last exit", |r| r.pswpout_active.map(|n| n as f64)),
-    ("pswpout_total", "pages swapped out, samples to end of watch", |r| Some(r.pswpout_total as f64)),
-    ("pswpin_total", "pages swapped in", |r| Some(r.pswpin_total as f64)),
-    ("pswpout_per_s_peak", "peak swap-outs/s (1 s)", |r| finite(r.pswpout_per_s_peak)),
-    ("pswpout_per_s_active", "swap-outs/s while active", |r| finite(r.pswpout_per_s_active)),
-    ("cpu_user_pct_mean", "CPU user % (thrash)", |r| finite(r.cpu_user_pct_mean)),
-    ("cpu_system_pct_mean", "CPU system % (thrash)", |r| finite(r.cpu_system_pct_mean)),
-    ("psi_some_pct_mean", "memory PSI some % (thrash)", |r| finite(r.psi_some_pct_mean)),
-    ("progress_ratio_min", "progress ratio, min", |r| finite(r.progress_ratio_min)),
-    ("progress_ratio_median", "progress ratio, median", |r| finite(r.progress_ratio_median)),
-    ("progress_overcommitted_median", "progress while overcommitted, median", |r| r.progress_overcommitted_median),
-    ("overcommitted_s", "overcommitted, s", |r| finite(r.overcommitted_s)),
-    ("lateness_max_s", "consumer lateness max, s", |r| finite(r.lateness_max_s)),
-    ("recovery_s", "recovery, s", |r| r.recovery_s),
-    ("collector_lateness_p99_ms", "collector lateness p99, ms (mlocked)", |r| finite(r.collector_lateness_p99_ms)),
-    ("unlocked_lateness_p99_ms", "sampler lateness p99, ms (unlocked, in the cgroup)", |r| r.unlocked_lateness_p99_ms),
-    ("probe_outside_ms.during.p99", "probe outside p99 during, ms", |r| r.probe_outside_ms.during.p99),
-    ("probe_inside_ms.during.p99", "probe inside p99 during, ms", |r| r.probe_inside_ms.during.p99),
+/// A headline metric: its key in `summary`'s JSON, its label, its value,
+/// and the report's figure it is, if it is one. One list: a figure's value
+/// is its row's, and [`FIGURES`] is taken from it (a count that does not
+/// match is a compile error).
+#[derive(Clone, Copy)]
+pub struct Row {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub value: Field,
+    pub figure: Option<Figure>,
+}
+
+/// Headline metrics, the report's figures among them.
+pub const HEADLINE: [Row; 19] = [
+    Row { key: "pswpout_active", label: "pages swapped out, start to last exit", value: |r| r.pswpout_active.map(|n| n as f64), figure: None },
+    Row { key: "pswpout_total", label: "pages swapped out, samples to end of watch", value: |r| Some(r.pswpout_total as f64), figure: None },
+    Row {
+        key: "swapped_out",
+        label: "pages swapped out (start to last exit, else all)",
+        value: |r| Some(carryover::swapped_out(r)),
+        figure: Some(SWAPPED_OUT),
+    },
+    Row { key: "pswpin_total", label: "pages swapped in", value: |r| Some(r.pswpin_total as f64), figure: None },
+    Row { key: "pswpout_per_s_peak", label: "peak swap-outs/s (1 s)", value: |r| finite(r.pswpout_per_s_peak), figure: None },
+    Row { key: "pswpout_per_s_active", label: "swap-outs/s while active", value: |r| finite(r.pswpout_per_s_active), figure: Some(SWAP_OUT_RATE) },
+    Row { key: "cpu_user_pct_mean", label: "CPU user % (thrash)", value: |r| finite(r.cpu_user_pct_mean), figure: None },
+    Row { key: "cpu_system_pct_mean", label: "CPU system % (thrash)", value: |r| finite(r.cpu_system_pct_mean), figure: None },
+    Row { key: "psi_some_pct_mean", label: "memory PSI some % (thrash)", value: |r| finite(r.psi_some_pct_mean), figure: None },
+    Row { key: "progress_ratio_min", label: "progress ratio, min", value: |r| finite(r.progress_ratio_min), figure: None },
+    Row { key: "progress_ratio_median", label: "progress ratio, median", value: |r| finite(r.progress_ratio_median), figure: None },
+    Row { key: "progress_overcommitted_median", label: "progress while overcommitted, median", value: |r| r.progress_overcommitted_median, figure: Some(PROGRESS) },
+    Row { key: "overcommitted_s", label: "overcommitted, s", value: |r| finite(r.overcommitted_s), figure: None },
+    Row { key: "lateness_max_s", label: "consumer lateness max, s", value: |r| finite(r.lateness_max_s), figure: None },
+    Row { key: "recovery_s", label: "recovery, s", value: |r| r.recovery_s, figure: Some(RECOVERY) },
+    Row { key: "collector_lateness_p99_ms", label: "collector lateness p99, ms (mlocked)", value: |r| finite(r.collector_lateness_p99_ms), figure: None },
+    Row { key: "unlocked_lateness_p99_ms", label: "sampler lateness p99, ms (unlocked, in the cgroup)", value: |r| r.unlocked_lateness_p99_ms, figure: None },
+    Row { key: "probe_outside_ms.during.p99", label: "probe outside p99 during, ms", value: |r| r.probe_outside_ms.during.p99, figure: Some(PROBE_P99) },
+    Row { key: "probe_inside_ms.during.p99", label: "probe inside p99 during, ms", value: |r| r.probe_inside_ms.during.p99, figure: None },
 ];
+
+/// The report's figures ([`Study::figures`]), in [`HEADLINE`]'s order.
+pub static FIGURES: [Figure; 5] = figures_of(&HEADLINE);
+
+const fn figures_of<const N: usize>(rows: &[Row]) -> [Figure; N] {
+    let mut out = [Figure::new("", "", true, 1.0); N];
+    let (mut i, mut n) = (0, 0);
+    while i < rows.len() {
+        if let Some(f) = rows[i].figure {
+            assert!(n < N, "HEADLINE has more figures than FIGURES holds");
+            out[n] = f;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "HEADLINE has fewer figures than FIGURES holds");
+    out
+}
 
 fn results_of(all: &[Value]) -> Result<Vec<ThrashResult>, record::results::EntryError> {
     Ok(typed::<Entry>(all)?.into_iter().map(|e| e.result).collect())
@@ -109,10 +145,10 @@ pub fn summary(rs: &[ThrashResult]) -> Vec<PresetSummary> {
     for p in presets(rs) {
         let reps: Vec<&ThrashResult> = rs.iter().filter(|r| group(r, rs) == p).collect();
         let mut metrics: std::collections::BTreeMap<&'static str, Spread> = Default::default();
-        for (k, _, f) in HEADLINE {
-            let v: Vec<f64> = reps.iter().filter_map(|r| f(r)).collect();
+        for Row { key, value, .. } in HEADLINE {
+            let v: Vec<f64> = reps.iter().filter_map(|r| value(r)).collect();
             metrics.insert(
-                k,
+                key,
                 Spread {
                     median: median(&v),
                     min: v.iter().cloned().reduce(f64::min),
@@ -171,8 +207,8 @@ pub fn text_table(rs: &[ThrashResult]) -> String {
             let _ = write!(s, " {:>9}", format!("{}/{}", r.consumers_completed, r.consumers));
         }
         let _ = writeln!(s);
-        for (_, label, f) in HEADLINE {
-            let v: Vec<Option<f64>> = reps.iter().map(|r| f(r)).collect();
+        for Row { label, value, .. } in HEADLINE {
+            let v: Vec<Option<f64>> = reps.iter().map(|r| value(r)).collect();
             let _ = write!(s, "{label:<50}");
             for x in &v {
                 let _ = write!(s, " {:>9}", fmt(*x));
@@ -445,7 +481,7 @@ pub struct Thrash;
 impl Study for Thrash {
     type Entry = ThrashResult;
     fn figures(&self) -> &'static [Figure] {
-        &[SWAPPED_OUT, SWAP_OUT_RATE, PROGRESS, PROBE_P99, RECOVERY]
+        &FIGURES
     }
     fn name(&self) -> &'static str {
         "thrash"
@@ -466,11 +502,11 @@ impl Study for Thrash {
     fn metrics(&self, rs: &[ThrashResult], b: &mut Builder) {
         for r in rs {
             let g = group(r, rs);
-            b.push_rep(&g, &SWAPPED_OUT, r.repeat_index, Some(carryover::swapped_out(r)));
-            b.push_rep(&g, &SWAP_OUT_RATE, r.repeat_index, Some(carryover::swap_out_rate(r)));
-            b.push_rep(&g, &PROGRESS, r.repeat_index, r.progress_overcommitted_median);
-            b.push_rep(&g, &PROBE_P99, r.repeat_index, r.probe_outside_ms.during.p99);
-            b.push_rep(&g, &RECOVERY, r.repeat_index, r.recovery_s);
+            for row in &HEADLINE {
+                if let Some(fig) = &row.figure {
+                    b.push_rep(&g, fig, r.repeat_index, (row.value)(r));
+                }
+            }
         }
     }
     fn protocol(&self, rs: &[ThrashResult]) -> Result<(), String> {
