@@ -117,7 +117,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: None,
     };
-    experiments::mapping::work::validate(&cfg)?;
+    experiments::mapping::work::validate(&cfg, &mut probe::Probe::default())?;
     let regions = [
         ("A ≥ B", Region::at_least(1.0)),
         ("A ≤ B", Region::at_most(1.0)),

@@ -590,7 +590,7 @@ fn kubectl_accepts_rightsizes_resources_block() {
         (0, "swapfile", "500Mi", "500Mi"),
         (60 << 20, "zswap", "240Mi", "500Mi"),
     ] {
-        let k = kubernetes(500 << 20, swap, backing, true, node, 900 << 20);
+        let k = kubernetes(500 << 20, swap, workloads::backing::BackingKind::parse(backing), true, node, 900 << 20);
         let f = tmp.path().join("pod.yaml");
         std::fs::write(&f, pod(&k.resources)).unwrap();
         let v = kubectl_decode(t, &f).unwrap_or_else(|e| panic!("{}: {e}", k.resources));

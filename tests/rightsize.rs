@@ -168,18 +168,14 @@ fn bad_input_is_refused_in_one_line_and_changes_nothing() {
 /// docs/rightsize.md has the 10 % case.)
 /// pagelab's hot/cold program, 16 MiB hot and 48 MiB cold, at a 25 % target
 /// with `runs` runs on `backing`, as JSON into `out`: (exit code, JSON, stderr).
-/// pagelab's hot/cold program, 16 MiB hot and 48 MiB cold, 4000 passes: an
-/// unlimited run takes about 1.5 s on the project's 2-vCPU VM (8000 passes
-/// took 3.0 s, CV 4.5 %, and the test run that much longer), enough for a
-/// slowdown of 25 % to be verified in a handful of pairs.
+/// pagelab's hot/cold program, 16 MiB hot and 48 MiB cold, [`PASSES`]
+/// passes.
 fn synthetic(runs: &str, backing: &str, out: &std::path::Path, extra: &[&str]) -> (Option<i32>, Value, String) {
     let mut args = vec![
         "--synthetic-hot",
         "16MiB",
         "--synthetic-cold",
         "48MiB",
-        "--synthetic-passes",
-        "4000",
         "--slowdown",
         "25%",
         "--runs",
@@ -190,9 +186,16 @@ fn synthetic(runs: &str, backing: &str, out: &std::path::Path, extra: &[&str]) -
         "--out",
         out.to_str().unwrap(),
     ];
+    args.extend(["--synthetic-passes", PASSES]);
     args.extend_from_slice(extra);
     rightsize(&args)
 }
+
+/// 4000 passes: an unlimited run takes about 1.5 s on the project's 2-vCPU
+/// VM (8000 passes took 3.0 s, CV 4.5 %, and the test run that much longer),
+/// enough for a slowdown of 25 % to be verified in a handful of pairs; 2000
+/// took 0.95 s, under rightsize's one-second floor.
+const PASSES: &str = "4000";
 
 /// The hot-set test's budget of runs (`--runs`).
 const HOT_SET_RUNS: usize = 32;
@@ -361,12 +364,13 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
     let prog = ["--", "python3", script, "16", "48", "10000", "1"];
     // --insist: the plan from three short runs may find the budget short;
     // this part is about the search and the answer, verified or the safe
-    // one (the 1 % case below is about the plan). 16 runs: 24 took 57 s.
+    // one (the 1 % case below is about the plan). 12 runs, the fewest the
+    // command takes at its default pairs of 3: 24 took 57 s.
     let mut args = vec![
         "--slowdown",
         "30%",
         "--runs",
-        "16",
+        "12",
         "--insist",
         "--backing",
         "zram",

@@ -229,20 +229,20 @@ $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source mglru --out $O/
 $P assess --windows 1s,3s --warmup 1s --source mglru --out $O/assess-mglru-cmd -- /bin/busybox sleep 60; echo $? > $O/assess-mglru-cmd.rc
 # rightsize on pure cgroup v2 with zswap in front of a swap file: batch mode,
 # on a program not written in Rust (issue 44 item 7): busybox awk fills a
-# cold table of 30 000 lines first (its start-up phase, about 15 MiB), then
+# cold table of 20 000 lines first (its start-up phase, about 10 MiB), then
 # loops over a small hot one (semantics only: timing under emulation means
-# nothing; natively 0.2 s, which emulation keeps above rightsize's one-second
+# nothing; natively 0.17 s, which emulation keeps above rightsize's one-second
 # floor), then service mode on a group of the guest's own (memory.reclaim;
 # its settings must not change).
 # 14 runs: with 10, a first probe stopped too slow under emulation left no
 # room for a second limited run (4 unlimited, the probe's pair, a
-# verification's 2 pairs), and the check below failed. 100 passes over the
+# verification's 2 pairs), and the check below failed. 60 passes over the
 # hot table. (60 000 lines and 200 passes, 0.46 s natively with busybox
 # 1.35, took 12 to 51 s a run under emulation beside the test run, and
 # rightsize 475 s of the guest's 750: the VM test was the test run's
-# longest path, 2026-11-29.)
+# longest path; 30 000 and 100 took 293 s there, 2026-11-29.)
 if [ $L = 6.1 ]; then
-$P rightsize --slowdown 50% --runs 14 --repeat 2 --insist --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize -- /bin/busybox awk 'BEGIN { for (i = 0; i < 30000; i++) cold[i] = sprintf("%0400d", i); for (p = 0; p < 100; p++) for (j = 0; j < 1000; j++) hot[j] = hot[j] + p; print hot[1] }' > /dev/null 2> $O/rightsize.err; echo $? > $O/rightsize.rc
+$P rightsize --slowdown 50% --runs 14 --repeat 2 --insist --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize -- /bin/busybox awk 'BEGIN { for (i = 0; i < 20000; i++) cold[i] = sprintf("%0400d", i); for (p = 0; p < 60; p++) for (j = 0; j < 1000; j++) hot[j] = hot[j] + p; print hot[1] }' > /dev/null 2> $O/rightsize.err; echo $? > $O/rightsize.rc
 state $O/state-after-rightsize
 mkdir /sys/fs/cgroup/vmrs
 sh -c "echo \$\$ > /sys/fs/cgroup/vmrs/cgroup.procs; exec $P __hotcold --hot 8MiB --cold 24MiB --passes 0 > /dev/null" &

@@ -72,6 +72,37 @@ impl<'de> Deserialize<'de> for BackingKind {
     }
 }
 
+impl std::fmt::Display for BackingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl schemars::JsonSchema for BackingKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BackingKind".into()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::BackingKind").into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = BackingKind::ALL.map(BackingKind::name).to_vec();
+        schemars::json_schema!({ "type": "string", "enum": names, "description": "What backs the trimmed pages, by its name." })
+    }
+}
+
+/// A backing that may not have been made (rightsize before its first
+/// limited run): none, which records before the type wrote as "".
+pub fn none_if_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<BackingKind>, D::Error> {
+    match <Option<std::borrow::Cow<'de, str>> as Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) => BackingKind::parse(&s).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown backing '{s}': expected {}", BackingKind::names()))
+        }),
+    }
+}
+
 /// The backing a run actually got.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Backing {

@@ -40,7 +40,7 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     // Everything that can be refused is refused here, before any change.
-    crate::eat::work::validate(&cfg)?;
+    crate::eat::work::validate(&cfg, &mut probe::Probe::default())?;
     // Every field of the configuration, by name (no `..`): one added to
     // EatConfig and left out here is a compile error, not a gap in run.json.
     let EatConfig {

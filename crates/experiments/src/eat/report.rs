@@ -36,7 +36,7 @@ fn phase(r: &EatResult, name: &str) -> Option<f64> {
 
 /// The store a result names: its compressor, else its backing.
 fn store(r: &EatResult) -> String {
-    r.compressor.clone().unwrap_or_else(|| r.backing.clone())
+    r.compressor.clone().unwrap_or_else(|| r.backing.to_string())
 }
 
 /// Results grouped by (pattern, compressor), in first-seen order.
@@ -98,7 +98,7 @@ pub fn text_table(results: &[EatResult]) -> String {
             "{:<7} {:>9} {:<14} {:<5} {:>8} {:>10} {:>8} {:>6} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9}",
             pattern,
             bytes(rs[0].size_bytes),
-            format!("{} {}", rs[0].backing, if comp == rs[0].backing { "" } else { &comp }),
+            format!("{} {}", rs[0].backing, if comp == rs[0].backing.name() { "" } else { &comp }),
             if ok { "yes" } else { "NO" },
             med(&rs, |r| r.stored_bytes.map(|b| b as f64)).map_or("-".into(), |m| bytes(m as u64)),
             opt(med(&rs, |r| r.stored_fraction), 4),
@@ -152,7 +152,7 @@ pub fn store_markdown(results: &[EatResult]) -> String {
             o,
             "| {pattern} | {} {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} |",
             rs[0].backing,
-            if comp == rs[0].backing { "" } else { &comp },
+            if comp == rs[0].backing.name() { "" } else { &comp },
             bytes(rs[0].size_bytes),
             med(&rs, |r| r.stored_bytes.map(|b| b as f64)).map_or("-".into(), |m| bytes(m as u64)),
             opt(med(&rs, |r| r.stored_fraction), 4),

@@ -50,7 +50,7 @@ pub struct EatResult {
     /// 1-based repeat number.
     pub repeat: u32,
     #[serde(default)]
-    pub backing: String,
+    pub backing: workloads::backing::BackingKind,
     pub compressor: Option<String>,
     #[serde(default)]
     pub swap_areas: Vec<String>,

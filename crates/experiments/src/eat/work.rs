@@ -64,8 +64,9 @@ pub use crate::eat::results::{EatResult, StoreStats};
 use workloads::observe::ExperimentError;
 pub use workloads::observe::Observer;
 
-/// Checks the configuration and the machine before anything is changed.
-pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
+/// Checks the configuration, and the machine as `p` reads it (the host at
+/// the command's edge, a fake tree in tests), before anything is changed.
+pub fn validate(cfg: &EatConfig, p: &mut probe::Probe) -> Result<(), SandboxError> {
     if cfg.size == 0 {
         return Err(SandboxError::Invalid("--size must be greater than zero".into()));
     }
@@ -81,13 +82,13 @@ pub fn validate(cfg: &EatConfig) -> Result<(), SandboxError> {
     }
     if cfg.trim == Trim::Cgroup {
         sandbox::privilege::require_admin("--trim cgroup (creating a memory cgroup)", "use --trim self or external")?;
-        if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        if p.memory_controller().ok().flatten().is_none() {
             return Err(SandboxError::Unsupported(
                 "--trim cgroup needs a memory cgroup controller; none is mounted".into(),
             ));
         }
     }
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     let store = backing::resolve(cfg.backing) != BackingKind::None;
     guard.check_plan(planned_bytes(cfg.size, store), "eat", &meminfo)?;
@@ -447,7 +448,7 @@ fn result(
         block_bytes: cfg.block,
         seed,
         repeat,
-        backing: back.kind.name().into(),
+        backing: back.kind,
         compressor: back.compressor.clone(),
         swap_areas: back.swap_areas.clone(),
         trim: crate::kit::names::name(&cfg.trim),

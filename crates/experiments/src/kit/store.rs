@@ -30,8 +30,8 @@ pub enum Store {
 impl Store {
     /// A run's store: its zram device, else zswap where that is the backing
     /// (`kind`); None for a disk or no store.
-    pub fn of(zram: Option<u32>, kind: &str) -> Option<Store> {
-        zram.map(Store::Zram).or((kind == "zswap").then_some(Store::Zswap))
+    pub fn of(zram: Option<u32>, kind: workloads::backing::BackingKind) -> Option<Store> {
+        zram.map(Store::Zram).or((kind == workloads::backing::BackingKind::Zswap).then_some(Store::Zswap))
     }
 }
 
@@ -92,9 +92,9 @@ mod tests {
         assert_eq!((s.orig_bytes, s.compr_bytes, s.ram_bytes), (Some(400 << 10), 100 << 10, 100 << 10));
         assert_eq!(swap_used(&mut p), Some(1024 << 10));
         assert_eq!(store_size(&mut p, Store::Zram(4)), None, "no such device");
-        assert_eq!(Store::of(None, "zswap"), Some(Store::Zswap));
-        assert_eq!(Store::of(Some(2), "zram"), Some(Store::Zram(2)));
-        assert_eq!(Store::of(None, "swapfile"), None);
+        assert_eq!(Store::of(None, workloads::backing::BackingKind::Zswap), Some(Store::Zswap));
+        assert_eq!(Store::of(Some(2), workloads::backing::BackingKind::Zram), Some(Store::Zram(2)));
+        assert_eq!(Store::of(None, workloads::backing::BackingKind::Swapfile), None);
         // Unknown is not zero: a kernel without `Zswapped`, a meminfo unread.
         let proc = d.path().join("proc");
         std::fs::write(proc.join("meminfo"), "MemTotal: 4194304 kB\nZswap: 100 kB\n").unwrap();

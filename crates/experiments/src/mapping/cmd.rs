@@ -25,7 +25,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
-    crate::mapping::work::validate(&cfg)?;
+    crate::mapping::work::validate(&cfg, &mut probe::Probe::default())?;
     // Every field of the configuration, by name (no `..`): one added to
     // MappingConfig and left out here is a compile error.
     let MappingConfig {

@@ -407,7 +407,7 @@ pub struct MappingConfig {
     pub host_floor: Option<u64>,
 }
 
-pub fn validate(cfg: &MappingConfig) -> Result<(), sandbox::SandboxError> {
+pub fn validate(cfg: &MappingConfig, p: &mut probe::Probe) -> Result<(), sandbox::SandboxError> {
     use sandbox::SandboxError::Invalid;
     let page = mm::page_size() as u64;
     if cfg.stride == 0 || cfg.stride % page != 0 {
@@ -424,13 +424,13 @@ pub fn validate(cfg: &MappingConfig) -> Result<(), sandbox::SandboxError> {
     }
     if cfg.pressure {
         sandbox::privilege::require_admin("--pressure (creating a memory cgroup)", "run without --pressure")?;
-        if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        if p.memory_controller().ok().flatten().is_none() {
             return Err(sandbox::SandboxError::Unsupported(
                 "--pressure needs a memory cgroup controller; none is mounted".into(),
             ));
         }
     }
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     guard.check_plan(planned_bytes(cfg.size), "mapping", &meminfo)?;
     Ok(())

@@ -367,8 +367,9 @@ fn batch_arms(
 /// out (a dozen runs of a program do not fit its budget).
 pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     let s = if scale == Scale::Smoke {
-        // A small program with a sharp knee, a handful of short runs: the
-        // step and its report section, not a recommendation worth keeping.
+        // A small program with a sharp knee, a handful of short runs (the
+        // fewest pairs of 2 the command takes): the step and its report
+        // section, not a recommendation worth keeping.
         let args = [
             "--synthetic-hot",
             "8MiB",
@@ -379,7 +380,7 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
             "--slowdown",
             "50%",
             "--runs",
-            "12",
+            "10",
             "--repeat",
             "2",
             "--insist",

@@ -6,6 +6,7 @@
 //! pods, and a container whose memory request equals its limit, get none.
 
 use serde::{Deserialize, Serialize};
+use workloads::backing::BackingKind;
 
 const MI: u64 = 1 << 20;
 
@@ -138,11 +139,11 @@ pub struct Kubernetes {
 /// zswap, swapfile, existing, none), for `node`; `v2`: this machine's
 /// cgroup version, said when LimitedSwap needs what it lacks; `peak`: the
 /// unlimited peak, the safe block where the node's swap is too little.
-pub fn kubernetes(limit: u64, swap: u64, backing: &str, v2: bool, node: Node, peak: u64) -> Kubernetes {
+pub fn kubernetes(limit: u64, swap: u64, backing: Option<BackingKind>, v2: bool, node: Node, peak: u64) -> Kubernetes {
     let relies_on = match backing {
         _ if swap < MI => Relies::Nothing,
-        "none" => Relies::Nothing,
-        "zram" => Relies::Zram,
+        Some(BackingKind::None) => Relies::Nothing,
+        Some(BackingKind::Zram) => Relies::Zram,
         _ => Relies::Swap,
     };
     let limit = limit.div_ceil(MI) * MI;
@@ -272,13 +273,13 @@ mod tests {
     /// below it and the node's swap is too little.
     #[test]
     fn the_limited_swap_arithmetic_follows_the_request() {
-        let k = kubernetes(500 << 20, 100 << 20, "swapfile", true, node(), 900 << 20);
+        let k = kubernetes(500 << 20, 100 << 20, BackingKind::parse("swapfile"), true, node(), 900 << 20);
         assert_eq!((k.request_bytes, k.limit_bytes, k.relies_on), (400 << 20, 500 << 20, Relies::Swap));
         assert_eq!(k.limited_swap_bytes, 100 << 20);
         assert_eq!(k.node_swap_needed_bytes, Some(4 << 30));
         assert!(k.resources.contains("requests:\n    memory: 400Mi") && k.resources.contains("limits:\n    memory: 500Mi"));
         assert!(k.said.iter().any(|l| l.contains("gives enough")));
-        let k = kubernetes(300 << 20, 100 << 20, "swapfile", false, node(), 900 << 20);
+        let k = kubernetes(300 << 20, 100 << 20, BackingKind::parse("swapfile"), false, node(), 900 << 20);
         assert_eq!(k.request_bytes, 299 << 20);
         assert!(k.limited_swap_bytes < 100 << 20);
         assert!(k.node_swap_needed_bytes.unwrap() > 4 << 30);
@@ -286,10 +287,10 @@ mod tests {
         assert!(k.said.iter().any(|l| l.contains("memory 900Mi (the unlimited peak)")));
         assert!(k.said.iter().any(|l| l.contains("cgroup v1")));
         // No swap used: request equals limit.
-        let k = kubernetes(300 << 20, 0, "swapfile", true, node(), 900 << 20);
+        let k = kubernetes(300 << 20, 0, BackingKind::parse("swapfile"), true, node(), 900 << 20);
         assert_eq!((k.request_bytes, k.relies_on, k.node_swap_needed_bytes), (300 << 20, Relies::Nothing, None));
         // zram: said that Kubernetes does not cover it.
-        let k = kubernetes(300 << 20, 50 << 20, "zram", true, node(), 900 << 20);
+        let k = kubernetes(300 << 20, 50 << 20, BackingKind::parse("zram"), true, node(), 900 << 20);
         assert_eq!(k.relies_on, Relies::Zram);
         assert!(k.said.iter().any(|l| l.contains("does not cover zram")));
     }

@@ -3,6 +3,7 @@
 //! footprint over time, and two claims judged on the run.
 
 use crate::rightsize::results::RightsizeResult;
+use workloads::backing::BackingKind;
 use record::RunRecord;
 use report::charts::{self, Scale, Trace};
 use report::experiment::Study;
@@ -48,10 +49,10 @@ pub fn verified_ratios(r: &RightsizeResult) -> Vec<f64> {
 /// A batch result's store, as the comparison names it: "zram lzo-rle",
 /// "zswap", "swapfile".
 pub fn store_label(r: &RightsizeResult) -> String {
-    match &r.compressor {
-        Some(c) if !r.backing.is_empty() => format!("{} {c}", r.backing),
-        _ if r.backing.is_empty() => "-".into(),
-        _ => r.backing.clone(),
+    match (r.backing, &r.compressor) {
+        (Some(b), Some(c)) => format!("{b} {c}"),
+        (Some(b), None) => b.to_string(),
+        (None, _) => "-".into(),
     }
 }
 
@@ -70,7 +71,7 @@ fn total_of(r: &RightsizeResult) -> Option<(u64, bool)> {
 /// measured knee and total, and which needs least memory in all (None with
 /// fewer than two).
 pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
-    let batch: Vec<&RightsizeResult> = rs.iter().filter(|r| r.mode == "batch").collect();
+    let batch: Vec<&RightsizeResult> = rs.iter().filter(|r| r.mode == crate::rightsize::results::Mode::Batch).collect();
     if batch.len() < 2 {
         return None;
     }
@@ -131,7 +132,7 @@ pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
         "(knee: the limit verified, ? where none was and the best candidate is shown; predicted from the working set \
          and the cold pages' compressibility before the first limited run)"
     );
-    if batch.iter().any(|r| r.backing == "zswap" && r.cgroup_version == "v2") {
+    if batch.iter().any(|r| r.backing == Some(BackingKind::Zswap) && r.cgroup_version == "v2") {
         let _ = writeln!(
             s,
             "(zswap on cgroup v2: its pool is charged inside the group's limit, so its total is the limit, and its knee \
@@ -496,7 +497,7 @@ pub static FINDINGS: [Finding<RightsizeResult>; 0] = [];
 
 /// A result's group: its mode, and its store when several were compared.
 fn group(r: &RightsizeResult, several: bool) -> String {
-    if several { format!("{} {}", r.mode, store_label(r)) } else { r.mode.clone() }
+    if several { format!("{} {}", r.mode, store_label(r)) } else { r.mode.to_string() }
 }
 
 pub struct Rightsize;
@@ -564,8 +565,8 @@ mod tests {
 
     fn arm(backing: &str, compressor: Option<&str>, total: u64, verified: bool) -> RightsizeResult {
         let mut r = RightsizeResult {
-            mode: "batch".into(),
-            backing: backing.into(),
+            mode: crate::rightsize::results::Mode::Batch,
+            backing: BackingKind::parse(backing),
             compressor: compressor.map(str::to_string),
             target_slowdown: 0.07,
             ..Default::default()

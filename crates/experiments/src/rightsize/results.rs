@@ -321,10 +321,19 @@ pub struct Prediction {
     pub said: String,
 }
 
+/// How rightsize answered: from runs of the command (`-- CMD`, batch) or
+/// on a running process or group (`--pid`, `--cgroup`, service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Mode {
+    #[default]
+    Batch,
+    Service,
+}
+crate::serde_by_name!(Mode, "rightsize mode");
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct RightsizeResult {
-    /// `batch` or `service`.
-    pub mode: String,
+    pub mode: Mode,
     #[serde(default)]
     pub command: Vec<String>,
     /// The slowdown the user accepts (0.05 = 5 %).
@@ -333,9 +342,10 @@ pub struct RightsizeResult {
     /// `v1` or `v2`.
     #[serde(default)]
     pub cgroup_version: String,
-    /// What took the pages that did not fit: zram, zswap, swapfile, existing, none.
-    #[serde(default)]
-    pub backing: String,
+    /// What took the pages that did not fit: zram, zswap, swapfile, existing,
+    /// none; absent (null) before a store was made (no limited run).
+    #[serde(default, deserialize_with = "workloads::backing::none_if_empty")]
+    pub backing: Option<workloads::backing::BackingKind>,
     pub compressor: Option<String>,
     /// `cgroup` or `machine`: where the runs' PSI comes from.
     #[serde(default)]

@@ -176,7 +176,7 @@ mod tests {
                 out.push(ThrashResult {
                     preset: name.to_string(),
                     repeat_index: rep,
-                    backing: "zram".into(),
+                    backing: workloads::backing::BackingKind::Zram,
                     pswpout_active: Some(log.exp().round() as u64),
                     ..Default::default()
                 });

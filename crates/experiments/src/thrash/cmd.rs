@@ -39,7 +39,7 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
         after_load: a.after_load,
     };
-    let plans = crate::thrash::work::validate(&cfg)?;
+    let plans = crate::thrash::work::validate(&cfg, &mut probe::Probe::default())?;
     let expected_s: f64 = plans
         .iter()
         .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
@@ -129,18 +129,20 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
         )
     } else {
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
-        // the times, once per preset (the calm windows around each run, about
-        // 4 s, are most of it).
+        // the times, once, for e2 and e4 (a long and a short consumer): the
+        // step and every part of its report. Most of a run is the recovery's
+        // watch, 11.5 s past the overcommit whatever the time factor (the
+        // recovery finding's edge): all four presets took 60 s of the smoke
+        // lab's 112 (2-vCPU VM, AMD, 2026-11-29), e2 and e4 about 30. Its
+        // findings are outside the protocol anyway (four consumers).
         let (n, scale, time_scale, rep) = (4u32, 0.02, 0.01, 1u32);
-        // Per run: the baseline, the after window (at least 3 s), the plan,
-        // setup (12.3 s a run of e1 and 5.2 s of e4 on the 2-vCPU VM, Intel,
-        // 2026-11-26).
-        let per = |tc: f64| 4.7 + (2.0 * n as f64 * tc + 10.0) * time_scale;
+        // Per run: the baseline, the recovery's watch, the plan, setup.
+        let per = |tc: f64| 14.0 + (2.0 * n as f64 * tc + 10.0) * time_scale;
         step(
             "thrash",
             vec![
                 arg("--preset"),
-                arg("all"),
+                arg("e2,e4"),
                 arg("--scale"),
                 scale.to_string(),
                 arg("--time-scale"),
@@ -152,7 +154,7 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
                 arg("--repeat"),
                 rep.to_string(),
             ],
-            rep as f64 * (3.0 * per(30.0) + per(1.0)),
+            rep as f64 * (per(30.0) + per(1.0)),
         )
     }
 }

@@ -114,7 +114,7 @@ pub struct ThrashResult {
     pub repeat_index: u32,
     pub plan: Option<Plan>,
     #[serde(default)]
-    pub backing: String,
+    pub backing: workloads::backing::BackingKind,
     #[serde(default)]
     pub limit_bytes: u64,
     /// The idle workers' usage the default limit was built on.

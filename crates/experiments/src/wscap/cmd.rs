@@ -78,7 +78,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
     if a.period < std::time::Duration::from_millis(10) {
         return Err(usage("--period must be at least 10ms"));
     }
-    crate::wscap::work::validate(&cfg)?;
+    crate::wscap::work::validate(&cfg, &mut probe::Probe::default())?;
     // Every field of the configuration, by name (no `..`): one added to
     // WscapConfig and left out here is a compile error, not a gap in run.json.
     let WscapConfig {

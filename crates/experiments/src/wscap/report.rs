@@ -3,6 +3,7 @@
 
 use crate::wscap::work::Mode;
 use crate::wscap::results::WscapResult;
+use workloads::backing::BackingKind;
 use record::results::typed;
 use record::rundir::RunRecord;
 use record::stats::claim::Region;
@@ -106,7 +107,7 @@ pub fn text_table(results: &[WscapResult]) -> String {
             s,
             "{MEMORY_ARM}*: the memory arm, none and cap-max again on {}, for the memory finding{}",
             r.backing,
-            if r.backing == "swapfile" { " (a store the capped pages can leave RAM for)" } else { "" }
+            if r.backing == BackingKind::Swapfile { " (a store the capped pages can leave RAM for)" } else { "" }
         );
     }
     let sweep: Vec<&WscapResult> = results.iter().filter(|r| r.sweep).collect();
@@ -368,15 +369,15 @@ fn draw_periodic_cheaper(m: &Ms, _: &[WscapResult]) -> Drawn {
 /// the capped pages leave RAM (a swap file); Err(why not) otherwise.
 pub fn memory_store(results: &[WscapResult]) -> Result<(String, String, String), String> {
     if let Some(r) = results.iter().find(|r| r.memory_arm) {
-        return Ok((r.backing.clone(), format!("{MEMORY_ARM}cap-max"), format!("{MEMORY_ARM}none")));
+        return Ok((r.backing.to_string(), format!("{MEMORY_ARM}cap-max"), format!("{MEMORY_ARM}none")));
     }
     match results.iter().find(|r| r.mode == Mode::CapMax && !r.sweep) {
-        Some(r) if r.backing == "swapfile" => Ok((r.backing.clone(), "cap-max".into(), "none".into())),
+        Some(r) if r.backing == BackingKind::Swapfile => Ok((r.backing.to_string(), "cap-max".into(), "none".into())),
         Some(r) => Err(format!(
             "not judged on {}: {}, and this run had no memory arm on a store they could leave (--memory-store \
              swapfile)",
             r.backing,
-            if r.backing == "zram" || r.backing == "zswap" {
+            if r.backing.compressed() {
                 "the capped pages cannot leave RAM there (its store is RAM)"
             } else {
                 "pagelab does not know whether that store keeps the capped pages in RAM"

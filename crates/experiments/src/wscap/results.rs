@@ -40,7 +40,7 @@ pub struct WscapResult {
     pub access: String,
     pub repeat: u32,
     #[serde(default)]
-    pub backing: String,
+    pub backing: workloads::backing::BackingKind,
     pub compressor: Option<String>,
     #[serde(default = "record::results::nan")]
     pub duration_s: f64,

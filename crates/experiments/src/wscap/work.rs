@@ -88,7 +88,9 @@ pub const MEMORY_ARM_WINDOW: Duration = Duration::from_secs(1);
 
 pub use crate::wscap::results::{Reclaim, WscapResult};
 
-pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
+/// Checks the configuration, and the machine as `p` reads it, before
+/// anything is changed.
+pub fn validate(cfg: &WscapConfig, p: &mut probe::Probe) -> Result<(), SandboxError> {
     if cfg.size == 0 {
         return Err(SandboxError::Invalid("--size must be greater than zero".into()));
     }
@@ -107,10 +109,10 @@ pub fn validate(cfg: &WscapConfig) -> Result<(), SandboxError> {
             .map_err(|e| SandboxError::Invalid(format!("--memory-store {}: {e}", k.name())))?;
     }
     sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;
-    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+    if p.memory_controller().ok().flatten().is_none() {
         return Err(SandboxError::Unsupported("wscap needs a memory cgroup controller; none is mounted".into()));
     }
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let ram = meminfo.total().unwrap_or(u64::MAX);
     for (flag, cap) in std::iter::once(("--cap", cfg.cap)).chain(cfg.sweep_caps.iter().map(|c| ("--sweep-cap", *c))) {
         if cap > ram {
@@ -222,7 +224,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
             size_bytes: cfg.size,
             access: crate::kit::names::name(&if cfg.write { Access::Write } else { Access::Read }),
             repeat,
-            backing: self.back.kind.name().into(),
+            backing: self.back.kind,
             compressor: self.back.compressor.clone(),
             memory_arm: self.memory_arm,
             ..Default::default()

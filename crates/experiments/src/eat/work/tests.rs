@@ -93,7 +93,7 @@ fn the_run_drives_its_worker_without_root() {
     assert_eq!(written, ["zero", "random", "random", "zero"], "each result written as it came");
     for r in &rs {
         assert!(r.verified && !r.hash_written.is_empty(), "{r:?}");
-        assert_eq!((r.backing.as_str(), r.trimmed_bytes, r.stored_bytes, r.stored_fraction), ("none", 0, None, None));
+        assert_eq!((r.backing.name(), r.trimmed_bytes, r.stored_bytes, r.stored_fraction), ("none", 0, None, None));
         assert_eq!(r.phases.keys().map(String::as_str).collect::<Vec<_>>(), ["alloc", "fill", "free", "read", "settle", "trim"]);
         assert!(r.phases["fill"].seconds > 0.0 && r.fill_gbps_first_touch > 0.0, "{r:?}");
     }

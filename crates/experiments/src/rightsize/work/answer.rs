@@ -4,6 +4,7 @@
 use super::{MIB, compressed, pool_inside_limit, search};
 use crate::rightsize::results::{Recommendation, RightsizeResult, Unverified};
 use record::stats::claim;
+use workloads::backing::BackingKind;
 
 /// Sizes as systemd, docker and Kubernetes read them: whole MiB, rounded up.
 fn m_units(b: u64) -> u64 {
@@ -49,11 +50,11 @@ pub(super) fn recommend(
     // A swap file or no swap keeps nothing of pagelab's in RAM beside the
     // limit. (An existing swap is the user's: a zram device or a zswap pool
     // in front of it is not measured here, and the summary says so.)
-    let (store, held) = if compressed(&res.backing) {
+    let (store, held) = if compressed(res.backing) {
         let unread = || {
             format!(
                 "the {} store's size at {} MiB could not be read, so what that limit needs in all is unknown",
-                res.backing,
+                res.backing.map_or("-", BackingKind::name),
                 limit / MIB
             )
         };
@@ -66,20 +67,20 @@ pub(super) fn recommend(
         (0, Some(0))
     };
     let swap = match swap {
-        _ if res.backing == "none" => 0,
+        _ if res.backing == Some(BackingKind::None) => 0,
         Some(s) => s,
         None => return Err(format!("the swap in use at {} MiB could not be read, so the swap beside that limit is unknown", limit / MIB)),
     };
     let peak = res.baseline.as_ref().map(|b| b.peak_bytes_max).unwrap_or(0);
     // What the program put in swap at the limit, with a quarter more room.
     // (Under a MiB is a few pages the kernel swapped at the edge, not a need.)
-    let swap_room = if res.backing == "none" || swap < MIB { 0 } else { swap + swap / 4 };
+    let swap_room = if res.backing == Some(BackingKind::None) || swap < MIB { 0 } else { swap + swap / 4 };
     let lines = ready_lines(limit, swap_room, peak);
     let (l, p) = (m_units(limit), m_units(peak));
-    let inside = pool_inside_limit(&res.backing, res.cgroup_version == "v2");
+    let inside = pool_inside_limit(res.backing, res.cgroup_version == "v2");
     let total = if inside { limit } else { limit + store };
     let saved = peak as i64 - total as i64;
-    let compressed = compressed(&res.backing);
+    let compressed = compressed(res.backing);
     let store_compresses =
         held.filter(|&h| compressed && h >= MIB).map(|h| (store as f64) <= 0.7 * h as f64);
     let held = held.unwrap_or(0);
@@ -92,7 +93,7 @@ pub(super) fn recommend(
         format!(
             "{} saves nothing here: what it holds does not compress ({} MiB held in {} MiB of RAM), so {} is {} \
              MiB against a {p} MiB peak; a disk swap would save the RAM the store takes.",
-            res.backing,
+            res.backing.map_or("-", BackingKind::name),
             held / MIB,
             store / MIB,
             if inside { "the limit (which holds the store: zswap's pool is charged to the group on cgroup v2)" } else { "the limit plus the store" },
@@ -131,7 +132,7 @@ pub(super) fn recommend(
         res.target_slowdown * 100.0,
         res.runs.len(),
         res.cgroup_version,
-        if res.backing.is_empty() { "no" } else { &res.backing },
+        res.backing.map_or("no", BackingKind::name),
     );
     let summary = existing_said(res, summary);
     Ok(Recommendation {
@@ -148,13 +149,13 @@ pub(super) fn recommend(
         look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
-        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, &res.backing, res.cgroup_version == "v2", node, peak)),
+        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, res.backing, res.cgroup_version == "v2", node, peak)),
     })
 }
 
 /// An existing swap's caveat after the summary.
 fn existing_said(res: &RightsizeResult, summary: String) -> String {
-    if res.backing != "existing" {
+    if res.backing != Some(BackingKind::Existing) {
         return summary;
     }
     format!(

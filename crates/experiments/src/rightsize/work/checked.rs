@@ -4,6 +4,7 @@ use super::BatchConfig;
 use super::search::{MIB, log_sd, t_upper, verify_sd};
 use super::search::check::{Answer, CheckResult, Checked};
 use crate::rightsize::kube;
+use workloads::backing::BackingKind;
 use crate::rightsize::results::{CheckAnswer, LimitCheck, RightsizeResult};
 
 /// A duration for a flag: whole minutes, at least one.
@@ -59,9 +60,9 @@ pub(super) fn limit_check(
     let (answer, said) = match c.answer {
         Answer::Verified => {
             let l = look.expect("a verified limit had a look");
-            let swap_known = swap.or((res.backing == "none").then_some(0));
+            let swap_known = swap.or((res.backing == Some(BackingKind::None)).then_some(0));
             out.kubernetes =
-                swap_known.map(|s| kube::kubernetes(c.limit, s, &res.backing, res.cgroup_version == "v2", cfg.node, found.peak));
+                swap_known.map(|s| kube::kubernetes(c.limit, s, res.backing, res.cgroup_version == "v2", cfg.node, found.peak));
             (
                 CheckAnswer::Verified,
                 format!(

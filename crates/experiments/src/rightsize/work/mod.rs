@@ -54,18 +54,18 @@ fn err(msg: impl Into<String>) -> ExperimentError {
 
 /// Stall totals (some, full), µs: the group's on v2, the machine's on v1;
 /// none when unread (full alone may be missing: older kernels lack it).
-fn psi_us(cg: &MemCgroup) -> Option<(u64, Option<u64>)> {
+fn psi_us(p: &mut Probe, cg: &MemCgroup) -> Option<(u64, Option<u64>)> {
     let p = match cg.version {
         CgroupVersion::V2 => {
             std::fs::read_to_string(cg.dir.join("memory.pressure")).ok().and_then(|t| probe::pressure::parse(&t).ok())
         }
-        CgroupVersion::V1 => Probe::default().pressure("memory").ok().flatten(),
+        CgroupVersion::V1 => p.pressure("memory").ok().flatten(),
     };
     p.map(|p| (p.some.total_us, p.full.map(|f| f.total_us)))
 }
 
-fn pswpin() -> Option<u64> {
-    Probe::default().vmstat().ok().flatten().and_then(|v| v.get("pswpin"))
+fn pswpin(p: &mut Probe) -> Option<u64> {
+    p.vmstat().ok().flatten().and_then(|v| v.get("pswpin"))
 }
 
 /// `after − before` of a counter, none unless both were read.
@@ -87,7 +87,7 @@ struct Real<'a> {
     obs: &'a mut dyn Observer<Entry = RightsizeResult>,
     stop: &'a dyn Fn() -> bool,
     zram: Option<u32>,
-    store_kind: String,
+    store_kind: BackingKind,
     runs: Vec<ProgramRun>,
     /// Swap in use before the search (the user's, if any); none when unread.
     swap0: Option<u64>,
@@ -102,6 +102,8 @@ struct Real<'a> {
     /// The memory controller is cgroup v2's (zswap's pool is then charged
     /// inside the group's limit).
     v2: bool,
+    /// What the runs read of the machine: the sandbox's probe.
+    p: Probe,
 }
 
 /// A run's largest readings, over the polls that read them (none: no poll
@@ -160,8 +162,8 @@ impl Real<'_> {
         let mut sb = Sandbox::new("rightsize");
         let cg =
             sb.memory_cgroup("rightsize", &Limits { max: Some(limit.unwrap_or(cfg.guard_max)), ..Default::default() })?;
-        let psi0 = psi_us(&cg);
-        let in0 = pswpin();
+        let psi0 = psi_us(&mut self.p, &cg);
+        let in0 = pswpin(&mut self.p);
         let mut cmd = std::process::Command::new(&cfg.command[0]);
         cmd.args(&cfg.command[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
         sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).map_err(|e| err(format!("{}: {e}", cg.dir.display())))?;
@@ -188,18 +190,17 @@ impl Real<'_> {
         let mut windows: Vec<(f64, u64)> = Vec::new();
         let mut next_clear = t0 + window / 2;
         let mut cleared = false;
-        let mut p = Probe::default();
-        let store = Store::of(self.zram, &self.store_kind);
+        let store = Store::of(self.zram, self.store_kind);
         let (status, ru) = loop {
             // Read before reaping: a program that ends before the first
             // sleep still has a reading of its store and swap.
-            peaks.poll(&mut p, store, &cg, self.swap0);
+            peaks.poll(&mut self.p, store, &cg, self.swap0);
             if let Some(r) = reap(pid, false) {
                 break r;
             }
             if sample_ws && Instant::now() >= next_clear {
                 if cleared {
-                    let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut p, pid)).sum();
+                    let ws: u64 = cg.procs().into_iter().filter_map(|pid| referenced(&mut self.p, pid)).sum();
                     windows.push((t0.elapsed().as_secs_f64(), ws));
                     // At a window's end, before its bits are cleared: the
                     // sample sees the whole window's hot share, and the bits
@@ -231,7 +232,7 @@ impl Real<'_> {
         let ws_steady = steady_working_set(&windows, seconds);
         // Children that outlived the program are the run's too.
         kill_group(&cg);
-        let psi1 = psi_us(&cg);
+        let psi1 = psi_us(&mut self.p, &cg);
         let oom = cg.oom_kills().is_some_and(|n| n > 0);
         let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
         let outcome = if stopped {
@@ -257,7 +258,7 @@ impl Real<'_> {
             major_faults: ru.ru_majflt as u64,
             psi_some_us: delta(psi0.map(|p| p.0), psi1.map(|p| p.0)),
             psi_full_us: delta(psi0.and_then(|p| p.1), psi1.and_then(|p| p.1)),
-            swap_in_pages: delta(in0, pswpin()),
+            swap_in_pages: delta(in0, pswpin(&mut self.p)),
             store_used_bytes: peaks.store_used,
             store_orig_bytes: peaks.store_orig,
             ratio: f64::NAN,
@@ -281,7 +282,11 @@ impl Real<'_> {
         if self.sample.is_some() || t0.elapsed().as_secs_f64() < due {
             return;
         }
-        let largest = cg.procs().into_iter().max_by_key(|&p| resident_pages(p).unwrap_or(0));
+        let probe = &mut self.p;
+        let largest = cg
+            .procs()
+            .into_iter()
+            .max_by_key(|&pid| probe.pid_status(pid).ok().flatten().and_then(|s| s.vm_rss).unwrap_or(0));
         if let Some(p) = largest {
             let t = Instant::now();
             self.sample = crate::kit::pages::sample_compressibility(p, predict::SAMPLE_BYTES, self.stop).ok();
@@ -290,11 +295,6 @@ impl Real<'_> {
     }
 }
 
-/// A process's resident pages (/proc/PID/statm), None once it is gone.
-fn resident_pages(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    s.split_whitespace().nth(1)?.parse().ok()
-}
 
 /// The working set of a run's steady part, from its windows
 /// (end time, bytes): the median of the windows that ended in the second half
@@ -399,11 +399,15 @@ fn session<T>(
     body: impl FnOnce(&mut Staged) -> Result<T, ExperimentError>,
     runs_of: impl Fn(&T) -> &[search::Done],
 ) -> Result<Session<T>, ExperimentError> {
-    let version = Probe::default().memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {
+    // The store comes after the first (unlimited) run, sized by its peak; that
+    // run happens through the same runner so it counts and is recorded.
+    let mut outer = Sandbox::new("rightsize");
+    let mut p = outer.probe();
+    let version = p.memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {
         err("rightsize needs a memory cgroup controller (cgroup v1 'memory' or cgroup2 with 'memory')")
     })?;
     let mut res = RightsizeResult {
-        mode: "batch".into(),
+        mode: crate::rightsize::results::Mode::Batch,
         command: cfg.command.clone(),
         target_slowdown: cfg.search.slowdown,
         cgroup_version: match version {
@@ -420,22 +424,20 @@ fn session<T>(
         synthetic_cold_bytes: cfg.synthetic.map(|s| s.1),
         ..Default::default()
     };
-    // The store comes after the first (unlimited) run, sized by its peak; that
-    // run happens through the same runner so it counts and is recorded.
-    let mut outer = Sandbox::new("rightsize");
     let mut real = Real {
         cfg,
         obs,
         stop,
         zram: None,
-        store_kind: String::new(),
+        store_kind: BackingKind::None,
         runs: Vec::new(),
-        swap0: swap_used(&mut Probe::default()),
+        swap0: swap_used(&mut p),
         swap_peaks: Vec::new(),
         started: Instant::now(),
         sample: None,
         sample_s: 0.0,
         v2: version == CgroupVersion::V2,
+        p,
     };
     let mut staged =
         Staged { real: &mut real, outer: &mut outer, backing: None, notes: Vec::new(), prediction: None };
@@ -445,12 +447,12 @@ fn session<T>(
     res.notes.append(&mut staged.notes);
     match &backing {
         Some(b) => {
-            res.backing = b.kind.name().into();
+            res.backing = Some(b.kind);
             res.compressor = b.compressor.clone();
         }
         // No limited run, so no store was made: the arm is still the one asked for.
         None => {
-            res.backing = workloads::backing::BackingKind::name(cfg.backing).to_string();
+            res.backing = Some(cfg.backing);
             res.compressor = cfg.compressor.clone();
             res.notes.push("no store was made: the runs stopped before the first limited one".into());
         }
@@ -488,7 +490,7 @@ pub fn run(
     let Session { mut res, found, swap_peaks, v2 } =
         session(cfg, obs, stop, |s| search::search(cfg.search, s), |f| &f.runs)?;
     res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
-    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(&res.backing, v2), compressed(&res.backing));
+    res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(res.backing, v2), compressed(res.backing));
     res.plan = found.plan.map(|p| Plan {
         pair_sd: p.pair_sd,
         pairs_needed: p.pairs_needed,
@@ -532,7 +534,7 @@ pub fn check(
     let bytes: Vec<u64> = limits.iter().map(|l| l.0).collect();
     let Session { mut res, found, swap_peaks, v2 } =
         session(cfg, obs, stop, |s| search::check::check(cfg.search, &bytes, s), |f| &f.runs)?;
-    res.curve = curve(&res.runs, None, pool_inside_limit(&res.backing, v2), compressed(&res.backing));
+    res.curve = curve(&res.runs, None, pool_inside_limit(res.backing, v2), compressed(res.backing));
     res.checks = found
         .checked
         .iter()
@@ -574,15 +576,15 @@ impl Runner for Staged<'_, '_> {
                 self.notes.push(n.clone());
             }
             self.real.zram = b.zram_id;
-            self.real.store_kind = b.kind.name().into();
-            self.real.swap0 = swap_used(&mut Probe::default());
+            self.real.store_kind = b.kind;
+            self.real.swap0 = swap_used(&mut self.real.p);
             self.real.obs.event("store", b.kind.name(), probe::sample::monotonic_ns(), json!({"zram": b.zram_id}));
             // Before the first limited run: where the knee should be.
             let ws = self.real.runs.iter().find_map(|r| r.working_set_bytes);
             if let Some(ws) = ws {
-                let inside = pool_inside_limit(b.kind.name(), self.real.v2);
+                let inside = pool_inside_limit(Some(b.kind), self.real.v2);
                 let mut p =
-                    predict::predict(ws, peak, b.kind.name(), b.compressor.as_deref(), self.real.sample.as_ref(), inside);
+                    predict::predict(ws, peak, b.kind, b.compressor.as_deref(), self.real.sample.as_ref(), inside);
                 p.sample_seconds = self.real.sample_s;
                 self.real.progress(&p.said);
                 self.prediction = Some(p);
@@ -635,13 +637,13 @@ fn baseline(runs: &[ProgramRun]) -> Option<Baseline> {
 /// and zswap's on cgroup v1 are outside it, and a disk's takes no RAM. So the
 /// memory a limit needs in all is the limit alone in the first case, the
 /// limit plus the pool in the others.
-pub fn pool_inside_limit(backing: &str, v2: bool) -> bool {
-    backing == "zswap" && v2
+pub fn pool_inside_limit(backing: Option<BackingKind>, v2: bool) -> bool {
+    backing == Some(BackingKind::Zswap) && v2
 }
 
 /// Whether the backing is a compressed store in RAM (zram, zswap).
-fn compressed(backing: &str) -> bool {
-    workloads::backing::BackingKind::parse(backing).is_some_and(workloads::backing::BackingKind::compressed)
+fn compressed(backing: Option<BackingKind>) -> bool {
+    backing.is_some_and(BackingKind::compressed)
 }
 
 /// One point per limit tried, smallest first. `pair_sd`: the pooled spread of

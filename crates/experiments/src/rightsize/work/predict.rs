@@ -15,6 +15,7 @@
 use crate::kit::pages::{Compress, Compressibility};
 use crate::rightsize::results::Prediction;
 use crate::rightsize::work::search::{MIB, first_probe, usable_working_set};
+use workloads::backing::BackingKind;
 
 /// At most this much of the program is read and compressed for the sample.
 pub const SAMPLE_BYTES: u64 = 32 * MIB;
@@ -51,7 +52,7 @@ fn stored_fraction(c: &Compressibility, page: u64, proxy: &str) -> Option<f64> {
 pub fn predict(
     ws: u64,
     peak: u64,
-    kind: &str,
+    kind: BackingKind,
     compressor: Option<&str>,
     sample: Option<&Compress>,
     inside: bool,
@@ -62,7 +63,7 @@ pub fn predict(
     let knee = probe;
     let anon = sample.map(|s| s.resident_pages * s.page_size).filter(|&a| a > 0);
     let cold = peak.saturating_sub(knee).min(anon.unwrap_or(u64::MAX));
-    let compressed = super::compressed(kind);
+    let compressed = kind.compressed();
     let px = compressed.then(|| proxy(compressor));
     let (fraction, read, cold_read) = match (px, sample) {
         (Some(p), Some(s)) => {
@@ -148,7 +149,7 @@ mod tests {
     fn the_knee_holds_the_working_set_and_the_store_keeps_the_cold_at_its_fraction() {
         // 64 MiB hot, 256 MiB peak; the cold pages compress to a quarter by lz4.
         let s = sample(1000, 1000 * 1024, 1200);
-        let z = predict(64 * MIB, 256 * MIB, "zram", Some("lzo-rle"), Some(&s), false);
+        let z = predict(64 * MIB, 256 * MIB, BackingKind::Zram, Some("lzo-rle"), Some(&s), false);
         assert_eq!(z.knee_bytes, mib_up(64 * MIB + 64 * MIB / 10 + 4 * MIB));
         assert_eq!(z.cold_bytes, 256 * MIB - z.knee_bytes);
         assert_eq!(z.proxy.as_deref(), Some("lz4"));
@@ -156,23 +157,23 @@ mod tests {
         assert_eq!(z.store_bytes, (z.cold_bytes as f64 * 0.25).round() as u64);
         assert_eq!(z.total_bytes, z.knee_bytes + z.store_bytes);
         // zstd stands for itself, and stores less here.
-        let zs = predict(64 * MIB, 256 * MIB, "zswap", Some("zstd"), Some(&s), false);
+        let zs = predict(64 * MIB, 256 * MIB, BackingKind::Zswap, Some("zstd"), Some(&s), false);
         assert_eq!(zs.proxy.as_deref(), Some("zstd"));
         assert!(zs.total_bytes < z.total_bytes);
         // A disk swap keeps nothing in RAM: the total is the knee.
-        let d = predict(64 * MIB, 256 * MIB, "swapfile", None, Some(&s), false);
+        let d = predict(64 * MIB, 256 * MIB, BackingKind::Swapfile, None, Some(&s), false);
         assert_eq!((d.store_bytes, d.total_bytes, d.stored_fraction), (0, d.knee_bytes, None));
         assert!(d.said.contains("on disk"), "{}", d.said);
         // zswap on cgroup v2: the pool is charged inside the limit, so the
         // knee holds it and the total is the knee, not the knee plus the pool.
-        let v2 = predict(64 * MIB, 256 * MIB, "zswap", Some("zstd"), Some(&s), true);
+        let v2 = predict(64 * MIB, 256 * MIB, BackingKind::Zswap, Some("zstd"), Some(&s), true);
         assert_eq!(v2.store_bytes, zs.store_bytes);
         assert_eq!(v2.knee_bytes, (zs.knee_bytes + zs.store_bytes).min(256 * MIB));
         assert_eq!(v2.total_bytes, v2.knee_bytes);
         assert!(v2.said.contains("inside the limit"), "{}", v2.said);
         // Nothing compresses: the pool pushes the knee to the peak, no higher.
         let flat = sample(1000, 1000 * 4096, 1200);
-        let top = predict(64 * MIB, 256 * MIB, "zswap", Some("lzo"), Some(&flat), true);
+        let top = predict(64 * MIB, 256 * MIB, BackingKind::Zswap, Some("lzo"), Some(&flat), true);
         assert_eq!((top.knee_bytes, top.total_bytes), (256 * MIB, 256 * MIB));
     }
 
@@ -181,26 +182,26 @@ mod tests {
         // No page read as cold: all pages stand for the cold ones (lz4 keeps
         // them whole here).
         let s = sample(0, 0, 500);
-        let z = predict(32 * MIB, 128 * MIB, "zram", None, Some(&s), false);
+        let z = predict(32 * MIB, 128 * MIB, BackingKind::Zram, None, Some(&s), false);
         assert_eq!(z.stored_fraction, Some(1.0));
         // No sample at all: the store is counted at its full size.
-        let n = predict(32 * MIB, 128 * MIB, "zram", None, None, false);
+        let n = predict(32 * MIB, 128 * MIB, BackingKind::Zram, None, None, false);
         assert_eq!(n.store_bytes, n.cold_bytes);
         assert_eq!(n.total_bytes, 128 * MIB);
         assert!(n.said.contains("counted at its full size"));
         // A working set under a MiB is no place to start: the peak, said so.
-        let tiny = predict(MIB / 2, 128 * MIB, "zram", None, None, false);
+        let tiny = predict(MIB / 2, 128 * MIB, BackingKind::Zram, None, None, false);
         assert_eq!(tiny.knee_bytes, 128 * MIB);
         assert!(tiny.said.contains("the peak: the working set read, 512 KiB"), "{}", tiny.said);
         // A working set above the peak: the search starts just under the
         // peak (95 % of it), and little is cold.
-        let w = predict(300 * MIB, 100 * MIB, "zram", None, None, false);
+        let w = predict(300 * MIB, 100 * MIB, BackingKind::Zram, None, None, false);
         assert_eq!(w.knee_bytes, 95 * MIB);
         assert_eq!(w.cold_bytes, 5 * MIB);
         // Cold is at most the resident anonymous memory sampled: the rest of
         // the peak (page cache) never goes to a swap store.
         let small = Compress { resident_pages: 1280, ..sample(10, 10 * 1024, 20) };
-        let c = predict(32 * MIB, 256 * MIB, "zram", None, Some(&small), false);
+        let c = predict(32 * MIB, 256 * MIB, BackingKind::Zram, None, Some(&small), false);
         assert_eq!(c.cold_bytes, 1280 * 4096);
     }
 }

@@ -100,9 +100,9 @@ fn read_u64(p: PathBuf) -> Option<u64> {
     std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
-fn footprint(t: &Target) -> Option<u64> {
+fn footprint(p: &mut Probe, t: &Target) -> Option<u64> {
     match t {
-        Target::Pid { pid, .. } => Probe::default().pid_status(*pid).ok().flatten().and_then(|s| s.vm_rss),
+        Target::Pid { pid, .. } => p.pid_status(*pid).ok().flatten().and_then(|s| s.vm_rss),
         Target::Cgroup { dir, version } => match version {
             CgroupVersion::V2 => read_u64(dir.join("memory.current")),
             CgroupVersion::V1 => read_u64(dir.join("memory.usage_in_bytes")),
@@ -111,7 +111,7 @@ fn footprint(t: &Target) -> Option<u64> {
 }
 
 /// The stall total (some, µs), or None where it cannot be read.
-fn psi_some_us(t: &Target) -> Option<u64> {
+fn psi_some_us(probe: &mut Probe, t: &Target) -> Option<u64> {
     let file = match t {
         Target::Pid { cg_pressure: Some(p), .. } => Some(p.clone()),
         Target::Cgroup { dir, .. } => Some(dir.join("memory.pressure")),
@@ -119,15 +119,15 @@ fn psi_some_us(t: &Target) -> Option<u64> {
     };
     let p = match file {
         Some(f) => std::fs::read_to_string(f).ok().and_then(|t| probe::pressure::parse(&t).ok()),
-        None => Probe::default().pressure("memory").ok().flatten(),
+        None => probe.pressure("memory").ok().flatten(),
     };
     p.map(|p| p.some.total_us)
 }
 
 /// Major faults so far, or None where they cannot be read.
-fn majflt(t: &Target) -> Option<u64> {
+fn majflt(p: &mut Probe, t: &Target) -> Option<u64> {
     match t {
-        Target::Pid { pid, .. } => Probe::default().pid_stat(*pid).ok().flatten().map(|s| s.majflt),
+        Target::Pid { pid, .. } => p.pid_stat(*pid).ok().flatten().map(|s| s.majflt),
         Target::Cgroup { dir, .. } => std::fs::read_to_string(dir.join("memory.stat"))
             .ok()
             .and_then(|t| t.lines().find_map(|l| l.strip_prefix("pgmajfault ").and_then(|v| v.trim().parse().ok()))),
@@ -135,8 +135,8 @@ fn majflt(t: &Target) -> Option<u64> {
 }
 
 /// One interval's readings: pressure, faults and footprint, all read or none.
-fn reading(t: &Target) -> Option<(u64, u64, u64)> {
-    Some((psi_some_us(t)?, majflt(t)?, footprint(t)?))
+fn reading(p: &mut Probe, t: &Target) -> Option<(u64, u64, u64)> {
+    Some((psi_some_us(p, t)?, majflt(p, t)?, footprint(p, t)?))
 }
 
 /// The --pid method's memory of pages: which it paged out (and when), and
@@ -244,9 +244,9 @@ fn probe_ms(cmd: &str) -> Option<f64> {
     st.success().then(|| t0.elapsed().as_secs_f64() * 1e3)
 }
 
-fn alive(t: &Target) -> bool {
+fn alive(p: &mut Probe, t: &Target) -> bool {
     match t {
-        Target::Pid { pid, .. } => Probe::default().pid_status(*pid).ok().flatten().is_some_and(|s| s.vm_rss.is_some()),
+        Target::Pid { pid, .. } => p.pid_status(*pid).ok().flatten().is_some_and(|s| s.vm_rss.is_some()),
         Target::Cgroup { dir, .. } => dir.exists(),
     }
 }
@@ -257,7 +257,10 @@ pub fn run(
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
     validate(cfg)?;
-    let mut p = Probe::default();
+    // Where reclaimed anonymous pages go: a store made for the run, or the
+    // swap there (below); what the run reads of the machine, its probe.
+    let mut sb = Sandbox::new("rightsize");
+    let mut p = sb.probe();
     let target = match (cfg.pid, &cfg.cgroup) {
         (Some(pid), _) => {
             let cg_pressure = p.memory_cgroup_of(Some(pid)).ok().flatten().and_then(|cg| {
@@ -276,9 +279,9 @@ pub fn run(
         ),
         Target::Cgroup { dir, .. } => (dir.display().to_string(), "memory.reclaim", "cgroup"),
     };
-    let start_bytes = footprint(&target).ok_or_else(|| err(format!("{name}: cannot read its memory")))?;
+    let start_bytes = footprint(&mut p, &target).ok_or_else(|| err(format!("{name}: cannot read its memory")))?;
     let mut res = RightsizeResult {
-        mode: "service".into(),
+        mode: crate::rightsize::results::Mode::Service,
         target_slowdown: cfg.probe_slowdown,
         psi_scope: psi_scope.into(),
         cgroup_version: p
@@ -289,14 +292,12 @@ pub fn run(
             .unwrap_or_default(),
         ..Default::default()
     };
-    // Where reclaimed anonymous pages go: a store made for the run, or the swap there.
-    let mut sb = Sandbox::new("rightsize");
     let b = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), start_bytes + 16 * MIB, &cfg.swapfile_dir)?;
     for n in &b.notes {
         obs.note(n);
         res.notes.push(n.clone());
     }
-    res.backing = b.kind.name().into();
+    res.backing = Some(b.kind);
     res.compressor = b.compressor.clone();
     if let Target::Pid { pid, .. } = &target {
         obs.targets(vec![*pid], None, b.zram_id.into_iter().collect());
@@ -330,7 +331,7 @@ pub fn run(
         }),
         Target::Cgroup { .. } => None,
     };
-    let ended = follow(cfg, &target, &name, pager.as_mut(), &mut svc, obs, stop)?;
+    let ended = follow(cfg, &mut p, &target, &name, pager.as_mut(), &mut svc, obs, stop)?;
     svc.ended = ended;
     svc.major_faults = svc.timeline.iter().map(|p| p.major_faults).sum();
     // A group's OOM kills must be read for the answer to be verified; a
@@ -362,8 +363,10 @@ pub fn run(
 /// Follows the service: every interval, reads its pressure, faults and
 /// footprint (and the probe), and reclaims in proportion to how far under the
 /// threshold the pressure is. Returns why it ended.
+#[allow(clippy::too_many_arguments)]
 fn follow(
     cfg: &ServiceConfig,
+    p: &mut Probe,
     target: &Target,
     name: &str,
     mut pager: Option<&mut Pager>,
@@ -373,7 +376,7 @@ fn follow(
 ) -> Result<String, ExperimentError> {
     let t0 = Instant::now();
     // Pressure is what the reclaim follows: without it there is nothing to follow.
-    let (mut psi0, mut mf0, _) = reading(target).ok_or_else(|| {
+    let (mut psi0, mut mf0, _) = reading(p, target).ok_or_else(|| {
         err(format!(
             "{name}: its memory pressure (PSI), major faults or footprint cannot be read; \
              the service mode reclaims only while they are known (PSI needs Linux 4.20 with psi=1)"
@@ -382,8 +385,7 @@ fn follow(
     let mut last = Instant::now();
     let mut read_at = last;
     let mut reclaim = 0u64;
-    let mut unread = 0u32;
-    let mut step_no = 0u64;
+    let (mut unread, mut step_no) = (0u32, 0u64);
     Ok(loop {
         // Sleep one interval, watching for a stop and the target's exit.
         let until = last + cfg.interval;
@@ -396,11 +398,11 @@ fn follow(
         if stop() {
             break "interrupted".to_string();
         }
-        if !alive(target) {
+        if !alive(p, target) {
             break format!("{name} exited");
         }
         last = Instant::now();
-        let Some((psi1, mf1, fp)) = reading(target) else {
+        let Some((psi1, mf1, fp)) = reading(p, target) else {
             // A reading that failed is not a calm one: hold (reclaim nothing
             // more), and keep no point; the run still ends at --duration.
             unread += 1;
@@ -449,7 +451,7 @@ fn follow(
         step_no += 1;
         point.action = if reclaim > 0 { "reclaim" } else { "hold" }.into();
         if reclaim > 0 {
-            let Some(asked) = reclaim_step(target, pager.as_deref_mut(), reclaim, step_no)? else {
+            let Some(asked) = reclaim_step(p, target, pager.as_deref_mut(), reclaim, step_no)? else {
                 // The target exited after the check above (a probe can take
                 // seconds): the run ends as an exit does, its timeline kept
                 // (issue 46 item 9: it ended "the process is gone", exit 1,
@@ -516,11 +518,17 @@ fn push_point(timeline: &mut Vec<ServicePoint>, point: ServicePoint) {
 /// One reclaim of `bytes` from the target: by pageout of its coldest pages
 /// (`pager`, a process) or through its group's memory.reclaim. The bytes
 /// asked of the kernel, or None when the process exited meanwhile.
-fn reclaim_step(target: &Target, pager: Option<&mut Pager>, bytes: u64, step_no: u64) -> Result<Option<u64>, ExperimentError> {
+fn reclaim_step(
+    p: &mut Probe,
+    target: &Target,
+    pager: Option<&mut Pager>,
+    bytes: u64,
+    step_no: u64,
+) -> Result<Option<u64>, ExperimentError> {
     Ok(Some(match (target, pager) {
         (_, Some(pg)) => match pg.step(bytes, step_no) {
             Ok(n) => n,
-            Err(_) if !alive(target) => return Ok(None),
+            Err(_) if !alive(p, target) => return Ok(None),
             Err(e) => return Err(ExperimentError::Worker(e)),
         },
         (Target::Cgroup { dir, .. }, None) => {
@@ -608,18 +616,18 @@ mod timeline_tests {
     fn a_reading_that_fails_is_none_not_zero() {
         let d = tempfile::tempdir().unwrap();
         let t = Target::Cgroup { dir: d.path().to_path_buf(), version: CgroupVersion::V2 };
-        assert_eq!(reading(&t), None);
+        assert_eq!(reading(&mut Probe::default(), &t), None);
         std::fs::write(d.path().join("memory.current"), "4096\n").unwrap();
         std::fs::write(d.path().join("memory.stat"), "anon 4096\npgmajfault 7\n").unwrap();
-        assert_eq!(reading(&t), None, "no memory.pressure");
+        assert_eq!(reading(&mut Probe::default(), &t), None, "no memory.pressure");
         std::fs::write(
             d.path().join("memory.pressure"),
             "some avg10=0.00 avg60=0.00 avg300=0.00 total=1234\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=5\n",
         )
         .unwrap();
-        assert_eq!(reading(&t), Some((1234, 7, 4096)));
+        assert_eq!(reading(&mut Probe::default(), &t), Some((1234, 7, 4096)));
         std::fs::write(d.path().join("memory.stat"), "anon 4096\n").unwrap();
-        assert_eq!(reading(&t), None, "no pgmajfault line");
+        assert_eq!(reading(&mut Probe::default(), &t), None, "no pgmajfault line");
     }
 
     /// A week of readings keeps at most TIMELINE_MAX of them, with the

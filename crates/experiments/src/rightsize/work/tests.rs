@@ -16,9 +16,9 @@ fn verified_at_100(version: &str) -> Recommendation {
 fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
     let limit = 100 * MIB;
     let res = RightsizeResult {
-        mode: "batch".into(),
+        mode: crate::rightsize::results::Mode::Batch,
         command: vec!["prog".into()],
-        backing: "zswap".into(),
+        backing: Some(BackingKind::Zswap),
         cgroup_version: version.into(),
         target_slowdown: 0.2,
         baseline: Some(Baseline { peak_bytes_max: 300 * MIB, ..Default::default() }),
@@ -60,7 +60,7 @@ fn an_unread_store_gives_no_total() {
     assert!(u.summary.contains("but the zswap store's size") && !u.summary.contains("Nothing verified"), "{}", u.summary);
     assert_eq!(u.safe_limit_bytes, 300 * MIB);
     let (mut res, v) = zswap_at_100("v1");
-    res.backing = "swapfile".into();
+    res.backing = Some(BackingKind::Swapfile);
     res.curve[0].store_used_bytes = None;
     res.runs[0].store_orig_bytes = None;
     assert_eq!(recommend(&res, 100 * MIB, &v, Some(0), NODE).expect("a disk needs no store").total_bytes, 100 * MIB);
@@ -95,5 +95,10 @@ fn zswaps_pool_counts_beside_the_limit_on_v1_and_inside_it_on_v2() {
     assert_eq!(v2.total_bytes, 100 * MIB, "the pool was counted twice");
     assert_eq!(v2.saved_bytes, (200 * MIB) as i64);
     assert!(v2.summary.contains("cgroup v2 charges it there"), "{}", v2.summary);
-    assert!(pool_inside_limit("zswap", true) && !pool_inside_limit("zram", true) && !pool_inside_limit("zswap", false));
+    assert!(
+        pool_inside_limit(Some(BackingKind::Zswap), true)
+            && !pool_inside_limit(Some(BackingKind::Zram), true)
+            && !pool_inside_limit(Some(BackingKind::Zswap), false)
+            && !pool_inside_limit(None, true)
+    );
 }

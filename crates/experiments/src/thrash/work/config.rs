@@ -249,7 +249,7 @@ pub fn parse_presets(s: &str) -> Result<Vec<String>, String> {
 /// on the project's machine at about 1.3 MiB; rounded up), used for the plan check.
 pub(crate) const WORKER_OVERHEAD: u64 = 3 << 20;
 
-pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> {
+pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, sandbox::SandboxError> {
     use sandbox::SandboxError::Invalid;
     if !(cfg.scale > 0.0 && cfg.scale <= 10.0) {
         return Err(Invalid(format!("--scale {}: expected a factor above 0 and at most 10, e.g. 0.1", cfg.scale)));
@@ -278,7 +278,7 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
         "creating the memory cgroup that contains the thrashing",
         "pagelab thrash needs root (CAP_SYS_ADMIN); it never thrashes the host itself",
     )?;
-    if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+    if p.memory_controller().ok().flatten().is_none() {
         return Err(sandbox::SandboxError::Unsupported(
             "pagelab thrash needs a memory cgroup controller; none is mounted".into(),
         ));
@@ -292,7 +292,7 @@ pub fn validate(cfg: &ThrashConfig) -> Result<Vec<Plan>, sandbox::SandboxError> 
         backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
     }
     let plans = cfg.plans();
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     for p in &plans {
         let total = p.total_bytes();

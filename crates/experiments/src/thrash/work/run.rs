@@ -77,7 +77,7 @@ fn run_once<O: workloads::observe::Observer>(
         preset: plan.preset.clone(),
         repeat_index: rep,
         plan: Some(plan.clone()),
-        backing: back.kind.name().into(),
+        backing: back.kind,
         consumers: plan.consumers,
         recovery_rule: RECOVERY.into(),
         ..Default::default()
