@@ -343,7 +343,8 @@ pub struct RightsizeResult {
     #[serde(default)]
     pub cgroup_version: String,
     /// What took the pages that did not fit: zram, zswap, swapfile, existing,
-    /// none; absent (null) before a store was made (no limited run).
+    /// none (the store asked for, when no limited run made one); null only
+    /// where a record written before the type said "".
     #[serde(default, deserialize_with = "workloads::backing::none_if_empty")]
     pub backing: Option<workloads::backing::BackingKind>,
     pub compressor: Option<String>,

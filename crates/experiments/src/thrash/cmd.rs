@@ -204,10 +204,16 @@ pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
         k
     };
     let weight = |p: &str| if p == "e4" { 1.0 / 3.0 } else { 1.0 };
-    let all: f64 = ["e1", "e2", "e3", "e4"].iter().map(|p| weight(p)).sum();
-    let part: f64 = want.iter().map(|p| weight(p)).sum::<f64>() / all;
     let mut s = crate::kit::plan::more_repeats(first, claims, k)?;
     let i = s.args.iter().position(|a| a == "--preset")?;
+    // The share of the first pass's presets (all four, or the smoke lab's
+    // e2 and e4) that these take.
+    let ran: Vec<&str> = match s.args.get(i + 1)?.as_str() {
+        "all" => vec!["e1", "e2", "e3", "e4"],
+        list => list.split(',').collect(),
+    };
+    let all: f64 = ran.iter().map(|p| weight(p)).sum();
+    let part: f64 = want.iter().map(|p| weight(p)).sum::<f64>() / all;
     s.args[i + 1] = want.join(",");
     // Per backing and repeat, the share of the runs these presets take.
     s.expect_s *= part;

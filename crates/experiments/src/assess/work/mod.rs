@@ -394,17 +394,25 @@ fn measure(
         // A first read a little before the end: the age a region idle in both
         // reads gained says how many aggregations DAMON really did meanwhile.
         wait_until(end - Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's watch", stop)?;
-        let before = mon.regions()?;
-        let t_before = Instant::now();
+        let mut before = mon.regions()?;
+        let mut t_before = Instant::now();
         wait_until(end, pid, "DAMON's watch", stop)?;
         regions = mon.regions()?;
         // A kdamond starved of CPU (a busy machine, an emulated one: the VM
         // test once read none after 6.2 s) may not have formed its regions
-        // yet: asked again, every half second for up to DAMON_REGIONS_WAIT;
-        // none by then is an error, never windows read from nothing.
+        // yet: asked again, every half second for up to DAMON_REGIONS_WAIT.
+        // Regions that came late have no first read to give DAMON's pace:
+        // it is read afresh, between them and a read PACE_PROBE_S later.
+        // None by then is an error, never windows read from nothing.
         let asked = Instant::now();
-        while regions.is_empty() && asked.elapsed() < DAMON_REGIONS_WAIT {
-            wait_until(Instant::now() + Duration::from_millis(500), pid, "DAMON's regions", stop)?;
+        while (regions.is_empty() || before.is_empty()) && asked.elapsed() < DAMON_REGIONS_WAIT {
+            if regions.is_empty() {
+                wait_until(Instant::now() + Duration::from_millis(500), pid, "DAMON's regions", stop)?;
+            } else {
+                before = std::mem::take(&mut regions);
+                t_before = Instant::now();
+                wait_until(t_before + Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's pace", stop)?;
+            }
             regions = mon.regions()?;
         }
         if regions.is_empty() {
