@@ -52,7 +52,12 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
         sandbox::fault::point("worker started");
         out["worker_pid"] = json!(w.pid);
         out["worker_in_cgroup"] = json!(cg.procs().contains(&w.pid));
-        match w.wait_for(EventKind::Ready, None, Duration::from_secs(60), |_| {}, record::stop::requested) {
+        match w.wait_for(
+            sandbox::worker::Want::Kind(EventKind::Ready),
+            Duration::from_secs(60),
+            |_| {},
+            record::stop::requested,
+        ) {
             Ok(ev) => {
                 out["worker"] = json!({"outcome": "ready", "status": ev.data});
                 out["cgroup_usage_bytes"] = json!(cg.usage());

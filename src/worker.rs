@@ -2,8 +2,8 @@
 //! work runs in such a process, so the parent can place it in a cgroup before it
 //! allocates, trim it from outside, and survive its death.
 
+use sandbox::worker::EventKind;
 use sandbox::worker::child::WorkerIo;
-use sandbox::worker::{EventKind, Request};
 use serde_json::json;
 
 /// Runs a worker and returns its exit code.
@@ -37,28 +37,22 @@ pub struct HoldSpec {
     pub bytes: u64,
 }
 
-/// The holding worker's commands (the drill, the monitor's test, the
-/// sampler's `exit`): each answers with its `done` event.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+/// The holding worker's commands (the drill, the monitor's test): each
+/// answers with its `done` event.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Touch;
-impl Request for Touch {
-    const NAME: &'static str = "touch";
-    /// The sum of the pages' first bytes, and the worker's status after.
-    type Reply = serde_json::Value;
-}
-
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Status;
-impl Request for Status {
-    const NAME: &'static str = "status";
-    type Reply = serde_json::Value;
-}
-
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Exit;
-impl Request for Exit {
-    const NAME: &'static str = "exit";
-    type Reply = ();
+sandbox::commands! {
+    /// What the holding worker is told.
+    pub enum HoldCommand {
+        /// The sum of the pages' first bytes, and the worker's status after.
+        Touch(Touch) -> serde_json::Value,
+        Status(Status) -> serde_json::Value,
+        Exit(Exit) -> (),
+    }
 }
 
 fn self_status() -> serde_json::Value {
@@ -81,18 +75,17 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
     }
     io.emit(EventKind::PhaseEnd, "touch", json!({}));
     io.emit(EventKind::Ready, "", self_status());
-    while let Some(c) = io.command() {
-        match c.cmd.as_str() {
-            Touch::NAME => {
+    while let Some(c) = io.command::<HoldCommand>() {
+        match c? {
+            HoldCommand::Touch(_) => {
                 let mut sum = 0u64;
                 for chunk in m.as_slice().chunks(page) {
                     sum = sum.wrapping_add(chunk[0] as u64);
                 }
                 io.reply::<Touch>(&json!({"sum": sum, "status": self_status()}));
             }
-            Status::NAME => io.reply::<Status>(&self_status()),
-            Exit::NAME => break,
-            other => io.emit(EventKind::Info, &format!("unknown command '{other}'"), serde_json::Value::Null),
+            HoldCommand::Status(_) => io.reply::<Status>(&self_status()),
+            HoldCommand::Exit(_) => break,
         }
     }
     Ok(())
@@ -116,13 +109,15 @@ fn sampler(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
     })
     .map_err(|e| format!("starting the sampler: {e}"))?;
     io.emit(EventKind::Ready, "", serde_json::Value::Null);
-    while let Some(c) = io.command() {
-        if c.cmd == Exit::NAME {
+    // thrash's probes' commands: it runs beside them, and ends as they do.
+    use experiments::thrash::work::Command;
+    while let Some(c) = io.command::<Command>() {
+        if let Command::Exit(_) = c? {
             break;
         }
     }
     let st = s.stop();
     let v = lat.lock().map(|v| v.clone()).unwrap_or_default();
-    io.emit(EventKind::Done, "", json!({"lateness": v, "stats": st}));
+    io.reply::<experiments::thrash::work::Exit>(&json!({"lateness": v, "stats": st}));
     Ok(())
 }

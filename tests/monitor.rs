@@ -66,11 +66,11 @@ fn trim_under_tmux_drops_rss_into_zram() {
     // (RSS 15.6 MB of 64 MiB before it; issue 42).
     {
         use std::io::{BufRead, Write};
-        writeln!(holder.stdin.as_mut().unwrap(), r#"{{"cmd":"touch"}}"#).unwrap();
+        writeln!(holder.stdin.as_mut().unwrap(), r#"{{"seq":1,"command":{{"cmd":"touch","arg":null}}}}"#).unwrap();
         let mut r = std::io::BufReader::new(holder.stdout.as_mut().unwrap());
         let mut line = String::new();
-        // Its answer: the `done` event named after the command.
-        let answered = |l: &str| l.contains("\"kind\":\"done\"") && l.contains("\"name\":\"touch\"");
+        // Its answer: the `done` event that carries the command's number.
+        let answered = |l: &str| l.contains("\"kind\":\"done\"") && l.contains("\"seq\":1");
         while r.read_line(&mut line).unwrap() > 0 && !answered(&line) {
             line.clear();
         }

@@ -7,8 +7,9 @@
 //!   tied to the parent *thread*, so workers must be spawned from a thread that
 //!   outlives them (the main thread).
 //! - The child's stdout is the event pipe: JSON lines (phase start and end with
-//!   monotonic timestamps, results, errors). Its stdin is the control pipe: JSON
-//!   commands (`next`, `read`, `free`, `exit`, ...). Its stderr is inherited.
+//!   monotonic timestamps, results, errors). Its stdin is the control pipe:
+//!   numbered commands of its kind's command set (protocol.rs: typed, and an
+//!   answer matched to its command by number). Its stderr is inherited.
 //! - When a worker dies, [`Worker::failure`] says which phase it was in and why,
 //!   e.g. `killed by the OOM killer in cgroup pagelab/eat-1 (limit 64.00 MiB)`.
 
@@ -26,7 +27,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod link;
+mod protocol;
 pub use link::{InProcess, Processes, Spawn, Threads, WorkerLink, WorkerMain};
+use protocol::command_line;
+pub use protocol::{Commands, Request, Sent, Want, WorkerCommand, reply, send};
 
 /// Makes the process `cmd` starts die with this thread (`PR_SET_PDEATHSIG`,
 /// SIGKILL), as workers do: a program run under a limit must not outlive a
@@ -130,8 +134,9 @@ pub enum EventKind {
     /// A phase began or ended; the event's name is the phase's.
     PhaseStart,
     PhaseEnd,
-    /// A command's answer ([`Request`]): its name is the command's, its data
-    /// the reply.
+    /// A command's answer ([`Request`]): its `seq` is the command's, its
+    /// data the reply. Without a `seq`: the worker's own report of its end
+    /// (a worker that takes no commands).
     Done,
     /// A failure: its name says what failed, and the wait for any other
     /// event ends with it.
@@ -162,49 +167,11 @@ pub struct WorkerEvent {
     pub kind: EventKind,
     #[serde(default)]
     pub name: String,
+    /// The command a `done` answers: its [`WorkerCommand::seq`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub data: serde_json::Value,
-}
-
-/// A command to a worker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerCommand {
-    pub cmd: String,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub arg: serde_json::Value,
-}
-
-/// A command an experiment sends its worker, typed, with the reply the
-/// worker sends back in its `done` event (issue 60): which reply goes with
-/// which command is the type's, not a convention, and an argument cannot be
-/// left out (the worker refuses the command rather than reading a default).
-/// The parent sends it with [`send`] and reads the reply with [`reply`];
-/// the worker reads it with [`WorkerCommand::arg_of`] and answers with
-/// [`child::WorkerIo::reply`].
-pub trait Request: Serialize + serde::de::DeserializeOwned {
-    /// Its name on the control pipe, and its `done` event's.
-    const NAME: &'static str;
-    /// What the worker answers.
-    type Reply: Serialize + serde::de::DeserializeOwned;
-}
-
-impl WorkerCommand {
-    /// This command's argument as `R` (whose [`Request::NAME`] the caller
-    /// matched), or why it is not one: a field missing or of the wrong type.
-    pub fn arg_of<R: Request>(&self) -> std::result::Result<R, String> {
-        serde_json::from_value(self.arg.clone()).map_err(|e| format!("command {}: {e}", R::NAME))
-    }
-}
-
-/// Sends `r` to `w`.
-pub fn send<R: Request>(w: &mut dyn WorkerLink, r: &R) -> std::io::Result<()> {
-    w.send(R::NAME, serde_json::to_value(r).map_err(std::io::Error::other)?)
-}
-
-/// `R`'s reply from its `done` event's data, or why it is not one (a field
-/// missing or of the wrong type is an error that names the command, never a 0).
-pub fn reply<R: Request>(data: serde_json::Value) -> std::result::Result<R::Reply, String> {
-    serde_json::from_value(data).map_err(|e| format!("the reply to {}: {e}", R::NAME))
 }
 
 /// How to start a worker.
@@ -283,6 +250,8 @@ pub struct Worker {
     pub label: String,
     child: Child,
     control: Option<ChildStdin>,
+    /// The number the next command gets.
+    seq: u64,
     events: Receiver<WorkerEvent>,
     phase: Arc<Mutex<Option<String>>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -342,8 +311,7 @@ fn wait_on(
     label: &str,
     phase: &dyn Fn() -> Option<String>,
     next: &mut dyn FnMut() -> std::result::Result<Option<WorkerEvent>, WorkerFailure>,
-    kind: EventKind,
-    name: Option<&str>,
+    want: Want,
     timeout: Duration,
     on_event: &mut dyn FnMut(&WorkerEvent),
     stop: &dyn Fn() -> bool,
@@ -361,14 +329,14 @@ fn wait_on(
             return Err(fail("stopped: the run was interrupted".into()));
         }
         if t0.elapsed() > timeout {
-            return Err(fail(format!("did not send '{kind}' within {:.0} s", timeout.as_secs_f64())));
+            return Err(fail(format!("did not send {want} within {:.0} s", timeout.as_secs_f64())));
         }
         if let Some(ev) = next()? {
             on_event(&ev);
             if ev.kind == EventKind::Error {
                 return Err(fail(format!("failed: {}", ev.name)));
             }
-            if ev.kind == kind && name.is_none_or(|n| n == ev.name) {
+            if want.matches(&ev) {
                 return Ok(ev);
             }
         }
@@ -426,16 +394,17 @@ impl Worker {
         let stdout = child.stdout.take().expect("piped stdout");
         let control = child.stdin.take();
         let Events { rx, phase, errors } = read_events(stdout, &format!("worker-{pid}-events"))?;
-        Ok(Worker { pid, label: spec.label, child, control, events: rx, phase, errors, cgroup })
+        Ok(Worker { pid, label: spec.label, child, control, seq: 1, events: rx, phase, errors, cgroup })
     }
 
-    /// Sends a command on the control pipe.
-    pub fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+    /// Sends a command (a set's value, serialized) on the control pipe: its number.
+    pub fn send(&mut self, command: serde_json::Value) -> std::io::Result<u64> {
         let c = self.control.as_mut().ok_or_else(|| std::io::Error::other("control pipe closed"))?;
-        let mut line = serde_json::to_vec(&WorkerCommand { cmd: cmd.into(), arg })?;
-        line.push(b'\n');
-        c.write_all(&line)?;
-        c.flush()
+        let seq = self.seq;
+        c.write_all(&command_line(seq, command)?)?;
+        c.flush()?;
+        self.seq += 1;
+        Ok(seq)
     }
 
     /// The next event, waiting up to `timeout`. `Err` once the worker has exited
@@ -448,13 +417,12 @@ impl Worker {
         }
     }
 
-    /// Waits for an event of `kind` (and `name`, if given), passing every event seen
-    /// to `on_event`. Fails if the worker dies or `timeout` passes, or when a stop
-    /// was requested and `stop` returns true.
+    /// Waits for what `want` names, passing every event seen to `on_event`.
+    /// Fails if the worker dies or `timeout` passes, or when a stop was
+    /// requested and `stop` returns true.
     pub fn wait_for(
         &mut self,
-        kind: EventKind,
-        name: Option<&str>,
+        want: Want,
         timeout: Duration,
         mut on_event: impl FnMut(&WorkerEvent),
         stop: impl Fn() -> bool,
@@ -465,8 +433,7 @@ impl Worker {
             &label,
             &|| ph.lock().unwrap().clone(),
             &mut || self.recv(Duration::from_millis(50)),
-            kind,
-            name,
+            want,
             timeout,
             &mut on_event,
             &stop,
@@ -583,171 +550,7 @@ pub fn signal_name(sig: i32) -> &'static str {
 }
 
 /// The worker's side of the pipes.
-pub mod child {
-    use super::{EventKind, WorkerCommand, WorkerEvent};
-    use std::io::{BufRead, Write};
-
-    /// Event and control pipes of a worker process (its stdout and stdin).
-    pub struct WorkerIo {
-        out: Box<dyn Write>,
-        input: Box<dyn BufRead>,
-    }
-
-    impl Default for WorkerIo {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-
-    impl WorkerIo {
-        /// The process's own: stdout for events, stdin for commands.
-        pub fn new() -> Self {
-            WorkerIo { out: Box::new(std::io::stdout()), input: Box::new(std::io::stdin().lock()) }
-        }
-
-        /// Over any pair of streams (an in-process worker's socket).
-        pub fn over(input: impl BufRead + 'static, out: impl Write + 'static) -> Self {
-            WorkerIo { out: Box::new(out), input: Box::new(input) }
-        }
-
-        /// Sends one event and flushes it.
-        pub fn emit(&mut self, kind: EventKind, name: &str, data: serde_json::Value) {
-            let ev = WorkerEvent { t_ns: probe::sample::monotonic_ns(), kind, name: name.into(), data };
-            let mut line = serde_json::to_vec(&ev).expect("event");
-            line.push(b'\n');
-            // If the parent is gone the write fails; PDEATHSIG will end us anyway.
-            let _ = self.out.write_all(&line).and_then(|_| self.out.flush());
-        }
-
-        /// Answers `R`: its `done` event, with the reply as its data.
-        pub fn reply<R: super::Request>(&mut self, r: &R::Reply) {
-            self.emit(EventKind::Done, R::NAME, serde_json::to_value(r).expect("a reply serializes"));
-        }
-
-        /// Blocks for the next command; `None` when the parent closed the pipe.
-        pub fn command(&mut self) -> Option<WorkerCommand> {
-            let mut line = String::new();
-            loop {
-                line.clear();
-                if self.input.read_line(&mut line).ok()? == 0 {
-                    return None;
-                }
-                if let Ok(c) = serde_json::from_str(line.trim()) {
-                    return Some(c);
-                }
-            }
-        }
-    }
-}
+pub mod child;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn echo(io: &mut child::WorkerIo, args: &[String]) -> std::result::Result<(), String> {
-        while let Some(c) = io.command() {
-            match c.cmd.as_str() {
-                "fail" => return Err(format!("asked to fail ({})", args.join(" "))),
-                _ => io.emit(EventKind::Done, &c.cmd, c.arg),
-            }
-        }
-        Ok(())
-    }
-
-    /// An event's kind is on the wire as before (snake case), and a kind
-    /// this build does not know reads as `Other`, not as an unreadable line.
-    #[test]
-    fn event_kinds_keep_their_wire_names() {
-        let ev =
-            WorkerEvent { t_ns: 1, kind: EventKind::PhaseStart, name: "fill".into(), data: serde_json::Value::Null };
-        let line = serde_json::to_string(&ev).unwrap();
-        assert_eq!(line, r#"{"t_ns":1,"kind":"phase_start","name":"fill"}"#);
-        assert_eq!(serde_json::from_str::<WorkerEvent>(&line).unwrap(), ev);
-        let new: WorkerEvent = serde_json::from_str(r#"{"t_ns":2,"kind":"from_a_newer_worker"}"#).unwrap();
-        assert_eq!(new.kind, EventKind::Other);
-        assert_eq!(EventKind::Done.to_string(), "done");
-    }
-
-    /// The in-process link behaves as a worker process does: commands are
-    /// answered, events reach the caller, a worker's error fails the wait
-    /// naming it, the end of commands ends it normally, and what cannot be
-    /// started (an unknown kind, a cgroup) is refused.
-    #[test]
-    fn a_worker_on_a_thread_is_driven_as_a_process_is() {
-        let mut t = Threads(vec![("echo", echo)]);
-        let spec = |kind: &str| WorkerSpec {
-            exe: PathBuf::from("/nonexistent"),
-            args: argv(kind, ["x"]),
-            cgroup: None,
-            env: vec![],
-            label: "echo".into(),
-        };
-        let mut w = t.spawn(spec("echo")).unwrap();
-        assert_eq!(w.pid(), std::process::id() as i32);
-        w.send("ping", serde_json::json!(7)).unwrap();
-        let mut seen = Vec::new();
-        let ev = w.wait_for(
-            EventKind::Done,
-            Some("ping"),
-            Duration::from_secs(5),
-            &mut |e| seen.push(e.name.clone()),
-            &|| false,
-        );
-        assert_eq!(ev.unwrap().data, serde_json::json!(7));
-        assert_eq!(seen, ["ping"]);
-        // A stop is a failure of the wait, saying so.
-        let e = w.wait_for(EventKind::Done, None, Duration::from_secs(5), &mut |_| {}, &|| true).unwrap_err();
-        assert!(e.reason.contains("interrupted"), "{e}");
-        w.finish(Duration::from_secs(5)).unwrap();
-        let mut w = t.spawn(spec("echo")).unwrap();
-        w.send("fail", serde_json::Value::Null).unwrap();
-        let e = w.wait_for(EventKind::Done, None, Duration::from_secs(5), &mut |_| {}, &|| false).unwrap_err();
-        assert!(e.reason.contains("asked to fail (x)"), "{e}");
-        let e = w.finish(Duration::from_secs(5)).unwrap_err();
-        assert!(e.reason.contains("asked to fail"), "{e}");
-        assert!(t.spawn(spec("nope")).is_err());
-        // One that does not end when its commands close is reported still
-        // running after finish's timeout, as a process would be.
-        fn slow(_: &mut child::WorkerIo, _: &[String]) -> std::result::Result<(), String> {
-            std::thread::sleep(Duration::from_millis(4000));
-            Ok(())
-        }
-        let mut t = Threads(vec![("slow", slow)]);
-        let e = t.spawn(spec("slow")).unwrap().finish(Duration::from_millis(50)).unwrap_err();
-        assert!(e.reason.contains("still running"), "{e}");
-        assert!(!t.containable() && Processes.containable());
-    }
-
-    #[test]
-    fn a_line_longer_than_the_bound_is_skipped_without_being_held() {
-        // A worker that writes a long run without a newline, then an event.
-        let mut input = vec![b'x'; 5000];
-        input.extend_from_slice(b"\n{\"kind\":\"info\"}\nlast");
-        let mut r = BufReader::with_capacity(64, &input[..]);
-        let mut buf = Vec::new();
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(false));
-        assert!(buf.is_empty() && buf.capacity() <= 1064, "held {} bytes", buf.capacity());
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(true));
-        assert_eq!(buf, b"{\"kind\":\"info\"}");
-        // A last line without a newline is still a line; then the end.
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), Some(true));
-        assert_eq!(buf, b"last");
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 1000).unwrap(), None);
-        // Exactly the bound fits.
-        let mut r = BufReader::new(&b"abcd\n"[..]);
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 4).unwrap(), Some(true));
-    }
-
-    #[test]
-    fn only_the_first_unreadable_lines_are_quoted_and_cut() {
-        let mut u = Unreadable::default();
-        let long = "y".repeat(1000);
-        let first = u.note(long.as_bytes(), true).unwrap();
-        assert!(first.len() < 300 && first.ends_with('…'), "{first}");
-        assert!(u.note(b"", false).unwrap().contains("over 64 MiB"));
-        let kept = (0..2_000_000).filter_map(|_| u.note(b"not json", true)).count();
-        assert_eq!(kept, MAX_QUOTED - 2);
-        assert_eq!(u.summary().unwrap(), format!("and {} more unreadable worker lines", 2_000_002 - MAX_QUOTED));
-        assert!(Unreadable::default().summary().is_none());
-    }
-}
+mod tests;

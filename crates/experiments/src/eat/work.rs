@@ -176,32 +176,40 @@ struct Reply<T> {
 
 /// The eat worker's commands (issue 60: each with its reply, as types).
 /// None takes an argument: the spec said everything at the start.
-macro_rules! commands {
-    ($($(#[$doc:meta])* $ty:ident = $name:literal => $reply:ty;)*) => {$(
+macro_rules! units {
+    ($($(#[$doc:meta])* $ty:ident;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub struct $ty;
-        impl sandbox::worker::Request for $ty {
-            const NAME: &'static str = $name;
-            type Reply = $reply;
-        }
     )*};
 }
-commands! {
-    /// `calibrate`: memset of a separate region of the size, twice.
-    Calibrate = "calibrate" => Calibrated;
-    /// `alloc`: map the region (a phase).
-    Alloc = "alloc" => Allocated;
-    /// `fill`: write the pattern (a phase), then refill, hash and estimate.
-    Fill = "fill" => Filled;
-    /// `trim`: MADV_PAGEOUT of the region (a phase).
-    SelfTrim = "trim" => ();
-    /// `read`: read the region back and hash it (a phase).
-    Read = "read" => ReadBack;
-    /// `free`: unmap the region (a phase).
-    Free = "free" => ();
-    /// `exit`: the worker ends.
-    Exit = "exit" => ();
+units! {
+    /// memset of a separate region of the size, twice.
+    Calibrate;
+    /// Map the region (a phase).
+    Alloc;
+    /// Write the pattern (a phase), then refill, hash and estimate.
+    Fill;
+    /// MADV_PAGEOUT of the region (a phase).
+    SelfTrim;
+    /// Read the region back and hash it (a phase).
+    Read;
+    /// Unmap the region (a phase).
+    Free;
+    /// The worker ends.
+    Exit;
+}
+sandbox::commands! {
+    /// What the eat worker is told, each with its reply.
+    pub enum Command {
+        Calibrate(Calibrate) -> Calibrated,
+        Alloc(Alloc) -> Allocated,
+        Fill(Fill) -> Filled,
+        Trim(SelfTrim) -> (),
+        Read(Read) -> ReadBack,
+        Free(Free) -> (),
+        Exit(Exit) -> (),
+    }
 }
 
 /// The worker kind.
@@ -271,16 +279,15 @@ struct Drove {
 impl<O: Observer<Entry = EatResult>> Run<'_, O> {
     /// Sends a command and waits for its `done` event, forwarding phase events.
     fn command<R: Request>(&mut self, w: &mut dyn WorkerLink, r: &R, timeout: Duration) -> Result<Reply<R::Reply>, ExperimentError> {
-        let cmd = R::NAME;
+        let cmd = sandbox::worker::Commands::label(&r.command());
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
+        let sent = sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let obs = &mut *self.obs;
         let mut phase = PhaseResult::default();
         // A phase_end that cannot be read is not a phase of zeros.
         let mut unread = None;
         let r = w.wait_for(
-            EventKind::Done,
-            Some(cmd),
+            sent.want(),
             timeout,
             &mut |ev| {
                 if matches!(ev.kind, EventKind::PhaseStart | EventKind::PhaseEnd) {
@@ -606,9 +613,9 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
         io.emit(EventKind::PhaseEnd, name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
         Ok(v)
     }
-    while let Some(c) = io.command() {
-        match c.cmd.as_str() {
-            Calibrate::NAME => {
+    while let Some(c) = io.command::<Command>() {
+        match c? {
+            Command::Calibrate(_) => {
                 // memset over a separate region of the same size, before the main
                 // region exists, so peak memory stays at one region.
                 let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
@@ -618,13 +625,13 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 drop(m);
                 io.reply::<Calibrate>(&Calibrated { memset_first_touch_seconds: first, memset_refill_seconds: refill });
             }
-            Alloc::NAME => {
+            Command::Alloc(_) => {
                 let m = phase(io, "alloc", || mm::Mapping::anon(size, 0))?
                     .map_err(|e| format!("mmap of {size} bytes: {e}"))?;
                 io.reply::<Alloc>(&Allocated { addr: m.ptr as usize, len: m.len });
                 region = Some(m);
             }
-            Fill::NAME => {
+            Command::Fill(_) => {
                 let m = region.as_mut().ok_or("fill before alloc")?;
                 phase(io, "fill", || workloads::fill::fill(m.as_mut_slice(), pattern, block, seed))?;
                 // Re-fill of resident memory (same data), then the reference hash and
@@ -634,22 +641,21 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 let est = workloads::compress::estimate(m.as_slice(), page);
                 io.reply::<Fill>(&Filled { refill_seconds: refill, hash_written: format!("{h:016x}"), estimate: est });
             }
-            SelfTrim::NAME => {
+            Command::Trim(_) => {
                 let m = region.as_ref().ok_or("trim before alloc")?;
                 phase(io, "trim", || m.madvise(mm::MADV_PAGEOUT))?.map_err(|e| format!("madvise(MADV_PAGEOUT): {e}"))?;
                 io.reply::<SelfTrim>(&());
             }
-            Read::NAME => {
+            Command::Read(_) => {
                 let m = region.as_ref().ok_or("read before alloc")?;
                 let h = phase(io, "read", || workloads::fill::hash(m.as_slice()))?;
                 io.reply::<Read>(&ReadBack { hash_read: format!("{h:016x}") });
             }
-            Free::NAME => {
+            Command::Free(_) => {
                 phase(io, "free", || region = None)?;
                 io.reply::<Free>(&());
             }
-            Exit::NAME => break,
-            other => return Err(format!("unknown command '{other}'")),
+            Command::Exit(_) => break,
         }
     }
     Ok(())

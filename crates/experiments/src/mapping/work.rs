@@ -16,7 +16,7 @@
 //! | memfd-punch | (kept memfd mapping) | fallocate(PUNCH_HOLE) | faults |
 //! | mremap | mremap of a kept half-size region to full size | mremap back to half | - |
 
-use sandbox::worker::EventKind;
+use sandbox::worker::Want;
 use serde_json::Value;
 use std::time::Instant;
 use workloads::mm;
@@ -513,7 +513,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results:
         let t0 = probe::sample::monotonic_ns();
         obs.event("phase_start", method, t0, Value::Null);
         let d = w
-            .wait_for(EventKind::Done, Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
+            .wait_for(Want::Report, std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?
             .data;
         let _ = w.finish(std::time::Duration::from_secs(10));
@@ -577,7 +577,7 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
     let d = run_method(&spec)?;
-    io.emit(EventKind::Done, WORKER, serde_json::to_value(&d).map_err(|e| e.to_string())?);
+    io.report(&d)?;
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use probe::cgroup::CgroupVersion;
 use sandbox::Sandbox;
 use sandbox::cgroup::{Limits, MemCgroup};
 use sandbox::error::SandboxError;
-use sandbox::worker::{Processes, Request, Spawn, WorkerLink, WorkerSpec};
+use sandbox::worker::{Processes, Request, Sent, Spawn, WorkerLink, WorkerSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -205,10 +205,10 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
     /// Sends `r` and waits for its reply.
     fn call<R: Request>(&mut self, w: &mut dyn WorkerLink, r: &R, timeout: Duration) -> Result<R::Reply, ExperimentError> {
         // A failed send means the worker is gone: say how it ended, not "broken pipe".
-        sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
+        let sent = sandbox::worker::send(w, r).map_err(|_| ExperimentError::Failed(w.failure()))?;
         let stop = self.stop;
         let ev = w
-            .wait_for(EventKind::Done, Some(R::NAME), timeout, &mut |_| {}, &stop)
+            .wait_for(sent.want(), timeout, &mut |_| {}, &stop)
             .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?;
         reply::<R>(ev.data)
     }
@@ -283,10 +283,10 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         self.obs.event("phase_start", &mode.name(), t_start, json!({"cap_bytes": r.cap_bytes}));
         let before = reclaim_counters(&mut self.probe)?;
         let pidfd = mm::PidFd::open(pid).ok();
-        sandbox::worker::send(&mut *w, &Scan { duration_s: self.window.as_secs_f64() })
+        let sent = sandbox::worker::send(&mut *w, &Scan { duration_s: self.window.as_secs_f64() })
             .map_err(|_| ExperimentError::Failed(w.failure()))?;
         let mut peaks = Peaks { zswap_before, ..Default::default() };
-        let done = self.watch(mode, &mut *w, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
+        let done = self.watch(mode, &mut *w, &sent, &cg, pid, region, &pidfd, &mut peaks, &mut r)?;
         let after = reclaim_counters(&mut self.probe)?;
         self.obs.event("phase_end", &mode.name(), probe::sample::monotonic_ns(), Value::Null);
         r.reclaim = Reclaim {
@@ -323,6 +323,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
         &mut self,
         mode: Mode,
         w: &mut dyn WorkerLink,
+        sent: &Sent<Scan>,
         cg: &MemCgroup,
         pid: i32,
         region: (usize, usize),
@@ -365,7 +366,7 @@ impl<O: Observer<Entry = WscapResult>> Ctx<'_, O> {
                 }
             }
             match w.recv(Duration::from_millis(10)) {
-                Ok(Some(ev)) if ev.kind == EventKind::Done && ev.name == Scan::NAME => break Some(reply::<Scan>(ev.data)?),
+                Ok(Some(ev)) if sent.want().matches(&ev) => break Some(reply::<Scan>(ev.data)?),
                 Ok(Some(ev)) if ev.kind == EventKind::Error => {
                     return Err(ExperimentError::Worker(format!("worker wscap failed: {}", ev.name)));
                 }
@@ -624,10 +625,9 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     let size = usize::try_from(size).map_err(|_| format!("the wscap worker: {size} bytes do not fit this machine"))?;
     let page = mm::page_size();
     let mut m = mm::Mapping::anon(size, 0).map_err(|e| format!("mmap of {size} bytes: {e}"))?;
-    while let Some(c) = io.command() {
-        match c.cmd.as_str() {
-            Setup::NAME => {
-                let Setup = c.arg_of()?;
+    while let Some(c) = io.command::<Command>() {
+        match c? {
+            Command::Setup(Setup) => {
                 // Random bytes, which do not compress: what the cap pushes out
                 // costs the store what it cost in RAM (issue 43: one written
                 // byte per page let zram keep 32 MiB in about 1 MiB, and the
@@ -635,8 +635,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                 workloads::fill::fill(m.as_mut_slice(), workloads::fill::Pattern::Random, 0, size as u64);
                 io.reply::<Setup>(&SetupDone { addr: m.ptr as usize, len: m.len });
             }
-            Scan::NAME => {
-                let Scan { duration_s } = c.arg_of()?;
+            Command::Scan(Scan { duration_s }) => {
                 let dur = Duration::try_from_secs_f64(duration_s).map_err(|e| format!("scan: duration_s {duration_s}: {e}"))?;
                 let mut times: Vec<u64> = Vec::with_capacity(1 << 16);
                 let mut per_second = vec![0u64];
@@ -681,11 +680,10 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                     per_second,
                 });
             }
-            Baseline::NAME => {
+            Command::Baseline(Baseline { duration_s: dur }) => {
                 // Alternating short windows of the instrumented loop (a timestamp per
                 // scan, as in `scan`) and a minimal loop (no per-scan timing), so both
                 // see the same conditions on a noisy machine; medians of each.
-                let Baseline { duration_s: dur } = c.arg_of()?;
                 let pairs = 20;
                 let slot = Duration::from_secs_f64(dur / (2 * pairs) as f64);
                 let (mut inst, mut min) = (Vec::new(), Vec::new());
@@ -721,8 +719,7 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
                     instrumented_vs_minimal: med(ratios),
                 });
             }
-            Exit::NAME => break,
-            other => return Err(format!("unknown command '{other}'")),
+            Command::Exit(Exit) => break,
         }
     }
     Ok(())

@@ -3,10 +3,8 @@
 //! the real process ([`Processes`]) and, for tests, a worker's own main on a
 //! thread of this process ([`Threads`]).
 
-use super::{
-    EventKind, Events, RecvTimeoutError, Worker, WorkerCommand, WorkerEvent, WorkerFailure, WorkerSpec, child,
-};
-use super::{read_events, wait_on};
+use super::{EventKind, Events, RecvTimeoutError, Want, Worker, WorkerEvent, WorkerFailure, WorkerSpec, child};
+use super::{command_line, read_events, wait_on};
 use crate::error::{Result, SandboxError};
 use std::io::{BufReader, Write};
 use std::time::Duration;
@@ -16,17 +14,17 @@ use std::time::Duration;
 pub trait WorkerLink {
     /// The process whose memory the worker uses (ours, for a thread).
     fn pid(&self) -> i32;
-    /// Sends a command.
-    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()>;
+    /// Sends a command (a command set's value, as [`super::send`] makes
+    /// it): the number its answer will carry.
+    fn send(&mut self, command: serde_json::Value) -> std::io::Result<u64>;
     /// The next event, waiting up to `timeout`; `Err` once the worker ended
     /// and every event was read.
     fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure>;
-    /// Waits for an event of `kind` (and `name`), passing every event seen to
-    /// `on_event`; fails if the worker ends, `timeout` passes or `stop` says so.
+    /// Waits for what `want` names, passing every event seen to `on_event`;
+    /// fails if the worker ends, `timeout` passes or `stop` says so.
     fn wait_for(
         &mut self,
-        kind: EventKind,
-        name: Option<&str>,
+        want: Want,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),
         stop: &dyn Fn() -> bool,
@@ -59,21 +57,20 @@ impl WorkerLink for Worker {
     fn pid(&self) -> i32 {
         self.pid
     }
-    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
-        Worker::send(self, cmd, arg)
+    fn send(&mut self, command: serde_json::Value) -> std::io::Result<u64> {
+        Worker::send(self, command)
     }
     fn recv(&mut self, timeout: Duration) -> std::result::Result<Option<WorkerEvent>, WorkerFailure> {
         Worker::recv(self, timeout)
     }
     fn wait_for(
         &mut self,
-        kind: EventKind,
-        name: Option<&str>,
+        want: Want,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),
         stop: &dyn Fn() -> bool,
     ) -> std::result::Result<WorkerEvent, WorkerFailure> {
-        Worker::wait_for(self, kind, name, timeout, on_event, stop)
+        Worker::wait_for(self, want, timeout, on_event, stop)
     }
     fn failure(&mut self) -> WorkerFailure {
         Worker::failure(self)
@@ -118,6 +115,8 @@ impl Spawn for Threads {
 pub struct InProcess {
     label: String,
     control: Option<std::os::unix::net::UnixStream>,
+    /// The number the next command gets.
+    seq: u64,
     events: Events,
     thread: Option<std::thread::JoinHandle<std::result::Result<(), String>>>,
 }
@@ -140,7 +139,7 @@ impl InProcess {
                 r
             })
             .map_err(|e| SandboxError::Other(format!("starting worker {label}: {e}")))?;
-        Ok(InProcess { label, control: Some(ours), events, thread: Some(thread) })
+        Ok(InProcess { label, control: Some(ours), seq: 1, events, thread: Some(thread) })
     }
 }
 
@@ -156,17 +155,17 @@ impl WorkerLink for InProcess {
             Err(RecvTimeoutError::Disconnected) => Err(self.failure()),
         }
     }
-    fn send(&mut self, cmd: &str, arg: serde_json::Value) -> std::io::Result<()> {
+    fn send(&mut self, command: serde_json::Value) -> std::io::Result<u64> {
         let c = self.control.as_mut().ok_or_else(|| std::io::Error::other("control closed"))?;
-        let mut line = serde_json::to_vec(&WorkerCommand { cmd: cmd.into(), arg })?;
-        line.push(b'\n');
-        c.write_all(&line)?;
-        c.flush()
+        let seq = self.seq;
+        c.write_all(&command_line(seq, command)?)?;
+        c.flush()?;
+        self.seq += 1;
+        Ok(seq)
     }
     fn wait_for(
         &mut self,
-        kind: EventKind,
-        name: Option<&str>,
+        want: Want,
         timeout: Duration,
         on_event: &mut dyn FnMut(&WorkerEvent),
         stop: &dyn Fn() -> bool,
@@ -177,8 +176,7 @@ impl WorkerLink for InProcess {
             &label,
             &|| ph.lock().unwrap().clone(),
             &mut || self.recv(Duration::from_millis(50)),
-            kind,
-            name,
+            want,
             timeout,
             on_event,
             stop,

@@ -280,7 +280,7 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
             label: TOUCHER.into(),
         })?;
         let ready = w
-            .wait_for(EventKind::Ready, None, Duration::from_secs(120), |_| {}, || false)
+            .wait_for(sandbox::worker::Want::Kind(EventKind::Ready), Duration::from_secs(120), |_| {}, || false)
             .map_err(ExperimentError::Failed)?;
         target.synthetic_bytes = Some(size);
         target.synthetic_hot_fraction = Some(cfg.hot);

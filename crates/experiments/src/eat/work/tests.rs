@@ -130,7 +130,7 @@ fn the_spec_round_trips_and_refuses_a_missing_field() {
     .unwrap_err();
     assert!(e.contains("missing field `seed`"), "{e}");
     let e = reply::<Fill>(serde_json::json!({"refill_seconds": 1.0, "hash_written": "ab"})).unwrap_err();
-    assert!(e.to_string().contains("reply to fill") && e.to_string().contains("estimate"), "{e}");
+    assert!(e.to_string().contains("reply to Fill") && e.to_string().contains("estimate"), "{e}");
 }
 
 #[test]

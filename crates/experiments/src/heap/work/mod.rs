@@ -11,7 +11,7 @@ pub mod overtime;
 pub mod script;
 pub mod timer;
 
-use sandbox::worker::EventKind;
+use sandbox::worker::Want;
 use alloc::{Allocator, ThreadHeap};
 use hdrhistogram::Histogram;
 use serde_json::Value;
@@ -625,7 +625,7 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
     let t0 = probe::sample::monotonic_ns();
     obs.event("phase_start", label, t0, Value::Null);
     let d = w
-        .wait_for(EventKind::Done, Some(WORKER), std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
+        .wait_for(Want::Report, std::time::Duration::from_secs(3600), &mut |_| {}, &stop)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })?
         .data;
     let _ = w.finish(std::time::Duration::from_secs(10));
@@ -638,7 +638,7 @@ fn one_process<O: workloads::observe::Observer<Entry = crate::heap::results::Ent
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
     let r = run_config(&spec)?;
-    io.emit(EventKind::Done, WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
+    io.report(&r)?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Running the experiment: the cgroup, the store, the consumers, the probes and
 //! the second sampler, for each preset and repeat.
 
-use sandbox::worker::EventKind;
+use sandbox::worker::{EventKind, Want};
 use super::*;
 use serde::Serialize;
 use workloads::observe::ExperimentError;
@@ -36,15 +36,15 @@ fn spawn(
 }
 
 fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
-    w.wait_for(EventKind::Ready, None, Duration::from_secs(60), |_| {}, stop)
+    w.wait_for(Want::Kind(EventKind::Ready), Duration::from_secs(60), |_| {}, stop)
         .map(|e| e.data)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
 }
 
 fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
     let mut w = w;
-    let _ = sandbox::worker::send(&mut w, &Exit);
-    let d = w.wait_for(EventKind::Done, None, Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
+    let sent = sandbox::worker::send(&mut w, &Exit).ok()?;
+    let d = w.wait_for(sent.want(), Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
     let _ = w.finish(Duration::from_secs(5));
     d
 }

@@ -101,13 +101,13 @@ pub struct Start {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exit;
 
-impl sandbox::worker::Request for Start {
-    const NAME: &'static str = "start";
-    type Reply = ();
-}
-impl sandbox::worker::Request for Exit {
-    const NAME: &'static str = "exit";
-    type Reply = Value;
+sandbox::commands! {
+    /// What a consumer and a probe are told: a consumer answers neither; a
+    /// probe answers `exit` with its samples.
+    pub enum Command {
+        Start(Start) -> (),
+        Exit(Exit) -> Value,
+    }
 }
 
 /// The consumer: `__worker thrash-consumer --spec JSON` ([`ConsumerSpec`]).
@@ -119,12 +119,12 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let (index, size, writes) = (s.index as u64, s.size as usize, s.writes);
     let (sleep_ns, delay_ns, active_ns, seed) = (s.sleep_us * 1000, s.delay_us * 1000, s.active_us * 1000, s.seed);
     io.emit(EventKind::Ready, "", Value::Null);
-    let t0 = loop {
-        match io.command() {
-            Some(c) if c.cmd == <Start as sandbox::worker::Request>::NAME => break c.arg_of::<Start>()?.t0_ns,
-            Some(_) => continue,
-            None => return Ok(()),
-        }
+    let t0 = match io.command::<Command>() {
+        Some(c) => match c? {
+            Command::Start(Start { t0_ns }) => t0_ns,
+            Command::Exit(Exit) => return Ok(()),
+        },
+        None => return Ok(()),
     };
     let planned_start = t0 + delay_ns;
     sleep_until(planned_start);
@@ -186,9 +186,10 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     loop {
         write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
         if wait_input_until(probe::sample::monotonic_ns() + sleep_ns) {
-            match io.command() {
-                Some(c) if c.cmd != <Exit as sandbox::worker::Request>::NAME => continue,
-                _ => break,
+            match io.command::<Command>() {
+                Some(Ok(Command::Start(_))) => continue,
+                Some(Ok(Command::Exit(_))) | None => break,
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -254,10 +255,10 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
     let mut missed = 0u64;
     loop {
         if wait_input_until(next) {
-            match io.command() {
-                Some(c) if c.cmd == <Exit as sandbox::worker::Request>::NAME => break,
-                Some(_) => continue,
-                None => break,
+            match io.command::<Command>() {
+                Some(Ok(Command::Start(_))) => continue,
+                Some(Ok(Command::Exit(_))) | None => break,
+                Some(Err(e)) => return Err(e),
             }
         }
         for i in (0..ws).step_by(page) {
@@ -273,6 +274,6 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
             missed += 1;
         }
     }
-    io.emit(EventKind::Done, "", json!({"samples": samples, "missed": missed}));
+    io.reply::<Exit>(&json!({"samples": samples, "missed": missed}));
     Ok(())
 }

@@ -59,20 +59,12 @@ pub struct Baseline {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exit;
 
-impl sandbox::worker::Request for Setup {
-    const NAME: &'static str = "setup";
-    type Reply = SetupDone;
+sandbox::commands! {
+    /// What the wscap worker is told, each with its reply.
+    pub enum Command {
+        Setup(Setup) -> SetupDone,
+        Scan(Scan) -> ScanDone,
+        Baseline(Baseline) -> BaselineDone,
+        Exit(Exit) -> (),
+    }
 }
-impl sandbox::worker::Request for Scan {
-    const NAME: &'static str = "scan";
-    type Reply = ScanDone;
-}
-impl sandbox::worker::Request for Baseline {
-    const NAME: &'static str = "baseline";
-    type Reply = BaselineDone;
-}
-impl sandbox::worker::Request for Exit {
-    const NAME: &'static str = "exit";
-    type Reply = ();
-}
-

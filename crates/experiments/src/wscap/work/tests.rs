@@ -156,7 +156,7 @@ fn a_reply_missing_a_field_is_an_error_not_zero() {
     assert_eq!(reply::<Scan>(v.clone()).unwrap(), scan_done());
     v.as_object_mut().unwrap().remove("majflt");
     let e = reply::<Scan>(v).unwrap_err().to_string();
-    assert!(e.contains("reply to scan") && e.contains("majflt"), "{e}");
+    assert!(e.contains("reply to Scan") && e.contains("majflt"), "{e}");
     let e = reply::<Baseline>(serde_json::json!({"minimal_scans_per_sec": 1.0})).unwrap_err();
     assert!(e.to_string().contains("instrumented"), "{e}");
 }
@@ -166,17 +166,21 @@ fn a_reply_missing_a_field_is_an_error_not_zero() {
 /// by the worker (it used to read a missing window as 5 s).
 #[test]
 fn commands_travel_typed_and_a_missing_argument_is_refused() {
-    use sandbox::worker::WorkerCommand;
-    let c = |cmd: &str, arg: serde_json::Value| WorkerCommand { cmd: cmd.into(), arg };
-    let scan = serde_json::to_value(Scan { duration_s: 0.5 }).unwrap();
-    assert_eq!(c(Scan::NAME, scan).arg_of::<Scan>().unwrap(), Scan { duration_s: 0.5 });
-    let e = c(Scan::NAME, serde_json::Value::Null).arg_of::<Scan>().unwrap_err();
-    assert!(e.contains("command scan"), "{e}");
-    let e = c(Baseline::NAME, serde_json::json!({"duration": 2.0})).arg_of::<Baseline>().unwrap_err();
-    assert!(e.contains("command baseline") && e.contains("unknown field"), "{e}");
+    use sandbox::worker::{Request, WorkerCommand};
+    let read = |v: serde_json::Value| serde_json::from_value::<WorkerCommand<Command>>(v).map_err(|e| e.to_string());
+    let line = |c: Command| serde_json::json!({"seq": 4, "command": c});
+    let scan = Scan { duration_s: 0.5 };
+    assert_eq!(read(line(scan.command())).unwrap(), WorkerCommand { seq: 4, command: Command::Scan(scan) });
+    let e = read(serde_json::json!({"seq": 4, "command": {"cmd": "scan", "arg": null}})).unwrap_err();
+    assert!(e.contains("Scan"), "{e}");
+    let e = read(serde_json::json!({"seq": 4, "command": {"cmd": "baseline", "arg": {"duration": 2.0}}})).unwrap_err();
+    assert!(e.contains("unknown field `duration`"), "{e}");
+    // A command of no set of wscap's is refused, not skipped.
+    let e = read(serde_json::json!({"seq": 4, "command": {"cmd": "alloc", "arg": null}})).unwrap_err();
+    assert!(e.contains("unknown variant `alloc`"), "{e}");
     // Commands without an argument send none.
     assert_eq!(serde_json::to_value(Setup).unwrap(), serde_json::Value::Null);
-    assert!(c(Setup::NAME, serde_json::Value::Null).arg_of::<Setup>().is_ok());
+    assert_eq!(read(line(Setup.command())).unwrap().command, Command::Setup(Setup));
     // The worker itself (its main on a thread of this process) refuses a
     // scan without its window, and says which command.
     let (parent, child) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -188,9 +192,9 @@ fn commands_travel_typed_and_a_missing_argument_is_refused() {
     });
     use std::io::Write;
     let mut p = parent;
-    p.write_all(b"{\"cmd\":\"scan\",\"arg\":{}}\n").unwrap();
+    p.write_all(b"{\"seq\":1,\"command\":{\"cmd\":\"scan\",\"arg\":{}}}\n").unwrap();
     let e = h.join().unwrap().unwrap_err();
-    assert!(e.contains("command scan") && e.contains("duration_s"), "{e}");
+    assert!(e.contains("\"scan\"") && e.contains("duration_s"), "{e}");
 }
 
 #[test]

@@ -11,7 +11,7 @@
 pub mod fold;
 pub mod phases;
 
-use sandbox::worker::EventKind;
+use sandbox::worker::{EventKind, Want};
 use super::alloc::Allocator;
 use crate::heap::results::{OverTimeResult, OverTimeRun};
 use crate::kit::store::{Store, StoreSize, store_size};
@@ -227,10 +227,12 @@ pub struct Squeezed {
     pub compressed_bytes: Option<u64>,
 }
 
-impl sandbox::worker::Request for Squeezed {
-    const NAME: &'static str = "squeezed";
-    /// The worker goes on; its report is the run's `done`.
-    type Reply = ();
+sandbox::commands! {
+    /// What the heap-over-time worker is told: the parent's answer to its
+    /// squeeze (the worker goes on; its report is the run's `done`).
+    pub enum Command {
+        Squeezed(Squeezed) -> (),
+    }
 }
 
 /// One reading of the sampler.
@@ -468,13 +470,13 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) }
     };
     if let (true, Some(cg)) = (cfg.pressure, &cg) {
-        let ask = w.wait_for(EventKind::Squeeze, Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
+        let ask = w.wait_for(Want::Kind(EventKind::Squeeze), limit, |_| {}, stop).map_err(failed)?.data;
         let ask: SqueezeAsk = serde_json::from_value(ask)
             .map_err(|e| ExperimentError::Worker(format!("{label}: bad squeeze request: {e}")))?;
         let answer = squeeze(cg, w.pid, zram, &ask)?;
         sandbox::worker::send(&mut w, &answer).map_err(|e| ExperimentError::Worker(format!("{label}: {e}")))?;
     }
-    let d = w.wait_for(EventKind::Done, Some(WORKER), limit, |_| {}, stop).map_err(failed)?.data;
+    let d = w.wait_for(Want::Report, limit, |_| {}, stop).map_err(failed)?.data;
     let _ = w.finish(Duration::from_secs(10));
     obs.event("phase_end", label, probe::sample::monotonic_ns(), Value::Null);
     serde_json::from_value(d).map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))
@@ -540,17 +542,15 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     }
     let seen = phases::run(&spec, &mut |ask| {
         io.emit(EventKind::Squeeze, WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
-        match io.command() {
-            Some(c) if c.cmd == <Squeezed as sandbox::worker::Request>::NAME => {
-                c.arg_of::<Squeezed>().map_err(|e| format!("heap-time worker: bad squeeze answer: {e}"))
-            }
-            Some(c) => Err(format!("heap-time worker: expected the command squeezed, got {}", c.cmd)),
+        match io.command::<Command>() {
+            Some(Ok(Command::Squeezed(s))) => Ok(s),
+            Some(Err(e)) => Err(format!("heap-time worker: bad squeeze answer: {e}")),
             None => Err("heap-time worker: the parent closed the control pipe".into()),
         }
     })?;
     let mut r = fold::fold(&spec, &seen);
     r.knob_readback = phases::readback(&spec.allocator);
-    io.emit(EventKind::Done, WORKER, serde_json::to_value(&r).map_err(|e| e.to_string())?);
+    io.report(&r)?;
     Ok(())
 }
 
