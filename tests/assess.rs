@@ -335,6 +335,9 @@ fn redis_loaded_with_data_is_assessed_and_trimmed() {
 
 #[test]
 fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
+    // The whole test: its state is compared before and after, and the other
+    // tests of this file turn stores on (they hold the lock while they do).
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let before = system_state();
     for (args, says) in [
@@ -376,7 +379,6 @@ fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
         assert!(err.contains(&format!("--source {source}: ")) && err.contains("use --source referenced"), "{err}");
     }
     if root() && Path::new("/sys/class/zram-control/hot_add").exists() && common::swap_free() {
-        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let (code, _, err) = assess(
             &["--synthetic", "8MiB", "--windows", "1s", "--warmup", "1s", "--trim", "zram", "--probe", "exit 3"],
             &tmp.path().join("probe"),

@@ -18,6 +18,13 @@ fn eat(out: &Path, args: &[&str]) -> Command {
     c
 }
 
+/// Waits until the run writing `dir` holds the machine's run lock: its
+/// run.json is written only once it does (a fixed sleep let the second run
+/// start first on a loaded machine).
+fn holds_the_lock(dir: &Path) {
+    common::wait_until("the first run to take the lock", Duration::from_secs(60), || dir.join("run.json").exists());
+}
+
 fn start(mut c: Command) -> Child {
     c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
@@ -61,7 +68,7 @@ fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
         &tmp.path().join("A"),
         &["--size", "64MiB", "--backing", "zswap", "--repeat", "1", "--pattern", "random"],
     ));
-    std::thread::sleep(Duration::from_millis(100));
+    holds_the_lock(&tmp.path().join("A"));
     let b = eat(
         &tmp.path().join("B"),
         &["--size", "128MiB", "--backing", "zswap", "--repeat", "1", "--pattern", "random,semi"],
@@ -100,7 +107,7 @@ fn two_zram_runs_at_once_never_mix_their_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let args = ["--size", "128MiB", "--repeat", "1", "--pattern", "random,semi"];
     let a = start(eat(&tmp.path().join("A"), &[&args[..], &["--backing", "zram"]].concat()));
-    std::thread::sleep(Duration::from_millis(300));
+    holds_the_lock(&tmp.path().join("A"));
     let b = eat(&tmp.path().join("B"), &args).output().unwrap();
     let a = a.wait_with_output().unwrap();
     assert_eq!(a.status.code(), Some(0), "{}", String::from_utf8_lossy(&a.stderr));
@@ -127,7 +134,7 @@ fn no_wait_refuses_while_another_run_holds_the_machine() {
         &tmp.path().join("A"),
         &["--size", "64MiB", "--repeat", "2", "--pattern", "random", "--backing", "zram"],
     ));
-    std::thread::sleep(Duration::from_millis(300));
+    holds_the_lock(&tmp.path().join("A"));
     let dir = tmp.path().join("B");
     let b = eat(&dir, &["--size", "64MiB", "--repeat", "1", "--no-wait"]).output().unwrap();
     let err = String::from_utf8_lossy(&b.stderr);
