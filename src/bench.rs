@@ -182,7 +182,8 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
 /// cost of an empty CLOCK_MONOTONIC pair measured the same way in the same run.
 fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
     use experiments::heap::work::timer;
-    let cals: Vec<timer::Calibration> = (0..21).map(|_| timer::calibrate(30, 100_000)).collect();
+    let mut p = probe::Probe::default();
+    let cals: Vec<timer::Calibration> = (0..21).map(|_| timer::calibrate(&mut p, 30, 100_000)).collect();
     let mut oh: Vec<u64> = cals.iter().map(|c| (c.overhead_ns * 1000.0) as u64).collect();
     let mut ratio: Vec<u64> = cals.iter().map(|c| (c.ns_per_tick * 1e6) as u64).collect();
     let mut mono: Vec<u64> = (0..100_000)

@@ -245,9 +245,11 @@ if [ $L = 6.1 ]; then
 $P rightsize --slowdown 50% --runs 14 --repeat 2 --insist --time-cap 3 --backing zswap --swapfile-dir $S --out $O/rightsize -- /bin/busybox awk 'BEGIN { for (i = 0; i < 20000; i++) cold[i] = sprintf("%0400d", i); for (p = 0; p < 60; p++) for (j = 0; j < 1000; j++) hot[j] = hot[j] + p; print hot[1] }' > /dev/null 2> $O/rightsize.err; echo $? > $O/rightsize.rc
 state $O/state-after-rightsize
 mkdir /sys/fs/cgroup/vmrs
-sh -c "echo \$\$ > /sys/fs/cgroup/vmrs/cgroup.procs; exec $P __hotcold --hot 8MiB --cold 24MiB --passes 0 > /dev/null" &
+sh -c "echo \$\$ > /sys/fs/cgroup/vmrs/cgroup.procs; exec $P __hotcold --hot 8MiB --cold 24MiB --passes 0 > $O/vmrs-ready" &
 hc=$!
-sleep 3
+# Its start-up fill done (its ready line), not a fixed wait: under emulation
+# beside a loaded host it can take longer than any sleep chosen here.
+i=0; while [ $i -lt 240 ] && ! grep -q ready $O/vmrs-ready 2>/dev/null; do sleep 0.5; i=$((i+1)); done
 cat /sys/fs/cgroup/vmrs/memory.max /sys/fs/cgroup/vmrs/memory.high /sys/fs/cgroup/vmrs/memory.swap.max > $O/vmrs-before
 $P rightsize --cgroup /sys/fs/cgroup/vmrs --duration 20s --backing zswap --swapfile-dir $S --out $O/rightsize-svc 2> $O/rightsize-svc.err; echo $? > $O/rightsize-svc.rc
 cat /sys/fs/cgroup/vmrs/memory.max /sys/fs/cgroup/vmrs/memory.high /sys/fs/cgroup/vmrs/memory.swap.max > $O/vmrs-after
@@ -257,7 +259,8 @@ state $O/state-after-rightsize-svc
 fi
 # record --cgroup: a group of the guest's own, with a process in it.
 mkdir /sys/fs/cgroup/vmrec
-sh -c 'echo $$ > /sys/fs/cgroup/vmrec/cgroup.procs; exec sleep 8' &
+# It lives until it is killed: a record slowed by emulation must not outlast it.
+sh -c 'echo $$ > /sys/fs/cgroup/vmrec/cgroup.procs; exec sleep 600' &
 rec=$!
 sleep 1
 $P record --cgroup vmrec --duration 3s --out $O/record; echo $? > $O/record.rc

@@ -20,7 +20,7 @@ pub fn advise(pid: i32, cold: bool) -> Result<String, String> {
     let before = rss_of(pid).ok_or_else(|| format!("{what}: pid {pid} is gone"))?;
     let t = Instant::now();
     let advice = if cold { workloads::mm::MADV_COLD } else { workloads::mm::MADV_PAGEOUT };
-    experiments::assess::work::advise(pid, advice).map_err(|e| format!("{what}: {e}"))?;
+    experiments::assess::work::advise(&mut probe::Probe::default(), pid, advice).map_err(|e| format!("{what}: {e}"))?;
     let after = rss_of(pid).unwrap_or(0);
     Ok(format!("{what}: RSS {} → {} in {:.1} s", units::bytes(before), units::bytes(after), t.elapsed().as_secs_f64()))
 }

@@ -296,7 +296,7 @@ pub fn setup(
                 sb.zswap("compressor", c)?;
             }
             b.kind = BackingKind::Zswap;
-            b.compressor = probe::Probe::default().zswap().compressor;
+            b.compressor = sb.probe().zswap().compressor;
         }
         BackingKind::Swapfile => {
             let path: PathBuf = swapfile_path(swapfile_dir);
@@ -305,7 +305,7 @@ pub fn setup(
         }
         BackingKind::Existing => {
             b.kind = BackingKind::Existing;
-            let z = probe::Probe::default().zswap();
+            let z = sb.probe().zswap();
             if z.enabled == Some(true) {
                 b.compressor = z.compressor;
                 b.notes.push("zswap is enabled in front of the existing swap".into());

@@ -38,11 +38,13 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
     if a.probe.is_some() && a.trim.is_none() {
         return Err(crate::kit::usage("--probe measures the trim's cost: give --trim with it"));
     }
-    crate::assess::work::validate(&cfg).map_err(crate::Error::from)?;
+    // assess's one reader of the host's files: validation and the run read through it.
+    let mut p = probe::Probe::default();
+    crate::assess::work::validate(&cfg, &mut p).map_err(crate::Error::from)?;
     // The synthetic worker's memory is real memory on this machine: the host
     // guard's floor holds for it as for every experiment's plan.
     if let Some(size) = cfg.synthetic {
-        let m = probe::Probe::default().meminfo()?.unwrap_or_default();
+        let m = p.meminfo()?.unwrap_or_default();
         sandbox::guard::HostGuard::new(a.run.host_floor, &m)
             .check_plan(size as u128, "--synthetic", &m)
             .map_err(crate::Error::from)?;
@@ -87,7 +89,7 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
     let run = ExperimentRun::start("assess", &a.run, &config)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
-        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested).map_err(crate::Error::from)
+        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested, &mut p).map_err(crate::Error::from)
     };
     conclude(
         run,

@@ -39,15 +39,17 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
-    let ot = a.over_time.then(|| over_time_config(a, &cfg)).transpose()?;
+    // heap's one reader of the host's files: validation reads through it.
+    let mut p = probe::Probe::default();
+    let ot = a.over_time.then(|| over_time_config(a, &cfg, &mut p)).transpose()?;
     if speed {
-        crate::heap::work::validate(&cfg)?;
+        crate::heap::work::validate(&cfg, &mut p)?;
     }
     if let Some(ot) = &ot {
-        crate::heap::work::overtime::validate(ot)?;
+        crate::heap::work::overtime::validate(ot, &mut p)?;
     }
     // The parent's own calibration: the timer as this machine gives it.
-    let timer = crate::heap::work::timer::calibrate(60, 100_000);
+    let timer = crate::heap::work::timer::calibrate(&mut p, 60, 100_000);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let names: Vec<String> = cfg.allocators.iter().map(|a| a.name()).collect();
     let config = crate::heap::results::Config {
@@ -128,7 +130,11 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
 pub const MAX_OVER_TIME_SAMPLES: u64 = 1_000_000;
 
 /// The over-time plan from the flags: every allocator as it comes, then the knob arms.
-fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> crate::Result<crate::heap::work::overtime::OverTimeConfig> {
+fn over_time_config(
+    a: &HeapArgs,
+    cfg: &HeapConfig,
+    p: &mut probe::Probe,
+) -> crate::Result<crate::heap::work::overtime::OverTimeConfig> {
     use crate::heap::work::overtime::{Arm, OverTimeConfig};
     let mut arms: Vec<Arm> = a.allocators.iter().map(|x| Arm { allocator: x.clone(), knob: None }).collect();
     for k in a.knobs.iter().filter_map(|k| k.0.clone()) {
@@ -161,7 +167,7 @@ fn over_time_config(a: &HeapArgs, cfg: &HeapConfig) -> crate::Result<crate::heap
         .into());
     }
     let charge = sandbox::privilege::require_admin("", "").is_ok()
-        && probe::Probe::default().memory_controller().ok().flatten().is_some();
+        && p.memory_controller().ok().flatten().is_some();
     Ok(OverTimeConfig {
         threads: a.over_time_threads.clone(),
         arms,

@@ -72,8 +72,8 @@ pub struct Compress {
 }
 
 /// The process's smaps; an error naming `what` was being read when it exited.
-pub fn smaps(pid: i32, what: &str) -> Result<Vec<SmapsEntry>, ExperimentError> {
-    match Probe::default().pid_smaps(pid) {
+pub fn smaps(p: &mut Probe, pid: i32, what: &str) -> Result<Vec<SmapsEntry>, ExperimentError> {
+    match p.pid_smaps(pid) {
         Ok(Some(m)) => Ok(m),
         Ok(None) => Err(ExperimentError::Worker(format!("pid {pid} exited during {what}"))),
         Err(e) => Err(err(format!("/proc/{pid}/smaps: {e}"))),
@@ -102,6 +102,7 @@ pub enum Split<'a> {
 /// Reads and compresses the resident anonymous pages, split into cold and hot
 /// as `split` can tell.
 pub fn compressibility(
+    probe: &Probe,
     pid: i32,
     maps: &[SmapsEntry],
     max_read: u64,
@@ -111,7 +112,6 @@ pub fn compressibility(
     let page = probe::environment::page_size() as usize;
     let anon: Vec<&SmapsEntry> = maps.iter().filter(|m| m.map.is_private() && m.anonymous > 0).collect();
     let mut present = Vec::new();
-    let probe = Probe::default();
     for m in &anon {
         let n = m.map.len() / page;
         let p = probe.pid_pagemap(pid, m.map.start, n, page).map_err(|e| err(format!("/proc/{pid}/pagemap: {e}")))?;
@@ -192,7 +192,12 @@ pub fn compressibility(
 /// since they were last cleared): what `assess` measures, for another
 /// experiment's prediction (rightsize's knees). At most `max_read` bytes are
 /// read, evenly over the pages.
-pub fn sample_compressibility(pid: i32, max_read: u64, stop: &dyn Fn() -> bool) -> Result<Compress, ExperimentError> {
-    let maps = smaps(pid, "the compressibility sample")?;
-    compressibility(pid, &maps, max_read, Split::PerMapping, stop)
+pub fn sample_compressibility(
+    p: &mut Probe,
+    pid: i32,
+    max_read: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Compress, ExperimentError> {
+    let maps = smaps(p, pid, "the compressibility sample")?;
+    compressibility(p, pid, &maps, max_read, Split::PerMapping, stop)
 }

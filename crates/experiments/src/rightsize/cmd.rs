@@ -206,7 +206,9 @@ type Arms = [(workloads::backing::BackingKind, Option<String>)];
 pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
     let arms = checked_arms(a, service)?;
-    let m = probe::Probe::default().meminfo()?.unwrap_or_default();
+    // The one reader of the host's files: validation and the run's read through it.
+    let mut p = probe::Probe::default();
+    let m = p.meminfo()?.unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(a.run.host_floor, &m);
     let avail = m.get("MemAvailable").unwrap_or(0);
     // A fifth below the guard's room: a program that grows without bound meets
@@ -218,7 +220,7 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     let mut batch = None;
     if service {
         let c = service_config(a);
-        crate::rightsize::work::service::validate(&c).map_err(crate::Error::from)?;
+        crate::rightsize::work::service::validate(&c, &mut p).map_err(crate::Error::from)?;
         config = Recorded::service(a, &arms);
         mode = Some(c);
     } else {

@@ -2,6 +2,8 @@
 
 use super::{Commands, EventKind, Request, WorkerCommand, WorkerEvent};
 use std::io::{BufRead, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
 
 /// Event and control pipes of a worker process (its stdout and stdin).
 pub struct WorkerIo {
@@ -9,6 +11,8 @@ pub struct WorkerIo {
     input: Box<dyn BufRead>,
     /// The number of the command being answered (the last one read).
     current: Option<u64>,
+    /// The descriptor commands come on, where there is one to wait on.
+    fd: Option<RawFd>,
 }
 
 impl Default for WorkerIo {
@@ -20,12 +24,43 @@ impl Default for WorkerIo {
 impl WorkerIo {
     /// The process's own: stdout for events, stdin for commands.
     pub fn new() -> Self {
-        Self::over(std::io::stdin().lock(), std::io::stdout())
+        WorkerIo { fd: Some(0), ..Self::over(std::io::stdin().lock(), std::io::stdout()) }
     }
 
-    /// Over any pair of streams (an in-process worker's socket).
+    /// Over any pair of streams; its input cannot be waited for
+    /// ([`WorkerIo::wait_input`] only sleeps).
     pub fn over(input: impl BufRead + 'static, out: impl Write + 'static) -> Self {
-        WorkerIo { out: Box::new(out), input: Box::new(input), current: None }
+        WorkerIo { out: Box::new(out), input: Box::new(input), current: None, fd: None }
+    }
+
+    /// Over a socket, both ways (an in-process worker's): its input can be
+    /// waited for, as a process's stdin can.
+    pub fn over_socket(s: std::os::unix::net::UnixStream) -> std::io::Result<Self> {
+        let fd = s.as_raw_fd();
+        let out = s.try_clone()?;
+        Ok(WorkerIo { fd: Some(fd), ..Self::over(std::io::BufReader::new(s), out) })
+    }
+
+    /// Waits up to `timeout` for input: true when a command, or the end of
+    /// the parent's commands, is there to read (then reading does not block).
+    /// A worker that works between commands waits with this, so that it
+    /// ends when its parent closes its commands, as a thread or a process.
+    pub fn wait_input(&mut self, timeout: Duration) -> bool {
+        let Some(fd) = self.fd else {
+            std::thread::sleep(timeout);
+            return false;
+        };
+        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+        let mut fds = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd; a relative timeout.
+        unsafe { libc::ppoll(&mut fds, 1, &ts, std::ptr::null()) > 0 }
+    }
+
+    /// Whether the parent has closed its commands: reads one line (a
+    /// command is consumed and dropped). For a worker that takes none.
+    pub fn at_end(&mut self) -> bool {
+        let mut line = String::new();
+        matches!(self.input.read_line(&mut line), Ok(0) | Err(_))
     }
 
     /// Sends one event and flushes it.

@@ -6,7 +6,7 @@
 use super::{EventKind, Events, RecvTimeoutError, Want, Worker, WorkerEvent, WorkerFailure, WorkerSpec, child};
 use super::{command_line, read_events, wait_on};
 use crate::error::{Result, SandboxError};
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::time::Duration;
 
 /// What an experiment needs of its worker: the seam between the experiment's
@@ -130,8 +130,7 @@ impl InProcess {
         let thread = std::thread::Builder::new()
             .name(format!("worker-{label}"))
             .spawn(move || {
-                let out = theirs.try_clone().map_err(|e| e.to_string())?;
-                let mut io = child::WorkerIo::over(BufReader::new(theirs), out);
+                let mut io = child::WorkerIo::over_socket(theirs).map_err(|e| e.to_string())?;
                 let r = main(&mut io, &args);
                 if let Err(e) = &r {
                     io.emit(EventKind::Error, e, serde_json::Value::Null);

@@ -56,9 +56,9 @@ pub(super) fn probe_runs(cmd: &str, n: u32) -> (Latency, Option<String>) {
 }
 
 /// MADV_PAGEOUT (or MADV_COLD) over the process's private mappings.
-pub fn advise(pid: i32, advice: i32) -> Result<usize, String> {
+pub fn advise(p: &mut Probe, pid: i32, advice: i32) -> Result<usize, String> {
     let fd = workloads::mm::PidFd::open(pid).map_err(|e| format!("pidfd_open({pid}): {e}"))?;
-    let ranges = private_ranges(pid).map_err(|e| format!("reading /proc/{pid}/maps: {e}"))?;
+    let ranges = private_ranges(p, pid).map_err(|e| format!("reading /proc/{pid}/maps: {e}"))?;
     workloads::mm::process_madvise(&fd, &ranges, advice).map_err(|e| {
         if e.raw_os_error() == Some(libc::EPERM) {
             format!("not permitted on pid {pid}: process_madvise needs CAP_SYS_NICE (and ptrace access); run as root")
@@ -74,31 +74,29 @@ pub(super) struct Follow {
     majflt: u64,
 }
 
-pub(super) fn follow_point(pid: i32) -> Option<Follow> {
-    let mut p = Probe::default();
+pub(super) fn follow_point(p: &mut Probe, pid: i32) -> Option<Follow> {
     let st = p.pid_status(pid).ok().flatten()?;
     let stat = p.pid_stat(pid).ok().flatten()?;
     // A status without its memory lines (a zombie) is a process gone, not zeros.
     Some(Follow { rss_anon: st.rss_anon?, swap: st.vm_swap?, majflt: stat.majflt })
 }
 
-pub(super) fn psi_some_us() -> Option<u64> {
-    Probe::default().pressure("memory").ok().flatten().map(|p| p.some.total_us)
+pub(super) fn psi_some_us(p: &mut Probe) -> Option<u64> {
+    p.pressure("memory").ok().flatten().map(|p| p.some.total_us)
 }
 
 /// The store's sizes: our zram device's, or for an existing store the swap
 /// in use (what it holds) and zswap's pool (what it costs in RAM; none where
 /// zswap keeps no pool). None where our device's sizes cannot be read.
-pub(super) fn store_sizes(zram: Option<u32>) -> Option<StoreSize> {
-    let mut p = Probe::default();
+pub(super) fn store_sizes(p: &mut Probe, zram: Option<u32>) -> Option<StoreSize> {
     match zram {
-        Some(id) => store_size(&mut p, Store::Zram(id)),
+        Some(id) => store_size(p, Store::Zram(id)),
         None => {
             // What it holds is the swap in use: unread, the sizes are unknown.
-            let held = swap_used(&mut p)?;
+            let held = swap_used(p)?;
             // zswap's pool: its meminfo line, or none when zswap is off (or
             // absent); on, with no line (a kernel before 5.19), unknown.
-            let pool = match store_size(&mut p, Store::Zswap) {
+            let pool = match store_size(p, Store::Zswap) {
                 Some(z) => z.ram_bytes,
                 None if p.zswap().enabled != Some(true) => 0,
                 None => return None,
@@ -110,6 +108,7 @@ pub(super) fn store_sizes(zram: Option<u32>) -> Option<StoreSize> {
 
 pub(super) fn trim(
     cfg: &AssessConfig,
+    p: &mut Probe,
     kind: BackingKind,
     pid: i32,
     ws: u64,
@@ -126,7 +125,7 @@ pub(super) fn trim(
         t.probe_before = Some(l);
     }
     let before =
-        follow_point(pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited before the trim")))?;
+        follow_point(p, pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited before the trim")))?;
     let mut sb = Sandbox::new("assess");
     let back = backing::setup(&mut sb, kind, cfg.compressor.as_deref(), before.rss_anon, &cfg.swapfile_dir)?;
     for n in &back.notes {
@@ -138,29 +137,29 @@ pub(super) fn trim(
     t.rss_anon_before_bytes = before.rss_anon;
     let t0 = Instant::now();
     obs.event("phase_start", "trim", probe::sample::monotonic_ns(), json!({}));
-    advise(pid, workloads::mm::MADV_PAGEOUT).map_err(err)?;
+    advise(p, pid, workloads::mm::MADV_PAGEOUT).map_err(err)?;
     obs.event("phase_end", "trim", probe::sample::monotonic_ns(), json!({}));
     t.seconds = t0.elapsed().as_secs_f64();
     let after =
-        follow_point(pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited during the trim")))?;
+        follow_point(p, pid).ok_or_else(|| ExperimentError::Worker(format!("pid {pid} exited during the trim")))?;
     t.rss_anon_after_bytes = after.rss_anon;
     if let Some(cmd) = &cfg.probe {
         t.probe_after = Some(probe_runs(cmd, cfg.probe_runs).0);
     }
     // Follow the working set re-forming.
-    let (psi0, f0) = (psi_some_us(), Instant::now());
+    let (psi0, f0) = (psi_some_us(p), Instant::now());
     let start = Instant::now();
     let mut ended = None;
     let mut store_gap = false;
     loop {
         let s = start.elapsed().as_secs_f64();
-        let Some(f) = follow_point(pid) else {
+        let Some(f) = follow_point(p, pid) else {
             ended = Some(format!("pid {pid} exited {s:.1} s after the trim; the curve stops there"));
             break;
         };
         // A reading of the store that failed leaves its sizes null, not zeros;
         // the process's own figures at that point stay.
-        let z = store_sizes(back.zram_id);
+        let z = store_sizes(p, back.zram_id);
         if z.is_none() && !std::mem::replace(&mut store_gap, true) {
             obs.note("the store's sizes could not be read at some points; the curve leaves them out there");
         }
@@ -182,7 +181,7 @@ pub(super) fn trim(
         obs.note(&e);
     }
     let elapsed = f0.elapsed().as_secs_f64();
-    if let (Some(a), Some(b)) = (psi0, psi_some_us()) {
+    if let (Some(a), Some(b)) = (psi0, psi_some_us(p)) {
         t.psi_some_pct = (b.saturating_sub(a)) as f64 / 1e4 / elapsed;
     }
     if let Some(last) = t.curve.last() {
@@ -195,7 +194,7 @@ pub(super) fn trim(
     }
     t.major_faults_first_5s = t.curve.iter().filter(|p| p.t_s <= 5.0).map(|p| p.major_faults).max().unwrap_or(0);
     if let Some(id) = back.zram_id
-        && !remove_store(id, pid, &mut t, obs)
+        && !remove_store(p, id, pid, &mut t, obs)
     {
         // Keep the journal (and the device): the next pagelab run, or
         // `pagelab restore`, undoes it.
@@ -210,18 +209,24 @@ pub(super) fn trim(
 /// pages back into RAM, so it stays (false, with `t.store_note` saying why)
 /// while the target lives and there is not room for them, or either cannot
 /// be read.
-fn remove_store(id: u32, pid: i32, t: &mut Trim, obs: &mut dyn Observer<Entry = AssessResult>) -> bool {
+fn remove_store(
+    p: &mut Probe,
+    id: u32,
+    pid: i32,
+    t: &mut Trim,
+    obs: &mut dyn Observer<Entry = AssessResult>,
+) -> bool {
     // What swapoff would bring back, and the room for it; either unread
     // is not "nothing" and "room": the device stays.
-    let need = store_sizes(Some(id)).and_then(|z| Some(z.orig_bytes?.saturating_sub(z.ram_bytes)));
-    let avail = Probe::default().meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
+    let need = store_sizes(p, Some(id)).and_then(|z| Some(z.orig_bytes?.saturating_sub(z.ram_bytes)));
+    let avail = p.meminfo().ok().flatten().and_then(|m| m.get("MemAvailable"));
     let short = match (need, avail) {
         (Some(n), Some(a)) => (n + (a / 10).max(256 << 20) > a).then(|| {
             format!("swapoff would bring {} MiB back into RAM and only {} MiB is available", units::whole_mib(n), units::whole_mib(a))
         }),
         _ => Some("how much swapoff would bring back into RAM, or the room for it, could not be read".into()),
     };
-    if let Some(why) = short.filter(|_| alive(pid)) {
+    if let Some(why) = short.filter(|_| alive(p, pid)) {
         t.store_note =
             format!("zram{id} left in place: {why}; `pagelab restore` removes it once there is room");
         obs.note(&t.store_note);

@@ -3,8 +3,8 @@
 use super::*;
 
 /// The target's memory cgroup in lru_gen.
-pub(super) fn lru_gen_of(path: &str) -> Result<probe::lru_gen::Memcg, ExperimentError> {
-    let all = match Probe::default().lru_gen() {
+pub(super) fn lru_gen_of(p: &mut Probe, path: &str) -> Result<probe::lru_gen::Memcg, ExperimentError> {
+    let all = match p.lru_gen() {
         Ok(Some(all)) => all,
         Ok(None) => return Err(err(format!("{LRU_GEN} is gone"))),
         Err(e) => return Err(err(e.to_string())),
@@ -21,6 +21,7 @@ pub(super) fn lru_gen_of(path: &str) -> Result<probe::lru_gen::Memcg, Experiment
 /// `w_k`: cold at that window. (A page faulted in between agings joins a young
 /// generation and counts as touched.)
 pub(super) fn mglru_pass(
+    p: &mut Probe,
     pid: i32,
     path: &str,
     windows: &[Duration],
@@ -37,14 +38,14 @@ pub(super) fn mglru_pass(
     let mut made: Vec<Vec<(u32, u64)>> = Vec::new();
     let mut last = None;
     for (j, off) in at.iter().enumerate() {
-        wait_until(t0 + *off, pid, &format!("MGLRU aging {}", j + 1), stop)?;
-        let m = lru_gen_of(path)?;
+        wait_until(p, t0 + *off, pid, &format!("MGLRU aging {}", j + 1), stop)?;
+        let m = lru_gen_of(p, path)?;
         for node in &m.nodes {
             let Some(max) = node.max_seq() else { continue };
             sandbox::mm::lru_gen_age(Path::new("/sys"), m.id, node.node, max)
                 .map_err(|e| err(format!("{LRU_GEN}: aging memcg {} node {}: {e}", m.id, node.node)))?;
         }
-        let after = lru_gen_of(path)?;
+        let after = lru_gen_of(p, path)?;
         let seqs: Vec<(u32, u64)> = after.nodes.iter().filter_map(|nd| Some((nd.node, nd.max_seq()?))).collect();
         for ((node, now), nd) in seqs.iter().zip(&m.nodes) {
             if nd.max_seq().is_some_and(|b| *now <= b) {

@@ -24,7 +24,7 @@ use sandbox::worker::EventKind;
 use probe::Probe;
 use probe::process::{MemKind, SmapsEntry};
 use sandbox::Sandbox;
-use sandbox::worker::{Worker, WorkerSpec};
+use sandbox::worker::{Spawn, WorkerLink, WorkerSpec};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -106,8 +106,7 @@ const MGLRU_MAX_WINDOWS: usize = 3;
 /// generations count the pages of a memory cgroup, so the target must have
 /// one to itself: pagelab makes one for a target it starts, and a `--pid`
 /// must already be alone in its own.
-fn mglru_unavailable(cfg: &AssessConfig) -> Option<String> {
-    let mut p = Probe::default();
+fn mglru_unavailable(cfg: &AssessConfig, p: &mut Probe) -> Option<String> {
     match p.environment().mglru {
         None => return Some("MGLRU is not in this kernel".into()),
         Some(m) if !m.enabled => return Some("MGLRU is off (/sys/kernel/mm/lru_gen/enabled)".into()),
@@ -148,11 +147,11 @@ fn mglru_unavailable(cfg: &AssessConfig) -> Option<String> {
 }
 
 /// Why DAMON cannot be used here, or None when pagelab can own a kdamond.
-fn damon_unavailable() -> Option<String> {
+fn damon_unavailable(p: &Probe) -> Option<String> {
     if !sandbox::privilege::is_root() {
         return Some("needs root (DAMON's admin files)".into());
     }
-    sandbox::damon::unavailable(std::path::Path::new("/sys"))
+    sandbox::damon::unavailable(&p.roots().sys)
 }
 
 fn err(msg: impl Into<String>) -> ExperimentError {
@@ -160,20 +159,20 @@ fn err(msg: impl Into<String>) -> ExperimentError {
 }
 
 /// Checks a request before anything is started or changed.
-pub fn validate(cfg: &AssessConfig) -> Result<(), ExperimentError> {
+pub fn validate(cfg: &AssessConfig, p: &mut Probe) -> Result<(), ExperimentError> {
     let given = cfg.pid.is_some() as u8 + (!cfg.command.is_empty()) as u8 + cfg.synthetic.is_some() as u8;
     if given != 1 {
         return Err(err("pagelab assess needs one target: --pid PID, --synthetic SIZE, or a command after --"));
     }
     if let Some(pid) = cfg.pid {
-        check_pid(pid)?;
+        check_pid(p, pid)?;
     }
     if cfg.windows.is_empty() {
         return Err(err("--windows: give at least one window, e.g. 1s,10s,60s"));
     }
     let unavailable = match cfg.source {
-        WssSource::Damon => damon_unavailable().map(|w| ("damon", w)),
-        WssSource::Mglru => mglru_unavailable(cfg).map(|w| ("mglru", w)),
+        WssSource::Damon => damon_unavailable(p).map(|w| ("damon", w)),
+        WssSource::Mglru => mglru_unavailable(cfg, p).map(|w| ("mglru", w)),
         _ => None,
     };
     if let Some((name, why)) = unavailable {
@@ -205,7 +204,7 @@ pub fn validate(cfg: &AssessConfig) -> Result<(), ExperimentError> {
 #[derive(Default)]
 struct Proc {
     child: Option<std::process::Child>,
-    worker: Option<Worker>,
+    worker: Option<Box<dyn WorkerLink>>,
     /// A memory cgroup of the target's own (for MGLRU), removed after it.
     group: Option<(Sandbox, sandbox::cgroup::MemCgroup)>,
 }
@@ -222,23 +221,31 @@ impl Drop for Proc {
             let _ = c.kill();
             let _ = c.wait();
         }
+        // The end of its commands ends the toucher (a process is killed if
+        // it has not ended within the moment).
         if let Some(w) = self.worker.take() {
-            w.kill();
+            let _ = w.finish(Duration::from_secs(5));
         }
     }
 }
 
-fn alive(pid: i32) -> bool {
-    Probe::default().pid_status(pid).ok().flatten().is_some_and(|s| s.vm_rss.is_some())
+fn alive(p: &mut Probe, pid: i32) -> bool {
+    p.pid_status(pid).ok().flatten().is_some_and(|s| s.vm_rss.is_some())
 }
 
 /// Sleeps until `until`, in steps, failing when stopped or when the target exits.
-fn wait_until(until: Instant, pid: i32, what: &str, stop: &dyn Fn() -> bool) -> Result<(), ExperimentError> {
+fn wait_until(
+    p: &mut Probe,
+    until: Instant,
+    pid: i32,
+    what: &str,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), ExperimentError> {
     loop {
         if stop() {
             return Err(ExperimentError::Interrupted);
         }
-        if !alive(pid) {
+        if !alive(p, pid) {
             return Err(ExperimentError::Worker(format!("pid {pid} exited during {what}")));
         }
         let now = Instant::now();
@@ -251,28 +258,36 @@ fn wait_until(until: Instant, pid: i32, what: &str, stop: &dyn Fn() -> bool) -> 
 
 /// The lru_gen path of the target's memory cgroup: the one pagelab made for
 /// it, or (`--pid`) the one it is alone in.
-fn memcg_path(proc_: &Proc, pid: i32) -> Result<String, ExperimentError> {
+fn memcg_path(p: &mut Probe, proc_: &Proc, pid: i32) -> Result<String, ExperimentError> {
     if let Some((_, cg)) = &proc_.group {
         return Ok(format!("/{}", cg.name));
     }
-    match Probe::default().memory_cgroup_of(Some(pid)) {
+    match p.memory_cgroup_of(Some(pid)) {
         Ok(Some(cg)) => Ok(cg.name),
         _ => Err(ExperimentError::Worker(format!("pid {pid}: no memory cgroup found"))),
     }
 }
 
-fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Proc, i32), ExperimentError> {
+fn start(
+    cfg: &AssessConfig,
+    target: &mut Target,
+    own_group: bool,
+    spawn: &mut dyn Spawn,
+) -> Result<(Proc, i32), ExperimentError> {
     if let Some(pid) = cfg.pid {
         return Ok((Proc::default(), pid));
     }
     let mut proc_ = Proc::default();
+    if own_group && cfg.synthetic.is_some() && !spawn.containable() {
+        return Err(err("MGLRU needs the synthetic target in a memory cgroup of its own, which a thread cannot be"));
+    }
     if own_group {
         let mut sb = Sandbox::new("assess");
         let cg = sb.memory_cgroup("assess", &sandbox::cgroup::Limits::default())?;
         proc_.group = Some((sb, cg));
     }
     if let Some(size) = cfg.synthetic {
-        let mut w = Worker::spawn(WorkerSpec {
+        let mut w = spawn.spawn(WorkerSpec {
             exe: cfg.exe.clone(),
             args: sandbox::worker::argv_spec(TOUCHER, &ToucherSpec { size, hot: cfg.hot }),
             cgroup: proc_.group.as_ref().map(|(_, cg)| cg),
@@ -280,13 +295,13 @@ fn start(cfg: &AssessConfig, target: &mut Target, own_group: bool) -> Result<(Pr
             label: TOUCHER.into(),
         })?;
         let ready = w
-            .wait_for(sandbox::worker::Want::Kind(EventKind::Ready), Duration::from_secs(120), |_| {}, || false)
+            .wait_for(sandbox::worker::Want::Kind(EventKind::Ready), Duration::from_secs(120), &mut |_| {}, &|| false)
             .map_err(ExperimentError::Failed)?;
         target.synthetic_bytes = Some(size);
         target.synthetic_hot_fraction = Some(cfg.hot);
         target.synthetic_pattern = ready.data["pattern"].as_str().map(String::from);
         target.synthetic_lz4_estimate = ready.data["lz4_estimate"].as_f64();
-        let pid = w.pid;
+        let pid = w.pid();
         proc_.worker = Some(w);
         return Ok((proc_, pid));
     }
@@ -312,19 +327,32 @@ pub fn run(
     cfg: &AssessConfig,
     obs: &mut dyn Observer<Entry = AssessResult>,
     stop: &dyn Fn() -> bool,
+    p: &mut Probe,
 ) -> Result<AssessResult, ExperimentError> {
-    validate(cfg)?;
-    let mut base = AssessResult { sources: sources(cfg), ..Default::default() };
+    run_with(cfg, obs, stop, p, &mut sandbox::worker::Processes)
+}
+
+/// [`run`], its synthetic target started by `spawn` (a process, or in tests
+/// a thread of this process).
+pub fn run_with(
+    cfg: &AssessConfig,
+    obs: &mut dyn Observer<Entry = AssessResult>,
+    stop: &dyn Fn() -> bool,
+    p: &mut Probe,
+    spawn: &mut dyn Spawn,
+) -> Result<AssessResult, ExperimentError> {
+    validate(cfg, p)?;
+    let mut base = AssessResult { sources: sources(cfg, p), ..Default::default() };
     base.source = base.sources.iter().find(|s| s.used).map(|s| s.name.clone()).unwrap_or_default();
-    let (proc_, pid) = start(cfg, &mut base.target, base.source == MGLRU && cfg.pid.is_none())?;
-    let memcg = if base.source == MGLRU { Some(memcg_path(&proc_, pid)?) } else { None };
+    let (proc_, pid) = start(cfg, &mut base.target, base.source == MGLRU && cfg.pid.is_none(), spawn)?;
+    let memcg = if base.source == MGLRU { Some(memcg_path(p, &proc_, pid)?) } else { None };
     base.target.pid = pid;
-    base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
+    base.target.comm = p.pid_comm(pid).unwrap_or_default();
     obs.targets(vec![pid], None, Vec::new());
     if proc_.started() {
-        wait_until(Instant::now() + cfg.warmup, pid, "the warm-up", stop)?;
+        wait_until(p, Instant::now() + cfg.warmup, pid, "the warm-up", stop)?;
         // A wrapper script may have exec'd the program by now.
-        base.target.comm = Probe::default().pid_comm(pid).unwrap_or_default();
+        base.target.comm = p.pid_comm(pid).unwrap_or_default();
     }
     if base.source == DAMON {
         // A first start tells whether this DAMON can watch the process (an
@@ -350,7 +378,7 @@ pub fn run(
     let mut last = base.clone();
     for i in 1..=repeat {
         let mut r = AssessResult { repeat: i, ..base.clone() };
-        match measure(cfg, pid, memcg.as_deref(), &mut r, i == repeat, obs, stop) {
+        match measure(cfg, p, pid, memcg.as_deref(), &mut r, i == repeat, obs, stop) {
             Ok(()) => obs.result(&r)?,
             Err(e) => {
                 // What was measured before the failure is kept, saying what happened.
@@ -367,8 +395,10 @@ pub fn run(
     Ok(last)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn measure(
     cfg: &AssessConfig,
+    p: &mut Probe,
     pid: i32,
     memcg: Option<&str>,
     r: &mut AssessResult,
@@ -393,10 +423,10 @@ fn measure(
         let end = t0 + DAMON_SETTLE + longest;
         // A first read a little before the end: the age a region idle in both
         // reads gained says how many aggregations DAMON really did meanwhile.
-        wait_until(end - Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's watch", stop)?;
+        wait_until(p, end - Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's watch", stop)?;
         let mut before = mon.regions()?;
         let mut t_before = Instant::now();
-        wait_until(end, pid, "DAMON's watch", stop)?;
+        wait_until(p, end, pid, "DAMON's watch", stop)?;
         regions = mon.regions()?;
         // A kdamond starved of CPU (a busy machine, an emulated one: the VM
         // test once read none after 6.2 s) may not have formed its regions
@@ -407,11 +437,11 @@ fn measure(
         let asked = Instant::now();
         while (regions.is_empty() || before.is_empty()) && asked.elapsed() < DAMON_REGIONS_WAIT {
             if regions.is_empty() {
-                wait_until(Instant::now() + Duration::from_millis(500), pid, "DAMON's regions", stop)?;
+                wait_until(p, Instant::now() + Duration::from_millis(500), pid, "DAMON's regions", stop)?;
             } else {
                 before = std::mem::take(&mut regions);
                 t_before = Instant::now();
-                wait_until(t_before + Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's pace", stop)?;
+                wait_until(p, t_before + Duration::from_secs_f64(PACE_PROBE_S), pid, "DAMON's pace", stop)?;
             }
             regions = mon.regions()?;
         }
@@ -423,13 +453,13 @@ fn measure(
             ))));
         }
         let pace = damon_pace(&before, &regions, t_before.elapsed().as_secs_f64(), iv.aggr.as_secs_f64());
-        let maps = smaps(pid, "the windows")?;
+        let maps = smaps(p, pid, "the windows")?;
         let monitored_s = t0.elapsed().as_secs_f64();
         sb.restore()?;
         aggr_s = iv.aggr.as_secs_f64() / pace;
         let idle = Idle { regions: &regions, aggr_s };
         let secs: Vec<f64> = windows.iter().map(|w| w.as_secs_f64()).collect();
-        r.windows = damon_windows(pid, &secs, &maps, &idle)?;
+        r.windows = damon_windows(p, pid, &secs, &maps, &idle)?;
         r.damon = Some(DamonRun {
             sample_us: iv.sample.as_micros() as u64,
             aggr_us: iv.aggr.as_micros() as u64,
@@ -440,17 +470,17 @@ fn measure(
         });
         maps
     } else if let Some(path) = memcg {
-        let (w, run) = mglru_pass(pid, path, &windows, stop)?;
+        let (w, run) = mglru_pass(p, pid, path, &windows, stop)?;
         r.windows = w;
         r.mglru = Some(run);
-        smaps(pid, "the windows")?
+        smaps(p, pid, "the windows")?
     } else {
-        clear_refs(pid)?;
+        clear_refs(p, pid)?;
         let t0 = Instant::now();
         let mut last = Vec::new();
         for w in &windows {
-            wait_until(t0 + *w, pid, &format!("the {} s window", w.as_secs_f64()), stop)?;
-            last = smaps(pid, "the windows")?;
+            wait_until(p, t0 + *w, pid, &format!("the {} s window", w.as_secs_f64()), stop)?;
+            last = smaps(p, pid, "the windows")?;
             r.windows.push(window_of(w.as_secs_f64(), &last));
         }
         last
@@ -467,11 +497,11 @@ fn measure(
     } else {
         Split::PerMapping
     };
-    r.compress = Some(compressibility(pid, &last, cfg.max_read, split, stop)?);
+    r.compress = Some(compressibility(p, pid, &last, cfg.max_read, split, stop)?);
     obs.event("phase_end", &format!("compress {}", r.repeat), probe::sample::monotonic_ns(), json!({}));
     if let (Some(kind), true) = (cfg.trim, then_trim) {
         let ws = r.longest().map(|w| w.referenced.anon).unwrap_or(0);
-        r.trim = Some(trim(cfg, kind, pid, ws, obs, stop)?);
+        r.trim = Some(trim(cfg, p, kind, pid, ws, obs, stop)?);
     }
     Ok(())
 }
@@ -489,7 +519,8 @@ pub struct ToucherSpec {
 
 /// The synthetic target (`pagelab __worker toucher --spec JSON`, [`ToucherSpec`]):
 /// fills `size` bytes with eat's semi pattern, then reads one byte of every
-/// page of the first `hot` of them every 20 ms, until killed.
+/// page of the first `hot` of them every 20 ms, until its parent closes its
+/// commands (or kills it).
 pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let ToucherSpec { size, hot } = sandbox::worker::spec_of(TOUCHER, args)?;
     let size = usize::try_from(size).map_err(|_| format!("the toucher: {size} bytes do not fit this machine"))?;
@@ -508,7 +539,10 @@ pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) 
             x ^= unsafe { std::ptr::read_volatile(buf.as_ptr().add(i * page)) };
         }
         std::hint::black_box(x);
-        std::thread::sleep(Duration::from_millis(20));
+        // Until the parent closes its commands (or, as a process, kills it).
+        if io.wait_input(Duration::from_millis(20)) && io.at_end() {
+            return Ok(());
+        }
     }
 }
 
@@ -516,6 +550,49 @@ pub fn toucher_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) 
 mod tests {
     use super::*;
     use workloads::compress::same_filled;
+
+    /// assess without root (issue 60 item 3): the run starts its synthetic
+    /// target through the worker-link seam (a thread of this process here,
+    /// so the target is this process), reads its windows from the
+    /// referenced bits and its pages' compressibility, and ends the target
+    /// by closing its commands; a stop ends the run.
+    #[test]
+    fn the_run_drives_its_target_without_root() {
+        use workloads::observe::Recorder;
+        let cfg = AssessConfig {
+            pid: None,
+            command: vec![],
+            synthetic: Some(4 << 20),
+            hot: 0.5,
+            warmup: Duration::from_millis(100),
+            windows: vec![Duration::from_millis(200), Duration::from_millis(400)],
+            repeat: 1,
+            trim: None,
+            compressor: None,
+            duration: Duration::from_secs(1),
+            probe: None,
+            probe_runs: 1,
+            max_read: 1 << 20,
+            exe: "/nonexistent".into(),
+            swapfile_dir: "/nonexistent".into(),
+            source: WssSource::Referenced,
+        };
+        let mut threads = sandbox::worker::Threads(vec![(TOUCHER, toucher_main)]);
+        let mut obs = Recorder::default();
+        let r = run_with(&cfg, &mut obs, &|| false, &mut Probe::default(), &mut threads).unwrap();
+        assert_eq!(r.source, REFERENCED);
+        assert_eq!(r.target.pid, std::process::id() as i32, "a thread's target is this process");
+        assert_eq!(r.target.synthetic_bytes, Some(4 << 20));
+        assert!(r.target.synthetic_lz4_estimate.is_some(), "the toucher's ready event was read");
+        let secs: Vec<f64> = r.windows.iter().map(|w| w.seconds).collect();
+        assert_eq!(secs, [0.2, 0.4]);
+        assert!(r.windows.iter().all(|w| w.resident.anon > 0), "{:?}", r.windows);
+        let c = r.compress.as_ref().expect("the compressibility was measured");
+        assert!(c.resident_pages > 0 && c.all.pages > 0, "{c:?}");
+        assert_eq!(obs.results.len(), 1);
+        let e = run_with(&cfg, &mut Recorder::default(), &|| true, &mut Probe::default(), &mut threads).unwrap_err();
+        assert!(matches!(e, ExperimentError::Interrupted), "{e}");
+    }
 
     fn entry(name: &str, perms: &str, rss: u64, anon: u64, refd: u64) -> SmapsEntry {
         SmapsEntry {
@@ -584,7 +661,7 @@ mod tests {
         let idle = Idle { regions: &regions, aggr_s: 0.1 };
         assert_eq!(idle.at(start - 1), 0.0, "an address DAMON does not watch is not cold");
         assert!((idle.at(start + 40 * page) - 5.1).abs() < 1e-9);
-        let w = damon_windows(pid, &[0.5, 1.0, 10.0], &maps, &idle).unwrap();
+        let w = damon_windows(&mut Probe::default(), pid, &[0.5, 1.0, 10.0], &maps, &idle).unwrap();
         let p = page as u64;
         assert_eq!(w[0].resident.anon, 48 * p);
         assert_eq!(w[0].referenced.anon, 16 * p, "idle 0.5 s is cold at a 0.5 s window");

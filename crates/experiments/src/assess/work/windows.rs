@@ -4,8 +4,8 @@
 use super::*;
 
 /// Clears the accessed bits of every page of the process (`clear_refs` 1).
-pub(super) fn clear_refs(pid: i32) -> Result<(), ExperimentError> {
-    sandbox::mm::clear_refs(Path::new("/proc"), pid).map_err(|e| {
+pub(super) fn clear_refs(p: &Probe, pid: i32) -> Result<(), ExperimentError> {
+    sandbox::mm::clear_refs(&p.roots().proc, pid).map_err(|e| {
         err(format!(
             "cannot clear pid {pid}'s referenced bits (/proc/{pid}/clear_refs: {e}); assess needs to own the process or be root"
         ))
@@ -45,11 +45,11 @@ pub(super) fn window(seconds: f64, resident: Kinds, referenced: Kinds) -> Window
 /// The working-set sources the kernel may offer, and which one is used:
 /// the one asked for, or with `auto` the first available of DAMON (per page),
 /// MGLRU (per cgroup) and the referenced bits (per mapping).
-pub(super) fn sources(cfg: &AssessConfig) -> Vec<Source> {
+pub(super) fn sources(cfg: &AssessConfig, p: &mut Probe) -> Vec<Source> {
     let root = sandbox::privilege::is_root();
-    let idle = Probe::default().page_idle_present();
-    let damon_why = damon_unavailable();
-    let mglru_why = mglru_unavailable(cfg);
+    let idle = p.page_idle_present();
+    let damon_why = damon_unavailable(p);
+    let mglru_why = mglru_unavailable(cfg, p);
     let pick = match cfg.source {
         WssSource::Auto if damon_why.is_none() => WssSource::Damon,
         WssSource::Auto if mglru_why.is_none() => WssSource::Mglru,
@@ -163,6 +163,7 @@ pub(super) fn damon_pace(
 /// is classed by kind and by the idle time of the region that holds it; it is
 /// cold at a window when it was idle at least that long.
 pub(super) fn damon_windows(
+    probe: &mut Probe,
     pid: i32,
     windows: &[f64],
     maps: &[SmapsEntry],
@@ -171,11 +172,10 @@ pub(super) fn damon_windows(
     let page = probe::environment::page_size() as usize;
     let mut res = Kinds::default();
     let mut cold = vec![Kinds::default(); windows.len()];
-    let probe = Probe::default();
     for m in maps.iter().filter(|m| m.rss > 0 && m.map.name != "[vsyscall]") {
         let entries = match probe.pid_pagemap(pid, m.map.start, m.map.len() / page, page) {
             Ok(e) => e,
-            Err(e) if !alive(pid) => return Err(ExperimentError::Worker(format!("pid {pid} exited ({e})"))),
+            Err(e) if !alive(probe, pid) => return Err(ExperimentError::Worker(format!("pid {pid} exited ({e})"))),
             Err(_) => continue, // unmapped meanwhile
         };
         for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.present()) {

@@ -131,7 +131,7 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
+pub fn validate(cfg: &HeapConfig, p: &mut probe::Probe) -> Result<(), sandbox::SandboxError> {
     use sandbox::SandboxError::Invalid;
     if cfg.threads.is_empty() || cfg.threads.iter().any(|&t| t == 0 || t > MAX_THREADS) {
         return Err(Invalid(format!(
@@ -170,7 +170,7 @@ pub fn validate(cfg: &HeapConfig) -> Result<(), sandbox::SandboxError> {
             why.join("; ")
         )));
     }
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     // A thread's live set settles near 5 MiB (4096 long-lived objects, a third of
     // them vectors of 3 KiB on average; see script.rs), plus its stack.
@@ -190,8 +190,8 @@ fn stat_line(h: &Histogram<u64>, ns_per_tick: f64) -> [f64; 4] {
 
 /// This process's resident memory now, or at its peak (`VmHWM`); an error
 /// when /proc/self/status cannot be read (the figure is unknown, not 0).
-fn self_rss(peak: bool) -> Result<u64, String> {
-    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten();
+fn self_rss(p: &mut probe::Probe, peak: bool) -> Result<u64, String> {
+    let s = p.pid_status(std::process::id() as i32).ok().flatten();
     s.and_then(|s| if peak { s.vm_hwm } else { s.vm_rss })
         .ok_or_else(|| "the heap worker could not read its own VmRSS and VmHWM (/proc/self/status)".into())
 }
@@ -294,9 +294,11 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
     if let Some(p) = preload {
         provides_malloc(p)?;
     }
-    let cal = timer::calibrate(30, 20_000);
+    // This worker's one reader of its own /proc/self (it is its own edge).
+    let mut probe = probe::Probe::default();
+    let cal = timer::calibrate(&mut probe, 30, 20_000);
     let oh = cal.overhead_ticks;
-    let base_rss = self_rss(false)?;
+    let base_rss = self_rss(&mut probe, false)?;
     let f0 = minflt();
     let (stats, pinned) = drive(allocator, mode, threads, ops, seed, oh)?;
     let faults = minflt() - f0;
@@ -320,7 +322,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
     let provider = alloc::malloc_provider();
     let preload_mapped = preload.map(|p| {
         let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
-        let maps = probe::Probe::default().pid_maps(std::process::id() as i32).ok().flatten().unwrap_or_default();
+        let maps = probe.pid_maps(std::process::id() as i32).ok().flatten().unwrap_or_default();
         maps.iter().any(|m| std::path::Path::new(&m.name) == want)
     });
     Ok(Repeat {
@@ -346,7 +348,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
         frees,
         batches: w.batches,
         batches_preempted: w.batches_preempted,
-        peak_rss_bytes: self_rss(true)?,
+        peak_rss_bytes: self_rss(&mut probe, true)?,
         baseline_rss_bytes: base_rss,
         wall_ms: wall as f64 / 1e6,
         timed_fraction_max: frac,

@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn every_allocation_is_freed_and_the_phases_add_up() {
-        let c = crate::heap::work::timer::calibrate(30, 2000);
+        let c = crate::heap::work::timer::calibrate(&mut probe::Probe::default(), 30, 2000);
         let s = run(&mut Libc, 50_000, 7, c.overhead_ticks, || {}).unwrap();
         assert_eq!(s.frees_total, s.allocs_total, "every allocation has its free");
         // The warm phase made at least `ops` allocations, in whole rounds.
@@ -488,7 +488,7 @@ mod tests {
     fn a_batch_is_long_enough_for_the_timer_to_be_under_one_percent() {
         // The guard of the method: ~30 ns of counter pair against a
         // batch of ROUND calls of at least ~3 ns each.
-        let c = crate::heap::work::timer::calibrate(30, 2000);
+        let c = crate::heap::work::timer::calibrate(&mut probe::Probe::default(), 30, 2000);
         let s = run(&mut Libc, 20_000, 1, c.overhead_ticks, || {}).unwrap();
         let per_batch_ticks = s.warm.alloc_ticks as f64 / (s.warm.batches / 2).max(1) as f64;
         assert!(

@@ -63,7 +63,7 @@ pub struct Calibration {
 
 /// Calibrates over about `spin_ms` of busy-waiting, then measures the overhead of
 /// `pairs` empty start/stop pairs.
-pub fn calibrate(spin_ms: u64, pairs: usize) -> Calibration {
+pub fn calibrate(p: &mut probe::Probe, spin_ms: u64, pairs: usize) -> Calibration {
     let source = if cfg!(target_arch = "x86_64") { "tsc" } else { "clock_monotonic" };
     // Best of three spins: a preemption in one only stretches that one.
     let mut ratios = Vec::new();
@@ -86,7 +86,7 @@ pub fn calibrate(spin_ms: u64, pairs: usize) -> Calibration {
         })
         .collect();
     let overhead_ticks = record::stats::percentile_u64(&mut d, 0.5).unwrap_or(0);
-    let flags = probe::Probe::default().cpu_flags();
+    let flags = p.cpu_flags();
     let has = |f: &str| flags.iter().any(|x| x == f);
     Calibration {
         ns_per_tick,
@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn calibration_matches_the_monotonic_clock() {
-        let c = calibrate(60, 10_000);
+        let c = calibrate(&mut probe::Probe::default(), 60, 10_000);
         // Time a 20 ms spin with the counter and convert: it must agree with the
         // monotonic clock within 5 % (a wrong ratio would be off by GHz/1).
         let (m0, t0) = (mono_ns(), start());

@@ -289,7 +289,7 @@ impl Real<'_> {
             .max_by_key(|&pid| probe.pid_status(pid).ok().flatten().and_then(|s| s.vm_rss).unwrap_or(0));
         if let Some(p) = largest {
             let t = Instant::now();
-            self.sample = crate::kit::pages::sample_compressibility(p, predict::SAMPLE_BYTES, self.stop).ok();
+            self.sample = crate::kit::pages::sample_compressibility(probe, p, predict::SAMPLE_BYTES, self.stop).ok();
             self.sample_s = t.elapsed().as_secs_f64();
         }
     }

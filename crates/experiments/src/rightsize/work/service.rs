@@ -56,9 +56,9 @@ enum Target {
 }
 
 /// Checks the target without changing anything.
-pub fn validate(cfg: &ServiceConfig) -> Result<(), ExperimentError> {
+pub fn validate(cfg: &ServiceConfig, p: &mut Probe) -> Result<(), ExperimentError> {
     match (cfg.pid, &cfg.cgroup) {
-        (Some(pid), None) => crate::kit::process::check_pid(pid),
+        (Some(pid), None) => crate::kit::process::check_pid(p, pid),
         (None, Some(dir)) => {
             if !sandbox::cgroup::is_cgroup_dir(dir) {
                 return Err(err(format!(
@@ -166,12 +166,12 @@ impl Pager {
     /// Marks the pages paged out before that are back as hot; then pages out
     /// up to `bytes` of present pages that are not hot, from the cursor on.
     /// Returns the bytes asked of the kernel.
-    fn step(&mut self, bytes: u64, now: u64) -> Result<u64, String> {
+    fn step(&mut self, p: &mut Probe, bytes: u64, now: u64) -> Result<u64, String> {
         // Readable ranges only, read in chunks of PAGEMAP_CHUNK entries: a
         // target with a 16 TiB PROT_NONE reservation made one buffer of its
         // whole virtual size (issue 46 item 5: 176 MB mlocked at 64 GiB, an
         // abort on 32 GiB at 16 TiB).
-        let ranges = crate::kit::process::readable_private_ranges(self.pid)?;
+        let ranges = crate::kit::process::readable_private_ranges(p, self.pid)?;
         let mut pm = std::fs::File::open(format!("/proc/{}/pagemap", self.pid))
             .map_err(|e| format!("/proc/{}/pagemap: {e}", self.pid))?;
         self.hot.retain(|_, until| *until > now);
@@ -256,11 +256,11 @@ pub fn run(
     obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
-    validate(cfg)?;
     // Where reclaimed anonymous pages go: a store made for the run, or the
     // swap there (below); what the run reads of the machine, its probe.
     let mut sb = Sandbox::new("rightsize");
     let mut p = sb.probe();
+    validate(cfg, &mut p)?;
     let target = match (cfg.pid, &cfg.cgroup) {
         (Some(pid), _) => {
             let cg_pressure = p.memory_cgroup_of(Some(pid)).ok().flatten().and_then(|cg| {
@@ -526,7 +526,7 @@ fn reclaim_step(
     step_no: u64,
 ) -> Result<Option<u64>, ExperimentError> {
     Ok(Some(match (target, pager) {
-        (_, Some(pg)) => match pg.step(bytes, step_no) {
+        (_, Some(pg)) => match pg.step(p, bytes, step_no) {
             Ok(n) => n,
             Err(_) if !alive(p, target) => return Ok(None),
             Err(e) => return Err(ExperimentError::Worker(e)),

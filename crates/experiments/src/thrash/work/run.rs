@@ -68,6 +68,7 @@ fn run_once<O: workloads::observe::Observer>(
     stop: fn() -> bool,
 ) -> Result<ThrashResult, ExperimentError> {
     let mut sb = sandbox::Sandbox::new("thrash");
+    let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
     let back = backing::setup(&mut sb, kind, None, total, &cfg.swapfile_dir)?;
     for n in &back.notes {
@@ -93,11 +94,8 @@ fn run_once<O: workloads::observe::Observer>(
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
     let zram: Vec<u32> = back.zram_id.into_iter().collect();
     let Workers { mut probe_out, mut probe_in, mut sampler_in, mut cons } = start_workers(cfg, plan, rep, &cg)?;
-    wait_ready(&mut probe_out, stop)?;
-    wait_ready(&mut probe_in, stop)?;
-    wait_ready(&mut sampler_in, stop)?;
-    for c in cons.iter_mut() {
-        wait_ready(&mut c.w, stop)?;
+    for w in [&mut probe_out, &mut probe_in, &mut sampler_in].into_iter().chain(cons.iter_mut().map(|c| &mut c.w)) {
+        wait_ready(w, stop)?;
     }
     std::thread::sleep(Duration::from_millis(200));
     // The default limit is built on it: unread, the run cannot be sized.
@@ -112,11 +110,11 @@ fn run_once<O: workloads::observe::Observer>(
     obs.note(&announce(plan, rep, &r));
     // Baseline: the probes and the collector with nothing else going on.
     let base_t = probe::sample::monotonic_ns();
-    let baseline_paging = baseline(plan, obs, stop)?;
+    let baseline_paging = baseline(&mut p, plan, obs, stop)?;
     // Go: every consumer counts its delay from now.
     let t0 = probe::sample::monotonic_ns();
-    let watch = Watch::start(t0);
-    let out_t0 = pswpout();
+    let watch = Watch::start(t0, sb.probe());
+    let out_t0 = pswpout(&mut p);
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
         sandbox::worker::send(&mut c.w, &Start { t0_ns: t0 })
@@ -135,7 +133,7 @@ fn run_once<O: workloads::observe::Observer>(
         (waited, watcher.join().expect("the guard thread does not panic"))
     });
     waited?;
-    let out_end = pswpout();
+    let out_end = pswpout(&mut p);
     // The consumer phase's guard (v2: with the peak) as the protocol reads it; it guards the recovery too.
     guard.read_peak(&cg);
     r.guard = guard.report.clone();
@@ -253,12 +251,12 @@ fn swapped_while_active(r: &mut ThrashResult, out: (Option<u64>, Option<u64>), s
     };
 }
 
-fn vmstat() -> Option<probe::vmstat::Vmstat> {
-    probe::Probe::default().vmstat().ok().flatten()
+fn vmstat(p: &mut probe::Probe) -> Option<probe::vmstat::Vmstat> {
+    p.vmstat().ok().flatten()
 }
 
-fn pswpout() -> Option<u64> {
-    vmstat().and_then(|v| v.get("pswpout"))
+fn pswpout(p: &mut probe::Probe) -> Option<u64> {
+    vmstat(p).and_then(|v| v.get("pswpout"))
 }
 
 /// Pages swapped in and out since boot.
@@ -269,18 +267,19 @@ fn paging(v: &Option<probe::vmstat::Vmstat>) -> u64 {
 /// The baseline phase: the probes and the collector with nothing else going
 /// on. Returns its paging rate (pages/s).
 fn baseline<O: workloads::observe::Observer>(
+    p: &mut probe::Probe,
     plan: &Plan,
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<f64, ExperimentError> {
     let base_t = probe::sample::monotonic_ns();
-    let v0 = vmstat();
+    let v0 = vmstat(p);
     obs.event("phase_start", &format!("{} baseline", plan.preset), base_t, Value::Null);
     record::stop::sleep(plan.baseline());
     if stop() {
         return Err(ExperimentError::Interrupted);
     }
-    let v1 = vmstat();
+    let v1 = vmstat(p);
     let secs = (probe::sample::monotonic_ns() - base_t) as f64 / 1e9;
     Ok(paging(&v1).saturating_sub(paging(&v0)) as f64 / secs.max(1e-3))
 }
@@ -433,12 +432,11 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(t0: u64) -> Watch {
+    fn start(t0: u64, mut p: probe::Probe) -> Watch {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let points = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let (s, pts) = (stop.clone(), points.clone());
         let thread = std::thread::spawn(move || {
-            let mut p = probe::Probe::default();
             let read = |p: &mut probe::Probe| {
                 let v = p.vmstat().ok().flatten();
                 let paging = v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0));

@@ -305,7 +305,7 @@ impl OverTimeConfig {
     }
 }
 
-pub fn validate(cfg: &OverTimeConfig) -> Result<(), sandbox::SandboxError> {
+pub fn validate(cfg: &OverTimeConfig, p: &mut probe::Probe) -> Result<(), sandbox::SandboxError> {
     use sandbox::SandboxError::Invalid;
     if cfg.arms.is_empty() {
         return Err(Invalid(format!(
@@ -323,7 +323,7 @@ pub fn validate(cfg: &OverTimeConfig) -> Result<(), sandbox::SandboxError> {
     }
     if cfg.pressure {
         sandbox::privilege::require_admin("--pressure (a memory cgroup and zram)", "run without --pressure")?;
-        if probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        if p.memory_controller().ok().flatten().is_none() {
             return Err(sandbox::SandboxError::Unsupported(
                 "--pressure needs a memory cgroup controller; none is mounted".into(),
             ));
@@ -333,7 +333,7 @@ pub fn validate(cfg: &OverTimeConfig) -> Result<(), sandbox::SandboxError> {
     if cfg.sample.is_zero() || cfg.sample > Duration::from_secs(10) {
         return Err(Invalid("--sample-every: expected 1ms to 10s, e.g. 50ms".into()));
     }
-    let meminfo = probe::Probe::default().meminfo().ok().flatten().unwrap_or_default();
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
     // The live set, the allocators' overhead on it (up to 2× for the mixed
     // sizes), the tables, and the worker itself.
@@ -347,13 +347,31 @@ pub fn run<O: Observer<Entry = crate::heap::results::Entry>>(
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<OverTimeResult>, ExperimentError> {
+    run_with(cfg, obs, stop, &mut sandbox::worker::Processes, &|| sandbox::Sandbox::new("heap"))
+}
+
+/// [`run`], its workers started by `spawn` (processes, or in tests threads
+/// of this process) and its groups and store made by the sandbox `sandbox`
+/// gives (in tests, one over a fake tree).
+pub fn run_with<O: Observer<Entry = crate::heap::results::Entry>>(
+    cfg: &OverTimeConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    spawn: &mut dyn sandbox::worker::Spawn,
+    sandbox: &dyn Fn() -> sandbox::Sandbox,
+) -> Result<Vec<OverTimeResult>, ExperimentError> {
+    if (cfg.charge || cfg.pressure) && !spawn.containable() {
+        return Err(ExperimentError::Worker(
+            "a worker that cannot be placed in a cgroup cannot be charged or squeezed".into(),
+        ));
+    }
     for &t in &cfg.threads {
         for p in cfg.patterns.iter().filter(|p| t < p.min_threads()) {
             obs.note(&format!("pattern {} needs at least {} threads: not run at {t}", p.name(), p.min_threads()));
         }
     }
     let plan = cfg.runs();
-    let mut sb = sandbox::Sandbox::new("heap");
+    let mut sb = sandbox();
     let zram = if cfg.pressure {
         // Room for everything a worker holds at its peak.
         let b = workloads::backing::setup(
@@ -375,7 +393,7 @@ pub fn run<O: Observer<Entry = crate::heap::results::Entry>>(
         }
         let arm = &cfg.arms[k];
         let label = format!("heap over time {} {} ×{t}, repeat {rep}/{}", arm.label(), p.name(), cfg.repeat);
-        let r = one(cfg, &mut sb, zram, arm, p, t, rep, &label, obs, stop)?;
+        let r = one(cfg, &mut sb, &mut *spawn, zram, arm, p, t, rep, &label, obs, stop)?;
         obs.note(&format!(
             "[{}/{}] {label}: peak {:.0} MiB, steady/live {:.2}, after shrink {:.0} MiB, after idle {:.0} MiB, half-life {}",
             done + 1,
@@ -413,6 +431,7 @@ pub fn run<O: Observer<Entry = crate::heap::results::Entry>>(
 fn one<O: Observer<Entry = crate::heap::results::Entry>>(
     cfg: &OverTimeConfig,
     sb: &mut sandbox::Sandbox,
+    spawn: &mut dyn sandbox::worker::Spawn,
     zram: Option<u32>,
     arm: &Arm,
     pattern: Pattern,
@@ -452,7 +471,7 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         charge_file,
         pressure: cfg.pressure,
     };
-    let mut w = sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
+    let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
         exe: cfg.exe.clone(),
         args: sandbox::worker::argv_spec(WORKER, &spec),
         cgroup: cg.as_ref(),
@@ -460,7 +479,7 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         label: label.to_string(),
     })?;
     obs.targets(
-        vec![w.pid],
+        vec![w.pid()],
         cg.as_ref().map(|c| probe::CgroupTarget { version: c.version, dir: c.dir.clone(), name: c.name.clone() }),
         vec![],
     );
@@ -470,13 +489,13 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) }
     };
     if let (true, Some(cg)) = (cfg.pressure, &cg) {
-        let ask = w.wait_for(Want::Kind(EventKind::Squeeze), limit, |_| {}, stop).map_err(failed)?.data;
+        let ask = w.wait_for(Want::Kind(EventKind::Squeeze), limit, &mut |_| {}, &stop).map_err(failed)?.data;
         let ask: SqueezeAsk = serde_json::from_value(ask)
             .map_err(|e| ExperimentError::Worker(format!("{label}: bad squeeze request: {e}")))?;
-        let answer = squeeze(cg, w.pid, zram, &ask)?;
-        sandbox::worker::send(&mut w, &answer).map_err(|e| ExperimentError::Worker(format!("{label}: {e}")))?;
+        let answer = squeeze(&mut sb.probe(), cg, w.pid(), zram, &ask)?;
+        sandbox::worker::send(&mut *w, &answer).map_err(|e| ExperimentError::Worker(format!("{label}: {e}")))?;
     }
-    let d = w.wait_for(Want::Report, limit, |_| {}, stop).map_err(failed)?.data;
+    let d = w.wait_for(Want::Report, limit, &mut |_| {}, &stop).map_err(failed)?.data;
     let _ = w.finish(Duration::from_secs(10));
     obs.event("phase_end", label, probe::sample::monotonic_ns(), Value::Null);
     serde_json::from_value(d).map_err(|e| ExperimentError::Worker(format!("{label}: bad report: {e}")))
@@ -487,14 +506,14 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
 /// allocator kept but the program no longer uses goes to the store. Then the
 /// limit is lifted. (Only this run's own group is touched.)
 fn squeeze(
+    p: &mut probe::Probe,
     cg: &sandbox::cgroup::MemCgroup,
     pid: i32,
     zram: Option<u32>,
     ask: &SqueezeAsk,
 ) -> Result<Squeezed, ExperimentError> {
-    let mut p = probe::Probe::default();
     let store = |p: &mut probe::Probe| zram.and_then(|z| store_size(p, Store::Zram(z)));
-    let before = store(&mut p);
+    let before = store(p);
     let base = ask.base_charge.unwrap_or(0);
     let margin = (ask.kept_bytes / 8).max(8 << 20);
     let mut limit = base + ask.kept_bytes + margin;
@@ -508,7 +527,7 @@ fn squeeze(
     let swapped = p.pid_status(pid).ok().flatten().and_then(|s| s.vm_swap).ok_or_else(|| {
         ExperimentError::Worker(format!("the heap worker (pid {pid}) could not be read under the squeeze: it is gone"))
     })?;
-    let after = store(&mut p);
+    let after = store(p);
     cg.write(
         match cg.version {
             probe::cgroup::CgroupVersion::V2 => "memory.max",
@@ -557,6 +576,60 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// heap over time without root (issue 60 item 3): its run drives each
+    /// worker, a thread of this process here, through the worker-link seam,
+    /// reads its report and writes one result per arm; a stop and a result
+    /// that cannot be written end the run, and a charge that a thread cannot
+    /// be given is refused before anything starts.
+    #[test]
+    fn the_run_drives_its_workers_without_root() {
+        use workloads::observe::Recorder;
+        let tree = tempfile::tempdir().unwrap();
+        sandbox::testing::fake_cgroup_v2(tree.path()).unwrap();
+        let sandbox = || {
+            sandbox::Sandbox::with_journal_dir("heap", &tree.path().join("journal"))
+                .with_roots(probe::Roots::under(tree.path()))
+        };
+        let cfg = OverTimeConfig {
+            threads: vec![1],
+            arms: vec![Arm { allocator: Allocator::Glibc, knob: None }, Arm::parse_knob("glibc:malloc_trim").unwrap()],
+            patterns: vec![Pattern::Small],
+            live_bytes: 2 << 20,
+            churn: Duration::from_millis(200),
+            idle: Duration::from_millis(300),
+            repeat: 2,
+            sample: Duration::from_millis(10),
+            seed: 7,
+            exe: "/nonexistent".into(),
+            host_floor: None,
+            charge: false,
+            pressure: false,
+        };
+        let mut threads = sandbox::worker::Threads(vec![(WORKER, worker_main)]);
+        let mut obs = Recorder::default();
+        let rs = run_with(&cfg, &mut obs, || false, &mut threads, &sandbox).unwrap();
+        let arms: Vec<&str> = rs.iter().map(|r| r.arm.as_str()).collect();
+        assert_eq!(arms, ["glibc", "glibc+malloc_trim"]);
+        assert_eq!(obs.results.len(), 2, "each arm's result written");
+        for r in &rs {
+            assert_eq!((r.pattern.as_str(), r.threads, r.live_target_bytes), ("small", 1, 2 << 20));
+            // Both repeats' reports were read: a peak is the process's RSS, never 0.
+            assert_eq!(r.peak_mib.n, 2, "{r:?}");
+            assert!(r.peak_mib.median.is_some_and(|m| m > 0.0), "{r:?}");
+            assert_eq!(r.churn_ns_per_op.n, 2, "{r:?}");
+        }
+        let ran = obs.notes.iter().filter(|n| n.contains("heap over time glibc")).count();
+        assert_eq!(ran, 4, "two arms, two repeats: {:?}", obs.notes);
+        let e = run_with(&cfg, &mut Recorder::default(), || true, &mut threads, &sandbox).unwrap_err();
+        assert!(matches!(e, ExperimentError::Interrupted), "{e}");
+        let mut refusing = Recorder { refuse_results: true, ..Default::default() };
+        let e = run_with(&cfg, &mut refusing, || false, &mut threads, &sandbox).unwrap_err();
+        assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+        let charged = OverTimeConfig { charge: true, ..cfg };
+        let e = run_with(&charged, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap_err();
+        assert!(e.to_string().contains("cannot be placed in a cgroup"), "{e}");
+    }
 
     #[test]
     fn knobs_parse_into_an_environment_setting_or_a_call() {
