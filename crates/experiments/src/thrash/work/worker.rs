@@ -185,7 +185,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     // bytes, until the parent's `exit` (or its end: stdin closed).
     loop {
         write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
-        if wait_input_until(probe::sample::monotonic_ns() + sleep_ns) {
+        if wait_input_until(io, probe::sample::monotonic_ns() + sleep_ns) {
             match io.command::<Command>() {
                 Some(Ok(Command::Start(_))) => continue,
                 Some(Ok(Command::Exit(_))) | None => break,
@@ -219,19 +219,17 @@ fn sleep_until(t_ns: u64) {
     }
 }
 
-/// Sleeps until `t_ns` or until stdin has input (a command). True if input is waiting.
-pub fn wait_input_until(t_ns: u64) -> bool {
+/// Sleeps until `t_ns` or until a command (or the end of commands) is
+/// there to read: true then. Through the worker's own input (its stdin, or
+/// an in-process worker's socket), so that a consumer or a probe run as a
+/// thread ends as one run as a process does.
+pub fn wait_input_until(io: &mut sandbox::worker::child::WorkerIo, t_ns: u64) -> bool {
     loop {
         let now = probe::sample::monotonic_ns();
         if now >= t_ns {
             return false;
         }
-        let d = t_ns - now;
-        let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as libc::time_t, tv_nsec: (d % 1_000_000_000) as _ };
-        let mut fds = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd; a relative timeout.
-        let r = unsafe { libc::ppoll(&mut fds, 1, &ts, std::ptr::null()) };
-        if r > 0 {
+        if io.wait_input(std::time::Duration::from_nanos(t_ns - now)) {
             return true;
         }
     }
@@ -254,7 +252,7 @@ pub fn probe_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
     let mut next = probe::sample::monotonic_ns() + period;
     let mut missed = 0u64;
     loop {
-        if wait_input_until(next) {
+        if wait_input_until(io, next) {
             match io.command::<Command>() {
                 Some(Ok(Command::Start(_))) => continue,
                 Some(Ok(Command::Exit(_))) | None => break,
