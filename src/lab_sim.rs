@@ -40,10 +40,10 @@ const TREND: f64 = 0.01;
 /// machine's speed drift does not move; the asserted simulation gives them
 /// none, and the diagnostic shows what a drifting one would cost.
 const DRIFT_STEP: f64 = 0.02;
-/// The quick lab's budget (`lab --quick`): one pass at 5 %
-/// ([`crate::lab::passes_for`]).
+/// The quick lab's budget (`lab --quick`): two passes, as its plan decides
+/// ([`crate::lab::passes_for`]; asserted in the simulation's tests).
 const BUDGET_S: f64 = 300.0;
-/// A budget a minute longer: two passes, the second chosen by the planner.
+/// A budget a minute longer: two passes too, the second with more room.
 const LONGER_BUDGET_S: f64 = 360.0;
 
 /// A budget with just the quick plan's first pass in it (and seconds to

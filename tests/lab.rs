@@ -4,7 +4,7 @@
 //! report says what was skipped and why. Bad input exits 2.
 //!
 //! The labs here are smoke labs (`--smoke`: every experiment, step and report
-//! section at toy sizes, a first and a second pass, in about a minute): what
+//! section at toy sizes, in about a minute and a half): what
 //! these tests ask is whether a lab runs and reports, not what the quick lab's
 //! figures are. The quick lab's time and verdicts are benchmarks
 //! (`pagelab lab --quick` itself; docs/stability.md).
@@ -131,9 +131,8 @@ fn lab_without_root_completes_and_reports_what_it_skipped() {
     let out = Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
         .arg(common::bin_for_anyone(tmp.path()))
-        // --only: one pass, no budget (the lab as root, above, has the
-        // second pass; the VM test, the whole smoke lab as nobody, where
-        // heap, mapping and assess complete too): a step that completes
+        // --only: one pass, no budget (the VM test runs the whole smoke lab
+        // as nobody, where heap, mapping and assess complete too): a step that completes
         // without root (eat, its store skipped) and two that are skipped.
         .args(["lab", "--smoke", "--only", "eat,wscap,thrash", "--out", dir.to_str().unwrap()])
         .output()

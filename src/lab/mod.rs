@@ -138,9 +138,9 @@ pub fn second_pass_cost(steps: &[Step]) -> Option<f64> {
 /// two when what the budget leaves after the first pass's plan and the report
 /// buys [`second_pass_cost`]; else one, at the whole 5 %. A second pass that
 /// could buy repeats of some experiments but not of the one whose findings
-/// stay open would spend a fifth of the error for little: the quick lab
-/// leaves about ten seconds, and two more repeats of thrash's cheapest
-/// finding take half a minute. None without a budget: one pass.
+/// stay open would spend a fifth of the error for little (the smoke lab's
+/// budget leaves about half a minute, too little for two more repeats of
+/// its dearest experiment). None without a budget: one pass.
 pub fn passes_for(budget: Option<f64>, steps: &[Step]) -> u32 {
     let Some(b) = budget else { return 1 };
     let expect: f64 = steps.iter().filter(|s| s.state == StepState::Planned).map(|s| s.expect_s).sum();

@@ -92,9 +92,9 @@ pub fn lab_step(m: &Machine, scale: Scale) -> Step {
     // thrash: the study's four presets. Quick: left out, and the plan says
     // why (QUICK_SKIP): at the time factor five minutes allow, e4 only fills
     // and the guard raises the others' limits, so its findings would be
-    // outside the study's protocol; the other studies get the time. Full: all four at a quarter (or a tenth) on zram and on a swap file,
-    // side by side. t_s scales with W, so the paging demand per second is the
-    // study's (docs/thrash.md).
+    // outside the study's protocol; the other studies get the time. Full: all
+    // four at a quarter (or a tenth) on zram, four repeats. t_s scales with
+    // W, so the paging demand per second is the study's (docs/thrash.md).
     if !m.root {
         skip(
             step("thrash", vec![], 0.0),
