@@ -73,6 +73,15 @@ fn check_fixture(snap: &str, name: &str) {
     // The HTML page: self-contained, one section for the experiment.
     let html = report::html::html(&r);
     assert!(html.contains(&format!("id=\"exp-{name}\"")), "{name}");
+    // Its tables come from the run's entries, the same Markdown as the file
+    // below its title, never from the file read back: a decoy written over
+    // it does not reach the page.
+    let tables = e.tables(&rec, &parsed);
+    assert_eq!(format!("# pagelab {name}\n\n{tables}"), md, "{name}: the file is its tables under its title");
+    std::fs::write(dir.join(format!("{name}.md")), "# pagelab decoy\n\ndecoy-table-text\n").unwrap();
+    let again = report::html::html(&Report::load(&dir, Render::Never, catalog()).unwrap());
+    assert!(!again.contains("decoy-table-text"), "{name}: the page read the file back");
+    assert_eq!(again.contains("<h3>Tables</h3>"), !tables.trim().is_empty(), "{name}");
     assert!(!html.contains("<script"), "{name}: the page must hold no scripts");
     // Every metric is one of the experiment's declared figures, so it exports
     // under its Prometheus name.

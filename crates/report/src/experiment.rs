@@ -65,6 +65,10 @@ pub trait Study: Sync + 'static {
     /// Writes its charts and `<name>.md` into the run directory, returning the
     /// files written.
     fn render(&self, rec: &RunRecord, r: &[Self::Entry]) -> Result<Vec<PathBuf>, DynErr>;
+    /// Its tables in Markdown (`##` headings at most): what `<name>.md`
+    /// holds below its title, and what the lab report shows, made from the
+    /// run's typed entries (never read back from the file).
+    fn tables(&self, rec: &RunRecord, r: &[Self::Entry]) -> String;
     /// Its headline figures' values, one per repeat (what `compare` tests).
     fn metrics(&self, r: &[Self::Entry], b: &mut Builder);
     /// Err(why) when the run broke the study's protocol (Ok where the study set
@@ -92,6 +96,7 @@ pub trait Experiment: Sync {
     /// The size of one parsed entry (what a `{}` in `results` costs).
     fn entry_size(&self) -> usize;
     fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr>;
+    fn tables(&self, rec: &RunRecord, p: &Parsed) -> String;
     fn metrics(&self, p: &Parsed, b: &mut Builder);
     /// Whether the runs (a lab's passes, together) kept the study's protocol.
     fn protocol(&self, runs: &[&Parsed]) -> Result<(), String>;
@@ -128,6 +133,9 @@ impl<S: Study> Experiment for S {
     }
     fn render(&self, rec: &RunRecord, p: &Parsed) -> Result<Vec<PathBuf>, DynErr> {
         Study::render(self, rec, p.entries::<S::Entry>())
+    }
+    fn tables(&self, rec: &RunRecord, p: &Parsed) -> String {
+        Study::tables(self, rec, p.entries::<S::Entry>())
     }
     fn metrics(&self, p: &Parsed, b: &mut Builder) {
         Study::metrics(self, p.entries::<S::Entry>(), b)

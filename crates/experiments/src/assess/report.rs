@@ -340,16 +340,19 @@ pub fn render(rec: &RunRecord, rs: &[AssessResult]) -> Result<Vec<PathBuf>, Box<
         )?;
         written.extend([dir.join("regrowth.svg"), dir.join("regrowth.png")]);
     }
-    report::write_file(
-        dir.join("assess.md"),
-        format!(
-            "# pagelab assess\n\n```\n{}```\n\n## Published compressor ratios beside this program's\n\n{}",
-            text_table(rs),
-            reference_markdown(rs)
-        ),
-    )?;
+    report::write_file(dir.join("assess.md"), format!("# pagelab assess\n\n{}", tables(rs)))?;
     written.push(dir.join("assess.md"));
     Ok(written)
+}
+
+/// The run's tables in Markdown: `assess.md` below its title, and the lab
+/// report's tables.
+pub fn tables(rs: &[AssessResult]) -> String {
+    format!(
+        "```\n{}```\n\n## Published compressor ratios beside this program's\n\n{}",
+        text_table(rs),
+        reference_markdown(rs)
+    )
 }
 
 const NO_RESULTS: &str = "the run has no results";
@@ -427,6 +430,9 @@ impl Study for Assess {
         r: &[AssessResult],
     ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, _rec: &RunRecord, r: &[AssessResult]) -> String {
+        tables(r)
     }
     fn metrics(&self, results: &[AssessResult], b: &mut Builder) {
         for r in results {

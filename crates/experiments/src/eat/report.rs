@@ -239,16 +239,24 @@ pub fn render(
         charts::bars(&dir.join("phases"), "pagelab eat: phase times per pattern", "milliseconds", &groups_, false)?;
         written.push(dir.join("phases.svg"));
         written.push(dir.join("phases.png"));
-        let md = format!(
-            "# pagelab eat\n\n## Store\n\n{}\n## Fill bandwidth\n\n{}\n## Published figures beside ours\n\n{}",
-            store_markdown(results),
-            fill_table(results),
-            reference_markdown(results)
-        );
-        report::write_file(dir.join("eat.md"), md)?;
+        report::write_file(dir.join("eat.md"), format!("# pagelab eat\n\n{}", tables(results)))?;
         written.push(dir.join("eat.md"));
     }
     Ok(written)
+}
+
+/// The run's tables in Markdown: `eat.md` below its title, and the lab
+/// report's tables.
+pub fn tables(results: &[EatResult]) -> String {
+    if results.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Store\n\n{}\n## Fill bandwidth\n\n{}\n## Published figures beside ours\n\n{}",
+        store_markdown(results),
+        fill_table(results),
+        reference_markdown(results)
+    )
 }
 
 // ---- The experiment, as the report sees it (report::experiment).
@@ -283,6 +291,9 @@ impl Study for Eat {
         r: &[EatResult],
     ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, _rec: &RunRecord, r: &[EatResult]) -> String {
+        tables(r)
     }
     fn metrics(&self, results: &[EatResult], b: &mut Builder) {
         // The store names a group only when the run compared stores; otherwise

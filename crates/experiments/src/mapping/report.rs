@@ -187,17 +187,20 @@ pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn st
         )?;
         written.extend([dir.join("steps.svg"), dir.join("steps.png"), dir.join("totals.svg"), dir.join("totals.png")]);
     }
-    report::write_file(
-        dir.join("mapping.md"),
-        format!(
-            "# pagelab mapping\n\n```\n{}```\n\n## What each release leaves behind\n\n{}\n## Published figures beside ours\n\n{}",
-            text_table(all),
-            semantics_markdown(all),
-            reference_markdown(all)
-        ),
-    )?;
+    report::write_file(dir.join("mapping.md"), format!("# pagelab mapping\n\n{}", tables(all)))?;
     written.push(dir.join("mapping.md"));
     Ok(written)
+}
+
+/// The run's tables in Markdown: `mapping.md` below its title, and the lab
+/// report's tables.
+pub fn tables(all: &[Entry]) -> String {
+    format!(
+        "```\n{}```\n\n## What each release leaves behind\n\n{}\n## Published figures beside ours\n\n{}",
+        text_table(all),
+        semantics_markdown(all),
+        reference_markdown(all)
+    )
 }
 
 // ---- The experiment, as the report sees it (report::experiment).
@@ -227,6 +230,9 @@ impl Study for Mapping {
     }
     fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, _rec: &RunRecord, r: &[Entry]) -> String {
+        tables(r)
     }
     fn metrics(&self, results: &[Entry], b: &mut Builder) {
         // One value per run of a method (its median over the iterations): the

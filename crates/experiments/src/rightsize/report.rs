@@ -471,16 +471,15 @@ pub fn render(rec: &RunRecord, rs: &[RightsizeResult]) -> Result<Vec<PathBuf>, D
             written.extend([dir.join("service.svg"), dir.join("service.png")]);
         }
     }
-    report::write_file(
-        dir.join("rightsize.md"),
-        format!(
-            "# pagelab rightsize\n\n```\n{}```\n\n## Published figures beside this run's\n\n{}",
-            text_table(rs),
-            reference_markdown(rs)
-        ),
-    )?;
+    report::write_file(dir.join("rightsize.md"), format!("# pagelab rightsize\n\n{}", tables(rs)))?;
     written.push(dir.join("rightsize.md"));
     Ok(written)
+}
+
+/// The run's tables in Markdown: `rightsize.md` below its title, and the
+/// lab report's tables.
+pub fn tables(rs: &[RightsizeResult]) -> String {
+    format!("```\n{}```\n\n## Published figures beside this run's\n\n{}", text_table(rs), reference_markdown(rs))
 }
 
 /// rightsize has no finding. There is no "within its target" finding: the
@@ -519,6 +518,9 @@ impl Study for Rightsize {
         r: &[RightsizeResult],
     ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, _rec: &RunRecord, r: &[RightsizeResult]) -> String {
+        tables(r)
     }
     fn figures(&self) -> &'static [Figure] {
         &[LIMIT, PEAK, RATIO, SETTLED]

@@ -197,16 +197,15 @@ pub fn render(
         )?;
         written.extend([dir.join("sweep.svg"), dir.join("sweep.png")]);
     }
-    report::write_file(
-        dir.join("wscap.md"),
-        format!(
-            "# pagelab wscap\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
-            text_table(results),
-            reference_markdown(results)
-        ),
-    )?;
+    report::write_file(dir.join("wscap.md"), format!("# pagelab wscap\n\n{}", tables(results)))?;
     written.push(dir.join("wscap.md"));
     Ok(written)
+}
+
+/// The run's tables in Markdown: `wscap.md` below its title, and the lab
+/// report's tables.
+pub fn tables(results: &[WscapResult]) -> String {
+    format!("```\n{}```\n\n## Published figures beside ours\n\n{}", text_table(results), reference_markdown(results))
 }
 
 // ---- The experiment, as the report sees it (report::experiment).
@@ -245,6 +244,9 @@ impl Study for Wscap {
         r: &[WscapResult],
     ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, _rec: &RunRecord, r: &[WscapResult]) -> String {
+        tables(r)
     }
     fn metrics(&self, results: &[WscapResult], b: &mut Builder) {
         for r in results.iter().filter(|r| r.supported && !r.sweep) {

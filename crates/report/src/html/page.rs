@@ -345,14 +345,17 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         o.push_str("<h3>Headline metrics</h3>\n");
         o.push_str(&markdown_to_html(&metrics_table(&m), 0));
     }
+    // The tables from the run's typed entries (the first pass's, as the
+    // file `<name>.md` beside them has), not read back from that file.
     if o.len() <= MAX_PAGE_BYTES
-        && let Some(d) = &open
         && let Some(e) = s.exp
-        && let Some(p) = d.at(&format!("{}.md", e.name()))
-        && let Ok(Some(md)) = record::rundir::read_bounded(&p, MAX_EMBED_BYTES)
+        && let Some((_, parsed)) = s.parsed.first()
     {
-        o.push_str("<h3>Tables</h3>\n");
-        o.push_str(&markdown_to_html(&md, 2).replacen(&format!("<h3>pagelab {}</h3>\n", esc(&s.experiment)), "", 1));
+        let md = e.tables(rec, parsed);
+        if !md.trim().is_empty() {
+            o.push_str("<h3>Tables</h3>\n");
+            o.push_str(&markdown_to_html(&md, 2));
+        }
     }
     notes_html(o, rec);
     o.push_str("</section>\n");

@@ -203,8 +203,18 @@ pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn st
         }
     }
     written.extend(over_time::charts(dir, all)?);
+    report::write_file(dir.join("heap.md"), format!("# pagelab heap\n\n{}", tables(rec, all)))?;
+    written.push(dir.join("heap.md"));
+    Ok(written)
+}
+
+/// The run's tables in Markdown: `heap.md` below its title, and the lab
+/// report's tables.
+pub fn tables(rec: &RunRecord, all: &[Entry]) -> String {
+    let config: results::Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
+    let cores = config.cores;
     let baseline = if config.baseline.is_empty() { "glibc" } else { config.baseline.as_str() };
-    let mut md = String::from("# pagelab heap\n\n");
+    let mut md = String::new();
     if config.speed {
         md += &format!(
             "{cores} cores; timer overhead {:.1} ns per call, subtracted.\n\n```\n{}```\n\n```\n{}```\n\n## Published figures beside ours\n\n{}",
@@ -218,9 +228,7 @@ pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn st
     if !ot.is_empty() {
         md += &format!("\n## Memory over time\n\n```{ot}```\n");
     }
-    report::write_file(dir.join("heap.md"), md)?;
-    written.push(dir.join("heap.md"));
-    Ok(written)
+    md
 }
 
 // ---- The experiment, as the report sees it (report::experiment).
@@ -281,6 +289,9 @@ impl Study for Heap {
     }
     fn render(&self, rec: &RunRecord, r: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
+    }
+    fn tables(&self, rec: &RunRecord, r: &[Entry]) -> String {
+        tables(rec, r)
     }
     fn metrics(&self, results: &[Entry], b: &mut Builder) {
         for r in results_of(results) {

@@ -157,6 +157,9 @@ impl Study for Thrash {
     ) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
         render(rec, r)
     }
+    fn tables(&self, rec: &RunRecord, r: &[ThrashResult]) -> String {
+        tables(&record::results::typed_one(&rec.run.config).unwrap_or_default(), r)
+    }
     fn metrics(&self, rs: &[ThrashResult], b: &mut Builder) {
         for r in rs {
             let g = group(r, rs);

@@ -183,17 +183,20 @@ pub fn render(rec: &RunRecord, rs: &[ThrashResult]) -> Result<Vec<PathBuf>, Box<
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
     }
-    report::write_file(
-        dir.join("thrash.md"),
-        format!(
-            "# pagelab thrash\n\n```\n{}```\n\n## The study's findings, checked here\n\n{}\nRecovery rule: {}.\n",
-            text_table(rs),
-            findings_markdown(rs),
-            config.recovery_rule
-        ),
-    )?;
+    report::write_file(dir.join("thrash.md"), format!("# pagelab thrash\n\n{}", tables(&config, rs)))?;
     written.push(dir.join("thrash.md"));
     Ok(written)
+}
+
+/// The run's tables in Markdown: `thrash.md` below its title, and the lab
+/// report's tables.
+pub fn tables(config: &Config, rs: &[ThrashResult]) -> String {
+    format!(
+        "```\n{}```\n\n## The study's findings, checked here\n\n{}\nRecovery rule: {}.\n",
+        text_table(rs),
+        findings_markdown(rs),
+        config.recovery_rule
+    )
 }
 
 // ---- The experiment, as the report sees it (report::experiment).
