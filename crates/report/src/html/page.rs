@@ -352,7 +352,13 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
         && let Some((_, parsed)) = s.parsed.first()
     {
         let md = e.tables(rec, parsed);
-        if !md.trim().is_empty() {
+        if md.len() as u64 > MAX_EMBED_BYTES {
+            let _ = writeln!(
+                o,
+                "<h3>Tables</h3>\n<p class=\"muted\">Not shown: {} bytes of tables, over {MAX_EMBED_BYTES}.</p>",
+                md.len()
+            );
+        } else if !md.trim().is_empty() {
             o.push_str("<h3>Tables</h3>\n");
             o.push_str(&markdown_to_html(&md, 2));
         }

@@ -1,14 +1,16 @@
 //! The worker's side of the pipes.
 
 use super::{Commands, EventKind, Request, WorkerCommand, WorkerEvent};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 /// Event and control pipes of a worker process (its stdout and stdin).
 pub struct WorkerIo {
     out: Box<dyn Write>,
-    input: Box<dyn BufRead>,
+    /// Buffered here, so that [`WorkerIo::wait_input`] can see a command
+    /// already read from the descriptor and not yet taken.
+    input: BufReader<Box<dyn Read>>,
     /// The number of the command being answered (the last one read).
     current: Option<u64>,
     /// The descriptor commands come on, where there is one to wait on.
@@ -24,13 +26,13 @@ impl Default for WorkerIo {
 impl WorkerIo {
     /// The process's own: stdout for events, stdin for commands.
     pub fn new() -> Self {
-        WorkerIo { fd: Some(0), ..Self::over(std::io::stdin().lock(), std::io::stdout()) }
+        WorkerIo { fd: Some(0), ..Self::over(std::io::stdin(), std::io::stdout()) }
     }
 
     /// Over any pair of streams; its input cannot be waited for
     /// ([`WorkerIo::wait_input`] only sleeps).
-    pub fn over(input: impl BufRead + 'static, out: impl Write + 'static) -> Self {
-        WorkerIo { out: Box::new(out), input: Box::new(input), current: None, fd: None }
+    pub fn over(input: impl Read + 'static, out: impl Write + 'static) -> Self {
+        WorkerIo { out: Box::new(out), input: BufReader::new(Box::new(input)), current: None, fd: None }
     }
 
     /// Over a socket, both ways (an in-process worker's): its input can be
@@ -38,7 +40,7 @@ impl WorkerIo {
     pub fn over_socket(s: std::os::unix::net::UnixStream) -> std::io::Result<Self> {
         let fd = s.as_raw_fd();
         let out = s.try_clone()?;
-        Ok(WorkerIo { fd: Some(fd), ..Self::over(std::io::BufReader::new(s), out) })
+        Ok(WorkerIo { fd: Some(fd), ..Self::over(s, out) })
     }
 
     /// Waits up to `timeout` for input: true when a command, or the end of
@@ -46,6 +48,9 @@ impl WorkerIo {
     /// A worker that works between commands waits with this, so that it
     /// ends when its parent closes its commands, as a thread or a process.
     pub fn wait_input(&mut self, timeout: Duration) -> bool {
+        if !self.input.buffer().is_empty() {
+            return true;
+        }
         let Some(fd) = self.fd else {
             std::thread::sleep(timeout);
             return false;
@@ -53,7 +58,18 @@ impl WorkerIo {
         let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
         let mut fds = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd; a relative timeout.
-        unsafe { libc::ppoll(&mut fds, 1, &ts, std::ptr::null()) > 0 }
+        match unsafe { libc::ppoll(&mut fds, 1, &ts, std::ptr::null()) } {
+            n if n > 0 => true,
+            0 => false,
+            // Interrupted: the caller waits again. Any other error: sleep the
+            // timeout out, so that a caller's loop does not spin.
+            _ => {
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    std::thread::sleep(timeout);
+                }
+                false
+            }
+        }
     }
 
     /// Whether the parent has closed its commands: reads one line (a
@@ -83,7 +99,9 @@ impl WorkerIo {
             t_ns: probe::sample::monotonic_ns(),
             kind: EventKind::Done,
             name: String::new(),
-            seq: self.current,
+            // Once: a second reply, or one after a refused line, carries no
+            // command's number.
+            seq: self.current.take(),
             data,
         };
         self.send(ev);
@@ -112,6 +130,7 @@ impl WorkerIo {
                 Ok(c.command)
             }
             Err(e) => {
+                self.current = None;
                 let cut: String = line.trim().chars().take(200).collect();
                 Err(format!("a command this worker does not take ({e}): {cut}"))
             }

@@ -138,3 +138,23 @@ fn only_the_first_unreadable_lines_are_quoted_and_cut() {
     assert_eq!(u.summary().unwrap(), format!("and {} more unreadable worker lines", 2_000_002 - MAX_QUOTED));
     assert!(Unreadable::default().summary().is_none());
 }
+
+/// A command already read from the descriptor into the buffer, behind
+/// another, is input waiting: two sent at once are both seen, and the end
+/// of the commands is seen too.
+#[test]
+fn a_buffered_command_is_input_waiting() {
+    use std::io::Write;
+    let (mut parent, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut io = child::WorkerIo::over_socket(theirs).unwrap();
+    let line = |seq: u64, n: u32| format!("{}\n", serde_json::json!({"seq": seq, "command": Echo::Ping(Ping(n))}));
+    parent.write_all(format!("{}{}", line(1, 7), line(2, 8)).as_bytes()).unwrap();
+    assert!(io.wait_input(Duration::from_secs(5)));
+    assert_eq!(io.command::<Echo>().unwrap().unwrap(), Echo::Ping(Ping(7)));
+    // The second is in the buffer now, not on the socket.
+    assert!(io.wait_input(Duration::from_millis(50)), "a buffered command was missed");
+    assert_eq!(io.command::<Echo>().unwrap().unwrap(), Echo::Ping(Ping(8)));
+    assert!(!io.wait_input(Duration::from_millis(50)), "nothing more was sent");
+    parent.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(io.wait_input(Duration::from_secs(5)) && io.at_end(), "the end of commands is input too");
+}
