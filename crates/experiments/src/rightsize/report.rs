@@ -132,7 +132,7 @@ pub fn comparison(rs: &[RightsizeResult]) -> Option<String> {
         "(knee: the limit verified, ? where none was and the best candidate is shown; predicted from the working set \
          and the cold pages' compressibility before the first limited run)"
     );
-    if batch.iter().any(|r| r.backing == Some(BackingKind::Zswap) && r.cgroup_version == "v2") {
+    if batch.iter().any(|r| r.backing == Some(BackingKind::Zswap) && r.cgroup_version == Some(probe::cgroup::CgroupVersion::V2)) {
         let _ = writeln!(
             s,
             "(zswap on cgroup v2: its pool is charged inside the group's limit, so its total is the limit, and its knee \

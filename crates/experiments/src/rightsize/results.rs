@@ -339,18 +339,20 @@ pub struct RightsizeResult {
     /// The slowdown the user accepts (0.05 = 5 %).
     #[serde(default)]
     pub target_slowdown: f64,
-    /// `v1` or `v2`.
-    #[serde(default)]
-    pub cgroup_version: String,
+    /// `v1` or `v2`; null only where a record written before the type said "".
+    #[serde(default, deserialize_with = "version_or_none")]
+    #[schemars(with = "Option<CgroupVersionName>")]
+    pub cgroup_version: Option<probe::cgroup::CgroupVersion>,
     /// What took the pages that did not fit: zram, zswap, swapfile, existing,
     /// none (the store asked for, when no limited run made one); null only
     /// where a record written before the type said "".
     #[serde(default, deserialize_with = "workloads::backing::none_if_empty")]
     pub backing: Option<workloads::backing::BackingKind>,
     pub compressor: Option<String>,
-    /// `cgroup` or `machine`: where the runs' PSI comes from.
-    #[serde(default)]
-    pub psi_scope: String,
+    /// `cgroup` or `machine`: where the runs' PSI comes from; null only
+    /// where a record written before the type said "".
+    #[serde(default, deserialize_with = "scope_or_none")]
+    pub psi_scope: Option<PsiScope>,
     /// Every run of the program, in order.
     #[serde(default)]
     pub runs: Vec<ProgramRun>,
@@ -382,4 +384,51 @@ pub struct RightsizeResult {
     pub seconds: f64,
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// Where a rightsize run's pressure (PSI) comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PsiScope {
+    /// The target's own memory cgroup's memory.pressure (cgroup v2).
+    Cgroup,
+    /// The whole machine's /proc/pressure/memory (cgroup v1, or a process
+    /// not alone in a v2 group).
+    Machine,
+}
+
+impl std::fmt::Display for PsiScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PsiScope::Cgroup => "cgroup",
+            PsiScope::Machine => "machine",
+        })
+    }
+}
+
+/// A field that older records wrote as "" for "unknown": None then.
+fn empty_or<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    match <Option<String> as Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) => serde_json::from_value(serde_json::Value::String(s)).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+fn version_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<probe::cgroup::CgroupVersion>, D::Error> {
+    empty_or(d)
+}
+
+fn scope_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PsiScope>, D::Error> {
+    empty_or(d)
+}
+
+/// `probe::cgroup::CgroupVersion` as the schema names it (the probe crate
+/// has no schema of its own): the same two values, as serde writes them.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum CgroupVersionName {
+    V1,
+    V2,
 }

@@ -77,7 +77,7 @@ pub(super) fn recommend(
     let swap_room = if res.backing == Some(BackingKind::None) || swap < MIB { 0 } else { swap + swap / 4 };
     let lines = ready_lines(limit, swap_room, peak);
     let (l, p) = (m_units(limit), m_units(peak));
-    let inside = pool_inside_limit(res.backing, res.cgroup_version == "v2");
+    let inside = pool_inside_limit(res.backing, res.cgroup_version == Some(probe::cgroup::CgroupVersion::V2));
     let total = if inside { limit } else { limit + store };
     let saved = peak as i64 - total as i64;
     let compressed = compressed(res.backing);
@@ -131,7 +131,7 @@ pub(super) fn recommend(
         look.map_or(f64::NAN, |k| k.alpha),
         res.target_slowdown * 100.0,
         res.runs.len(),
-        res.cgroup_version,
+        res.cgroup_version.map_or("an unknown".into(), |v| v.to_string()),
         res.backing.map_or("no", BackingKind::name),
     );
     let summary = existing_said(res, summary);
@@ -149,7 +149,7 @@ pub(super) fn recommend(
         look_alpha: look.map_or(f64::NAN, |k| k.alpha),
         lines,
         summary,
-        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, res.backing, res.cgroup_version == "v2", node, peak)),
+        kubernetes: Some(crate::rightsize::kube::kubernetes(limit, swap, res.backing, res.cgroup_version == Some(probe::cgroup::CgroupVersion::V2), node, peak)),
     })
 }
 

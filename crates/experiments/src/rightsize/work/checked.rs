@@ -62,7 +62,7 @@ pub(super) fn limit_check(
             let l = look.expect("a verified limit had a look");
             let swap_known = swap.or((res.backing == Some(BackingKind::None)).then_some(0));
             out.kubernetes =
-                swap_known.map(|s| kube::kubernetes(c.limit, s, res.backing, res.cgroup_version == "v2", cfg.node, found.peak));
+                swap_known.map(|s| kube::kubernetes(c.limit, s, res.backing, res.cgroup_version == Some(probe::cgroup::CgroupVersion::V2), cfg.node, found.peak));
             (
                 CheckAnswer::Verified,
                 format!(

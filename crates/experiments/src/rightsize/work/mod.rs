@@ -410,16 +410,11 @@ fn session<T>(
         mode: crate::rightsize::results::Mode::Batch,
         command: cfg.command.clone(),
         target_slowdown: cfg.search.slowdown,
-        cgroup_version: match version {
-            CgroupVersion::V1 => "v1",
-            CgroupVersion::V2 => "v2",
-        }
-        .into(),
-        psi_scope: match version {
-            CgroupVersion::V1 => "machine",
-            CgroupVersion::V2 => "cgroup",
-        }
-        .into(),
+        cgroup_version: Some(version),
+        psi_scope: Some(match version {
+            CgroupVersion::V1 => crate::rightsize::results::PsiScope::Machine,
+            CgroupVersion::V2 => crate::rightsize::results::PsiScope::Cgroup,
+        }),
         synthetic_hot_bytes: cfg.synthetic.map(|s| s.0),
         synthetic_cold_bytes: cfg.synthetic.map(|s| s.1),
         ..Default::default()

@@ -275,21 +275,16 @@ pub fn run(
         Target::Pid { pid, cg_pressure } => (
             format!("pid {pid} ({})", p.pid_comm(*pid).unwrap_or_default()),
             "process_madvise",
-            if cg_pressure.is_some() { "cgroup" } else { "machine" },
+            if cg_pressure.is_some() { crate::rightsize::results::PsiScope::Cgroup } else { crate::rightsize::results::PsiScope::Machine },
         ),
-        Target::Cgroup { dir, .. } => (dir.display().to_string(), "memory.reclaim", "cgroup"),
+        Target::Cgroup { dir, .. } => (dir.display().to_string(), "memory.reclaim", crate::rightsize::results::PsiScope::Cgroup),
     };
     let start_bytes = footprint(&mut p, &target).ok_or_else(|| err(format!("{name}: cannot read its memory")))?;
     let mut res = RightsizeResult {
         mode: crate::rightsize::results::Mode::Service,
         target_slowdown: cfg.probe_slowdown,
-        psi_scope: psi_scope.into(),
-        cgroup_version: p
-            .memory_controller()
-            .ok()
-            .flatten()
-            .map(|(v, _)| format!("{v:?}").to_lowercase())
-            .unwrap_or_default(),
+        psi_scope: Some(psi_scope),
+        cgroup_version: p.memory_controller().ok().flatten().map(|(v, _)| v),
         ..Default::default()
     };
     let b = backing::setup(&mut sb, cfg.backing, cfg.compressor.as_deref(), start_bytes + 16 * MIB, &cfg.swapfile_dir)?;

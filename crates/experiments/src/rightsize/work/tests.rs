@@ -1,5 +1,6 @@
 //! What a recommendation says it needs in all, per store and cgroup version.
 
+use probe::cgroup::CgroupVersion;
 use super::*;
 use crate::rightsize::results::{Baseline, CurvePoint, ProgramRun, Recommendation};
 
@@ -19,7 +20,7 @@ fn zswap_at_100(version: &str) -> (RightsizeResult, search::Verification) {
         mode: crate::rightsize::results::Mode::Batch,
         command: vec!["prog".into()],
         backing: Some(BackingKind::Zswap),
-        cgroup_version: version.into(),
+        cgroup_version: Some(if version == "v2" { CgroupVersion::V2 } else { CgroupVersion::V1 }),
         target_slowdown: 0.2,
         baseline: Some(Baseline { peak_bytes_max: 300 * MIB, ..Default::default() }),
         curve: vec![CurvePoint { limit_bytes: limit, store_used_bytes: Some(40 * MIB), ..Default::default() }],
@@ -101,4 +102,20 @@ fn zswaps_pool_counts_beside_the_limit_on_v1_and_inside_it_on_v2() {
             && !pool_inside_limit(Some(BackingKind::Zswap), false)
             && !pool_inside_limit(None, true)
     );
+}
+
+/// A record written before the version and the PSI scope were types said ""
+/// for "unknown": that reads as None, the values as their enums, and an
+/// unknown value is an error, not a default.
+#[test]
+fn an_older_records_empty_version_and_scope_read_as_unknown() {
+    use crate::rightsize::results::{PsiScope, RightsizeResult};
+    let read = |v: serde_json::Value| serde_json::from_value::<RightsizeResult>(v).map_err(|e| e.to_string());
+    let r = read(serde_json::json!({"mode": "batch", "cgroup_version": "", "psi_scope": ""})).unwrap();
+    assert_eq!((r.cgroup_version, r.psi_scope), (None, None));
+    let r = read(serde_json::json!({"mode": "service", "cgroup_version": "v2", "psi_scope": "machine"})).unwrap();
+    assert_eq!((r.cgroup_version, r.psi_scope), (Some(CgroupVersion::V2), Some(PsiScope::Machine)));
+    let back = serde_json::to_value(&r).unwrap();
+    assert_eq!((back["cgroup_version"].as_str(), back["psi_scope"].as_str()), (Some("v2"), Some("machine")));
+    assert!(read(serde_json::json!({"mode": "batch", "cgroup_version": "v3"})).unwrap_err().contains("v3"));
 }
