@@ -184,7 +184,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         None => experiments::kit::run::default_out("controls")?,
     };
     let exe = std::env::current_exe().context("finding pagelab's own binary")?;
-    let steps = plan(&m, Scale::Quick, &[]);
+    let steps = plan(&m, Scale::Quick, None, &[]);
     let mut turns: Vec<Turn> = Vec::new();
     let mut base_dirs: Vec<(&str, PathBuf)> = Vec::new();
     for (k, c) in CONTROLS.iter().enumerate() {
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn each_control_changes_its_lab_steps_arguments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-        let steps = plan(&m, Scale::Quick, &[]);
+        let steps = plan(&m, Scale::Quick, None, &[]);
         for c in CONTROLS {
             let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
             let args = if c.experiment == "heap" { heap_speed_only(&s.args) } else { s.args.clone() };

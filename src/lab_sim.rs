@@ -132,7 +132,7 @@ impl Truth {
 /// (seconds), and its findings.
 fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
     let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-    let steps: Vec<Step> = plan(&m, Scale::Quick, &[]);
+    let steps: Vec<Step> = plan(&m, Scale::Quick, None, &[]);
     let mut fs = Vec::new();
     for s in steps.iter().filter(|s| s.state == StepState::Planned) {
         let e = experiments::ALL.iter().find(|e| e.name() == s.experiment).expect("a planned experiment");

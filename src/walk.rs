@@ -15,7 +15,7 @@ mod tests {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
         for e in ALL {
             for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
-                assert_eq!((e.lab_step)(&m, scale).experiment, e.name());
+                assert_eq!((e.lab_step)(&m, scale, None).experiment, e.name());
             }
         }
     }
@@ -28,8 +28,11 @@ mod tests {
         for root in [true, false] {
             let m = Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
             for e in ALL {
-                for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
-                    let s = (e.lab_step)(&m, scale);
+                for (scale, budget) in [Scale::Smoke, Scale::Quick, Scale::Full]
+                    .into_iter()
+                    .flat_map(|s| [(s, None), (s, Some(1e6))])
+                {
+                    let s = (e.lab_step)(&m, scale, budget);
                     let argv = ["pagelab", e.name()].into_iter().map(String::from).chain(s.args.iter().cloned());
                     let argv: Vec<String> = argv.chain(["--out".to_string(), "/nonexistent/x".to_string()]).collect();
                     if let Err(err) = crate::cli::command().try_get_matches_from(&argv) {
@@ -79,7 +82,7 @@ mod tests {
                 out_schema.contains(&format!("\"const\": \"{name}\"")),
                 "{name}: not in experiment-output.schema.json"
             );
-            assert_eq!((e.lab_step)(&m, Scale::Quick).experiment, name, "{name}: lab step");
+            assert_eq!((e.lab_step)(&m, Scale::Quick, None).experiment, name, "{name}: lab step");
             assert!(!e.report.study().is_empty(), "{name}: no study");
             // Findings, or a reason for none (rightsize: its answer is verified by its own pairs).
             assert_eq!(

@@ -18,12 +18,13 @@ use std::time::{Duration, Instant};
 /// The steps for this machine, in the lab's order: each experiment plans its own
 /// (`lab_step` in its folder's `cmd.rs`). `Full` comes closer to the studies;
 /// the quick plan fits in about 5 minutes on a 2-core VM; the smoke plan in
-/// about a minute.
-pub fn plan(m: &Machine, scale: Scale, only: &[String]) -> Vec<Step> {
+/// about a minute. `budget` is the one the user gave (`--budget`), which may
+/// let in a step the scale's own time leaves out.
+pub fn plan(m: &Machine, scale: Scale, budget: Option<f64>, only: &[String]) -> Vec<Step> {
     experiments::ALL
         .iter()
         .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name()))
-        .map(|e| (e.lab_step)(m, scale))
+        .map(|e| (e.lab_step)(m, scale, budget))
         .collect()
 }
 
@@ -482,7 +483,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     }
     let m = Machine::here();
     let findings = crate::doctor::examine();
-    let steps = plan(&m, scale, &a.only);
+    let steps = plan(&m, scale, a.budget.map(|d| d.as_secs_f64()), &a.only);
     let expect: f64 = steps.iter().map(|s| s.expect_s).sum();
     // The whole quick lab spends 5 minutes; the whole smoke lab half as long
     // again as its first pass (so that its second pass runs too); the full

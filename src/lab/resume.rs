@@ -313,7 +313,8 @@ pub fn run(a: &LabArgs, dir: &Path) -> anyhow::Result<()> {
         m => return Err(bad(format!("lab.json has mode '{m}': expected quick, smoke or full"))),
     };
     let m = super::Machine::here();
-    let planned = plan(&m, scale, &lab.only);
+    // The budget it ran under (a quick lab's own 300 s lets in no more than none).
+    let planned = plan(&m, scale, lab.budget_s, &lab.only);
     let passes = super::passes_for(lab.budget_s, &planned);
     let now = digest(&lab.mode, &lab.only, &planned, lab.budget_s, passes);
     if let Some(why) = refusal(&lab, &host_here(), &planned, &now) {
@@ -426,7 +427,7 @@ mod tests {
     #[test]
     fn a_crafted_lab_json_cannot_choose_what_a_resume_runs() {
         let m = super::super::Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-        let planned = plan(&m, Scale::Smoke, &["eat".to_string()]);
+        let planned = plan(&m, Scale::Smoke, None, &["eat".to_string()]);
         let lab = lab_of(planned.clone());
         assert_eq!(check_steps(&lab, &planned), Ok(()));
         // A later pass's step as the lab plans it, for a finding of eat's.
@@ -462,7 +463,7 @@ mod tests {
         bad.steps[0].state = StepState::Complete;
         bad.steps[0].args.extend(["--".into(), "/bin/sh".into()]);
         assert!(check_steps(&bad, &planned).unwrap_err().contains("not the one the plan makes"));
-        let skip = plan(&m, Scale::Quick, &["thrash".to_string()]);
+        let skip = plan(&m, Scale::Quick, None, &["thrash".to_string()]);
         assert_eq!(skip[0].state, StepState::Skipped, "the quick lab skips thrash");
         let mut bad = lab_of(skip.clone());
         bad.steps[0].state = StepState::Planned;

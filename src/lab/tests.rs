@@ -20,7 +20,7 @@ fn thrash_step() -> Step {
 
 #[test]
 fn quick_plan_as_root_runs_everything_in_five_minutes() {
-    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    let p = plan(&machine(true, false), Scale::Quick, None, &[]);
     assert_eq!(
         p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(),
         experiments::ALL.iter().map(|e| e.name()).collect::<Vec<_>>()
@@ -38,7 +38,7 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     assert!(
         th.reason.as_deref().is_some_and(|r| r.contains("outside the study's protocol") && r.contains("e4 only fills"))
     );
-    let full = plan(&machine(true, false), Scale::Full, &[]);
+    let full = plan(&machine(true, false), Scale::Full, None, &[]);
     assert!(full.iter().any(|s| s.experiment == "rightsize" && s.state == StepState::Planned));
     let total: f64 = p.iter().map(|s| s.expect_s).sum();
     // The first pass fits the 5-minute budget (on a slower machine its
@@ -55,15 +55,47 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     // What thrash left goes to a second pass over what is still open.
     assert_eq!(passes_for(Some(300.0), &p), BUDGET_PASSES);
     assert_eq!(passes_for(None, &p), 1);
-    let full = plan(&machine(true, false), Scale::Full, &[]);
+    let full = plan(&machine(true, false), Scale::Full, None, &[]);
     let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
     // A whole Williams square on the findings' store (issue 57 item 5).
     assert!(t.contains("--backing zram --repeat 4"), "{t}");
 }
 
+/// The quick plan names the budget that holds thrash's protocol, and that
+/// budget (not a minute less) plans it: the study's 25 consumers and four
+/// presets, scaled only by a size and a time factor, with the whole first
+/// pass inside the budget (issue 57 item 2).
+#[test]
+fn a_quick_lab_names_the_budget_that_holds_thrash_and_runs_it_there() {
+    let m = machine(true, false);
+    let need = experiments::thrash::cmd::quick_budget_s();
+    let th = |b: Option<f64>| plan(&m, Scale::Quick, b, &[]).into_iter().find(|s| s.experiment == "thrash").unwrap();
+    let named = format!("pagelab lab --budget {:.0}m", need / 60.0);
+    for b in [None, Some(300.0), Some(need - 60.0)] {
+        let s = th(b);
+        assert_eq!(s.state, StepState::Skipped, "{b:?}");
+        assert!(s.reason.as_deref().is_some_and(|r| r.contains(&named)), "{b:?}: {:?}", s.reason);
+    }
+    let s = th(Some(need));
+    assert_eq!(s.state, StepState::Planned);
+    let a = s.args.join(" ");
+    assert!(a.contains("--preset all") && a.contains("--repeat 4") && a.contains("--backing swapfile"), "{a}");
+    // Only the size and time factors change the study's presets.
+    for custom in ["--consumers", "--size", "--writes", "--sleep", "--stagger", "--limit"] {
+        assert!(!a.contains(custom), "{a}");
+    }
+    let p = plan(&m, Scale::Quick, Some(need), &[]);
+    let first: f64 = p.iter().map(|s| s.expect_s).sum();
+    assert!(first + REPORT_RESERVE_S <= need, "the first pass ({first} s) fits the named budget ({need} s)");
+    // Without root it stays out whatever the budget, and says why.
+    let p = plan(&machine(false, false), Scale::Quick, Some(need), &[]);
+    let t = p.iter().find(|s| s.experiment == "thrash").unwrap();
+    assert!(t.state == StepState::Skipped && t.reason.as_deref().unwrap().contains("root"));
+}
+
 #[test]
 fn a_second_pass_is_planned_only_where_the_budget_buys_one() {
-    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    let p = plan(&machine(true, false), Scale::Quick, None, &[]);
     let total: f64 = p.iter().map(|s| s.expect_s).sum();
     // The quick lab's budget: two passes.
     assert_eq!(passes_for(Some(300.0), &p), BUDGET_PASSES);
@@ -83,7 +115,7 @@ fn a_second_pass_is_planned_only_where_the_budget_buys_one() {
     assert_eq!(passes_for(Some(b - 0.5), &p), 1);
     assert_eq!(passes_for(Some(b + 0.5), &p), BUDGET_PASSES);
     // eat alone: its own cheapest second pass decides.
-    let only: Vec<Step> = plan(&machine(true, false), Scale::Quick, &["eat".into()]);
+    let only: Vec<Step> = plan(&machine(true, false), Scale::Quick, None, &["eat".into()]);
     let c = second_pass_cost(&only).unwrap();
     assert!(c < only[0].expect_s, "{c}");
     assert_eq!(passes_for(Some(only[0].expect_s + REPORT_RESERVE_S + 0.9 * c), &only), 1);
@@ -92,7 +124,7 @@ fn a_second_pass_is_planned_only_where_the_budget_buys_one() {
 
 #[test]
 fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
-    let p = plan(&machine(false, false), Scale::Quick, &[]);
+    let p = plan(&machine(false, false), Scale::Quick, None, &[]);
     let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
     assert_eq!(by("thrash").state, StepState::Skipped);
     assert!(by("thrash").reason.as_deref().unwrap().contains("root"));
@@ -100,7 +132,7 @@ fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
     assert!(by("eat").args.contains(&"none".to_string()));
     assert!(by("eat").note.is_some());
     // With a swap area already active, wscap runs its periodic modes.
-    let p = plan(&machine(false, true), Scale::Quick, &[]);
+    let p = plan(&machine(false, true), Scale::Quick, None, &[]);
     let w = p.iter().find(|s| s.experiment == "wscap").unwrap();
     assert_eq!(w.state, StepState::Planned);
     assert!(w.args.join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
@@ -108,7 +140,7 @@ fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
 
 #[test]
 fn an_extra_pass_repeats_the_same_arms() {
-    let p = plan(&machine(true, false), Scale::Quick, &[]);
+    let p = plan(&machine(true, false), Scale::Quick, None, &[]);
     let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
     let h = more_repeats(by("heap"), &["heap.concurrent_linux"], 2).unwrap();
     assert!(h.args.join(" ").contains("--repeat 2") && h.args.join(" ").contains("--threads 1,2,4"), "{:?}", h.args);
@@ -154,7 +186,7 @@ fn a_slow_machine_cuts_a_later_step_to_the_repeats_that_fit() {
 #[test]
 fn two_small_steps_a_little_slow_do_not_cut_the_next() {
     // The quick plan as it was with thrash in it (a budget with little left).
-    let mut steps = plan(&machine(true, false), Scale::Quick, &[]);
+    let mut steps = plan(&machine(true, false), Scale::Quick, None, &[]);
     let i = steps.iter().position(|s| s.experiment == "thrash").unwrap();
     steps[i] = thrash_step();
     let by = |e: &str| steps.iter().find(|s| s.experiment == e).unwrap();
@@ -182,10 +214,10 @@ fn two_small_steps_a_little_slow_do_not_cut_the_next() {
 
 #[test]
 fn full_is_longer_and_only_filters() {
-    let q: f64 = plan(&machine(true, false), Scale::Quick, &[]).iter().map(|s| s.expect_s).sum();
-    let f: f64 = plan(&machine(true, false), Scale::Full, &[]).iter().map(|s| s.expect_s).sum();
+    let q: f64 = plan(&machine(true, false), Scale::Quick, None, &[]).iter().map(|s| s.expect_s).sum();
+    let f: f64 = plan(&machine(true, false), Scale::Full, None, &[]).iter().map(|s| s.expect_s).sum();
     assert!(f > 4.0 * q, "{f} vs {q}");
-    let p = plan(&machine(true, false), Scale::Quick, &["heap".into(), "eat".into()]);
+    let p = plan(&machine(true, false), Scale::Quick, None, &["heap".into(), "eat".into()]);
     assert_eq!(p.iter().map(|s| s.experiment.as_str()).collect::<Vec<_>>(), ["eat", "heap"]);
 }
 
@@ -200,7 +232,7 @@ fn every_lab_step_parses_through_the_real_command_line() {
     for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
         for (root, swap, cpus) in [(true, false, 2), (false, false, 2), (false, true, 2), (true, false, 16)] {
             let m = Machine { root, cpus, ram_bytes: 24 << 30, swap_active: swap };
-            for s in plan(&m, scale, &[]) {
+            for s in plan(&m, scale, None, &[]) {
                 let cut = fit_step(&s, 4.0, 1e6, 1.0);
                 let more = more_repeats(&s, &[], 2);
                 for t in std::iter::once(s.clone()).chain(cut).chain(more) {

@@ -51,8 +51,10 @@ pub struct Experiment {
     pub report: &'static dyn report::experiment::Experiment,
     /// What it needs, and which of its modes need it (as doctor names them).
     pub needs: &'static [(Need, &'static str)],
-    /// The lab's step for this machine at this scale.
-    pub lab_step: fn(&Machine, Scale) -> Step,
+    /// The lab's step for this machine at this scale, and the budget the
+    /// user gave (`lab --budget`; None: the scale's own), which may let in a
+    /// step the scale's own time leaves out (thrash in a quick lab).
+    pub lab_step: fn(&Machine, Scale, Option<f64>) -> Step,
     /// A budgeted lab's extra pass: `k` more repeats of the first pass's step,
     /// for these inconclusive claims (by id); None when it cannot repeat.
     pub lab_more: fn(&Step, &[&str], u32) -> Option<Step>,

@@ -132,7 +132,7 @@ struct Recorded<'a> {
 
 /// The lab's `assess` step: the synthetic worker, whose truth is known (a
 /// quarter of it hot); trimmed into a zram made for the run in the full lab.
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let full = scale == Scale::Full;
     let size = match scale {
         Scale::Full => (256 * MIB).min(m.ram_bytes / 16),

@@ -122,7 +122,7 @@ struct Recorded<'a> {
 }
 
 /// The lab's `eat` step for this machine.
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let full = scale == Scale::Full;
     // eat: the study used 5 GB per pattern on 16 GB; stay at 1/16 of RAM at most.
     let eat_size = match scale {

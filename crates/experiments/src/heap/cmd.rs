@@ -211,7 +211,7 @@ fn note_over_time(run: &ExperimentRun, ot: &crate::heap::work::overtime::OverTim
 }
 
 /// The lab's `heap` step for this machine.
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let full = scale == Scale::Full;
     // heap: thread counts up to 128 (full) or 2 × cores (quick). heap.growth
     // takes the study's Linux step (Table 2: 4 → 8 threads on 4 cores), the

@@ -98,7 +98,7 @@ struct Recorded<'a> {
 /// The methods mapping's findings compare (crate::mapping::report).
 const FINDING_METHODS: &str = "mmap-munmap,dontneed,free,memfd";
 
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
     let map_size = match scale {
         Scale::Full => (300 * MIB).min(m.ram_bytes / 16),

@@ -367,7 +367,7 @@ fn batch_arms(
 /// The lab's `rightsize` step: pagelab's hot/cold program (64 MiB hot, 192
 /// MiB cold), whose answer is known, in the full lab; the quick lab leaves it
 /// out (a dozen runs of a program do not fit its budget).
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let s = if scale == Scale::Smoke {
         // A small program with a sharp knee, a handful of short runs (the
         // fewest pairs of 2 the command takes): the step and its report

@@ -326,6 +326,10 @@ pub struct GuardReport {
     pub above_target_s: f64,
     /// v1: the guard gave up (limit at MAX_RAISE × target) and let the kernel kill.
     pub gave_up: bool,
+    /// v1: bytes of the consumers' buffers the guard paged out ahead of the
+    /// kernel's reclaim (`process_madvise(MADV_PAGEOUT)`), as kswapd did on
+    /// the study's machine; 0 where it did not (v2, or the kernel refused).
+    pub paged_ahead_bytes: u64,
     /// v2: the highest charge seen (`memory.peak` at the end where the kernel
     /// has it, and `memory.current` at every look). `memory.high` holds the
     /// group near the target by throttling, never by a limit that moves, so

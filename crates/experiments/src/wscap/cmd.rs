@@ -163,7 +163,7 @@ struct Recorded<'a> {
 }
 
 /// The lab's `wscap` step for this machine.
-pub fn lab_step(m: &Machine, scale: Scale) -> Step {
+pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let full = scale == Scale::Full;
     // wscap: the study's 64 MiB scan under a 32 MiB cap (smoke: a quarter).
     let (dur, rep) = match scale {

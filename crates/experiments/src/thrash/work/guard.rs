@@ -53,6 +53,84 @@ pub const V2_HEADROOM: f64 = 1.25;
 
 pub use crate::thrash::results::GuardReport;
 
+/// A consumer's buffer in its own process, which the v1 guard may page out
+/// ahead of the kernel's reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub pid: i32,
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The consumers' buffers as they allocate, shared with the guard's thread.
+pub type Regions = std::sync::Mutex<Vec<Region>>;
+
+/// v1's reclaim ahead: `process_madvise(MADV_PAGEOUT)` over the consumers'
+/// buffers, round robin, each from where it last stopped (a clock over the
+/// group's pages, as kswapd's LRU is one under uniform access).
+#[derive(Default)]
+struct Ahead {
+    fds: std::collections::HashMap<i32, workloads::mm::PidFd>,
+    /// Where each region's next page-out starts, by (pid, address).
+    cursor: std::collections::HashMap<(i32, usize), usize>,
+    /// Processes gone (or not ours to advise): their regions are passed over.
+    gone: std::collections::HashSet<i32>,
+    next: usize,
+    /// The kernel refused (no process_madvise, or not allowed): the guard raises instead.
+    off: bool,
+}
+
+impl Ahead {
+    /// Pages out about `bytes` of the consumers' buffers; the bytes advised.
+    fn page_out(&mut self, regions: &Regions, bytes: u64) -> u64 {
+        if self.off {
+            return 0;
+        }
+        let rs: Vec<Region> = regions.lock().map(|r| r.clone()).unwrap_or_default();
+        let live: Vec<Region> = rs.into_iter().filter(|r| !self.gone.contains(&r.pid) && r.len > 0).collect();
+        if live.is_empty() {
+            return 0;
+        }
+        let page = workloads::mm::page_size();
+        let mut done = 0u64;
+        for _ in 0..live.len() {
+            if done >= bytes {
+                break;
+            }
+            let r = live[self.next % live.len()];
+            self.next = self.next.wrapping_add(1);
+            let fd = match self.fds.entry(r.pid) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => match workloads::mm::PidFd::open(r.pid) {
+                    Ok(fd) => v.insert(fd),
+                    Err(_) => {
+                        self.gone.insert(r.pid);
+                        continue;
+                    }
+                },
+            };
+            let key = (r.pid, r.addr);
+            let cur = self.cursor.get(&key).copied().unwrap_or(0) % r.len;
+            let want = (((bytes - done) as usize).div_ceil(page) * page).min(r.len - cur);
+            match workloads::mm::process_madvise(fd, &[(r.addr + cur, want)], workloads::mm::MADV_PAGEOUT) {
+                Ok(n) => {
+                    done += n as u64;
+                    self.cursor.insert(key, (cur + want) % r.len);
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ESRCH) | Some(libc::ENOMEM)) => {
+                    self.gone.insert(r.pid);
+                    self.fds.remove(&r.pid);
+                }
+                Err(_) => {
+                    self.off = true;
+                    return done;
+                }
+            }
+        }
+        done
+    }
+}
+
 pub struct Guard {
     target: u64,
     step: u64,
@@ -60,6 +138,8 @@ pub struct Guard {
     calm_since: Option<u64>,
     raised_at: Option<u64>,
     v2_start: Option<(u64, u64, u64)>,
+    ahead: Ahead,
+    regions: std::sync::Arc<Regions>,
     pub report: GuardReport,
 }
 
@@ -82,6 +162,8 @@ impl Guard {
             calm_since: None,
             raised_at: None,
             v2_start: None,
+            ahead: Ahead::default(),
+            regions: Default::default(),
             report: GuardReport { target_bytes: target, limit_max_bytes: target, ..Default::default() },
         };
         match cg.version {
@@ -102,6 +184,11 @@ impl Guard {
         Ok(g)
     }
 
+    /// Where the consumers' buffers are to be told, as they allocate.
+    pub fn regions(&self) -> std::sync::Arc<Regions> {
+        self.regions.clone()
+    }
+
     /// One look at the group. Without OOM notifications, each look that finds
     /// the group in OOM counts a stall; with them, [`Guard::watch`] counts the
     /// kernel's notifications instead.
@@ -119,7 +206,14 @@ impl Guard {
             if count_stalls {
                 self.report.oom_stalls += 1;
             }
-            let next = self.limit + self.step;
+            // Reclaim ahead, as kswapd would have: page out two steps of the
+            // consumers' buffers; then a one-page raise wakes the stalled
+            // fault (the kernel wakes a group's OOM waiters when its limit
+            // grows). Without reclaim ahead, the raise is a whole step.
+            let freed = self.ahead.page_out(&self.regions, 2 * self.step);
+            self.report.paged_ahead_bytes += freed;
+            let up = if freed > 0 { workloads::mm::page_size() as u64 } else { self.step };
+            let next = self.limit + up;
             if next as f64 > self.target as f64 * MAX_RAISE {
                 // Hand the decision back to the kernel: this run leaves the protocol.
                 let _ = cg.set_oom_kill_disable(false);
@@ -207,5 +301,51 @@ impl Guard {
             self.report.oom_events = b.2.saturating_sub(a.2);
         }
         self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reclaim_ahead_takes_each_buffer_in_turn_from_where_it_stopped() {
+        if let Err(why) = workloads::mm::try_process_madvise() {
+            crate::kit::skip_test(&why);
+            return;
+        }
+        let page = workloads::mm::page_size();
+        let map = || {
+            let mut m = workloads::mm::Mapping::anon(4 * page, 0).unwrap();
+            m.as_mut_slice().fill(7);
+            m
+        };
+        let (a, b) = (map(), map());
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let at = |m: &workloads::mm::Mapping| m.as_slice().as_ptr() as usize;
+        let regions: Regions = std::sync::Mutex::new(vec![
+            Region { pid, addr: at(&a), len: 4 * page },
+            Region { pid, addr: at(&b), len: 4 * page },
+        ]);
+        let mut ahead = Ahead::default();
+        // Three pages from the first buffer; the next call starts on the second.
+        assert_eq!(ahead.page_out(&regions, 3 * page as u64), 3 * page as u64);
+        assert_eq!(ahead.cursor.get(&(pid, at(&a))), Some(&(3 * page)));
+        assert_eq!(ahead.page_out(&regions, 2 * page as u64), 2 * page as u64);
+        assert_eq!(ahead.cursor.get(&(pid, at(&b))), Some(&(2 * page)));
+        // Back on the first: its last page (it wraps to its start), then one of the second's.
+        assert_eq!(ahead.page_out(&regions, 2 * page as u64), 2 * page as u64);
+        assert_eq!(ahead.cursor.get(&(pid, at(&a))), Some(&0));
+        assert_eq!(ahead.cursor.get(&(pid, at(&b))), Some(&(3 * page)));
+        // The contents survive (they come back from swap, or were never taken).
+        assert!(a.as_slice().iter().chain(b.as_slice()).all(|&x| x == 7));
+        // A process that is gone is passed over, not an error, and not retried.
+        let gone = Region { pid: i32::MAX - 1, addr: at(&a), len: 4 * page };
+        let only_gone: Regions = std::sync::Mutex::new(vec![gone]);
+        assert_eq!(ahead.page_out(&only_gone, page as u64), 0);
+        assert!(ahead.gone.contains(&gone.pid) && !ahead.off);
+        // Nothing to page out: nothing advised.
+        assert_eq!(Ahead::default().page_out(&std::sync::Mutex::new(vec![]), page as u64), 0);
     }
 }

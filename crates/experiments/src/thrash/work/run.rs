@@ -126,9 +126,10 @@ fn run_once<O: workloads::observe::Observer>(
     // The guard watches on its own thread, so that a stalled consumer's raise
     // does not wait for the main thread's round of the consumers.
     let guard_stop = std::sync::atomic::AtomicBool::new(false);
+    let regions = guard.regions();
     let (waited, mut guard) = std::thread::scope(|s| {
         let watcher = s.spawn(|| guard.watch(&cg, &guard_stop));
-        let waited = wait_consumers(&mut cons, obs, stop, give_up);
+        let waited = wait_consumers(&mut cons, obs, stop, give_up, &regions);
         guard_stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (waited, watcher.join().expect("the guard thread does not panic"))
     });
@@ -233,8 +234,9 @@ planned {:.0} s plus recovery",
         units::mib(r.limit_bytes),
         units::mib(r.idle_usage_bytes),
         plan.writes,
-        plan.sleep_ms,
-        plan.stagger_ms,
+        // To the microsecond: a time factor of 0.035 would print 3.5000000000000004.
+        (plan.sleep_ms * 1e3).round() / 1e3,
+        (plan.stagger_ms * 1e3).round() / 1e3,
         (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
     )
 }
@@ -555,6 +557,7 @@ fn wait_consumers<O: workloads::observe::Observer>(
     obs: &mut O,
     stop: fn() -> bool,
     give_up: u64,
+    regions: &guard::Regions,
 ) -> Result<(), ExperimentError> {
     loop {
         if stop() {
@@ -566,6 +569,12 @@ fn wait_consumers<O: workloads::observe::Observer>(
             match c.w.recv(Duration::from_millis(2)) {
                 Ok(Some(ev)) if ev.kind == EventKind::Alloc => {
                     c.alloc_ns = Some(ev.t_ns);
+                    let at = |k: &str| ev.data[k].as_u64().map(|v| v as usize);
+                    if let (Some(addr), Some(len)) = (at("addr"), at("len")) {
+                        if let Ok(mut r) = regions.lock() {
+                            r.push(guard::Region { pid: c.w.pid, addr, len });
+                        }
+                    }
                     obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
                 }
                 Ok(Some(ev)) if ev.kind == EventKind::Done => {
@@ -681,5 +690,8 @@ mod tests {
         let r = ThrashResult { limit_bytes: 2000 << 20, idle_usage_bytes: 50 << 20, ..Default::default() };
         let line = announce(p, 1, &r);
         assert!(line.starts_with("thrash e2 repeat 2: 25 consumers × 10.0 MiB in a 2000.0 MiB cgroup"), "{line}");
+        let cfg = ThrashConfig { scale: 0.02, time_scale: Some(0.035), ..crate::thrash::work::tests::cfg() };
+        let line = announce(&cfg.plans()[0], 0, &r);
+        assert!(line.contains("t_s=3.5 ms t_c=1050 ms"), "{line}");
     }
 }

@@ -130,7 +130,8 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     sleep_until(planned_start);
     let mut m = workloads::mm::Mapping::anon(size, 0).map_err(|e| format!("allocating {size} bytes: {e}"))?;
     let alloc_ns = probe::sample::monotonic_ns();
-    io.emit(EventKind::Alloc, "", Value::Null);
+    // Where the buffer is, for the v1 guard's reclaim ahead.
+    io.emit(EventKind::Alloc, "", json!({"addr": m.as_slice().as_ptr() as usize, "len": size}));
     let planned_end = planned_start + active_ns;
     let buf = m.as_mut_slice();
     let mut x = seed | 1;
