@@ -325,9 +325,13 @@ pub struct BenchArgs {
     /// controls: a new directory for the runs (default runs/<time>-controls).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// controls: only these experiments' controls (eat, wscap, mapping, heap).
+    /// controls: only these experiments' controls (eat, wscap, mapping, heap, thrash).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// controls: --out exists; keep its finished runs of the same commands
+    /// and run only what is missing.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

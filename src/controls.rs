@@ -26,6 +26,12 @@ struct Control {
     /// The change, in words.
     what: &'static str,
     change: fn(&[String]) -> Option<Vec<String>>,
+    /// The control leaves the study's protocol by design (thrash's CPU-only
+    /// control removes the overcommit the protocol requires): its verdict is
+    /// what the same rules give on its estimate alone
+    /// ([`report::verdict::Verdict::ungated`]), where every run broke only
+    /// what this accepts; the table says so.
+    lifts_gate: Option<Lift>,
 }
 
 /// `args` with `flag` set to `value` (replaced where given, else added).
@@ -49,6 +55,7 @@ const CONTROLS: &[Control] = &[
         experiment: "eat",
         what: "--backing swapfile: a store that neither compresses nor detects same-value pages",
         change: |a| Some(set(a, "--backing", "swapfile")),
+        lifts_gate: None,
     },
     Control {
         ids: &["wscap.cap_slowdown", "wscap.periodic_cheaper"],
@@ -58,30 +65,46 @@ const CONTROLS: &[Control] = &[
             let size = experiments::kit::units::parse_size(value(a, "--size")?).ok()?;
             Some(set(a, "--cap", &(2 * size).to_string()))
         },
+        lifts_gate: None,
     },
     Control {
         ids: &["wscap.cap_saves_no_memory"],
         experiment: "wscap",
         what: "--memory-store zram: the memory arm on a store that keeps the capped pages in RAM",
         change: |a| Some(set(a, "--memory-store", "zram")),
+        lifts_gate: None,
     },
     Control {
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
         experiment: "mapping",
         what: "--pressure: the lazily freed pages are reclaimed before they are used again",
         change: |a| Some([a, &["--pressure".to_string()]].concat()),
+        lifts_gate: None,
     },
     Control {
         ids: &["heap.concurrent_linux"],
         experiment: "heap",
         what: "--heap-mode shared: one heap for every thread (glibc with one arena)",
         change: |a| Some(set(a, "--heap-mode", "shared")),
+        lifts_gate: None,
+    },
+    Control {
+        ids: &["thrash.deep", "thrash.writes", "thrash.sleep", "thrash.stagger"],
+        experiment: "thrash",
+        what: "--cpu-only: a limit that holds every consumer twice over, so nothing pages (outside the protocol by \
+               design, so judged on its estimate alone)",
+        change: |a| Some([a, &["--cpu-only".to_string()]].concat()),
+        lifts_gate: Some(thrash_cpu_only),
+    },
+    Control {
+        ids: &["thrash.recovery"],
+        experiment: "thrash",
+        what: "--after-load stays, e2 alone: each consumer keeps writing its whole region after t_p, so the load never \
+               falls back",
+        change: |a| Some(set(&set(a, "--after-load", "stays"), "--preset", "e2")),
+        lifts_gate: None,
     },
 ];
-
-/// Why thrash's study findings' control is not run.
-const THRASH_NOT_RUN: &str = "their control (a limit above N × S, nothing pages) is outside the study's protocol by \
-                              its definition, so it cannot be judged there";
 
 /// The findings whose control is named but not run here, and why.
 const NOT_RUN: &[(&str, &str)] = &[
@@ -91,15 +114,6 @@ const NOT_RUN: &[(&str, &str)] = &[
     ("heap.growth", "needs more CPUs than twice the thread counts judged: its control is the step within the cores"),
     ("heap.glibc_keeps", "its control is glibc+malloc_trim, an arm of the same over-time run"),
     ("heap.malloc_trim", "needs a program that frees nothing before the trim"),
-    ("thrash.deep", THRASH_NOT_RUN),
-    ("thrash.writes", THRASH_NOT_RUN),
-    ("thrash.sleep", THRASH_NOT_RUN),
-    ("thrash.stagger", THRASH_NOT_RUN),
-    (
-        "thrash.recovery",
-        "its control is `thrash --after-load stays` (the load does not fall back); this benchmark runs the quick \
-         lab's steps, and the quick lab cannot hold thrash's protocol",
-    ),
     ("assess.far_memory", "needs a synthetic program that touches what was trimmed"),
 ];
 
@@ -130,6 +144,9 @@ pub struct Turn {
     pub estimate: Option<f64>,
     pub control_verdict: String,
     pub control_estimate: Option<f64>,
+    /// The control left the study's protocol by design, and its verdict is
+    /// what the rules give on its estimate alone.
+    pub control_gate_lifted: bool,
     /// matches on one side and differs on the other.
     pub turned: bool,
 }
@@ -156,26 +173,118 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
     Ok(())
 }
 
-/// The verdict of `id` in the run at `dir`: (verdict, estimate).
-fn verdict_of(dir: &Path, id: &str) -> anyhow::Result<(String, Option<f64>)> {
+/// [`run_one`], unless `dir` holds a complete run of the same command (a
+/// `--resume` after a control failed or was stopped): its run.json says
+/// `complete`, by this version of pagelab, with exactly these arguments. A
+/// directory with anything else in it (a failed or interrupted run, another
+/// command's) is an error that names it; pagelab never deletes it.
+fn run_or_keep(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return run_one(exe, experiment, args, dir);
+    }
+    // As root: only a directory of ours that nobody else may write.
+    crate::lab::resume::check_dir(dir).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
+    let kept = std::fs::read(dir.join("run.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .filter(|r| r["status"]["state"] == "complete" && r["pagelab_version"] == env!("CARGO_PKG_VERSION"))
+        .and_then(|r| {
+            let line: Vec<String> =
+                r["command_line"].as_array()?.iter().filter_map(|x| x.as_str().map(String::from)).collect();
+            let want: Vec<&str> = [experiment].into_iter().chain(args.iter().map(String::as_str)).collect();
+            // The recorded line: the binary, the experiment, the arguments, then --out DIR.
+            let got: Vec<&str> = line.iter().skip(1).map(String::as_str).collect();
+            Some(got.len() == want.len() + 2 && got[..want.len()] == want[..] && got[want.len()] == "--out")
+        })
+        .unwrap_or(false);
+    if !kept {
+        anyhow::bail!(
+            "{}: exists but holds no complete run of `pagelab {experiment} {}`; move it away to run it again",
+            dir.display(),
+            args.join(" ")
+        );
+    }
+    eprintln!("  kept {} (complete before)", dir.display());
+    Ok(())
+}
+
+/// A finding's verdict in one run, as the table shows it.
+struct Judged {
+    verdict: String,
+    estimate: Option<f64>,
+    /// How many findings its family judged (the Holm family it was decided in).
+    family: usize,
+}
+
+/// The verdict of `id` in the run at `dir`. With `lift`, a verdict the
+/// protocol made "outside the protocol" is the one the same rules gave on
+/// its estimate alone, where `lift` accepts every run of the directory (it
+/// broke the protocol only as the control must), held to `family`'s level
+/// (Bonferroni: p × family ≤ 5 %, stricter than the Holm the run as the lab
+/// makes it was judged by), so that a control cannot turn more easily than
+/// its finding was decided.
+fn verdict_of(dir: &Path, id: &str, lift: Option<(Lift, usize)>) -> anyhow::Result<Judged> {
     let r = report::html::Report::load(dir, report::html::Render::Never, experiments::catalog())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let f = r.findings();
-    let v = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v);
-    Ok(v.map_or(("not judged".into(), None), |v| (v.outcome.word().to_string(), v.estimate)))
+    let Some(v) = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v) else {
+        return Ok(Judged { verdict: "not judged".into(), estimate: None, family: 0 });
+    };
+    let verdict = match (lift, v.ungated) {
+        (Some((ok, family)), Some((o, p))) => {
+            if let Err(why) = ok(dir) {
+                format!("outside the protocol beyond what the control removes: {why}")
+            } else if matches!(o, report::verdict::Outcome::Matches | report::verdict::Outcome::Differs)
+                && p.is_none_or(|p| p * family.max(1) as f64 > 0.05)
+            {
+                "inconclusive at the family's level".into()
+            } else {
+                o.word().to_string()
+            }
+        }
+        _ => v.outcome.word().to_string(),
+    };
+    Ok(Judged { verdict, estimate: v.estimate, family: v.family })
+}
+
+/// Whether every run in a control's directory broke the protocol only as
+/// the control must (Err: which did not).
+type Lift = fn(&Path) -> Result<(), String>;
+
+/// thrash's CPU-only control: every run in `dir` only had its paging
+/// taken away ([`experiments::thrash::protocol::only_paging_removed`]).
+fn thrash_cpu_only(dir: &Path) -> Result<(), String> {
+    let b = std::fs::read(dir.join("run.json")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let run: serde_json::Value = serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries: Vec<experiments::thrash::results::Entry> = serde_json::from_value(run["results"].clone())
+        .map_err(|e| format!("{}: its results are not thrash's: {e}", dir.display()))?;
+    match entries.iter().find(|e| !experiments::thrash::protocol::only_paging_removed(&e.result)) {
+        Some(e) => Err(format!("{} repeat {} broke more", e.result.preset, e.result.repeat_index + 1)),
+        None if entries.is_empty() => Err("it has no runs".into()),
+        None => Ok(()),
+    }
 }
 
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(o) = a.only.iter().find(|o| !CONTROLS.iter().any(|c| c.experiment == o.as_str())) {
-        return Err(crate::usage(format!("--only {o}: expected experiments with controls: eat, wscap, mapping, heap")));
+        let mut with: Vec<&str> = CONTROLS.iter().map(|c| c.experiment).collect();
+        with.dedup();
+        return Err(crate::usage(format!("--only {o}: expected experiments with controls: {}", with.join(", "))));
     }
     let m = Machine::here();
     if !m.root {
         return Err(crate::usage("bench controls: needs root (the controls make memory cgroups and swap stores)"));
     }
     let out = match &a.out {
+        Some(o) if a.resume && o.is_dir() => {
+            crate::lab::resume::check_dir(o).map_err(|e| crate::usage(format!("--out {}: {e}", o.display())))?;
+            o.clone()
+        }
         Some(o) if o.exists() => {
-            return Err(crate::usage(format!("--out {}: exists; give a new directory", o.display())));
+            return Err(crate::usage(format!(
+                "--out {}: exists; give a new directory, or --resume to keep its finished runs",
+                o.display()
+            )));
         }
         Some(o) => {
             std::fs::create_dir_all(o).with_context(|| format!("creating {}", o.display()))?;
@@ -184,7 +293,8 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         None => experiments::kit::run::default_out("controls")?,
     };
     let exe = std::env::current_exe().context("finding pagelab's own binary")?;
-    let steps = plan(&m, Scale::Quick, None, &[]);
+    // The quick lab's steps, thrash's at the budget that holds its protocol.
+    let steps = plan(&m, Scale::Quick, Some(experiments::thrash::cmd::quick_budget_s()), &[]);
     let mut turns: Vec<Turn> = Vec::new();
     let mut base_dirs: Vec<(&str, PathBuf)> = Vec::new();
     for (k, c) in CONTROLS.iter().enumerate() {
@@ -206,16 +316,17 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             Some((_, d)) => d.clone(),
             None => {
                 let d = out.join(format!("{}-as-the-lab", c.experiment));
-                run_one(&exe, c.experiment, &args, &d)?;
+                run_or_keep(&exe, c.experiment, &args, &d)?;
                 base_dirs.push((c.experiment, d.clone()));
                 d
             }
         };
         let ctl = out.join(format!("{}-control-{k}", c.experiment));
-        run_one(&exe, c.experiment, &changed, &ctl)?;
+        run_or_keep(&exe, c.experiment, &changed, &ctl)?;
         for id in c.ids {
-            let (verdict, estimate) = verdict_of(&base, id)?;
-            let (control_verdict, control_estimate) = verdict_of(&ctl, id)?;
+            let b = verdict_of(&base, id, None)?;
+            let k = verdict_of(&ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
+            let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
             let turned =
                 matches!((verdict.as_str(), control_verdict.as_str()), ("matches", "differs") | ("differs", "matches"));
             turns.push(Turn {
@@ -225,6 +336,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 estimate,
                 control_verdict,
                 control_estimate,
+                control_gate_lifted: c.lifts_gate.is_some(),
                 turned,
             });
         }
@@ -250,7 +362,11 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             t.id,
             t.verdict,
             f(t.estimate),
-            t.control_verdict,
+            if t.control_gate_lifted {
+                format!("{} (estimate alone)", t.control_verdict)
+            } else {
+                t.control_verdict.clone()
+            },
             f(t.control_estimate),
             if t.turned { "yes" } else { "no" },
             t.control
@@ -294,10 +410,52 @@ mod tests {
         }
     }
 
+    /// `--resume` keeps a finished run of exactly the same command, and
+    /// refuses (naming the directory, deleting nothing) one that is not.
+    #[test]
+    fn a_resumed_bench_keeps_only_finished_runs_of_the_same_command() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("thrash-as-the-lab");
+        std::fs::create_dir(&dir).unwrap();
+        let args: Vec<String> = ["--preset", "all", "--repeat", "4"].iter().map(|x| x.to_string()).collect();
+        let write = |state: &str, line: &[&str]| {
+            let r = serde_json::json!({
+                "status": {"state": state},
+                "pagelab_version": env!("CARGO_PKG_VERSION"),
+                "command_line": line,
+            });
+            std::fs::write(dir.join("run.json"), r.to_string()).unwrap();
+        };
+        // No binary to run: a kept run must not need one.
+        let exe = tmp.path().join("no-such-pagelab");
+        let line = ["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--out", "d"];
+        write("complete", &line);
+        run_or_keep(&exe, "thrash", &args, &dir).expect("kept");
+        // Stopped, failed or still running: refused, and left in place.
+        for state in ["interrupted", "failed", "running"] {
+            write(state, &line);
+            let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
+            assert!(e.contains("thrash-as-the-lab") && e.contains("no complete run"), "{state}: {e}");
+        }
+        // Another command (the control's extra flag): refused, either way round.
+        write("complete", &["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--cpu-only", "--out", "d"]);
+        let more: Vec<String> = args.iter().cloned().chain(["--cpu-only".to_string()]).collect();
+        assert!(run_or_keep(&exe, "thrash", &args, &dir).is_err());
+        run_or_keep(&exe, "thrash", &more, &dir).expect("the control's own run is kept");
+        write("complete", &line);
+        assert!(run_or_keep(&exe, "thrash", &more, &dir).is_err());
+        // A directory others may write is not trusted.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
+        assert!(e.contains("written by others"), "{e}");
+        assert!(dir.join("run.json").exists(), "nothing was deleted");
+    }
+
     #[test]
     fn each_control_changes_its_lab_steps_arguments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-        let steps = plan(&m, Scale::Quick, None, &[]);
+        let steps = plan(&m, Scale::Quick, Some(experiments::thrash::cmd::quick_budget_s()), &[]);
         for c in CONTROLS {
             let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
             let args = if c.experiment == "heap" { heap_speed_only(&s.args) } else { s.args.clone() };
@@ -312,6 +470,11 @@ mod tests {
         }
         let heap = heap_speed_only(&steps.iter().find(|s| s.experiment == "heap").unwrap().args);
         assert!(!heap.iter().any(|a| a.starts_with("--over-time") || a == "--idle"), "{heap:?}");
+        // thrash's CPU-only control is the one that leaves the protocol.
+        let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().args;
+        let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(th).unwrap();
+        assert!(cpu.contains(&"--cpu-only".to_string()) && !th.contains(&"--cpu-only".to_string()), "{cpu:?}");
+        assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
         assert_eq!(set(&["--cap".into(), "1".into()], "--cap", "2"), ["--cap", "2"]);
         assert_eq!(set(&[], "--pressure", "x"), ["--pressure", "x"]);
     }

@@ -129,10 +129,11 @@ impl Truth {
 }
 
 /// The quick lab as planned on a 2-core machine with root for a `budget`
-/// (seconds), and its findings.
+/// (seconds), and its findings (thrash's too, at the budget that holds its
+/// protocol: [`experiments::thrash::cmd::quick_budget_s`]).
 fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
     let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-    let steps: Vec<Step> = plan(&m, Scale::Quick, None, &[]);
+    let steps: Vec<Step> = plan(&m, Scale::Quick, Some(budget), &[]);
     let mut fs = Vec::new();
     for s in steps.iter().filter(|s| s.state == StepState::Planned) {
         let e = experiments::ALL.iter().find(|e| e.name() == s.experiment).expect("a planned experiment");
@@ -734,6 +735,19 @@ mod tests {
             100.0 * rate(d.pooled_kind[1]),
             d.worst.describe()
         );
+    }
+
+    /// The quick lab at the budget that lets thrash in (issue 57 item 2):
+    /// thrash's four study findings join the simulated families, its
+    /// presets paired as its findings pair them.
+    #[test]
+    fn the_budget_that_holds_thrash_keeps_every_promise() {
+        let b = experiments::thrash::cmd::quick_budget_s();
+        let (lab, fs) = quick_lab(b);
+        assert!(lab.steps.iter().any(|s| s.experiment == "thrash" && s.state == StepState::Planned));
+        assert!(fs.iter().filter(|f| f.exp == "thrash").count() >= 4, "thrash's findings are simulated");
+        let t = simulate_both(61, 4_000, true, 0.0, b, Procedure::Report);
+        check(&t, b, lab.passes > 1);
     }
 
     /// The negative control: the same labs judged without the families'

@@ -28,9 +28,8 @@ mod tests {
         for root in [true, false] {
             let m = Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
             for e in ALL {
-                for (scale, budget) in [Scale::Smoke, Scale::Quick, Scale::Full]
-                    .into_iter()
-                    .flat_map(|s| [(s, None), (s, Some(1e6))])
+                for (scale, budget) in
+                    [Scale::Smoke, Scale::Quick, Scale::Full].into_iter().flat_map(|s| [(s, None), (s, Some(1e6))])
                 {
                     let s = (e.lab_step)(&m, scale, budget);
                     let argv = ["pagelab", e.name()].into_iter().map(String::from).chain(s.args.iter().cloned());

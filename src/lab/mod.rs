@@ -765,6 +765,6 @@ fn run_child(
     Ok((status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)), status.signal()))
 }
 
-mod resume;
+pub(crate) mod resume;
 #[cfg(test)]
 mod tests;

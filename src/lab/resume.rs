@@ -196,7 +196,7 @@ pub fn check_steps(lab: &Lab, planned: &[Step]) -> Result<(), String> {
 /// a link) of this user's that nobody else may write, and so its `logs`.
 /// Another user's directory could have links planted in it between a check
 /// and a write.
-fn check_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn check_dir(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid takes nothing and cannot fail.
     let me = unsafe { libc::geteuid() };

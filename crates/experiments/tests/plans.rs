@@ -35,6 +35,7 @@ fn thrash(consumers: Option<u32>, size: Option<u64>, scale: f64, limit: Option<u
         host_floor: None,
         swapfile_dir: "/tmp".into(),
         after_load: experiments::thrash::work::AfterLoad::Falls,
+        cpu_only: false,
     }
 }
 

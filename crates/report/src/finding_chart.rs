@@ -168,6 +168,7 @@ mod tests {
             fit: None,
             fit_resolution: None,
             raw: vec![],
+            ungated: None,
         }
     }
 

@@ -121,6 +121,21 @@ pub fn of(r: &ThrashResult) -> Protocol {
     p
 }
 
+/// Whether a run broke the protocol only as the CPU-only control
+/// (`--cpu-only`) must: it ran with the control's limit, the study's preset
+/// (only the size and time factors changed), every consumer completed and
+/// none was OOM-killed, and every consumer made the protocol's passes; only
+/// the overcommit (under 1 by design) and the overflow (none) are missing.
+/// `bench controls` judges such a run on its estimates alone, and no other.
+pub fn only_paging_removed(r: &ThrashResult) -> bool {
+    let p = current(r);
+    r.plan.as_ref().is_some_and(|plan| plan.cpu_only && !plan.preset.ends_with("-custom"))
+        && r.protocol_held
+        && r.oom_kills == Some(0)
+        && p.passes_min.is_some_and(|x| x >= MIN_PASSES)
+        && p.overcommit.is_some_and(|x| x < 1.0)
+}
+
 /// Why a v2 run whose highest charge was not read is outside the protocol.
 pub const UNREAD_CHARGE: &str = "overcommit and depth: the group's highest charge under memory.high was not read, so \
 the room's largest extent is unknown";
@@ -315,6 +330,35 @@ mod tests {
         let mut s = run("e2", 16 << 20, 16 << 20, 3 * 6144 + 1, 100);
         s.protocol = Some(of(&s));
         assert!(current(&s).held());
+    }
+
+    /// The CPU-only control is judged on its estimates only where nothing
+    /// but the paging was taken away.
+    #[test]
+    fn only_the_cpu_only_controls_own_breaks_are_lifted() {
+        // 4 × 10 MiB under a 100 MiB limit: overcommit 0.4, no overflow; 100 passes.
+        let control = |f: &dyn Fn(&mut ThrashResult)| {
+            let mut r = run("e2", 100 << 20, 0, 0, 100);
+            r.plan.as_mut().unwrap().cpu_only = true;
+            (r.protocol_held, r.oom_kills) = (true, Some(0));
+            f(&mut r);
+            r.protocol = Some(of(&r));
+            only_paging_removed(&r)
+        };
+        assert!(control(&|_| {}));
+        assert!(!current(&{
+            let mut r = run("e2", 100 << 20, 0, 0, 100);
+            r.plan.as_mut().unwrap().cpu_only = true;
+            r
+        })
+        .held());
+        // Anything else broken keeps it outside.
+        assert!(!control(&|r| r.plan.as_mut().unwrap().cpu_only = false), "not the control's limit");
+        assert!(!control(&|r| r.protocol_held = false), "a consumer did not complete");
+        assert!(!control(&|r| r.oom_kills = None), "OOM kills unread");
+        assert!(!control(&|r| r.consumer_details[0].cycles = 1), "a consumer made too few passes");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().preset = "e2-custom".into()), "not the study's preset");
+        assert!(!control(&|r| r.limit_bytes = 20 << 20), "overcommitted after all");
     }
 
     #[test]

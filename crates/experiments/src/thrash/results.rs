@@ -279,6 +279,12 @@ pub struct Plan {
     /// The cgroup limit requested (None: computed from the idle workers' usage
     /// plus N × S ÷ 2.5 once they run).
     pub limit_bytes: Option<u64>,
+    /// The CPU-only control (`--cpu-only`): the limit holds the idle workers
+    /// and twice N × S, so that nothing pages; the consumers run as they
+    /// would. Outside the study's protocol by definition (its overcommit is
+    /// under 1). False in older records.
+    #[serde(default)]
+    pub cpu_only: bool,
     /// When the last consumer should end, from the start signal.
     #[serde(default = "record::results::nan")]
     pub planned_duration_ms: f64,
@@ -318,7 +324,8 @@ pub struct GuardReport {
     /// v1: times the group entered an OOM condition (each one a stalled fault
     /// that the kernel would otherwise have answered with a kill).
     pub oom_stalls: u64,
-    /// v1: raises of the limit by one step, and the highest limit reached.
+    /// v1: raises of the limit (one page after a reclaim ahead, a whole
+    /// step where none could be made), and the highest limit reached.
     pub raises: u64,
     pub limit_max_bytes: u64,
     /// Seconds the limit stood above the target.
@@ -326,10 +333,15 @@ pub struct GuardReport {
     pub above_target_s: f64,
     /// v1: the guard gave up (limit at MAX_RAISE × target) and let the kernel kill.
     pub gave_up: bool,
-    /// v1: bytes of the consumers' buffers the guard paged out ahead of the
-    /// kernel's reclaim (`process_madvise(MADV_PAGEOUT)`), as kswapd did on
-    /// the study's machine; 0 where it did not (v2, or the kernel refused).
+    /// v1: bytes of the consumers' buffers the guard asked the kernel to
+    /// page out ahead of its own reclaim (`process_madvise(MADV_PAGEOUT)`),
+    /// as kswapd did on the study's machine: what was advised, which counts
+    /// pages already out or still being written too, so it is at most what
+    /// the guard paged out. 0 where it did not (v2, or the kernel refused).
     pub paged_ahead_bytes: u64,
+    /// v1: why the kernel refused the reclaim ahead, where it did (the
+    /// guard then raised whole steps); None where it did not.
+    pub ahead_refused: Option<String>,
     /// v2: the highest charge seen (`memory.peak` at the end where the kernel
     /// has it, and `memory.current` at every look). `memory.high` holds the
     /// group near the target by throttling, never by a limit that moves, so

@@ -179,6 +179,14 @@ pub struct Verdict {
     /// 10× larger or smaller floor is tried on. Not in the document.
     #[serde(skip)]
     pub raw: Vec<f64>,
+    /// Where the arms ran outside the study's protocol: what the same rules
+    /// gave on the estimate alone, judged alone (a family of one), with that
+    /// decision's p. Only `bench controls` reads it, for a control that
+    /// leaves the protocol by design (thrash's CPU-only control removes the
+    /// overcommit the protocol requires), and holds it to the family's level
+    /// itself. Never a verdict; not in the document.
+    #[serde(skip)]
+    pub ungated: Option<(Outcome, Option<f64>)>,
 }
 
 /// A run's metrics, as its findings look them up.
@@ -353,6 +361,7 @@ impl<E> Finding<E> {
         if let Some(why) = d.outside
             && v.outcome != Outcome::NotChecked
         {
+            v.ungated = Some((v.outcome, v.p));
             (v.outcome, v.why, v.p, v.p_adjusted, v.repeats_to_decide) =
                 (Outcome::OutsideProtocol, why, None, None, None);
             v.at_resolution = false;
@@ -412,6 +421,7 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
         fit: None,
         fit_resolution: None,
         raw: Vec::new(),
+        ungated: None,
     };
     v.censored = censored;
     if let Err(why) = &m.protocol {

@@ -127,6 +127,8 @@ pub struct ThrashConfig {
     pub swapfile_dir: std::path::PathBuf,
     /// What the consumers' load does after t_p, while the recovery is watched.
     pub after_load: AfterLoad,
+    /// The CPU-only control: a limit that holds every consumer ([`Plan::cpu_only`]).
+    pub cpu_only: bool,
 }
 
 pub use crate::thrash::results::Plan;
@@ -149,7 +151,11 @@ impl PlanExt for Plan {
 
     fn planned_bytes(&self) -> u128 {
         let total = self.total_bytes();
-        let limit = self.limit_bytes.map(u128::from).unwrap_or((total as f64 / OVERCOMMIT) as u128);
+        let limit = match self.limit_bytes {
+            Some(l) => u128::from(l),
+            None if self.cpu_only => 2 * total,
+            None => (total as f64 / OVERCOMMIT) as u128,
+        };
         let overhead = (self.consumers as u128 + 3) * WORKER_OVERHEAD as u128 + 2 * PROBE_WS as u128;
         limit + total + overhead
     }
@@ -223,6 +229,7 @@ impl ThrashConfig {
                     limit_bytes: self.limit,
                     planned_duration_ms: initial + (n.saturating_sub(1)) as f64 * stagger + active,
                     after_share: self.after_load.share(),
+                    cpu_only: self.cpu_only,
                 }
             })
             .collect()

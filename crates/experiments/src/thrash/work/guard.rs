@@ -54,10 +54,14 @@ pub const V2_HEADROOM: f64 = 1.25;
 pub use crate::thrash::results::GuardReport;
 
 /// A consumer's buffer in its own process, which the v1 guard may page out
-/// ahead of the kernel's reclaim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// ahead of the kernel's reclaim. The pidfd is opened when the consumer
+/// reports its buffer, while it is pagelab's live, unreaped child: a pid
+/// reused after the consumer is reaped can never be advised through it
+/// (process_madvise then fails with ESRCH).
+#[derive(Clone)]
 pub struct Region {
     pub pid: i32,
+    pub pidfd: std::sync::Arc<workloads::mm::PidFd>,
     pub addr: usize,
     pub len: usize,
 }
@@ -70,20 +74,20 @@ pub type Regions = std::sync::Mutex<Vec<Region>>;
 /// group's pages, as kswapd's LRU is one under uniform access).
 #[derive(Default)]
 struct Ahead {
-    fds: std::collections::HashMap<i32, workloads::mm::PidFd>,
     /// Where each region's next page-out starts, by (pid, address).
     cursor: std::collections::HashMap<(i32, usize), usize>,
-    /// Processes gone (or not ours to advise): their regions are passed over.
+    /// Processes gone (or whose buffer is): their regions are passed over.
     gone: std::collections::HashSet<i32>,
     next: usize,
-    /// The kernel refused (no process_madvise, or not allowed): the guard raises instead.
-    off: bool,
+    /// Why the kernel refused (no process_madvise, or not allowed): the
+    /// guard raises whole steps instead, and the report says why.
+    off: Option<String>,
 }
 
 impl Ahead {
     /// Pages out about `bytes` of the consumers' buffers; the bytes advised.
     fn page_out(&mut self, regions: &Regions, bytes: u64) -> u64 {
-        if self.off {
+        if self.off.is_some() {
             return 0;
         }
         let rs: Vec<Region> = regions.lock().map(|r| r.clone()).unwrap_or_default();
@@ -97,32 +101,30 @@ impl Ahead {
             if done >= bytes {
                 break;
             }
-            let r = live[self.next % live.len()];
+            let r = &live[self.next % live.len()];
             self.next = self.next.wrapping_add(1);
-            let fd = match self.fds.entry(r.pid) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => match workloads::mm::PidFd::open(r.pid) {
-                    Ok(fd) => v.insert(fd),
-                    Err(_) => {
-                        self.gone.insert(r.pid);
-                        continue;
-                    }
-                },
-            };
             let key = (r.pid, r.addr);
             let cur = self.cursor.get(&key).copied().unwrap_or(0) % r.len;
             let want = (((bytes - done) as usize).div_ceil(page) * page).min(r.len - cur);
-            match workloads::mm::process_madvise(fd, &[(r.addr + cur, want)], workloads::mm::MADV_PAGEOUT) {
+            // The address is what the consumer reported: one that wraps is no buffer of its.
+            let Some(at) = r.addr.checked_add(cur).filter(|a| a.checked_add(want).is_some()) else {
+                self.gone.insert(r.pid);
+                continue;
+            };
+            match workloads::mm::process_madvise(&r.pidfd, &[(at, want)], workloads::mm::MADV_PAGEOUT) {
                 Ok(n) => {
                     done += n as u64;
-                    self.cursor.insert(key, (cur + want) % r.len);
+                    // On from what was advised (a whole page count: the kernel advises whole pages).
+                    self.cursor.insert(key, (cur + n.min(want)) % r.len);
                 }
+                // Exited, or its buffer unmapped as it ends.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ESRCH) | Some(libc::ENOMEM)) => {
                     self.gone.insert(r.pid);
-                    self.fds.remove(&r.pid);
                 }
-                Err(_) => {
-                    self.off = true;
+                // Passing: the next stall tries again.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) => {}
+                Err(e) => {
+                    self.off = Some(format!("process_madvise(MADV_PAGEOUT) refused: {e}"));
                     return done;
                 }
             }
@@ -212,6 +214,9 @@ impl Guard {
             // grows). Without reclaim ahead, the raise is a whole step.
             let freed = self.ahead.page_out(&self.regions, 2 * self.step);
             self.report.paged_ahead_bytes += freed;
+            if self.report.ahead_refused.is_none() {
+                self.report.ahead_refused = self.ahead.off.clone();
+            }
             let up = if freed > 0 { workloads::mm::page_size() as u64 } else { self.step };
             let next = self.limit + up;
             if next as f64 > self.target as f64 * MAX_RAISE {
@@ -323,11 +328,10 @@ mod tests {
         let (a, b) = (map(), map());
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
+        let fd = std::sync::Arc::new(workloads::mm::PidFd::open(pid).unwrap());
         let at = |m: &workloads::mm::Mapping| m.as_slice().as_ptr() as usize;
-        let regions: Regions = std::sync::Mutex::new(vec![
-            Region { pid, addr: at(&a), len: 4 * page },
-            Region { pid, addr: at(&b), len: 4 * page },
-        ]);
+        let region = |m: &workloads::mm::Mapping| Region { pid, pidfd: fd.clone(), addr: at(m), len: 4 * page };
+        let regions: Regions = std::sync::Mutex::new(vec![region(&a), region(&b)]);
         let mut ahead = Ahead::default();
         // Three pages from the first buffer; the next call starts on the second.
         assert_eq!(ahead.page_out(&regions, 3 * page as u64), 3 * page as u64);
@@ -340,11 +344,15 @@ mod tests {
         assert_eq!(ahead.cursor.get(&(pid, at(&b))), Some(&(3 * page)));
         // The contents survive (they come back from swap, or were never taken).
         assert!(a.as_slice().iter().chain(b.as_slice()).all(|&x| x == 7));
-        // A process that is gone is passed over, not an error, and not retried.
-        let gone = Region { pid: i32::MAX - 1, addr: at(&a), len: 4 * page };
-        let only_gone: Regions = std::sync::Mutex::new(vec![gone]);
+        // A child that has exited and been reaped is passed over through
+        // its pidfd (never its reusable pid), not an error, and not retried.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let cfd = std::sync::Arc::new(workloads::mm::PidFd::open(child.id() as i32).unwrap());
+        child.wait().unwrap();
+        let gone = Region { pid: child.id() as i32, pidfd: cfd, addr: at(&a), len: 4 * page };
+        let only_gone: Regions = std::sync::Mutex::new(vec![gone.clone()]);
         assert_eq!(ahead.page_out(&only_gone, page as u64), 0);
-        assert!(ahead.gone.contains(&gone.pid) && !ahead.off);
+        assert!(ahead.gone.contains(&gone.pid) && ahead.off.is_none());
         // Nothing to page out: nothing advised.
         assert_eq!(Ahead::default().page_out(&std::sync::Mutex::new(vec![]), page as u64), 0);
     }

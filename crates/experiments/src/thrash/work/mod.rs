@@ -58,6 +58,7 @@ pub(crate) mod tests {
             host_floor: None,
             swapfile_dir: "/tmp".into(),
             after_load: AfterLoad::Falls,
+            cpu_only: false,
         }
     }
 

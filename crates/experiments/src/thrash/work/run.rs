@@ -102,7 +102,14 @@ fn run_once<O: workloads::observe::Observer>(
     r.idle_usage_bytes = cg
         .usage()
         .ok_or_else(|| ExperimentError::Worker(format!("{}: the group's usage could not be read", cg.name)))?;
-    r.limit_bytes = plan.limit_bytes.unwrap_or(r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64);
+    r.limit_bytes = plan.limit_bytes.unwrap_or(if plan.cpu_only {
+        r.idle_usage_bytes + 2 * total
+    } else {
+        r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64
+    });
+    if plan.cpu_only {
+        obs.note("the CPU-only control: the limit holds every consumer twice over, so nothing should page");
+    }
     let guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
@@ -570,10 +577,12 @@ fn wait_consumers<O: workloads::observe::Observer>(
                 Ok(Some(ev)) if ev.kind == EventKind::Alloc => {
                     c.alloc_ns = Some(ev.t_ns);
                     let at = |k: &str| ev.data[k].as_u64().map(|v| v as usize);
-                    if let (Some(addr), Some(len)) = (at("addr"), at("len")) {
-                        if let Ok(mut r) = regions.lock() {
-                            r.push(guard::Region { pid: c.w.pid, addr, len });
-                        }
+                    // The pidfd now, while the consumer is our live child.
+                    if let (Some(addr), Some(len), Ok(fd)) =
+                        (at("addr"), at("len"), workloads::mm::PidFd::open(c.w.pid))
+                        && let Ok(mut r) = regions.lock()
+                    {
+                        r.push(guard::Region { pid: c.w.pid, pidfd: std::sync::Arc::new(fd), addr, len });
                     }
                     obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
                 }
