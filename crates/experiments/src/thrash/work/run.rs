@@ -102,14 +102,7 @@ fn run_once<O: workloads::observe::Observer>(
     r.idle_usage_bytes = cg
         .usage()
         .ok_or_else(|| ExperimentError::Worker(format!("{}: the group's usage could not be read", cg.name)))?;
-    r.limit_bytes = plan.limit_bytes.unwrap_or(if plan.cpu_only {
-        r.idle_usage_bytes + 2 * total
-    } else {
-        r.idle_usage_bytes + (total as f64 / OVERCOMMIT) as u64
-    });
-    if plan.cpu_only {
-        obs.note("the CPU-only control: the limit holds every consumer twice over, so nothing should page");
-    }
+    r.limit_bytes = limit_for(plan, r.idle_usage_bytes, total);
     let guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
@@ -229,11 +222,19 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
     }
 }
 
+/// The group's limit: the one given, or one built on the idle workers'
+/// usage: N × S ÷ 2.5 above it (the study's overcommit), or, for the
+/// CPU-only control, twice N × S.
+fn limit_for(plan: &Plan, idle: u64, total: u64) -> u64 {
+    let room = if plan.cpu_only { 2 * total } else { (total as f64 / OVERCOMMIT) as u64 };
+    plan.limit_bytes.unwrap_or(idle + room)
+}
+
 /// The run's opening line in the log.
 fn announce(plan: &Plan, rep: u32, r: &ThrashResult) -> String {
     format!(
         "thrash {} repeat {}: {} consumers × {:.1} MiB in a {:.1} MiB cgroup (idle workers {:.1} MiB), W={} t_s={} ms t_c={} ms, \
-planned {:.0} s plus recovery",
+planned {:.0} s plus recovery{}",
         plan.preset,
         rep + 1,
         plan.consumers,
@@ -244,7 +245,8 @@ planned {:.0} s plus recovery",
         // To the microsecond: a time factor of 0.035 would print 3.5000000000000004.
         (plan.sleep_ms * 1e3).round() / 1e3,
         (plan.stagger_ms * 1e3).round() / 1e3,
-        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3)
+        (plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3),
+        if plan.cpu_only { "; the CPU-only control: the limit holds every consumer twice over, so nothing should page" } else { "" }
     )
 }
 
@@ -701,6 +703,11 @@ mod tests {
         assert!(line.starts_with("thrash e2 repeat 2: 25 consumers × 10.0 MiB in a 2000.0 MiB cgroup"), "{line}");
         let cfg = ThrashConfig { scale: 0.02, time_scale: Some(0.035), ..crate::thrash::work::tests::cfg() };
         let line = announce(&cfg.plans()[0], 0, &r);
-        assert!(line.contains("t_s=3.5 ms t_c=1050 ms"), "{line}");
+        assert!(line.contains("t_s=3.5 ms t_c=1050 ms") && !line.contains("CPU-only"), "{line}");
+        let cpu = ThrashConfig { cpu_only: true, ..crate::thrash::work::tests::cfg() };
+        assert!(announce(&cpu.plans()[0], 0, &r).ends_with("so nothing should page"));
+        // The CPU-only control's limit holds N × S twice over; the study's is N × S ÷ 2.5.
+        assert_eq!(limit_for(&cpu.plans()[0], 10, 1000), 10 + 2000);
+        assert_eq!(limit_for(&cfg.plans()[0], 10, 1000), 10 + 400);
     }
 }
