@@ -104,10 +104,24 @@ const CONTROLS: &[Control] = &[
         change: |a| Some(set(&set(a, "--after-load", "stays"), "--preset", "e2")),
         lifts_gate: None,
     },
+    Control {
+        ids: &["jank.zram_tenfold"],
+        experiment: "jank",
+        what: "--cpu-only, zram:lz4 and swapfile: both stores under a limit that holds the hog twice over, so \
+               nothing pages",
+        change: |a| Some([set(a, "--arms", "zram:lz4,swapfile"), vec!["--cpu-only".to_string()]].concat()),
+        lifts_gate: None,
+    },
 ];
 
 /// The findings whose control is named but not run here, and why.
 const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "jank.zstd_stutters",
+        "needs zram's zstd beside lz4 (the project's VM offers lzo-rle, lzo and lz4); where zstd is offered its control \
+         is `pagelab jank --arms zram:lz4,zram:zstd --cpu-only`",
+    ),
+    ("jank.min_ttl", "not checked anywhere: min_ttl_ms acts only in global reclaim, which pagelab never causes"),
     ("eat.semi_fraction", "needs the semi pattern's label on random bytes; eat has no such pattern"),
     ("eat.read_back_alike", "its control (a slow decompressor) is not known to remove the fault path's share"),
     ("mapping.shared_costlier", "needs a memfd kept resident between cycles; mapping has no such method"),
@@ -293,8 +307,8 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         None => experiments::kit::run::default_out("controls")?,
     };
     let exe = std::env::current_exe().context("finding pagelab's own binary")?;
-    // The quick lab's steps, thrash's at the budget that holds its protocol.
-    let steps = plan(&m, Scale::Quick, Some(experiments::thrash::cmd::quick_budget_s()), &[]);
+    // The quick lab's steps, thrash's and jank's at the budget that holds them.
+    let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
     let mut turns: Vec<Turn> = Vec::new();
     let mut base_dirs: Vec<(&str, PathBuf)> = Vec::new();
     for (k, c) in CONTROLS.iter().enumerate() {
@@ -455,7 +469,7 @@ mod tests {
     #[test]
     fn each_control_changes_its_lab_steps_arguments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-        let steps = plan(&m, Scale::Quick, Some(experiments::thrash::cmd::quick_budget_s()), &[]);
+        let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
         for c in CONTROLS {
             let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
             let args = if c.experiment == "heap" { heap_speed_only(&s.args) } else { s.args.clone() };

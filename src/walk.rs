@@ -49,7 +49,7 @@ mod tests {
         }
         assert_eq!(
             affected_by(Need::Root),
-            ["eat (zram, cgroup trim)", "wscap", "thrash", "assess --trim zram", "rightsize (batch)"]
+            ["eat (zram, cgroup trim)", "wscap", "thrash", "jank", "assess --trim zram", "rightsize (batch)"]
         );
         assert!(affected_by(Need::MemoryCgroup).contains(&"mapping --pressure"));
     }

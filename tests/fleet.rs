@@ -208,7 +208,7 @@ fn copy_fixture(name: &str, to: &Path) -> PathBuf {
 
 #[test]
 fn every_json_output_matches_its_schema() {
-    for e in ["eat", "wscap", "heap", "mapping", "thrash", "assess"] {
+    for e in ["eat", "wscap", "heap", "mapping", "thrash", "jank", "assess"] {
         valid("run", &read_json(&fixture(e).join("run.json")));
     }
     // A schema that accepts anything proves nothing: a wrong type and a missing
@@ -305,7 +305,7 @@ fn a_newer_record_format_is_refused_with_exit_2() {
 fn openmetrics_files_pass_promtool_and_node_exporter_serves_a_labs_figures() {
     let t = tools_or_skip!();
     // Every fixture run, and the lab.
-    for e in ["eat", "wscap", "heap", "mapping", "thrash", "assess"] {
+    for e in ["eat", "wscap", "heap", "mapping", "thrash", "jank", "assess"] {
         let out =
             Command::new(bin()).args(["report", fixture(e).to_str().unwrap(), "--openmetrics", "-"]).output().unwrap();
         assert!(out.status.success());

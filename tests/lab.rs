@@ -75,7 +75,7 @@ fn lab_as_root_writes_a_report_the_browser_opens_offline() {
     assert!(out.status.success(), "{err}");
     assert_eq!(system_state(), before, "the lab left changes behind");
     // Plain progress lines (stdout is not a terminal), on stderr because of --json.
-    assert!(err.contains("[1/7] eat: running") && err.contains("[7/7] rightsize: complete"), "{err}");
+    assert!(err.contains("[1/8] eat: running") && err.contains("[8/8] rightsize: complete"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["mode"], "smoke");
     common::assert_schema("lab", &v);
@@ -93,11 +93,11 @@ fn lab_as_root_writes_a_report_the_browser_opens_offline() {
     if let Some(p) = shot {
         std::fs::copy(dir.join("report.png"), p).unwrap();
     }
-    assert_eq!(page["headline"], 7, "{page}");
+    assert_eq!(page["headline"], experiments::ALL.len(), "{page}");
     assert_eq!(page["environment"], true);
     let sections = page["sections"].as_array().unwrap();
     let ids: Vec<&str> = sections.iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "assess", "rightsize"]);
+    assert_eq!(ids, ["eat", "wscap", "heap", "mapping", "thrash", "jank", "assess", "rightsize"]);
     for s in sections {
         assert_eq!(s["state"], "complete", "{s}");
         // rightsize's batch report has one chart (its curve); the others two or more.

@@ -708,7 +708,7 @@ fn unprivileged_lab(g: &Guest, label: &str) {
     // fast the guest ran, so it is not counted; each of its steps completed.)
     let steps = lab["steps"].as_array().cloned().unwrap_or_default();
     let first = steps.iter().filter(|s| s["pass"].as_u64().unwrap_or(1) == 1).count();
-    assert_eq!(first, 7, "{lab}");
+    assert_eq!(first, experiments::ALL.len(), "{lab}");
     for s in steps.iter().filter(|s| s["pass"].as_u64().unwrap_or(1) > 1) {
         assert_eq!(s["state"], "complete", "a second-pass step: {s}");
     }
@@ -716,14 +716,14 @@ fn unprivileged_lab(g: &Guest, label: &str) {
         assert_eq!(step(n)["state"], "complete", "{n}: {lab}");
     }
     assert_eq!(step("rightsize")["state"], "skipped", "{lab}");
-    for n in ["wscap", "thrash"] {
+    for n in ["wscap", "thrash", "jank"] {
         assert_eq!(step(n)["state"], "skipped", "{lab}");
         assert!(step(n)["reason"].as_str().is_some_and(|r| r.contains("root")), "{lab}");
     }
     let html = read(&g.out.join("user/lab/report.html"));
     assert!(html.contains("needs root"), "the lab report names what it skipped and why");
     println!(
-        "vm: {label}: as nobody, lab --smoke ran eat, heap, mapping and assess ({:.0} s) and skipped wscap and thrash (needs root)",
+        "vm: {label}: as nobody, lab --smoke ran eat, heap, mapping and assess ({:.0} s) and skipped wscap, thrash and jank (needs root)",
         lab["steps"].as_array().map_or(0.0, |a| a.iter().filter_map(|s| s["seconds"].as_f64()).sum::<f64>())
     );
 }

@@ -29,7 +29,13 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     // runs it) and thrash, whose protocol five minutes cannot hold: the plan
     // says so before it starts (issue 57 item 2).
     assert!(
-        p.iter().all(|s| s.state == StepState::Planned || ["rightsize", "thrash"].contains(&s.experiment.as_str()))
+        p.iter()
+            .all(|s| s.state == StepState::Planned || ["rightsize", "thrash", "jank"].contains(&s.experiment.as_str()))
+    );
+    // jank: the quick lab's five minutes are spent (issue 61 item 5).
+    let jk = p.iter().find(|s| s.experiment == "jank").unwrap();
+    assert!(
+        jk.state == StepState::Skipped && jk.reason.as_deref().is_some_and(|r| r.contains("five minutes are spent"))
     );
     let rs = p.iter().find(|s| s.experiment == "rightsize").unwrap();
     assert!(rs.state == StepState::Skipped && rs.reason.as_deref().is_some_and(|r| r.contains("full lab")));
@@ -273,4 +279,30 @@ fn a_later_pass_of_thrash_never_runs_three_presets() {
     assert!(args(&six).contains("--repeat 8"), "{}", args(&six));
     // Its time is the whole square's: four presets, eight repeats against the first pass's four.
     assert!((six.expect_s - 2.0 * thrash_step().expect_s).abs() < 1e-9, "{}", six.expect_s);
+}
+
+/// jank is a step of budgeted labs only (issue 61 item 5: the quick lab's
+/// five minutes are spent): the quick plan says the time it needs and the
+/// budget that runs it with thrash, and at that budget the first pass,
+/// thrash's and jank's steps with it, fits.
+#[test]
+fn a_quick_lab_names_the_budget_that_runs_jank_and_fits_it() {
+    let m = machine(true, false);
+    let need = experiments::jank::cmd::quick_budget_s();
+    assert!(need > experiments::thrash::cmd::quick_budget_s());
+    let jk = |b: Option<f64>| plan(&m, Scale::Quick, b, &[]).into_iter().find(|s| s.experiment == "jank").unwrap();
+    for b in [None, Some(experiments::thrash::cmd::quick_budget_s()), Some(need - 60.0)] {
+        let s = jk(b);
+        assert_eq!(s.state, StepState::Skipped, "{b:?}");
+        assert!(
+            s.reason.as_deref().is_some_and(|r| r.contains(&format!("--budget {:.0}m", need / 60.0))),
+            "{:?}",
+            s.reason
+        );
+    }
+    assert_eq!(jk(Some(need)).state, StepState::Planned);
+    let p = plan(&m, Scale::Quick, Some(need), &[]);
+    assert!(p.iter().any(|s| s.experiment == "thrash" && s.state == StepState::Planned));
+    let first: f64 = p.iter().map(|s| s.expect_s).sum();
+    assert!(first + REPORT_RESERVE_S <= need, "the first pass ({first} s) fits the named budget ({need} s)");
 }

@@ -92,6 +92,7 @@ experiments! {
     heap,
     mapping,
     thrash,
+    jank,
     assess,
     rightsize,
 }

@@ -156,6 +156,11 @@ fn thrash_renders() {
 }
 
 #[test]
+fn jank_renders() {
+    check("jank");
+}
+
+#[test]
 fn rightsize_renders() {
     check("rightsize");
 }

@@ -297,19 +297,19 @@ fn parse_preset_list(s: &str) -> Result<PresetList, String> {
     crate::thrash::work::parse_presets(s).map(PresetList)
 }
 
-fn parse_time_scale(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_time_scale(s: &str) -> Result<f64, String> {
     parse_scale(s)
         .map_err(|_| format!("'{s}' is not a time scale: expected a factor above 0 and at most 10, e.g. 0.05"))
 }
 
-fn parse_scale(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_scale(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
         _ => Err(format!("'{s}' is not a scale: expected a factor above 0 and at most 10, e.g. 0.1")),
     }
 }
 
-fn parse_nonzero_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_nonzero_u32(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("'{s}': expected a whole number of at least 1")),

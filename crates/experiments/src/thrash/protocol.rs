@@ -86,11 +86,12 @@ pub fn of(r: &ThrashResult) -> Protocol {
     };
     (p.size_factor, p.time_factor) = (plan.scale, plan.time_scale);
     let pages = plan.size_bytes as f64 / PAGE;
-    let total = plan.consumers as f64 * plan.size_bytes as f64;
+    // A companion inside the group (jank's frame probe) counts with N × S.
+    let total = plan.consumers as f64 * plan.size_bytes as f64 + r.companion_bytes as f64;
     if pages > 0.0 && plan.sleep_ms > 0.0 {
         p.writes_per_page_per_s = Some(plan.writes as f64 / pages / (plan.sleep_ms / 1e3));
     }
-    let idle = r.idle_usage_bytes;
+    let idle = r.idle_usage_bytes.saturating_sub(r.companion_bytes);
     // The largest limit: on v1 the guard's highest raise; on v2 the highest
     // charge memory.high let through (memory.max is only the hard stop).
     let largest = if r.guard.method == "memory.high" {
@@ -359,6 +360,23 @@ mod tests {
         assert!(!control(&|r| r.consumer_details[0].cycles = 1), "a consumer made too few passes");
         assert!(!control(&|r| r.plan.as_mut().unwrap().preset = "e2-custom".into()), "not the study's preset");
         assert!(!control(&|r| r.limit_bytes = 20 << 20), "overcommitted after all");
+    }
+
+    /// A companion inside the group (jank's frame probe) counts with N × S:
+    /// 4 × 10 MiB and a 5 MiB probe under an 18 MiB limit (the probe's
+    /// pages the only idle usage) is (40 + 5) ÷ 18 = 2.5.
+    #[test]
+    fn a_companion_inside_counts_in_the_overcommit() {
+        let mut r = run("e2", 18 << 20, 18 << 20, 3 * 6912 + 1, 100);
+        (r.idle_usage_bytes, r.companion_bytes) = (5 << 20, 5 << 20);
+        let p = of(&r);
+        assert!((p.overcommit.unwrap() - 2.5).abs() < 1e-9, "{p:?}");
+        // The overflow is (45 - 18) MiB: 6912 pages, paged out 3 times over.
+        assert!(p.held(), "{p:?}");
+        // Not counted, the consumers alone would overcommit the 13 MiB its
+        // pages leave 3.1 times: outside.
+        r.companion_bytes = 0;
+        assert!(!of(&r).held());
     }
 
     #[test]

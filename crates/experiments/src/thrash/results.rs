@@ -115,11 +115,20 @@ pub struct ThrashResult {
     pub plan: Option<Plan>,
     #[serde(default)]
     pub backing: workloads::backing::BackingKind,
+    /// The store's compressor, as the kernel reported it after setup (None:
+    /// a store that does not compress, or a record from before it was kept).
+    #[serde(default)]
+    pub compressor: Option<String>,
     #[serde(default)]
     pub limit_bytes: u64,
     /// The idle workers' usage the default limit was built on.
     #[serde(default)]
     pub idle_usage_bytes: u64,
+    /// Bytes of a companion inside the group that count in the overcommit
+    /// with N × S (jank's frame probe's working set, part of the idle
+    /// usage); 0 for thrash's own runs.
+    #[serde(default)]
+    pub companion_bytes: u64,
     #[serde(default)]
     pub consumers: u32,
     #[serde(default)]

@@ -258,6 +258,26 @@ pub(crate) const WORKER_OVERHEAD: u64 = 3 << 20;
 
 pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, sandbox::SandboxError> {
     use sandbox::SandboxError::Invalid;
+    let plans = validate_hog(cfg, p)?;
+    if cfg.backings.is_empty() {
+        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::names())));
+    }
+    for b in &cfg.backings {
+        if matches!(b, BackingKind::Zswap | BackingKind::None) {
+            return Err(Invalid(
+                "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
+            ));
+        }
+        backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
+    }
+    Ok(plans)
+}
+
+/// [`validate`] but for the stores: the factors and counts, root, the
+/// memory controller and the host's floor (jank checks its arms' stores
+/// itself).
+pub fn validate_hog(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, sandbox::SandboxError> {
+    use sandbox::SandboxError::Invalid;
     if !(cfg.scale > 0.0 && cfg.scale <= 10.0) {
         return Err(Invalid(format!("--scale {}: expected a factor above 0 and at most 10, e.g. 0.1", cfg.scale)));
     }
@@ -265,9 +285,6 @@ pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, s
         if !(t > 0.0 && t <= 10.0) {
             return Err(Invalid(format!("--time-scale {t}: expected a factor above 0 and at most 10, e.g. 0.05")));
         }
-    }
-    if cfg.backings.is_empty() {
-        return Err(Invalid(format!("--backing: expected one or more of {}", BackingKind::names())));
     }
     if cfg.consumers == Some(0) {
         return Err(Invalid("--consumers 0: expected at least 1 consumer (the study used 25)".into()));
@@ -289,14 +306,6 @@ pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, s
         return Err(sandbox::SandboxError::Unsupported(
             "pagelab thrash needs a memory cgroup controller; none is mounted".into(),
         ));
-    }
-    for b in &cfg.backings {
-        if matches!(b, BackingKind::Zswap | BackingKind::None) {
-            return Err(Invalid(
-                "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
-            ));
-        }
-        backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
     }
     let plans = cfg.plans();
     let meminfo = p.meminfo().ok().flatten().unwrap_or_default();

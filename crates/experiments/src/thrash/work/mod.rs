@@ -24,6 +24,7 @@ mod analysis;
 mod config;
 pub mod guard;
 mod run;
+mod watch;
 mod worker;
 
 pub use analysis::*;

@@ -3,6 +3,7 @@
 
 use sandbox::worker::{EventKind, Want};
 use super::*;
+use super::watch::Watch;
 use serde::Serialize;
 use workloads::observe::ExperimentError;
 
@@ -58,19 +59,59 @@ fn probe_points(d: &Option<Value>, t0_ns: u64) -> Vec<(f64, f64)> {
         .unwrap_or_default()
 }
 
-/// Runs one plan once.
-fn run_once<O: workloads::observe::Observer>(
+/// A worker a run starts beside its own (jank's frame probes): spawned with
+/// the others, inside the group or outside, ready before the limit is set,
+/// and told `exit` after the recovery's watch; its reply comes back in
+/// [`Outcome::companions`], in order. One inside the group counts its
+/// `counted_bytes` in the overcommit: the room under the limit is
+/// (N × S + counted) ÷ 2.5 above the idle usage less those bytes
+/// ([`ThrashResult::companion_bytes`]).
+pub struct Companion {
+    pub kind: &'static str,
+    pub spec: Value,
+    pub inside: bool,
+    pub label: String,
+    pub counted_bytes: u64,
+}
+
+/// What a run sets up beyond thrash's own (jank's arms): the store's
+/// compressor, global settings (journaled, restored after the run), and
+/// companion workers. `Extras::default()` is thrash's own run.
+#[derive(Default)]
+pub struct Extras<'a> {
+    pub compressor: Option<&'a str>,
+    /// The store's room for swapped pages beyond N × S (the idle workers'
+    /// and companions' pages, which a store must hold too: zswap keeps a
+    /// swap slot for each page it stores); 0 for thrash's own runs.
+    pub store_extra: u64,
+    /// sysctls such as ("vm.swappiness", "100").
+    pub sysctls: &'a [(&'static str, String)],
+    pub companions: &'a [Companion],
+}
+
+/// One run's result, its start signal, and its companions' replies (None:
+/// one that did not answer).
+pub struct Outcome {
+    pub result: ThrashResult,
+    pub t0_ns: u64,
+    pub companions: Vec<Option<Value>>,
+}
+
+/// Runs one plan once on `kind`, with `x`'s setup and companions.
+pub fn run_one<O: workloads::observe::Observer>(
     cfg: &ThrashConfig,
-    plan: &Plan,
-    kind: BackingKind,
-    rep: u32,
+    (plan, kind, rep): (&Plan, BackingKind, u32),
     obs: &mut O,
     stop: fn() -> bool,
-) -> Result<ThrashResult, ExperimentError> {
+    x: &Extras,
+) -> Result<Outcome, ExperimentError> {
     let mut sb = sandbox::Sandbox::new("thrash");
     let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
-    let back = backing::setup(&mut sb, kind, None, total, &cfg.swapfile_dir)?;
+    for (k, v) in x.sysctls {
+        sb.sysctl(k, v)?;
+    }
+    let back = backing::setup(&mut sb, kind, x.compressor, total + x.store_extra, &cfg.swapfile_dir)?;
     for n in &back.notes {
         obs.note(n);
     }
@@ -79,6 +120,7 @@ fn run_once<O: workloads::observe::Observer>(
         repeat_index: rep,
         plan: Some(plan.clone()),
         backing: back.kind,
+        compressor: back.compressor.clone(),
         consumers: plan.consumers,
         recovery_rule: RECOVERY.into(),
         ..Default::default()
@@ -90,22 +132,25 @@ fn run_once<O: workloads::observe::Observer>(
     // Unlimited at first (bounded by the plan's total, for safety): the idle workers'
     // own usage is measured before the limit is set.
     let start_limit = total + (plan.consumers as u64 + 8) * WORKER_OVERHEAD + (64 << 20);
-    let cg = sb.memory_cgroup("thrash", &sandbox::cgroup::Limits { max: Some(start_limit), ..Default::default() })?;
+    // On v1 a group reclaims by its own swappiness, taken from its parent
+    // when made: an arm's vm.swappiness is the group's too.
+    let swappiness = x.sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok());
+    let limits = sandbox::cgroup::Limits { max: Some(start_limit), swappiness, ..Default::default() };
+    let cg = sb.memory_cgroup("thrash", &limits)?;
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
     let zram: Vec<u32> = back.zram_id.into_iter().collect();
-    let Workers { mut probe_out, mut probe_in, mut sampler_in, mut cons } = start_workers(cfg, plan, rep, &cg)?;
-    for w in [&mut probe_out, &mut probe_in, &mut sampler_in].into_iter().chain(cons.iter_mut().map(|c| &mut c.w)) {
-        wait_ready(w, stop)?;
-    }
+    let Workers { probe_out, probe_in, sampler_in, mut cons, comp } = start_workers(cfg, plan, rep, &cg, x, stop)?;
+    r.companion_bytes = x.companions.iter().filter(|c| c.inside).map(|c| c.counted_bytes).sum();
     std::thread::sleep(Duration::from_millis(200));
     // The default limit is built on it: unread, the run cannot be sized.
     r.idle_usage_bytes = cg
         .usage()
         .ok_or_else(|| ExperimentError::Worker(format!("{}: the group's usage could not be read", cg.name)))?;
-    r.limit_bytes = limit_for(plan, r.idle_usage_bytes, total);
+    r.limit_bytes = limit_for(plan, r.idle_usage_bytes, total, r.companion_bytes);
     let guard = guard::Guard::start(&cg, r.limit_bytes)?;
     let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
     pids.extend([probe_out.pid, probe_in.pid]);
+    pids.extend(comp.iter().map(|w| w.pid));
     obs.targets(pids, Some(cg_target), zram);
     obs.note(&announce(plan, rep, &r));
     // Baseline: the probes and the collector with nothing else going on.
@@ -155,37 +200,43 @@ fn run_once<O: workloads::observe::Observer>(
     }
     protocol(&mut r, &cg.name);
     sample_past(obs, stop_t);
-    let out_d = stop_and_collect(probe_out);
-    let in_d = stop_and_collect(probe_in);
-    let sam_d = stop_and_collect(sampler_in);
+    let replies = comp.into_iter().map(stop_and_collect).collect();
+    let probes = [probe_out, probe_in, sampler_in].map(stop_and_collect);
     obs.targets(vec![], None, vec![]);
     let samples = obs.samples();
     analyze(&mut r, &samples, t0, first_alloc, last_exit, stop_t, baseline_paging);
+    read_probes(&mut r, probes, t0, baseline_paging);
+    r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
+    r.wall_s = (stop_t - base_t) as f64 / 1e9;
+    drop(cg);
+    sb.restore()?;
+    Ok(Outcome { result: r, t0_ns: t0, companions: replies })
+}
+
+/// The probes' samples (outside, inside) and the unlocked sampler's
+/// lateness, by window, and the recovery read with the probe inside.
+fn read_probes(r: &mut ThrashResult, [out_d, in_d, sam_d]: [Option<Value>; 3], t0: u64, baseline_paging: f64) {
     r.series.probe_outside = probe_points(&out_d, t0);
     r.series.probe_inside = probe_points(&in_d, t0);
     let (ts, te) = (r.thrash_start_s, r.thrash_end_s);
     r.probe_outside_ms = windows(&r.series.probe_outside, ts, te);
     r.probe_inside_ms = windows(&r.series.probe_inside, ts, te);
-    read_recovery(&mut r, baseline_paging);
+    read_recovery(r, baseline_paging);
     if let Some(d) = sam_d {
         let lat = lateness_within(&d, t0, ts, te);
         r.unlocked_lateness_p99_ms = record::stats::percentile(&lat, 0.99);
         r.unlocked_lateness_max_ms = record::stats::percentile(&lat, 1.0);
     }
-    r.end_s = (stop_t as f64 - t0 as f64) / 1e9;
-    r.wall_s = (stop_t - base_t) as f64 / 1e9;
-    drop(cg);
-    sb.restore()?;
-    Ok(r)
 }
 
 /// The run's worker processes: two probes (outside and inside the group), the
-/// unlocked sampler and the consumers, spawned (not yet ready).
+/// unlocked sampler, the consumers and the companions, spawned and ready.
 struct Workers {
     probe_out: sandbox::worker::Worker,
     probe_in: sandbox::worker::Worker,
     sampler_in: sandbox::worker::Worker,
     cons: Vec<Running>,
+    comp: Vec<sandbox::worker::Worker>,
 }
 
 fn start_workers(
@@ -193,6 +244,8 @@ fn start_workers(
     plan: &Plan,
     rep: u32,
     cg: &sandbox::cgroup::MemCgroup,
+    x: &Extras,
+    stop: fn() -> bool,
 ) -> Result<Workers, ExperimentError> {
     let probe = |inside: bool| ProbeSpec { ws: PROBE_WS, period_ms: PROBE_PERIOD.as_millis() as u64, inside };
     let probe_out = spawn(cfg, PROBE, &probe(false), None, "probe outside the cgroup".into())?;
@@ -204,7 +257,20 @@ fn start_workers(
         let w = spawn(cfg, CONSUMER, &spec, Some(cg), format!("consumer {i}"))?;
         cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
     }
-    Ok(Workers { probe_out, probe_in, sampler_in, cons })
+    let comp = x
+        .companions
+        .iter()
+        .map(|c| spawn(cfg, c.kind, &c.spec, c.inside.then_some(cg), c.label.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut w = Workers { probe_out, probe_in, sampler_in, cons, comp };
+    for w in [&mut w.probe_out, &mut w.probe_in, &mut w.sampler_in]
+        .into_iter()
+        .chain(w.cons.iter_mut().map(|c| &mut c.w))
+        .chain(w.comp.iter_mut())
+    {
+        wait_ready(w, stop)?;
+    }
+    Ok(w)
 }
 
 /// Consumer `i`'s start in repeat `rep`: its delay is `i` staggers after the
@@ -224,10 +290,12 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
 
 /// The group's limit: the one given, or one built on the idle workers'
 /// usage: N × S ÷ 2.5 above it (the study's overcommit), or, for the
-/// CPU-only control, twice N × S.
-fn limit_for(plan: &Plan, idle: u64, total: u64) -> u64 {
-    let room = if plan.cpu_only { 2 * total } else { (total as f64 / OVERCOMMIT) as u64 };
-    plan.limit_bytes.unwrap_or(idle + room)
+/// CPU-only control, twice N × S. A companion's `counted` bytes inside the
+/// group count with N × S, and come out of the idle usage.
+fn limit_for(plan: &Plan, idle: u64, total: u64, counted: u64) -> u64 {
+    let load = total + counted;
+    let room = if plan.cpu_only { 2 * load } else { (load as f64 / OVERCOMMIT) as u64 };
+    plan.limit_bytes.unwrap_or(idle.saturating_sub(counted) + room)
 }
 
 /// The run's opening line in the log.
@@ -267,12 +335,22 @@ fn vmstat(p: &mut probe::Probe) -> Option<probe::vmstat::Vmstat> {
 }
 
 fn pswpout(p: &mut probe::Probe) -> Option<u64> {
-    vmstat(p).and_then(|v| v.get("pswpout"))
+    vmstat(p).as_ref().and_then(swapped_out)
 }
 
-/// Pages swapped in and out since boot.
-fn paging(v: &Option<probe::vmstat::Vmstat>) -> u64 {
-    v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0)).unwrap_or(0)
+/// Pages that left RAM for swap since boot: pswpout counts the block
+/// device's writes (zram's, a swap file's); zswap's stores count in zswpout
+/// instead, and its writebacks (zswpwb) in both, once.
+fn swapped_out(v: &probe::vmstat::Vmstat) -> Option<u64> {
+    let out = v.get("pswpout")?;
+    Some(out + v.get("zswpout").unwrap_or(0).saturating_sub(v.get("zswpwb").unwrap_or(0)))
+}
+
+/// Pages swapped in and out since boot (zswap's loads and stores with them).
+pub(super) fn paging(v: &Option<probe::vmstat::Vmstat>) -> u64 {
+    v.as_ref()
+        .map(|v| v.get("pswpin").unwrap_or(0) + v.get("zswpin").unwrap_or(0) + swapped_out(v).unwrap_or(0))
+        .unwrap_or(0)
 }
 
 /// The baseline phase: the probes and the collector with nothing else going
@@ -431,70 +509,6 @@ fn read_recovery(r: &mut ThrashResult, baseline_paging: f64) {
     }
 }
 
-/// The recovery watch's poller: the machine's paging and memory PSI every
-/// [`RECOVERY_POLL`], on a thread of its own from the start signal until
-/// [`Watch::finish`] (times in s after the start signal). The recovery is
-/// read from it afterwards ([`recovery_alive`]), from the moment the load
-/// fell back enough to fit, which is known only once the consumers report.
-struct Watch {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    points: std::sync::Arc<std::sync::Mutex<Vec<RecoveryPoint>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watch {
-    fn start(t0: u64, mut p: probe::Probe) -> Watch {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let points = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (s, pts) = (stop.clone(), points.clone());
-        let thread = std::thread::spawn(move || {
-            let read = |p: &mut probe::Probe| {
-                let v = p.vmstat().ok().flatten();
-                let paging = v.as_ref().map(|v| v.get("pswpin").unwrap_or(0) + v.get("pswpout").unwrap_or(0));
-                let psi = p.pressure("memory").ok().flatten().map(|m| m.some.total_us);
-                (paging, psi, probe::sample::monotonic_ns())
-            };
-            let mut prev = read(&mut p);
-            while !s.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(RECOVERY_POLL);
-                let cur = read(&mut p);
-                let dt = (cur.2 - prev.2) as f64 / 1e9;
-                let per_s = |a: Option<u64>, b: Option<u64>, scale: f64| match (a, b) {
-                    (Some(a), Some(b)) => a.saturating_sub(b) as f64 / scale / dt,
-                    _ => f64::NAN,
-                };
-                let point = RecoveryPoint {
-                    t_s: (cur.2 as f64 - t0 as f64) / 1e9,
-                    paging_per_s: per_s(cur.0, prev.0, 1.0),
-                    psi_some_pct: per_s(cur.1, prev.1, 1e4),
-                };
-                prev = cur;
-                pts.lock().unwrap_or_else(|e| e.into_inner()).push(point);
-            }
-        });
-        Watch { stop, points, thread: Some(thread) }
-    }
-
-    /// The points after `from` (s after the start signal).
-    fn since(&self, from: f64) -> Vec<RecoveryPoint> {
-        self.points.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|p| p.t_s > from).copied().collect()
-    }
-
-    fn finish(mut self) -> Vec<RecoveryPoint> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        std::mem::take(&mut *self.points.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Drop for Watch {
-    /// A run that ends early (an error, an interrupt) stops its poller too.
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
 
 /// The recovery watch's end: once paging and PSI have been calm for
 /// [`RECOVERY_CALM`] after the last consumer's fall-back (`last_s`, s after
@@ -622,7 +636,7 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::thrash::results::Entry
         if stop() {
             return Err(ExperimentError::Interrupted);
         }
-        let r = run_once(cfg, &plan, kind, rep, obs, stop)?;
+        let r = run_one(cfg, (&plan, kind, rep), obs, stop, &Extras::default())?.result;
         obs.note(&format!(
                 "thrash {} on {} repeat {}: {}/{} consumers completed, {} pages swapped out, {:.0}/s while active, progress \
 median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
@@ -673,6 +687,19 @@ mod tests {
         assert!(r.pswpout_active == Some(0) && r.pswpout_per_s_active.is_nan());
     }
 
+    /// zswap's stores count as swap-outs (zswpout), its writebacks once
+    /// (they are in pswpout already); a kernel without zswap's counters
+    /// counts pswpout alone, and without pswpout nothing is known.
+    #[test]
+    fn zswaps_stores_are_swap_outs_and_its_writebacks_count_once() {
+        let v = probe::vmstat::parse("pswpin 7\npswpout 100\nzswpin 20\nzswpout 500\nzswpwb 40\n").unwrap();
+        assert_eq!(swapped_out(&v), Some(100 + 500 - 40));
+        assert_eq!(paging(&Some(v)), 7 + 20 + 560);
+        let plain = probe::vmstat::parse("pswpin 7\npswpout 100\n").unwrap();
+        assert_eq!(swapped_out(&plain), Some(100));
+        assert_eq!(swapped_out(&probe::vmstat::parse("zswpout 5\n").unwrap()), None);
+    }
+
     #[test]
     fn a_consumer_that_did_not_complete_breaks_the_protocol() {
         let mut r = ThrashResult { consumers: 5, consumers_completed: 4, ..Default::default() };
@@ -707,7 +734,11 @@ mod tests {
         let cpu = ThrashConfig { cpu_only: true, ..crate::thrash::work::tests::cfg() };
         assert!(announce(&cpu.plans()[0], 0, &r).ends_with("so nothing should page"));
         // The CPU-only control's limit holds N × S twice over; the study's is N × S ÷ 2.5.
-        assert_eq!(limit_for(&cpu.plans()[0], 10, 1000), 10 + 2000);
-        assert_eq!(limit_for(&cfg.plans()[0], 10, 1000), 10 + 400);
+        assert_eq!(limit_for(&cpu.plans()[0], 10, 1000, 0), 10 + 2000);
+        assert_eq!(limit_for(&cfg.plans()[0], 10, 1000, 0), 10 + 400);
+        // A companion's 250 bytes inside (in the idle usage of 260) count
+        // with N × S: (1000 + 250) ÷ 2.5 above the other 10.
+        assert_eq!(limit_for(&cfg.plans()[0], 260, 1000, 250), 10 + 500);
+        assert_eq!(limit_for(&cpu.plans()[0], 260, 1000, 250), 10 + 2500);
     }
 }

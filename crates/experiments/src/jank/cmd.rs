@@ -1,0 +1,364 @@
+//! `pagelab jank`: glue between the CLI, the experiment, the run directory and
+//! the report.
+
+use crate::jank::results::{Config, JankResult};
+use crate::jank::work::{Arm, JankConfig, Store};
+use crate::kit::cli::{RunArgs, SwapfileArgs};
+use crate::kit::plan::{Machine, Scale, arg, skip, step};
+use crate::kit::run::{ExperimentRun, RunObserver, conclude};
+use crate::kit::units;
+use crate::thrash::work::{AfterLoad, PlanExt, ThrashConfig};
+use clap::Args;
+use report::lab::Step;
+use serde::Serialize;
+use std::time::Duration;
+use workloads::backing::BackingKind;
+
+/// The arms: stores, each crossed with every swappiness and page-cluster
+/// given (the CPU-only control once, under the kernel's own settings).
+pub fn arms(a: &JankArgs) -> Vec<Arm> {
+    let sw: Vec<Option<u32>> = if a.swappiness.is_empty() { vec![None] } else { a.swappiness.iter().map(|&s| Some(s)).collect() };
+    let pc: Vec<Option<u32>> =
+        if a.page_cluster.is_empty() { vec![None] } else { a.page_cluster.iter().map(|&s| Some(s)).collect() };
+    let mut v = Vec::new();
+    for store in &a.arms.0 {
+        if *store == Store::CpuOnly {
+            v.push(Arm::of(Store::CpuOnly));
+            continue;
+        }
+        for s in &sw {
+            for p in &pc {
+                v.push(Arm { store: store.clone(), swappiness: *s, page_cluster: *p });
+            }
+        }
+    }
+    v
+}
+
+fn config(a: &JankArgs) -> crate::Result<JankConfig> {
+    let hog = ThrashConfig {
+        presets: vec![a.preset.clone()],
+        consumers: a.consumers,
+        size: None,
+        writes: None,
+        sleep: None,
+        stagger: None,
+        initial_delay: Duration::from_secs(10),
+        limit: None,
+        // Each arm's store is its own (validate checks them).
+        backings: vec![],
+        scale: a.scale,
+        time_scale: Some(a.time_scale),
+        repeat: a.repeat,
+        exe: std::env::current_exe()?,
+        host_floor: a.run.host_floor,
+        swapfile_dir: a.swapfile.swapfile_dir.clone(),
+        after_load: AfterLoad::Falls,
+        cpu_only: false,
+    };
+    Ok(JankConfig {
+        hog,
+        arms: arms(a),
+        repeat: a.repeat,
+        period: a.frame,
+        share: a.share,
+        cpu_only: a.cpu_only,
+        zram_offers: sandbox::zram::algorithms(std::path::Path::new("/sys")).unwrap_or_default(),
+    })
+}
+
+/// Checks everything before any change: thrash's checks of the hog, then
+/// each arm's store and settings.
+fn validate(cfg: &JankConfig) -> crate::Result<()> {
+    use sandbox::SandboxError::Invalid;
+    crate::thrash::work::validate_hog(&cfg.hog, &mut probe::Probe::default())?;
+    for arm in &cfg.arms {
+        let (kind, comp) = arm.backing();
+        if kind != BackingKind::None {
+            workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir)
+                .map_err(|e| Invalid(format!("--arms {}: {}", arm.name(), e.to_string().trim_start_matches("--compressor "))))?;
+        }
+        for (k, _) in arm.sysctls() {
+            let path = std::path::Path::new("/proc/sys").join(k.replace('.', "/"));
+            if !path.exists() {
+                return Err(sandbox::SandboxError::Unsupported(format!("{k} does not exist on this kernel")).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(a: &JankArgs) -> crate::Result<()> {
+    let cfg = config(a)?;
+    validate(&cfg)?;
+    let plan = cfg.plan(&cfg.arms[0]);
+    let per = plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3 + 22.0;
+    let config = Config {
+        arms: cfg.arms.iter().map(Arm::name).collect(),
+        repeat: a.repeat,
+        hog: Some(plan),
+        frame_ms: a.frame.as_secs_f64() * 1e3,
+        share: a.share,
+        ws_bytes: cfg.ws(),
+        touch_pages: cfg.touch_pages(),
+        work: crate::jank::work::FRAME_WORK,
+    };
+    let run = ExperimentRun::start_with("jank", &a.run, &config, true)?;
+    run.note(&format!(
+        "expected time: about {:.0} min ({} arm(s) × {} repeat(s), about {per:.0} s each); Ctrl-C stops and restores everything",
+        per * (cfg.arms.len() as u32 * a.repeat) as f64 / 60.0,
+        cfg.arms.len(),
+        a.repeat
+    ));
+    let r = {
+        let mut obs = RunObserver::new(&run, true);
+        crate::jank::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+    };
+    conclude(
+        run,
+        r,
+        a.run.json,
+        &crate::jank::report::Jank,
+        |all| Output {
+            experiment: "jank",
+            answer: crate::jank::report::answer(all),
+            results: all.iter().map(|r| JankResult { inside: no_series(&r.inside), outside: no_series(&r.outside), ..r.clone() }).collect(),
+        },
+        |all| {
+            format!(
+                "{}\n\n{}\n{}",
+                crate::jank::report::answer(all),
+                crate::jank::report::arms_markdown(all),
+                crate::jank::report::findings_markdown(all)
+            )
+        },
+    )
+}
+
+fn no_series(p: &crate::jank::results::ProbeFigures) -> crate::jank::results::ProbeFigures {
+    crate::jank::results::ProbeFigures { series: vec![], ..p.clone() }
+}
+
+/// A run's expected time: per arm and repeat, the baseline, thrash's e2
+/// (the initial delay, N − 1 staggers and t_p = (N + 1) t_c at the time
+/// factor) and about 22 s of baseline, recovery watch and setup (a zswap
+/// arm often waits out its 60 s watch: the default run's 16 runs took 14 min
+/// 32 s on the 2-vCPU VM, 54.5 s each).
+fn expect_s(arms: usize, n: f64, time_scale: f64, rep: u32) -> f64 {
+    (arms as f64) * rep as f64 * per_run(n, time_scale)
+}
+
+fn per_run(n: f64, time_scale: f64) -> f64 {
+    (2.0 * n * 30.0 + 10.0) * time_scale + 22.0
+}
+
+/// A budgeted lab's jank: the study's e2 (25 consumers) at a size factor of
+/// 0.02 and a time factor of 0.02, zram (lz4), zswap, a swap file and the
+/// CPU-only control, four repeats (one Williams square).
+pub fn budgeted() -> Step {
+    let (arms, rep, ts) = ("zram:lz4,zswap,swapfile,cpu-only", 4u32, 0.02);
+    step(
+        "jank",
+        vec![arg("--arms"), arg(arms), arg("--time-scale"), ts.to_string(), arg("--repeat"), rep.to_string()],
+        expect_s(4, 25.0, ts, rep),
+    )
+}
+
+/// The least `lab --budget` that lets jank into a quick lab: thrash's
+/// budget and jank's own step, in whole minutes.
+pub fn quick_budget_s() -> f64 {
+    ((crate::thrash::cmd::quick_budget_s() + budgeted().expect_s) / 60.0).ceil() * 60.0
+}
+
+/// The lab's `jank` step for this machine.
+pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
+    if !m.root {
+        return skip(
+            step("jank", vec![], 0.0),
+            "needs root: the hog must be contained in a memory cgroup, and pagelab never thrashes the host itself",
+        );
+    }
+    match scale {
+        Scale::Quick => match budget {
+            Some(b) if b >= quick_budget_s() => budgeted(),
+            _ => skip(
+                step("jank", vec![], 0.0),
+                &format!(
+                    "the quick lab's five minutes are spent: jank needs about {:.0} min (four arms × four repeats of \
+                     thrash's e2); `pagelab lab --budget {:.0}m` runs it with thrash",
+                    (budgeted().expect_s / 60.0).ceil(),
+                    quick_budget_s() / 60.0
+                ),
+            ),
+        },
+        Scale::Full => {
+            let (rep, ts) = (4u32, 0.05);
+            step(
+                "jank",
+                vec![
+                    arg("--arms"),
+                    arg("zram:lz4,zswap,swapfile,cpu-only"),
+                    arg("--scale"),
+                    arg("0.1"),
+                    arg("--time-scale"),
+                    ts.to_string(),
+                    arg("--repeat"),
+                    rep.to_string(),
+                ],
+                expect_s(4, 25.0, ts, rep),
+            )
+        }
+        // Smoke: four consumers at a fiftieth of the sizes and a hundredth
+        // of the times, once, on a swap file and the CPU-only control: the
+        // step and every part of its report (outside the protocol: four
+        // consumers are not the study's 25).
+        Scale::Smoke => step(
+            "jank",
+            vec![
+                arg("--arms"),
+                arg("swapfile,cpu-only"),
+                arg("--consumers"),
+                arg("4"),
+                arg("--time-scale"),
+                arg("0.01"),
+                arg("--repeat"),
+                arg("1"),
+            ],
+            // Both runs took 20.2 s together on the 2-vCPU VM (2026-11-29):
+            // four consumers never hold the watch open.
+            2.0 * 10.5,
+        ),
+    }
+}
+
+// Its command-line arguments (its subcommand, under its name in `crate::ALL`).
+
+/// The arms' stores: a comma-separated list.
+#[derive(Debug, Clone)]
+pub struct StoreList(pub Vec<Store>);
+
+fn parse_stores(s: &str) -> Result<StoreList, String> {
+    let mut v = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        let st = Arm::parse_store(p)?;
+        if v.contains(&st) {
+            return Err(format!("'{p}' is listed twice"));
+        }
+        v.push(st);
+    }
+    Ok(StoreList(v))
+}
+
+fn parse_preset(s: &str) -> Result<String, String> {
+    match crate::thrash::work::parse_presets(s)?.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!("'{s}': expected one of thrash's presets as the hog: e1, e2, e3 or e4")),
+    }
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match crate::kit::cli::parse_share(s) {
+        Ok(f) if f > 0.0 && f <= 0.5 => Ok(f),
+        _ => Err(format!("'{s}': expected a share of the room above 0 and at most 0.5, e.g. 0.25 or 25%")),
+    }
+}
+
+fn parse_frame(s: &str) -> Result<Duration, String> {
+    match units::parse_positive_duration(s) {
+        Ok(d) if d >= Duration::from_millis(1) && d <= Duration::from_secs(1) => Ok(d),
+        _ => Err(format!("'{s}': expected a frame period from 1ms to 1s, e.g. 16.7ms (60 Hz)")),
+    }
+}
+
+fn parse_setting(s: &str) -> Result<u32, String> {
+    s.parse::<u32>().ok().filter(|&v| v <= 200).ok_or_else(|| format!("'{s}': expected a whole number from 0 to 200"))
+}
+
+#[derive(Debug, Args)]
+pub struct JankArgs {
+    /// The arms: zram[:COMPRESSOR], zswap[:COMPRESSOR] (in front of a swap
+    /// file), swapfile and cpu-only (the control: the hog's group holds it
+    /// twice over, nothing pages), comma-separated.
+    #[arg(long, default_value = "zram:lz4,zswap,swapfile,cpu-only", value_parser = parse_stores)]
+    pub arms: StoreList,
+    /// vm.swappiness values, comma-separated: each store runs under each
+    /// (journaled and restored). Default: the kernel's own.
+    #[arg(long, value_delimiter = ',', value_parser = parse_setting)]
+    pub swappiness: Vec<u32>,
+    /// vm.page-cluster values, comma-separated, crossed as --swappiness is.
+    #[arg(long, value_delimiter = ',', value_parser = parse_setting)]
+    pub page_cluster: Vec<u32>,
+    /// Every arm under the CPU-only limit: the findings' negative control.
+    #[arg(long)]
+    pub cpu_only: bool,
+    /// The hog: one of thrash's presets (e2: 25 consumers, W = 10000, t_s =
+    /// 0.1 s, t_c = 30 s at the study's scale).
+    #[arg(long, default_value = "e2", value_parser = parse_preset)]
+    pub preset: String,
+    /// The hog's consumers (default: the study's 25; another number is not
+    /// the study's preset, and its findings are outside the protocol).
+    #[arg(long, value_parser = crate::thrash::cmd::parse_nonzero_u32, allow_hyphen_values = true)]
+    pub consumers: Option<u32>,
+    /// The hog's size factor (S and W).
+    #[arg(long, default_value = "0.02", value_parser = crate::thrash::cmd::parse_scale, allow_hyphen_values = true)]
+    pub scale: f64,
+    /// The hog's time factor (t_s, t_c, the initial delay).
+    #[arg(long, default_value = "0.02", value_parser = crate::thrash::cmd::parse_time_scale, allow_hyphen_values = true)]
+    pub time_scale: f64,
+    /// Runs per arm.
+    #[arg(long, default_value_t = 4, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
+    pub repeat: u32,
+    /// The frame period (60 Hz: 16.7ms).
+    #[arg(long, default_value = "16.667ms", value_parser = parse_frame)]
+    pub frame: Duration,
+    /// The frame probe's working set, as a share of the room under the
+    /// hog's limit (counted in its overcommit).
+    #[arg(long, default_value = "0.25", value_parser = parse_share)]
+    pub share: f64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub swapfile: SwapfileArgs,
+}
+
+/// `jank --json`: the one-line answer and each run without its chart series.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Output {
+    experiment: &'static str,
+    answer: String,
+    results: Vec<JankResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_parse_and_bad_ones_name_the_accepted_forms() {
+        let l = parse_stores("zram:lz4, zswap,swapfile,cpu-only").unwrap().0;
+        assert_eq!(l, [Store::Zram(Some("lz4".into())), Store::Zswap(None), Store::Swapfile, Store::CpuOnly]);
+        assert!(parse_stores("zram,zram").unwrap_err().contains("twice"));
+        assert!(parse_stores("disk").unwrap_err().contains("zram[:COMPRESSOR], zswap[:COMPRESSOR], swapfile or cpu-only"));
+        assert!(parse_stores("swapfile:lz4").unwrap_err().contains("only zram and zswap"));
+        assert!(parse_stores("zram:../x").unwrap_err().contains("compressor"));
+        assert!(parse_preset("e2,e3").is_err() && parse_preset("e4").unwrap() == "e4");
+        assert!(parse_share("60%").is_err() && parse_share("25%").unwrap() == 0.25);
+        assert!(parse_frame("0.1ms").is_err() && parse_frame("16.7ms").is_ok());
+        assert!(parse_setting("201").is_err() && parse_setting("180").unwrap() == 180);
+    }
+
+    #[test]
+    fn the_smoke_and_budgeted_steps_plan_their_time() {
+        let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+        let s = lab_step(&m, Scale::Smoke, None);
+        assert!(s.args.contains(&"swapfile,cpu-only".to_string()) && s.expect_s > 15.0 && s.expect_s < 60.0, "{s:?}");
+        let q = lab_step(&m, Scale::Quick, None);
+        assert!(q.reason.as_deref().unwrap().contains(&format!("--budget {:.0}m", quick_budget_s() / 60.0)), "{q:?}");
+        let b = lab_step(&m, Scale::Quick, Some(quick_budget_s()));
+        assert_eq!(b.args, budgeted().args);
+        // Four arms × four repeats of e2 at a time factor of 0.02: about 52 s each.
+        assert!((budgeted().expect_s - 16.0 * ((1500.0 + 10.0) * 0.02 + 22.0)).abs() < 1e-6);
+        let nr = lab_step(&Machine { root: false, cpus: 2, ram_bytes: 24 << 30, swap_active: false }, Scale::Full, None);
+        assert!(nr.reason.as_deref().unwrap().starts_with("needs root"));
+    }
+}

@@ -1,0 +1,470 @@
+//! Rendering `jank` runs: each arm's frames inside and outside the hog's
+//! group, paired ratios against the CPU-only control with 95 % intervals,
+//! the one-line answer, pagelab's own findings on the stores, and charts (a
+//! frame-time line per arm, and the frame-time distribution side by side).
+
+use crate::jank::results::{Config, Entry, JankResult};
+use record::results::typed;
+use record::rundir::RunRecord;
+use record::stats::claim::{Region, estimate};
+use report::charts::{self, Trace};
+use report::experiment::Study;
+use report::headline::{Builder, Figure, Metric};
+use report::verdict::{Claim, Drawn, Evidence, Finding, Ms};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub const P99_IN: Figure =
+    Figure::new("frame p99 inside, ms", "ms", true, 0.001).export("frame_p99_seconds", "seconds", 1e-3);
+pub const LONGEST_IN: Figure =
+    Figure::new("longest frame inside, ms", "ms", true, 0.001).export("frame_longest_seconds", "seconds", 1e-3);
+pub const OVER_100_IN: Figure =
+    Figure::new("frames over 100 ms inside, per min", "/min", true, 0.1).export("frames_over_100ms_per_minute", "", 1.0);
+pub const BACK_IN: Figure =
+    Figure::new("frames on time again after, s", "s", true, 0.01).export("frames_on_time_after_seconds", "seconds", 1.0);
+pub const P99_OUT: Figure = Figure::new("frame p99 outside, ms", "ms", true, 0.001)
+    .export("frame_p99_outside_seconds", "seconds", 1e-3);
+pub const LONGEST_OUT: Figure = Figure::new("longest frame outside, ms", "ms", true, 0.001)
+    .export("frame_longest_outside_seconds", "seconds", 1e-3);
+
+pub static FIGURES: [Figure; 6] = [P99_IN, LONGEST_IN, OVER_100_IN, BACK_IN, P99_OUT, LONGEST_OUT];
+
+/// The CPU-only control's arm name.
+pub const CPU_ONLY: &str = "cpu-only";
+
+/// pagelab's own findings on the stores (issue 61), each quoting its source;
+/// their figure is the p99 frame time inside the group, never zero, so that
+/// no floor decides them.
+pub static FINDINGS: [Finding<JankResult>; 3] = [
+    Finding {
+        claim: Claim {
+            id: "jank.zram_tenfold",
+            claim: "zram keeps a desktop at least ten times more responsive than a disk swap",
+            study: "Fedora's SwapOnZRAM change: zram is \"at least an order of magnitude faster than drive based swap\"",
+            quantity: "p99 frame time inside the hog's group while it thrashes, swapfile ÷ zram:lz4, paired by \
+                       repeat (an order of magnitude: ≥ 10)",
+            region: Region::at_least(10.0),
+            floor: 0.001,
+            own: true,
+            check: false,
+            control: "both stores under the CPU-only limit (jank --cpu-only): the group holds the hog twice over, \
+                      nothing pages, and the stores' p99s are alike (a ratio near 1)",
+            yes: "frames waited on zram's in-memory store, not on the disk",
+            no: "the disk swap's frames were less than ten times slower than zram's at the p99",
+        },
+        draw: draw_tenfold,
+    },
+    Finding {
+        claim: Claim {
+            id: "jank.zstd_stutters",
+            claim: "zstd stutters more than lz4 under thrashing",
+            study: "Ubuntu's discussion of zram for 26.04 chose lz4 over zstd after \"noticeable stuttering on my laptop\"",
+            quantity: "p99 frame time inside the hog's group while it thrashes, zram:zstd ÷ zram:lz4, paired by \
+                       repeat (more: ≥ 1.10)",
+            region: Region::at_least(1.1),
+            floor: 0.001,
+            own: true,
+            check: false,
+            control: "both compressors under the CPU-only limit (jank --cpu-only): nothing is compressed, so the \
+                      ratio is near 1",
+            yes: "zstd's slower compression and decompression lengthened the frames that waited on a fault",
+            no: "zstd's frames were not 10 % longer than lz4's at the p99",
+        },
+        draw: draw_zstd,
+    },
+    Finding {
+        claim: Claim {
+            id: "jank.min_ttl",
+            claim: "MGLRU's min_ttl_ms=1000 eliminates intolerable lags",
+            study: "the MGLRU min_ttl_ms commit: \"N=1000 usually eliminates intolerable lags\" (no measurement given)",
+            quantity: "frames over 100 ms per minute with min_ttl_ms=1000 ÷ without (eliminated: ≤ 0.1)",
+            region: Region::at_most(0.1),
+            floor: 0.01,
+            own: true,
+            check: false,
+            control: "min_ttl_ms=0 in both arms",
+            yes: "the working set was kept, so no frame waited on a fault",
+            no: "frames still waited on faults with min_ttl_ms set",
+        },
+        draw: draw_min_ttl,
+    },
+];
+
+/// Why an arm's run cannot judge a finding: the hog broke the study's
+/// protocol (an OOM kill, a consumer that did not complete, an overcommit
+/// or depth outside thrash's), in the first such run.
+fn outside(rs: &[JankResult], arm: &str) -> Option<String> {
+    rs.iter().filter(|r| r.arm == arm).find_map(|r| {
+        let mut why = r.hog.protocol_breaks.clone();
+        if let Some(p) = &r.hog.protocol {
+            why.extend(p.breaks.iter().cloned());
+        }
+        (!why.is_empty()).then(|| format!("{arm} (repeat {}): {}", r.repeat_index + 1, why.join("; ")))
+    })
+}
+
+fn arms(m: &Ms) -> String {
+    let mut g: Vec<&str> = Vec::new();
+    for x in m.all.iter() {
+        if !g.contains(&x.group.as_str()) {
+            g.push(&x.group);
+        }
+    }
+    if g.is_empty() { "none".into() } else { g.join(", ") }
+}
+
+/// a ÷ b of the p99 inside, where both ran; outside the protocol when
+/// either's hog broke it; the CPU-only control (`--cpu-only`) labelled.
+fn versus(m: &Ms, rs: &[JankResult], a: &str, b: &str, missing: &str) -> Drawn {
+    let has = |g: &str| m.all.iter().any(|x| x.group == g);
+    let cpu = |g: &str| rs.iter().any(|r| r.arm == g && r.cpu_only);
+    let e: Evidence = if !has(a) || !has(b) {
+        Err(format!("this finding compares {a} with {b}; this run ran {}{missing}", arms(m)))
+    } else {
+        m.ratios((a, &P99_IN), (b, &P99_IN))
+    };
+    let mut d: Drawn = e.into();
+    if cpu(a) && cpu(b) {
+        d.label = Some("both under the CPU-only limit (--cpu-only, a control)".into());
+    } else {
+        d.outside = outside(rs, a).or_else(|| outside(rs, b));
+    }
+    d
+}
+
+fn draw_tenfold(m: &Ms, rs: &[JankResult]) -> Drawn {
+    versus(m, rs, "swapfile", "zram:lz4", "")
+}
+
+fn draw_zstd(m: &Ms, rs: &[JankResult]) -> Drawn {
+    // What the machine that ran them offered, as the run recorded it.
+    let offered = rs.iter().find(|r| !r.zram_offers.is_empty()).map(|r| r.zram_offers.clone()).unwrap_or_default();
+    let why = if offered.iter().any(|a| a == "zstd") {
+        " (`--arms zram:lz4,zram:zstd` runs both)".to_string()
+    } else if offered.is_empty() {
+        " (and zram's compressors could not be read here)".to_string()
+    } else {
+        format!(" (this kernel's zram offers {}, no zstd)", offered.join(", "))
+    };
+    versus(m, rs, "zram:zstd", "zram:lz4", &why)
+}
+
+fn draw_min_ttl(_: &Ms, _: &[JankResult]) -> Drawn {
+    let e: Evidence = Err("global reclaim only: min_ttl_ms acts in kswapd's reclaim of the whole \
+                           machine, which pagelab never causes on the host; the hog's group is reclaimed by its own \
+                           limit, where min_ttl_ms does not apply"
+        .into());
+    e.into()
+}
+
+/// A figure of a run, by accessor (None where the run has none).
+type Of = fn(&JankResult) -> Option<f64>;
+
+/// The per-repeat values of an arm's figure.
+fn values(rs: &[JankResult], arm: &str, f: fn(&JankResult) -> Option<f64>) -> Vec<f64> {
+    rs.iter().filter(|r| r.arm == arm).filter_map(f).filter(|v| v.is_finite()).collect()
+}
+
+fn med(rs: &[JankResult], arm: &str, f: fn(&JankResult) -> Option<f64>) -> Option<f64> {
+    record::stats::median(&values(rs, arm, f))
+}
+
+/// a ÷ b paired by repeat: the geometric mean and its 95 % interval.
+pub fn paired_ratio(rs: &[JankResult], a: &str, b: &str, f: fn(&JankResult) -> Option<f64>) -> Option<record::stats::claim::Estimate> {
+    let v: Vec<f64> = rs
+        .iter()
+        .filter(|r| r.arm == a)
+        .filter_map(|x| {
+            let y = rs.iter().find(|y| y.arm == b && y.repeat_index == x.repeat_index)?;
+            Some(f(x)? / f(y)?)
+        })
+        .collect();
+    estimate(&v)
+}
+
+/// The arms in the order they first ran.
+pub fn arm_names(rs: &[JankResult]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in rs {
+        if !v.contains(&r.arm) {
+            v.push(r.arm.clone());
+        }
+    }
+    v
+}
+
+pub fn p99_in(r: &JankResult) -> Option<f64> {
+    r.inside.during.p99_ms
+}
+pub fn longest_in(r: &JankResult) -> Option<f64> {
+    r.inside.during.longest_ms
+}
+fn over_100_in(r: &JankResult) -> Option<f64> {
+    r.inside.during.over_100ms_per_min
+}
+fn back_in(r: &JankResult) -> Option<f64> {
+    r.inside.back_on_time_s
+}
+fn p99_out(r: &JankResult) -> Option<f64> {
+    r.outside.during.p99_ms
+}
+fn longest_out(r: &JankResult) -> Option<f64> {
+    r.outside.during.longest_ms
+}
+
+/// One line per run, for the log.
+pub fn run_line(r: &JankResult) -> String {
+    let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
+    format!(
+        "jank {} repeat {}: inside p99 {} ms, longest {} ms, {} frames over 100 ms a minute, on time again after {}; \
+         outside p99 {} ms; the hog paged out {} pages{}",
+        r.arm,
+        r.repeat_index + 1,
+        f(p99_in(r)),
+        f(longest_in(r)),
+        f(over_100_in(r)),
+        r.inside.back_on_time_s.map_or("not within the watch".into(), |s| format!("{s:.2} s")),
+        f(p99_out(r)),
+        r.hog.pswpout_active.map_or("an unread number of".into(), |n| n.to_string()),
+        outside(std::slice::from_ref(r), &r.arm).map_or(String::new(), |w| format!("; OUTSIDE the protocol: {w}"))
+    )
+}
+
+/// A duration in ms as a person reads it: "1.5 s", "65 ms", "0.7 ms".
+fn said(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1e3)
+    } else if ms >= 10.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{ms:.1} ms")
+    }
+}
+
+/// The one-line answer: the arm that kept frames best, the one that froze
+/// longest, and the CPU-only control beside them.
+pub fn answer(rs: &[JankResult]) -> String {
+    let arms = arm_names(rs);
+    let paging: Vec<&String> = arms.iter().filter(|a| a.as_str() != CPU_ONLY).collect();
+    let best = paging.iter().filter_map(|a| Some((*a, med(rs, a, p99_in)?))).min_by(|x, y| x.1.total_cmp(&y.1));
+    let worst = paging.iter().filter_map(|a| Some((*a, med(rs, a, longest_in)?))).max_by(|x, y| x.1.total_cmp(&y.1));
+    let preset = rs.first().map_or("e2".into(), |r| r.hog.preset.clone());
+    let mut s = format!("on this machine, for thrash's {preset} as the hog");
+    match best {
+        Some((a, p)) => write!(s, ", {a} kept 99 % of frames under {}", said(p)).unwrap(),
+        None => s += ", no paging arm recorded frames",
+    }
+    if let Some((a, l)) = worst.filter(|_| paging.len() > 1) {
+        write!(s, "; {a} froze for {} at the longest (median of the repeats)", said(l)).unwrap();
+    }
+    if let Some(c) = med(rs, CPU_ONLY, p99_in) {
+        write!(s, "; with nothing paging ({CPU_ONLY}), 99 % were under {}", said(c)).unwrap();
+    }
+    if paging.iter().any(|a| outside(rs, a).is_some()) {
+        s += " (the hog ran outside the study's protocol in some runs: see the table)";
+    }
+    s
+}
+
+fn ci(e: Option<record::stats::claim::Estimate>) -> String {
+    e.map_or("-".into(), |e| format!("{:.2} [{:.2}, {:.2}]", e.estimate, e.ci95[0], e.ci95[1]))
+}
+
+/// The arms' table (Markdown): medians over the repeats, and the paired
+/// ratios against the CPU-only control with their 95 % intervals.
+pub fn arms_markdown(rs: &[JankResult]) -> String {
+    let f = |x: Option<f64>, d: usize| x.map_or("-".into(), |v| format!("{v:.d$}"));
+    let mut s = String::from(
+        "| arm | runs | frames > 100 ms / min | p99 ms | p99.9 ms | longest ms | on time again after, s | p99 ÷ cpu-only [95 % CI] | longest ÷ cpu-only [95 % CI] | outside: p99 ms | outside: longest ms | hog |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let has_cpu = rs.iter().any(|r| r.arm == CPU_ONLY);
+    for a in arm_names(rs) {
+        let n = rs.iter().filter(|r| r.arm == a).count();
+        let vs = |g: fn(&JankResult) -> Option<f64>| if has_cpu && a != CPU_ONLY { ci(paired_ratio(rs, &a, CPU_ONLY, g)) } else { "-".into() };
+        let censored = rs.iter().filter(|r| r.arm == a && r.inside.back_on_time_s.is_none()).count();
+        let back = f(med(rs, &a, back_in), 2) + &if censored > 0 { format!(" ({censored} not within the watch)") } else { String::new() };
+        let hog = outside(rs, &a).map_or_else(
+            || if a == CPU_ONLY { "no paging, by design".to_string() } else { "inside the protocol".to_string() },
+            |w| if a == CPU_ONLY { "no paging, by design".to_string() } else { format!("outside: {w}") },
+        );
+        writeln!(
+            s,
+            "| {a} | {n} | {} | {} | {} | {} | {back} | {} | {} | {} | {} | {hog} |",
+            f(med(rs, &a, over_100_in), 1),
+            f(med(rs, &a, p99_in), 1),
+            f(med(rs, &a, |r| r.inside.during.p999_ms), 1),
+            f(med(rs, &a, longest_in), 0),
+            vs(p99_in),
+            vs(longest_in),
+            f(med(rs, &a, p99_out), 1),
+            f(med(rs, &a, longest_out), 0),
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// The findings' table, judged as the report judges them.
+pub fn findings_markdown(rs: &[JankResult]) -> String {
+    let mut s = String::from("| the claim | its source | accepted | here (95 % CI) | verdict |\n|---|---|---|---|---|\n");
+    for v in report::verdict::verdicts(&Jank, &report::experiment::Parsed::of(rs.to_vec())) {
+        let why = if v.why.is_empty() { String::new() } else { format!(": {}", v.why) };
+        let _ = writeln!(s, "| {} | {} | {} | {} | {}{why} |", v.claim, v.study, v.acceptance, v.ours, v.outcome.word());
+    }
+    s
+}
+
+/// The run's tables in Markdown: `jank.md` below its title, and the lab report's.
+pub fn tables(config: &Config, rs: &[JankResult]) -> String {
+    format!(
+        "**{}.**\n\nFrames inside the hog's group while it thrashed (medians over the repeats; the ratios are paired \
+         by repeat). The frame probe: a {:.1} ms frame, a working set of {:.1} MiB ({:.0} % of the room, counted in \
+         the overcommit), {} pages touched and {} steps of work a frame.\n\n{}\n## Findings (pagelab's own)\n\n{}",
+        answer(rs),
+        config.frame_ms,
+        units::mib(config.ws_bytes),
+        config.share * 100.0,
+        config.touch_pages,
+        config.work,
+        arms_markdown(rs),
+        findings_markdown(rs)
+    )
+}
+
+
+
+/// The charts: each arm's longest frame per 0.25 s inside the group (its
+/// first repeat, the hog's start and end marked), and the distribution of
+/// frame times over every repeat (the share of frames longer than x).
+pub fn render(rec: &RunRecord, rs: &[JankResult]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let dir = &rec.dir;
+    let mut written = Vec::new();
+    let arms = arm_names(rs);
+    let mut line = Vec::new();
+    let mut ccdf = Vec::new();
+    let (mut ts, mut te, mut ymax) = (f64::NAN, f64::NAN, 1.0f64);
+    for (c, a) in arms.iter().enumerate() {
+        let color = if c >= 5 { c + 1 } else { c };
+        let Some(first) = rs.iter().find(|r| &r.arm == a) else { continue };
+        if ts.is_nan() {
+            (ts, te) = (first.hog.thrash_start_s, first.hog.thrash_end_s);
+        }
+        let pts: Vec<(f64, f64)> = first.inside.series.iter().copied().filter(|p| p.1 > 0.0).collect();
+        ymax = pts.iter().map(|p| p.1).fold(ymax, f64::max);
+        line.push(Trace { name: a.clone(), color, points: charts::thin(&pts, 2000), ..Default::default() });
+        let mut hist: Vec<u64> = Vec::new();
+        for r in rs.iter().filter(|r| &r.arm == a) {
+            for (i, n) in r.inside.during.hist.iter().enumerate() {
+                if hist.len() <= i {
+                    hist.resize(i + 1, 0);
+                }
+                hist[i] += *n as u64;
+            }
+        }
+        let total: u64 = hist.iter().sum();
+        if total > 0 {
+            let edges = crate::jank::frames::bucket_edges();
+            let mut above = total;
+            let pts: Vec<(f64, f64)> = edges
+                .iter()
+                .zip(&hist)
+                .map(|(e, n)| {
+                    above -= n;
+                    (*e, (above as f64 / total as f64).max(1e-6))
+                })
+                .collect();
+            ccdf.push(Trace { name: a.clone(), color, points: pts, ..Default::default() });
+        }
+    }
+    if !line.is_empty() {
+        for x in [ts, te].into_iter().filter(|x| x.is_finite()) {
+            line.push(Trace { name: String::new(), color: 5, points: vec![(x, 1.0), (x, ymax)], faint: true, ..Default::default() });
+        }
+        let stem = dir.join("jank-frames");
+        charts::traces(
+            &stem,
+            &format!("pagelab jank: longest frame per 0.25 s inside the group (run 1; grey: the hog {ts:.0}..{te:.0} s)"),
+            "seconds since the start signal",
+            "ms (log)",
+            &line,
+            true,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+    }
+    if !ccdf.is_empty() {
+        let stem = dir.join("jank-cdf");
+        charts::traces(
+            &stem,
+            "pagelab jank: share of frames longer than x while the hog ran (every repeat)",
+            "frame time, ms",
+            "share of frames (log)",
+            &ccdf,
+            true,
+        )?;
+        written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
+    }
+    let config: Config = record::results::typed_one(&rec.run.config).unwrap_or_default();
+    report::write_file(dir.join("jank.md"), format!("# pagelab jank\n\n{}", tables(&config, rs)))?;
+    written.push(dir.join("jank.md"));
+    Ok(written)
+}
+
+/// `jank` in the report's list of experiments.
+pub struct Jank;
+
+impl Study for Jank {
+    type Entry = JankResult;
+    fn name(&self) -> &'static str {
+        "jank"
+    }
+    fn study(&self) -> &'static str {
+        "the thrashing study's open question (Maziero et al. 2012): how responsive a desktop stays when memory runs out, \
+         per swap store and setting"
+    }
+    fn figures(&self) -> &'static [Figure] {
+        &FIGURES
+    }
+    fn findings(&self) -> &'static [Finding<JankResult>] {
+        &FINDINGS
+    }
+    fn parse(&self, results: &[Value]) -> Result<Vec<JankResult>, record::results::EntryError> {
+        Ok(typed::<Entry>(results)?.into_iter().map(|e| e.result).collect())
+    }
+    fn render(&self, rec: &RunRecord, r: &[JankResult]) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+        render(rec, r)
+    }
+    fn tables(&self, rec: &RunRecord, r: &[JankResult]) -> String {
+        tables(&record::results::typed_one(&rec.run.config).unwrap_or_default(), r)
+    }
+    fn metrics(&self, rs: &[JankResult], b: &mut Builder) {
+        let rows: [(&Figure, Of); 6] = [
+            (&P99_IN, p99_in),
+            (&LONGEST_IN, longest_in),
+            (&OVER_100_IN, over_100_in),
+            (&BACK_IN, back_in),
+            (&P99_OUT, p99_out),
+            (&LONGEST_OUT, longest_out),
+        ];
+        for r in rs {
+            for (fig, v) in rows {
+                b.push_rep(&r.arm, fig, r.repeat_index, v(r));
+            }
+        }
+    }
+    fn summary(&self, m: &[Metric]) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for x in m {
+            if seen.contains(&x.group.as_str()) {
+                continue;
+            }
+            seen.push(&x.group);
+            if let Some(p) = report::experiment::median_of(m, &x.group, &P99_IN) {
+                v.push(format!("{}: p99 {}", x.group, said(p)));
+            }
+        }
+        v
+    }
+}

@@ -1,0 +1,85 @@
+//! `jank`: one entry per arm and repeat, `{"result": {...}}`.
+
+use crate::jank::frames::FrameFigures;
+use crate::thrash::results::ThrashResult;
+use serde::{Deserialize, Serialize};
+
+/// A frame probe's account of one run, by window: before the hog (the
+/// baseline), during it (its first allocation to its last consumer's t_p),
+/// and after (from when its load fits again until the watch ended).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct ProbeFigures {
+    /// Inside the hog's group (counted in its overcommit), or outside it.
+    pub inside: bool,
+    /// Its working set, bytes.
+    pub ws_bytes: u64,
+    pub before: FrameFigures,
+    pub during: FrameFigures,
+    pub after: FrameFigures,
+    /// A frame is on time when it takes at most this long, ms
+    /// ([`crate::jank::frames::on_time_ms`]).
+    #[serde(default = "record::results::nan")]
+    pub on_time_ms: f64,
+    /// From when the hog's load fit again (its end, for an arm that never
+    /// overcommitted) until frames were on time for a second, s; None: not
+    /// within the watch (censored at its end).
+    pub back_on_time_s: Option<f64>,
+    /// Frames it skipped because the one before ended past their time.
+    pub missed: u64,
+    /// The longest frame in each 0.25 s, (s after the start signal, ms): the chart.
+    pub series: Vec<(f64, f64)>,
+}
+
+/// A global setting an arm ran under (journaled and restored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+}
+
+/// One run of one arm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct JankResult {
+    /// The arm's name (`zram:lz4`, `swapfile`, `cpu-only`, with its settings).
+    pub arm: String,
+    pub repeat_index: u32,
+    /// The CPU-only control: the hog's group holds it twice over, nothing pages.
+    pub cpu_only: bool,
+    /// The store's compressor, as the kernel reported it after setup.
+    pub compressor: Option<String>,
+    pub settings: Vec<Setting>,
+    /// The compressors this machine's zram offered (what the zstd finding
+    /// says when it could not run).
+    pub zram_offers: Vec<String>,
+    pub inside: ProbeFigures,
+    pub outside: ProbeFigures,
+    /// The hog: thrash's run, as thrash records it (its protocol figures
+    /// and breaks decide whether this arm is inside the study's protocol).
+    pub hog: ThrashResult,
+}
+
+/// run.json's `results` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Entry {
+    pub result: JankResult,
+}
+
+/// run.json's `config`: the hog's plan and what every arm shares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct Config {
+    pub arms: Vec<String>,
+    pub repeat: u32,
+    pub hog: Option<crate::thrash::results::Plan>,
+    /// The frame probe: its period (ms), its working set's share of the
+    /// room, the pages it touches and the work it does each frame.
+    #[serde(default = "record::results::nan")]
+    pub frame_ms: f64,
+    #[serde(default = "record::results::nan")]
+    pub share: f64,
+    pub ws_bytes: u64,
+    pub touch_pages: u64,
+    pub work: u64,
+}
