@@ -211,7 +211,8 @@ state() {
     echo "cgroups:"; ls /sys/fs/cgroup | grep pagelab;
     echo "zswap:"; grep -r . /sys/module/zswap/parameters/ | sort;
     echo "sysctls:"; cat /proc/sys/vm/swappiness /proc/sys/vm/page-cluster /proc/sys/vm/overcommit_memory;
-    echo "damon:"; cat /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds 2>/dev/null || echo none; } > $1
+    echo "damon:"; cat /sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds 2>/dev/null || echo none;
+    echo "lru_gen:"; cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms 2>/dev/null || echo none; } > $1
 }
 state $O/state-before
 $P doctor --json > $O/doctor-plain.json; echo $? > $O/doctor-plain.rc
@@ -223,6 +224,13 @@ $P eat --size 24MiB --repeat 1 --pattern random,semi --backing swapfile --swapfi
 $P wscap --size 16MiB --cap 8MiB --duration 1s --repeat 1 --swapfile-dir $S --out $O/wscap; echo $? > $O/wscap.rc
 $P thrash --preset e2 --scale 0.02 --consumers 4 --repeat 1 --out $O/thrash; echo $? > $O/thrash.rc
 [ $L = 6.12 ] && { $P mapping --size 16MiB --iterations 3 --warmup 1 --repeat 1 --pressure --out $O/mapping; echo $? > $O/mapping.rc; }
+# jank with MGLRU's min_ttl_ms (issue 61): semantics only, the arm set and
+# undone and frames recorded; timing under emulation means nothing.
+if [ $L = 6.12 ]; then
+cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms > $O/lru-before 2>&1
+$P jank --arms zram:lz4,cpu-only --min-ttl-ms 1000 --consumers 4 --time-scale 0.01 --repeat 1 --out $O/jank > /dev/null 2> $O/jank.err; echo $? > $O/jank.rc
+cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms > $O/lru-after 2>&1
+fi
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --trim zram --duration 3s --out $O/assess; echo $? > $O/assess.rc
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source referenced --out $O/assess-ref; echo $? > $O/assess-ref.rc
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source mglru --out $O/assess-mglru 2> $O/assess-mglru.err; echo $? > $O/assess-mglru.rc
@@ -616,10 +624,38 @@ fn check(g: &Guest, label: &str) {
     }
     record_and_kills(g, label, &ctx);
     if label == "6.12" {
+        jank_in_the_guest(g, label, &ctx);
         unprivileged_lab(g, label);
     } else {
         assert!(!g.out.join("user-lab.rc").exists(), "the unprivileged lab ran in the {label} guest");
     }
+}
+
+/// jank with MGLRU's min_ttl_ms on pure cgroup v2 (issue 61), as
+/// semantics: the arm ran with min_ttl_ms=1000 as the kernel read it back,
+/// MGLRU's settings were undone, and both probes recorded frames in both
+/// arms. Timing under emulation means nothing, so no figure is judged.
+fn jank_in_the_guest(g: &Guest, label: &str, ctx: &str) {
+    let before = read(&g.out.join("lru-before"));
+    assert_eq!(before.lines().count(), 2, "the {label} guest has no MGLRU to set: {before} {ctx}");
+    assert_eq!(rc(g, "jank"), 0, "jank: {} {ctx}", read(&g.out.join("jank.err")));
+    assert_eq!(read(&g.out.join("lru-after")), before, "jank left MGLRU's settings changed: {ctx}");
+    let rs = results(g, "jank");
+    let arm = |n: &str| rs.iter().find(|r| r["arm"] == n).unwrap_or_else(|| panic!("no {n} arm: {rs:?} {ctx}"));
+    let ttl = arm("zram:lz4 min_ttl_ms=1000");
+    let set = ttl["settings"].as_array().cloned().unwrap_or_default();
+    assert!(set.iter().any(|s| s["name"] == "lru_gen.min_ttl_ms" && s["value"] == "1000"), "{set:?}: {ctx}");
+    assert!(arm("cpu-only")["settings"].as_array().is_some_and(|s| s.is_empty()), "{ctx}");
+    for r in [ttl, arm("cpu-only")] {
+        for side in ["inside", "outside"] {
+            let n = r[side]["during"]["frames"].as_u64().unwrap_or(0);
+            assert!(n > 0, "{} {side}: no frames while the hog ran: {ctx}", r["arm"]);
+        }
+    }
+    println!(
+        "vm: {label}: jank with min_ttl_ms=1000 (read back as 1000) and undone; frames inside while the hog ran: {}",
+        ttl["inside"]["during"]["frames"]
+    );
 }
 
 /// rightsize: batch on v2 with zswap; every run in a group of its own, the

@@ -292,7 +292,8 @@ fn pagelab_swap_file(path: &Path) -> bool {
 /// deletes files on its word. Only these shapes are accepted (fake trees of
 /// tests only under the temp directory):
 /// - a cgroup named `pagelab`, or a child of one, under /sys/fs/cgroup;
-/// - a setting under /proc/sys/vm/ or /sys/module/zswap/parameters/;
+/// - a setting under /proc/sys/vm/, /sys/module/zswap/parameters/ or
+///   /sys/kernel/mm/lru_gen/ (MGLRU's enabled and min_ttl_ms);
 /// - a zram device of /sys; a swap area that is /dev/zramN or `pagelab-*.swap`;
 /// - a swap file `pagelab-*.swap` that is a regular file; a node /dev/zramN;
 /// - DAMON's kdamonds list at /sys/kernel/mm/damon/admin/kdamonds.
@@ -317,8 +318,11 @@ pub fn validate_change(change: &Change) -> std::result::Result<(), String> {
         }
         Change::WriteFile { path, .. } => {
             let under = |dir: &str| path.parent().is_some_and(|p| p.ends_with(dir));
-            (under("sys/vm") || under("module/zswap/parameters"))
-                && (path.starts_with("/proc/sys/vm") || path.starts_with("/sys/module/zswap/parameters") || fake)
+            (under("sys/vm") || under("module/zswap/parameters") || under("kernel/mm/lru_gen"))
+                && (path.starts_with("/proc/sys/vm")
+                    || path.starts_with("/sys/module/zswap/parameters")
+                    || path.starts_with("/sys/kernel/mm/lru_gen")
+                    || fake)
         }
         Change::ZramDevice { sys, .. } => sys == Path::new("/sys") || fake,
         Change::SwapOn { path } => zram_node(path) || pagelab_swap_file(path),

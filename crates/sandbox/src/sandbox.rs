@@ -146,6 +146,24 @@ impl Sandbox {
         self.write_setting_inner(&path, value)
     }
 
+    /// Sets a multi-generational LRU parameter, `enabled` or `min_ttl_ms`
+    /// (journaled; restored afterwards).
+    pub fn lru_gen(&mut self, param: &str, value: &str) -> Result<()> {
+        if !["enabled", "min_ttl_ms"].contains(&param) {
+            return Err(SandboxError::Invalid(format!(
+                "unknown lru_gen parameter '{param}': expected enabled or min_ttl_ms"
+            )));
+        }
+        let path = self.roots.sys.join("kernel/mm/lru_gen").join(param);
+        if !path.exists() {
+            return Err(SandboxError::Unsupported(
+                "this kernel has no multi-generational LRU (/sys/kernel/mm/lru_gen)".into(),
+            ));
+        }
+        self.require_admin(&format!("setting lru_gen {param}"), "")?;
+        self.write_setting_inner(&path, value)
+    }
+
     /// Checks limits without changing anything: not zero, not above RAM.
     pub fn check_limits(&self, limits: &Limits) -> Result<()> {
         let ram = self.probe().meminfo().ok().flatten().and_then(|m| m.total()).unwrap_or(u64::MAX);

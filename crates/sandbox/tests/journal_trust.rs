@@ -68,6 +68,8 @@ fn what_pagelab_makes_is_accepted() {
         Change::CgroupDir { path: "/sys/fs/cgroup/pagelab/eat-12-0".into() },
         Change::WriteFile { path: "/proc/sys/vm/swappiness".into(), previous: "60".into() },
         Change::WriteFile { path: "/sys/module/zswap/parameters/enabled".into(), previous: "N".into() },
+        Change::WriteFile { path: "/sys/kernel/mm/lru_gen/min_ttl_ms".into(), previous: "0".into() },
+        Change::WriteFile { path: "/sys/kernel/mm/lru_gen/enabled".into(), previous: "0x0000".into() },
         Change::ZramDevice { sys: "/sys".into(), before: vec![0], id: Some(1) },
         Change::SwapOn { path: "/dev/zram1".into() },
         Change::SwapOn { path: "/var/tmp/pagelab-12-0.swap".into() },
@@ -78,6 +80,14 @@ fn what_pagelab_makes_is_accepted() {
         assert_eq!(validate_change(&c), Ok(()), "{c:?}");
     }
     assert!(validate_change(&Change::WriteFile { path: "/etc/passwd".into(), previous: String::new() }).is_err());
+    // Only MGLRU's own parameters, not what sits beside them.
+    assert!(
+        validate_change(&Change::WriteFile {
+            path: "/sys/kernel/mm/transparent_hugepage/enabled".into(),
+            previous: String::new()
+        })
+        .is_err()
+    );
     assert!(validate_change(&Change::SwapOn { path: "/dev/zram".into() }).is_err());
 }
 

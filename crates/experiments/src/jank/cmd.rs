@@ -20,6 +20,8 @@ pub fn arms(a: &JankArgs) -> Vec<Arm> {
     let sw: Vec<Option<u32>> = if a.swappiness.is_empty() { vec![None] } else { a.swappiness.iter().map(|&s| Some(s)).collect() };
     let pc: Vec<Option<u32>> =
         if a.page_cluster.is_empty() { vec![None] } else { a.page_cluster.iter().map(|&s| Some(s)).collect() };
+    let ttl: Vec<Option<u32>> =
+        if a.min_ttl_ms.is_empty() { vec![None] } else { a.min_ttl_ms.iter().map(|&s| Some(s)).collect() };
     let mut v = Vec::new();
     for store in &a.arms.0 {
         if *store == Store::CpuOnly {
@@ -28,7 +30,9 @@ pub fn arms(a: &JankArgs) -> Vec<Arm> {
         }
         for s in &sw {
             for p in &pc {
-                v.push(Arm { store: store.clone(), swappiness: *s, page_cluster: *p });
+                for t in &ttl {
+                    v.push(Arm { store: store.clone(), swappiness: *s, page_cluster: *p, min_ttl_ms: *t });
+                }
             }
         }
     }
@@ -69,28 +73,76 @@ fn config(a: &JankArgs) -> crate::Result<JankConfig> {
 
 /// Checks everything before any change: thrash's checks of the hog, then
 /// each arm's store and settings.
-fn validate(cfg: &JankConfig) -> crate::Result<()> {
-    use sandbox::SandboxError::Invalid;
-    crate::thrash::work::validate_hog(&cfg.hog, &mut probe::Probe::default())?;
+fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
+    use sandbox::SandboxError::{Invalid, Unsupported};
+    for (flag, v) in [("--swappiness", &a.swappiness), ("--page-cluster", &a.page_cluster), ("--min-ttl-ms", &a.min_ttl_ms)] {
+        if let Some(x) = v.iter().find(|x| v.iter().filter(|y| y == x).count() > 1) {
+            return Err(Invalid(format!("{flag}: {x} is listed twice; each value makes one arm")).into());
+        }
+    }
+    let mut p = probe::Probe::default();
+    let plans = crate::thrash::work::validate_hog(&cfg.hog, &mut p)?;
+    let sys = std::path::Path::new("/sys");
     for arm in &cfg.arms {
         let (kind, comp) = arm.backing();
+        let name = arm.name();
+        match kind {
+            BackingKind::Zram if !sandbox::zram::can_add(sys) => {
+                return Err(Unsupported(format!(
+                    "--arms {name}: zram cannot add a device here (is the zram module loaded? `modprobe zram`)"
+                ))
+                .into());
+            }
+            BackingKind::Zswap if !sys.join("module/zswap/parameters/enabled").exists() => {
+                return Err(Unsupported(format!("--arms {name}: zswap is not built into this kernel")).into());
+            }
+            _ => {}
+        }
         if kind != BackingKind::None {
             workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir)
-                .map_err(|e| Invalid(format!("--arms {}: {}", arm.name(), e.to_string().trim_start_matches("--compressor "))))?;
+                .map_err(|e| Invalid(format!("--arms {name}: {}", e.to_string().trim_start_matches("--compressor "))))?;
+        }
+        if arm.min_ttl_ms.is_some() && !sys.join("kernel/mm/lru_gen/min_ttl_ms").exists() {
+            return Err(Unsupported(
+                "--min-ttl-ms: this kernel has no multi-generational LRU (/sys/kernel/mm/lru_gen/min_ttl_ms)".into(),
+            )
+            .into());
         }
         for (k, _) in arm.sysctls() {
             let path = std::path::Path::new("/proc/sys").join(k.replace('.', "/"));
             if !path.exists() {
-                return Err(sandbox::SandboxError::Unsupported(format!("{k} does not exist on this kernel")).into());
+                let flag = if k == "vm.swappiness" { "--swappiness" } else { "--page-cluster" };
+                return Err(Unsupported(format!("{flag}: {k} does not exist on this kernel")).into());
             }
         }
+    }
+    // What a run takes from the host at most: thrash's plan, the two frame
+    // probes' working sets and the store's room for them and the workers.
+    let plan = plans.first().cloned().unwrap_or_else(|| cfg.plan(&cfg.arms[0]));
+    let extra = 2 * cfg.ws() as u128 + cfg.store_extra(&plan) as u128 * 9 / 8;
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
+    sandbox::guard::HostGuard::new(cfg.hog.host_floor, &meminfo).check_plan(plan.planned_bytes() + extra, "jank", &meminfo)?;
+    // Every frame is kept until the run ends: bounded, so that the probe's
+    // own log neither grows into the group's memory nor past a reply.
+    let run_s = plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3 + 90.0;
+    let frames = run_s / cfg.period.as_secs_f64();
+    if frames > MAX_FRAMES {
+        return Err(Invalid(format!(
+            "--frame {:?} with --time-scale {}: about {frames:.0} frames a run, more than the {MAX_FRAMES:.0} a probe keeps; \
+             give a longer frame or a smaller time factor",
+            cfg.period, a.time_scale
+        ))
+        .into());
     }
     Ok(())
 }
 
+/// The most frames one probe keeps in a run (16 bytes each).
+const MAX_FRAMES: f64 = 2_000_000.0;
+
 pub fn run(a: &JankArgs) -> crate::Result<()> {
     let cfg = config(a)?;
-    validate(&cfg)?;
+    validate(&cfg, a)?;
     let plan = cfg.plan(&cfg.arms[0]);
     let per = plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3 + 22.0;
     let config = Config {
@@ -270,8 +322,17 @@ fn parse_frame(s: &str) -> Result<Duration, String> {
     }
 }
 
+fn parse_ttl(s: &str) -> Result<u32, String> {
+    s.parse::<u32>().ok().filter(|&v| v <= 60_000).ok_or_else(|| format!("'{s}': expected milliseconds from 0 to 60000"))
+}
+
 fn parse_setting(s: &str) -> Result<u32, String> {
     s.parse::<u32>().ok().filter(|&v| v <= 200).ok_or_else(|| format!("'{s}': expected a whole number from 0 to 200"))
+}
+
+/// vm.page-cluster: the kernel takes 0 to 31 (2^N pages read ahead).
+fn parse_cluster(s: &str) -> Result<u32, String> {
+    s.parse::<u32>().ok().filter(|&v| v <= 31).ok_or_else(|| format!("'{s}': expected a whole number from 0 to 31"))
 }
 
 #[derive(Debug, Args)]
@@ -286,8 +347,15 @@ pub struct JankArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_setting)]
     pub swappiness: Vec<u32>,
     /// vm.page-cluster values, comma-separated, crossed as --swappiness is.
-    #[arg(long, value_delimiter = ',', value_parser = parse_setting)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_cluster)]
     pub page_cluster: Vec<u32>,
+    /// MGLRU's min_ttl_ms values (ms), comma-separated, crossed as
+    /// --swappiness is; MGLRU is enabled for those runs (both journaled and
+    /// restored). It acts only in global reclaim, which pagelab never
+    /// causes: the arm is set and undone, and `jank.min_ttl` reads "not
+    /// checked".
+    #[arg(long, value_delimiter = ',', value_parser = parse_ttl)]
+    pub min_ttl_ms: Vec<u32>,
     /// Every arm under the CPU-only limit: the findings' negative control.
     #[arg(long)]
     pub cpu_only: bool,
@@ -297,7 +365,7 @@ pub struct JankArgs {
     pub preset: String,
     /// The hog's consumers (default: the study's 25; another number is not
     /// the study's preset, and its findings are outside the protocol).
-    #[arg(long, value_parser = crate::thrash::cmd::parse_nonzero_u32, allow_hyphen_values = true)]
+    #[arg(long, value_parser = units::uint32::<1, 200>, allow_hyphen_values = true)]
     pub consumers: Option<u32>,
     /// The hog's size factor (S and W).
     #[arg(long, default_value = "0.02", value_parser = crate::thrash::cmd::parse_scale, allow_hyphen_values = true)]
@@ -345,6 +413,8 @@ mod tests {
         assert!(parse_share("60%").is_err() && parse_share("25%").unwrap() == 0.25);
         assert!(parse_frame("0.1ms").is_err() && parse_frame("16.7ms").is_ok());
         assert!(parse_setting("201").is_err() && parse_setting("180").unwrap() == 180);
+        assert!(parse_cluster("32").unwrap_err().contains("0 to 31") && parse_cluster("3").unwrap() == 3);
+        assert!(parse_ttl("60001").is_err() && parse_ttl("1000").unwrap() == 1000);
     }
 
     #[test]

@@ -5,19 +5,31 @@
 use serde::{Deserialize, Serialize};
 
 /// One frame: when it was due (s after the start signal), how late it woke,
-/// and how long its touch and work took (ms). Its frame time is the two
-/// together: from when it was due until it was done.
+/// how long its touch and work took (ms), and the probe's major faults so
+/// far. Its frame time is the two together: from when it was due until it
+/// was done.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frame {
     pub t_s: f64,
     pub late_ms: f64,
     pub work_ms: f64,
+    pub faults: u64,
 }
 
 impl Frame {
     /// Due to done, ms.
     pub fn ms(&self) -> f64 {
         self.late_ms + self.work_ms
+    }
+
+    /// The frames this one's length made the probe skip (it draws the next
+    /// frame at the first due time after it is done), each of which was
+    /// due `j` periods after it and done with it: their frame times, longest
+    /// first.
+    pub fn skipped(&self, period_ms: f64) -> impl Iterator<Item = f64> + '_ {
+        let l = self.ms();
+        let k = if period_ms > 0.0 && l > period_ms { (l / period_ms).ceil() as usize - 1 } else { 0 };
+        (1..=k).map(move |j| l - j as f64 * period_ms)
     }
 }
 
@@ -32,15 +44,25 @@ pub fn bucket_edges() -> Vec<f64> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct FrameFigures {
-    /// Frames due in the window.
+    /// Frames drawn in the window (a stall is one frame, however long).
     pub frames: usize,
+    /// Frames due in the window that a longer one before them made the
+    /// probe skip. The percentiles count them (each at its own due-to-done
+    /// time: a stall of L ms holds frames of L − P, L − 2P, … ms), so that
+    /// an arm that stalls more does not lose its worst frames from them.
+    pub skipped: usize,
+    /// The probe's major faults in the window (None: not recorded).
+    pub major_faults: Option<u64>,
     /// The window's length, s.
     pub window_s: f64,
-    /// Frames of over 50 ms (three frames at 60 Hz) and over 100 ms (the
-    /// lag a person notices), per minute of the window.
+    /// Frames drawn of over 50 ms (three frames at 60 Hz) and over 100 ms
+    /// (the lag a person notices), per minute of the window: a stall counts
+    /// once.
     pub over_50ms_per_min: Option<f64>,
     pub over_100ms_per_min: Option<f64>,
-    /// Frame time (due to done) percentiles and the longest, ms.
+    /// Frame time (due to done) percentiles over every frame due (drawn and
+    /// skipped) and the longest, ms. With about 1 800 frames a 30 s window,
+    /// the p99.9 is about the second-longest.
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub p999_ms: Option<f64>,
@@ -49,16 +71,23 @@ pub struct FrameFigures {
     pub hist: Vec<u32>,
 }
 
-/// The figures of the frames due in `[from_s, to_s)`; empty figures (None)
-/// for a window without frames.
-pub fn figures(frames: &[Frame], from_s: f64, to_s: f64) -> FrameFigures {
-    let ms: Vec<f64> = frames.iter().filter(|f| f.t_s >= from_s && f.t_s < to_s).map(Frame::ms).collect();
+/// The figures of the frames drawn in `[from_s, to_s)`, with the frames
+/// they skipped (`period_ms` apart); empty figures (None) for a window
+/// without frames.
+pub fn figures(frames: &[Frame], from_s: f64, to_s: f64, period_ms: f64) -> FrameFigures {
+    let inside: Vec<&Frame> = frames.iter().filter(|f| f.t_s >= from_s && f.t_s < to_s).collect();
+    let drawn: Vec<f64> = inside.iter().map(|f| f.ms()).collect();
+    let skipped: Vec<f64> = inside.iter().flat_map(|f| f.skipped(period_ms)).collect();
     let window_s = (to_s - from_s).max(0.0);
-    let mut f = FrameFigures { frames: ms.len(), window_s, ..Default::default() };
-    if ms.is_empty() || window_s <= 0.0 {
+    let mut f = FrameFigures { frames: drawn.len(), skipped: skipped.len(), window_s, ..Default::default() };
+    if drawn.is_empty() || window_s <= 0.0 {
         return f;
     }
-    let per_min = |limit: f64| ms.iter().filter(|&&x| x > limit).count() as f64 / (window_s / 60.0);
+    // The faults since the last frame before the window (or the first in it).
+    let start = frames.iter().rev().find(|x| x.t_s < from_s).or(inside.first().copied()).map(|x| x.faults);
+    f.major_faults = start.zip(inside.last().map(|x| x.faults)).map(|(a, b)| b.saturating_sub(a));
+    let per_min = |limit: f64| drawn.iter().filter(|&&x| x > limit).count() as f64 / (window_s / 60.0);
+    let ms: Vec<f64> = drawn.iter().chain(&skipped).copied().collect();
     f.over_50ms_per_min = Some(per_min(50.0));
     f.over_100ms_per_min = Some(per_min(100.0));
     f.p50_ms = record::stats::percentile(&ms, 0.5);
@@ -120,7 +149,7 @@ mod tests {
     use super::*;
 
     fn at(t_s: f64, ms: f64) -> Frame {
-        Frame { t_s, late_ms: ms - 1.0, work_ms: 1.0 }
+        Frame { t_s, late_ms: ms - 1.0, work_ms: 1.0, faults: (t_s * 10.0) as u64 }
     }
 
     /// 60 frames a second for 10 s, two of them late: one by 80 ms, one
@@ -136,22 +165,34 @@ mod tests {
 
     #[test]
     fn a_window_counts_its_late_frames_per_minute_and_its_tail() {
-        let f = figures(&run(), 0.0, 10.0);
-        assert_eq!(f.frames, 600);
-        // Two over 50 ms and one over 100 ms in 10 s: 12 and 6 a minute.
+        // A period of 1 s (the synthetic frames are drawn at 60 Hz): the
+        // 2 s stall skipped one frame (due 1 s after it, done with it:
+        // 1000 ms), and the 81 ms frame none.
+        let f = figures(&run(), 0.0, 10.0, 1000.0);
+        assert_eq!((f.frames, f.skipped), (600, 1));
+        // Two drawn over 50 ms and one over 100 ms in 10 s: 12 and 6 a minute.
         assert_eq!((f.over_50ms_per_min, f.over_100ms_per_min), (Some(12.0), Some(6.0)));
         assert_eq!((f.p50_ms, f.longest_ms), (Some(2.0), Some(2000.0)));
-        assert!(f.p999_ms.unwrap() > 81.0 && f.p99_ms == Some(2.0), "{f:?}");
-        assert_eq!(f.hist.iter().sum::<u32>(), 600);
+        assert!(f.p999_ms.unwrap() > 1000.0 && f.p99_ms == Some(2.0), "{f:?}");
+        assert_eq!(f.hist.iter().sum::<u32>(), 601);
+        // The faults: 10 a second in the synthetic run, from the frame before
+        // the window to its last.
+        assert_eq!(f.major_faults, Some(99));
+        assert_eq!(figures(&run(), 5.0, 8.0, 1000.0).major_faults, Some(30));
+        // At 16.7 ms the stall skipped 119 frames, of 1983 ms down to 16 ms:
+        // 120 due frames of the 719 over 16.7 ms, and the p99 is the stall's.
+        let g = figures(&run(), 0.0, 10.0, 16.7);
+        assert_eq!((g.frames, g.skipped), (600, 4 + 119));
+        assert!(g.p99_ms.unwrap() > 1000.0, "{g:?}");
         // The 2 s frame is in the bucket past 1448 ms (2^10.5), at most 2048.
         let edges = bucket_edges();
         let i = edges.iter().position(|&e| e >= 2000.0).unwrap();
         assert_eq!(f.hist[i], 1);
         // A window of the first 2 s holds neither late frame.
-        let g = figures(&run(), 0.0, 2.0);
+        let g = figures(&run(), 0.0, 2.0, 16.7);
         assert_eq!((g.frames, g.over_50ms_per_min, g.longest_ms), (120, Some(0.0), Some(2.0)));
         // No frames: no figures, not zeros.
-        let e = figures(&run(), 20.0, 30.0);
+        let e = figures(&run(), 20.0, 30.0, 16.7);
         assert_eq!((e.frames, e.p99_ms, e.over_100ms_per_min), (0, None, None));
     }
 

@@ -20,7 +20,7 @@ pub const P99_IN: Figure =
 pub const LONGEST_IN: Figure =
     Figure::new("longest frame inside, ms", "ms", true, 0.001).export("frame_longest_seconds", "seconds", 1e-3);
 pub const OVER_100_IN: Figure =
-    Figure::new("frames over 100 ms inside, per min", "/min", true, 0.1).export("frames_over_100ms_per_minute", "", 1.0);
+    Figure::new("frames over 100 ms inside, per min", "/min", true, 1.0).export("frames_over_100ms_per_minute", "", 1.0);
 pub const BACK_IN: Figure =
     Figure::new("frames on time again after, s", "s", true, 0.01).export("frames_on_time_after_seconds", "seconds", 1.0);
 pub const P99_OUT: Figure = Figure::new("frame p99 outside, ms", "ms", true, 0.001)
@@ -93,12 +93,20 @@ pub static FINDINGS: [Finding<JankResult>; 3] = [
 
 /// Why an arm's run cannot judge a finding: the hog broke the study's
 /// protocol (an OOM kill, a consumer that did not complete, an overcommit
-/// or depth outside thrash's), in the first such run.
+/// or depth outside thrash's), in the first such run. A CPU-only run may
+/// break only the overcommit and the overflow, which it removes by design
+/// ([`crate::thrash::protocol::only_paging_removed`]).
 fn outside(rs: &[JankResult], arm: &str) -> Option<String> {
     rs.iter().filter(|r| r.arm == arm).find_map(|r| {
+        if r.cpu_only && crate::thrash::protocol::only_paging_removed(&r.hog) {
+            return None;
+        }
         let mut why = r.hog.protocol_breaks.clone();
         if let Some(p) = &r.hog.protocol {
             why.extend(p.breaks.iter().cloned());
+        }
+        if r.cpu_only {
+            why.insert(0, "the CPU-only control broke more than the paging it removes".into());
         }
         (!why.is_empty()).then(|| format!("{arm} (repeat {}): {}", r.repeat_index + 1, why.join("; ")))
     })
@@ -127,9 +135,8 @@ fn versus(m: &Ms, rs: &[JankResult], a: &str, b: &str, missing: &str) -> Drawn {
     let mut d: Drawn = e.into();
     if cpu(a) && cpu(b) {
         d.label = Some("both under the CPU-only limit (--cpu-only, a control)".into());
-    } else {
-        d.outside = outside(rs, a).or_else(|| outside(rs, b));
     }
+    d.outside = outside(rs, a).or_else(|| outside(rs, b));
     d
 }
 
@@ -170,7 +177,8 @@ fn med(rs: &[JankResult], arm: &str, f: fn(&JankResult) -> Option<f64>) -> Optio
     record::stats::median(&values(rs, arm, f))
 }
 
-/// a ÷ b paired by repeat: the geometric mean and its 95 % interval.
+/// a ÷ b paired by repeat: the geometric mean and its 95 % interval (n in
+/// the estimate; a pair with a figure missing or zero is left out).
 pub fn paired_ratio(rs: &[JankResult], a: &str, b: &str, f: fn(&JankResult) -> Option<f64>) -> Option<record::stats::claim::Estimate> {
     let v: Vec<f64> = rs
         .iter()
@@ -203,8 +211,10 @@ pub fn longest_in(r: &JankResult) -> Option<f64> {
 fn over_100_in(r: &JankResult) -> Option<f64> {
     r.inside.during.over_100ms_per_min
 }
+/// When frames were on time again, or, for a run not within its watch, the
+/// watch's length: a lower bound that stays in (censored, never dropped).
 fn back_in(r: &JankResult) -> Option<f64> {
-    r.inside.back_on_time_s
+    r.inside.back_on_time_s.or(r.inside.watch_s.is_finite().then_some(r.inside.watch_s))
 }
 fn p99_out(r: &JankResult) -> Option<f64> {
     r.outside.during.p99_ms
@@ -268,7 +278,7 @@ pub fn answer(rs: &[JankResult]) -> String {
 }
 
 fn ci(e: Option<record::stats::claim::Estimate>) -> String {
-    e.map_or("-".into(), |e| format!("{:.2} [{:.2}, {:.2}]", e.estimate, e.ci95[0], e.ci95[1]))
+    e.map_or("-".into(), |e| format!("{:.2} [{:.2}, {:.2}] (n = {})", e.estimate, e.ci95[0], e.ci95[1], e.n))
 }
 
 /// The arms' table (Markdown): medians over the repeats, and the paired
@@ -276,30 +286,40 @@ fn ci(e: Option<record::stats::claim::Estimate>) -> String {
 pub fn arms_markdown(rs: &[JankResult]) -> String {
     let f = |x: Option<f64>, d: usize| x.map_or("-".into(), |v| format!("{v:.d$}"));
     let mut s = String::from(
-        "| arm | runs | frames > 100 ms / min | p99 ms | p99.9 ms | longest ms | on time again after, s | p99 ÷ cpu-only [95 % CI] | longest ÷ cpu-only [95 % CI] | outside: p99 ms | outside: longest ms | hog |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| arm | runs | frames > 100 ms / min | p99 ms | p99.9 ms | longest ms | probe's major faults | on time again after, s | after: p99 ms | p99 ÷ cpu-only [95 % CI] | longest ÷ cpu-only [95 % CI] | outside: p99 ms | outside: longest ms | outside: p99 ÷ cpu-only [95 % CI] | hog |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let has_cpu = rs.iter().any(|r| r.arm == CPU_ONLY);
     for a in arm_names(rs) {
         let n = rs.iter().filter(|r| r.arm == a).count();
         let vs = |g: fn(&JankResult) -> Option<f64>| if has_cpu && a != CPU_ONLY { ci(paired_ratio(rs, &a, CPU_ONLY, g)) } else { "-".into() };
+        // A run not on time within its watch counts at the watch's length:
+        // when half or more are, the median is only a lower bound.
         let censored = rs.iter().filter(|r| r.arm == a && r.inside.back_on_time_s.is_none()).count();
-        let back = f(med(rs, &a, back_in), 2) + &if censored > 0 { format!(" ({censored} not within the watch)") } else { String::new() };
-        let hog = outside(rs, &a).map_or_else(
-            || if a == CPU_ONLY { "no paging, by design".to_string() } else { "inside the protocol".to_string() },
-            |w| if a == CPU_ONLY { "no paging, by design".to_string() } else { format!("outside: {w}") },
-        );
+        let back = match med(rs, &a, back_in) {
+            Some(m) if 2 * censored >= n => format!("≥ {m:.2} ({censored} of {n} not within the watch)"),
+            m => f(m, 2) + &if censored > 0 { format!(" ({censored} of {n} not within the watch)") } else { String::new() },
+        };
+        let cpu = rs.iter().any(|r| r.arm == a && r.cpu_only);
+        let hog = match outside(rs, &a) {
+            Some(w) => format!("outside: {w}"),
+            None if cpu => "no paging, by design".to_string(),
+            None => "inside the protocol".to_string(),
+        };
         writeln!(
             s,
-            "| {a} | {n} | {} | {} | {} | {} | {back} | {} | {} | {} | {} | {hog} |",
+            "| {a} | {n} | {} | {} | {} | {} | {} | {back} | {} | {} | {} | {} | {} | {} | {hog} |",
             f(med(rs, &a, over_100_in), 1),
             f(med(rs, &a, p99_in), 1),
             f(med(rs, &a, |r| r.inside.during.p999_ms), 1),
             f(med(rs, &a, longest_in), 0),
+            f(med(rs, &a, |r| r.inside.during.major_faults.map(|n| n as f64)), 0),
+            f(med(rs, &a, |r| r.inside.after.p99_ms), 1),
             vs(p99_in),
             vs(longest_in),
             f(med(rs, &a, p99_out), 1),
             f(med(rs, &a, longest_out), 0),
+            vs(p99_out),
         )
         .unwrap();
     }
@@ -466,5 +486,95 @@ impl Study for Jank {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jank::frames::FrameFigures;
+    use crate::jank::results::ProbeFigures;
+    use crate::thrash::results::{Plan, ThrashResult};
+    use report::verdict::Outcome;
+
+    /// A run of `arm` whose p99 inside is `p99` ms, its hog inside thrash's
+    /// protocol (or the CPU-only control's, which removes only the paging).
+    fn run(arm: &str, rep: u32, p99: f64, cpu_only: bool) -> JankResult {
+        let plan = Plan { preset: "e2".into(), consumers: 4, size_bytes: 10 << 20, writes: 1000, sleep_ms: 2.0, cpu_only, ..Default::default() };
+        let room: u64 = if cpu_only { 80 << 20 } else { 16 << 20 };
+        let hog = ThrashResult {
+            preset: "e2".into(),
+            repeat_index: rep,
+            plan: Some(plan),
+            limit_bytes: room,
+            pswpout_total: if cpu_only { 0 } else { 3 * 6144 + 1 },
+            consumers: 4,
+            consumers_completed: 4,
+            protocol_held: true,
+            oom_kills: Some(0),
+            consumer_details: (0..4).map(|_| crate::thrash::results::Consumer { completed: true, cycles: 100, ..Default::default() }).collect(),
+            ..Default::default()
+        };
+        let during = FrameFigures { frames: 1800, p99_ms: Some(p99), longest_ms: Some(3.0 * p99), over_100ms_per_min: Some(0.0), ..Default::default() };
+        let probe = |inside| ProbeFigures { inside, during: during.clone(), back_on_time_s: Some(0.5), watch_s: 12.0, ..Default::default() };
+        JankResult { arm: arm.into(), repeat_index: rep, cpu_only, inside: probe(true), outside: probe(false), hog, ..Default::default() }
+    }
+
+    fn verdict(rs: &[JankResult], id: &str) -> report::verdict::Verdict {
+        report::verdict::verdicts(&Jank, &report::experiment::Parsed::of(rs.to_vec())).into_iter().find(|v| v.id == id).unwrap()
+    }
+
+    #[test]
+    fn the_tenfold_finding_pairs_the_stores_by_repeat_and_needs_the_protocol() {
+        let wobble = [1.0, 1.08, 0.93, 1.04];
+        let mut rs: Vec<JankResult> = Vec::new();
+        for (i, w) in wobble.iter().enumerate() {
+            rs.push(run("zram:lz4", i as u32, 20.0 * w, false));
+            rs.push(run("swapfile", i as u32, 300.0 * w * wobble[3 - i], false));
+            rs.push(run(CPU_ONLY, i as u32, 0.7, true));
+        }
+        let v = verdict(&rs, "jank.zram_tenfold");
+        assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+        // At 1.5 × it differs: the finding can fail.
+        let mut slow = rs.clone();
+        slow.iter_mut().filter(|r| r.arm == "swapfile").for_each(|r| r.inside.during.p99_ms = r.inside.during.p99_ms.map(|p| p / 10.0));
+        assert_eq!(verdict(&slow, "jank.zram_tenfold").outcome, Outcome::Differs);
+        // A hog outside the protocol in one run: outside, not judged.
+        let mut broke = rs.clone();
+        broke[1].hog.protocol_breaks.push("1 of 4 consumers did not complete".into());
+        let v = verdict(&broke, "jank.zram_tenfold");
+        assert_eq!(v.outcome, Outcome::OutsideProtocol, "{v:?}");
+        // Only the CPU-only control's own breaks are lifted: one that lost
+        // a consumer is outside too, and its row says so.
+        assert!(outside(&rs, CPU_ONLY).is_none());
+        let mut ctl = rs.clone();
+        ctl[2].hog.protocol_held = false;
+        assert!(outside(&ctl, CPU_ONLY).unwrap().contains("broke more than the paging"));
+        assert!(arms_markdown(&ctl).contains("| outside: cpu-only (repeat 1)"));
+        // The ratios against the control, paired, with n.
+        let md = arms_markdown(&rs);
+        assert!(md.lines().any(|l| l.starts_with("| zram:lz4 |") && l.contains("(n = 4)")), "{md}");
+        // zstd: not checked here, and says what the machine offered.
+        let mut offered = rs.clone();
+        offered[0].zram_offers = vec!["lzo".into(), "lz4".into()];
+        let z = verdict(&offered, "jank.zstd_stutters");
+        assert_eq!(z.outcome, Outcome::NotChecked);
+        assert!(z.why.contains("offers lzo, lz4, no zstd"), "{}", z.why);
+        assert_eq!(verdict(&rs, "jank.min_ttl").outcome, Outcome::NotChecked);
+        let a = answer(&rs);
+        assert!(a.contains("zram:lz4 kept 99 % of frames under 20 ms") && a.contains("(cpu-only), 99 % were under 0.7 ms"), "{a}");
+    }
+
+    /// A run not on time within its watch counts at the watch's length, a
+    /// lower bound: with half the runs such, the median is "≥".
+    #[test]
+    fn censored_recoveries_stay_in_as_lower_bounds() {
+        let mut rs: Vec<JankResult> = (0..4).map(|i| run("zswap", i, 90.0, false)).collect();
+        for r in rs.iter_mut().take(2) {
+            (r.inside.back_on_time_s, r.inside.watch_s) = (None, 40.0);
+        }
+        assert_eq!(back_in(&rs[0]), Some(40.0));
+        let md = arms_markdown(&rs);
+        assert!(md.contains("| ≥ 20.25 (2 of 4 not within the watch) |"), "{md}");
     }
 }

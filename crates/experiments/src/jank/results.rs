@@ -25,13 +25,19 @@ pub struct ProbeFigures {
     /// overcommitted) until frames were on time for a second, s; None: not
     /// within the watch (censored at its end).
     pub back_on_time_s: Option<f64>,
+    /// How long frames were watched after the load fit, s: a run whose
+    /// frames were not on time again within it counts as at least this long
+    /// (censored, a lower bound; never dropped).
+    #[serde(default = "record::results::nan")]
+    pub watch_s: f64,
     /// Frames it skipped because the one before ended past their time.
     pub missed: u64,
     /// The longest frame in each 0.25 s, (s after the start signal, ms): the chart.
     pub series: Vec<(f64, f64)>,
 }
 
-/// A global setting an arm ran under (journaled and restored).
+/// A global setting an arm ran under (journaled and restored), as the
+/// kernel read it back once set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Setting {
     pub name: String,

@@ -37,11 +37,32 @@ pub struct FrameSpec {
 }
 
 /// The frame probe's answer to `exit`: each frame as (due, monotonic ns;
-/// late, µs; its touch and work, µs), and the frames it skipped.
+/// late, µs; its touch and work, µs; the probe's major faults so far), and
+/// the frames it skipped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameReply {
-    pub frames: Vec<(u64, u32, u32)>,
+    pub frames: Vec<(u64, u32, u32, u32)>,
     pub missed: u64,
+}
+
+/// This process's major faults so far (0 where getrusage fails).
+fn major_faults() -> u32 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage for RUSAGE_SELF.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 { u.ru_majflt as u32 } else { 0 }
+}
+
+/// A spec the frame probe can keep: a period from 1 ms to 1 s, at most
+/// 1 TiB of working set and 10^9 steps of work a frame.
+fn check_spec(s: &FrameSpec) -> Result<(), String> {
+    if !(1_000..=1_000_000).contains(&s.period_us) {
+        return Err(format!("{FRAME}: period_us {}: expected 1000 to 1000000", s.period_us));
+    }
+    if s.ws > 1 << 40 || s.work > 1_000_000_000 {
+        return Err(format!("{FRAME}: ws {} or work {} out of range (at most 1 TiB, 10^9 steps)", s.ws, s.work));
+    }
+    Ok(())
 }
 
 /// The frame probe: `__worker jank-frame --spec JSON` ([`FrameSpec`]). It
@@ -52,6 +73,7 @@ pub struct FrameReply {
 /// On `exit` it reports every frame.
 pub fn frame_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let s: FrameSpec = sandbox::worker::spec_of(FRAME, args)?;
+    check_spec(&s)?;
     let page = workloads::mm::page_size();
     let ws = (s.ws as usize).max(page);
     let mut m = workloads::mm::Mapping::anon(ws, 0).map_err(|e| format!("allocating {ws} bytes: {e}"))?;
@@ -87,7 +109,7 @@ pub fn frame_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
         std::hint::black_box(x);
         let done = probe::sample::monotonic_ns();
         let us = |a: u64, b: u64| (a.saturating_sub(b) / 1000).min(u32::MAX as u64) as u32;
-        out.frames.push((due, us(woke, due), us(done, woke)));
+        out.frames.push((due, us(woke, due), us(done, woke), major_faults()));
         due += period;
         while due < done {
             due += period;
@@ -116,11 +138,13 @@ pub struct Arm {
     pub store: Store,
     pub swappiness: Option<u32>,
     pub page_cluster: Option<u32>,
+    /// MGLRU's min_ttl_ms (MGLRU enabled for the run).
+    pub min_ttl_ms: Option<u32>,
 }
 
 impl Arm {
     pub fn of(store: Store) -> Arm {
-        Arm { store, swappiness: None, page_cluster: None }
+        Arm { store, swappiness: None, page_cluster: None, min_ttl_ms: None }
     }
 
     /// Its name: the store (`zram:lz4`, `zswap`, `swapfile`, `cpu-only`),
@@ -137,6 +161,9 @@ impl Arm {
         }
         if let Some(v) = self.page_cluster {
             n += &format!(" page-cluster={v}");
+        }
+        if let Some(v) = self.min_ttl_ms {
+            n += &format!(" min_ttl_ms={v}");
         }
         n
     }
@@ -216,13 +243,19 @@ impl JankConfig {
     pub fn ws(&self) -> u64 {
         let plan = self.plan(&Arm::of(Store::Swapfile));
         let room = plan.total_bytes() as f64 / (crate::thrash::work::OVERCOMMIT - self.share);
-        let page = 4096.0;
+        let page = workloads::mm::page_size() as f64;
         ((self.share * room / page).round() * page).max(page) as u64
+    }
+
+    /// The store's room beyond N × S: the frame probe's pages and the idle
+    /// workers' too.
+    pub fn store_extra(&self, plan: &crate::thrash::results::Plan) -> u64 {
+        self.ws() + (plan.consumers as u64 + 8) * crate::thrash::work::WORKER_OVERHEAD
     }
 
     /// The pages a frame touches.
     pub fn touch_pages(&self) -> u64 {
-        ((self.ws() / 4096) as f64 * TOUCH_SHARE).ceil().max(1.0) as u64
+        ((self.ws() / workloads::mm::page_size() as u64) as f64 * TOUCH_SHARE).ceil().max(1.0) as u64
     }
 
     /// The frame probes of a run: inside the group (counted in the
@@ -264,22 +297,25 @@ pub fn probe_figures(reply: Option<&Value>, t0_ns: u64, hog: &crate::thrash::res
     let fr: Vec<Frame> = r
         .frames
         .iter()
-        .map(|&(due, late, work)| Frame {
+        .map(|&(due, late, work, faults)| Frame {
             t_s: (due as f64 - t0_ns as f64) / 1e9,
             late_ms: late as f64 / 1e3,
             work_ms: work as f64 / 1e3,
+            faults: faults as u64,
         })
         .collect();
     let baseline = hog.plan.as_ref().map_or(1.0, |p| p.baseline().as_secs_f64());
-    let before = frames::figures(&fr, -baseline, 0.0);
-    let on_time = frames::on_time_ms(before.p99_ms, cfg.period.as_secs_f64() * 1e3);
+    let period_ms = cfg.period.as_secs_f64() * 1e3;
+    let before = frames::figures(&fr, -baseline, 0.0, period_ms);
+    let on_time = frames::on_time_ms(before.p99_ms, period_ms);
     let fits = hog.recovery_from_s.unwrap_or(hog.thrash_end_s);
     ProbeFigures {
         inside,
         ws_bytes: cfg.ws(),
-        during: frames::figures(&fr, hog.thrash_start_s, hog.thrash_end_s),
-        after: frames::figures(&fr, fits, hog.end_s),
+        during: frames::figures(&fr, hog.thrash_start_s, hog.thrash_end_s, period_ms),
+        after: frames::figures(&fr, fits, hog.end_s, period_ms),
         back_on_time_s: frames::back_on_time(&fr, fits, on_time),
+        watch_s: hog.end_s - fits,
         on_time_ms: on_time,
         before,
         missed: r.missed,
@@ -303,9 +339,8 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::jank::results::Entry>>
         let plan = cfg.plan(&arm);
         let sysctls = arm.sysctls();
         obs.note(&format!("jank {} repeat {}", arm.name(), rep + 1));
-        // The store holds the frame probe's pages and the idle workers' too.
-        let store_extra = cfg.ws() + (plan.consumers as u64 + 8) * crate::thrash::work::WORKER_OVERHEAD;
-        let x = Extras { compressor, store_extra, sysctls: &sysctls, companions: &companions };
+        let store_extra = cfg.store_extra(&plan);
+        let x = Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
         let o = crate::thrash::work::run_one(&cfg.hog, (&plan, kind, rep), obs, stop, &x)?;
         let hog = crate::thrash::results::ThrashResult { series: Default::default(), ..o.result };
         let r = JankResult {
@@ -314,7 +349,7 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::jank::results::Entry>>
             cpu_only: plan.cpu_only,
             compressor: hog.compressor.clone(),
             zram_offers: cfg.zram_offers.clone(),
-            settings: sysctls.iter().map(|(k, v)| Setting { name: (*k).into(), value: v.clone() }).collect(),
+            settings: o.settings.iter().map(|(k, v)| Setting { name: k.clone(), value: v.clone() }).collect(),
             inside: probe_figures(o.companions.first().and_then(Option::as_ref), o.t0_ns, &hog, true, cfg),
             outside: probe_figures(o.companions.get(1).and_then(Option::as_ref), o.t0_ns, &hog, false, cfg),
             hog,

@@ -86,6 +86,8 @@ pub struct Extras<'a> {
     pub store_extra: u64,
     /// sysctls such as ("vm.swappiness", "100").
     pub sysctls: &'a [(&'static str, String)],
+    /// MGLRU's min_ttl_ms, with MGLRU enabled for the run (both journaled).
+    pub min_ttl_ms: Option<u32>,
     pub companions: &'a [Companion],
 }
 
@@ -95,6 +97,8 @@ pub struct Outcome {
     pub result: ThrashResult,
     pub t0_ns: u64,
     pub companions: Vec<Option<Value>>,
+    /// The arm's settings as the kernel read them back once set.
+    pub settings: Vec<(String, String)>,
 }
 
 /// Runs one plan once on `kind`, with `x`'s setup and companions.
@@ -108,9 +112,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     let mut sb = sandbox::Sandbox::new("thrash");
     let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
-    for (k, v) in x.sysctls {
-        sb.sysctl(k, v)?;
-    }
+    let seen = settings(&mut sb, x)?;
     let back = backing::setup(&mut sb, kind, x.compressor, total + x.store_extra, &cfg.swapfile_dir)?;
     for n in &back.notes {
         obs.note(n);
@@ -133,8 +135,10 @@ pub fn run_one<O: workloads::observe::Observer>(
     // own usage is measured before the limit is set.
     let start_limit = total + (plan.consumers as u64 + 8) * WORKER_OVERHEAD + (64 << 20);
     // On v1 a group reclaims by its own swappiness, taken from its parent
-    // when made: an arm's vm.swappiness is the group's too.
-    let swappiness = x.sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok());
+    // when made: an arm's vm.swappiness is the group's too (v2 has none).
+    let v1 = matches!(p.memory_controller(), Ok(Some((probe::cgroup::CgroupVersion::V1, _))));
+    let swappiness =
+        x.sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok()).filter(|_| v1);
     let limits = sandbox::cgroup::Limits { max: Some(start_limit), swappiness, ..Default::default() };
     let cg = sb.memory_cgroup("thrash", &limits)?;
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
@@ -210,7 +214,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     r.wall_s = (stop_t - base_t) as f64 / 1e9;
     drop(cg);
     sb.restore()?;
-    Ok(Outcome { result: r, t0_ns: t0, companions: replies })
+    Ok(Outcome { result: r, t0_ns: t0, companions: replies, settings: seen })
 }
 
 /// The probes' samples (outside, inside) and the unlocked sampler's
@@ -286,6 +290,26 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
         seed: 0x5eed_0000 + i as u64 + 1000 * rep as u64,
         after_bytes: (plan.size_bytes as f64 * plan.after_share) as u64,
     }
+}
+
+/// An arm's global settings (journaled; restored with the sandbox), and
+/// each as the kernel reads it back once set: (name, value), the sysctls
+/// by their names and MGLRU's as `lru_gen.min_ttl_ms` ("unread" where the
+/// file could not be read).
+fn settings(sb: &mut sandbox::Sandbox, x: &Extras) -> Result<Vec<(String, String)>, ExperimentError> {
+    let roots = sb.roots().clone();
+    let back = |p: std::path::PathBuf| std::fs::read_to_string(p).map_or("unread".into(), |s| s.trim().to_string());
+    let mut seen = Vec::new();
+    for (k, v) in x.sysctls {
+        sb.sysctl(k, v)?;
+        seen.push((k.to_string(), back(roots.proc.join("sys").join(k.replace('.', "/")))));
+    }
+    if let Some(ms) = x.min_ttl_ms {
+        sb.lru_gen("enabled", "y")?;
+        sb.lru_gen("min_ttl_ms", &ms.to_string())?;
+        seen.push(("lru_gen.min_ttl_ms".into(), back(roots.sys.join("kernel/mm/lru_gen/min_ttl_ms"))));
+    }
+    Ok(seen)
 }
 
 /// The group's limit: the one given, or one built on the idle workers'
