@@ -338,7 +338,8 @@ fn parse_cluster(s: &str) -> Result<u32, String> {
 #[derive(Debug, Args)]
 pub struct JankArgs {
     /// The arms: zram[:COMPRESSOR], zswap[:COMPRESSOR] (in front of a swap
-    /// file), swapfile and cpu-only (the control: the hog's group holds it
+    /// file), swapfile, none (no swap: the hog meets the OOM killer, and the
+    /// report says so) and cpu-only (the control: the hog's group holds it
     /// twice over, nothing pages), comma-separated.
     #[arg(long, default_value = "zram:lz4,zswap,swapfile,cpu-only", value_parser = parse_stores)]
     pub arms: StoreList,
@@ -406,7 +407,8 @@ mod tests {
         let l = parse_stores("zram:lz4, zswap,swapfile,cpu-only").unwrap().0;
         assert_eq!(l, [Store::Zram(Some("lz4".into())), Store::Zswap(None), Store::Swapfile, Store::CpuOnly]);
         assert!(parse_stores("zram,zram").unwrap_err().contains("twice"));
-        assert!(parse_stores("disk").unwrap_err().contains("zram[:COMPRESSOR], zswap[:COMPRESSOR], swapfile or cpu-only"));
+        assert!(parse_stores("disk").unwrap_err().contains("zram[:COMPRESSOR], zswap[:COMPRESSOR], swapfile, none or cpu-only"));
+        assert_eq!(parse_stores("none").unwrap().0, [Store::NoSwap]);
         assert!(parse_stores("swapfile:lz4").unwrap_err().contains("only zram and zswap"));
         assert!(parse_stores("zram:../x").unwrap_err().contains("compressor"));
         assert!(parse_preset("e2,e3").is_err() && parse_preset("e4").unwrap() == "e4");

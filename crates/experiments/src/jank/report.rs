@@ -256,7 +256,12 @@ fn said(ms: f64) -> String {
 /// longest, and the CPU-only control beside them.
 pub fn answer(rs: &[JankResult]) -> String {
     let arms = arm_names(rs);
-    let paging: Vec<&String> = arms.iter().filter(|a| a.as_str() != CPU_ONLY).collect();
+    let all: Vec<&String> = arms.iter().filter(|a| !rs.iter().any(|r| &r.arm == *a && r.cpu_only)).collect();
+    // The arms whose hog thrashed as the study's did; all of them when none
+    // did (the answer then says so). An arm whose hog was OOM-killed (no
+    // swap) answers nothing about paging.
+    let inside: Vec<&String> = all.iter().copied().filter(|a| outside(rs, a).is_none()).collect();
+    let paging = if inside.is_empty() { all.clone() } else { inside };
     let best = paging.iter().filter_map(|a| Some((*a, med(rs, a, p99_in)?))).min_by(|x, y| x.1.total_cmp(&y.1));
     let worst = paging.iter().filter_map(|a| Some((*a, med(rs, a, longest_in)?))).max_by(|x, y| x.1.total_cmp(&y.1));
     let preset = rs.first().map_or("e2".into(), |r| r.hog.preset.clone());
@@ -272,7 +277,9 @@ pub fn answer(rs: &[JankResult]) -> String {
         write!(s, "; with nothing paging ({CPU_ONLY}), 99 % were under {}", said(c)).unwrap();
     }
     if paging.iter().any(|a| outside(rs, a).is_some()) {
-        s += " (the hog ran outside the study's protocol in some runs: see the table)";
+        s += " (the hog ran outside the study's protocol: see the table)";
+    } else if paging.len() < all.len() {
+        s += " (arms whose hog ran outside the study's protocol are left out: see the table)";
     }
     s
 }

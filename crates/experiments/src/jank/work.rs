@@ -128,6 +128,10 @@ pub enum Store {
     /// zswap in front of a swap file, with its compressor.
     Zswap(Option<String>),
     Swapfile,
+    /// No swap: the hog under the study's limit cannot page its anonymous
+    /// memory out, so the guard raises the limit and then lets the kernel's
+    /// OOM killer decide; the report says what happened.
+    NoSwap,
     /// The CPU-only control: the hog's group holds it twice over, no swap.
     CpuOnly,
 }
@@ -154,6 +158,7 @@ impl Arm {
             Store::Zram(c) => c.as_ref().map_or("zram".into(), |c| format!("zram:{c}")),
             Store::Zswap(c) => c.as_ref().map_or("zswap".into(), |c| format!("zswap:{c}")),
             Store::Swapfile => "swapfile".into(),
+            Store::NoSwap => "none".into(),
             Store::CpuOnly => "cpu-only".into(),
         };
         if let Some(v) = self.swappiness {
@@ -174,7 +179,7 @@ impl Arm {
             Store::Zram(c) => (BackingKind::Zram, c.as_deref()),
             Store::Zswap(c) => (BackingKind::Zswap, c.as_deref()),
             Store::Swapfile => (BackingKind::Swapfile, None),
-            Store::CpuOnly => (BackingKind::None, None),
+            Store::NoSwap | Store::CpuOnly => (BackingKind::None, None),
         }
     }
 
@@ -190,7 +195,7 @@ impl Arm {
         v
     }
 
-    /// Parses one store: zram[:COMP], zswap[:COMP], swapfile or cpu-only.
+    /// Parses one store: zram[:COMP], zswap[:COMP], swapfile, none or cpu-only.
     pub fn parse_store(s: &str) -> Result<Store, String> {
         let (kind, comp) = match s.split_once(':') {
             Some((k, c)) => (k, Some(c)),
@@ -206,10 +211,11 @@ impl Arm {
             ("zram", c) => Ok(Store::Zram(c)),
             ("zswap", c) => Ok(Store::Zswap(c)),
             ("swapfile", None) => Ok(Store::Swapfile),
+            ("none", None) => Ok(Store::NoSwap),
             ("cpu-only", None) => Ok(Store::CpuOnly),
-            ("swapfile" | "cpu-only", Some(_)) => Err(format!("'{s}': only zram and zswap take a compressor")),
+            ("swapfile" | "none" | "cpu-only", Some(_)) => Err(format!("'{s}': only zram and zswap take a compressor")),
             _ => Err(format!(
-                "unknown arm '{s}': expected zram[:COMPRESSOR], zswap[:COMPRESSOR], swapfile or cpu-only, e.g. \
+                "unknown arm '{s}': expected zram[:COMPRESSOR], zswap[:COMPRESSOR], swapfile, none or cpu-only, e.g. \
                  zram:lz4,zswap,swapfile,cpu-only"
             )),
         }

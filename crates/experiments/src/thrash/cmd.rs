@@ -133,12 +133,15 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         )
     } else {
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
-        // the times, once, for e2 and e4 (a long and a short consumer): the
-        // step and every part of its report. Most of a run is the recovery's
-        // watch, 11.5 s past the overcommit whatever the time factor (the
-        // recovery finding's edge): all four presets took 60 s of the smoke
-        // lab's 112 (2-vCPU VM, AMD, 2026-11-29), e2 and e4 about 30. Its
-        // findings are outside the protocol anyway (four consumers).
+        // the times, once, for e2: the step and every part of its report.
+        // Most of a run is the recovery's watch, 11.5 s past the overcommit
+        // whatever the time factor (the recovery finding's edge): all four
+        // presets took 60 s of the smoke lab's 112 (2-vCPU VM, AMD,
+        // 2026-11-29), e2 and e4 about 30. e4 left with jank's smoke step
+        // (issue 61), which runs e2 twice more, so that the test run does
+        // not grow by jank's time; the findings that compare e4 read "not
+        // checked" there, and are outside the protocol anyway (four
+        // consumers).
         let (n, scale, time_scale, rep) = (4u32, 0.02, 0.01, 1u32);
         // Per run: the baseline, the recovery's watch, the plan, setup.
         let per = |tc: f64| 14.0 + (2.0 * n as f64 * tc + 10.0) * time_scale;
@@ -146,7 +149,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
             "thrash",
             vec![
                 arg("--preset"),
-                arg("e2,e4"),
+                arg("e2"),
                 arg("--scale"),
                 scale.to_string(),
                 arg("--time-scale"),
@@ -158,7 +161,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
                 arg("--repeat"),
                 rep.to_string(),
             ],
-            rep as f64 * (per(30.0) + per(1.0)),
+            rep as f64 * per(30.0),
         )
     }
 }
