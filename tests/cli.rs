@@ -48,6 +48,14 @@ fn malformed_invocations_exit_2_with_one_line() {
     bad(&["__sandbox-drill", "--zram", "12XB"], "B, KiB, MiB");
     bad(&["__sandbox-drill", "--cgroup", "0"], "greater than zero");
     bad(&["doctor", "--json=yes"], "--json");
+    // jank with a command of one's own: the group's limit is required, the
+    // program must exist, and thrash's hog flags do not mix with it.
+    bad(&["jank", "--", "true"], "--limit");
+    bad(&["jank", "--limit", "1MiB", "--", "true"], "16MiB to 1TiB");
+    bad(&["jank", "--limit", "64MiB", "--", "/definitely/not/a/program"], "not found");
+    bad(&["jank", "--consumers", "4", "--limit", "64MiB", "--", "true"], "--consumers");
+    bad(&["jank", "--limit", "64MiB", "--timeout", "0s", "--", "true"], "1s to 24h");
+    bad(&["jank", "--limit", "64MiB"], "COMMAND");
 }
 
 #[test]

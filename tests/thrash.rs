@@ -119,3 +119,48 @@ fn bad_thrash_input_exits_2_without_changes() {
     }
     assert_eq!(system_state(), before);
 }
+
+/// `pagelab jank -- CMD`: a user's command as the hog (pagelab's own hot/cold
+/// program, whose 56 MiB do not fit in a 48 MiB group beside the frame
+/// probe's 12 MiB), on a swap file; it pages, frames are recorded inside
+/// and outside, no finding is judged, and everything is restored.
+#[test]
+fn jank_with_a_command_of_ones_own_pages_records_frames_and_restores() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("needs root: the command runs in a memory cgroup pagelab makes");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["jank", "--arms", "swapfile", "--repeat", "1", "--limit", "48MiB", "--watch", "1s", "--json"])
+        .args(["--out", dir.to_str().unwrap(), "--"])
+        .args([bin().to_str().unwrap(), "__hotcold", "--hot", "40MiB", "--cold", "16MiB", "--passes", "30"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(system_state(), before, "the run left changes behind");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("experiment-output", &v);
+    assert!(v["answer"].as_str().unwrap().starts_with("on this machine, for your command as the hog"), "{v}");
+    let r = &v["results"][0];
+    assert_eq!(r["command"]["outcome"], "ok", "{r}");
+    assert_eq!(r["command"]["exit_code"], 0, "{r}");
+    assert_eq!(r["command"]["limit_bytes"], 48u64 << 20, "{r}");
+    assert_eq!(r["hog"]["backing"], "swapfile", "{r}");
+    assert!(r["hog"]["pswpout_active"].as_u64().unwrap() > 1000, "56 MiB in 36 MiB of room must page: {r}");
+    for p in ["inside", "outside"] {
+        assert!(r[p]["during"]["frames"].as_u64().unwrap() > 0, "{p}: {r}");
+        assert!(r[p]["before"]["frames"].as_u64().unwrap() >= 60, "{p}: two seconds of baseline: {r}");
+    }
+    assert_eq!(r["inside"]["ws_bytes"], 12u64 << 20, "a quarter of the limit: {r}");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["config"]["limit_bytes"], 48u64 << 20);
+    let md = std::fs::read_to_string(dir.join("jank.md")).unwrap();
+    assert!(md.contains("the command: ok in") && md.contains("no finding is judged"), "{md}");
+    assert!(!md.contains("| matches") && !md.contains("| differs"), "a user's command judges no finding: {md}");
+}

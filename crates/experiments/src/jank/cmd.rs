@@ -60,8 +60,29 @@ fn config(a: &JankArgs) -> crate::Result<JankConfig> {
         after_load: AfterLoad::Falls,
         cpu_only: false,
     };
+    let command = match (a.command.first(), a.limit) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(crate::kit::usage(
+                "--limit: a command of your own needs the group's limit, e.g. `pagelab jank --limit 512MiB -- CMD`",
+            ));
+        }
+        (Some(prog), Some(limit)) => {
+            if crate::kit::run::resolve_program(prog).is_none() {
+                return Err(crate::kit::usage(format!("cannot run '{prog}': not found or not executable (looked in PATH)")));
+            }
+            Some(crate::jank::command::CommandHog {
+                argv: a.command.clone(),
+                limit,
+                store: a.store_size.unwrap_or(2 * limit),
+                timeout: a.timeout,
+                watch: a.watch,
+            })
+        }
+    };
     Ok(JankConfig {
         hog,
+        command,
         arms: arms(a),
         repeat: a.repeat,
         period: a.frame,
@@ -81,7 +102,16 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
         }
     }
     let mut p = probe::Probe::default();
-    let plans = crate::thrash::work::validate_hog(&cfg.hog, &mut p)?;
+    let plans = match &cfg.command {
+        None => crate::thrash::work::validate_hog(&cfg.hog, &mut p)?,
+        Some(_) => {
+            sandbox::privilege::require_admin(
+                "creating the memory cgroup that contains the command",
+                "pagelab jank needs root (CAP_SYS_ADMIN) to contain a command in a memory cgroup",
+            )?;
+            vec![]
+        }
+    };
     let sys = std::path::Path::new("/sys");
     for arm in &cfg.arms {
         let (kind, comp) = arm.backing();
@@ -116,6 +146,9 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
             }
         }
     }
+    if let Some(h) = &cfg.command {
+        return validate_command(cfg, h, &mut p);
+    }
     // What a run takes from the host at most: thrash's plan, the two frame
     // probes' working sets and the store's room for them and the workers.
     let plan = plans.first().cloned().unwrap_or_else(|| cfg.plan(&cfg.arms[0]));
@@ -140,6 +173,42 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
 /// The most frames one probe keeps in a run (16 bytes each).
 const MAX_FRAMES: f64 = 2_000_000.0;
 
+/// A user's command as the hog: what a run takes from the host at most (the
+/// CPU-only control's group holds the limit and the store's room; a
+/// compressed store's RAM is at most the room; the probe outside the group
+/// has its own working set), and the frames a run can record.
+fn validate_command(cfg: &JankConfig, h: &crate::jank::command::CommandHog, p: &mut probe::Probe) -> crate::Result<()> {
+    use sandbox::SandboxError::Invalid;
+    if p.memory_controller().ok().flatten().is_none() {
+        return Err(sandbox::SandboxError::Unsupported(
+            "jank -- CMD: no memory cgroup controller here; the command must be contained".into(),
+        )
+        .into());
+    }
+    let compressed = cfg.arms.iter().any(|a| matches!(a.store, Store::Zram(_) | Store::Zswap(_)));
+    let most = h.limit.saturating_add(h.store) as u128
+        + if compressed { h.store as u128 } else { 0 }
+        + cfg.ws() as u128
+        + (64u128 << 20);
+    let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
+    sandbox::guard::HostGuard::new(cfg.hog.host_floor, &meminfo).check_plan(
+        most,
+        "jank -- CMD (--limit, --store-size)",
+        &meminfo,
+    )?;
+    let run_s = (crate::jank::command::BEFORE + h.timeout + h.watch).as_secs_f64();
+    let frames = run_s / cfg.period.as_secs_f64();
+    if frames > MAX_FRAMES {
+        return Err(Invalid(format!(
+            "--timeout {:?} with --frame {:?}: up to {frames:.0} frames a run, more than the {MAX_FRAMES:.0} a probe keeps; \
+             give a shorter --timeout or a longer --frame",
+            h.timeout, cfg.period
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 pub fn run(a: &JankArgs) -> crate::Result<()> {
     let cfg = config(a)?;
     validate(&cfg, a)?;
@@ -148,7 +217,10 @@ pub fn run(a: &JankArgs) -> crate::Result<()> {
     let config = Config {
         arms: cfg.arms.iter().map(Arm::name).collect(),
         repeat: a.repeat,
-        hog: Some(plan),
+        hog: cfg.command.is_none().then_some(plan),
+        command: a.command.clone(),
+        limit_bytes: cfg.command.as_ref().map(|h| h.limit),
+        store_bytes: cfg.command.as_ref().map(|h| h.store),
         frame_ms: a.frame.as_secs_f64() * 1e3,
         share: a.share,
         ws_bytes: cfg.ws(),
@@ -156,12 +228,23 @@ pub fn run(a: &JankArgs) -> crate::Result<()> {
         work: crate::jank::work::FRAME_WORK,
     };
     let run = ExperimentRun::start_with("jank", &a.run, &config, true)?;
-    run.note(&format!(
-        "expected time: about {:.0} min ({} arm(s) × {} repeat(s), about {per:.0} s each); Ctrl-C stops and restores everything",
-        per * (cfg.arms.len() as u32 * a.repeat) as f64 / 60.0,
-        cfg.arms.len(),
-        a.repeat
-    ));
+    let runs = cfg.arms.len() as u32 * a.repeat;
+    match &cfg.command {
+        None => run.note(&format!(
+            "expected time: about {:.0} min ({} arm(s) × {} repeat(s), about {per:.0} s each); Ctrl-C stops and restores everything",
+            per * runs as f64 / 60.0,
+            cfg.arms.len(),
+            a.repeat
+        )),
+        Some(h) => run.note(&format!(
+            "{runs} runs ({} arm(s) × {} repeat(s)), each the command's own time plus about {:.0} s (at most {:.0} s with \
+             --timeout); Ctrl-C stops and restores everything",
+            cfg.arms.len(),
+            a.repeat,
+            (crate::jank::command::BEFORE + h.watch).as_secs_f64() + 3.0,
+            (h.timeout + crate::jank::command::BEFORE + h.watch).as_secs_f64() + 3.0
+        )),
+    }
     let r = {
         let mut obs = RunObserver::new(&run, true);
         crate::jank::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
@@ -322,6 +405,39 @@ fn parse_frame(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A group's limit for a user's command: from 16 MiB (the frame probe and
+/// a program need room) to 1 TiB.
+fn parse_limit(s: &str) -> Result<u64, String> {
+    match units::parse_size(s) {
+        Ok(b) if (16 << 20..=1 << 40).contains(&b) => Ok(b),
+        Ok(_) => Err(format!("'{s}': expected a limit from 16MiB to 1TiB")),
+        Err(e) => Err(e),
+    }
+}
+
+/// A store's room for a user's command: from 1 MiB to 1 TiB.
+fn parse_store_size(s: &str) -> Result<u64, String> {
+    match units::parse_size(s) {
+        Ok(b) if (1 << 20..=1 << 40).contains(&b) => Ok(b),
+        Ok(_) => Err(format!("'{s}': expected a size from 1MiB to 1TiB")),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match units::parse_positive_duration(s) {
+        Ok(d) if d >= Duration::from_secs(1) && d <= Duration::from_secs(24 * 3600) => Ok(d),
+        _ => Err(format!("'{s}': expected a time from 1s to 24h, e.g. 30s, 10m, 2h")),
+    }
+}
+
+fn parse_watch(s: &str) -> Result<Duration, String> {
+    match units::parse_duration(s) {
+        Ok(d) if d >= Duration::from_secs(1) && d <= Duration::from_secs(600) => Ok(d),
+        _ => Err(format!("'{s}': expected a time from 1s to 10m, e.g. 10s")),
+    }
+}
+
 fn parse_ttl(s: &str) -> Result<u32, String> {
     s.parse::<u32>().ok().filter(|&v| v <= 60_000).ok_or_else(|| format!("'{s}': expected milliseconds from 0 to 60000"))
 }
@@ -362,18 +478,55 @@ pub struct JankArgs {
     pub cpu_only: bool,
     /// The hog: one of thrash's presets (e2: 25 consumers, W = 10000, t_s =
     /// 0.1 s, t_c = 30 s at the study's scale).
-    #[arg(long, default_value = "e2", value_parser = parse_preset)]
+    #[arg(long, default_value = "e2", value_parser = parse_preset, conflicts_with = "command")]
     pub preset: String,
     /// The hog's consumers (default: the study's 25; another number is not
     /// the study's preset, and its findings are outside the protocol).
-    #[arg(long, value_parser = units::uint32::<1, 200>, allow_hyphen_values = true)]
+    #[arg(long, value_parser = units::uint32::<1, 200>, allow_hyphen_values = true, conflicts_with = "command")]
     pub consumers: Option<u32>,
     /// The hog's size factor (S and W).
-    #[arg(long, default_value = "0.02", value_parser = crate::thrash::cmd::parse_scale, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        default_value = "0.02",
+        value_parser = crate::thrash::cmd::parse_scale,
+        allow_hyphen_values = true,
+        conflicts_with = "command"
+    )]
     pub scale: f64,
     /// The hog's time factor (t_s, t_c, the initial delay).
-    #[arg(long, default_value = "0.02", value_parser = crate::thrash::cmd::parse_time_scale, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        default_value = "0.02",
+        value_parser = crate::thrash::cmd::parse_time_scale,
+        allow_hyphen_values = true,
+        conflicts_with = "command"
+    )]
     pub time_scale: f64,
+    /// With a command of your own (after --): the memory cgroup's limit,
+    /// which holds the command and the frame probe (whose working set is
+    /// --share of it). Required with a command; thrash's consumers size
+    /// their own group.
+    #[arg(long, value_parser = parse_limit, allow_hyphen_values = true, requires = "command")]
+    pub limit: Option<u64>,
+    /// With a command: the store's room for what it pages out (default:
+    /// twice --limit). The CPU-only control's group holds --limit and this
+    /// together, with no swap.
+    #[arg(long, value_parser = parse_store_size, allow_hyphen_values = true, requires = "command")]
+    pub store_size: Option<u64>,
+    /// With a command: kill it if it still runs after this long (the run
+    /// counts as `timed_out`).
+    #[arg(long, default_value = "30m", value_parser = parse_timeout, requires = "command")]
+    pub timeout: Duration,
+    /// With a command: how long frames are watched after it ends (the
+    /// "on time again" figure is censored at this length).
+    #[arg(long, default_value = "10s", value_parser = parse_watch, requires = "command")]
+    pub watch: Duration,
+    /// The hog: a command of your own, in place of thrash's consumers (after
+    /// --, with --limit): run in the group once per arm and repeat, its
+    /// standard output discarded. Its runs judge no finding (thrash's
+    /// protocol does not apply); every figure of the table does.
+    #[arg(last = true)]
+    pub command: Vec<String>,
     /// Runs per arm.
     #[arg(long, default_value_t = 4, value_parser = units::uint32::<1, 100>, allow_hyphen_values = true)]
     pub repeat: u32,
@@ -417,6 +570,11 @@ mod tests {
         assert!(parse_setting("201").is_err() && parse_setting("180").unwrap() == 180);
         assert!(parse_cluster("32").unwrap_err().contains("0 to 31") && parse_cluster("3").unwrap() == 3);
         assert!(parse_ttl("60001").is_err() && parse_ttl("1000").unwrap() == 1000);
+        assert!(parse_limit("15MiB").unwrap_err().contains("16MiB to 1TiB") && parse_limit("16MiB").unwrap() == 16 << 20);
+        assert!(parse_limit("lots").unwrap_err().contains("KiB, MiB"));
+        assert!(parse_store_size("0").is_err() && parse_store_size("1GiB").unwrap() == 1 << 30);
+        assert!(parse_timeout("25h").is_err() && parse_timeout("10m").unwrap() == Duration::from_secs(600));
+        assert!(parse_watch("0s").is_err() && parse_watch("11m").is_err() && parse_watch("3s").is_ok());
     }
 
     #[test]

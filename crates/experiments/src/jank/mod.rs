@@ -9,6 +9,7 @@
 //! ([`report`]).
 
 pub mod cmd;
+pub mod command;
 pub mod frames;
 pub mod report;
 pub mod results;

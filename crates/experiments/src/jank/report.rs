@@ -98,6 +98,9 @@ pub static FINDINGS: [Finding<JankResult>; 3] = [
 /// ([`crate::thrash::protocol::only_paging_removed`]).
 fn outside(rs: &[JankResult], arm: &str) -> Option<String> {
     rs.iter().filter(|r| r.arm == arm).find_map(|r| {
+        if r.command.is_some() {
+            return Some(format!("{arm}: {}", crate::jank::command::USER_HOG));
+        }
         if r.cpu_only && crate::thrash::protocol::only_paging_removed(&r.hog) {
             return None;
         }
@@ -237,8 +240,26 @@ pub fn run_line(r: &JankResult) -> String {
         r.inside.back_on_time_s.map_or("not within the watch".into(), |s| format!("{s:.2} s")),
         f(p99_out(r)),
         r.hog.pswpout_active.map_or("an unread number of".into(), |n| n.to_string()),
-        outside(std::slice::from_ref(r), &r.arm).map_or(String::new(), |w| format!("; OUTSIDE the protocol: {w}"))
+        match &r.command {
+            Some(c) => format!("; the command: {}", command_said(c)),
+            None => outside(std::slice::from_ref(r), &r.arm).map_or(String::new(), |w| format!("; OUTSIDE the protocol: {w}")),
+        }
     )
+}
+
+/// How a user's command ended, in words: "ok in 12.3 s", "OOM-killed after
+/// 3.1 s", "exit code 2 after 0.4 s", "killed at the timeout (600 s)".
+pub fn command_said(c: &crate::jank::results::CommandRun) -> String {
+    match c.outcome.as_str() {
+        "ok" => format!("ok in {:.1} s", c.seconds),
+        "oom" => format!("OOM-killed after {:.1} s", c.seconds),
+        "timed_out" => format!("killed at the timeout ({:.0} s)", c.seconds),
+        _ => match (c.exit_code, c.signal) {
+            (Some(code), _) => format!("exit code {code} after {:.1} s", c.seconds),
+            (_, Some(sig)) => format!("killed by signal {sig} after {:.1} s", c.seconds),
+            _ => format!("failed after {:.1} s", c.seconds),
+        },
+    }
 }
 
 /// A duration in ms as a person reads it: "1.5 s", "65 ms", "0.7 ms".
@@ -264,8 +285,13 @@ pub fn answer(rs: &[JankResult]) -> String {
     let paging = if inside.is_empty() { all.clone() } else { inside };
     let best = paging.iter().filter_map(|a| Some((*a, med(rs, a, p99_in)?))).min_by(|x, y| x.1.total_cmp(&y.1));
     let worst = paging.iter().filter_map(|a| Some((*a, med(rs, a, longest_in)?))).max_by(|x, y| x.1.total_cmp(&y.1));
+    let command = rs.first().is_some_and(|r| r.command.is_some());
     let preset = rs.first().map_or("e2".into(), |r| r.hog.preset.clone());
-    let mut s = format!("on this machine, for thrash's {preset} as the hog");
+    let mut s = if command {
+        "on this machine, for your command as the hog".to_string()
+    } else {
+        format!("on this machine, for thrash's {preset} as the hog")
+    };
     match best {
         Some((a, p)) => write!(s, ", {a} kept 99 % of frames under {}", said(p)).unwrap(),
         None => s += ", no paging arm recorded frames",
@@ -276,7 +302,17 @@ pub fn answer(rs: &[JankResult]) -> String {
     if let Some(c) = med(rs, CPU_ONLY, p99_in) {
         write!(s, "; with nothing paging ({CPU_ONLY}), 99 % were under {}", said(c)).unwrap();
     }
-    if paging.iter().any(|a| outside(rs, a).is_some()) {
+    if command {
+        let failed: Vec<&String> = all
+            .iter()
+            .copied()
+            .filter(|a| rs.iter().any(|r| &r.arm == *a && r.command.as_ref().is_some_and(|c| c.outcome != "ok")))
+            .collect();
+        if !failed.is_empty() {
+            write!(s, " (the command did not end well under {}: see the table)", failed.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "))
+                .unwrap();
+        }
+    } else if paging.iter().any(|a| outside(rs, a).is_some()) {
         s += " (the hog ran outside the study's protocol: see the table)";
     } else if paging.len() < all.len() {
         s += " (arms whose hog ran outside the study's protocol are left out: see the table)";
@@ -308,7 +344,10 @@ pub fn arms_markdown(rs: &[JankResult]) -> String {
             m => f(m, 2) + &if censored > 0 { format!(" ({censored} of {n} not within the watch)") } else { String::new() },
         };
         let cpu = rs.iter().any(|r| r.arm == a && r.cpu_only);
+        let commands: Vec<String> =
+            rs.iter().filter(|r| r.arm == a).filter_map(|r| r.command.as_ref()).map(command_said).collect();
         let hog = match outside(rs, &a) {
+            _ if !commands.is_empty() => format!("the command: {}", commands.join("; ")),
             Some(w) => format!("outside: {w}"),
             None if cpu => "no paging, by design".to_string(),
             None => "inside the protocol".to_string(),
@@ -345,11 +384,23 @@ pub fn findings_markdown(rs: &[JankResult]) -> String {
 
 /// The run's tables in Markdown: `jank.md` below its title, and the lab report's.
 pub fn tables(config: &Config, rs: &[JankResult]) -> String {
+    let hog = if config.command.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "The hog: `{}`, in a {} group ({} of store room; the CPU-only control's group holds both, with no swap). \
+             Thrash's protocol does not apply to it, so no finding is judged. ",
+            config.command.join(" "),
+            ::units::bytes(config.limit_bytes.unwrap_or(0)),
+            ::units::bytes(config.store_bytes.unwrap_or(0))
+        )
+    };
     format!(
-        "**{}.**\n\nFrames inside the hog's group while it thrashed (medians over the repeats; the ratios are paired \
+        "**{}.**\n\n{hog}Frames inside the hog's group while it {} (medians over the repeats; the ratios are paired \
          by repeat). The frame probe: a {:.1} ms frame, a working set of {:.1} MiB ({:.0} % of the room, counted in \
          the overcommit), {} pages touched and {} steps of work a frame.\n\n{}\n## Findings (pagelab's own)\n\n{}",
         answer(rs),
+        if config.command.is_empty() { "thrashed" } else { "ran" },
         config.frame_ms,
         units::mib(config.ws_bytes),
         config.share * 100.0,
@@ -583,5 +634,40 @@ mod tests {
         assert_eq!(back_in(&rs[0]), Some(40.0));
         let md = arms_markdown(&rs);
         assert!(md.contains("| ≥ 20.25 (2 of 4 not within the watch) |"), "{md}");
+    }
+
+    /// A user's command as the hog: every arm is outside thrash's protocol
+    /// (no finding is judged, even one whose figures would match), yet the
+    /// answer and the table speak of the command and how it ended.
+    #[test]
+    fn a_users_command_judges_no_finding_and_the_table_says_how_it_ended() {
+        let command = |outcome: &str, code: Option<i32>| crate::jank::results::CommandRun {
+            outcome: outcome.into(),
+            exit_code: code,
+            seconds: 4.25,
+            ..Default::default()
+        };
+        let mut rs: Vec<JankResult> = Vec::new();
+        for i in 0..4 {
+            for (arm, p99, cpu) in [("zram:lz4", 20.0, false), ("swapfile", 300.0, false), (CPU_ONLY, 0.7, true)] {
+                let mut r = run(arm, i, p99, cpu);
+                r.hog = ThrashResult { preset: "command".into(), protocol_breaks: vec![crate::jank::command::USER_HOG.into()], ..Default::default() };
+                r.command = Some(if arm == "swapfile" && i == 2 { command("oom", None) } else { command("ok", Some(0)) });
+                rs.push(r);
+            }
+        }
+        let v = verdict(&rs, "jank.zram_tenfold");
+        assert_eq!(v.outcome, Outcome::OutsideProtocol, "{v:?}");
+        assert!(v.why.contains("a user's command"), "{}", v.why);
+        let a = answer(&rs);
+        assert!(a.starts_with("on this machine, for your command as the hog, zram:lz4 kept 99 % of frames under 20 ms"), "{a}");
+        assert!(a.contains("did not end well under swapfile") && !a.contains("protocol"), "{a}");
+        let md = arms_markdown(&rs);
+        let row = md.lines().find(|l| l.starts_with("| swapfile |")).unwrap();
+        assert!(row.ends_with("| the command: ok in 4.2 s; ok in 4.2 s; OOM-killed after 4.2 s; ok in 4.2 s |"), "{row}");
+        // The control's ratios are still paired and shown.
+        assert!(row.contains("(n = 4)"), "{row}");
+        assert_eq!(command_said(&command("failed", Some(3))), "exit code 3 after 4.2 s");
+        assert_eq!(command_said(&crate::jank::results::CommandRun { outcome: "failed".into(), signal: Some(11), seconds: 1.0, ..Default::default() }), "killed by signal 11 after 1.0 s");
     }
 }

@@ -63,7 +63,36 @@ pub struct JankResult {
     pub outside: ProbeFigures,
     /// The hog: thrash's run, as thrash records it (its protocol figures
     /// and breaks decide whether this arm is inside the study's protocol).
+    /// For a user's command: its store, limit, swap-outs, OOM kills and
+    /// windows, with the break that thrash's protocol does not apply.
     pub hog: ThrashResult,
+    /// The hog when it was a user's command (`jank -- CMD`): what it did.
+    pub command: Option<CommandRun>,
+}
+
+/// What a user's command did in one run, in the group in place of thrash's
+/// consumers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
+pub struct CommandRun {
+    /// `ok` (exit 0), `failed` (another exit code or a signal), `oom` (the
+    /// group's OOM killer killed a process of it) or `timed_out` (killed at
+    /// `--timeout`).
+    pub outcome: String,
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, where one did.
+    pub signal: Option<i32>,
+    /// From its start to its end, s.
+    #[serde(default = "record::results::nan")]
+    pub seconds: f64,
+    /// The group's limit in this run: `--limit`, or for the CPU-only control
+    /// `--limit` and the store's room together.
+    pub limit_bytes: u64,
+    /// The group's highest charge (the command and the frame probe inside);
+    /// None where the kernel does not keep it and no poll read it.
+    pub peak_bytes: Option<u64>,
+    /// Its own major faults and its waited-for children's (getrusage).
+    pub major_faults: u64,
 }
 
 /// run.json's `results` entry.
@@ -88,4 +117,9 @@ pub struct Config {
     pub ws_bytes: u64,
     pub touch_pages: u64,
     pub work: u64,
+    /// The hog when it was a user's command: its argv, the group's limit
+    /// and the store's room (empty, None: thrash's consumers).
+    pub command: Vec<String>,
+    pub limit_bytes: Option<u64>,
+    pub store_bytes: Option<u64>,
 }

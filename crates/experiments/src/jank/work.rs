@@ -234,6 +234,8 @@ pub struct JankConfig {
     pub cpu_only: bool,
     /// The compressors this machine's zram offers.
     pub zram_offers: Vec<String>,
+    /// A user's command as the hog, in place of thrash's consumers.
+    pub command: Option<crate::jank::command::CommandHog>,
 }
 
 impl JankConfig {
@@ -246,9 +248,12 @@ impl JankConfig {
     /// The frame probe's working set: `share` of the room, where the room
     /// holds N × S and the probe's own working set 2.5 times over:
     /// room = N × S ÷ (2.5 − share).
+    /// For a user's command, `share` of its group's limit.
     pub fn ws(&self) -> u64 {
-        let plan = self.plan(&Arm::of(Store::Swapfile));
-        let room = plan.total_bytes() as f64 / (crate::thrash::work::OVERCOMMIT - self.share);
+        let room = match &self.command {
+            Some(h) => h.limit as f64,
+            None => self.plan(&Arm::of(Store::Swapfile)).total_bytes() as f64 / (crate::thrash::work::OVERCOMMIT - self.share),
+        };
         let page = workloads::mm::page_size() as f64;
         ((self.share * room / page).round() * page).max(page) as u64
     }
@@ -310,7 +315,7 @@ pub fn probe_figures(reply: Option<&Value>, t0_ns: u64, hog: &crate::thrash::res
             faults: faults as u64,
         })
         .collect();
-    let baseline = hog.plan.as_ref().map_or(1.0, |p| p.baseline().as_secs_f64());
+    let baseline = hog.plan.as_ref().map_or(crate::jank::command::BEFORE.as_secs_f64(), |p| p.baseline().as_secs_f64());
     let period_ms = cfg.period.as_secs_f64() * 1e3;
     let before = frames::figures(&fr, -baseline, 0.0, period_ms);
     let on_time = frames::on_time_ms(before.p99_ms, period_ms);
@@ -342,17 +347,28 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::jank::results::Entry>>
             return Err(ExperimentError::Interrupted);
         }
         let (kind, compressor) = arm.backing();
-        let plan = cfg.plan(&arm);
-        let sysctls = arm.sysctls();
-        obs.note(&format!("jank {} repeat {}", arm.name(), rep + 1));
-        let store_extra = cfg.store_extra(&plan);
-        let x = Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
-        let o = crate::thrash::work::run_one(&cfg.hog, (&plan, kind, rep), obs, stop, &x)?;
+        let cpu_only = cfg.cpu_only || arm.store == Store::CpuOnly;
+        let (o, command) = match &cfg.command {
+            Some(h) => {
+                let (o, c) = crate::jank::command::run_one(cfg, h, (&arm, rep), obs, stop)?;
+                (o, Some(c))
+            }
+            None => {
+                let plan = cfg.plan(&arm);
+                let sysctls = arm.sysctls();
+                obs.note(&format!("jank {} repeat {}", arm.name(), rep + 1));
+                let store_extra = cfg.store_extra(&plan);
+                let x =
+                    Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
+                (crate::thrash::work::run_one(&cfg.hog, (&plan, kind, rep), obs, stop, &x)?, None)
+            }
+        };
         let hog = crate::thrash::results::ThrashResult { series: Default::default(), ..o.result };
         let r = JankResult {
             arm: arm.name(),
             repeat_index: rep,
-            cpu_only: plan.cpu_only,
+            cpu_only,
+            command,
             compressor: hog.compressor.clone(),
             zram_offers: cfg.zram_offers.clone(),
             settings: o.settings.iter().map(|(k, v)| Setting { name: k.clone(), value: v.clone() }).collect(),

@@ -132,7 +132,7 @@ impl Peaks {
 
 
 /// Waits for `pid` (our child) without blocking, with its resource usage.
-fn reap(pid: i32, block: bool) -> Option<(i32, libc::rusage)> {
+pub(crate) fn reap(pid: i32, block: bool) -> Option<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: a C struct of integers, for which all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

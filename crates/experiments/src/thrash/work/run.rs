@@ -16,7 +16,7 @@ struct Running {
     failure: Option<String>,
 }
 
-fn spawn(
+pub(crate) fn spawn(
     cfg: &ThrashConfig,
     kind: &str,
     spec: &impl Serialize,
@@ -36,13 +36,13 @@ fn spawn(
     })?)
 }
 
-fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
+pub(crate) fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
     w.wait_for(Want::Kind(EventKind::Ready), Duration::from_secs(60), |_| {}, stop)
         .map(|e| e.data)
         .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
 }
 
-fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
+pub(crate) fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
     let mut w = w;
     let sent = sandbox::worker::send(&mut w, &Exit).ok()?;
     let d = w.wait_for(sent.want(), Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
@@ -296,7 +296,7 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
 /// each as the kernel reads it back once set: (name, value), the sysctls
 /// by their names and MGLRU's as `lru_gen.min_ttl_ms` ("unread" where the
 /// file could not be read).
-fn settings(sb: &mut sandbox::Sandbox, x: &Extras) -> Result<Vec<(String, String)>, ExperimentError> {
+pub(crate) fn settings(sb: &mut sandbox::Sandbox, x: &Extras) -> Result<Vec<(String, String)>, ExperimentError> {
     let roots = sb.roots().clone();
     let back = |p: std::path::PathBuf| std::fs::read_to_string(p).map_or("unread".into(), |s| s.trim().to_string());
     let mut seen = Vec::new();
@@ -358,7 +358,7 @@ fn vmstat(p: &mut probe::Probe) -> Option<probe::vmstat::Vmstat> {
     p.vmstat().ok().flatten()
 }
 
-fn pswpout(p: &mut probe::Probe) -> Option<u64> {
+pub(crate) fn pswpout(p: &mut probe::Probe) -> Option<u64> {
     vmstat(p).as_ref().and_then(swapped_out)
 }
 
