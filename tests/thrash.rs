@@ -120,12 +120,15 @@ fn bad_thrash_input_exits_2_without_changes() {
     assert_eq!(system_state(), before);
 }
 
-/// `pagelab jank -- CMD`: a user's command as the hog (pagelab's own hot/cold
-/// program, whose 56 MiB do not fit in a 48 MiB group beside the frame
-/// probe's 12 MiB), on a swap file; it pages, frames are recorded inside
-/// and outside, no finding is judged, and everything is restored.
+/// `pagelab jank -- CMD`: a user's command as the hog (a shell that runs
+/// pagelab's own hot/cold program, whose 56 MiB do not fit in a 48 MiB
+/// group beside the frame probe's 12 MiB, then sleeps in the background
+/// and in the foreground past `--timeout`), on a swap file: it pages,
+/// frames are recorded inside and outside, the command and what it started
+/// are killed at the timeout, no finding is judged, and everything is
+/// restored. (One run for both paths: each second here is the test run's.)
 #[test]
-fn jank_with_a_command_of_ones_own_pages_records_frames_and_restores() {
+fn jank_with_a_command_of_ones_own_pages_is_killed_at_its_timeout_and_restores() {
     if unsafe { libc::geteuid() } != 0 {
         common::skip("needs root: the command runs in a memory cgroup pagelab makes");
         return;
@@ -134,11 +137,16 @@ fn jank_with_a_command_of_ones_own_pages_records_frames_and_restores() {
     let before = system_state();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
+    // A marker no other process carries: the sleeps it starts.
+    let marker = format!("3{}.5", std::process::id() % 1000);
+    let script = format!(
+        "'{}' __hotcold --hot 40MiB --cold 16MiB --passes 30; sleep {marker} & exec sleep {marker}",
+        bin().display()
+    );
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", journals())
-        .args(["jank", "--arms", "swapfile", "--repeat", "1", "--limit", "48MiB", "--watch", "1s", "--json"])
-        .args(["--out", dir.to_str().unwrap(), "--"])
-        .args([bin().to_str().unwrap(), "__hotcold", "--hot", "40MiB", "--cold", "16MiB", "--passes", "30"])
+        .args(["jank", "--arms", "swapfile", "--repeat", "1", "--limit", "48MiB", "--timeout", "2s", "--watch", "1s"])
+        .args(["--json", "--out", dir.to_str().unwrap(), "--", "sh", "-c", &script])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -147,12 +155,18 @@ fn jank_with_a_command_of_ones_own_pages_records_frames_and_restores() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     common::assert_schema("experiment-output", &v);
     assert!(v["answer"].as_str().unwrap().starts_with("on this machine, for your command as the hog"), "{v}");
+    assert!(v["answer"].as_str().unwrap().contains("did not end well under swapfile"), "{v}");
     let r = &v["results"][0];
-    assert_eq!(r["command"]["outcome"], "ok", "{r}");
-    assert_eq!(r["command"]["exit_code"], 0, "{r}");
-    assert_eq!(r["command"]["limit_bytes"], 48u64 << 20, "{r}");
+    let c = &r["command"];
+    assert_eq!(c["outcome"], "timed_out", "{c}");
+    assert_eq!(c["signal"], 9, "{c}");
+    assert_eq!(c["limit_bytes"], 48u64 << 20, "{c}");
+    let s = c["seconds"].as_f64().unwrap();
+    assert!((2.0..3.5).contains(&s), "counted at the timeout: {s}");
     assert_eq!(r["hog"]["backing"], "swapfile", "{r}");
     assert!(r["hog"]["pswpout_active"].as_u64().unwrap() > 1000, "56 MiB in 36 MiB of room must page: {r}");
+    // thrash's own figures are not measured for a command: null, not 0.
+    assert!(r["hog"]["cpu_user_pct_mean"].is_null(), "{r}");
     for p in ["inside", "outside"] {
         assert!(r[p]["during"]["frames"].as_u64().unwrap() > 0, "{p}: {r}");
         assert!(r[p]["before"]["frames"].as_u64().unwrap() >= 60, "{p}: two seconds of baseline: {r}");
@@ -161,6 +175,14 @@ fn jank_with_a_command_of_ones_own_pages_records_frames_and_restores() {
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["config"]["limit_bytes"], 48u64 << 20);
     let md = std::fs::read_to_string(dir.join("jank.md")).unwrap();
-    assert!(md.contains("the command: ok in") && md.contains("no finding is judged"), "{md}");
+    assert!(md.contains("the command: killed at the timeout") && md.contains("no finding is judged"), "{md}");
     assert!(!md.contains("| matches") && !md.contains("| differs"), "a user's command judges no finding: {md}");
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .filter(|c| c.contains(&marker) && c.starts_with("sleep"))
+        .collect();
+    assert!(alive.is_empty(), "left running: {alive:?}");
 }

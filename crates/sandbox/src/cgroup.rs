@@ -197,6 +197,47 @@ impl MemCgroup {
         procs(&self.dir)
     }
 
+    /// SIGKILLs every process in the group but `keep` until none is left or
+    /// `within` has passed; returns those still there (empty: all gone).
+    /// Each is signalled through a pidfd opened on it and only if, with the
+    /// pidfd holding its pid, it is still a member of this group: a pid that
+    /// left the group, or was reused by another process after an orphan of
+    /// the group was reaped, is never signalled.
+    pub fn kill_all_but(&self, keep: &[i32], within: Duration) -> Vec<i32> {
+        let t0 = Instant::now();
+        loop {
+            let pids: Vec<i32> = self.procs().into_iter().filter(|p| !keep.contains(p)).collect();
+            if pids.is_empty() || t0.elapsed() >= within {
+                return pids;
+            }
+            for p in pids {
+                self.kill_member(p);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILLs `pid` if it is a member of this group (see
+    /// [`MemCgroup::kill_all_but`]); false when it was not signalled.
+    fn kill_member(&self, pid: i32) -> bool {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // SAFETY: pidfd_open with no flags returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return false;
+        }
+        // SAFETY: a new fd that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // Listed again once the pidfd holds the process: the pidfd's process,
+        // whatever became of the pid number before, is a member.
+        let member = self.procs().contains(&pid);
+        // SAFETY: pidfd_send_signal on our own pidfd, no siginfo, no flags.
+        member
+            && unsafe {
+                libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
+            } == 0
+    }
+
     /// Applies creation-time limits in a safe order.
     pub fn apply(&self, l: &Limits) -> Result<()> {
         match self.version {

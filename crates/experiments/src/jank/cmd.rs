@@ -102,6 +102,16 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
         }
     }
     let mut p = probe::Probe::default();
+    if let Some(&v) = a.swappiness.iter().find(|&&v| v > 100) {
+        let release = p.kernel_release();
+        if !swappiness_above_100(&release) {
+            return Err(Invalid(format!(
+                "--swappiness {v}: this kernel ({}) takes 0 to 100; values up to 200 came with Linux 5.8",
+                if release.is_empty() { "its release unread" } else { release.as_str() }
+            ))
+            .into());
+        }
+    }
     let plans = match &cfg.command {
         None => crate::thrash::work::validate_hog(&cfg.hog, &mut p)?,
         Some(_) => {
@@ -170,6 +180,16 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
     Ok(())
 }
 
+/// Whether a kernel of this release (`uname -r`) takes vm.swappiness above
+/// 100 (Linux 5.8 and later); an unread or unparsable release does not.
+fn swappiness_above_100(release: &str) -> bool {
+    let mut n = release.split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().ok());
+    match (n.next().flatten(), n.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (5, 8),
+        _ => false,
+    }
+}
+
 /// The most frames one probe keeps in a run (16 bytes each).
 const MAX_FRAMES: f64 = 2_000_000.0;
 
@@ -185,11 +205,11 @@ fn validate_command(cfg: &JankConfig, h: &crate::jank::command::CommandHog, p: &
         )
         .into());
     }
+    // A compressed store's RAM, at most what it is made to hold: the room
+    // and the margin `backing::setup` gives it (an eighth and 16 MiB).
     let compressed = cfg.arms.iter().any(|a| matches!(a.store, Store::Zram(_) | Store::Zswap(_)));
-    let most = h.limit.saturating_add(h.store) as u128
-        + if compressed { h.store as u128 } else { 0 }
-        + cfg.ws() as u128
-        + (64u128 << 20);
+    let store_ram = if compressed { h.store as u128 * 9 / 8 + (16u128 << 20) } else { 0 };
+    let most = h.limit as u128 + h.store as u128 + store_ram + cfg.ws() as u128 + (64u128 << 20);
     let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     sandbox::guard::HostGuard::new(cfg.hog.host_floor, &meminfo).check_plan(
         most,
@@ -570,6 +590,8 @@ mod tests {
         assert!(parse_setting("201").is_err() && parse_setting("180").unwrap() == 180);
         assert!(parse_cluster("32").unwrap_err().contains("0 to 31") && parse_cluster("3").unwrap() == 3);
         assert!(parse_ttl("60001").is_err() && parse_ttl("1000").unwrap() == 1000);
+        assert!(swappiness_above_100("6.18.44-fc-v669") && swappiness_above_100("5.8.0"));
+        assert!(!swappiness_above_100("5.4.0-150-generic") && !swappiness_above_100("4.19.0") && !swappiness_above_100(""));
         assert!(parse_limit("15MiB").unwrap_err().contains("16MiB to 1TiB") && parse_limit("16MiB").unwrap() == 16 << 20);
         assert!(parse_limit("lots").unwrap_err().contains("KiB, MiB"));
         assert!(parse_store_size("0").is_err() && parse_store_size("1GiB").unwrap() == 1 << 30);

@@ -45,9 +45,11 @@ impl CommandHog {
 }
 
 /// One run of the command on `arm`: the store and settings set up (and
-/// undone), the group made at the arm's limit, the frame probes started and
-/// ready, a baseline, the command until it ends (or its timeout, or Ctrl-C),
-/// whatever it left in the group killed, and the watch.
+/// undone), the group made at the arm's limit (and, beside a swap of the
+/// host's own, its swap capped at the store's room, or at none for an arm
+/// without a store), the frame probes started and ready, a baseline, the
+/// command until it ends (or its timeout, or Ctrl-C), whatever it left in
+/// the group killed, and the watch.
 pub fn run_one<O: workloads::observe::Observer>(
     cfg: &JankConfig,
     hog: &CommandHog,
@@ -61,16 +63,35 @@ pub fn run_one<O: workloads::observe::Observer>(
     let sysctls = arm.sysctls();
     let companions = cfg.companions();
     let x = Extras { compressor, store_extra: 0, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
+    // Read before the run's own store is made: the host's swap, not ours.
+    let host_swap = !sandbox::swap::user_areas().is_empty();
     let seen = crate::thrash::work::settings(&mut sb, &x)?;
     let back = backing::setup(&mut sb, kind, compressor, hog.store, &cfg.hog.swapfile_dir)?;
-    for n in &back.notes {
-        obs.note(n);
-    }
+    let mut notes: Vec<String> = back.notes.clone();
     let cpu_only = cfg.cpu_only || arm.store == Store::CpuOnly;
     let limit = hog.limit_of(cpu_only);
     let v1 = matches!(p.memory_controller(), Ok(Some((probe::cgroup::CgroupVersion::V1, _))));
     let swappiness = sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok()).filter(|_| v1);
-    let cg = sb.memory_cgroup("jank", &sandbox::cgroup::Limits { max: Some(limit), swappiness, ..Default::default() })?;
+    let mut limits = sandbox::cgroup::Limits { max: Some(limit), swappiness, ..Default::default() };
+    let cg = sb.memory_cgroup("jank", &limits)?;
+    if host_swap {
+        // The host's swap would take what the arm's store does not (or all
+        // of it, in an arm without one): capped where the kernel can.
+        let knobs = cg.knobs();
+        if (v1 && knobs.memsw) || (!v1 && knobs.swap_max) {
+            limits.swap_max = Some(if back.has_swap() { hog.store } else { 0 });
+            cg.apply(&limits)?;
+        } else {
+            notes.push(
+                "the host's own swap is active and this kernel cannot cap a group's swap (no swap accounting): \
+                 the command may have paged into it"
+                    .into(),
+            );
+        }
+    }
+    for n in &notes {
+        obs.note(n);
+    }
     let mut comp = Vec::new();
     for c in &companions {
         comp.push(crate::thrash::work::spawn(&cfg.hog, c.kind, &c.spec, c.inside.then_some(&cg), c.label.clone())?);
@@ -97,113 +118,154 @@ pub fn run_one<O: workloads::observe::Observer>(
     if record::stop::sleep(BEFORE) || stop() {
         return Err(ExperimentError::Interrupted);
     }
-    let out0 = crate::thrash::work::pswpout(&mut p);
+    let v0 = p.vmstat().ok().flatten();
     let mut cmd = std::process::Command::new(&hog.argv[0]);
     cmd.args(&hog.argv[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir)
         .map_err(|e| ExperimentError::Worker(format!("{}: {e}", cg.dir.display())))?;
     sandbox::worker::die_with_parent(&mut cmd);
     let t0 = probe::sample::monotonic_ns();
-    let started = Instant::now();
     let child = cmd.spawn().map_err(|e| ExperimentError::Worker(format!("cannot run '{}': {e}", hog.argv[0])))?;
     let pid = child.id() as i32;
     // Reaped below with wait4 (for its rusage), not through `child`.
     drop(child);
     obs.event("phase_start", "command", t0, json!({"repeat": rep}));
+    let started = Instant::now();
     let mut peak = 0u64;
-    let mut timed_out = false;
-    let (status, ru) = loop {
+    let unreaped = || ExperimentError::Worker(format!("the command (pid {pid}) was killed but could not be reaped within 10 s"));
+    let (status, ru, t_end, timed_out) = loop {
         peak = peak.max(cg.usage().unwrap_or(0));
-        if let Some(r) = crate::rightsize::work::reap(pid, false) {
-            break r;
+        if let Some((st, ru)) = crate::rightsize::work::reap(pid, false) {
+            break (st, ru, probe::sample::monotonic_ns(), false);
         }
         if stop() {
-            kill_all_but(&cg, &probes);
-            let _ = crate::rightsize::work::reap(pid, true);
+            crate::rightsize::work::kill_and_reap(&cg, pid, &probes);
             return Err(ExperimentError::Interrupted);
         }
         if started.elapsed() >= hog.timeout {
-            timed_out = true;
-            kill_all_but(&cg, &probes);
-            match crate::rightsize::work::reap(pid, true) {
-                Some(r) => break r,
-                None => return Err(ExperimentError::Worker(format!("the command (pid {pid}) could not be reaped"))),
-            }
+            let at = probe::sample::monotonic_ns();
+            let (st, ru) = crate::rightsize::work::kill_and_reap(&cg, pid, &probes).ok_or_else(unreaped)?;
+            break (st, ru, at, true);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let t_end = probe::sample::monotonic_ns();
+    // Read as it ended: an OOM kill during the watch is not the command's.
+    let oom_kills = cg.oom_kills();
+    let v1_end = p.vmstat().ok().flatten();
     // What it left running in the group is the run's too: ended with it.
-    kill_all_but(&cg, &probes);
-    let out1 = crate::thrash::work::pswpout(&mut p);
+    let left = cg.procs().into_iter().filter(|q| !probes.contains(q)).count();
+    let survivors = cg.kill_all_but(&probes, Duration::from_secs(5));
+    if left > 0 {
+        notes.push(format!("the command left {left} process(es) in the group when it ended; they were killed"));
+    }
+    if !survivors.is_empty() {
+        notes.push(format!("{} process(es) it left survived 5 s of SIGKILL and ran on through the watch", survivors.len()));
+    }
     obs.event("phase_end", "command", t_end, Value::Null);
     if record::stop::sleep(hog.watch) || stop() {
         return Err(ExperimentError::Interrupted);
     }
     let stop_t = probe::sample::monotonic_ns();
-    let oom_kills = cg.oom_kills();
     let replies: Vec<Option<Value>> = comp.into_iter().map(crate::thrash::work::stop_and_collect).collect();
+    if replies.first().is_some_and(Option::is_none) {
+        notes.push("the frame probe inside the group did not answer (killed, perhaps by the group's OOM killer)".into());
+    }
     obs.targets(vec![], None, vec![]);
+    let exit_code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     let run = CommandRun {
-        outcome: outcome(status, timed_out, oom_kills).into(),
-        exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        outcome: outcome(exit_code, timed_out, oom_kills).into(),
+        exit_code,
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
-        seconds: started.elapsed().min(Duration::from_nanos(t_end - t0)).as_secs_f64(),
+        seconds: (t_end - t0) as f64 / 1e9,
         limit_bytes: limit,
         peak_bytes: cg.peak().or((peak > 0).then_some(peak)).map(|p| p.max(peak)),
         major_faults: ru.ru_majflt as u64,
+        oom_kills,
     };
+    let result = hog_result(
+        (arm, rep),
+        &back,
+        (limit, companions.iter().filter(|c| c.inside).map(|c| c.counted_bytes).sum()),
+        (&v0, &v1_end),
+        (t0, t_end, stop_t, base_t),
+        notes,
+        oom_kills,
+    );
+    drop(cg);
+    sb.restore()?;
+    Ok((Outcome { result, t0_ns: t0, companions: replies, settings: seen }, run))
+}
+
+/// The hog's record for a command's run: thrash's result with what a
+/// command's run reads (its store, limit, paging from /proc/vmstat at the
+/// command's start and end, OOM kills, windows) and every figure of thrash's
+/// own consumers unknown (NaN, null in JSON), never 0.
+fn hog_result(
+    (arm, rep): (&Arm, u32),
+    back: &backing::Backing,
+    (limit, counted): (u64, u64),
+    (v0, v1): (&Option<probe::vmstat::Vmstat>, &Option<probe::vmstat::Vmstat>),
+    (t0, t_end, stop_t, base_t): (u64, u64, u64, u64),
+    notes: Vec<String>,
+    oom_kills: Option<u64>,
+) -> ThrashResult {
+    let delta = |k: &str| Some(v1.as_ref()?.get(k)?.saturating_sub(v0.as_ref()?.get(k)?));
+    let out = |v: &Option<probe::vmstat::Vmstat>| v.as_ref().and_then(crate::thrash::work::swapped_out);
     let s = |t: u64| (t as f64 - t0 as f64) / 1e9;
-    let result = ThrashResult {
+    let nan = f64::NAN;
+    let mut notes = notes;
+    if !back.has_swap() {
+        notes.push(format!("no swap backs this run ({})", arm.name()));
+    }
+    ThrashResult {
         preset: "command".into(),
         repeat_index: rep,
         backing: back.kind,
         compressor: back.compressor.clone(),
         limit_bytes: limit,
-        companion_bytes: companions.iter().filter(|c| c.inside).map(|c| c.counted_bytes).sum(),
+        companion_bytes: counted,
         oom_kills,
-        pswpout_active: out1.zip(out0).map(|(e, s)| e.saturating_sub(s)),
+        pswpout_active: out(v1).zip(out(v0)).map(|(e, s)| e.saturating_sub(s)),
+        pswpout_total: delta("pswpout").unwrap_or(0),
+        pswpin_total: delta("pswpin").unwrap_or(0),
+        pgmajfault_total: delta("pgmajfault").unwrap_or(0),
+        cpu_user_pct_mean: nan,
+        cpu_system_pct_mean: nan,
+        cpu_iowait_pct_mean: nan,
+        psi_some_pct_mean: nan,
+        psi_full_pct_mean: nan,
+        pswpout_per_s_peak: nan,
+        progress_ratio_min: nan,
+        progress_ratio_median: nan,
+        overcommitted_s: nan,
+        pswpout_per_s_active: nan,
+        lateness_max_s: nan,
+        collector_lateness_p99_ms: nan,
+        collector_lateness_max_ms: nan,
+        cpu_user_share: nan,
         thrash_start_s: 0.0,
         thrash_end_s: s(t_end),
         recovery_from_s: Some(s(t_end)),
         end_s: s(stop_t),
         wall_s: (stop_t - base_t) as f64 / 1e9,
         protocol_breaks: vec![USER_HOG.into()],
-        notes: if back.has_swap() { vec![] } else { vec!["no swap backs this run".into()] },
+        notes,
         ..Default::default()
-    };
-    drop(cg);
-    sb.restore()?;
-    Ok((Outcome { result, t0_ns: t0, companions: replies, settings: seen }, run))
-}
-
-/// How the command ended: a timeout first (it was killed), then the
-/// group's OOM killer, then its own exit.
-fn outcome(status: i32, timed_out: bool, oom_kills: Option<u64>) -> &'static str {
-    if timed_out {
-        "timed_out"
-    } else if oom_kills.is_some_and(|n| n > 0) {
-        "oom"
-    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        "ok"
-    } else {
-        "failed"
     }
 }
 
-/// Kills every process in the group but the frame probe's (`keep`), until
-/// none is left (or 5 s have passed).
-fn kill_all_but(cg: &sandbox::cgroup::MemCgroup, keep: &[i32]) {
-    for _ in 0..250 {
-        let pids: Vec<i32> = cg.procs().into_iter().filter(|p| !keep.contains(p)).collect();
-        if pids.is_empty() {
-            return;
-        }
-        for p in pids {
-            // SAFETY: signalling a process in a group pagelab made for the run.
-            unsafe { libc::kill(p, libc::SIGKILL) };
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// How the command ended: killed at the timeout; ended by a kill with the
+/// group's OOM killer at work (`oom`: an exit 0 is `ok` whatever else the
+/// killer took); exit 0; anything else `failed`.
+fn outcome(exit_code: Option<i32>, timed_out: bool, oom_kills: Option<u64>) -> &'static str {
+    if timed_out {
+        "timed_out"
+    } else if exit_code == Some(0) {
+        "ok"
+    } else if oom_kills.is_some_and(|n| n > 0) {
+        "oom"
+    } else {
+        "failed"
     }
 }
 
@@ -212,13 +274,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_outcome_puts_a_timeout_before_an_oom_kill_before_the_exit() {
-        let exit = |c: i32| c << 8; // as wait(2) encodes an exit code
-        assert_eq!(outcome(exit(0), false, Some(0)), "ok");
-        assert_eq!(outcome(exit(3), false, Some(0)), "failed");
-        assert_eq!(outcome(9, false, None), "failed"); // killed by SIGKILL, kills unread
-        assert_eq!(outcome(9, false, Some(1)), "oom");
-        assert_eq!(outcome(9, true, Some(1)), "timed_out");
+    fn the_outcome_puts_a_timeout_first_and_an_oom_kill_only_where_it_did_not_exit_0() {
+        assert_eq!(outcome(Some(0), false, Some(0)), "ok");
+        assert_eq!(outcome(Some(3), false, Some(0)), "failed");
+        assert_eq!(outcome(None, false, None), "failed"); // killed by a signal, kills unread
+        assert_eq!(outcome(None, false, Some(1)), "oom");
+        // An exit 0 is the command's own end, whatever the killer took (the probe).
+        assert_eq!(outcome(Some(0), false, Some(1)), "ok");
+        assert_eq!(outcome(None, true, Some(1)), "timed_out");
     }
 
     #[test]

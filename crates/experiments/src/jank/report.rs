@@ -30,6 +30,10 @@ pub const LONGEST_OUT: Figure = Figure::new("longest frame outside, ms", "ms", t
 
 pub static FIGURES: [Figure; 6] = [P99_IN, LONGEST_IN, OVER_100_IN, BACK_IN, P99_OUT, LONGEST_OUT];
 
+/// The fewest frames a run of a user's command must draw for its arm to be
+/// named in the answer.
+pub const MIN_FRAMES: usize = 10;
+
 /// The CPU-only control's arm name.
 pub const CPU_ONLY: &str = "cpu-only";
 
@@ -251,7 +255,11 @@ pub fn run_line(r: &JankResult) -> String {
 /// 3.1 s", "exit code 2 after 0.4 s", "killed at the timeout (600 s)".
 pub fn command_said(c: &crate::jank::results::CommandRun) -> String {
     match c.outcome.as_str() {
-        "ok" => format!("ok in {:.1} s", c.seconds),
+        "ok" => match c.oom_kills {
+            // It ended well, though the OOM killer took a process of the group.
+            Some(n) if n > 0 => format!("ok in {:.1} s ({n} OOM kill(s) in the group)", c.seconds),
+            _ => format!("ok in {:.1} s", c.seconds),
+        },
         "oom" => format!("OOM-killed after {:.1} s", c.seconds),
         "timed_out" => format!("killed at the timeout ({:.0} s)", c.seconds),
         _ => match (c.exit_code, c.signal) {
@@ -282,10 +290,19 @@ pub fn answer(rs: &[JankResult]) -> String {
     // did (the answer then says so). An arm whose hog was OOM-killed (no
     // swap) answers nothing about paging.
     let inside: Vec<&String> = all.iter().copied().filter(|a| outside(rs, a).is_none()).collect();
+    // A user's command: the arms where every run of it ended well and the
+    // probe drew ten frames or more while it ran (an arm whose command died
+    // at once answers nothing about paging).
+    let ended_well = |a: &str| {
+        rs.iter()
+            .filter(|r| r.arm == a)
+            .all(|r| r.command.as_ref().is_none_or(|c| c.outcome == "ok") && r.inside.during.frames >= MIN_FRAMES)
+    };
+    let command = rs.first().is_some_and(|r| r.command.is_some());
+    let inside = if command { all.iter().copied().filter(|a| ended_well(a)).collect() } else { inside };
     let paging = if inside.is_empty() { all.clone() } else { inside };
     let best = paging.iter().filter_map(|a| Some((*a, med(rs, a, p99_in)?))).min_by(|x, y| x.1.total_cmp(&y.1));
     let worst = paging.iter().filter_map(|a| Some((*a, med(rs, a, longest_in)?))).max_by(|x, y| x.1.total_cmp(&y.1));
-    let command = rs.first().is_some_and(|r| r.command.is_some());
     let preset = rs.first().map_or("e2".into(), |r| r.hog.preset.clone());
     let mut s = if command {
         "on this machine, for your command as the hog".to_string()
@@ -303,9 +320,8 @@ pub fn answer(rs: &[JankResult]) -> String {
         write!(s, "; with nothing paging ({CPU_ONLY}), 99 % were under {}", said(c)).unwrap();
     }
     if command {
-        let failed: Vec<&String> = all
+        let failed: Vec<&String> = arms
             .iter()
-            .copied()
             .filter(|a| rs.iter().any(|r| &r.arm == *a && r.command.as_ref().is_some_and(|c| c.outcome != "ok")))
             .collect();
         if !failed.is_empty() {
@@ -397,13 +413,14 @@ pub fn tables(config: &Config, rs: &[JankResult]) -> String {
     };
     format!(
         "**{}.**\n\n{hog}Frames inside the hog's group while it {} (medians over the repeats; the ratios are paired \
-         by repeat). The frame probe: a {:.1} ms frame, a working set of {:.1} MiB ({:.0} % of the room, counted in \
-         the overcommit), {} pages touched and {} steps of work a frame.\n\n{}\n## Findings (pagelab's own)\n\n{}",
+         by repeat). The frame probe: a {:.1} ms frame, a working set of {:.1} MiB ({:.0} % of {}), {} pages touched \
+         and {} steps of work a frame.\n\n{}\n## Findings (pagelab's own)\n\n{}",
         answer(rs),
         if config.command.is_empty() { "thrashed" } else { "ran" },
         config.frame_ms,
         units::mib(config.ws_bytes),
         config.share * 100.0,
+        if config.command.is_empty() { "the room, counted in the overcommit" } else { "the group's limit, inside it" },
         config.touch_pages,
         config.work,
         arms_markdown(rs),
@@ -652,7 +669,11 @@ mod tests {
             for (arm, p99, cpu) in [("zram:lz4", 20.0, false), ("swapfile", 300.0, false), (CPU_ONLY, 0.7, true)] {
                 let mut r = run(arm, i, p99, cpu);
                 r.hog = ThrashResult { preset: "command".into(), protocol_breaks: vec![crate::jank::command::USER_HOG.into()], ..Default::default() };
-                r.command = Some(if arm == "swapfile" && i == 2 { command("oom", None) } else { command("ok", Some(0)) });
+                r.command = Some(match (arm, i) {
+                    ("swapfile", 2) => command("oom", None),
+                    (CPU_ONLY, 3) => command("timed_out", None),
+                    _ => command("ok", Some(0)),
+                });
                 rs.push(r);
             }
         }
@@ -661,13 +682,24 @@ mod tests {
         assert!(v.why.contains("a user's command"), "{}", v.why);
         let a = answer(&rs);
         assert!(a.starts_with("on this machine, for your command as the hog, zram:lz4 kept 99 % of frames under 20 ms"), "{a}");
-        assert!(a.contains("did not end well under swapfile") && !a.contains("protocol"), "{a}");
+        // The arm whose command was OOM-killed once is named, not ranked;
+        // so is the control's timeout.
+        assert!(a.contains("did not end well under swapfile, cpu-only") && !a.contains("protocol"), "{a}");
+        assert!(!a.contains("swapfile froze"), "{a}");
+        // An arm whose command drew fewer than ten frames is not ranked either.
+        let mut short = rs.clone();
+        short.iter_mut().filter(|r| r.arm == "zram:lz4").for_each(|r| r.inside.during.frames = MIN_FRAMES - 1);
+        short.iter_mut().filter(|r| r.arm == "swapfile").for_each(|r| r.command = Some(command("ok", Some(0))));
+        let a = answer(&short);
+        assert!(a.contains("swapfile kept 99 % of frames under 300 ms") && !a.contains("zram:lz4 kept"), "{a}");
         let md = arms_markdown(&rs);
         let row = md.lines().find(|l| l.starts_with("| swapfile |")).unwrap();
         assert!(row.ends_with("| the command: ok in 4.2 s; ok in 4.2 s; OOM-killed after 4.2 s; ok in 4.2 s |"), "{row}");
         // The control's ratios are still paired and shown.
         assert!(row.contains("(n = 4)"), "{row}");
         assert_eq!(command_said(&command("failed", Some(3))), "exit code 3 after 4.2 s");
+        let ok_with_kill = crate::jank::results::CommandRun { oom_kills: Some(1), ..command("ok", Some(0)) };
+        assert_eq!(command_said(&ok_with_kill), "ok in 4.2 s (1 OOM kill(s) in the group)");
         assert_eq!(command_said(&crate::jank::results::CommandRun { outcome: "failed".into(), signal: Some(11), seconds: 1.0, ..Default::default() }), "killed by signal 11 after 1.0 s");
     }
 }

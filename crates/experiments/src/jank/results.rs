@@ -93,6 +93,9 @@ pub struct CommandRun {
     pub peak_bytes: Option<u64>,
     /// Its own major faults and its waited-for children's (getrusage).
     pub major_faults: u64,
+    /// OOM kills in the group when it ended (the frame probe inside counts
+    /// too); None where they could not be read.
+    pub oom_kills: Option<u64>,
 }
 
 /// run.json's `results` entry.

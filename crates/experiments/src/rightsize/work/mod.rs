@@ -142,15 +142,28 @@ pub(crate) fn reap(pid: i32, block: bool) -> Option<(i32, libc::rusage)> {
     (r == pid).then_some((status, ru))
 }
 
+/// Kills every process in the group (through pidfds, members only: see
+/// [`MemCgroup::kill_all_but`]), for up to 5 s.
 fn kill_group(cg: &MemCgroup) {
-    for _ in 0..500 {
-        let pids = cg.procs();
-        if pids.is_empty() {
-            return;
+    cg.kill_all_but(&[], Duration::from_secs(5));
+}
+
+/// Ends a program pagelab started (`pid`, our child, not yet reaped: its
+/// pid cannot be another's) and what it left in `cg` but `keep`, and reaps
+/// it: SIGKILL to it directly (it may have left the group), then to the
+/// group's members, then up to 10 s for it to be reaped (None: it was not,
+/// which a process stuck in the kernel can cause).
+pub(crate) fn kill_and_reap(cg: &MemCgroup, pid: i32, keep: &[i32]) -> Option<(i32, libc::rusage)> {
+    // SAFETY: signalling our own unreaped child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    cg.kill_all_but(keep, Duration::from_secs(5));
+    let t = Instant::now();
+    loop {
+        if let Some(r) = reap(pid, false) {
+            return Some(r);
         }
-        for p in pids {
-            // SAFETY: signalling a process in a group pagelab made for the run.
-            unsafe { libc::kill(p, libc::SIGKILL) };
+        if t.elapsed() >= Duration::from_secs(10) {
+            return None;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -215,8 +228,7 @@ impl Real<'_> {
             }
             let interrupted = (self.stop)();
             if interrupted || cap_s.is_some_and(|c| t0.elapsed().as_secs_f64() >= c) {
-                kill_group(&cg);
-                let r = reap(pid, true);
+                let r = kill_and_reap(&cg, pid, &[]);
                 if interrupted {
                     return Err(ExperimentError::Interrupted);
                 }

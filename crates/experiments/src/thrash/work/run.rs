@@ -365,7 +365,7 @@ pub(crate) fn pswpout(p: &mut probe::Probe) -> Option<u64> {
 /// Pages that left RAM for swap since boot: pswpout counts the block
 /// device's writes (zram's, a swap file's); zswap's stores count in zswpout
 /// instead, and its writebacks (zswpwb) in both, once.
-fn swapped_out(v: &probe::vmstat::Vmstat) -> Option<u64> {
+pub(crate) fn swapped_out(v: &probe::vmstat::Vmstat) -> Option<u64> {
     let out = v.get("pswpout")?;
     Some(out + v.get("zswpout").unwrap_or(0).saturating_sub(v.get("zswpwb").unwrap_or(0)))
 }
