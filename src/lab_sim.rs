@@ -140,6 +140,10 @@ fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
         // Checks are no evidence and take no part in a family: they are
         // not simulated (issue 57 item 1).
         for c in e.report.claims().into_iter().filter(|c| !c.check) {
+            // jank judges only the findings whose two arms its step runs.
+            if e.name() == "jank" && !experiments::jank::cmd::judged_in(&s.args, c.id) {
+                continue;
+            }
             let presets = if e.name() == "thrash" {
                 experiments::thrash::cmd::presets_of(c.id).expect("every thrash finding names its presets")
             } else {
@@ -737,15 +741,22 @@ mod tests {
         );
     }
 
-    /// The quick lab at the budget that lets thrash in (issue 57 item 2):
-    /// thrash's four study findings join the simulated families, its
-    /// presets paired as its findings pair them.
+    /// The quick lab at the budget that lets thrash and jank in (issue 57
+    /// item 2, issue 61): thrash's four study findings and jank's tenfold
+    /// finding (the one its step judges) join the simulated families,
+    /// thrash's presets paired as its findings pair them. (This plan holds
+    /// every step of thrash's own budget and jank's beside them.)
     #[test]
-    fn the_budget_that_holds_thrash_keeps_every_promise() {
-        let b = experiments::thrash::cmd::quick_budget_s();
+    fn the_budget_that_holds_thrash_and_jank_keeps_every_promise() {
+        let b = experiments::jank::cmd::quick_budget_s();
+        assert!(b > experiments::thrash::cmd::quick_budget_s());
         let (lab, fs) = quick_lab(b);
-        assert!(lab.steps.iter().any(|s| s.experiment == "thrash" && s.state == StepState::Planned));
+        for x in ["thrash", "jank"] {
+            assert!(lab.steps.iter().any(|s| s.experiment == x && s.state == StepState::Planned), "{x} planned");
+        }
         assert!(fs.iter().filter(|f| f.exp == "thrash").count() >= 4, "thrash's findings are simulated");
+        let jank: Vec<&str> = fs.iter().filter(|f| f.exp == "jank").map(|f| f.claim.id).collect();
+        assert_eq!(jank, ["jank.zram_tenfold"], "jank's step judges its tenfold finding only");
         let t = simulate_both(61, 4_000, true, 0.0, b, Procedure::Report);
         check(&t, b, lab.passes > 1);
     }

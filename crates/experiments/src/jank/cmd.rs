@@ -319,6 +319,18 @@ pub fn budgeted() -> Step {
     )
 }
 
+/// Whether a lab step with these arguments judges finding `id`: it runs
+/// both arms the finding compares, under their own names (no setting
+/// crossed in) and not all under the CPU-only limit. The lab's simulation
+/// (src/lab_sim.rs) simulates only these.
+pub fn judged_in(args: &[String], id: &str) -> bool {
+    let Some((a, b)) = crate::jank::report::arms_of(id) else { return false };
+    let given = |flag: &str| args.iter().any(|x| x == flag);
+    let arms = args.iter().position(|x| x == "--arms").and_then(|i| args.get(i + 1)).map_or("zram:lz4,zswap,swapfile,cpu-only", |s| s);
+    let has = |x: &str| arms.split(',').any(|y| y.trim() == x);
+    has(a) && has(b) && !["--cpu-only", "--swappiness", "--page-cluster", "--min-ttl-ms"].iter().any(|f| given(f))
+}
+
 /// The least `lab --budget` that lets jank into a quick lab: thrash's
 /// budget and jank's own step, in whole minutes.
 pub fn quick_budget_s() -> f64 {
@@ -610,6 +622,12 @@ mod tests {
         assert_eq!(b.args, budgeted().args);
         // Four arms × four repeats of e2 at a time factor of 0.02: about 52 s each.
         assert!((budgeted().expect_s - 16.0 * ((1500.0 + 10.0) * 0.02 + 22.0)).abs() < 1e-6);
+        // The budgeted step judges the tenfold finding only: it runs no zstd
+        // and no min_ttl_ms.
+        assert!(judged_in(&b.args, "jank.zram_tenfold"));
+        assert!(!judged_in(&b.args, "jank.zstd_stutters") && !judged_in(&b.args, "jank.min_ttl"));
+        let crossed: Vec<String> = b.args.iter().cloned().chain(["--swappiness".into(), "100".into()]).collect();
+        assert!(!judged_in(&crossed, "jank.zram_tenfold"));
         let nr = lab_step(&Machine { root: false, cpus: 2, ram_bytes: 24 << 30, swap_active: false }, Scale::Full, None);
         assert!(nr.reason.as_deref().unwrap().starts_with("needs root"));
     }

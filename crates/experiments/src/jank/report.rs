@@ -147,8 +147,20 @@ fn versus(m: &Ms, rs: &[JankResult], a: &str, b: &str, missing: &str) -> Drawn {
     d
 }
 
+/// The two arms a finding compares, a ÷ b (None: one no run judges,
+/// `jank.min_ttl`): what its draw reads, and what a lab step must run for
+/// it to be judged ([`crate::jank::cmd::judged_in`]).
+pub fn arms_of(id: &str) -> Option<(&'static str, &'static str)> {
+    match id {
+        "jank.zram_tenfold" => Some(("swapfile", "zram:lz4")),
+        "jank.zstd_stutters" => Some(("zram:zstd", "zram:lz4")),
+        _ => None,
+    }
+}
+
 fn draw_tenfold(m: &Ms, rs: &[JankResult]) -> Drawn {
-    versus(m, rs, "swapfile", "zram:lz4", "")
+    let (a, b) = arms_of("jank.zram_tenfold").expect("the tenfold finding compares two arms");
+    versus(m, rs, a, b, "")
 }
 
 fn draw_zstd(m: &Ms, rs: &[JankResult]) -> Drawn {
@@ -161,7 +173,8 @@ fn draw_zstd(m: &Ms, rs: &[JankResult]) -> Drawn {
     } else {
         format!(" (this kernel's zram offers {}, no zstd)", offered.join(", "))
     };
-    versus(m, rs, "zram:zstd", "zram:lz4", &why)
+    let (a, b) = arms_of("jank.zstd_stutters").expect("the zstd finding compares two arms");
+    versus(m, rs, a, b, &why)
 }
 
 fn draw_min_ttl(_: &Ms, _: &[JankResult]) -> Drawn {
