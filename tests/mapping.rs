@@ -93,8 +93,10 @@ fn under_pressure_freed_pages_are_reclaimed() {
     let free = get(&v, "free");
     assert_eq!(free["pressure"], true);
     let pages = (64u64 << 20) as f64 / 4096.0;
-    // Reclaimed lazily-freed pages come back as zero-fill faults on the re-touch.
-    assert!(n(free, "retouch", "minor_faults_p50") >= pages * 0.25, "{free}");
+    // Reclaimed lazily-freed pages come back as zero-fill faults on the
+    // re-touch: all of them, since the squeeze is followed by a page-out of
+    // the released region (the squeeze alone left 42 % in place).
+    assert!(n(free, "retouch", "minor_faults_p50") >= pages * 0.95, "{free}");
     assert!(
         !std::fs::read_dir(probe::Probe::default().memory_controller().unwrap().unwrap().1)
             .unwrap()

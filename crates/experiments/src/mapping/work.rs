@@ -321,7 +321,8 @@ impl Drop for Regions<'_> {
 
 /// Runs one method in this (worker) process. With `pressure`, after each
 /// release a second region as large as the first is touched, so that a cgroup
-/// too small for both must reclaim the released pages.
+/// too small for both must reclaim the released pages; MADV_FREE's are then
+/// paged out outright (what the group's margin left).
 pub fn run_method(spec: &Spec) -> Result<Done, String> {
     let size = usize::try_from(spec.size).map_err(|_| format!("{} bytes do not fit this machine", spec.size))?;
     let stride = spec.stride as usize;
@@ -340,6 +341,15 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
             let q = map(size, 0, Hugepages::Never)?;
             touch(q, size, Touch::Page, page, page);
             unmap(q, size);
+            if spec.method == "free" {
+                // What the squeeze left in place (the group's margin) goes
+                // too: MADV_PAGEOUT discards lazily freed pages outright
+                // (they are clean and not swap-backed, so no swap is
+                // needed), as sustained pressure would, and the re-touch
+                // finds none of them. Untimed, as the squeeze is. Before
+                // Linux 5.4 (EINVAL) the squeeze alone acts.
+                let _ = mm::madvise(p, size, mm::MADV_PAGEOUT);
+            }
         }
         let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page))).transpose()?.map(|s| s.1);
         if it >= spec.warmup {
