@@ -258,7 +258,15 @@ fn a_killed_lab_child_is_a_failed_step_and_its_changes_are_undone() {
         assert!(std::time::Instant::now() < deadline, "thrash never turned its store on");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    std::thread::sleep(std::time::Duration::from_secs(10));
+    // Then until its group holds its workers: the kill lands inside the run,
+    // store, group and workers in place (a condition, not a fixed wait).
+    let root = probe::Probe::default().memory_controller().unwrap().unwrap().1.join("pagelab");
+    common::wait_until("thrash's group holding its workers", std::time::Duration::from_secs(60), || {
+        std::fs::read_dir(&root).into_iter().flatten().flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with("thrash-")
+                && std::fs::read_to_string(e.path().join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
+        })
+    });
     assert_ne!(system_state(), before, "thrash has its store and cgroup in place");
     unsafe { libc::kill(child, libc::SIGKILL) };
     let out = lab.wait_with_output().unwrap();
