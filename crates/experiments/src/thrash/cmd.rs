@@ -86,6 +86,33 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
     )
 }
 
+/// A thrash lab step's arguments, typed, rendered in one place and one
+/// order (the full, budgeted and smoke steps differ only in these values).
+struct StepArgs {
+    presets: &'static str,
+    scale: f64,
+    /// None: the size factor's (thrash's default).
+    time_scale: Option<f64>,
+    /// None: the preset's own (the study's 25).
+    consumers: Option<u32>,
+    backing: &'static str,
+    repeat: u32,
+}
+
+impl StepArgs {
+    fn argv(&self) -> Vec<String> {
+        let mut v = vec![arg("--preset"), arg(self.presets), arg("--scale"), self.scale.to_string()];
+        if let Some(t) = self.time_scale {
+            v.extend([arg("--time-scale"), t.to_string()]);
+        }
+        if let Some(n) = self.consumers {
+            v.extend([arg("--consumers"), n.to_string()]);
+        }
+        v.extend([arg("--backing"), arg(self.backing), arg("--repeat"), self.repeat.to_string()]);
+        v
+    }
+}
+
 /// The lab's `thrash` step for this machine.
 pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
     let full = scale == Scale::Full;
@@ -117,20 +144,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         // ran two on zram and two on a swap file before, in the same time:
         // the findings read only the first store, so they had two repeats,
         // and two rounds of four presets do not identify the carryover.
-        step(
-            "thrash",
-            vec![
-                arg("--preset"),
-                arg("all"),
-                arg("--scale"),
-                scale.to_string(),
-                arg("--backing"),
-                arg("zram"),
-                arg("--repeat"),
-                arg("4"),
-            ],
-            4.0 * (3.0 * per(30.0) + per(1.0)),
-        )
+        let args = StepArgs { presets: "all", scale, time_scale: None, consumers: None, backing: "zram", repeat: 4 };
+        step("thrash", args.argv(), 4.0 * (3.0 * per(30.0) + per(1.0)))
     } else {
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
         // the times, once, for e2: the step and every part of its report.
@@ -145,24 +160,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         let (n, scale, time_scale, rep) = (4u32, 0.02, 0.01, 1u32);
         // Per run: the baseline, the recovery's watch, the plan, setup.
         let per = |tc: f64| 14.0 + (2.0 * n as f64 * tc + 10.0) * time_scale;
-        step(
-            "thrash",
-            vec![
-                arg("--preset"),
-                arg("e2"),
-                arg("--scale"),
-                scale.to_string(),
-                arg("--time-scale"),
-                time_scale.to_string(),
-                arg("--consumers"),
-                n.to_string(),
-                arg("--backing"),
-                arg("swapfile"),
-                arg("--repeat"),
-                rep.to_string(),
-            ],
-            rep as f64 * per(30.0),
-        )
+        let args = StepArgs { presets: "e2", scale, time_scale: Some(time_scale), consumers: Some(n), backing: "swapfile", repeat: rep };
+        step("thrash", args.argv(), rep as f64 * per(30.0))
     }
 }
 
@@ -183,22 +182,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
 pub fn budgeted() -> Step {
     let (n, scale, time_scale, rep) = (25.0, 0.02, 0.05, 4u32);
     let per = |tc: f64| (2.0 * n * tc + 10.0) * time_scale + 12.0;
-    step(
-        "thrash",
-        vec![
-            arg("--preset"),
-            arg("all"),
-            arg("--scale"),
-            scale.to_string(),
-            arg("--time-scale"),
-            time_scale.to_string(),
-            arg("--backing"),
-            arg("swapfile"),
-            arg("--repeat"),
-            rep.to_string(),
-        ],
-        rep as f64 * (3.0 * per(30.0) + per(1.0)),
-    )
+    let args = StepArgs { presets: "all", scale, time_scale: Some(time_scale), consumers: None, backing: "swapfile", repeat: rep };
+    step("thrash", args.argv(), rep as f64 * (3.0 * per(30.0) + per(1.0)))
 }
 
 /// The least `lab --budget` that lets thrash into a quick lab: its step
