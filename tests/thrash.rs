@@ -167,6 +167,9 @@ fn jank_with_a_command_of_ones_own_pages_is_killed_at_its_timeout_and_restores()
     assert!(r["hog"]["pswpout_active"].as_u64().unwrap() > 1000, "56 MiB in 36 MiB of room must page: {r}");
     // thrash's own figures are not measured for a command: null, not 0.
     assert!(r["hog"]["cpu_user_pct_mean"].is_null(), "{r}");
+    // The background sleep was in the group at the timeout, beside the command.
+    let notes = r["hog"]["notes"].to_string();
+    assert!(notes.contains("the command left 1 process(es) in the group"), "{notes}");
     for p in ["inside", "outside"] {
         assert!(r[p]["during"]["frames"].as_u64().unwrap() > 0, "{p}: {r}");
         assert!(r[p]["before"]["frames"].as_u64().unwrap() >= 60, "{p}: two seconds of baseline: {r}");

@@ -199,10 +199,8 @@ impl MemCgroup {
 
     /// SIGKILLs every process in the group but `keep` until none is left or
     /// `within` has passed; returns those still there (empty: all gone).
-    /// Each is signalled through a pidfd opened on it and only if, with the
-    /// pidfd holding its pid, it is still a member of this group: a pid that
-    /// left the group, or was reused by another process after an orphan of
-    /// the group was reaped, is never signalled.
+    /// Each is signalled as [`kill_member`] does: through a pidfd, and only
+    /// while its process is a member of this group.
     pub fn kill_all_but(&self, keep: &[i32], within: Duration) -> Vec<i32> {
         let t0 = Instant::now();
         loop {
@@ -211,31 +209,10 @@ impl MemCgroup {
                 return pids;
             }
             for p in pids {
-                self.kill_member(p);
+                kill_member(&self.dir, p);
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-    }
-
-    /// SIGKILLs `pid` if it is a member of this group (see
-    /// [`MemCgroup::kill_all_but`]); false when it was not signalled.
-    fn kill_member(&self, pid: i32) -> bool {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        // SAFETY: pidfd_open with no flags returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return false;
-        }
-        // SAFETY: a new fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // Listed again once the pidfd holds the process: the pidfd's process,
-        // whatever became of the pid number before, is a member.
-        let member = self.procs().contains(&pid);
-        // SAFETY: pidfd_send_signal on our own pidfd, no siginfo, no flags.
-        member
-            && unsafe {
-                libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
-            } == 0
     }
 
     /// Applies creation-time limits in a safe order.
@@ -482,6 +459,36 @@ fn is_cgroupfs(path: &Path) -> bool {
     t == CGROUP_SUPER_MAGIC || t == CGROUP2_SUPER_MAGIC
 }
 
+/// SIGKILLs `pid` if its process is a member of the group at `dir`; false
+/// when it was not signalled. A pidfd is opened on the process first, and
+/// the group's list read again: a pid number reused, after an orphan of the
+/// group was reaped, by a process elsewhere is not listed, so it is never
+/// signalled, and the pidfd's process, if it is still listed, is the member
+/// (a pidfd keeps its process, not the number: one that exits meanwhile
+/// makes the signal fail harmlessly). Where pidfds are missing (before Linux
+/// 5.3: ENOSYS) or refused (a seccomp profile: EPERM), the plain kill after
+/// the same check is the fallback, with the small race pidfds close.
+pub fn kill_member(dir: &Path, pid: i32) -> bool {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let member = || procs(dir).contains(&pid);
+    // SAFETY: pidfd_open with no flags returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error().raw_os_error();
+        // SAFETY: signalling a pid listed in the group just now.
+        return matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM))
+            && member()
+            && unsafe { libc::kill(pid, libc::SIGKILL) } == 0;
+    }
+    // SAFETY: a new fd that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: pidfd_send_signal on our own pidfd, no siginfo, no flags.
+    member()
+        && unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, fd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
+        } == 0
+}
+
 /// Kills every process in the group (they are pagelab's workers), reaps those that
 /// are our children, waits until the group is empty, then removes it. Also removes
 /// the `pagelab` parent if this left it empty. Returns how many were killed.
@@ -500,8 +507,7 @@ pub fn kill_and_remove(dir: &Path) -> Result<usize> {
             )));
         }
         for p in pids {
-            // SAFETY: signalling a pid listed in our own cgroup.
-            if unsafe { libc::kill(p, libc::SIGKILL) } == 0 {
+            if kill_member(dir, p) {
                 killed += 1;
             }
             // Reap it if it is our child; ECHILD otherwise, which is fine.

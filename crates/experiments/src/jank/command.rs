@@ -75,19 +75,8 @@ pub fn run_one<O: workloads::observe::Observer>(
     let mut limits = sandbox::cgroup::Limits { max: Some(limit), swappiness, ..Default::default() };
     let cg = sb.memory_cgroup("jank", &limits)?;
     if host_swap {
-        // The host's swap would take what the arm's store does not (or all
-        // of it, in an arm without one): capped where the kernel can.
-        let knobs = cg.knobs();
-        if (v1 && knobs.memsw) || (!v1 && knobs.swap_max) {
-            limits.swap_max = Some(if back.has_swap() { hog.store } else { 0 });
-            cg.apply(&limits)?;
-        } else {
-            notes.push(
-                "the host's own swap is active and this kernel cannot cap a group's swap (no swap accounting): \
-                 the command may have paged into it"
-                    .into(),
-            );
-        }
+        limits.swap_max = Some(if back.has_swap() { hog.store } else { 0 });
+        notes.extend(cap_swap(&cg, &limits, v1)?);
     }
     for n in &notes {
         obs.note(n);
@@ -130,30 +119,9 @@ pub fn run_one<O: workloads::observe::Observer>(
     // Reaped below with wait4 (for its rusage), not through `child`.
     drop(child);
     obs.event("phase_start", "command", t0, json!({"repeat": rep}));
-    let started = Instant::now();
-    let mut peak = 0u64;
-    let unreaped = || ExperimentError::Worker(format!("the command (pid {pid}) was killed but could not be reaped within 10 s"));
-    let (status, ru, t_end, timed_out) = loop {
-        peak = peak.max(cg.usage().unwrap_or(0));
-        if let Some((st, ru)) = crate::rightsize::work::reap(pid, false) {
-            break (st, ru, probe::sample::monotonic_ns(), false);
-        }
-        if stop() {
-            crate::rightsize::work::kill_and_reap(&cg, pid, &probes);
-            return Err(ExperimentError::Interrupted);
-        }
-        if started.elapsed() >= hog.timeout {
-            let at = probe::sample::monotonic_ns();
-            let (st, ru) = crate::rightsize::work::kill_and_reap(&cg, pid, &probes).ok_or_else(unreaped)?;
-            break (st, ru, at, true);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Read as it ended: an OOM kill during the watch is not the command's.
-    let oom_kills = cg.oom_kills();
-    let v1_end = p.vmstat().ok().flatten();
+    let Ended { status, ru, t_end, timed_out, peak, vmstat: v1_end, oom_kills, left } =
+        wait_command(&cg, pid, &probes, (hog.timeout, stop), &mut p)?;
     // What it left running in the group is the run's too: ended with it.
-    let left = cg.procs().into_iter().filter(|q| !probes.contains(q)).count();
     let survivors = cg.kill_all_but(&probes, Duration::from_secs(5));
     if left > 0 {
         notes.push(format!("the command left {left} process(es) in the group when it ended; they were killed"));
@@ -194,6 +162,81 @@ pub fn run_one<O: workloads::observe::Observer>(
     drop(cg);
     sb.restore()?;
     Ok((Outcome { result, t0_ns: t0, companions: replies, settings: seen }, run))
+}
+
+/// Caps the group's swap at `limits.swap_max` where the kernel can (v2
+/// memory.swap.max; v1 memsw with swap accounting): beside the host's own
+/// swap, which would take what the arm's store does not (or all of it, in
+/// an arm without one). Returns a note where it cannot.
+fn cap_swap(cg: &sandbox::cgroup::MemCgroup, limits: &sandbox::cgroup::Limits, v1: bool) -> Result<Option<String>, ExperimentError> {
+    let knobs = cg.knobs();
+    if (v1 && knobs.memsw) || (!v1 && knobs.swap_max) {
+        cg.apply(limits)?;
+        return Ok(None);
+    }
+    Ok(Some(
+        "the host's own swap is active and this kernel cannot cap a group's swap (no swap accounting): the command may \
+         have paged into it"
+            .into(),
+    ))
+}
+
+/// How the command ended: its wait status and rusage, when (monotonic ns:
+/// its reaping, or the moment its timeout was seen), whether at its
+/// timeout, the group's highest charge polled meanwhile, and what was read
+/// at that moment: /proc/vmstat, the group's OOM kills (so that one in the
+/// watch is not the command's) and the processes it had in the group but
+/// the probes (`left`, before any kill).
+struct Ended {
+    status: i32,
+    ru: libc::rusage,
+    t_end: u64,
+    timed_out: bool,
+    peak: u64,
+    vmstat: Option<probe::vmstat::Vmstat>,
+    oom_kills: Option<u64>,
+    left: usize,
+}
+
+/// Waits for the command (`pid`, our child), polling every 20 ms; at its
+/// timeout it is killed with everything in the group but the probes
+/// (`keep`), and at Ctrl-C too (then Interrupted). A command reaped in the
+/// same round as its timeout ended by itself.
+fn wait_command(
+    cg: &sandbox::cgroup::MemCgroup,
+    pid: i32,
+    keep: &[i32],
+    (timeout, stop): (Duration, fn() -> bool),
+    p: &mut probe::Probe,
+) -> Result<Ended, ExperimentError> {
+    let started = Instant::now();
+    let mut peak = 0u64;
+    let unreaped = || ExperimentError::Worker(format!("the command (pid {pid}) was killed but could not be reaped within 10 s"));
+    loop {
+        peak = peak.max(cg.usage().unwrap_or(0));
+        let timed_out = started.elapsed() >= timeout;
+        let reaped = crate::rightsize::work::reap(pid, false);
+        let t_end = probe::sample::monotonic_ns();
+        let at_end = |p: &mut probe::Probe| {
+            (p.vmstat().ok().flatten(), cg.oom_kills(), cg.procs().into_iter().filter(|q| !keep.contains(q)).count())
+        };
+        if let Some((status, ru)) = reaped {
+            let (vmstat, oom_kills, left) = at_end(p);
+            return Ok(Ended { status, ru, t_end, timed_out: false, peak, vmstat, oom_kills, left });
+        }
+        if stop() {
+            crate::rightsize::work::kill_and_reap(cg, pid, keep);
+            return Err(ExperimentError::Interrupted);
+        }
+        if timed_out {
+            // Everything it started is still in the group: count it, then
+            // the command and the group go together.
+            let (vmstat, oom_kills, left) = at_end(p);
+            let (status, ru) = crate::rightsize::work::kill_and_reap(cg, pid, keep).ok_or_else(unreaped)?;
+            return Ok(Ended { status, ru, t_end, timed_out: true, peak, vmstat, oom_kills, left: left.saturating_sub(1) });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The hog's record for a command's run: thrash's result with what a

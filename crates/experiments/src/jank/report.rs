@@ -313,7 +313,9 @@ pub fn answer(rs: &[JankResult]) -> String {
     };
     let command = rs.first().is_some_and(|r| r.command.is_some());
     let inside = if command { all.iter().copied().filter(|a| ended_well(a)).collect() } else { inside };
-    let paging = if inside.is_empty() { all.clone() } else { inside };
+    // thrash's hog: all arms when none held the protocol (the answer says
+    // so); a user's command: only the arms where it ended well, or none.
+    let paging = if inside.is_empty() && !command { all.clone() } else { inside };
     let best = paging.iter().filter_map(|a| Some((*a, med(rs, a, p99_in)?))).min_by(|x, y| x.1.total_cmp(&y.1));
     let worst = paging.iter().filter_map(|a| Some((*a, med(rs, a, longest_in)?))).max_by(|x, y| x.1.total_cmp(&y.1));
     let preset = rs.first().map_or("e2".into(), |r| r.hog.preset.clone());
@@ -324,22 +326,29 @@ pub fn answer(rs: &[JankResult]) -> String {
     };
     match best {
         Some((a, p)) => write!(s, ", {a} kept 99 % of frames under {}", said(p)).unwrap(),
+        None if command => {
+            write!(s, ", no arm's runs all ended well with {MIN_FRAMES} frames or more, so none is ranked").unwrap()
+        }
         None => s += ", no paging arm recorded frames",
     }
     if let Some((a, l)) = worst.filter(|_| paging.len() > 1) {
         write!(s, "; {a} froze for {} at the longest (median of the repeats)", said(l)).unwrap();
     }
-    if let Some(c) = med(rs, CPU_ONLY, p99_in) {
+    if let Some(c) = med(rs, CPU_ONLY, p99_in).filter(|_| !command || ended_well(CPU_ONLY)) {
         write!(s, "; with nothing paging ({CPU_ONLY}), 99 % were under {}", said(c)).unwrap();
     }
     if command {
-        let failed: Vec<&String> = arms
+        let failed: Vec<&str> = arms
             .iter()
             .filter(|a| rs.iter().any(|r| &r.arm == *a && r.command.as_ref().is_some_and(|c| c.outcome != "ok")))
+            .map(String::as_str)
             .collect();
+        let short: Vec<&str> = arms.iter().map(String::as_str).filter(|a| !failed.contains(a) && !ended_well(a)).collect();
         if !failed.is_empty() {
-            write!(s, " (the command did not end well under {}: see the table)", failed.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "))
-                .unwrap();
+            write!(s, " (the command did not end well under {}: see the table)", failed.join(", ")).unwrap();
+        }
+        if !short.is_empty() {
+            write!(s, " (too short to rank, under {MIN_FRAMES} frames in a run: {})", short.join(", ")).unwrap();
         }
     } else if paging.iter().any(|a| outside(rs, a).is_some()) {
         s += " (the hog ran outside the study's protocol: see the table)";
@@ -699,12 +708,19 @@ mod tests {
         // so is the control's timeout.
         assert!(a.contains("did not end well under swapfile, cpu-only") && !a.contains("protocol"), "{a}");
         assert!(!a.contains("swapfile froze"), "{a}");
+        // No arm ended well: none is ranked, and the control is not quoted.
+        let mut bad = rs.clone();
+        bad.iter_mut().for_each(|r| r.command = Some(command("oom", None)));
+        let a = answer(&bad);
+        assert!(a.contains("none is ranked") && !a.contains("kept 99 %") && !a.contains("with nothing paging"), "{a}");
+        assert!(a.contains("did not end well under zram:lz4, swapfile, cpu-only"), "{a}");
         // An arm whose command drew fewer than ten frames is not ranked either.
         let mut short = rs.clone();
         short.iter_mut().filter(|r| r.arm == "zram:lz4").for_each(|r| r.inside.during.frames = MIN_FRAMES - 1);
         short.iter_mut().filter(|r| r.arm == "swapfile").for_each(|r| r.command = Some(command("ok", Some(0))));
         let a = answer(&short);
         assert!(a.contains("swapfile kept 99 % of frames under 300 ms") && !a.contains("zram:lz4 kept"), "{a}");
+        assert!(a.contains("too short to rank, under 10 frames in a run: zram:lz4"), "{a}");
         let md = arms_markdown(&rs);
         let row = md.lines().find(|l| l.starts_with("| swapfile |")).unwrap();
         assert!(row.ends_with("| the command: ok in 4.2 s; ok in 4.2 s; OOM-killed after 4.2 s; ok in 4.2 s |"), "{row}");

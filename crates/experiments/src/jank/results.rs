@@ -75,9 +75,10 @@ pub struct JankResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CommandRun {
-    /// `ok` (exit 0), `failed` (another exit code or a signal), `oom` (the
-    /// group's OOM killer killed a process of it) or `timed_out` (killed at
-    /// `--timeout`).
+    /// `timed_out` (killed at `--timeout`), `ok` (exit 0, whatever else the
+    /// group's OOM killer took), `oom` (it did not exit 0, and the group's
+    /// OOM kills were above 0 when it ended) or `failed` (another exit code
+    /// or a signal).
     pub outcome: String,
     pub exit_code: Option<i32>,
     /// The signal that ended it, where one did.
