@@ -129,6 +129,36 @@ mod tests {
         }
     }
 
+    /// The `--json` documents whose schema is generated whole from their
+    /// type ([`experiments::kit::schema::whole`]), byte for byte as the
+    /// published file (issue 60: no schema written by hand);
+    /// `PAGELAB_BLESS=1` rewrites them.
+    #[test]
+    fn whole_schemas_are_what_their_types_make() {
+        use experiments::kit::schema::whole;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let docs = [(
+            "schema/restore-output.schema.json",
+            whole::<sandbox::journal::RestoreReport>(
+                "pagelab/schema/restore-output.schema.json",
+                "pagelab restore --json",
+            ),
+        )];
+        for (path, schema) in docs {
+            let want = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            let text = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+            if want == text {
+                continue;
+            }
+            if std::env::var_os("PAGELAB_BLESS").is_some() {
+                std::fs::write(root.join(path), want).unwrap();
+                eprintln!("rewrote {path}");
+            } else {
+                panic!("{path} is not what its type makes of it; run PAGELAB_BLESS=1 cargo test --bin pagelab schemas");
+            }
+        }
+    }
+
     #[test]
     fn worker_kinds_are_unique_and_found() {
         let kinds: Vec<&str> = ALL.iter().flat_map(|e| e.workers).map(|(k, _)| *k).collect();

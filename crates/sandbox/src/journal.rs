@@ -552,8 +552,9 @@ pub fn journal_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// What a restore found and did.
-#[derive(Debug, Default, Clone, Serialize)]
+/// What a restore found and did (`pagelab restore --json`; its schema,
+/// schema/restore-output.schema.json, is generated from this type).
+#[derive(Debug, Default, Clone, Serialize, schemars::JsonSchema)]
 pub struct RestoreReport {
     /// Journals of live pagelab processes, left alone.
     pub live: Vec<PathBuf>,

@@ -107,6 +107,32 @@ pub fn generate<R: schemars::JsonSchema, O: schemars::JsonSchema>(name: &str) ->
     json!({"run": {"properties": {"results": results}}, "output": output, "$defs": defs})
 }
 
+/// A `--json` document's schema generated whole from its type `T` (issue
+/// 60: no schema written by hand): the type's properties, required fields
+/// and `$defs`, tidied as a fragment's (floats nullable; no formats,
+/// defaults or titles), with `$id`, `title`, the `format` every `--json`
+/// document carries ([`crate::kit::print_json`]), and no other property.
+pub fn whole<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut v = generator.root_schema_for::<T>().to_value();
+    tidy(&mut v, &|k: &str| k.to_string());
+    let m = v.as_object_mut().expect("a type's schema is an object");
+    m.insert("$id".into(), json!(id));
+    m.insert("title".into(), json!(title));
+    m.insert("additionalProperties".into(), json!(false));
+    m.entry("properties").or_insert_with(|| json!({}))["format"] = json!({
+        "type": "integer",
+        "description": "Layout version of this document. Readers refuse a format newer than theirs; adding a field \
+                        does not change it.",
+        "minimum": 1
+    });
+    let req = m.entry("required").or_insert_with(|| json!([]));
+    if let Some(r) = req.as_array_mut() {
+        r.insert(0, json!("format"));
+    }
+    v
+}
+
 /// A schema tidied: references renamed, floats nullable, and the keywords a
 /// reader has no use for (format, default, title) dropped. The maps of
 /// names (`properties`, `$defs`) are not schemas themselves: their members are.
