@@ -198,17 +198,22 @@ fn synthetic(runs: &str, backing: &str, out: &std::path::Path, extra: &[&str]) -
 const PASSES: &str = "4000";
 
 /// The hot-set test's budget of runs (`--runs`).
-const HOT_SET_RUNS: usize = 32;
+const HOT_SET_RUNS: usize = 40;
 
 #[test]
 fn the_hot_set_is_found_and_verified() {
     let Some((_g, before)) = store_test() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    // 32 runs: with 24, a first probe at the predicted knee judged too small
+    // 40 runs: with 24, a first probe at the predicted knee judged too small
     // (1.06× and 1.14× in one CI run, 2026-11-29) left no room for a second
     // probe, and the search verified the peak, 66 MiB, above what this test
-    // accepts. 32 buy the second probe (a third above the knee).
+    // accepts. 32 bought the second probe (a third above the knee), but in
+    // another CI run that day the second (30 MiB) missed too, by a hair (its
+    // two pairs' mean log ratio 0.114 against the threshold's 0.112), and
+    // the verification's reserve left no room for a third: the peak, 67 MiB,
+    // again. 40 buy the third probe (halfway to the peak), which the search
+    // only spends when the first two miss.
     let (code, v, err) = synthetic(&HOT_SET_RUNS.to_string(), "zram", &out, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(system_state(), before, "the run left changes behind");
