@@ -24,6 +24,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// A v1 limit file's "no limit": the largest page-aligned signed 64-bit
+/// value (9223372036854771712 with 4 KiB pages); anything at or above an
+/// exabyte is read as unlimited.
+const UNLIMITED_V1: u64 = 1 << 60;
+
 /// Which knobs the running kernel offers for a group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Knobs {
@@ -290,15 +295,34 @@ impl MemCgroup {
                 Ok(())
             }
             CgroupVersion::V1 => {
-                // memsw must stay >= limit: raise memsw first when growing.
+                // memsw (memory + swap) must stay >= the limit. A group whose
+                // swap was capped (memsw below "unlimited") keeps its swap
+                // allowance, memsw − limit, across the change: memsw moves
+                // with the limit, first when growing, last when shrinking.
                 let memsw = self.read_u64("memory.memsw.limit_in_bytes");
-                self.write("memory.limit_in_bytes", &bytes.to_string()).or_else(|e| match memsw {
-                    Some(ms) if ms < bytes => {
-                        self.write("memory.memsw.limit_in_bytes", &bytes.to_string())?;
+                let old = self.read_u64("memory.limit_in_bytes");
+                let allowance = match (memsw, old) {
+                    (Some(ms), Some(l)) if ms < UNLIMITED_V1 && ms >= l => Some(ms - l),
+                    _ => None,
+                };
+                let to = |a: u64| bytes.saturating_add(a).to_string();
+                match allowance {
+                    Some(a) if old.is_some_and(|l| bytes > l) => {
+                        self.write("memory.memsw.limit_in_bytes", &to(a))?;
                         self.write("memory.limit_in_bytes", &bytes.to_string())
                     }
-                    _ => Err(e),
-                })
+                    Some(a) => {
+                        self.write("memory.limit_in_bytes", &bytes.to_string())?;
+                        self.write("memory.memsw.limit_in_bytes", &to(a))
+                    }
+                    None => self.write("memory.limit_in_bytes", &bytes.to_string()).or_else(|e| match memsw {
+                        Some(ms) if ms < bytes => {
+                            self.write("memory.memsw.limit_in_bytes", &bytes.to_string())?;
+                            self.write("memory.limit_in_bytes", &bytes.to_string())
+                        }
+                        _ => Err(e),
+                    }),
+                }
             }
         }
     }

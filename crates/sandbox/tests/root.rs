@@ -176,3 +176,41 @@ fn a_v1_group_in_oom_notifies_its_watcher() {
     assert!(under, "the group was under OOM when notified");
     assert_eq!(kills, Some(0), "the child waited in OOM instead of being killed");
 }
+
+/// A v1 group whose swap was capped keeps its swap allowance (memsw − limit)
+/// when its limit is raised or lowered: thrash's guard raises the limits of
+/// groups whose swap is capped beside a host swap.
+#[test]
+fn a_v1_groups_swap_allowance_survives_a_new_limit() {
+    if !root_or_skip() {
+        return;
+    }
+    let Some((probe::cgroup::CgroupVersion::V1, _)) = probe::Probe::default().memory_controller().ok().flatten() else {
+        skip::skip("no cgroup-v1 memory controller (memsw is v1's)");
+        return;
+    };
+    let jdir = tempfile::tempdir().unwrap();
+    let mut sb = Sandbox::with_journal_dir("test-memsw", jdir.path());
+    let limits = sandbox::cgroup::Limits { max: Some(64 << 20), ..Default::default() };
+    let cg = sb.memory_cgroup("memsw", &limits).unwrap();
+    if !cg.knobs().memsw {
+        drop(cg);
+        sb.restore().unwrap();
+        skip::skip("no memory.memsw.limit_in_bytes (swap accounting off)");
+        return;
+    }
+    cg.apply(&sandbox::cgroup::Limits { swap_max: Some(32 << 20), ..limits }).unwrap();
+    let read = |f: &str| std::fs::read_to_string(cg.dir.join(f)).unwrap().trim().parse::<u64>().unwrap();
+    assert_eq!(read("memory.memsw.limit_in_bytes"), 96 << 20);
+    cg.set_max(128 << 20).unwrap();
+    assert_eq!((read("memory.limit_in_bytes"), read("memory.memsw.limit_in_bytes")), (128 << 20, 160 << 20));
+    cg.set_max(48 << 20).unwrap();
+    assert_eq!((read("memory.limit_in_bytes"), read("memory.memsw.limit_in_bytes")), (48 << 20, 80 << 20));
+    // An uncapped group's memsw stays unlimited.
+    let free = sb.memory_cgroup("memsw-free", &limits).unwrap();
+    free.set_max(128 << 20).unwrap();
+    let memsw = std::fs::read_to_string(free.dir.join("memory.memsw.limit_in_bytes")).unwrap();
+    assert!(memsw.trim().parse::<u64>().unwrap() > 1 << 60, "{memsw}");
+    drop((cg, free));
+    sb.restore().unwrap();
+}

@@ -11,7 +11,7 @@ use crate::thrash::results::ThrashResult;
 use crate::thrash::work::{Extras, Outcome};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use workloads::backing;
+use workloads::backing::{self, BackingKind};
 use workloads::observe::ExperimentError;
 
 /// The hog: a user's command and the room it is given.
@@ -75,8 +75,10 @@ pub fn run_one<O: workloads::observe::Observer>(
     let mut limits = sandbox::cgroup::Limits { max: Some(limit), swappiness, ..Default::default() };
     let cg = sb.memory_cgroup("jank", &limits)?;
     if host_swap {
-        limits.swap_max = Some(if back.has_swap() { hog.store } else { 0 });
-        notes.extend(cap_swap(&cg, &limits, v1)?);
+        // An arm without a store of its own (`none`, `cpu-only`; the Backing
+        // lists the host's areas too) gets no swap.
+        limits.swap_max = Some(if back.kind != BackingKind::None { hog.store } else { 0 });
+        notes.extend(crate::thrash::work::cap_swap(&cg, &limits, v1)?);
     }
     for n in &notes {
         obs.note(n);
@@ -164,23 +166,6 @@ pub fn run_one<O: workloads::observe::Observer>(
     Ok((Outcome { result, t0_ns: t0, companions: replies, settings: seen }, run))
 }
 
-/// Caps the group's swap at `limits.swap_max` where the kernel can (v2
-/// memory.swap.max; v1 memsw with swap accounting): beside the host's own
-/// swap, which would take what the arm's store does not (or all of it, in
-/// an arm without one). Returns a note where it cannot.
-fn cap_swap(cg: &sandbox::cgroup::MemCgroup, limits: &sandbox::cgroup::Limits, v1: bool) -> Result<Option<String>, ExperimentError> {
-    let knobs = cg.knobs();
-    if (v1 && knobs.memsw) || (!v1 && knobs.swap_max) {
-        cg.apply(limits)?;
-        return Ok(None);
-    }
-    Ok(Some(
-        "the host's own swap is active and this kernel cannot cap a group's swap (no swap accounting): the command may \
-         have paged into it"
-            .into(),
-    ))
-}
-
 /// How the command ended: its wait status and rusage, when (monotonic ns:
 /// its reaping, or the moment its timeout was seen), whether at its
 /// timeout, the group's highest charge polled meanwhile, and what was read
@@ -257,7 +242,8 @@ fn hog_result(
     let s = |t: u64| (t as f64 - t0 as f64) / 1e9;
     let nan = f64::NAN;
     let mut notes = notes;
-    if !back.has_swap() {
+    let uncapped = notes.iter().any(|n| n.starts_with(crate::thrash::work::UNCAPPED));
+    if back.kind == BackingKind::None && !uncapped {
         notes.push(format!("no swap backs this run ({})", arm.name()));
     }
     ThrashResult {

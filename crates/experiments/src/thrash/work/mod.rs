@@ -22,6 +22,7 @@
 
 mod analysis;
 mod config;
+mod group;
 pub mod guard;
 mod run;
 mod watch;
@@ -29,6 +30,8 @@ mod worker;
 
 pub use analysis::*;
 pub use config::*;
+pub(crate) use group::{UNCAPPED, cap_swap};
+use group::make_group;
 pub use run::*;
 pub use worker::*;
 

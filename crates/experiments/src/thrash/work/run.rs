@@ -112,6 +112,8 @@ pub fn run_one<O: workloads::observe::Observer>(
     let mut sb = sandbox::Sandbox::new("thrash");
     let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
+    // Read before the run's own store is made: the host's swap, not ours.
+    let host_swap = !sandbox::swap::user_areas().is_empty();
     let seen = settings(&mut sb, x)?;
     let back = backing::setup(&mut sb, kind, x.compressor, total + x.store_extra, &cfg.swapfile_dir)?;
     for n in &back.notes {
@@ -127,20 +129,19 @@ pub fn run_one<O: workloads::observe::Observer>(
         recovery_rule: RECOVERY.into(),
         ..Default::default()
     };
-    if !back.has_swap() {
+    // A run without a store of its own (`none`; the Backing lists every
+    // active area, the host's too) gets no swap: beside a host swap the
+    // group's is capped at 0, and a store's at what it was made to hold.
+    let stores = back.kind != BackingKind::None;
+    let swap_cap = host_swap.then_some(if stores { total + x.store_extra } else { 0 });
+    let cg = make_group(&mut sb, &mut p, plan, x, swap_cap, &mut r)?;
+    let uncapped = r.notes.iter().any(|n| n.starts_with(UNCAPPED));
+    if !stores && !uncapped && (host_swap || !back.has_swap()) {
         r.notes.push("no swap backs this run: consumers beyond the limit can only be OOM-killed".into());
-        obs.note(r.notes.last().unwrap());
     }
-    // Unlimited at first (bounded by the plan's total, for safety): the idle workers'
-    // own usage is measured before the limit is set.
-    let start_limit = total + (plan.consumers as u64 + 8) * WORKER_OVERHEAD + (64 << 20);
-    // On v1 a group reclaims by its own swappiness, taken from its parent
-    // when made: an arm's vm.swappiness is the group's too (v2 has none).
-    let v1 = matches!(p.memory_controller(), Ok(Some((probe::cgroup::CgroupVersion::V1, _))));
-    let swappiness =
-        x.sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok()).filter(|_| v1);
-    let limits = sandbox::cgroup::Limits { max: Some(start_limit), swappiness, ..Default::default() };
-    let cg = sb.memory_cgroup("thrash", &limits)?;
+    for n in &r.notes {
+        obs.note(n);
+    }
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
     let zram: Vec<u32> = back.zram_id.into_iter().collect();
     let Workers { probe_out, probe_in, sampler_in, mut cons, comp } = start_workers(cfg, plan, rep, &cg, x, stop)?;
