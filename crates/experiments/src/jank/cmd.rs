@@ -437,23 +437,22 @@ fn parse_frame(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A size from `lo` to `hi` bytes, or a message naming the range (`what`
+/// and its bounds as a user types them).
+fn size_within(s: &str, (lo, hi): (u64, u64), range: &str) -> Result<u64, String> {
+    let b = units::parse_size(s)?;
+    if (lo..=hi).contains(&b) { Ok(b) } else { Err(format!("'{s}': expected {range}")) }
+}
+
 /// A group's limit for a user's command: from 16 MiB (the frame probe and
 /// a program need room) to 1 TiB.
 fn parse_limit(s: &str) -> Result<u64, String> {
-    match units::parse_size(s) {
-        Ok(b) if (16 << 20..=1 << 40).contains(&b) => Ok(b),
-        Ok(_) => Err(format!("'{s}': expected a limit from 16MiB to 1TiB")),
-        Err(e) => Err(e),
-    }
+    size_within(s, (16 << 20, 1 << 40), "a limit from 16MiB to 1TiB")
 }
 
 /// A store's room for a user's command: from 1 MiB to 1 TiB.
 fn parse_store_size(s: &str) -> Result<u64, String> {
-    match units::parse_size(s) {
-        Ok(b) if (1 << 20..=1 << 40).contains(&b) => Ok(b),
-        Ok(_) => Err(format!("'{s}': expected a size from 1MiB to 1TiB")),
-        Err(e) => Err(e),
-    }
+    size_within(s, (1 << 20, 1 << 40), "a size from 1MiB to 1TiB")
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
