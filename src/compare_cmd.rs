@@ -52,10 +52,9 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
     // Three or more directories (one per node or kernel): one table, a column each.
     let table = (reports.len() > 2).then(|| report::compare::table(&reports, &comparisons));
     let text = if a.json {
-        let mut v = serde_json::json!({ "format": crate::JSON_FORMAT, "comparisons": comparisons });
-        if let Some(t) = &table {
-            v["table"] = serde_json::to_value(t)?;
-        }
+        let doc = report::compare::CompareReport { comparisons: comparisons.clone(), table: table.clone() };
+        let mut v = serde_json::to_value(&doc)?;
+        v["format"] = crate::JSON_FORMAT.into();
         serde_json::to_string_pretty(&v)? + "\n"
     } else if a.html {
         report::compare::html(&comparisons)

@@ -3,10 +3,10 @@
 use crate::cli::DoctorArgs;
 use experiments::{Need, affected_by};
 use sandbox::privilege::{self, CAP_IPC_LOCK, CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE};
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Avail {
     Available,
@@ -26,7 +26,7 @@ impl Avail {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Check {
     pub name: &'static str,
     pub status: Avail,
@@ -38,7 +38,125 @@ pub struct Check {
 /// Everything doctor found: the checks for humans, the JSON for machines.
 pub struct Findings {
     pub checks: Vec<Check>,
-    pub json: Value,
+    pub json: DoctorReport,
+}
+
+/// What `pagelab doctor --json` prints (schema/doctor-output.schema.json is
+/// generated from this type): what the machine supports, read without
+/// changing anything, and the checks a human reads.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DoctorReport {
+    pub kernel: Kernel,
+    pub root: Root,
+    pub cgroup: Cgroup,
+    pub swap: Swap,
+    pub zram: Zram,
+    pub zswap: probe::environment::Zswap,
+    pub mglru: Mglru,
+    pub damon: Damon,
+    pub psi: Psi,
+    /// Transparent huge pages' mode (the bracketed word of
+    /// /sys/kernel/mm/transparent_hugepage/enabled); null where it is missing.
+    pub thp: Option<String>,
+    pub madvise_pageout: Works,
+    pub process_madvise: Works,
+    /// Bytes.
+    pub page_size: u64,
+    pub ram_bytes: u64,
+    pub cpus: usize,
+    /// The machine's run-to-run noise: a fixed CPU loop timed `runs` times, and
+    /// CPU steal meanwhile.
+    pub noise: workloads::noise::Noise,
+    /// The checks, as `pagelab doctor` prints them.
+    pub checks: Vec<Check>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Kernel {
+    /// `uname -r`.
+    pub release: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Root {
+    pub is_root: bool,
+    /// The effective capabilities pagelab's experiments use.
+    pub capabilities: Capabilities,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Capabilities {
+    pub cap_sys_admin: bool,
+    pub cap_sys_nice: bool,
+    pub cap_ipc_lock: bool,
+    pub cap_sys_resource: bool,
+}
+
+/// The cgroup layout and where the memory controller is.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Cgroup {
+    pub layout: probe::mountinfo::Layout,
+    /// `v1` or `v2`; null where no memory controller is mounted.
+    pub memory_controller: Option<String>,
+    pub memory_root: Option<String>,
+    pub v1_memory_mount: Option<String>,
+    pub unified_mount: Option<String>,
+    /// The controllers the unified hierarchy offers (cgroup.controllers).
+    pub unified_controllers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Swap {
+    pub active: bool,
+    /// /proc/swaps.
+    pub devices: Vec<probe::swaps::SwapArea>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Zram {
+    pub present: bool,
+    pub hot_add: bool,
+    pub algorithms: Vec<String>,
+    /// Which device listed the algorithms: an existing one, one doctor
+    /// --probe-zram added and removed, or none.
+    pub algorithms_from: String,
+    pub devices: Vec<probe::environment::ZramDevice>,
+}
+
+/// The multi-generational LRU; `mask` and `min_ttl_ms` are null where the
+/// kernel has none.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Mglru {
+    pub present: bool,
+    pub enabled: bool,
+    pub mask: Option<u32>,
+    pub min_ttl_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Damon {
+    /// DAMON workers configured through /sys/kernel/mm/damon/admin (pagelab
+    /// never writes to them).
+    pub kdamonds: Vec<probe::environment::Kdamond>,
+    /// How many of them run a scheme that moves pages.
+    pub moving_pages: usize,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Psi {
+    /// All three of memory, cpu and io.
+    pub present: bool,
+    pub files: Vec<String>,
+}
+
+/// Whether a call works on this kernel, and its error where it does not.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Works {
+    pub works: bool,
+    pub error: Option<String>,
+    /// The capability the call needs on other processes' memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_processes_need: Option<String>,
 }
 
 /// The checks, reading only: nothing on the machine changes.
@@ -84,34 +202,42 @@ pub fn examine_in(p: &mut probe::Probe, probe_zram: bool) -> Findings {
     // The machine's own run-to-run noise: a fixed loop, 15 runs of ~20 ms.
     let noise = workloads::noise::measure(15, 20.0);
     checks.push(check_noise(&noise));
-    let json = json!({
-        "noise": noise,
-        "kernel": {"release": env.kernel},
-        "root": {
-            "is_root": who.root,
-            "capabilities": {
-                "cap_sys_admin": who.has(CAP_SYS_ADMIN),
-                "cap_sys_nice": who.has(CAP_SYS_NICE),
-                "cap_ipc_lock": who.has(CAP_IPC_LOCK),
-                "cap_sys_resource": who.has(CAP_SYS_RESOURCE),
+    let json = DoctorReport {
+        kernel: Kernel { release: env.kernel.clone() },
+        root: Root {
+            is_root: who.root,
+            capabilities: Capabilities {
+                cap_sys_admin: who.has(CAP_SYS_ADMIN),
+                cap_sys_nice: who.has(CAP_SYS_NICE),
+                cap_ipc_lock: who.has(CAP_IPC_LOCK),
+                cap_sys_resource: who.has(CAP_SYS_RESOURCE),
             },
         },
-        "cgroup": cgroup,
-        "swap": {"active": !env.swaps.is_empty(), "devices": env.swaps},
-        "zram": zram,
-        "zswap": env.zswap,
-        "mglru": env.mglru.as_ref().map(|m| json!({"present": true, "enabled": m.enabled, "mask": m.mask, "min_ttl_ms": m.min_ttl_ms}))
-            .unwrap_or_else(|| json!({"present": false, "enabled": false})),
-        "damon": {"kdamonds": env.damon, "moving_pages": moving},
-        "psi": {"present": psi_files.len() == 3, "files": psi_files},
-        "thp": env.thp,
-        "madvise_pageout": {"works": pageout.is_ok(), "error": pageout.err()},
-        "process_madvise": {"works": pm.is_ok(), "error": pm.err(), "other_processes_need": "CAP_SYS_NICE"},
-        "page_size": env.page_size,
-        "ram_bytes": env.ram_bytes,
-        "cpus": env.cpus,
-        "checks": checks,
-    });
+        cgroup,
+        swap: Swap { active: !env.swaps.is_empty(), devices: env.swaps.clone() },
+        zram,
+        zswap: env.zswap.clone(),
+        mglru: Mglru {
+            present: env.mglru.is_some(),
+            enabled: env.mglru.as_ref().is_some_and(|m| m.enabled),
+            mask: env.mglru.as_ref().map(|m| m.mask),
+            min_ttl_ms: env.mglru.as_ref().and_then(|m| m.min_ttl_ms),
+        },
+        damon: Damon { kdamonds: env.damon.clone(), moving_pages: moving },
+        psi: Psi { present: psi_files.len() == 3, files: psi_files.iter().map(|f| f.to_string()).collect() },
+        thp: env.thp.clone(),
+        madvise_pageout: Works { works: pageout.is_ok(), error: pageout.err(), other_processes_need: None },
+        process_madvise: Works {
+            works: pm.is_ok(),
+            error: pm.err(),
+            other_processes_need: Some("CAP_SYS_NICE".into()),
+        },
+        page_size: env.page_size,
+        ram_bytes: env.ram_bytes,
+        cpus: env.cpus,
+        noise,
+        checks: checks.clone(),
+    };
     Findings { checks, json }
 }
 
@@ -151,7 +277,7 @@ fn check_root(who: &Who) -> Check {
 }
 
 /// The cgroup layout and the memory controller, with their JSON.
-fn check_cgroup(p: &mut probe::Probe, who: &Who) -> (Check, Value) {
+fn check_cgroup(p: &mut probe::Probe, who: &Who) -> (Check, Cgroup) {
     let mounts = p.cgroup_mounts().unwrap_or_default();
     let layout = mounts.layout();
     let mc = p.memory_controller().ok().flatten();
@@ -173,14 +299,14 @@ fn check_cgroup(p: &mut probe::Probe, who: &Who) -> (Check, Value) {
         ),
         None => (Avail::Missing, format!("{layout_word}; no memory controller mounted")),
     };
-    let json = json!({
-        "layout": layout,
-        "memory_controller": mc.as_ref().map(|(v, _)| v.to_string()),
-        "memory_root": mc.as_ref().map(|(_, p)| p.display().to_string()),
-        "v1_memory_mount": mounts.v1_memory,
-        "unified_mount": mounts.unified,
-        "unified_controllers": unified_ctrls,
-    });
+    let json = Cgroup {
+        layout,
+        memory_controller: mc.as_ref().map(|(v, _)| v.to_string()),
+        memory_root: mc.as_ref().map(|(_, p)| p.display().to_string()),
+        v1_memory_mount: mounts.v1_memory.clone(),
+        unified_mount: mounts.unified.clone(),
+        unified_controllers: unified_ctrls,
+    };
     let affects = if status == Avail::Available { vec![] } else { affected_by(Need::MemoryCgroup) };
     (Check { name: "cgroup", status, detail, affects }, json)
 }
@@ -205,7 +331,7 @@ fn check_zram(
     env: &probe::environment::Environment,
     who: &Who,
     probe_zram: bool,
-) -> (Check, Value) {
+) -> (Check, Zram) {
     let sys = p.roots().sys.clone();
     let hot_add = sys.join("class/zram-control/hot_add").exists();
     // Only a device can say which algorithms zram offers: with none, and only
@@ -243,7 +369,8 @@ fn check_zram(
     } else {
         "not loaded (modprobe zram)".to_string()
     };
-    let json = json!({"present": present, "hot_add": hot_add, "algorithms": algs, "algorithms_from": algs_from, "devices": env.zram});
+    let json =
+        Zram { present, hot_add, algorithms: algs, algorithms_from: algs_from.into(), devices: env.zram.clone() };
     let affects = if status == Avail::Available { vec![] } else { affected_by(Need::Zram) };
     (Check { name: "zram", status, detail, affects }, json)
 }
@@ -419,10 +546,7 @@ mod tests {
         assert_eq!(z.status, super::Avail::Missing);
         assert!(z.affects.contains(&"eat --backing zram"), "{:?}", z.affects);
         assert_eq!(by("psi").status, super::Avail::Available);
-        assert_eq!(
-            f.json["cgroup"]["memory_root"],
-            serde_json::json!(tree.join("sys/fs/cgroup/memory").display().to_string())
-        );
+        assert_eq!(f.json.cgroup.memory_root, Some(tree.join("sys/fs/cgroup/memory").display().to_string()));
         // An empty tree: no cgroups, no PSI, no zram.
         let empty = tempfile::tempdir().unwrap();
         let f = super::examine_in(&mut probe::Probe::new(probe::Roots::under(empty.path())), false);
@@ -435,8 +559,8 @@ mod tests {
     #[test]
     fn the_report_reads_every_check() {
         let f = super::examine();
-        let d: report::lab::Doctor =
-            serde_json::from_value(f.json.clone()).expect("report::lab::Doctor reads doctor's JSON");
+        let d: report::lab::Doctor = serde_json::from_value(serde_json::to_value(&f.json).unwrap())
+            .expect("report::lab::Doctor reads doctor's JSON");
         assert_eq!(d.checks.len(), f.checks.len());
         for (ours, theirs) in f.checks.iter().zip(&d.checks) {
             assert_eq!(ours.name, theirs.name);

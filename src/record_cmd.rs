@@ -174,7 +174,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     let iv = record::derive::intervals(&rec.samples);
     let summary = report::summary::summarize(&rec, &iv);
     if a.json {
-        crate::print_json(&serde_json::json!({"dir": rd.path(), "summary": summary}))?;
+        crate::print_json(&RecordOutput { dir: rd.path().display().to_string(), summary })?;
     } else {
         eprint!("{}", report::summary::render_text(&summary));
         eprintln!(
@@ -191,4 +191,14 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
         return Err(ExitCode(exit_code).into());
     }
     Ok(())
+}
+
+/// What `pagelab record --json` prints (schema/record-output.schema.json is
+/// generated from this type).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct RecordOutput {
+    /// The run directory written.
+    pub dir: String,
+    /// The run's headline numbers.
+    pub summary: report::summary::Summary,
 }

@@ -152,7 +152,7 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
             };
             if a.json {
                 let f = r.findings_doc();
-                crate::print_json(&serde_json::json!({"report_html": path, "findings": f}))?;
+                crate::print_json(&LabReportOutput { report_html: path.display().to_string(), findings: f })?;
             } else if !a.markdown {
                 print!("{}", summary_text(&r));
                 println!("wrote {}", path.display());
@@ -191,7 +191,8 @@ fn run_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
     if a.json {
         let f = report.findings_doc();
         let csv = wrote.is_ok().then_some(&shown);
-        crate::print_json(&serde_json::json!({"timeline_csv": csv, "summary": s, "findings": f}))?;
+        let timeline_csv = csv.map(|p| p.display().to_string());
+        crate::print_json(&RunReportOutput { timeline_csv, summary: s.clone(), findings: f })?;
     } else {
         print!("{}", report::summary::render_text(&s));
         if wrote.is_ok() {
@@ -212,7 +213,7 @@ fn run_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
 fn export(a: &ReportArgs) -> anyhow::Result<()> {
     let r = report::html::Report::load(&a.dir, report::html::Render::Never, experiments::catalog())
         .map_err(|e| usage(e.to_string()))?;
-    let mut wrote = serde_json::Map::new();
+    let mut wrote = ExportOutput::default();
     let outputs = [
         ("--openmetrics", "openmetrics", a.openmetrics.as_ref(), report::openmetrics::report_file(&r)),
         ("--bmf", "bmf", a.bmf.as_ref(), serde_json::to_string_pretty(&report::openmetrics::bmf(&r))? + "\n"),
@@ -224,7 +225,11 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
             continue;
         }
         crate::write_output(path, text.as_bytes(), Some(flag))?;
-        wrote.insert(key.into(), serde_json::json!(path));
+        let shown = Some(path.display().to_string());
+        match key {
+            "openmetrics" => wrote.openmetrics = shown,
+            _ => wrote.bmf = shown,
+        }
         if !a.json {
             eprintln!("wrote {}", path.display());
         }
@@ -233,6 +238,35 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
         crate::print_json(&wrote)?;
     }
     Ok(())
+}
+
+/// `pagelab report RUN_DIR --json`: the run's timeline and summary, and its
+/// findings (schema/report-output.schema.json is generated from the three
+/// shapes report --json prints).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct RunReportOutput<'a> {
+    /// timeline.csv as written; null where it could not be (the summary is whole).
+    pub timeline_csv: Option<String>,
+    /// The run's headline numbers.
+    pub summary: report::summary::Summary,
+    pub findings: report::verdict::Findings<'a>,
+}
+
+/// `pagelab report LAB_DIR --json`: the lab's report.html and its findings.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct LabReportOutput<'a> {
+    pub report_html: String,
+    pub findings: report::verdict::Findings<'a>,
+}
+
+/// `pagelab report DIR --openmetrics FILE --bmf FILE --json`: the files written.
+#[derive(Default, serde::Serialize, schemars::JsonSchema)]
+#[schemars(extend("minProperties" = 2))]
+pub struct ExportOutput {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openmetrics: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bmf: Option<String>,
 }
 
 /// A write refused by the directory's permissions says how to render anyway.

@@ -558,7 +558,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
         // Fixed before any data: each pass's p-values count alike when a
         // later pass combines them (report::verdict::judge_stages).
         pass_weights: if passes > 1 { vec![1.0; passes as usize] } else { Vec::new() },
-        doctor: findings.json.clone(),
+        doctor: serde_json::to_value(&findings.json)?,
         steps,
         notes: Vec::new(),
         findings: None,
@@ -609,6 +609,21 @@ fn execute(a: &LabArgs, lab: Lab, out: &Path, lock: &sandbox::runlock::RunLock, 
     finish(a, lab, out, wall, budget)
 }
 
+/// A lab directory's lab.json; `pagelab lab --json` prints the same document
+/// with `dir` and `report_html` added (schema/lab.schema.json is generated
+/// from this type).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct LabOutput {
+    #[serde(flatten)]
+    pub lab: Lab,
+    /// The lab directory (lab --json only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// Its report.html (lab --json only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_html: Option<String>,
+}
+
 /// The report, the summary (or lab.json on stdout), and the lab's exit: an
 /// interruption or a failed step after everything is written.
 fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>) -> anyhow::Result<()> {
@@ -619,10 +634,11 @@ fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>)
     lab.save(out)?;
     let html = crate::report_cmd::write_html(&r, out)?;
     if a.json {
-        let mut v = serde_json::to_value(&lab)?;
-        v["dir"] = serde_json::json!(out);
-        v["report_html"] = serde_json::json!(html);
-        crate::print_json(&v)?;
+        crate::print_json(&LabOutput {
+            lab: lab.clone(),
+            dir: Some(out.display().to_string()),
+            report_html: Some(html.display().to_string()),
+        })?;
     } else {
         println!();
         print!("{}", crate::report_cmd::summary_text(&r));

@@ -159,7 +159,10 @@ pub fn read_dir(root: &Path) {
     let _ = report::html::html(&r);
     let _ = report::html::markdown(&r);
     let _ = report::openmetrics::report_file(&r);
-    for doc in [serde_json::to_value(r.findings_doc()).ok(), Some(report::openmetrics::bmf(&r))].into_iter().flatten() {
+    for doc in [serde_json::to_value(r.findings_doc()).ok(), serde_json::to_value(report::openmetrics::bmf(&r)).ok()]
+        .into_iter()
+        .flatten()
+    {
         no_null_figures(&doc, "");
     }
     let c = report::compare::compare(&r, &r, 0.05, 0.0);

@@ -7,14 +7,14 @@ use crate::swaps::SwapArea;
 use crate::util::read_into;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ZramDevice {
     pub id: u32,
     pub disksize_bytes: u64,
     pub algorithm: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Zswap {
     /// Whether /sys/module/zswap exists at all.
     pub present: bool,
@@ -24,7 +24,7 @@ pub struct Zswap {
 }
 
 /// The multi-generational LRU (/sys/kernel/mm/lru_gen), when the kernel has it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mglru {
     /// The `enabled` bitmask (0x0001 the core, 0x0002 and 0x0004 its page-table
     /// walks); MGLRU is on when it is not 0.
@@ -34,7 +34,7 @@ pub struct Mglru {
 }
 
 /// One DAMON worker thread configured through /sys/kernel/mm/damon/admin.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Kdamond {
     pub index: u32,
     /// `on` or `off`.
@@ -43,7 +43,7 @@ pub struct Kdamond {
     pub contexts: Vec<DamonContext>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DamonContext {
     /// `vaddr`, `fvaddr` or `paddr` (physical: every page of the machine).
     pub operations: String,
@@ -80,7 +80,7 @@ impl Kdamond {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub hostname: String,
     /// `uname -r`.

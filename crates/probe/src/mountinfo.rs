@@ -75,7 +75,7 @@ impl CgroupMounts {
 }
 
 /// The cgroup layout as a user would name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {
     /// Only v1 hierarchies.

@@ -4,7 +4,7 @@ use crate::error::ParseError;
 use crate::util::{kib_to_bytes, parse_i64, parse_u64};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwapArea {
     /// Device or file path. The kernel escapes spaces as `\040`; they are unescaped here.
     pub filename: String,

@@ -25,7 +25,7 @@ use crate::weight::Budget;
 
 pub const FORMAT_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     Running,
@@ -45,7 +45,7 @@ impl std::fmt::Display for State {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStatus {
     pub state: State,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,7 +59,7 @@ impl RunStatus {
 }
 
 /// A timed phase of a run (from the workload's events).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Phase {
     /// 1-based marker number on charts.
     pub index: u32,
@@ -87,8 +87,11 @@ impl Event {
     }
 }
 
-/// run.json.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A run directory's run.json (docs/schema.md): what ran, where, on what
+/// machine, and its results. Written atomically; a run still `running` whose
+/// writer is gone reads as interrupted. schema/run.schema.json is generated
+/// from this type, each experiment's results from its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunJson {
     pub format: u32,
     pub experiment: String,
@@ -102,11 +105,17 @@ pub struct RunJson {
     /// CLOCK_MONOTONIC at the start, nanoseconds: the zero of the run's time axis.
     pub start_monotonic_ns: u64,
     pub ended_unix_ms: Option<u64>,
+    /// The machine the run happened on.
     pub environment: Environment,
+    /// The experiment's settings.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>", extend("type" = ["object", "null"]))]
     pub config: serde_json::Value,
     pub phases: Vec<Phase>,
+    /// One entry per configuration and repeat; see `$defs/<experiment>_result`.
+    #[schemars(with = "Vec<serde_json::Value>", extend("type" = ["array", "null"]))]
     pub results: serde_json::Value,
     pub status: RunStatus,
+    /// The sampler's own statistics (lateness, missed deadlines).
     pub sampler: Option<crate::sampler::SamplerStats>,
     #[serde(default)]
     pub notes: Vec<String>,

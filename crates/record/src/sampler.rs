@@ -35,7 +35,7 @@ impl Default for SamplerConfig {
 }
 
 /// Outcome of trying to lock memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "state", content = "detail")]
 pub enum LockStatus {
     Locked,
@@ -73,7 +73,7 @@ pub fn lock_memory() -> LockStatus {
 }
 
 /// Summary of a sampler's run, recorded in run.json.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SamplerStats {
     pub interval_ms: f64,
     pub samples: u64,

@@ -8,7 +8,7 @@ use record::stats;
 use serde::Serialize;
 use std::fmt::Write as _;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
     /// The difference exceeds the noise (significant after Holm) and the minimum change.
@@ -36,7 +36,7 @@ impl Call {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Row {
     pub experiment: String,
     pub group: String,
@@ -63,7 +63,7 @@ pub struct Row {
     pub call: Call,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub a: String,
     pub b: String,
@@ -78,6 +78,17 @@ impl Comparison {
     pub fn differing(&self) -> usize {
         self.rows.iter().filter(|r| r.call == Call::Differs).count()
     }
+}
+
+/// What `pagelab compare --json` prints (schema/compare-output.schema.json
+/// is generated from this type).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct CompareReport {
+    /// Each directory after the first against the first.
+    pub comparisons: Vec<Comparison>,
+    /// With three or more directories: one table, a column each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<Table>,
 }
 
 /// Every headline metric of a report (all its runs).
@@ -390,21 +401,21 @@ th{background:#f6f7f9}td.n{text-align:right;font-variant-numeric:tabular-nums}tr
 /// Many directories (one per node or kernel) in one table: a row per headline
 /// metric, a column per directory, each cell its median, CV and n, and for every
 /// column after the first its change and call against the first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Table {
     /// The directories, in column order, each with its kernel and host.
     pub columns: Vec<Column>,
     pub rows: Vec<TableRow>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Column {
     pub dir: String,
     pub kernel: String,
     pub host: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TableRow {
     pub experiment: String,
     pub group: String,
@@ -412,7 +423,7 @@ pub struct TableRow {
     pub cells: Vec<Cell>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Cell {
     pub median: Option<f64>,
     pub n: usize,

@@ -33,7 +33,7 @@ pub fn inside(dir: &Path) -> bool {
     !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/') && !b.contains(&0)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {
     Planned,
@@ -57,7 +57,7 @@ impl StepState {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     pub experiment: String,
     /// The arguments after `pagelab <experiment>` (without --out).
@@ -136,10 +136,12 @@ impl Doctor {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Lab {
     pub format: u32,
     pub kind: String,
+    /// The lab's mode.
+    #[schemars(extend("enum" = ["smoke", "quick", "full"]))]
     pub mode: String,
     pub pagelab_version: String,
     pub command_line: Vec<String>,
@@ -166,7 +168,9 @@ pub struct Lab {
     /// the combination, which read as equal weights.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_weights: Vec<f64>,
-    /// `pagelab doctor --json`, taken before the plan.
+    /// `pagelab doctor --json`, taken before the plan
+    /// (schema/doctor-output.schema.json).
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub doctor: serde_json::Value,
     pub steps: Vec<Step>,
     #[serde(default)]
@@ -195,11 +199,12 @@ pub struct Lab {
     /// The findings as the report judged them when the lab ended
     /// ([`crate::verdict::Findings`]); absent in labs from before verdicts by interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::verdict::Findings<'static>>")]
     pub findings: Option<serde_json::Value>,
 }
 
 /// The host a lab's plan was made on: the facts that move its figures.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {
     pub cpu_model: String,
     pub cpus: u32,
@@ -226,7 +231,7 @@ impl Host {
 }
 
 /// One `pagelab lab --resume` of a lab.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resumed {
     pub at_unix_ms: u64,
     /// The steps run again whole, each with why (`eat: killed midway`).

@@ -10,6 +10,7 @@
 
 use crate::headline::Metric;
 use probe::Sample;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// `Content-Type` of an OpenMetrics 1.0 body.
@@ -202,11 +203,30 @@ pub fn report_file(r: &crate::html::Report) -> String {
 }
 
 /// The headline figures in Bencher's Metric Format (BMF): a benchmark per
-/// experiment and configuration (`eat/semi`), a measure per figure (its export
-/// name, in base units), with the median as the value and the lowest and
-/// highest repeat as its bounds.
-pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
-    let mut out = serde_json::Map::new();
+/// experiment and configuration (`eat/semi`), a measure per headline figure
+/// (its Prometheus name without the pagelab_<experiment>_ prefix, in base
+/// units): the median, and the lowest and highest repeat
+/// (schema/bmf.schema.json is generated from this type).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Bmf(pub BTreeMap<String, BTreeMap<String, Measure>>);
+
+/// One figure in BMF: finite numbers only (JSON has no infinity, and null
+/// is no BMF value: issue 46 item 12).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct Measure {
+    /// The median of the repeats.
+    pub value: f64,
+    /// The lowest repeat.
+    pub lower_value: f64,
+    /// The highest repeat.
+    pub upper_value: f64,
+}
+
+/// The headline figures of a report as [`Bmf`], with the median as the value
+/// and the lowest and highest repeat as its bounds.
+pub fn bmf(r: &crate::html::Report) -> Bmf {
+    let mut out = Bmf::default();
     for (_, m) in labelled_metrics(r) {
         let (Some(med), x) = (m.median(), m.export) else { continue };
         if x.name.is_empty() {
@@ -222,10 +242,12 @@ pub fn bmf(r: &crate::html::Report) -> serde_json::Value {
             continue;
         }
         let bench = format!("{}/{}", m.experiment, m.group);
-        let entry = out.entry(bench).or_insert_with(|| serde_json::json!({}));
-        entry[x.name] = serde_json::json!({"value": value, "lower_value": lower, "upper_value": upper});
+        out.0
+            .entry(bench)
+            .or_default()
+            .insert(x.name.to_string(), Measure { value, lower_value: lower, upper_value: upper });
     }
-    serde_json::Value::Object(out)
+    out
 }
 
 /// The live figures of one sample: the system's memory categories, swap, the

@@ -5,7 +5,7 @@ use record::rundir::RunRecord;
 use serde::Serialize;
 
 /// Headline numbers of a recorded run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub experiment: String,
     pub status: String,

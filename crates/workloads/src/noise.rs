@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// The machine's noise, measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Noise {
     /// Runs of the calibration loop.
     pub runs: usize,

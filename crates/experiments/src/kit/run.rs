@@ -241,6 +241,18 @@ pub struct Doc<R: Serialize> {
     pub results: Vec<R>,
 }
 
+/// What an experiment prints with `--json`: its results (for eat, wscap and
+/// rightsize, run.json's entries; for the others, each entry's result), the
+/// experiment's own fields where it has more, and the
+/// run directory.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WithDir<D> {
+    #[serde(flatten)]
+    pub doc: D,
+    /// The run directory.
+    pub dir: String,
+}
+
 /// What every experiment command does after the run: record the status, render
 /// the charts, then print JSON (`json_doc` of the results) or text (`text`).
 ///
@@ -283,9 +295,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
     }
     if json {
-        let mut doc = serde_json::to_value(json_doc(&entries))?;
-        doc["dir"] = serde_json::json!(run.dir.path());
-        crate::kit::print_json(&doc)?;
+        crate::kit::print_json(&WithDir { doc: json_doc(&entries), dir: run.dir.path().display().to_string() })?;
     } else if !results.is_empty() {
         print!("{}", text(&entries));
         println!("\nrun directory: {}", run.dir.path().display());

@@ -2,9 +2,9 @@
 //! schema/experiment-output.schema.json, an experiment's `--json`) assembled
 //! from each experiment's fragment, generated from its types ([`generate`]):
 //! the shape of its results in each document, and the `$defs` it owns (named
-//! `<experiment>_*`). Everything else
-//! in those files (the run's own fields, the environment, the status) is
-//! shared and stays as written there.
+//! `<experiment>_*`). Everything else in those files (the run's own fields,
+//! the environment, the status) is shared, and generated from its own type
+//! ([`Doc::envelope`]).
 //!
 //! A test (src/walk.rs) checks that each published file is what [`assemble`]
 //! makes of it; `PAGELAB_BLESS=1 cargo test --bin pagelab schemas` rewrites
@@ -30,6 +30,23 @@ impl Doc {
             Doc::Run => "schema/run.schema.json",
             Doc::Output => "schema/experiment-output.schema.json",
         }
+    }
+
+    /// The document's own part, generated from its type: run.json's fields
+    /// ([`record::rundir::RunJson`]), or what every experiment's `--json`
+    /// has ([`crate::kit::run::WithDir`]). Open: each experiment's fragment
+    /// adds the shape of its results ([`assemble`]).
+    pub fn envelope(self) -> Value {
+        let id = format!("pagelab/{}", self.path());
+        let mut v = match self {
+            Doc::Run => generated::<record::rundir::RunJson>(&id, "pagelab run.json"),
+            Doc::Output => generated::<crate::kit::run::WithDir<crate::kit::run::Doc<Value>>>(
+                &id,
+                "pagelab eat|wscap|heap|mapping|thrash|jank|assess|rightsize --json",
+            ),
+        };
+        with_format(&mut v);
+        v
     }
 
     fn key(self) -> &'static str {
@@ -113,13 +130,91 @@ pub fn generate<R: schemars::JsonSchema, O: schemars::JsonSchema>(name: &str) ->
 /// defaults or titles), with `$id`, `title`, the `format` every `--json`
 /// document carries ([`crate::kit::print_json`]), and no other property.
 pub fn whole<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
+    let mut v = part::<T>(id, title);
+    with_format(&mut v);
+    v
+}
+
+/// The schema of a document that is part of others (lab.json's and report
+/// --json's `findings`), generated from its type `T`: as [`whole`], without
+/// the `format` a document printed on its own carries.
+pub fn part<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
+    let mut v = generated::<T>(id, title);
+    let m = v.as_object_mut().expect("a type's schema is an object");
+    if m.get("type").is_some_and(|t| t == "object") && !m.contains_key("additionalProperties") {
+        m.insert("additionalProperties".into(), json!(false));
+    }
+    v
+}
+
+/// `T`'s schema, tidied, with `$id` and `title`.
+fn generated<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let mut v = generator.root_schema_for::<T>().to_value();
     tidy(&mut v, &|k: &str| k.to_string());
     let m = v.as_object_mut().expect("a type's schema is an object");
     m.insert("$id".into(), json!(id));
     m.insert("title".into(), json!(title));
-    m.insert("additionalProperties".into(), json!(false));
+    v
+}
+
+/// A document that is one of several shapes, each generated from its type
+/// (with `format`, as [`whole`]): `oneOf` the shapes, their `$defs` merged.
+/// Two shapes that define one name differently are a bug in the types.
+pub fn one_of(id: &str, title: &str, description: &str, shapes: Vec<Value>) -> Value {
+    let mut defs = Map::new();
+    let mut arms = Vec::new();
+    for mut s in shapes {
+        let m = s.as_object_mut().expect("a type's schema is an object");
+        for k in ["$schema", "$id", "title"] {
+            m.remove(k);
+        }
+        if let Some(Value::Object(d)) = m.remove("$defs") {
+            for (k, v) in d {
+                if let Some(old) = defs.get(&k) {
+                    assert_eq!(old, &v, "two shapes of {id} define {k} differently");
+                }
+                defs.insert(k, v);
+            }
+        }
+        arms.push(s);
+    }
+    let mut out = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": id,
+        "title": title,
+        "description": description,
+        "oneOf": arms,
+    });
+    if !defs.is_empty() {
+        out["$defs"] = Value::Object(defs);
+    }
+    out
+}
+
+/// A schema whose numbers are never null: every `["number", "null"]` (what
+/// [`tidy`] makes of a float, which serde writes as null when it is not
+/// finite) made `number` again, for a document that leaves such figures out
+/// (report --bmf).
+pub fn finite(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(t) = m.get_mut("type")
+                && *t == json!(["number", "null"])
+            {
+                *t = json!("number");
+            }
+            m.values_mut().for_each(finite);
+        }
+        Value::Array(a) => a.iter_mut().for_each(finite),
+        _ => {}
+    }
+}
+
+/// `format`, the layout version, added to a document's schema as a required
+/// first property.
+fn with_format(v: &mut Value) {
+    let m = v.as_object_mut().expect("a type's schema is an object");
     m.entry("properties").or_insert_with(|| json!({}))["format"] = json!({
         "type": "integer",
         "description": "Layout version of this document. Readers refuse a format newer than theirs; adding a field \
@@ -127,10 +222,11 @@ pub fn whole<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
         "minimum": 1
     });
     let req = m.entry("required").or_insert_with(|| json!([]));
-    if let Some(r) = req.as_array_mut() {
+    if let Some(r) = req.as_array_mut()
+        && !r.iter().any(|x| x == "format")
+    {
         r.insert(0, json!("format"));
     }
-    v
 }
 
 /// A schema tidied: references renamed, floats nullable, and the keywords a

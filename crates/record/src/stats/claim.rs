@@ -21,9 +21,11 @@ pub const ALPHA: f64 = 0.05;
 
 /// Where a claim's quantity must lie for the study's finding to hold, on the
 /// ratio scale (positive bounds; `None` for an open side).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Region {
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub lo: Option<f64>,
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub hi: Option<f64>,
 }
 

@@ -14,7 +14,7 @@ pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms pai
 
 /// A report's findings as a document (`pagelab report DIR --json`, lab.json's
 /// `findings`; schema/findings.schema.json).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Findings<'a> {
     pub method: &'static str,
     /// Family-wise error rate across the findings.
@@ -44,7 +44,7 @@ pub struct Findings<'a> {
 }
 
 /// One family of findings judged together.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FamilyDoc {
     /// The experiment's name (its study), or [`PAGELAB_FAMILY`].
     pub name: String,
@@ -62,7 +62,7 @@ pub const GUARANTEE: &str = "per study, and for pagelab's own findings, the chan
                              are apart";
 
 /// One finding with its experiment.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Row<'a> {
     pub experiment: &'a str,
     #[serde(flatten)]

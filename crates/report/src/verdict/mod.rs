@@ -15,7 +15,7 @@ use crate::headline::{Figure, Metric};
 use record::stats::claim::{self, ALPHA, Decision, Region, num};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Matches,
@@ -34,7 +34,7 @@ pub enum Outcome {
 }
 
 /// What an entry of the findings is: evidence, or a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A claim that could come out either way on this machine: judged by its
@@ -102,16 +102,22 @@ pub struct Claim {
 }
 
 /// One finding as judged: the claim, this run's estimate and interval, and the verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
+    /// `experiment.name`.
+    #[schemars(pattern(r"^[a-z]+\.[a-z0-9_]+$"))]
     pub id: &'static str,
     /// A finding (evidence) or a check (a value the configuration fixes).
     pub kind: Kind,
     /// A finding's negative control ([`Claim::control`]); null for a check.
     pub control: Option<&'static str>,
+    /// The claim, in a sentence.
     pub claim: &'static str,
+    /// What the study reported.
     pub study: &'static str,
+    /// The quantity judged, one value per repeat.
     pub quantity: &'static str,
+    /// The acceptance region on the ratio scale; null for an open side.
     pub region: Region,
     /// The region in words ("≥ 100").
     pub acceptance: String,
@@ -119,12 +125,15 @@ pub struct Verdict {
     pub ours: String,
     /// Geometric mean of the per-repeat values.
     pub estimate: Option<f64>,
+    /// Its 95 % interval.
     pub ci95: Option<[f64; 2]>,
     /// The repeats the verdict rests on: `values.len()`.
     pub n: usize,
     /// The per-repeat values the verdict rests on.
     pub values: Vec<f64>,
-    /// The quantity's resolution (the claim's floor).
+    /// The quantity's resolution (the claim's floor): a value below it
+    /// counts as it, and identical values have at least its spread.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub resolution: f64,
     /// Repeats the run measured but whose value could not be used (not a
     /// number, or an arm of 0 without a resolution): not in `n`, and the
@@ -137,9 +146,11 @@ pub struct Verdict {
     /// CV of the values (a description, not a gate).
     pub cv: Option<f64>,
     /// The p-value of the decision the interval leans to (this claim alone).
+    #[schemars(range(min = 0, max = 1))]
     pub p: Option<f64>,
     /// The p adjusted for the claims judged together ([`family`]; in a later
     /// pass, [`judge_stages`]).
+    #[schemars(range(min = 0, max = 1))]
     pub p_adjusted: Option<f64>,
     /// How many claims were judged together.
     pub family: usize,
