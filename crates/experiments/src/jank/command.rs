@@ -85,12 +85,15 @@ pub fn run_one<O: workloads::observe::Observer>(
     }
     let mut comp = Vec::new();
     for c in &companions {
-        comp.push(crate::thrash::work::spawn(&cfg.hog, c.kind, &c.spec, c.inside.then_some(&cg), c.label.clone())?);
+        comp.push(crate::thrash::work::spawn(
+            &mut sandbox::worker::Processes,
+            &cfg.hog,
+            c.kind, &c.spec, c.inside.then_some(&cg), c.label.clone())?);
     }
     for w in comp.iter_mut() {
-        crate::thrash::work::wait_ready(w, stop)?;
+        crate::thrash::work::wait_ready(w.as_mut(), stop)?;
     }
-    let probes: Vec<i32> = comp.iter().map(|w| w.pid).collect();
+    let probes: Vec<i32> = comp.iter().map(|w| w.pid()).collect();
     obs.targets(
         probes.clone(),
         Some(probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() }),

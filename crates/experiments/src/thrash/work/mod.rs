@@ -24,7 +24,10 @@ mod analysis;
 mod config;
 mod group;
 pub mod guard;
+mod link;
 mod run;
+#[cfg(test)]
+mod seam_tests;
 mod watch;
 mod worker;
 
@@ -32,6 +35,7 @@ pub use analysis::*;
 pub use config::*;
 pub(crate) use group::{UNCAPPED, cap_swap};
 use group::make_group;
+pub(crate) use link::{Link, spawn, stop_and_collect, wait_ready};
 pub use run::*;
 pub use worker::*;
 

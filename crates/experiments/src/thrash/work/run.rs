@@ -1,53 +1,18 @@
 //! Running the experiment: the cgroup, the store, the consumers, the probes and
 //! the second sampler, for each preset and repeat.
 
-use sandbox::worker::{EventKind, Want};
+use sandbox::worker::{EventKind, Spawn};
 use super::*;
 use super::watch::Watch;
-use serde::Serialize;
 use workloads::observe::ExperimentError;
 
 /// What the parent keeps of a worker while the run goes on.
 struct Running {
-    w: sandbox::worker::Worker,
+    w: Link,
     index: u32,
     done: Option<Value>,
     alloc_ns: Option<u64>,
     failure: Option<String>,
-}
-
-pub(crate) fn spawn(
-    cfg: &ThrashConfig,
-    kind: &str,
-    spec: &impl Serialize,
-    cg: Option<&sandbox::cgroup::MemCgroup>,
-    label: String,
-) -> Result<sandbox::worker::Worker, ExperimentError> {
-    let a = sandbox::worker::argv_spec(kind, spec);
-    // Workers in the thrashing group run without glibc's rseq registration
-    // ([`NO_RSEQ`]).
-    let env = if cg.is_some() { vec![(NO_RSEQ.0.to_string(), NO_RSEQ.1.to_string())] } else { vec![] };
-    Ok(sandbox::worker::Worker::spawn(sandbox::worker::WorkerSpec {
-        exe: cfg.exe.clone(),
-        args: a,
-        cgroup: cg,
-        env,
-        label,
-    })?)
-}
-
-pub(crate) fn wait_ready(w: &mut sandbox::worker::Worker, stop: fn() -> bool) -> Result<Value, ExperimentError> {
-    w.wait_for(Want::Kind(EventKind::Ready), Duration::from_secs(60), |_| {}, stop)
-        .map(|e| e.data)
-        .map_err(|f| if stop() { ExperimentError::Interrupted } else { ExperimentError::Failed(f) })
-}
-
-pub(crate) fn stop_and_collect(w: sandbox::worker::Worker) -> Option<Value> {
-    let mut w = w;
-    let sent = sandbox::worker::send(&mut w, &Exit).ok()?;
-    let d = w.wait_for(sent.want(), Duration::from_secs(30), |_| {}, || false).ok().map(|e| e.data);
-    let _ = w.finish(Duration::from_secs(5));
-    d
 }
 
 fn probe_points(d: &Option<Value>, t0_ns: u64) -> Vec<(f64, f64)> {
@@ -104,12 +69,25 @@ pub struct Outcome {
 /// Runs one plan once on `kind`, with `x`'s setup and companions.
 pub fn run_one<O: workloads::observe::Observer>(
     cfg: &ThrashConfig,
-    (plan, kind, rep): (&Plan, BackingKind, u32),
+    run: (&Plan, BackingKind, u32),
     obs: &mut O,
     stop: fn() -> bool,
     x: &Extras,
 ) -> Result<Outcome, ExperimentError> {
-    let mut sb = sandbox::Sandbox::new("thrash");
+    run_one_with(cfg, run, obs, stop, x, &mut sandbox::worker::Processes, sandbox::Sandbox::new("thrash"))
+}
+
+/// [`run_one`] with its workers started by `sp` (processes; in tests,
+/// threads) in the sandbox `sb` (the machine's; in tests, a fake tree's).
+pub(crate) fn run_one_with<O: workloads::observe::Observer>(
+    cfg: &ThrashConfig,
+    (plan, kind, rep): (&Plan, BackingKind, u32),
+    obs: &mut O,
+    stop: fn() -> bool,
+    x: &Extras,
+    sp: &mut dyn Spawn,
+    mut sb: sandbox::Sandbox,
+) -> Result<Outcome, ExperimentError> {
     let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
     // Read before the run's own store is made: the host's swap, not ours.
@@ -144,7 +122,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     }
     let cg_target = probe::CgroupTarget { version: cg.version, dir: cg.dir.clone(), name: cg.name.clone() };
     let zram: Vec<u32> = back.zram_id.into_iter().collect();
-    let Workers { probe_out, probe_in, sampler_in, mut cons, comp } = start_workers(cfg, plan, rep, &cg, x, stop)?;
+    let Workers { probe_out, probe_in, sampler_in, mut cons, comp } = start_workers(sp, cfg, plan, rep, &cg, x, stop)?;
     r.companion_bytes = x.companions.iter().filter(|c| c.inside).map(|c| c.counted_bytes).sum();
     std::thread::sleep(Duration::from_millis(200));
     // The default limit is built on it: unread, the run cannot be sized.
@@ -153,9 +131,9 @@ pub fn run_one<O: workloads::observe::Observer>(
         .ok_or_else(|| ExperimentError::Worker(format!("{}: the group's usage could not be read", cg.name)))?;
     r.limit_bytes = limit_for(plan, r.idle_usage_bytes, total, r.companion_bytes);
     let guard = guard::Guard::start(&cg, r.limit_bytes)?;
-    let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid).collect();
-    pids.extend([probe_out.pid, probe_in.pid]);
-    pids.extend(comp.iter().map(|w| w.pid));
+    let mut pids: Vec<i32> = cons.iter().map(|c| c.w.pid()).collect();
+    pids.extend([probe_out.pid(), probe_in.pid()]);
+    pids.extend(comp.iter().map(|w| w.pid()));
     obs.targets(pids, Some(cg_target), zram);
     obs.note(&announce(plan, rep, &r));
     // Baseline: the probes and the collector with nothing else going on.
@@ -167,7 +145,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     let out_t0 = pswpout(&mut p);
     obs.event("phase_start", &format!("{} consumers", plan.preset), t0, json!({"repeat": rep}));
     for c in cons.iter_mut() {
-        sandbox::worker::send(&mut c.w, &Start { t0_ns: t0 })
+        sandbox::worker::send(c.w.as_mut(), &Start { t0_ns: t0 })
             .map_err(|e| ExperimentError::Worker(format!("consumer {}: {e}", c.index)))?;
     }
     // Wait for every consumer: done, or dead. A consumer far past its planned end
@@ -237,14 +215,15 @@ fn read_probes(r: &mut ThrashResult, [out_d, in_d, sam_d]: [Option<Value>; 3], t
 /// The run's worker processes: two probes (outside and inside the group), the
 /// unlocked sampler, the consumers and the companions, spawned and ready.
 struct Workers {
-    probe_out: sandbox::worker::Worker,
-    probe_in: sandbox::worker::Worker,
-    sampler_in: sandbox::worker::Worker,
+    probe_out: Link,
+    probe_in: Link,
+    sampler_in: Link,
     cons: Vec<Running>,
-    comp: Vec<sandbox::worker::Worker>,
+    comp: Vec<Link>,
 }
 
 fn start_workers(
+    sp: &mut dyn Spawn,
     cfg: &ThrashConfig,
     plan: &Plan,
     rep: u32,
@@ -253,19 +232,19 @@ fn start_workers(
     stop: fn() -> bool,
 ) -> Result<Workers, ExperimentError> {
     let probe = |inside: bool| ProbeSpec { ws: PROBE_WS, period_ms: PROBE_PERIOD.as_millis() as u64, inside };
-    let probe_out = spawn(cfg, PROBE, &probe(false), None, "probe outside the cgroup".into())?;
-    let probe_in = spawn(cfg, PROBE, &probe(true), Some(cg), "probe inside the cgroup".into())?;
-    let sampler_in = spawn(cfg, SAMPLER, &SamplerSpec { interval_ms: 1000 }, Some(cg), "unlocked sampler".into())?;
+    let probe_out = spawn(sp, cfg, PROBE, &probe(false), None, "probe outside the cgroup".into())?;
+    let probe_in = spawn(sp, cfg, PROBE, &probe(true), Some(cg), "probe inside the cgroup".into())?;
+    let sampler_in = spawn(sp, cfg, SAMPLER, &SamplerSpec { interval_ms: 1000 }, Some(cg), "unlocked sampler".into())?;
     let mut cons: Vec<Running> = Vec::new();
     for i in 0..plan.consumers {
         let spec = consumer_spec(plan, i, rep);
-        let w = spawn(cfg, CONSUMER, &spec, Some(cg), format!("consumer {i}"))?;
+        let w = spawn(sp, cfg, CONSUMER, &spec, Some(cg), format!("consumer {i}"))?;
         cons.push(Running { w, index: i, done: None, alloc_ns: None, failure: None });
     }
     let comp = x
         .companions
         .iter()
-        .map(|c| spawn(cfg, c.kind, &c.spec, c.inside.then_some(cg), c.label.clone()))
+        .map(|c| spawn(sp, cfg, c.kind, &c.spec, c.inside.then_some(cg), c.label.clone()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut w = Workers { probe_out, probe_in, sampler_in, cons, comp };
     for w in [&mut w.probe_out, &mut w.probe_in, &mut w.sampler_in]
@@ -273,7 +252,7 @@ fn start_workers(
         .chain(w.cons.iter_mut().map(|c| &mut c.w))
         .chain(w.comp.iter_mut())
     {
-        wait_ready(w, stop)?;
+        wait_ready(w.as_mut(), stop)?;
     }
     Ok(w)
 }
@@ -410,7 +389,8 @@ fn consumers_done(r: &mut ThrashResult, cons: &mut Vec<Running>, plan: &Plan) {
         }
         r.consumer_details.push(x);
         if c.done.is_none() {
-            c.w.kill();
+            // Ended now: no wait (a process is killed at once).
+            let _ = c.w.finish(Duration::ZERO);
         } else {
             cons.push(c);
         }
@@ -493,7 +473,7 @@ fn recovery_phase<O: workloads::observe::Observer>(
         // The consumers end under the guard (a load that stays would
         // otherwise meet the OOM killer the guard turns back on).
         for c in cons.iter_mut() {
-            let _ = sandbox::worker::send(&mut c.w, &Exit);
+            let _ = sandbox::worker::send(c.w.as_mut(), &Exit);
         }
         for c in std::mem::take(&mut cons) {
             let _ = c.w.finish(Duration::from_secs(10));
@@ -620,10 +600,10 @@ fn wait_consumers<O: workloads::observe::Observer>(
                     let at = |k: &str| ev.data[k].as_u64().map(|v| v as usize);
                     // The pidfd now, while the consumer is our live child.
                     if let (Some(addr), Some(len), Ok(fd)) =
-                        (at("addr"), at("len"), workloads::mm::PidFd::open(c.w.pid))
+                        (at("addr"), at("len"), workloads::mm::PidFd::open(c.w.pid()))
                         && let Ok(mut r) = regions.lock()
                     {
-                        r.push(guard::Region { pid: c.w.pid, pidfd: std::sync::Arc::new(fd), addr, len });
+                        r.push(guard::Region { pid: c.w.pid(), pidfd: std::sync::Arc::new(fd), addr, len });
                     }
                     obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
                 }
@@ -656,12 +636,24 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::thrash::results::Entry
     obs: &mut O,
     stop: fn() -> bool,
 ) -> Result<Vec<ThrashResult>, ExperimentError> {
+    run_with(cfg, obs, stop, &mut sandbox::worker::Processes, &|| sandbox::Sandbox::new("thrash"))
+}
+
+/// [`run`] with its workers started by `sp` and each run's sandbox made by
+/// `sandbox` ([`run_one_with`]).
+pub(crate) fn run_with<O: workloads::observe::Observer<Entry = crate::thrash::results::Entry>>(
+    cfg: &ThrashConfig,
+    obs: &mut O,
+    stop: fn() -> bool,
+    sp: &mut dyn Spawn,
+    sandbox: &dyn Fn() -> sandbox::Sandbox,
+) -> Result<Vec<ThrashResult>, ExperimentError> {
     let mut out = Vec::new();
     for (kind, plan, rep) in cfg.schedule() {
         if stop() {
             return Err(ExperimentError::Interrupted);
         }
-        let r = run_one(cfg, (&plan, kind, rep), obs, stop, &Extras::default())?.result;
+        let r = run_one_with(cfg, (&plan, kind, rep), obs, stop, &Extras::default(), sp, sandbox())?.result;
         obs.note(&format!(
                 "thrash {} on {} repeat {}: {}/{} consumers completed, {} pages swapped out, {:.0}/s while active, progress \
 median {:.2}, while overcommitted {}{}, recovery {}, {} OOM stalls held by the guard{}",
