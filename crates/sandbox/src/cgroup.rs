@@ -462,8 +462,11 @@ impl OomNotifier {
 
 /// Pids listed in a cgroup's cgroup.procs.
 pub fn procs(dir: &Path) -> Vec<i32> {
+    // A member is a positive pid: never 0 or a negative number, which
+    // kill(2) reads as a whole process group (a kernel lists none; a fake
+    // tree's file holds the "0" a join wrote).
     std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|t| t.split_ascii_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .map(|t| t.split_ascii_whitespace().filter_map(|p| p.parse().ok()).filter(|&p: &i32| p > 0).collect())
         .unwrap_or_default()
 }
 
@@ -561,5 +564,19 @@ fn remove_dir(dir: &Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(SandboxError::io("removing the cgroup", dir, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A group's members are positive pids only: a 0 or a negative number
+    /// (which kill(2) reads as a process group) in cgroup.procs is no member.
+    #[test]
+    fn members_are_positive_pids() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("cgroup.procs"), "0\n412\n-1\nx\n77\n").unwrap();
+        assert_eq!(super::procs(d.path()), [412, 77]);
+        // No member to kill: neither 0 nor -1 is signalled.
+        assert!(!super::kill_member(d.path(), 0) && !super::kill_member(d.path(), -1));
     }
 }

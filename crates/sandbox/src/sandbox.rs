@@ -46,6 +46,9 @@ pub struct Sandbox {
     restored: bool,
     /// False on fake trees (tests), where no privilege is needed.
     check_privilege: bool,
+    /// On a fake tree (tests): what a kernel gives each group made, its
+    /// control files ([`Sandbox::with_kernel_files`]).
+    kernel_files: Option<fn(&Path) -> std::io::Result<()>>,
 }
 
 impl Sandbox {
@@ -61,6 +64,7 @@ impl Sandbox {
             journal: None,
             restored: false,
             check_privilege: true,
+            kernel_files: None,
         }
     }
 
@@ -75,6 +79,15 @@ impl Sandbox {
     pub fn with_roots(mut self, roots: Roots) -> Self {
         self.check_privilege = roots == Roots::default();
         self.roots = roots;
+        self
+    }
+
+    /// On a fake tree (tests; see [`Sandbox::with_roots`]): `f` writes into
+    /// each memory cgroup made, as it is made, the control files a kernel
+    /// would give it (`crate::testing::kernel_files`), so that a run can read
+    /// its group. Never called on the machine's own tree.
+    pub fn with_kernel_files(mut self, f: fn(&Path) -> std::io::Result<()>) -> Self {
+        self.kernel_files = Some(f);
         self
     }
 
@@ -229,6 +242,9 @@ impl Sandbox {
         let dir = parent.join(&leaf);
         self.record(Change::CgroupDir { path: dir.clone() })?;
         std::fs::create_dir(&dir).map_err(|e| SandboxError::io("creating the cgroup", &dir, e))?;
+        if let Some(f) = self.kernel_files.filter(|_| self.roots != Roots::default()) {
+            f(&dir).map_err(|e| SandboxError::io("writing a fake group's files", &dir, e))?;
+        }
         fault::point(&format!("created cgroup {}", dir.display()));
         let cg = MemCgroup::new(version, dir, format!("pagelab/{leaf}"));
         cg.apply(limits)?;

@@ -94,4 +94,9 @@ impl<E: serde::Serialize + Clone> Observer for Recorder<E> {
     fn note(&mut self, msg: &str) {
         self.notes.push(msg.into());
     }
+    /// No sampler behind it: a run that waits for a sample past a moment
+    /// (thrash's end) has nothing to wait for.
+    fn last_sample_ns(&mut self) -> Option<u64> {
+        Some(probe::sample::monotonic_ns())
+    }
 }

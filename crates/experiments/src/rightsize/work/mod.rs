@@ -84,6 +84,8 @@ fn peak_of(cg: &MemCgroup) -> Option<u64> {
 
 struct Real<'a> {
     cfg: &'a BatchConfig,
+    /// Makes each run's sandbox: the machine's (a fake tree's in tests).
+    sandbox: &'a dyn Fn() -> Sandbox,
     obs: &'a mut dyn Observer<Entry = RightsizeResult>,
     stop: &'a dyn Fn() -> bool,
     zram: Option<u32>,
@@ -172,7 +174,7 @@ pub(crate) fn kill_and_reap(cg: &MemCgroup, pid: i32, keep: &[i32]) -> Option<(i
 impl Real<'_> {
     fn once(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<ProgramRun, ExperimentError> {
         let cfg = self.cfg;
-        let mut sb = Sandbox::new("rightsize");
+        let mut sb = (self.sandbox)();
         let cg =
             sb.memory_cgroup("rightsize", &Limits { max: Some(limit.unwrap_or(cfg.guard_max)), ..Default::default() })?;
         let psi0 = psi_us(&mut self.p, &cg);
@@ -408,12 +410,13 @@ fn session<T>(
     cfg: &BatchConfig,
     obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
+    sandbox: &dyn Fn() -> Sandbox,
     body: impl FnOnce(&mut Staged) -> Result<T, ExperimentError>,
     runs_of: impl Fn(&T) -> &[search::Done],
 ) -> Result<Session<T>, ExperimentError> {
     // The store comes after the first (unlimited) run, sized by its peak; that
     // run happens through the same runner so it counts and is recorded.
-    let mut outer = Sandbox::new("rightsize");
+    let mut outer = sandbox();
     let mut p = outer.probe();
     let version = p.memory_controller().ok().flatten().map(|(v, _)| v).ok_or_else(|| {
         err("rightsize needs a memory cgroup controller (cgroup v1 'memory' or cgroup2 with 'memory')")
@@ -433,6 +436,7 @@ fn session<T>(
     };
     let mut real = Real {
         cfg,
+        sandbox,
         obs,
         stop,
         zram: None,
@@ -488,14 +492,29 @@ fn swap_at(res: &RightsizeResult, swap_peaks: &[Option<u64>], limit: u64) -> Opt
         .and_then(|s| s.into_iter().max())
 }
 
+/// The machine's sandbox for rightsize's runs.
+fn machine() -> Sandbox {
+    Sandbox::new("rightsize")
+}
+
 pub fn run(
     cfg: &BatchConfig,
     obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
+    run_with(cfg, obs, stop, &machine)
+}
+
+/// [`run`] with each run's sandbox (and the store's) made by `sandbox`.
+pub(crate) fn run_with(
+    cfg: &BatchConfig,
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
+    stop: &dyn Fn() -> bool,
+    sandbox: &dyn Fn() -> Sandbox,
+) -> Result<RightsizeResult, ExperimentError> {
     let started = Instant::now();
     let Session { mut res, found, swap_peaks, v2 } =
-        session(cfg, obs, stop, |s| search::search(cfg.search, s), |f| &f.runs)?;
+        session(cfg, obs, stop, sandbox, |s| search::search(cfg.search, s), |f| &f.runs)?;
     res.pair_sd = found.pair_sd.0.is_finite().then_some([found.pair_sd.0, found.pair_sd.1]);
     res.curve = curve(&res.runs, res.pair_sd, pool_inside_limit(res.backing, v2), compressed(res.backing));
     res.plan = found.plan.map(|p| Plan {
@@ -537,10 +556,21 @@ pub fn check(
     obs: &mut dyn Observer<Entry = RightsizeResult>,
     stop: &dyn Fn() -> bool,
 ) -> Result<RightsizeResult, ExperimentError> {
+    check_with(cfg, limits, obs, stop, &machine)
+}
+
+/// [`check`] with each run's sandbox (and the store's) made by `sandbox`.
+pub(crate) fn check_with(
+    cfg: &BatchConfig,
+    limits: &[(u64, String)],
+    obs: &mut dyn Observer<Entry = RightsizeResult>,
+    stop: &dyn Fn() -> bool,
+    sandbox: &dyn Fn() -> Sandbox,
+) -> Result<RightsizeResult, ExperimentError> {
     let started = Instant::now();
     let bytes: Vec<u64> = limits.iter().map(|l| l.0).collect();
     let Session { mut res, found, swap_peaks, v2 } =
-        session(cfg, obs, stop, |s| search::check::check(cfg.search, &bytes, s), |f| &f.runs)?;
+        session(cfg, obs, stop, sandbox, |s| search::check::check(cfg.search, &bytes, s), |f| &f.runs)?;
     res.curve = curve(&res.runs, None, pool_inside_limit(res.backing, v2), compressed(res.backing));
     res.checks = found
         .checked
@@ -714,5 +744,7 @@ fn curve(runs: &[ProgramRun], pair_sd: Option<[f64; 2]>, inside: bool, compresse
         .collect()
 }
 
+#[cfg(test)]
+mod seam_tests;
 #[cfg(test)]
 mod tests;

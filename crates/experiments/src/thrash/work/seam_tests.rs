@@ -19,9 +19,9 @@ fn sampler_main(io: &mut WorkerIo, _: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// A fake machine: a cgroup-v2 tree, its paging counters and PSI still,
-/// and a kernel that gives each new group 8 MiB of usage.
-fn machine() -> (tempfile::TempDir, sandbox::testing::FakeKernel) {
+/// A fake machine: a cgroup-v2 tree, its paging counters and PSI still
+/// (each group it makes is given its files: `sandbox::testing::kernel_files`).
+fn machine() -> tempfile::TempDir {
     let tree = tempfile::tempdir().unwrap();
     sandbox::testing::fake_cgroup_v2(tree.path()).unwrap();
     let proc = tree.path().join("proc");
@@ -29,8 +29,7 @@ fn machine() -> (tempfile::TempDir, sandbox::testing::FakeKernel) {
     std::fs::create_dir_all(proc.join("pressure")).unwrap();
     let calm = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
     std::fs::write(proc.join("pressure/memory"), calm).unwrap();
-    let kernel = sandbox::testing::FakeKernel::start(tree.path(), 8 << 20);
-    (tree, kernel)
+    tree
 }
 
 /// thrash's run drives its consumers, probes and sampler (threads here)
@@ -41,7 +40,7 @@ fn machine() -> (tempfile::TempDir, sandbox::testing::FakeKernel) {
 /// written fails it.
 #[test]
 fn the_run_drives_its_workers_and_group_without_root() {
-    let (tree, _kernel) = machine();
+    let tree = machine();
     let cfg = ThrashConfig {
         presets: vec![],
         consumers: Some(2),
@@ -66,6 +65,7 @@ fn the_run_drives_its_workers_and_group_without_root() {
     let sandbox = || {
         sandbox::Sandbox::with_journal_dir("thrash", &tree.path().join("journal"))
             .with_roots(probe::Roots::under(tree.path()))
+            .with_kernel_files(sandbox::testing::kernel_files)
     };
     let mut threads = Threads(vec![(CONSUMER, consumer_main), (PROBE, probe_main), (SAMPLER, sampler_main)]);
     let mut obs = Recorder::default();
@@ -75,8 +75,8 @@ fn the_run_drives_its_workers_and_group_without_root() {
     assert_eq!((r.consumers, r.consumers_completed), (2, 2), "{:?}", r.consumer_details);
     // The limit: the group's idle usage, as the kernel gave it, and twice
     // the load above it.
-    assert_eq!(r.idle_usage_bytes, 8 << 20);
-    assert_eq!(r.limit_bytes, (8 << 20) + 2 * (2 << 20));
+    assert_eq!(r.idle_usage_bytes, sandbox::testing::FAKE_USAGE);
+    assert_eq!(r.limit_bytes, sandbox::testing::FAKE_USAGE + 2 * (2 << 20));
     assert_eq!(r.guard.method, "memory.high");
     assert_eq!(r.oom_kills, Some(0));
     for c in &r.consumer_details {
