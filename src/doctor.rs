@@ -123,13 +123,15 @@ pub struct Zram {
     pub devices: Vec<probe::environment::ZramDevice>,
 }
 
-/// The multi-generational LRU; `mask` and `min_ttl_ms` are null where the
-/// kernel has none.
+/// The multi-generational LRU; `mask` and `min_ttl_ms` are absent where
+/// the kernel has none.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Mglru {
     pub present: bool,
     pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mask: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_ttl_ms: Option<u64>,
 }
 

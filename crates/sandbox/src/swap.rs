@@ -110,11 +110,19 @@ pub fn active() -> Vec<probe::swaps::SwapArea> {
 }
 
 /// Active swap areas that are not pagelab's (a run's zram or swap file, live or
-/// left by a dead run): the user's own swap.
+/// left by a dead run): the user's own swap, on this machine (a command's
+/// edge; a run reads it through its sandbox: `Sandbox::user_swaps`).
 pub fn user_areas() -> Vec<probe::swaps::SwapArea> {
-    let ours = crate::journal::pagelab_swaps(&crate::journal::dir());
+    user_areas_in(&mut probe::Probe::default(), &[crate::journal::dir()])
+}
+
+/// The active swap areas `p` reads that no journal in the directories
+/// `journals` made: the user's own swap on the machine `p` reads.
+pub fn user_areas_in(p: &mut probe::Probe, journals: &[std::path::PathBuf]) -> Vec<probe::swaps::SwapArea> {
+    let ours: Vec<std::path::PathBuf> = journals.iter().flat_map(|d| crate::journal::pagelab_swaps(d)).collect();
     let same = |a: &Path, b: &Path| a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
-    active().into_iter().filter(|a| !ours.iter().any(|o| same(Path::new(&a.filename), o))).collect()
+    let active = p.swaps().ok().flatten().unwrap_or_default();
+    active.into_iter().filter(|a| !ours.iter().any(|o| same(Path::new(&a.filename), o))).collect()
 }
 
 /// Whether `path` is an active swap area (compared by canonical path).

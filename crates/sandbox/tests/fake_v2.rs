@@ -163,3 +163,34 @@ fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
     assert!(!copy.exists());
     drop(sb);
 }
+
+/// A sandbox on a fake tree makes no swap area: a zram device and a swap
+/// file are the machine's own whatever the roots say, and a fake tree
+/// lifts the privilege check. Each is refused before anything exists.
+#[test]
+fn a_fake_tree_makes_no_swap_area() {
+    let t = fake_v2();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("journal")).with_roots(probe::Roots::under(t.path()));
+    let spec = sandbox::sandbox::ZramSpec { disksize: 16 << 20, algorithm: None, priority: 1 };
+    let e = sb.zram_swap(&spec).unwrap_err().to_string();
+    assert!(e.contains("fake tree"), "{e}");
+    let path = t.path().join("pagelab-test.swap");
+    let e = sb.swap_file(&path, 16 << 20, 1).unwrap_err().to_string();
+    assert!(e.contains("fake tree"), "{e}");
+    assert!(!path.exists() && sb.journal_path().is_none(), "nothing made, nothing journaled");
+}
+
+/// The fake kernel's files go into each group as it is made, on a fake tree.
+#[test]
+fn a_fake_trees_groups_get_their_kernel_files() {
+    let t = fake_v2();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("journal"))
+        .with_roots(probe::Roots::under(t.path()))
+        .with_kernel_files(sandbox::testing::kernel_files);
+    let cg = sb.memory_cgroup("eat", &Limits::default()).unwrap();
+    assert_eq!(cg.usage(), Some(sandbox::testing::FAKE_USAGE));
+    assert_eq!(cg.oom_kills(), Some(0));
+    assert!(cg.procs().is_empty());
+    drop(cg);
+    sb.restore().unwrap();
+}

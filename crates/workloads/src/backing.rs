@@ -278,7 +278,7 @@ pub fn setup(
             b.kind = BackingKind::Zram;
             b.compressor = Some(z.algorithm.clone());
             b.zram_id = Some(z.id);
-            if sandbox::swap::active().len() > 1 {
+            if sb.probe().swaps().ok().flatten().unwrap_or_default().len() > 1 {
                 b.notes.push(format!(
                     "other swap areas are active; zram{} has the highest priority, so the run's pages go there first",
                     z.id
@@ -286,7 +286,7 @@ pub fn setup(
             }
         }
         BackingKind::Zswap => {
-            if sandbox::swap::user_areas().is_empty() {
+            if sb.user_swaps().is_empty() {
                 let path = swapfile_path(swapfile_dir);
                 sb.swap_file(&path, size, 10)?;
                 b.notes.push(format!("zswap needs a swap area behind it: created {}", path.display()));

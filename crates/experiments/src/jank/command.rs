@@ -64,7 +64,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     let companions = cfg.companions();
     let x = Extras { compressor, store_extra: 0, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
     // Read before the run's own store is made: the host's swap, not ours.
-    let host_swap = !sandbox::swap::user_areas().is_empty();
+    let host_swap = !sb.user_swaps().is_empty();
     let seen = crate::thrash::work::settings(&mut sb, &x)?;
     let back = backing::setup(&mut sb, kind, compressor, hog.store, &cfg.hog.swapfile_dir)?;
     let mut notes: Vec<String> = back.notes.clone();

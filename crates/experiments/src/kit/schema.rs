@@ -38,11 +38,15 @@ impl Doc {
     /// adds the shape of its results ([`assemble`]).
     pub fn envelope(self) -> Value {
         let id = format!("pagelab/{}", self.path());
+        // As read (schemars' deserialize contract), as the fragments are: a
+        // run.json written by an older pagelab is read, and checked, too.
+        let read = schemars::generate::Contract::Deserialize;
         let mut v = match self {
-            Doc::Run => generated::<record::rundir::RunJson>(&id, "pagelab run.json"),
+            Doc::Run => generated::<record::rundir::RunJson>(&id, "pagelab run.json", read),
             Doc::Output => generated::<crate::kit::run::WithDir<crate::kit::run::Doc<Value>>>(
                 &id,
                 "pagelab eat|wscap|heap|mapping|thrash|jank|assess|rightsize --json",
+                read,
             ),
         };
         with_format(&mut v);
@@ -125,10 +129,13 @@ pub fn generate<R: schemars::JsonSchema, O: schemars::JsonSchema>(name: &str) ->
 }
 
 /// A `--json` document's schema generated whole from its type `T` (issue
-/// 60: no schema written by hand): the type's properties, required fields
-/// and `$defs`, tidied as a fragment's (floats nullable; no formats,
-/// defaults or titles), with `$id`, `title`, the `format` every `--json`
-/// document carries ([`crate::kit::print_json`]), and no other property.
+/// 60: no schema written by hand), as the type is written (schemars'
+/// serialize contract: a field always written is required, null where it
+/// may be): the type's properties, required fields and `$defs`, tidied as
+/// a fragment's (floats nullable; no formats, defaults or titles), with
+/// `$id`, `title` and the `format` every `--json` document carries
+/// ([`crate::kit::print_json`]). Open: a field added later does not change
+/// the format, and readers ignore what they do not know (docs/schema.md).
 pub fn whole<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
     let mut v = part::<T>(id, title);
     with_format(&mut v);
@@ -139,18 +146,15 @@ pub fn whole<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
 /// --json's `findings`), generated from its type `T`: as [`whole`], without
 /// the `format` a document printed on its own carries.
 pub fn part<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
-    let mut v = generated::<T>(id, title);
-    let m = v.as_object_mut().expect("a type's schema is an object");
-    if m.get("type").is_some_and(|t| t == "object") && !m.contains_key("additionalProperties") {
-        m.insert("additionalProperties".into(), json!(false));
-    }
-    v
+    generated::<T>(id, title, schemars::generate::Contract::Serialize)
 }
 
-/// `T`'s schema, tidied, with `$id` and `title`.
-fn generated<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let mut v = generator.root_schema_for::<T>().to_value();
+/// `T`'s schema under `contract` (as written, or as read), tidied, with
+/// `$id` and `title`.
+fn generated<T: schemars::JsonSchema>(id: &str, title: &str, contract: schemars::generate::Contract) -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.contract = contract;
+    let mut v = settings.into_generator().root_schema_for::<T>().to_value();
     tidy(&mut v, &|k: &str| k.to_string());
     let m = v.as_object_mut().expect("a type's schema is an object");
     m.insert("$id".into(), json!(id));
@@ -160,7 +164,8 @@ fn generated<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
 
 /// A document that is one of several shapes, each generated from its type
 /// (with `format`, as [`whole`]): `oneOf` the shapes, their `$defs` merged.
-/// Two shapes that define one name differently are a bug in the types.
+/// Each shape is closed (no property it does not name), so that exactly one
+/// matches. Two shapes that define one name differently are a bug in the types.
 pub fn one_of(id: &str, title: &str, description: &str, shapes: Vec<Value>) -> Value {
     let mut defs = Map::new();
     let mut arms = Vec::new();
@@ -169,6 +174,7 @@ pub fn one_of(id: &str, title: &str, description: &str, shapes: Vec<Value>) -> V
         for k in ["$schema", "$id", "title"] {
             m.remove(k);
         }
+        m.insert("additionalProperties".into(), json!(false));
         if let Some(Value::Object(d)) = m.remove("$defs") {
             for (k, v) in d {
                 if let Some(old) = defs.get(&k) {

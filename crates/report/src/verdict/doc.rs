@@ -18,9 +18,11 @@ pub const METHOD: &str = "95 % t interval of the per-repeat log values (arms pai
 pub struct Findings<'a> {
     pub method: &'static str,
     /// Family-wise error rate across the findings.
+    #[schemars(range(min = 0, max = 1))]
     pub alpha: f64,
     /// The part of it each pass spent ([`alpha_by_pass`]): one entry unless a
     /// budgeted lab planned later passes.
+    #[schemars(length(min = 1))]
     pub alpha_by_pass: Vec<f64>,
     /// Findings with an interval.
     pub family: usize,

@@ -167,6 +167,7 @@ pub struct Verdict {
     pub repeats_to_decide: Option<usize>,
     /// The lab pass whose data decided it (1: the first; a budgeted lab's
     /// later passes repeat what the first left inconclusive).
+    #[schemars(range(min = 1))]
     pub pass: u32,
     /// Whether the verdict hung on the resolution: a 10× larger or smaller
     /// floor would have decided it otherwise, so it is inconclusive "at the

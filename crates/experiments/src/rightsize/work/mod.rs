@@ -223,7 +223,7 @@ impl Real<'_> {
                     self.sample_once(&cg, t0);
                 }
                 for p in cg.procs() {
-                    let _ = sandbox::mm::clear_refs(std::path::Path::new("/proc"), p);
+                    let _ = sandbox::mm::clear_refs(&sb.roots().proc, p);
                 }
                 cleared = true;
                 next_clear = Instant::now() + window;

@@ -91,7 +91,7 @@ pub(crate) fn run_one_with<O: workloads::observe::Observer>(
     let mut p = sb.probe(); // the machine's counters, as the sandbox reads them
     let total = plan.consumers as u64 * plan.size_bytes;
     // Read before the run's own store is made: the host's swap, not ours.
-    let host_swap = !sandbox::swap::user_areas().is_empty();
+    let host_swap = !sb.user_swaps().is_empty();
     let seen = settings(&mut sb, x)?;
     let back = backing::setup(&mut sb, kind, x.compressor, total + x.store_extra, &cfg.swapfile_dir)?;
     for n in &back.notes {

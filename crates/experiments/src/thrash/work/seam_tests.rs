@@ -19,8 +19,9 @@ fn sampler_main(io: &mut WorkerIo, _: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// A fake machine: a cgroup-v2 tree, its paging counters and PSI still
-/// (each group it makes is given its files: `sandbox::testing::kernel_files`).
+/// A fake machine: a cgroup-v2 tree, its paging counters and PSI still, a
+/// swap file of the host's own active (each group it makes is given its
+/// files, `sandbox::testing::kernel_files`, which have no memory.swap.max).
 fn machine() -> tempfile::TempDir {
     let tree = tempfile::tempdir().unwrap();
     sandbox::testing::fake_cgroup_v2(tree.path()).unwrap();
@@ -29,6 +30,9 @@ fn machine() -> tempfile::TempDir {
     std::fs::create_dir_all(proc.join("pressure")).unwrap();
     let calm = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
     std::fs::write(proc.join("pressure/memory"), calm).unwrap();
+    // The host's own swap, which no journal of the run's made.
+    let swaps = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/swapfile\tfile\t1048572\t0\t-2\n";
+    std::fs::write(proc.join("swaps"), swaps).unwrap();
     tree
 }
 
@@ -85,6 +89,9 @@ fn the_run_drives_its_workers_and_group_without_root() {
     // The probes' samples were read back (every 100 ms through a 0.5 s baseline at least).
     assert!(r.probe_inside_ms.before.n >= 3 && r.probe_outside_ms.before.n >= 3, "{:?}", r.probe_inside_ms);
     assert_eq!(r.recovery_from_s, None, "never over the room");
+    // The host's swap, read on the sandbox's machine: a group the kernel
+    // cannot cap might page into it, and the run says so.
+    assert!(r.notes.iter().any(|n| n.starts_with(UNCAPPED)), "{:?}", r.notes);
     // Two consumers and two probes were the run's targets; the result was written.
     assert_eq!(obs.pids.first().map(Vec::len), Some(4), "{:?}", obs.pids);
     assert_eq!(obs.results.len(), 1);
