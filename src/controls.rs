@@ -321,7 +321,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             eprintln!("{}: not planned on this machine; skipped", c.experiment);
             continue;
         };
-        let args = if c.experiment == "heap" { heap_speed_only(&step.args) } else { step.args.clone() };
+        let args = if c.experiment == "heap" { heap_speed_only(&step.argv()) } else { step.argv() };
         let Some(changed) = (c.change)(&args) else {
             anyhow::bail!("{}: the lab step's arguments have no value to change ({})", c.experiment, c.what);
         };
@@ -472,7 +472,7 @@ mod tests {
         let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
         for c in CONTROLS {
             let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
-            let args = if c.experiment == "heap" { heap_speed_only(&s.args) } else { s.args.clone() };
+            let args = if c.experiment == "heap" { heap_speed_only(&s.argv()) } else { s.argv() };
             let changed = (c.change)(&args).unwrap_or_else(|| panic!("{}: {:?}", c.experiment, args));
             assert_ne!(changed, args, "{}: the control changes nothing", c.what);
             // Every finding named exists, and names a control of its own.
@@ -482,10 +482,10 @@ mod tests {
                 assert!(!claim.check && !claim.control.is_empty(), "{id}");
             }
         }
-        let heap = heap_speed_only(&steps.iter().find(|s| s.experiment == "heap").unwrap().args);
+        let heap = heap_speed_only(&steps.iter().find(|s| s.experiment == "heap").unwrap().argv());
         assert!(!heap.iter().any(|a| a.starts_with("--over-time") || a == "--idle"), "{heap:?}");
         // thrash's CPU-only control is the one that leaves the protocol.
-        let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().args;
+        let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().argv();
         let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(th).unwrap();
         assert!(cpu.contains(&"--cpu-only".to_string()) && !th.contains(&"--cpu-only".to_string()), "{cpu:?}");
         assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));

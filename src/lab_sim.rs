@@ -314,7 +314,7 @@ fn judged(f: &Finding, values: Vec<f64>) -> Verdict {
 
 /// `--repeat` of a step.
 fn repeat_of(s: &Step) -> usize {
-    experiments::kit::plan::repeat_of(s).map_or(1, |r| r.1 as usize)
+    experiments::kit::plan::repeat_of(s).map_or(1, |n| n as usize)
 }
 
 /// How one simulated lab ended, finding by finding (in `fs`' order).

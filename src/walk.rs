@@ -32,7 +32,7 @@ mod tests {
                     [Scale::Smoke, Scale::Quick, Scale::Full].into_iter().flat_map(|s| [(s, None), (s, Some(1e6))])
                 {
                     let s = (e.lab_step)(&m, scale, budget);
-                    let argv = ["pagelab", e.name()].into_iter().map(String::from).chain(s.args.iter().cloned());
+                    let argv = ["pagelab", e.name()].into_iter().map(String::from).chain(s.argv());
                     let argv: Vec<String> = argv.chain(["--out".to_string(), "/nonexistent/x".to_string()]).collect();
                     if let Err(err) = crate::cli::command().try_get_matches_from(&argv) {
                         panic!("{} ({scale:?}): {argv:?}: {err}", e.name());

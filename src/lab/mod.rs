@@ -222,7 +222,7 @@ impl Runner {
                     s.experiment,
                     fmt_s(s.expect_s),
                     s.experiment,
-                    s.args.join(" "),
+                    s.argv().join(" "),
                     s.note.as_deref().unwrap_or("")
                 ));
             }
@@ -304,7 +304,7 @@ pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
     if pace * (s.expect_s + rest) <= left {
         return None;
     }
-    let (at, n) = experiments::kit::plan::repeat_of(s)?;
+    let n = experiments::kit::plan::repeat_of(s)?;
     if n <= 2 {
         return None;
     }
@@ -312,7 +312,7 @@ pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
     // An even count: ABBA's order effect cancels over pairs of repeats.
     let fits = (2..n).rev().filter(|m| m % 2 == 0).find(|&m| pace * (per * m as f64 + rest) <= left).unwrap_or(2);
     let mut t = s.clone();
-    t.args[at] = fits.to_string();
+    t.repeat = Some(fits);
     t.expect_s = per * fits as f64;
     t.note = Some(format!(
         "{fits} of its {n} planned repeats: the steps before it ran at {}× their plan, and {n} would have passed the \
@@ -686,7 +686,7 @@ fn print_plan(
                     s.experiment,
                     fmt_s(s.expect_s),
                     s.experiment,
-                    s.args.join(" ")
+                    s.argv().join(" ")
                 ));
             }
         }
@@ -726,7 +726,7 @@ fn run_child(
     let f = record::safe::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(exe);
     cmd.arg(&s.experiment)
-        .args(&s.args)
+        .args(s.argv())
         .arg("--out")
         .arg(dir)
         .stdin(Stdio::null())

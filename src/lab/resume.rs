@@ -16,10 +16,8 @@ use std::path::Path;
 /// first pass as planned (each step's experiment, arguments, estimate and
 /// state), the budget, the passes, and pagelab's version.
 pub fn digest(mode: &str, only: &[String], steps: &[Step], budget: Option<f64>, passes: u32) -> String {
-    let plan: Vec<(&str, &[String], String, &str)> = steps
-        .iter()
-        .map(|s| (s.experiment.as_str(), s.args.as_slice(), format!("{:.3}", s.expect_s), s.state.word()))
-        .collect();
+    let plan: Vec<(&str, Vec<String>, String, &str)> =
+        steps.iter().map(|s| (s.experiment.as_str(), s.argv(), format!("{:.3}", s.expect_s), s.state.word())).collect();
     let doc = serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "mode": mode,
@@ -58,11 +56,11 @@ pub fn refusal(lab: &Lab, now: &Host, planned: &[Step], digest_now: &str) -> Opt
             match lab.steps.iter().find(|s| s.pass == 1 && s.experiment == p.experiment) {
                 None => what.push(format!("{} is planned now, and was not", p.experiment)),
                 // A step fitted to the budget runs fewer repeats by design; its other arguments still count.
-                Some(s) if s.args != p.args && s.note.is_none() => what.push(format!(
+                Some(s) if s.argv() != p.argv() && s.note.is_none() => what.push(format!(
                     "{} was planned as `{}`, now as `{}`",
                     p.experiment,
-                    s.args.join(" "),
-                    p.args.join(" ")
+                    s.argv().join(" "),
+                    p.argv().join(" ")
                 )),
                 Some(s) if s.state == StepState::Skipped && p.state != StepState::Skipped => {
                     what.push(format!("{} was skipped, and would run now", p.experiment))
@@ -131,17 +129,14 @@ fn later_step(planned: &[Step], s: &Step) -> Option<Step> {
 /// Whether first-pass step `s` is `plan` as the lab ran it: the same
 /// arguments, or fitted to the budget (an even, smaller `--repeat`, and a note).
 fn as_planned(s: &Step, plan: &Step) -> bool {
-    if s.args == plan.args {
-        return true;
-    }
-    let (Some((at, n)), Some((at_s, m))) =
-        (experiments::kit::plan::repeat_of(plan), experiments::kit::plan::repeat_of(s))
-    else {
+    if s.args != plan.args {
         return false;
-    };
-    let mut back = s.args.clone();
-    back[at_s] = n.to_string();
-    at == at_s && back == plan.args && m % 2 == 0 && (2..n).contains(&m) && s.note.is_some()
+    }
+    match (plan.repeat, s.repeat) {
+        (n, m) if n == m => true,
+        (Some(n), Some(m)) => m % 2 == 0 && (2..n).contains(&m) && s.note.is_some(),
+        _ => false,
+    }
 }
 
 /// Whether what `lab` holds is what pagelab plans, and nothing a lab.json
@@ -185,7 +180,7 @@ pub fn check_steps(lab: &Lab, planned: &[Step]) -> Result<(), String> {
             return Err(format!("step {n} ({}) names a directory the lab does not give it", s.experiment));
         }
         let runs = s.state == StepState::Planned || to_rerun(s).is_some();
-        if s.pass > 1 && runs && later_step(planned, s).is_none_or(|m| m.args != s.args) {
+        if s.pass > 1 && runs && later_step(planned, s).is_none_or(|m| m.argv() != s.argv()) {
             return Err(format!("step {n} ({}, pass {}) is not what the lab plans for it", s.experiment, s.pass));
         }
     }
@@ -274,7 +269,7 @@ fn reset_cut_steps(lab: &mut Lab, dir: &Path, planned: &[Step]) -> anyhow::Resul
             None => later_step(planned, s),
         };
         if let Some(p) = again {
-            (s.args, s.expect_s, s.note) = (p.args, p.expect_s, p.note);
+            (s.args, s.repeat, s.expect_s, s.note) = (p.args, p.repeat, p.expect_s, p.note);
         }
         r.rerun.push(format!("{} ({why})", step_name(s)));
         s.state = StepState::Planned;
@@ -365,8 +360,7 @@ mod tests {
     use super::*;
 
     fn step(e: &str, args: &[&str], state: StepState) -> Step {
-        let planned = experiments::kit::plan::step(e, args.iter().map(|s| s.to_string()).collect(), 10.0);
-        Step { state, ..planned }
+        Step { state, ..Step::from_argv(e, args.iter().map(|s| s.to_string()).collect(), 10.0) }
     }
 
     fn host() -> Host {
@@ -470,9 +464,9 @@ mod tests {
         assert!(check_steps(&bad, &skip).is_err());
         // Fitted to the budget: an even, smaller --repeat with its note.
         let mut fitted = lab.clone();
-        let (at, n) = experiments::kit::plan::repeat_of(&planned[0]).unwrap();
+        let n = experiments::kit::plan::repeat_of(&planned[0]).unwrap();
         assert!(n >= 2);
-        fitted.steps[0].args[at] = "1".into();
+        fitted.steps[0].repeat = Some(1);
         fitted.steps[0].note = Some("fewer".into());
         assert!(check_steps(&fitted, &planned).is_err(), "an odd count is no fit");
         // Figures no lab has, a pass it did not plan, a step twice.

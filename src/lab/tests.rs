@@ -15,7 +15,7 @@ fn thrash_step() -> Step {
     // 183 s then; 7.6 s fewer since wscap's memory arm (issue 57 item 1)
     // takes that much more of the same five minutes, so that the plan's
     // slack, which the tests below are about, is what it was.
-    step("thrash", args.split(' ').map(str::to_string).collect(), 183.0 - 7.6)
+    Step::from_argv("thrash", args.split(' ').map(str::to_string).collect(), 183.0 - 7.6)
 }
 
 #[test]
@@ -52,7 +52,7 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     // (its plan errs long here) goes to extra repeats.
     assert!(total > 60.0 && total < 300.0 - REPORT_RESERVE_S, "{total}");
     let heap = p.iter().find(|s| s.experiment == "heap").unwrap();
-    let h = heap.args.join(" ");
+    let h = heap.argv().join(" ");
     // 1, the cores and twice the cores: heap.growth is Table 2's step from the
     // cores to twice as many (issue 57).
     assert!(h.contains("--threads 1,2,4 "), "{h}");
@@ -62,7 +62,7 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     assert_eq!(passes_for(Some(300.0), &p), BUDGET_PASSES);
     assert_eq!(passes_for(None, &p), 1);
     let full = plan(&machine(true, false), Scale::Full, None, &[]);
-    let t = full.iter().find(|s| s.experiment == "thrash").unwrap().args.join(" ");
+    let t = full.iter().find(|s| s.experiment == "thrash").unwrap().argv().join(" ");
     // A whole Williams square on the findings' store (issue 57 item 5).
     assert!(t.contains("--backing zram --repeat 4"), "{t}");
 }
@@ -84,7 +84,7 @@ fn a_quick_lab_names_the_budget_that_holds_thrash_and_runs_it_there() {
     }
     let s = th(Some(need));
     assert_eq!(s.state, StepState::Planned);
-    let a = s.args.join(" ");
+    let a = s.argv().join(" ");
     assert!(a.contains("--preset all") && a.contains("--repeat 4") && a.contains("--backing swapfile"), "{a}");
     // Only the size and time factors change the study's presets.
     for custom in ["--consumers", "--size", "--writes", "--sleep", "--stagger", "--limit"] {
@@ -141,7 +141,7 @@ fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
     let p = plan(&machine(false, true), Scale::Quick, None, &[]);
     let w = p.iter().find(|s| s.experiment == "wscap").unwrap();
     assert_eq!(w.state, StepState::Planned);
-    assert!(w.args.join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
+    assert!(w.argv().join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
 }
 
 #[test]
@@ -149,12 +149,16 @@ fn an_extra_pass_repeats_the_same_arms() {
     let p = plan(&machine(true, false), Scale::Quick, None, &[]);
     let by = |n: &str| p.iter().find(|s| s.experiment == n).unwrap();
     let h = more_repeats(by("heap"), &["heap.concurrent_linux"], 2).unwrap();
-    assert!(h.args.join(" ").contains("--repeat 2") && h.args.join(" ").contains("--threads 1,2,4"), "{:?}", h.args);
+    assert!(
+        h.argv().join(" ").contains("--repeat 2") && h.argv().join(" ").contains("--threads 1,2,4"),
+        "{:?}",
+        h.argv()
+    );
     assert!((h.expect_s - by("heap").expect_s * 2.0 / 4.0).abs() < 1e-9);
     // thrash runs only the presets its open claims compare.
     let thrash = thrash_step();
     let t = experiments::thrash::cmd::lab_more(&thrash, &["thrash.sleep", "thrash.recovery"], 1).unwrap();
-    let a = t.args.join(" ");
+    let a = t.argv().join(" ");
     assert!(a.contains("--preset e2,e3") && a.contains("--repeat 1") && a.contains("--backing swapfile"), "{a}");
     assert!(t.expect_s < thrash.expect_s / 2.0 / 1.5, "{} vs {}", t.expect_s, thrash.expect_s);
     let s = step("x", vec![arg("--size"), arg("1MiB")], 3.0);
@@ -164,7 +168,7 @@ fn an_extra_pass_repeats_the_same_arms() {
 #[test]
 fn a_slow_machine_cuts_a_later_step_to_the_repeats_that_fit() {
     let thrash = &thrash_step();
-    let n = repeat_of(thrash).unwrap().1;
+    let n = repeat_of(thrash).unwrap();
     assert!(n > 2, "the quick thrash step has {n} repeats");
     // On pace: nothing changes.
     assert!(fit_step(thrash, 1.0, 15.0, thrash.expect_s + 15.0).is_none());
@@ -174,18 +178,18 @@ fn a_slow_machine_cuts_a_later_step_to_the_repeats_that_fit() {
     // same size, and what is left fits at that pace.
     let left = thrash.expect_s + 15.0;
     let cut = fit_step(thrash, 1.3, 15.0, left).expect("a cut");
-    let k = repeat_of(&cut).unwrap().1;
+    let k = repeat_of(&cut).unwrap();
     assert!((2..n).contains(&k) && k % 2 == 0, "{k} of {n}");
     assert!(1.3 * (cut.expect_s + 15.0) <= left || k == 2);
     assert!((cut.expect_s / k as f64 - thrash.expect_s / n as f64).abs() < 1e-9);
     assert!(cut.note.as_deref().unwrap_or("").contains("planned repeats"));
     // Far too slow: never fewer than two.
     let two = fit_step(thrash, 4.0, 15.0, 10.0).expect("a cut");
-    assert!(two.args.contains(&"2".to_string()), "{:?}", two.args);
+    assert_eq!(two.repeat, Some(2), "{:?}", two.argv());
     // A step of two repeats, or none, is left alone.
     assert!(fit_step(&two, 4.0, 15.0, 10.0).is_none());
     let mut bare = thrash.clone();
-    bare.args.retain(|a| a != "--repeat");
+    bare.repeat = None;
     assert!(fit_step(&bare, 4.0, 15.0, 10.0).is_none());
 }
 
@@ -243,7 +247,7 @@ fn every_lab_step_parses_through_the_real_command_line() {
                 let more = more_repeats(&s, &[], 2);
                 for t in std::iter::once(s.clone()).chain(cut).chain(more) {
                     let mut argv = vec!["pagelab".to_string(), t.experiment.clone()];
-                    argv.extend(t.args.iter().cloned());
+                    argv.extend(t.argv());
                     argv.extend(["--out".to_string(), "/nonexistent/lab/step".to_string()]);
                     match crate::cli::command().try_get_matches_from(&argv) {
                         Ok(m) => assert_eq!(m.subcommand_name(), Some(t.experiment.as_str()), "{argv:?}"),
@@ -270,7 +274,7 @@ fn a_later_pass_of_thrash_never_runs_three_presets() {
     // carryover in the paired ratio; three (e1, e2, e3: e2 always in the
     // middle) would cancel it neither there nor in the fit, so all four run
     // in whole Williams squares (issue 57 item 5).
-    let args = |s: &Step| s.args.join(" ");
+    let args = |s: &Step| s.argv().join(" ");
     let two = experiments::thrash::cmd::lab_more(&thrash_step(), &["thrash.sleep"], 3).unwrap();
     assert!(args(&two).contains("--preset e2,e3 ") && args(&two).contains("--repeat 3"), "{}", args(&two));
     let three = experiments::thrash::cmd::lab_more(&thrash_step(), &["thrash.writes", "thrash.sleep"], 3).unwrap();

@@ -57,10 +57,41 @@ impl StepState {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+/// A lab's step: an experiment's command, with its `--repeat` typed (what
+/// a later pass, the budget's fit, a resume and the lab's simulation read
+/// and change); lab.json keeps it as [`StepFile`], its whole command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StepFile", into = "StepFile")]
 pub struct Step {
     pub experiment: String,
-    /// The arguments after `pagelab <experiment>` (without --out).
+    /// The arguments after `pagelab <experiment>` but `--repeat` (without --out).
+    pub args: Vec<String>,
+    /// `--repeat N`: the step's repeats, where it takes any.
+    pub repeat: Option<u32>,
+    /// The plan's estimate of the wall time, seconds.
+    pub expect_s: f64,
+    pub state: StepState,
+    /// Why it was skipped, failed or interrupted; or what ran only in part.
+    pub reason: Option<String>,
+    /// Wall time, seconds.
+    pub seconds: Option<f64>,
+    /// The run directory, relative to the lab directory.
+    pub dir: Option<PathBuf>,
+    pub exit_code: Option<i32>,
+    /// What ran only in part on this machine, and why (e.g. no store without root).
+    pub note: Option<String>,
+    /// The lab's pass it belongs to: 1, the plan; 2 and on, the extra repeats a
+    /// budget bought for findings the first pass left inconclusive.
+    pub pass: u32,
+}
+
+/// A step as lab.json keeps it: its whole command line after `pagelab
+/// <experiment>`, the repeats among them (the lab's `Step` types them).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "Step")]
+pub struct StepFile {
+    pub experiment: String,
+    /// The arguments after `pagelab <experiment>` (without --out), `--repeat N` among them.
     pub args: Vec<String>,
     /// The plan's estimate of the wall time, seconds.
     pub expect_s: f64,
@@ -84,6 +115,98 @@ pub struct Step {
     #[serde(default = "first_pass", skip_serializing_if = "is_first_pass")]
     #[schemars(range(min = 1))]
     pub pass: u32,
+}
+
+impl Step {
+    /// A planned step: `experiment`'s `args` (without `--repeat`) and its
+    /// repeats, expected to take `expect_s` seconds.
+    pub fn planned(experiment: &str, args: Vec<String>, repeat: Option<u32>, expect_s: f64) -> Step {
+        Step {
+            experiment: experiment.into(),
+            args,
+            repeat,
+            expect_s,
+            state: StepState::Planned,
+            reason: None,
+            seconds: None,
+            dir: None,
+            exit_code: None,
+            note: None,
+            pass: 1,
+        }
+    }
+
+    /// A planned step from an experiment's whole command line (`argv` after
+    /// `pagelab <experiment>`): its `--repeat N`, where it has one with a
+    /// count, typed. The edge where a command line becomes a step (lab.json,
+    /// tests).
+    pub fn from_argv(experiment: &str, argv: Vec<String>, expect_s: f64) -> Step {
+        Step::from(StepFile::from(Step::planned(experiment, argv, None, expect_s)))
+    }
+
+    /// Its whole command line after `pagelab <experiment>` (without --out):
+    /// the arguments, then `--repeat N`.
+    pub fn argv(&self) -> Vec<String> {
+        let mut v = self.args.clone();
+        if let Some(n) = self.repeat {
+            v.extend(["--repeat".to_string(), n.to_string()]);
+        }
+        v
+    }
+}
+
+impl From<StepFile> for Step {
+    fn from(f: StepFile) -> Step {
+        let mut args = f.args;
+        let at = args
+            .iter()
+            .position(|a| a == "--repeat")
+            .filter(|&i| args.get(i + 1).is_some_and(|n| n.parse::<u32>().is_ok()));
+        let repeat = at.map(|i| {
+            let n = args[i + 1].parse().expect("checked above");
+            args.drain(i..i + 2);
+            n
+        });
+        Step {
+            experiment: f.experiment,
+            args,
+            repeat,
+            expect_s: f.expect_s,
+            state: f.state,
+            reason: f.reason,
+            seconds: f.seconds,
+            dir: f.dir,
+            exit_code: f.exit_code,
+            note: f.note,
+            pass: f.pass,
+        }
+    }
+}
+
+impl From<Step> for StepFile {
+    fn from(s: Step) -> StepFile {
+        StepFile {
+            args: s.argv(),
+            experiment: s.experiment,
+            expect_s: s.expect_s,
+            state: s.state,
+            reason: s.reason,
+            seconds: s.seconds,
+            dir: s.dir,
+            exit_code: s.exit_code,
+            note: s.note,
+            pass: s.pass,
+        }
+    }
+}
+
+impl schemars::JsonSchema for Step {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        StepFile::schema_name()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        StepFile::json_schema(g)
+    }
 }
 
 fn first_pass() -> u32 {
@@ -305,5 +428,29 @@ impl Lab {
     /// Writes lab.json atomically (a rename), so a reader never sees half a file.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         record::safe::write(&dir.join(FILE), &serde_json::to_vec_pretty(self)?)
+    }
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::*;
+
+    /// lab.json's command line becomes a typed count as it is read (wherever
+    /// `--repeat` stood) and is written back whole; a `--repeat` without a
+    /// count stays an argument (the command refuses it, not the reader).
+    #[test]
+    fn a_steps_repeat_is_typed_at_the_files_edge() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = Step::from_argv("eat", argv(&["--size", "64MiB", "--repeat", "8", "--backing", "none"]), 1.0);
+        assert_eq!((s.args.clone(), s.repeat), (argv(&["--size", "64MiB", "--backing", "none"]), Some(8)));
+        assert_eq!(s.argv(), argv(&["--size", "64MiB", "--backing", "none", "--repeat", "8"]));
+        let text = serde_json::to_string(&s).unwrap();
+        let back: Step = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["args"], serde_json::json!(s.argv()));
+        assert!(v.get("repeat").is_none(), "lab.json keeps the command line, not a second count");
+        let odd = Step::from_argv("eat", argv(&["--repeat", "many"]), 1.0);
+        assert_eq!((odd.args, odd.repeat), (argv(&["--repeat", "many"]), None));
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::assess::work::AssessConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
 use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use clap::Args;
@@ -148,7 +148,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Smoke => ("500ms", "500ms,1s", 1.0, 2),
     };
     let mut args = vec![arg("--synthetic"), mib(size), arg("--hot"), arg("25%"), arg("--warmup"), arg(warmup)];
-    args.extend([arg("--windows"), arg(windows), arg("--repeat"), rep.to_string()]);
+    args.extend([arg("--windows"), arg(windows)]);
     // A repeat is its longest window and a fill: 10.8 s for three repeats
     // of 64 MiB with a 3 s window on the 2-vCPU VM (Intel, 2026-11-26).
     let mut expect = 2.0 + rep as f64 * (last + (size / MIB) as f64 * 0.01);
@@ -156,7 +156,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         args.extend([arg("--trim"), arg("auto"), arg("--duration"), arg("30s")]);
         expect += 32.0;
     }
-    step("assess", args, expect)
+    repeated("assess", args, rep, expect)
 }
 
 // Its command-line arguments (its subcommand, under its name in `crate::ALL`).

@@ -3,7 +3,7 @@
 
 use crate::eat::work::EatConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
 use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
@@ -142,7 +142,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Full => 3,
     };
     let compressors = if full && m.root { 3.0 } else { 1.0 };
-    let mut eat_args = vec![arg("--size"), mib(eat_size), arg("--repeat"), eat_repeat.to_string()];
+    let mut eat_args = vec![arg("--size"), mib(eat_size)];
     if full && m.root {
         eat_args.extend([arg("--compressor"), arg("all")]);
     }
@@ -162,7 +162,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // repeat at 128 MiB on the 2-vCPU VM (Intel, 2026-11-26); planned at
     // twice that.
     let eat_expect = 2.0 + 4.0 * eat_repeat as f64 * compressors * (0.1 + (eat_size / MIB) as f64 * 0.005);
-    let mut e = step("eat", eat_args, eat_expect);
+    let mut e = repeated("eat", eat_args, eat_repeat, eat_expect);
     e.note = eat_note;
     e
 }

@@ -3,7 +3,7 @@
 
 use crate::heap::work::HeapConfig;
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{Machine, Scale, arg, list, step};
+use crate::kit::plan::{Machine, Scale, arg, list, repeated};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -239,8 +239,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let calls = ops as f64 + procs * 300_000.0;
     let speed_expect =
         1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
-    let mut args =
-        vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string(), arg("--repeat"), hrep.to_string()];
+    let mut args = vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string()];
     // Memory over time: the quick lab's short version at the core count (the
     // allocators at their defaults and glibc with malloc_trim, which the
     // findings compare); the full lab's at 1 and 4 threads, two patterns, and
@@ -257,7 +256,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // Measured here: a worker takes its churn and idle plus about 0.15 s and
     // 1 ms per MiB of live size (start, grow, shrink).
     let ot_expect = workers * (churn + idle + 0.15 + live / 1000.0);
-    step("heap", args, speed_expect + ot_expect)
+    repeated("heap", args, hrep, speed_expect + ot_expect)
 }
 
 /// The lab's `--over-time` flags.

@@ -4,7 +4,7 @@
 use crate::jank::results::{Config, JankResult};
 use crate::jank::work::{Arm, JankConfig, Store};
 use crate::kit::cli::{RunArgs, SwapfileArgs};
-use crate::kit::plan::{Machine, Scale, arg, skip, step};
+use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::thrash::work::{AfterLoad, PlanExt, ThrashConfig};
@@ -312,11 +312,7 @@ fn per_run(n: f64, time_scale: f64) -> f64 {
 /// CPU-only control, four repeats (one Williams square).
 pub fn budgeted() -> Step {
     let (arms, rep, ts) = ("zram:lz4,zswap,swapfile,cpu-only", 4u32, 0.02);
-    step(
-        "jank",
-        vec![arg("--arms"), arg(arms), arg("--time-scale"), ts.to_string(), arg("--repeat"), rep.to_string()],
-        expect_s(4, 25.0, ts, rep),
-    )
+    repeated("jank", vec![arg("--arms"), arg(arms), arg("--time-scale"), ts.to_string()], rep, expect_s(4, 25.0, ts, rep))
 }
 
 /// Whether a lab step with these arguments judges finding `id`: it runs
@@ -360,7 +356,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         },
         Scale::Full => {
             let (rep, ts) = (4u32, 0.05);
-            step(
+            repeated(
                 "jank",
                 vec![
                     arg("--arms"),
@@ -369,9 +365,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
                     arg("0.1"),
                     arg("--time-scale"),
                     ts.to_string(),
-                    arg("--repeat"),
-                    rep.to_string(),
                 ],
+                rep,
                 expect_s(4, 25.0, ts, rep),
             )
         }
@@ -379,18 +374,10 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         // of the times, once, on a swap file and the CPU-only control: the
         // step and every part of its report (outside the protocol: four
         // consumers are not the study's 25).
-        Scale::Smoke => step(
+        Scale::Smoke => repeated(
             "jank",
-            vec![
-                arg("--arms"),
-                arg("swapfile,cpu-only"),
-                arg("--consumers"),
-                arg("4"),
-                arg("--time-scale"),
-                arg("0.01"),
-                arg("--repeat"),
-                arg("1"),
-            ],
+            vec![arg("--arms"), arg("swapfile,cpu-only"), arg("--consumers"), arg("4"), arg("--time-scale"), arg("0.01")],
+            1,
             // Both runs took 20.2 s together on the 2-vCPU VM (2026-11-29):
             // four consumers never hold the watch open.
             2.0 * 10.5,

@@ -78,20 +78,16 @@ pub fn list<T: ToString>(v: &[T]) -> String {
     v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// A planned step.
+/// A planned step that takes no `--repeat` (or whose repeats are no lab's
+/// to change).
 pub fn step(experiment: &str, args: Vec<String>, expect_s: f64) -> Step {
-    Step {
-        experiment: experiment.into(),
-        args,
-        expect_s,
-        state: StepState::Planned,
-        reason: None,
-        seconds: None,
-        dir: None,
-        exit_code: None,
-        note: None,
-        pass: 1,
-    }
+    Step::planned(experiment, args, None, expect_s)
+}
+
+/// A planned step of `repeat` repeats (`--repeat`, typed: what a later
+/// pass, the budget's fit and the lab's simulation read and change).
+pub fn repeated(experiment: &str, args: Vec<String>, repeat: u32, expect_s: f64) -> Step {
+    Step::planned(experiment, args, Some(repeat), expect_s)
 }
 
 /// A step that cannot run here, and why.
@@ -110,17 +106,12 @@ pub fn arg(x: &str) -> String {
 /// `k` more repeats of a first pass's step: the same arms with `--repeat k`,
 /// its estimate scaled from the first pass's.
 pub fn more_repeats(first: &Step, _claims: &[&str], k: u32) -> Option<Step> {
-    let (at, n) = repeat_of(first).filter(|r| r.1 >= 1)?;
-    let mut s = step(&first.experiment, first.args.clone(), first.expect_s * k as f64 / n as f64);
-    s.args[at] = k.to_string();
-    Some(s)
+    let n = repeat_of(first).filter(|&n| n >= 1)?;
+    Some(repeated(&first.experiment, first.args.clone(), k, first.expect_s * k as f64 / n as f64))
 }
 
-/// A step's `--repeat`: where its value is among the arguments, and the
-/// count. None for a step without one (or whose value is not a count). The
-/// one place a step's repeats are read (the planner, the pacing, the
-/// simulated labs).
-pub fn repeat_of(s: &Step) -> Option<(usize, u32)> {
-    let at = s.args.iter().position(|a| a == "--repeat")? + 1;
-    Some((at, s.args.get(at)?.parse().ok()?))
+/// A step's repeats (its `--repeat`); None for a step without one. The
+/// planner, the pacing and the simulated labs read them here.
+pub fn repeat_of(s: &Step) -> Option<u32> {
+    s.repeat
 }

@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -120,8 +120,6 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         iters.to_string(),
         arg("--warmup"),
         warm.to_string(),
-        arg("--repeat"),
-        reps.to_string(),
     ];
     // The quick lab runs only the methods its findings compare; the full lab
     // all seven, for the tables.
@@ -134,9 +132,10 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // Each method a fresh worker: 7.8 s for 4 repeats of seven methods at
     // 128 MiB on the 2-vCPU VM (Intel, 2026-11-26); planned at 1.3 times that.
     let per_method = 5.0 / 7.0;
-    step(
+    repeated(
         "mapping",
         args,
+        reps,
         1.0 + per_method
             * methods as f64
             * reps as f64

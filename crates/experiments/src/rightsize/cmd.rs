@@ -2,7 +2,7 @@
 //! the run directory and the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{Machine, Scale, arg, skip, step};
+use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
@@ -383,13 +383,12 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
             "50%",
             "--runs",
             "10",
-            "--repeat",
-            "2",
             "--insist",
             "--time-cap",
             "3",
         ];
-        step("rightsize", args.iter().map(|a| arg(a)).collect(), 20.0)
+        // `--repeat`: the pairs of a look.
+        repeated("rightsize", args.iter().map(|a| arg(a)).collect(), 2, 20.0)
     } else {
         let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "20%", "--budget", "4m"];
         step("rightsize", args.iter().map(|a| arg(a)).collect(), 240.0)

@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs};
-use crate::kit::plan::{MIB, Machine, Scale, arg, skip, step};
+use crate::kit::plan::{MIB, Machine, Scale, arg, repeated, skip, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -100,6 +100,11 @@ struct StepArgs {
 }
 
 impl StepArgs {
+    /// The lab's step of these arguments, planned at `expect_s`.
+    fn step(&self, expect_s: f64) -> Step {
+        repeated("thrash", self.argv(), self.repeat, expect_s)
+    }
+
     fn argv(&self) -> Vec<String> {
         let mut v = vec![arg("--preset"), arg(self.presets), arg("--scale"), self.scale.to_string()];
         if let Some(t) = self.time_scale {
@@ -108,7 +113,7 @@ impl StepArgs {
         if let Some(n) = self.consumers {
             v.extend([arg("--consumers"), n.to_string()]);
         }
-        v.extend([arg("--backing"), arg(self.backing), arg("--repeat"), self.repeat.to_string()]);
+        v.extend([arg("--backing"), arg(self.backing)]);
         v
     }
 }
@@ -145,7 +150,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         // the findings read only the first store, so they had two repeats,
         // and two rounds of four presets do not identify the carryover.
         let args = StepArgs { presets: "all", scale, time_scale: None, consumers: None, backing: "zram", repeat: 4 };
-        step("thrash", args.argv(), 4.0 * (3.0 * per(30.0) + per(1.0)))
+        args.step(4.0 * (3.0 * per(30.0) + per(1.0)))
     } else {
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
         // the times, once, for e2: the step and every part of its report.
@@ -161,7 +166,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         // Per run: the baseline, the recovery's watch, the plan, setup.
         let per = |tc: f64| 14.0 + (2.0 * n as f64 * tc + 10.0) * time_scale;
         let args = StepArgs { presets: "e2", scale, time_scale: Some(time_scale), consumers: Some(n), backing: "swapfile", repeat: rep };
-        step("thrash", args.argv(), rep as f64 * per(30.0))
+        args.step(rep as f64 * per(30.0))
     }
 }
 
@@ -183,7 +188,7 @@ pub fn budgeted() -> Step {
     let (n, scale, time_scale, rep) = (25.0, 0.02, 0.05, 4u32);
     let per = |tc: f64| (2.0 * n * tc + 10.0) * time_scale + 12.0;
     let args = StepArgs { presets: "all", scale, time_scale: Some(time_scale), consumers: None, backing: "swapfile", repeat: rep };
-    step("thrash", args.argv(), rep as f64 * (3.0 * per(30.0) + per(1.0)))
+    args.step(rep as f64 * (3.0 * per(30.0) + per(1.0)))
 }
 
 /// The least `lab --budget` that lets thrash into a quick lab: its step

@@ -2,7 +2,7 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{Machine, Scale, arg, skip, step};
+use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{Doc, ExperimentRun, conclude};
 use crate::kit::units;
@@ -179,8 +179,6 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         arg(cap),
         arg("--duration"),
         format!("{dur}s"),
-        arg("--repeat"),
-        rep.to_string(),
     ];
     let mut modes = 6.0;
     let mut w_note = None;
@@ -197,11 +195,11 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         // The memory arm (--memory-store auto: a swap file beside zram): two
         // more modes per repeat, at most 1 s each, and the swap file's setup.
         let memory_arm = 2.0 * rep as f64 * (f64::min(dur, 1.0) + WSCAP_MODE_OVERHEAD_S) + 1.0;
-        Some(step("wscap", w_args, 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S) + memory_arm))
+        Some(repeated("wscap", w_args, rep, 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S) + memory_arm))
     } else if m.swap_active {
         w_args.extend([arg("--backing"), arg("existing"), arg("--modes"), arg("none,periodic-pageout,periodic-cold")]);
         w_note = Some("the cap modes need a memory cgroup, which needs root: only the periodic modes ran".into());
-        Some(step("wscap", w_args, 1.0 + 3.0 * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S)))
+        Some(repeated("wscap", w_args, rep, 1.0 + 3.0 * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S)))
     } else {
         None
     };

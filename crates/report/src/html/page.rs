@@ -266,7 +266,7 @@ fn section_html(o: &mut String, s: &Section, lab: Option<&Lab>) {
             o,
             "<p class=\"muted\">Command: <code>pagelab {} {}</code>{}</p>",
             esc(&step.experiment),
-            esc(&step.args.join(" ")),
+            esc(&step.argv().join(" ")),
             s.seconds.map(|x| format!("; took {}", fmt_secs(x))).unwrap_or_default()
         );
     }
