@@ -169,7 +169,8 @@ fn main() {
     if let Cmd::HotCold { hot, cold, passes } = cli.command {
         // A plain program (rightsize's known target): no handlers, no journal.
         let h = experiments::rightsize::work::hotcold::HotCold { hot, cold, passes };
-        if let Err(e) = experiments::rightsize::work::hotcold::run(&h) {
+        // The program's one reader of its own /proc/self: its edge.
+        if let Err(e) = experiments::rightsize::work::hotcold::run(&h, &mut probe::Probe::default()) {
             eprintln!("pagelab __hotcold: {e}");
             std::process::exit(1);
         }

@@ -55,8 +55,10 @@ sandbox::commands! {
     }
 }
 
-fn self_status() -> serde_json::Value {
-    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default();
+/// The worker's own memory, read through its probe; a status that cannot be
+/// read gives nulls, never zeros.
+fn self_status(io: &mut WorkerIo) -> serde_json::Value {
+    let s = io.probe().pid_status(std::process::id() as i32).ok().flatten().unwrap_or_default();
     json!({"rss_bytes": s.vm_rss, "swap_bytes": s.vm_swap, "hwm_bytes": s.vm_hwm})
 }
 
@@ -74,7 +76,8 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
         chunk[0] = (i as u8) | 1;
     }
     io.emit(EventKind::PhaseEnd, "touch", json!({}));
-    io.emit(EventKind::Ready, "", self_status());
+    let st = self_status(io);
+    io.emit(EventKind::Ready, "", st);
     while let Some(c) = io.command::<HoldCommand>() {
         match c? {
             HoldCommand::Touch(_) => {
@@ -82,9 +85,13 @@ fn hold(io: &mut WorkerIo, args: &[String]) -> Result<(), String> {
                 for chunk in m.as_slice().chunks(page) {
                     sum = sum.wrapping_add(chunk[0] as u64);
                 }
-                io.reply::<Touch>(&json!({"sum": sum, "status": self_status()}));
+                let st = self_status(io);
+                io.reply::<Touch>(&json!({"sum": sum, "status": st}));
             }
-            HoldCommand::Status(_) => io.reply::<Status>(&self_status()),
+            HoldCommand::Status(_) => {
+                let st = self_status(io);
+                io.reply::<Status>(&st)
+            }
             HoldCommand::Exit(_) => break,
         }
     }

@@ -131,3 +131,64 @@ pub fn parse_smaps_rollup(text: &str) -> Result<SmapsRollup, ParseError> {
     }
     Ok(SmapsRollup(map))
 }
+
+/// A process's `statm`, held open and read again with `pread` into a buffer
+/// on the stack: after [`crate::Probe::open_statm`] a reading allocates
+/// nothing (heap's sampler reads it beside the allocators it measures).
+#[derive(Debug)]
+pub struct Statm {
+    file: std::fs::File,
+    page: u64,
+}
+
+impl Statm {
+    pub(crate) fn open(path: &std::path::Path) -> std::io::Result<Statm> {
+        Ok(Statm { file: std::fs::File::open(path)?, page: crate::environment::page_size() })
+    }
+
+    /// Anonymous resident memory, bytes (resident − shared pages); none
+    /// when the file cannot be read or parsed (unknown, never 0).
+    pub fn anon_bytes(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 256];
+        let n = self.file.read_at(&mut buf, 0).ok()?;
+        let (resident, shared) = parse_statm(std::str::from_utf8(&buf[..n]).ok()?)?;
+        Some(resident.saturating_sub(shared) * self.page)
+    }
+}
+
+/// statm's resident and shared pages (its second and third fields).
+pub fn parse_statm(text: &str) -> Option<(u64, u64)> {
+    let mut it = text.split_ascii_whitespace().skip(1);
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+#[cfg(test)]
+mod statm_tests {
+    use super::*;
+
+    #[test]
+    fn statm_gives_resident_and_shared_or_nothing() {
+        assert_eq!(parse_statm("5012 1204 801 200 0 1500 0\n"), Some((1204, 801)));
+        assert_eq!(parse_statm("5012 1204"), None);
+        assert_eq!(parse_statm("5012 x 801"), None);
+        assert_eq!(parse_statm(""), None);
+    }
+
+    #[test]
+    fn a_statm_is_read_through_the_probes_roots() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
+        std::fs::write(d.path().join("proc/self/statm"), "100 30 10 1 0 20 0\n").unwrap();
+        let p = crate::Probe::new(crate::Roots::under(d.path()));
+        let s = p.open_statm(None).unwrap();
+        assert_eq!(s.anon_bytes(), Some(20 * crate::environment::page_size()));
+        // Read again (pread at 0), as the file changes under it.
+        std::fs::write(d.path().join("proc/self/statm"), "100 31 10 1 0 20 0\n").unwrap();
+        assert_eq!(s.anon_bytes(), Some(21 * crate::environment::page_size()));
+        std::fs::write(d.path().join("proc/self/statm"), "garbage\n").unwrap();
+        assert_eq!(s.anon_bytes(), None, "unparsed is unknown, not 0");
+        let empty = tempfile::tempdir().unwrap();
+        assert!(crate::Probe::new(crate::Roots::under(empty.path())).open_statm(None).is_err());
+    }
+}

@@ -130,6 +130,12 @@ impl Probe {
     pub fn pid_status(&mut self, pid: i32) -> Result<Option<pid::PidStatus>, ProbeError> {
         read_parse(&self.proc(&format!("{pid}/status")), &mut self.buf, pid::parse_status)
     }
+    /// `pid`'s statm (this process's, `self`, for none), held open for
+    /// readings that allocate nothing ([`pid::Statm`]).
+    pub fn open_statm(&self, pid: Option<i32>) -> std::io::Result<pid::Statm> {
+        let who = pid.map_or_else(|| "self".to_string(), |p| p.to_string());
+        pid::Statm::open(&self.proc(&format!("{who}/statm")))
+    }
     pub fn pid_stat(&mut self, pid: i32) -> Result<Option<pid::PidStat>, ProbeError> {
         read_parse(&self.proc(&format!("{pid}/stat")), &mut self.buf, pid::parse_stat)
     }

@@ -113,7 +113,15 @@ pub fn active() -> Vec<probe::swaps::SwapArea> {
 /// left by a dead run): the user's own swap, on this machine (a command's
 /// edge; a run reads it through its sandbox: `Sandbox::user_swaps`).
 pub fn user_areas() -> Vec<probe::swaps::SwapArea> {
-    user_areas_in(&mut probe::Probe::default(), &[crate::journal::dir()])
+    user_areas_of(&mut probe::Probe::default())
+}
+
+/// The active swap areas `p` reads that no pagelab journal made: on the
+/// machine's own tree, every run's journals' (wherever they are kept);
+/// on another tree (a fake one in tests), every area it lists.
+pub fn user_areas_of(p: &mut probe::Probe) -> Vec<probe::swaps::SwapArea> {
+    let journals = if *p.roots() == probe::Roots::default() { vec![crate::journal::dir()] } else { vec![] };
+    user_areas_in(p, &journals)
 }
 
 /// The active swap areas `p` reads that no journal in the directories

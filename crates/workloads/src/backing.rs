@@ -131,10 +131,10 @@ impl Backing {
 /// (/proc/crypto) plus compression modules installed for this kernel, which it
 /// loads on demand. The kernel's answer to the write of `compressor` is the final
 /// check. (zram's list is no guide: since Linux 6.12 zram has its own backends.)
-pub fn zswap_compressors() -> Vec<String> {
-    let mut v = crypto_compressors();
-    let release = probe::Probe::default().kernel_release();
-    let dir = Path::new("/lib/modules").join(release).join("kernel/crypto");
+pub fn zswap_compressors(p: &mut probe::Probe) -> Vec<String> {
+    let mut v = crypto_compressors(p);
+    let release = p.kernel_release();
+    let dir = p.roots().rebase("/lib/modules").join(release).join("kernel/crypto");
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         let stem = name.split(".ko").next().unwrap_or("").to_string();
@@ -147,34 +147,36 @@ pub fn zswap_compressors() -> Vec<String> {
 }
 
 /// Compression algorithms the kernel's crypto API has loaded (/proc/crypto).
-pub fn crypto_compressors() -> Vec<String> {
-    let mut v = probe::Probe::default().crypto_compressors();
+pub fn crypto_compressors(p: &mut probe::Probe) -> Vec<String> {
+    let mut v = p.crypto_compressors();
     v.sort();
     v
 }
 
-/// Algorithms `--compressor all` means for a backing.
-pub fn all_compressors(kind: BackingKind) -> Vec<String> {
+/// Algorithms `--compressor all` means for a backing, on the machine `p` reads.
+pub fn all_compressors(kind: BackingKind, p: &mut probe::Probe) -> Vec<String> {
     match kind {
-        BackingKind::Zswap => zswap_compressors(),
-        _ => sandbox::zram::algorithms(Path::new("/sys")).unwrap_or_default(),
+        BackingKind::Zswap => zswap_compressors(p),
+        _ => sandbox::zram::algorithms(&p.roots().sys).unwrap_or_default(),
     }
 }
 
-fn active_areas() -> Vec<String> {
-    sandbox::swap::active().into_iter().map(|a| format!("{} ({}, prio {})", a.filename, a.kind, a.priority)).collect()
+fn active_areas(p: &mut probe::Probe) -> Vec<String> {
+    let areas = p.swaps().ok().flatten().unwrap_or_default();
+    areas.into_iter().map(|a| format!("{} ({}, prio {})", a.filename, a.kind, a.priority)).collect()
 }
 
-/// Resolves `auto` without changing anything.
-pub fn resolve(kind: BackingKind) -> BackingKind {
+/// Resolves `auto` without changing anything, on the machine `p` reads (the
+/// host's at a command's edge, a fake tree in tests).
+pub fn resolve(kind: BackingKind, p: &mut probe::Probe) -> BackingKind {
     if kind != BackingKind::Auto {
         return kind;
     }
     // Another pagelab run's store is not the user's swap (that run holds the run
     // lock; this one waits for it, and its store is gone by then).
-    if !sandbox::swap::user_areas().is_empty() {
+    if !sandbox::swap::user_areas_of(p).is_empty() {
         BackingKind::Existing
-    } else if privilege::is_root() && sandbox::zram::can_add(Path::new("/sys")) {
+    } else if privilege::is_root() && sandbox::zram::can_add(&p.roots().sys) {
         BackingKind::Zram
     } else {
         BackingKind::None
@@ -182,12 +184,17 @@ pub fn resolve(kind: BackingKind) -> BackingKind {
 }
 
 /// Checks a request, with the directory a swap file would go in, without
-/// changing anything.
-pub fn validate_with_dir(kind: BackingKind, compressor: Option<&str>, swapfile_dir: &Path) -> Result<(), SandboxError> {
-    validate(kind, compressor)?;
-    let needs_file = match resolve(kind) {
+/// changing anything, on the machine `p` reads.
+pub fn validate_with_dir(
+    kind: BackingKind,
+    compressor: Option<&str>,
+    swapfile_dir: &Path,
+    p: &mut probe::Probe,
+) -> Result<(), SandboxError> {
+    validate(kind, compressor, p)?;
+    let needs_file = match resolve(kind, p) {
         BackingKind::Swapfile => true,
-        BackingKind::Zswap => sandbox::swap::user_areas().is_empty(),
+        BackingKind::Zswap => sandbox::swap::user_areas_of(p).is_empty(),
         _ => false,
     };
     if needs_file {
@@ -196,12 +203,13 @@ pub fn validate_with_dir(kind: BackingKind, compressor: Option<&str>, swapfile_d
     Ok(())
 }
 
-/// Checks a request without changing anything (so bad input exits before any change).
-pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), SandboxError> {
-    let kind = resolve(kind);
+/// Checks a request without changing anything (so bad input exits before any
+/// change), on the machine `p` reads.
+pub fn validate(kind: BackingKind, compressor: Option<&str>, p: &mut probe::Probe) -> Result<(), SandboxError> {
+    let kind = resolve(kind, p);
     match (kind, compressor) {
         (BackingKind::Zram, Some(c)) => {
-            let algs = sandbox::zram::algorithms(Path::new("/sys")).unwrap_or_default();
+            let algs = sandbox::zram::algorithms(&p.roots().sys).unwrap_or_default();
             if !algs.is_empty() && !algs.iter().any(|a| a == c) {
                 return Err(SandboxError::Invalid(format!(
                     "--compressor {c}: unknown zram algorithm; this kernel offers {}",
@@ -210,7 +218,7 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), Sandb
             }
         }
         (BackingKind::Zswap, Some(c)) => {
-            let algs = zswap_compressors();
+            let algs = zswap_compressors(p);
             if !algs.iter().any(|a| a == c) {
                 return Err(SandboxError::Invalid(format!(
                     "--compressor {c}: unknown zswap compressor; this kernel offers {}",
@@ -225,8 +233,8 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>) -> Result<(), Sandb
         }
         _ => {}
     }
-    if kind == BackingKind::Existing && sandbox::swap::user_areas().is_empty() {
-        let why = if sandbox::swap::active().is_empty() {
+    if kind == BackingKind::Existing && sandbox::swap::user_areas_of(p).is_empty() {
+        let why = if p.swaps().ok().flatten().unwrap_or_default().is_empty() {
             "no swap is active on this machine"
         } else {
             "the only active swap is another pagelab run's store, which is not this run's to use"
@@ -263,7 +271,7 @@ pub fn setup(
     capacity: u64,
     swapfile_dir: &Path,
 ) -> Result<Backing, SandboxError> {
-    let kind = resolve(kind);
+    let kind = resolve(kind, &mut sb.probe());
     let mut b = Backing::default();
     let page = probe::environment::page_size();
     // Room for the data plus a margin, rounded to pages.
@@ -315,7 +323,7 @@ pub fn setup(
             b.kind = BackingKind::None;
         }
     }
-    b.swap_areas = active_areas();
+    b.swap_areas = active_areas(&mut sb.probe());
     Ok(b)
 }
 
@@ -335,5 +343,34 @@ mod kind_tests {
         assert_eq!(BackingKind::parse("Zram"), None);
         let e = serde_json::from_str::<BackingKind>("\"disk\"").unwrap_err().to_string();
         assert!(e.contains("unknown backing 'disk': expected auto, zram"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod seam_tests {
+    use super::*;
+
+    /// `auto` and `existing` are decided on the machine the probe reads, not
+    /// the host's: a fake tree whose /proc/swaps lists the user's partition
+    /// resolves `auto` to it (the host here has no swap, so its answer
+    /// would be zram or none), and one that lists nothing refuses `existing`
+    /// with why; zram's algorithms come from the tree's /sys.
+    #[test]
+    fn auto_and_existing_are_read_from_the_machine_given() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::create_dir_all(d.path().join("sys/block/zram0")).unwrap();
+        std::fs::write(d.path().join("sys/block/zram0/comp_algorithm"), "lzo [lz4] zstd\n").unwrap();
+        let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
+        std::fs::write(d.path().join("proc/swaps"), header).unwrap();
+        let mut p = probe::Probe::new(probe::Roots::under(d.path()));
+        let e = validate(BackingKind::Existing, None, &mut p).unwrap_err().to_string();
+        assert!(e.contains("--backing existing: no swap is active on this machine"), "{e}");
+        std::fs::write(d.path().join("proc/swaps"), format!("{header}/dev/vdb2   partition\t1048572\t0\t-2\n"))
+            .unwrap();
+        assert_eq!(resolve(BackingKind::Auto, &mut p), BackingKind::Existing);
+        validate(BackingKind::Existing, None, &mut p).unwrap();
+        let mut zram = probe::Probe::new(probe::Roots::under(d.path()));
+        assert_eq!(all_compressors(BackingKind::Zram, &mut zram), ["lzo", "lz4", "zstd"]);
     }
 }

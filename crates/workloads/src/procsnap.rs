@@ -13,12 +13,9 @@ pub struct ProcSnap {
 }
 
 impl ProcSnap {
-    /// The process now; none when it cannot be read: gone, or a zombie
-    /// (whose status has no memory lines). Unknown is not zero faults.
-    pub fn of(pid: i32) -> Option<ProcSnap> {
-        ProcSnap::read(&mut probe::Probe::default(), pid)
-    }
-    /// [`ProcSnap::of`], through `p` (its roots a fake tree in tests).
+    /// The process now, read through `p` (the machine's, or a fake tree in
+    /// tests); none when it cannot be read: gone, or a zombie (whose status
+    /// has no memory lines). Unknown is not zero faults.
     pub fn read(p: &mut probe::Probe, pid: i32) -> Option<ProcSnap> {
         let st = p.pid_stat(pid).ok().flatten()?;
         let s = p.pid_status(pid).ok().flatten()?;
@@ -30,10 +27,6 @@ impl ProcSnap {
             anon_bytes: s.rss_anon?,
             swap_bytes: s.vm_swap?,
         })
-    }
-    /// This process now (none only where /proc cannot be read).
-    pub fn own() -> Option<ProcSnap> {
-        ProcSnap::of(std::process::id() as i32)
     }
 }
 
@@ -59,11 +52,11 @@ mod tests {
     /// A live process reads; one that is gone is unknown, not zeros.
     #[test]
     fn a_gone_process_is_none() {
-        let me = ProcSnap::own().expect("this process");
+        let me = ProcSnap::read(&mut probe::Probe::default(), std::process::id() as i32).expect("this process");
         assert!(me.rss_bytes > 0 && me.minflt > 0, "{me:?}");
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as i32;
         child.wait().unwrap();
-        assert_eq!(ProcSnap::of(pid), None, "pid {pid} was reaped");
+        assert_eq!(ProcSnap::read(&mut probe::Probe::default(), pid), None, "pid {pid} was reaped");
     }
 }

@@ -12,10 +12,12 @@ use report::lab::Step;
 use serde::Serialize;
 
 pub fn run(a: &EatArgs) -> crate::Result<()> {
+    // The command's one reader of the machine: its edge.
+    let mut p = probe::Probe::default();
     let compressors: Vec<Option<String>> = match a.compressor.as_deref() {
         None => vec![None],
         Some("all") => {
-            let all = workloads::backing::all_compressors(workloads::backing::resolve(a.backing));
+            let all = workloads::backing::all_compressors(workloads::backing::resolve(a.backing, &mut p), &mut p);
             if all.is_empty() {
                 return Err(usage(
                     "--compressor all: this backing offers no compression algorithms (use --backing zram or zswap)",
@@ -40,7 +42,7 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         swapfile_dir: a.swapfile.swapfile_dir.clone(),
     };
     // Everything that can be refused is refused here, before any change.
-    crate::eat::work::validate(&cfg, &mut probe::Probe::default())?;
+    crate::eat::work::validate(&cfg, &mut p)?;
     // Every field of the configuration, by name (no `..`): one added to
     // EatConfig and left out here is a compile error, not a gap in run.json.
     let EatConfig {

@@ -75,10 +75,10 @@ pub fn validate(cfg: &EatConfig, p: &mut probe::Probe) -> Result<(), SandboxErro
         return Err(SandboxError::Invalid(format!("--size {} is smaller than one page ({page} bytes)", cfg.size)));
     }
     for c in &cfg.compressors {
-        backing::validate_with_dir(cfg.backing, c.as_deref(), &cfg.swapfile_dir)?;
+        backing::validate_with_dir(cfg.backing, c.as_deref(), &cfg.swapfile_dir, p)?;
     }
     if cfg.compressors.is_empty() {
-        backing::validate_with_dir(cfg.backing, None, &cfg.swapfile_dir)?;
+        backing::validate_with_dir(cfg.backing, None, &cfg.swapfile_dir, p)?;
     }
     if cfg.trim == Trim::Cgroup {
         sandbox::privilege::require_admin("--trim cgroup (creating a memory cgroup)", "use --trim self or external")?;
@@ -90,7 +90,7 @@ pub fn validate(cfg: &EatConfig, p: &mut probe::Probe) -> Result<(), SandboxErro
     }
     let meminfo = p.meminfo().ok().flatten().unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(cfg.host_floor, &meminfo);
-    let store = backing::resolve(cfg.backing) != BackingKind::None;
+    let store = backing::resolve(cfg.backing, p) != BackingKind::None;
     guard.check_plan(planned_bytes(cfg.size, store), "eat", &meminfo)?;
     Ok(())
 }
@@ -605,11 +605,12 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
     let mut region: Option<mm::Mapping> = None;
     // Runs `f` as a timed phase with fault and memory deltas.
     fn phase<T>(io: &mut sandbox::worker::child::WorkerIo, name: &str, f: impl FnOnce() -> T) -> Result<T, String> {
-        let own = || ProcSnap::own().ok_or_else(|| "the eat worker could not read its own /proc/self/stat and status".to_string());
-        let a = own()?;
+        let me = std::process::id() as i32;
+        let unread = || "the eat worker could not read its own /proc/self/stat and status".to_string();
+        let a = ProcSnap::read(io.probe(), me).ok_or_else(unread)?;
         io.emit(EventKind::PhaseStart, name, Value::Null);
         let v = f();
-        let b = own()?;
+        let b = ProcSnap::read(io.probe(), me).ok_or_else(unread)?;
         io.emit(EventKind::PhaseEnd, name, serde_json::to_value(phase_between(&a, &b)).unwrap_or(Value::Null));
         Ok(v)
     }

@@ -39,7 +39,7 @@ pub fn arms(a: &JankArgs) -> Vec<Arm> {
     v
 }
 
-fn config(a: &JankArgs) -> crate::Result<JankConfig> {
+fn config(a: &JankArgs, p: &probe::Probe) -> crate::Result<JankConfig> {
     let hog = ThrashConfig {
         presets: vec![a.preset.clone()],
         consumers: a.consumers,
@@ -88,20 +88,19 @@ fn config(a: &JankArgs) -> crate::Result<JankConfig> {
         period: a.frame,
         share: a.share,
         cpu_only: a.cpu_only,
-        zram_offers: sandbox::zram::algorithms(std::path::Path::new("/sys")).unwrap_or_default(),
+        zram_offers: sandbox::zram::algorithms(&p.roots().sys).unwrap_or_default(),
     })
 }
 
 /// Checks everything before any change: thrash's checks of the hog, then
 /// each arm's store and settings.
-fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
+fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Result<()> {
     use sandbox::SandboxError::{Invalid, Unsupported};
     for (flag, v) in [("--swappiness", &a.swappiness), ("--page-cluster", &a.page_cluster), ("--min-ttl-ms", &a.min_ttl_ms)] {
         if let Some(x) = v.iter().find(|x| v.iter().filter(|y| y == x).count() > 1) {
             return Err(Invalid(format!("{flag}: {x} is listed twice; each value makes one arm")).into());
         }
     }
-    let mut p = probe::Probe::default();
     if let Some(&v) = a.swappiness.iter().find(|&&v| v > 100) {
         let release = p.kernel_release();
         if !swappiness_above_100(&release) {
@@ -113,7 +112,7 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
         }
     }
     let plans = match &cfg.command {
-        None => crate::thrash::work::validate_hog(&cfg.hog, &mut p)?,
+        None => crate::thrash::work::validate_hog(&cfg.hog, p)?,
         Some(_) => {
             sandbox::privilege::require_admin(
                 "creating the memory cgroup that contains the command",
@@ -122,7 +121,8 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
             vec![]
         }
     };
-    let sys = std::path::Path::new("/sys");
+    let sys = p.roots().sys.clone();
+    let sys = sys.as_path();
     for arm in &cfg.arms {
         let (kind, comp) = arm.backing();
         let name = arm.name();
@@ -139,7 +139,7 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
             _ => {}
         }
         if kind != BackingKind::None {
-            workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir)
+            workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir, p)
                 .map_err(|e| Invalid(format!("--arms {name}: {}", e.to_string().trim_start_matches("--compressor "))))?;
         }
         if arm.min_ttl_ms.is_some() && !sys.join("kernel/mm/lru_gen/min_ttl_ms").exists() {
@@ -157,7 +157,7 @@ fn validate(cfg: &JankConfig, a: &JankArgs) -> crate::Result<()> {
         }
     }
     if let Some(h) = &cfg.command {
-        return validate_command(cfg, h, &mut p);
+        return validate_command(cfg, h, p);
     }
     // What a run takes from the host at most: thrash's plan, the two frame
     // probes' working sets and the store's room for them and the workers.
@@ -230,8 +230,10 @@ fn validate_command(cfg: &JankConfig, h: &crate::jank::command::CommandHog, p: &
 }
 
 pub fn run(a: &JankArgs) -> crate::Result<()> {
-    let cfg = config(a)?;
-    validate(&cfg, a)?;
+    // The command's one reader of the machine: its edge.
+    let mut p = probe::Probe::default();
+    let cfg = config(a, &p)?;
+    validate(&cfg, a, &mut p)?;
     let plan = cfg.plan(&cfg.arms[0]);
     let per = plan.baseline().as_secs_f64() + plan.planned_duration_ms / 1e3 + 22.0;
     let config = Config {

@@ -31,11 +31,12 @@ fn rusage() -> (u64, u64) {
     (u.minflt, u.majflt)
 }
 
-/// This process's resident and shared memory; an error when its status
-/// cannot be read (the figures are not zero then, they are unknown).
-fn mem() -> Result<(u64, u64), String> {
+/// This process's resident and shared memory, read through the worker's
+/// probe; an error when its status cannot be read (the figures are not zero
+/// then, they are unknown).
+fn mem(p: &mut probe::Probe) -> Result<(u64, u64), String> {
     let unread = || "the mapping worker could not read its own VmRSS and RssShmem (/proc/self/status)".to_string();
-    let s = probe::Probe::default().pid_status(std::process::id() as i32).ok().flatten().ok_or_else(unread)?;
+    let s = p.pid_status(std::process::id() as i32).ok().flatten().ok_or_else(unread)?;
     Ok((s.vm_rss.ok_or_else(unread)?, s.rss_shmem.ok_or_else(unread)?))
 }
 
@@ -48,14 +49,14 @@ struct Step {
     shmem: u64,
 }
 
-/// Times `f`; faults and memory are read outside the timed part.
-fn step<T>(f: impl FnOnce() -> T) -> Result<(T, Step), String> {
+/// Times `f`; faults and memory (through `p`) are read outside the timed part.
+fn step<T>(p: &mut probe::Probe, f: impl FnOnce() -> T) -> Result<(T, Step), String> {
     let (f0, j0) = rusage();
     let t = Instant::now();
     let v = f();
     let secs = t.elapsed().as_secs_f64();
     let (f1, j1) = rusage();
-    let (rss, shmem) = mem()?;
+    let (rss, shmem) = mem(p)?;
     Ok((v, Step { secs, minflt: f1 - f0, majflt: j1 - j0, rss, shmem }))
 }
 
@@ -216,6 +217,7 @@ fn keeps_region(method: &str) -> bool {
 /// one mapping, `memfd-punch` one memfd, `mremap` the half it grows from.
 struct Regions<'a> {
     spec: &'a Spec,
+    probe: &'a mut probe::Probe,
     size: usize,
     half: usize,
     kept: Option<*mut u8>,
@@ -224,11 +226,12 @@ struct Regions<'a> {
 }
 
 impl<'a> Regions<'a> {
-    fn new(spec: &'a Spec, size: usize) -> Result<Regions<'a>, String> {
+    fn new(spec: &'a Spec, size: usize, probe: &'a mut probe::Probe) -> Result<Regions<'a>, String> {
         let (m, hp) = (spec.method.as_str(), spec.hugepages);
         let half = (size / 2).div_ceil(mm::page_size()) * mm::page_size();
         Ok(Regions {
             spec,
+            probe,
             size,
             half,
             kept: if matches!(m, "dontneed" | "free") { Some(map(size, 0, hp)?) } else { None },
@@ -241,18 +244,18 @@ impl<'a> Regions<'a> {
     fn obtain(&mut self) -> Result<(*mut u8, Step), String> {
         let (size, half, hp) = (self.size, self.half, self.spec.hugepages);
         let (p, s) = match self.spec.method.as_str() {
-            "mmap-munmap" => step(|| map(size, 0, hp))?,
-            "populate" => step(|| map(size, libc::MAP_POPULATE, hp))?,
-            "dontneed" | "free" => step(|| self.kept.ok_or_else(|| "no kept region".to_string()))?,
+            "mmap-munmap" => step(self.probe, || map(size, 0, hp))?,
+            "populate" => step(self.probe, || map(size, libc::MAP_POPULATE, hp))?,
+            "dontneed" | "free" => step(self.probe, || self.kept.ok_or_else(|| "no kept region".to_string()))?,
             "memfd" => {
-                let (r, s) = step(|| memfd(size))?;
+                let (r, s) = step(self.probe, || memfd(size))?;
                 let (fd, p) = r?;
                 // Keep the fd for the release step.
                 MEMFD.with(|c| c.set(fd));
                 (Ok(p), s)
             }
-            "memfd-punch" => step(|| self.kept_fd.map(|k| k.1).ok_or_else(|| "no kept memfd".to_string()))?,
-            "mremap" => step(|| {
+            "memfd-punch" => step(self.probe, || self.kept_fd.map(|k| k.1).ok_or_else(|| "no kept memfd".to_string()))?,
+            "mremap" => step(self.probe, || {
                 let old = self.remap.take().ok_or("no region to grow")?;
                 // SAFETY: growing our own mapping; the kernel may move it.
                 let p = unsafe { libc::mremap(old.cast(), half, size, libc::MREMAP_MAYMOVE) };
@@ -269,7 +272,7 @@ impl<'a> Regions<'a> {
     /// The release step of the region at `p`.
     fn release(&mut self, p: *mut u8) -> Result<Step, String> {
         let (size, half) = (self.size, self.half);
-        let (r, s) = step(|| -> Result<(), String> {
+        let (r, s) = step(self.probe, || -> Result<(), String> {
             match self.spec.method.as_str() {
                 "mmap-munmap" | "populate" => unmap(p, size),
                 "dontneed" => mm::madvise(p, size, libc::MADV_DONTNEED).map_err(|e| e.to_string())?,
@@ -323,17 +326,17 @@ impl Drop for Regions<'_> {
 /// release a second region as large as the first is touched, so that a cgroup
 /// too small for both must reclaim the released pages; MADV_FREE's are then
 /// paged out outright (what the group's margin left).
-pub fn run_method(spec: &Spec) -> Result<Done, String> {
+pub fn run_method(spec: &Spec, probe: &mut probe::Probe) -> Result<Done, String> {
     let size = usize::try_from(spec.size).map_err(|_| format!("{} bytes do not fit this machine", spec.size))?;
     let stride = spec.stride as usize;
     let (page, touch_mode) = (mm::page_size(), spec.touch);
     let (mut ob, mut to, mut re, mut rt) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut totals = Vec::new();
     let keeps = keeps_region(&spec.method);
-    let mut regions = Regions::new(spec, size)?;
+    let mut regions = Regions::new(spec, size, probe)?;
     for it in 0..(spec.warmup + spec.iterations) {
         let (p, so) = regions.obtain()?;
-        let (_, st) = step(|| touch(p, size, touch_mode, stride, page))?;
+        let (_, st) = step(regions.probe, || touch(p, size, touch_mode, stride, page))?;
         let sr = regions.release(p)?;
         if spec.pressure && keeps {
             // Memory the group cannot hold together with the released pages (only the
@@ -351,7 +354,8 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
                 let _ = mm::madvise(p, size, mm::MADV_PAGEOUT);
             }
         }
-        let srt = keeps.then(|| step(|| touch(p, size, touch_mode, stride, page))).transpose()?.map(|s| s.1);
+        let srt =
+            keeps.then(|| step(regions.probe, || touch(p, size, touch_mode, stride, page))).transpose()?.map(|s| s.1);
         if it >= spec.warmup {
             let total = so.secs + st.secs + sr.secs + srt.map(|s| s.secs).unwrap_or(0.0);
             totals.push(total * 1e3);
@@ -364,7 +368,7 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
     // Give back the kept regions first: with --pressure the group has no room for
     // them and the baseline region together.
     drop(regions);
-    let base = baseline(spec, size)?;
+    let base = baseline(spec, size, probe)?;
     let med = |v: &[f64]| record::stats::median(v).unwrap_or(0.0);
     Ok(Done {
         obtain: Series { steps: ob }.stats(size),
@@ -382,13 +386,13 @@ pub fn run_method(spec: &Spec) -> Result<Done, String> {
 
 /// The touch-only baseline: the same touch on resident memory, ms per
 /// counted iteration.
-fn baseline(spec: &Spec, size: usize) -> Result<Vec<f64>, String> {
+fn baseline(spec: &Spec, size: usize, probe: &mut probe::Probe) -> Result<Vec<f64>, String> {
     let (page, stride) = (mm::page_size(), spec.stride as usize);
     let b = map(size, 0, spec.hugepages)?;
     touch(b, size, Touch::All, stride, page);
     let mut base = Vec::new();
     for _ in 0..(spec.warmup + spec.iterations) {
-        let (_, s) = step(|| touch(b, size, spec.touch, stride, page))?;
+        let (_, s) = step(probe, || touch(b, size, spec.touch, stride, page))?;
         base.push(s.secs * 1e3);
     }
     unmap(b, size);
@@ -586,7 +590,7 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
 /// replies with [`Done`].
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
-    let d = run_method(&spec)?;
+    let d = run_method(&spec, io.probe())?;
     io.report(&d)?;
     Ok(())
 }
@@ -629,7 +633,7 @@ mod tests {
         // Each method on a 4 MiB region, in this (unprivileged) test process.
         let pages = (4u64 << 20) / mm::page_size() as u64;
         for m in METHODS {
-            let d = run_method(&spec(m)).unwrap_or_else(|e| panic!("{m}: {e}"));
+            let d = run_method(&spec(m), &mut probe::Probe::default()).unwrap_or_else(|e| panic!("{m}: {e}"));
             assert_eq!(d.totals_ms.len(), 3, "{m}: the warm-up is not counted");
             assert_eq!(d.retouch.is_some(), keeps_region(m), "{m}");
             // Touching each page of a fresh region faults it in (populate
@@ -647,12 +651,12 @@ mod tests {
             assert!(d.baseline_touch_ms_p50 <= d.baseline_touch_ms_max, "{m}");
             assert!(d.total_ms_p50 > 0.0, "{m}");
         }
-        assert!(run_method(&spec("brk")).unwrap_err().contains("unknown method 'brk'"));
+        assert!(run_method(&spec("brk"), &mut probe::Probe::default()).unwrap_err().contains("unknown method 'brk'"));
     }
 
     #[test]
     fn dontneed_gives_pages_back_and_the_retouch_faults_them_again() {
-        let d = run_method(&spec("dontneed")).unwrap();
+        let d = run_method(&spec("dontneed"), &mut probe::Probe::default()).unwrap();
         let r = d.retouch.as_ref().unwrap();
         // After MADV_DONTNEED the region is not resident; touching it again
         // faults every page afresh.
@@ -662,7 +666,7 @@ mod tests {
 
     #[test]
     fn the_reply_is_typed_and_the_result_normalized_by_the_baseline() {
-        let d = run_method(&spec("free")).unwrap();
+        let d = run_method(&spec("free"), &mut probe::Probe::default()).unwrap();
         let v = serde_json::to_value(&d).unwrap();
         assert_eq!(serde_json::from_value::<Done>(v.clone()).unwrap(), d);
         let mut broken = v;
@@ -675,6 +679,40 @@ mod tests {
         assert!(r.notes.iter().any(|n| n.contains("MADV_FREE")));
         let argv = sandbox::worker::argv_spec(WORKER, &spec("memfd"));
         assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec("memfd"));
+    }
+
+    /// The worker reads its own memory through the probe its starter gave
+    /// it: one over a tree with no /proc/self is an error that says what
+    /// could not be read, never a reply of zeros.
+    #[test]
+    fn the_worker_reads_itself_through_its_probe() {
+        let empty = tempfile::tempdir().unwrap();
+        let argv = sandbox::worker::argv_spec(WORKER, &spec("mmap-munmap"));
+        let run = |p: probe::Probe| {
+            let out = Shared::default();
+            let mut io = sandbox::worker::child::WorkerIo::over(std::io::empty(), out.clone()).with_probe(p);
+            let r = worker_main(&mut io, &argv[2..]);
+            drop(io);
+            (r, String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
+        };
+        let (r, out) = run(probe::Probe::new(probe::Roots::under(empty.path())));
+        assert!(r.unwrap_err().contains("could not read its own VmRSS"), "{out}");
+        assert!(out.is_empty(), "no reply from a worker that could not read itself: {out}");
+        let (r, out) = run(probe::Probe::default());
+        assert!(r.is_ok() && out.contains("total_ms_p50"), "{out}");
+    }
+
+    /// What a worker wrote, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 
     /// mapping's whole run with no root and no process: each method's

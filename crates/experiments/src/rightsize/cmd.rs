@@ -72,6 +72,7 @@ fn command(a: &RightsizeArgs) -> crate::Result<Vec<String>> {
 fn checked_arms(
     a: &RightsizeArgs,
     service: bool,
+    p: &mut probe::Probe,
 ) -> crate::Result<Vec<(workloads::backing::BackingKind, Option<String>)>> {
     let arms = arms(&a.backing, a.compressor.as_ref().map(|c| c.0.as_slice()));
     if service && (a.backing.0.len() > 1 || a.compressor.as_ref().is_some_and(|c| c.0.len() > 1)) {
@@ -86,7 +87,7 @@ fn checked_arms(
         ));
     }
     for (k, c) in &arms {
-        workloads::backing::validate_with_dir(*k, c.as_deref(), &a.swapfile.swapfile_dir)
+        workloads::backing::validate_with_dir(*k, c.as_deref(), &a.swapfile.swapfile_dir, p)
             .map_err(crate::Error::from)?;
     }
     Ok(arms)
@@ -205,9 +206,9 @@ type Arms = [(workloads::backing::BackingKind, Option<String>)];
 
 pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     let service = a.pid.is_some() || a.cgroup.is_some();
-    let arms = checked_arms(a, service)?;
     // The one reader of the host's files: validation and the run's read through it.
     let mut p = probe::Probe::default();
+    let arms = checked_arms(a, service, &mut p)?;
     let m = p.meminfo()?.unwrap_or_default();
     let guard = sandbox::guard::HostGuard::new(a.run.host_floor, &m);
     let avail = m.get("MemAvailable").unwrap_or(0);

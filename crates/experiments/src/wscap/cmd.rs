@@ -30,13 +30,13 @@ pub enum MemoryStore {
 }
 
 /// The memory arm's store for this run, and why auto chose none.
-fn memory_store(a: &WscapArgs) -> (Option<BackingKind>, Option<String>) {
+fn memory_store(a: &WscapArgs, p: &mut probe::Probe) -> (Option<BackingKind>, Option<String>) {
     match a.memory_store {
         MemoryStore::None => (None, None),
         MemoryStore::Swapfile => (Some(BackingKind::Swapfile), None),
         MemoryStore::Zram => (Some(BackingKind::Zram), None),
         MemoryStore::Auto => {
-            let main = workloads::backing::resolve(a.backing);
+            let main = workloads::backing::resolve(a.backing, p);
             if !main.compressed() {
                 // A swap file (or the user's own swap) is judged on the modes' own runs.
                 return (None, None);
@@ -57,7 +57,9 @@ fn memory_store(a: &WscapArgs) -> (Option<BackingKind>, Option<String>) {
 }
 
 pub fn run(a: &WscapArgs) -> crate::Result<()> {
-    let (memory_store, memory_store_note) = memory_store(a);
+    // The command's one reader of the machine: its edge.
+    let mut p = probe::Probe::default();
+    let (memory_store, memory_store_note) = memory_store(a, &mut p);
     let cfg = WscapConfig {
         size: a.size,
         cap: a.cap,
@@ -78,7 +80,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
     if a.period < std::time::Duration::from_millis(10) {
         return Err(usage("--period must be at least 10ms"));
     }
-    crate::wscap::work::validate(&cfg, &mut probe::Probe::default())?;
+    crate::wscap::work::validate(&cfg, &mut p)?;
     // Every field of the configuration, by name (no `..`): one added to
     // WscapConfig and left out here is a compile error, not a gap in run.json.
     let WscapConfig {

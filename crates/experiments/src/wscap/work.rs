@@ -97,15 +97,15 @@ pub fn validate(cfg: &WscapConfig, p: &mut probe::Probe) -> Result<(), SandboxEr
     if cfg.cap == 0 || cfg.sweep_caps.contains(&0) {
         return Err(SandboxError::Invalid("--cap must be greater than zero".into()));
     }
-    if backing::resolve(cfg.backing) == BackingKind::None {
+    if backing::resolve(cfg.backing, p) == BackingKind::None {
         return Err(SandboxError::Invalid(
             "wscap needs swap behind the cap (a capped working set has nowhere to go otherwise): run as root for a zram swap, or use --backing existing/swapfile"
                 .into(),
         ));
     }
-    backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir)?;
+    backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir, p)?;
     if let Some(k) = cfg.memory_store {
-        backing::validate_with_dir(k, None, &cfg.swapfile_dir)
+        backing::validate_with_dir(k, None, &cfg.swapfile_dir, p)
             .map_err(|e| SandboxError::Invalid(format!("--memory-store {}: {e}", k.name())))?;
     }
     sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;

@@ -15,6 +15,11 @@ pub struct WorkerIo {
     current: Option<u64>,
     /// The descriptor commands come on, where there is one to wait on.
     fd: Option<RawFd>,
+    /// The worker's reader of the kernel's files (its own /proc/self among
+    /// them): the machine's, unless its starter gave it other roots
+    /// ([`WorkerIo::with_probe`]). A worker reads the system through this
+    /// and nothing else.
+    probe: probe::Probe,
 }
 
 impl Default for WorkerIo {
@@ -32,7 +37,26 @@ impl WorkerIo {
     /// Over any pair of streams; its input cannot be waited for
     /// ([`WorkerIo::wait_input`] only sleeps).
     pub fn over(input: impl Read + 'static, out: impl Write + 'static) -> Self {
-        WorkerIo { out: Box::new(out), input: BufReader::new(Box::new(input)), current: None, fd: None }
+        WorkerIo {
+            out: Box::new(out),
+            input: BufReader::new(Box::new(input)),
+            current: None,
+            fd: None,
+            // A worker's one reader of the machine: its edge.
+            probe: probe::Probe::default(),
+        }
+    }
+
+    /// With `p` as the worker's reader of the kernel's files (a fake tree's
+    /// in tests).
+    pub fn with_probe(mut self, p: probe::Probe) -> Self {
+        self.probe = p;
+        self
+    }
+
+    /// The worker's reader of the kernel's files.
+    pub fn probe(&mut self) -> &mut probe::Probe {
+        &mut self.probe
     }
 
     /// Over a socket, both ways (an in-process worker's): its input can be

@@ -187,8 +187,8 @@ pub fn validate(cfg: &AssessConfig, p: &mut Probe) -> Result<(), ExperimentError
         if !matches!(kind, BackingKind::Auto | BackingKind::Zram | BackingKind::Existing) {
             return Err(err("--trim: zram, existing or auto"));
         }
-        backing::validate(kind, cfg.compressor.as_deref())?;
-        if backing::resolve(kind) == BackingKind::None {
+        backing::validate(kind, cfg.compressor.as_deref(), p)?;
+        if backing::resolve(kind, p) == BackingKind::None {
             return Err(err(
                 "--trim: no swap to trim into: no swap is active, and a zram swap needs root (run as root, or swapon a swap area)",
             ));

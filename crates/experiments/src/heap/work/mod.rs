@@ -261,7 +261,7 @@ mod tests {
         };
         let argv = sandbox::worker::argv_spec(WORKER, &spec);
         assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec);
-        let r = run_config(&spec).unwrap();
+        let r = run_config(&spec, &mut probe::Probe::default()).unwrap();
         // Both threads ran the script: every allocation was freed, and the
         // warm phase's means are times, not NaN or zero.
         assert!(r.allocs >= 20_000 && r.allocs == r.frees, "{} allocs, {} frees", r.allocs, r.frees);
@@ -271,7 +271,7 @@ mod tests {
         assert!(r.peak_rss_bytes >= r.baseline_rss_bytes);
         // A mode the allocator has not is refused by name.
         let bad = Spec { allocator: "mimalloc".into(), mode: alloc::HeapMode::Shared, ..spec };
-        assert_eq!(run_config(&bad).unwrap_err(), "allocator mimalloc cannot run heap mode shared");
+        assert_eq!(run_config(&bad, &mut probe::Probe::default()).unwrap_err(), "allocator mimalloc cannot run heap mode shared");
     }
 
     /// heap's whole sweep with no process: each worker's main on a thread.

@@ -88,19 +88,18 @@ pub struct Spec {
     pub preload: Option<String>,
 }
 
-/// One configuration in this (worker) process.
-pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
+/// One configuration in this (worker) process, its own /proc/self read
+/// through `probe` (the worker's, [`sandbox::worker::child::WorkerIo::probe`]).
+pub fn run_config(spec: &Spec, probe: &mut probe::Probe) -> Result<Repeat, String> {
     let Spec { allocator, mode, threads, ops, seed, preload } = spec;
     let (allocator, mode, threads, ops, seed, preload) =
         (allocator.as_str(), *mode, *threads, *ops, *seed, preload.as_deref());
     if let Some(p) = preload {
         provides_malloc(p)?;
     }
-    // This worker's one reader of its own /proc/self (it is its own edge).
-    let mut probe = probe::Probe::default();
-    let cal = timer::calibrate(&mut probe, 30, 20_000);
+    let cal = timer::calibrate(probe, 30, 20_000);
     let oh = cal.overhead_ticks;
-    let base_rss = self_rss(&mut probe, false)?;
+    let base_rss = self_rss(probe, false)?;
     let f0 = minflt();
     let (stats, pinned) = drive(allocator, mode, threads, ops, seed, oh)?;
     let faults = minflt() - f0;
@@ -122,10 +121,11 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
     let a = stat_line(&ah, ns);
     let f = stat_line(&fh, ns);
     let provider = alloc::malloc_provider();
-    let preload_mapped = preload.map(|p| {
+    // Maps that cannot be read leave it unknown, never "not mapped".
+    let preload_mapped = preload.and_then(|p| {
         let want = std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
-        let maps = probe.pid_maps(std::process::id() as i32).ok().flatten().unwrap_or_default();
-        maps.iter().any(|m| std::path::Path::new(&m.name) == want)
+        let maps = probe.pid_maps(std::process::id() as i32).ok().flatten()?;
+        Some(maps.iter().any(|m| std::path::Path::new(&m.name) == want))
     });
     Ok(Repeat {
         alloc_ns_mean: block_means(0).or(finite(per(w.alloc_ticks, w.allocs))).ok_or(TOO_FEW)?,
@@ -150,7 +150,7 @@ pub fn run_config(spec: &Spec) -> Result<Repeat, String> {
         frees,
         batches: w.batches,
         batches_preempted: w.batches_preempted,
-        peak_rss_bytes: self_rss(&mut probe, true)?,
+        peak_rss_bytes: self_rss(probe, true)?,
         baseline_rss_bytes: base_rss,
         wall_ms: wall as f64 / 1e6,
         timed_fraction_max: frac,
@@ -265,7 +265,7 @@ pub(super) fn sum_threads(stats: &[script::ThreadStats], ns: f64, oh: u64) -> Re
 /// as a [`Repeat`].
 pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -> Result<(), String> {
     let spec: Spec = sandbox::worker::spec_of(WORKER, args)?;
-    let r = run_config(&spec)?;
+    let r = run_config(&spec, io.probe())?;
     io.report(&r)?;
     Ok(())
 }

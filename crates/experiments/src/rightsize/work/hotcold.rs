@@ -24,17 +24,17 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-fn rss_bytes(p: &mut probe::Probe) -> u64 {
-    p.pid_status(std::process::id() as i32).ok().flatten().and_then(|s| s.vm_rss).unwrap_or(0)
+/// Its resident memory; none (null in its lines) when unread, never 0.
+fn rss_bytes(p: &mut probe::Probe) -> Option<u64> {
+    p.pid_status(std::process::id() as i32).ok().flatten().and_then(|s| s.vm_rss)
 }
 
 /// Runs the program; prints a JSON line on stdout when its memory is in place
 /// (`ready`, with the RSS it had before allocating) and one when it is done.
-pub fn run(h: &HotCold) -> Result<(), String> {
-    // This program's own reader of its /proc/self (it is its own edge).
-    let mut p = probe::Probe::default();
+/// Its own /proc/self is read through `p` (the program's edge makes it).
+pub fn run(h: &HotCold, p: &mut probe::Probe) -> Result<(), String> {
     let page = workloads::mm::page_size();
-    let before = rss_bytes(&mut p);
+    let before = rss_bytes(p);
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
     let mut cold =
         workloads::mm::Mapping::anon((h.cold as usize).max(page), 0).map_err(|e| format!("mmap cold: {e}"))?;
@@ -53,7 +53,7 @@ pub fn run(h: &HotCold) -> Result<(), String> {
     let _ = writeln!(
         out,
         "{}",
-        serde_json::json!({"ready": true, "rss_before_bytes": before, "rss_bytes": rss_bytes(&mut p),
+        serde_json::json!({"ready": true, "rss_before_bytes": before, "rss_bytes": rss_bytes(p),
             "hot_bytes": h.hot, "cold_bytes": h.cold})
     );
     let _ = out.flush();

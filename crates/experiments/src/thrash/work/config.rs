@@ -268,7 +268,7 @@ pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, s
                 "--backing: thrash runs on zram, swapfile, existing or auto (a comma-separated list of them)".into(),
             ));
         }
-        backing::validate_with_dir(*b, None, &cfg.swapfile_dir)?;
+        backing::validate_with_dir(*b, None, &cfg.swapfile_dir, p)?;
     }
     Ok(plans)
 }

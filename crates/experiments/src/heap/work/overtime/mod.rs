@@ -328,7 +328,7 @@ pub fn validate(cfg: &OverTimeConfig, p: &mut probe::Probe) -> Result<(), sandbo
                 "--pressure needs a memory cgroup controller; none is mounted".into(),
             ));
         }
-        workloads::backing::validate(workloads::backing::BackingKind::Zram, None)?;
+        workloads::backing::validate(workloads::backing::BackingKind::Zram, None, p)?;
     }
     if cfg.sample.is_zero() || cfg.sample > Duration::from_secs(10) {
         return Err(Invalid("--sample-every: expected 1ms to 10s, e.g. 50ms".into()));
@@ -559,7 +559,9 @@ pub fn worker_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) -
             std::env::var("LD_PRELOAD").map_err(|_| "heap-time worker: preload without LD_PRELOAD".to_string())?;
         crate::heap::work::provides_malloc(&lib)?;
     }
-    let seen = phases::run(&spec, &mut |ask| {
+    // Opened before the arm allocates: its readings allocate nothing.
+    let statm = io.probe().open_statm(None).map_err(|e| format!("heap-time worker: opening its statm: {e}"))?;
+    let seen = phases::run(&spec, &statm, &mut |ask| {
         io.emit(EventKind::Squeeze, WORKER, serde_json::to_value(ask).map_err(|e| e.to_string())?);
         match io.command::<Command>() {
             Some(Ok(Command::Squeezed(s))) => Ok(s),

@@ -19,6 +19,7 @@
 //! written before the baseline is read, so heap RSS is the allocator's alone.
 
 use super::{Pattern, Sample, Spec, SqueezeAsk, Squeezed};
+use probe::pid::Statm;
 use crate::heap::work::alloc::{Je, Libc, MiDefault, ThreadHeap};
 use crate::heap::work::script::Rng;
 use std::cell::UnsafeCell;
@@ -337,23 +338,13 @@ impl Ctx {
     }
 }
 
-/// Anonymous RSS of this process, bytes (statm: resident − shared pages).
-pub fn anon_rss() -> Option<u64> {
-    let mut buf = [0u8; 256];
-    let n = read_small(c"/proc/self/statm", &mut buf);
-    let mut it = std::str::from_utf8(&buf[..n]).ok()?.split_ascii_whitespace().skip(1);
-    let resident: u64 = it.next()?.parse().ok()?;
-    let shared: u64 = it.next()?.parse().ok()?;
-    Some(resident.saturating_sub(shared) * workloads::mm::page_size() as u64)
-}
-
-/// Why an arm ends when [`anon_rss`] fails.
+/// Why an arm ends when its statm cannot be read.
 const RSS_UNREAD: &str = "/proc/self/statm could not be read: the anonymous RSS is unknown";
 
-/// [`anon_rss`], or the error that ends the arm: a reading that failed is
-/// unknown, never 0 (it would read as everything given back).
-fn rss_now() -> Result<u64, String> {
-    anon_rss().ok_or_else(|| RSS_UNREAD.to_string())
+/// The anonymous RSS, or the error that ends the arm: a reading that failed
+/// is unknown, never 0 (it would read as everything given back).
+fn rss_now(statm: &Statm) -> Result<u64, String> {
+    statm.anon_bytes().ok_or_else(|| RSS_UNREAD.to_string())
 }
 
 /// Reads up to buf.len() bytes of a small file without allocating.
@@ -412,8 +403,14 @@ fn now_ns() -> u64 {
     probe::sample::monotonic_ns()
 }
 
-/// Runs the phases with heap `H` and returns what was seen.
-fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeHook) -> Result<Seen, String> {
+/// Runs the phases with heap `H` and returns what was seen; the process's
+/// anonymous RSS is read from `statm` (opened through the worker's probe).
+fn run_with<H: ThreadHeap + Copy + Send>(
+    spec: &Spec,
+    heap: H,
+    statm: &Statm,
+    squeeze: SqueezeHook,
+) -> Result<Seen, String> {
     let t = spec.threads as usize;
     let target = (spec.live_bytes / t as u64).max(1);
     let cap = (2.0 * target as f64 / spec.pattern.mean_size()) as usize + 4096;
@@ -454,7 +451,7 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
                     if v.len() < v.capacity() {
                         // A reading that failed is left out (a gap in the
                         // series), never a 0.
-                        if let Some(rss) = anon_rss() {
+                        if let Some(rss) = statm.anon_bytes() {
                             v.push(Sample { t_ns: now_ns(), rss, charge: charge(charge_path.as_deref()) });
                         }
                     }
@@ -473,8 +470,8 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
                     .map_err(|e| format!("starting thread {i}: {e}"))
             })
             .collect::<Result<_, _>>()?;
-        let read = || rss_now().map(|rss| Sample { t_ns: now_ns(), rss, charge: charge(charge_path.as_deref()) });
-        let baseline = rss_now()?;
+        let read = || rss_now(statm).map(|rss| Sample { t_ns: now_ns(), rss, charge: charge(charge_path.as_deref()) });
+        let baseline = rss_now(statm)?;
         let base_charge = charge(charge_path.as_deref());
         let mut marks = [0u64; 5];
         ctx.phase.wait(); // 1
@@ -488,7 +485,7 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
         ctx.stop.store(true, Ordering::Release);
         ctx.phase.wait(); // 3
         marks[2] = now_ns();
-        let before_shrink = rss_now()?;
+        let before_shrink = rss_now(statm)?;
         ctx.phase.wait(); // 4
         ctx.phase.wait(); // 5
         let trim_ms = spec.after_shrink.map(call);
@@ -500,7 +497,7 @@ fn run_with<H: ThreadHeap + Copy + Send>(spec: &Spec, heap: H, squeeze: SqueezeH
         let (pressure, squeeze_err) = if spec.pressure {
             let ask =
                 SqueezeAsk { base_charge, kept_bytes: ctx.kept.load(Ordering::Acquire), rss_bytes: after_idle.rss };
-            let (p, e) = squeeze_and_regrow(&ctx, &ask, squeeze);
+            let (p, e) = squeeze_and_regrow(&ctx, &ask, statm, squeeze);
             (Some(p), e)
         } else {
             (None, None)
@@ -546,13 +543,18 @@ fn call(c: super::Call) -> f64 {
 
 /// The main thread's part of the squeeze (the parent does it) and the regrow
 /// (barriers 5a and 5b, which the threads pass whatever the squeeze did).
-fn squeeze_and_regrow(ctx: &Ctx, ask: &SqueezeAsk, squeeze: SqueezeHook) -> (SeenPressure, Option<String>) {
+fn squeeze_and_regrow(
+    ctx: &Ctx,
+    ask: &SqueezeAsk,
+    statm: &Statm,
+    squeeze: SqueezeHook,
+) -> (SeenPressure, Option<String>) {
     let mut err = None;
     let squeezed = squeeze(ask).unwrap_or_else(|e| {
         err = Some(e);
         Squeezed::default()
     });
-    let after_squeeze_rss = anon_rss().unwrap_or_else(|| {
+    let after_squeeze_rss = statm.anon_bytes().unwrap_or_else(|| {
         err.get_or_insert_with(|| RSS_UNREAD.to_string());
         0
     });
@@ -567,7 +569,7 @@ fn squeeze_and_regrow(ctx: &Ctx, ask: &SqueezeAsk, squeeze: SqueezeHook) -> (See
         after_squeeze_rss,
         regrow_ns: end - t,
         regrow_major_faults: workloads::usage::process().majflt - maj,
-        after_regrow_rss: anon_rss().unwrap_or_else(|| {
+        after_regrow_rss: statm.anon_bytes().unwrap_or_else(|| {
             err.get_or_insert_with(|| RSS_UNREAD.to_string());
             0
         }),
@@ -575,15 +577,16 @@ fn squeeze_and_regrow(ctx: &Ctx, ask: &SqueezeAsk, squeeze: SqueezeHook) -> (See
     (p, err)
 }
 
-/// Runs the spec with the allocator it names (a preloaded one is plain malloc).
-pub fn run(spec: &Spec, squeeze: SqueezeHook) -> Result<Seen, String> {
+/// Runs the spec with the allocator it names (a preloaded one is plain malloc),
+/// reading this process's memory from `statm`.
+pub fn run(spec: &Spec, statm: &Statm, squeeze: SqueezeHook) -> Result<Seen, String> {
     if spec.threads == 0 || spec.live_bytes == 0 {
         return Err("heap-time needs threads ≥ 1 and a live size above 0".into());
     }
     match spec.allocator.as_str() {
-        "glibc" | "preload" => run_with(spec, Libc, squeeze),
-        "mimalloc" => run_with(spec, MiDefault, squeeze),
-        "jemalloc" => run_with(spec, Je, squeeze),
+        "glibc" | "preload" => run_with(spec, Libc, statm, squeeze),
+        "mimalloc" => run_with(spec, MiDefault, statm, squeeze),
+        "jemalloc" => run_with(spec, Je, statm, squeeze),
         other => Err(format!("heap-time: unknown allocator '{other}'")),
     }
 }
@@ -620,6 +623,12 @@ fn je_read<T: Copy + Default>(name: &std::ffi::CStr) -> Option<T> {
     (r == 0 && len == std::mem::size_of::<T>()).then_some(v)
 }
 
+/// This process's statm, as a worker opens it through the machine's probe.
+#[cfg(test)]
+fn own_statm() -> Statm {
+    probe::Probe::default().open_statm(None).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,6 +650,19 @@ mod tests {
         }
     }
 
+    /// The worker opens its statm through the probe it was given: over a
+    /// tree without /proc/self it fails before it allocates anything, with
+    /// what it could not open, never a curve of zeros.
+    #[test]
+    fn the_worker_reads_its_rss_through_its_probe() {
+        let empty = tempfile::tempdir().unwrap();
+        let argv = sandbox::worker::argv_spec(super::super::WORKER, &spec("glibc", Pattern::Small));
+        let mut io = sandbox::worker::child::WorkerIo::over(std::io::empty(), std::io::sink())
+            .with_probe(probe::Probe::new(probe::Roots::under(empty.path())));
+        let e = super::super::worker_main(&mut io, &argv[2..]).unwrap_err();
+        assert!(e.contains("opening its statm"), "{e}");
+    }
+
     #[test]
     fn every_pattern_holds_its_live_size_then_keeps_a_tenth() {
         for (a, p) in [
@@ -650,7 +672,7 @@ mod tests {
             ("glibc", Pattern::Larson),
         ] {
             let s =
-                run(&spec(a, p), &mut |_| Err("no squeeze here".into())).unwrap_or_else(|e| panic!("{a} {p:?}: {e}"));
+                run(&spec(a, p), &own_statm(), &mut |_| Err("no squeeze here".into())).unwrap_or_else(|e| panic!("{a} {p:?}: {e}"));
             let live = s.live as f64;
             // Each thread fills to its half of 8 MiB and stops past it by one
             // object, of at most 2 MiB (Pattern::size). Which object was last
@@ -681,10 +703,10 @@ mod tests {
         // must see the whole mapping.
         let seen: Vec<(u64, u64)> = (0..3)
             .map(|_| {
-                let before = anon_rss().unwrap();
+                let before = own_statm().anon_bytes().unwrap();
                 let mut m = Mapping::anon(32 << 20, 0).unwrap();
                 m.as_mut_slice().fill(1);
-                (before, anon_rss().unwrap())
+                (before, own_statm().anon_bytes().unwrap())
             })
             .collect();
         assert!(seen.iter().any(|&(b, a)| a >= b + (30 << 20)), "{seen:?}");
@@ -719,7 +741,7 @@ mod regrow_tests {
         let mut regrown = Vec::new();
         for _ in 0..3 {
             let mut asked = Vec::new();
-            let s = run(&spec, &mut |a| {
+            let s = run(&spec, &own_statm(), &mut |a| {
                 asked.push(a.kept_bytes);
                 Ok(Squeezed { limit_bytes: 1, ..Default::default() })
             })
@@ -739,7 +761,7 @@ mod regrow_tests {
             "(before shrink, after shrink, after regrow) RSS: {regrown:?}"
         );
         // A failing squeeze fails the run, after every thread has passed every barrier.
-        let e = run(&spec, &mut |_| Err("the parent is gone".into())).err().unwrap();
+        let e = run(&spec, &own_statm(), &mut |_| Err("the parent is gone".into())).err().unwrap();
         assert!(e.contains("parent is gone"), "{e}");
     }
 }
