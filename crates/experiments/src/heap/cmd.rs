@@ -175,6 +175,7 @@ fn over_time_config(
         live_bytes: a.live,
         churn: a.churn,
         idle: a.idle,
+        shrink_frees: a.shrink_frees,
         repeat: a.repeat.unwrap_or(3),
         sample: a.sample_every,
         seed: cfg.seed,
@@ -380,6 +381,12 @@ pub struct HeapArgs {
     /// jemalloc:dirty_decay_ms:N, jemalloc:background_thread:true, ...
     #[arg(long, value_delimiter = ',', default_value = "glibc:malloc_trim", value_parser = parse_knob, allow_hyphen_values = true)]
     pub knobs: Vec<KnobArg>,
+    /// Over time: the share of the objects shrink frees, 0% to 100% (the rest,
+    /// scattered, survives). 0% frees nothing (malloc_trim then has only
+    /// churn's leftovers to give back: heap.malloc_trim's control); 100%
+    /// leaves no survivor to pin a page (heap.glibc_keeps' control).
+    #[arg(long, default_value = "90%", value_parser = crate::kit::cli::parse_share, allow_hyphen_values = true, requires = "over_time")]
+    pub shrink_frees: f64,
     /// Over time: the live size all threads hold together in grow and churn.
     #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub live: u64,

@@ -301,6 +301,9 @@ pub struct OverTimeResult {
     pub live_target_bytes: u64,
     pub churn_s: f64,
     pub idle_s: f64,
+    /// The share of the objects shrink freed (0.9 before it could be set).
+    #[serde(default = "ninety_percent")]
+    pub shrink_frees: f64,
     pub peak_mib: Spread,
     /// Steady heap RSS ÷ live bytes (fragmentation and caches).
     pub steady_over_live: Spread,
@@ -354,6 +357,10 @@ fn yes() -> bool {
     true
 }
 
+fn ninety_percent() -> f64 {
+    0.9
+}
+
 /// run.json's `config.over_time`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
@@ -365,6 +372,9 @@ pub struct OverTimeConfig {
     pub live_bytes: u64,
     pub churn_s: f64,
     pub idle_s: f64,
+    /// The share of the objects shrink frees (0.9 before it could be set).
+    #[serde(default = "ninety_percent")]
+    pub shrink_frees: f64,
     pub repeat: u32,
     pub sample_ms: u64,
     /// Whether the charge of a memory cgroup per worker was recorded (root).

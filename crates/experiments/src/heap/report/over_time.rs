@@ -162,11 +162,17 @@ pub fn over_time_table(all: &[Entry]) -> String {
     if let Some(r) = rs.first() {
         let _ = writeln!(
             s,
-            "live {} MiB; churn {:.1} s; idle {:.1} s; shrink frees 90 % of the objects (a scattered 10 % survives); \
+            "live {} MiB; churn {:.1} s; idle {:.1} s; shrink frees {:.0} % of the objects ({}); \
 given back = (before shrink − after idle) ÷ (before shrink − bytes still live); half-life: of what idle gave back (never: less than 1 % of that)",
             units::whole_mib(r.live_target_bytes),
             r.churn_s,
-            r.idle_s
+            r.idle_s,
+            r.shrink_frees * 100.0,
+            match r.shrink_frees {
+                x if x <= 0.0 => "every object survives".to_string(),
+                x if x >= 1.0 => "none survives".to_string(),
+                x => format!("a scattered {:.0} % survives", (1.0 - x) * 100.0),
+            }
         );
     }
     if rs.iter().any(|r| r.swapped_mib.is_some()) {
@@ -274,8 +280,8 @@ pub const KEEPS: Finding<Entry> = Finding {
         own: true,
         check: false,
         control: "glibc with malloc_trim after the shrink (the glibc+malloc_trim arm): the free pages are given back, so the share kept falls below 0.5",
-        yes: "glibc kept more than half of what the program freed: the scattered survivors and the heap's \
-              unused top pin its pages",
+        yes: "glibc kept more than half of what the program freed: free() gives pages back only from a heap's \
+              top, and the chunks still in use or in glibc's caches below it hold the rest",
         no: "glibc gave back more than half of what the program freed (large blocks are mmap'd and return on free)",
     },
     draw: draw_keeps,
@@ -293,7 +299,7 @@ pub const TRIM: Finding<Entry> = Finding {
         floor: 0.001,
         own: true,
         check: false,
-        control: "a program that frees nothing before the trim (no shrink phase): malloc_trim has no free pages to give back, so the ratio is about 1",
+        control: "a program that frees next to nothing before the trim (--shrink-frees 0 --churn 1ms: no shrink, a millisecond of churn): malloc_trim has almost no free pages to give back, so the ratio is about 1",
         yes: "malloc_trim gave back free pages that glibc's free() kept",
         no: "malloc_trim changed glibc's heap RSS after shrink by less than 10 %",
     },

@@ -148,6 +148,9 @@ struct Ctx {
     kept: AtomicU64,
     /// Whether the regrow phase runs (--pressure).
     regrow: bool,
+    /// Shrink frees an object when a draw below 1000 falls under this
+    /// (900 by default: a scattered tenth survives).
+    frees_permille: u64,
 }
 
 /// What one thread did.
@@ -309,7 +312,7 @@ impl Ctx {
         let mut j = 0;
         for k in 0..t.len {
             let o = t.slots()[k];
-            if rng.below(10) == 0 {
+            if rng.below(1000) >= self.frees_permille {
                 t.slots()[j] = o;
                 j += 1;
                 out.kept += o.n as u64;
@@ -434,6 +437,7 @@ fn run_with<H: ThreadHeap + Copy + Send>(
         failed: AtomicBool::new(false),
         kept: AtomicU64::new(0),
         regrow: spec.pressure,
+        frees_permille: (spec.shrink_frees.clamp(0.0, 1.0) * 1000.0).round() as u64,
     };
     let charge_path =
         spec.charge_file.as_ref().and_then(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok());
@@ -641,6 +645,7 @@ mod tests {
             live_bytes: 8 << 20,
             churn_ms: 150,
             idle_ms: 100,
+            shrink_frees: 0.9,
             sample_ms: 10,
             seed: 3,
             repeat: 1,
@@ -661,6 +666,19 @@ mod tests {
             .with_probe(probe::Probe::new(probe::Roots::under(empty.path())));
         let e = super::super::worker_main(&mut io, &argv[2..]).unwrap_err();
         assert!(e.contains("opening its statm"), "{e}");
+    }
+
+    /// `--shrink-frees`: none freed keeps every byte live, all freed keeps
+    /// none (the two controls of heap's findings), a half keeps about half.
+    #[test]
+    fn shrink_frees_the_share_it_is_given() {
+        for (share, lo, hi) in [(0.0, 1.0, 1.0), (1.0, 0.0, 0.0), (0.5, 0.3, 0.7)] {
+            let sp = Spec { shrink_frees: share, ..spec("glibc", Pattern::Small) };
+            let s = run(&sp, &own_statm(), &mut |_| Err("no squeeze here".into())).unwrap();
+            let kept = s.kept as f64 / s.live as f64;
+            assert!(kept >= lo && kept <= hi, "frees {share}: kept {kept} of {} bytes", s.live);
+            assert_eq!(s.freed + s.kept, s.live, "frees {share}");
+        }
     }
 
     #[test]
@@ -726,6 +744,7 @@ mod regrow_tests {
             live_bytes: 8 << 20,
             churn_ms: 100,
             idle_ms: 50,
+            shrink_frees: 0.9,
             sample_ms: 10,
             seed: 5,
             repeat: 1,
