@@ -114,6 +114,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
         methods: vec!["dontneed".into()],
         hugepages: experiments::mapping::work::Hugepages::Never,
         pressure: false,
+        memfd_keep: false,
         exe: std::env::current_exe()?,
         host_floor: None,
     };

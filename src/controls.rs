@@ -90,6 +90,15 @@ const CONTROLS: &[Control] = &[
         base: whole,
     },
     Control {
+        ids: &["mapping.shared_costlier"],
+        experiment: "mapping",
+        what: "--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle, so the page-cache \
+               allocation is not paid per cycle",
+        change: |a| Some([a, &["--memfd-keep".to_string()]].concat()),
+        lifts_gate: None,
+        base: whole,
+    },
+    Control {
         ids: &["heap.concurrent_linux"],
         experiment: "heap",
         what: "--heap-mode shared: one heap for every thread (glibc with one arena)",
@@ -145,7 +154,6 @@ const NOT_RUN: &[(&str, &str)] = &[
     ("jank.min_ttl", "not checked anywhere: min_ttl_ms acts only in global reclaim, which pagelab never causes"),
     ("eat.semi_fraction", "needs the semi pattern's label on random bytes; eat has no such pattern"),
     ("eat.read_back_alike", "its control (a slow decompressor) is not known to remove the fault path's share"),
-    ("mapping.shared_costlier", "needs a memfd kept resident between cycles; mapping has no such method"),
     ("heap.growth", "needs more CPUs than twice the thread counts judged: its control is the step within the cores"),
     (
         "heap.glibc_keeps",
@@ -361,7 +369,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let mut turns: Vec<Turn> = Vec::new();
     // One run as the lab makes it per experiment and part of its step.
     let mut base_dirs: Vec<(&str, Vec<String>, PathBuf)> = Vec::new();
-    for (k, c) in CONTROLS.iter().enumerate() {
+    for c in CONTROLS {
         if !a.only.is_empty() && !a.only.iter().any(|o| o == c.experiment) {
             continue;
         }
@@ -390,7 +398,10 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 d
             }
         };
-        let ctl = out.join(format!("{}-control-{k}", c.experiment));
+        // Named after its first finding, so that a control added to the
+        // list does not rename the others' directories (--resume finds them).
+        let first = c.ids[0].split_once('.').map_or(c.ids[0], |x| x.1);
+        let ctl = out.join(format!("{}-control-{first}", c.experiment));
         run_or_keep(&exe, c.experiment, &changed, &ctl)?;
         for id in c.ids {
             let b = verdict_of(&base, id, None)?;

@@ -175,7 +175,9 @@ fn over_time_config(
         live_bytes: a.live,
         churn: a.churn,
         idle: a.idle,
-        shrink_frees: a.shrink_frees,
+        // At the resolution the worker applies (0.1 %), so that what is
+        // recorded is what ran.
+        shrink_frees: (a.shrink_frees * 1000.0).round() / 1000.0,
         repeat: a.repeat.unwrap_or(3),
         sample: a.sample_every,
         seed: cfg.seed,

@@ -22,6 +22,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         methods: a.methods.clone(),
         hugepages: a.hugepages,
         pressure: a.pressure,
+        memfd_keep: a.memfd_keep,
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
@@ -38,6 +39,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         methods,
         hugepages,
         pressure,
+        memfd_keep,
         exe: _,        // this binary: the run's own, recorded as pagelab's version
         host_floor: _, // a safety floor, not part of the experiment
     } = &cfg;
@@ -51,6 +53,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         methods,
         hugepages: *hugepages,
         pressure: *pressure,
+        memfd_keep: *memfd_keep,
     };
     let run = ExperimentRun::start("mapping", &a.run, &config)?;
     let r = {
@@ -92,6 +95,7 @@ struct Recorded<'a> {
     methods: &'a [String],
     hugepages: crate::mapping::work::Hugepages,
     pressure: bool,
+    memfd_keep: bool,
 }
 
 /// The lab's `mapping` step for this machine.
@@ -176,6 +180,11 @@ pub struct MappingArgs {
     /// Run each method in a memory cgroup too small to keep released pages (needs root).
     #[arg(long)]
     pub pressure: bool,
+    /// The memfd method keeps one memfd, its pages allocated once, and maps
+    /// and unmaps it each cycle (mapping.shared_costlier's control: the
+    /// page-cache allocation is paid once).
+    #[arg(long)]
+    pub memfd_keep: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -48,6 +48,9 @@ pub struct MappingResult {
     pub hugepages: String,
     #[serde(default)]
     pub pressure: bool,
+    /// The memfd method kept one memfd across cycles (`--memfd-keep`).
+    #[serde(default)]
+    pub memfd_keep: bool,
     #[serde(default)]
     pub obtain: StepStats,
     #[serde(default)]

@@ -151,6 +151,32 @@ fn memfd(len: usize) -> Result<(i32, *mut u8), String> {
     Ok((fd, p.cast()))
 }
 
+/// A shared mapping of `fd`'s first `len` bytes.
+fn map_shared(fd: i32, len: usize) -> Result<*mut u8, String> {
+    // SAFETY: shared mapping of our memfd, no hint.
+    let p =
+        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(format!("mmap of the memfd: {}", std::io::Error::last_os_error()));
+    }
+    Ok(p.cast())
+}
+
+/// A memfd of `len` bytes whose pages are allocated now and stay in the page
+/// cache until it is closed (`--memfd-keep`).
+fn kept_memfd(len: usize) -> Result<i32, String> {
+    let (fd, p) = memfd(len)?;
+    unmap(p, len);
+    // SAFETY: allocating the pages of our own memfd.
+    if unsafe { libc::fallocate(fd, 0, 0, len as libc::off_t) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: closing our memfd.
+        unsafe { libc::close(fd) };
+        return Err(format!("fallocate of the kept memfd: {e}"));
+    }
+    Ok(fd)
+}
+
 struct Series {
     steps: Vec<Step>,
 }
@@ -189,6 +215,10 @@ pub struct Spec {
     pub hugepages: Hugepages,
     /// After each release, touch a second region as large as the first.
     pub pressure: bool,
+    /// The memfd method keeps one memfd, its pages allocated once, and
+    /// each cycle maps and unmaps it (`--memfd-keep`).
+    #[serde(default)]
+    pub memfd_keep: bool,
 }
 
 /// The worker's reply: each step's statistics over the counted iterations,
@@ -222,6 +252,8 @@ struct Regions<'a> {
     half: usize,
     kept: Option<*mut u8>,
     kept_fd: Option<(i32, *mut u8)>,
+    /// `--memfd-keep`: the memfd the memfd method maps each cycle.
+    kept_memfd: Option<i32>,
     remap: Option<*mut u8>,
 }
 
@@ -236,6 +268,7 @@ impl<'a> Regions<'a> {
             half,
             kept: if matches!(m, "dontneed" | "free") { Some(map(size, 0, hp)?) } else { None },
             kept_fd: if m == "memfd-punch" { Some(memfd(size)?) } else { None },
+            kept_memfd: if m == "memfd" && spec.memfd_keep { Some(kept_memfd(size)?) } else { None },
             remap: if m == "mremap" { Some(map(half, 0, hp)?) } else { None },
         })
     }
@@ -247,6 +280,10 @@ impl<'a> Regions<'a> {
             "mmap-munmap" => step(self.probe, || map(size, 0, hp))?,
             "populate" => step(self.probe, || map(size, libc::MAP_POPULATE, hp))?,
             "dontneed" | "free" => step(self.probe, || self.kept.ok_or_else(|| "no kept region".to_string()))?,
+            "memfd" if self.kept_memfd.is_some() => {
+                let fd = self.kept_memfd.unwrap_or(-1);
+                step(self.probe, || map_shared(fd, size))?
+            }
             "memfd" => {
                 let (r, s) = step(self.probe, || memfd(size))?;
                 let (fd, p) = r?;
@@ -277,6 +314,7 @@ impl<'a> Regions<'a> {
                 "mmap-munmap" | "populate" => unmap(p, size),
                 "dontneed" => mm::madvise(p, size, libc::MADV_DONTNEED).map_err(|e| e.to_string())?,
                 "free" => mm::madvise(p, size, libc::MADV_FREE).map_err(|e| e.to_string())?,
+                "memfd" if self.kept_memfd.is_some() => unmap(p, size),
                 "memfd" => {
                     unmap(p, size);
                     // SAFETY: closing our memfd.
@@ -310,6 +348,10 @@ impl Drop for Regions<'_> {
     fn drop(&mut self) {
         if let Some(p) = self.kept.take() {
             unmap(p, self.size);
+        }
+        if let Some(fd) = self.kept_memfd.take() {
+            // SAFETY: closing our memfd.
+            unsafe { libc::close(fd) };
         }
         if let Some((fd, p)) = self.kept_fd.take() {
             unmap(p, self.size);
@@ -417,6 +459,8 @@ pub struct MappingConfig {
     pub methods: Vec<String>,
     pub hugepages: Hugepages,
     pub pressure: bool,
+    /// The memfd method keeps one memfd across cycles (`--memfd-keep`).
+    pub memfd_keep: bool,
     pub exe: std::path::PathBuf,
     pub host_floor: Option<u64>,
 }
@@ -435,6 +479,9 @@ pub fn validate(cfg: &MappingConfig, p: &mut probe::Probe) -> Result<(), sandbox
     }
     if let Some(m) = cfg.methods.iter().find(|m| !METHODS.contains(&m.as_str())) {
         return Err(Invalid(format!("unknown method '{m}': expected {METHOD_NAMES}")));
+    }
+    if cfg.memfd_keep && !cfg.methods.iter().any(|m| m == "memfd") {
+        return Err(Invalid("--memfd-keep changes only the memfd method, which --methods does not run".into()));
     }
     if cfg.pressure {
         sandbox::privilege::require_admin("--pressure (creating a memory cgroup)", "run without --pressure")?;
@@ -511,6 +558,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results:
             warmup: cfg.warmup,
             hugepages: cfg.hugepages,
             pressure: cfg.pressure,
+            memfd_keep: cfg.memfd_keep,
         };
         let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
             exe: cfg.exe.clone(),
@@ -556,6 +604,9 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
     let method = spec.method.as_str();
     let (total, base) = (d.total_ms_p50, d.baseline_touch_ms_p50);
     let mut notes = Vec::new();
+    if method == "memfd" && cfg.memfd_keep {
+        notes.push("--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle".into());
+    }
     if method == "free" && !cfg.pressure {
         notes.push("without --pressure nothing forces the kernel to reclaim MADV_FREE pages, so the re-touch finds them in place".into());
     }
@@ -570,6 +621,7 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
         repeat,
         hugepages: crate::kit::names::name(&cfg.hugepages),
         pressure: cfg.pressure,
+        memfd_keep: cfg.memfd_keep && method == "memfd",
         obtain_ms_p50: d.obtain.ms_p50,
         touch_ms_p50: d.touch.ms_p50,
         release_ms_p50: d.release.ms_p50,
@@ -609,6 +661,7 @@ mod tests {
             warmup: 1,
             hugepages: Hugepages::Never,
             pressure: false,
+            memfd_keep: false,
         }
     }
 
@@ -623,6 +676,7 @@ mod tests {
             methods: METHODS.iter().map(|m| m.to_string()).collect(),
             hugepages: Hugepages::Never,
             pressure: false,
+            memfd_keep: false,
             exe: "/nonexistent".into(),
             host_floor: None,
         }
@@ -681,6 +735,30 @@ mod tests {
         assert_eq!(sandbox::worker::spec_of::<Spec>(WORKER, &argv[2..]).unwrap(), spec("memfd"));
     }
 
+    /// `--memfd-keep`: the memfd method maps the same memfd each cycle, so
+    /// what one cycle wrote is there in the next (its pages stayed in the
+    /// page cache); without it each cycle's memfd is new and zero.
+    #[test]
+    fn a_kept_memfd_keeps_its_pages_between_cycles() {
+        let size = 1 << 20;
+        let fd = kept_memfd(size).unwrap();
+        let a = map_shared(fd, size).unwrap();
+        // SAFETY: in bounds of our mapping.
+        unsafe { *a.add(size - 1) = 7 };
+        unmap(a, size);
+        let b = map_shared(fd, size).unwrap();
+        // SAFETY: in bounds of our mapping.
+        assert_eq!(unsafe { *b.add(size - 1) }, 7, "the kept memfd lost its page");
+        unmap(b, size);
+        // SAFETY: closing our memfd.
+        unsafe { libc::close(fd) };
+        let kept = Spec { memfd_keep: true, ..spec("memfd") };
+        let d = run_method(&kept, &mut probe::Probe::default()).unwrap();
+        assert_eq!(d.totals_ms.len(), 3, "{d:?}");
+        let e = validate(&MappingConfig { memfd_keep: true, methods: vec!["free".into()], ..cfg() }, &mut probe::Probe::default());
+        assert!(e.unwrap_err().to_string().contains("--memfd-keep changes only the memfd method"));
+    }
+
     /// The worker reads its own memory through the probe its starter gave
     /// it: one over a tree with no /proc/self is an error that says what
     /// could not be read, never a reply of zeros.
@@ -733,6 +811,7 @@ mod tests {
             methods: vec!["mmap-munmap".into(), "dontneed".into()],
             hugepages: Hugepages::Never,
             pressure: false,
+            memfd_keep: false,
             exe: "/nonexistent".into(),
             host_floor: None,
         };

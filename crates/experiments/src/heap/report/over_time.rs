@@ -346,10 +346,20 @@ fn none() -> Evidence {
     Err("this run had no --over-time part".into())
 }
 
+/// Why a share of what was freed means nothing here: shrink freed nothing
+/// (`--shrink-frees 0`, malloc_trim's control), so what "could come back"
+/// is only the allocator's overhead.
+fn nothing_freed(rs: &[OverTimeResult]) -> Option<Evidence> {
+    let freed = rs.iter().flat_map(|r| &r.runs).any(|x| x.freed_bytes > 0);
+    (!rs.is_empty() && !freed).then(|| Err("shrink freed nothing in this run (--shrink-frees 0): no share of what was freed to judge".into()))
+}
+
 fn draw_keeps(m: &Ms, all: &[Entry]) -> Drawn {
     let rs = results(all);
     let keeps: Evidence = if rs.is_empty() {
         none()
+    } else if let Some(e) = nothing_freed(&rs) {
+        e
     } else {
         match judged(&rs, "glibc") {
             // Judged as the share kept: near 1 its logarithm is steady, where
@@ -378,6 +388,8 @@ fn draw_idle(m: &Ms, all: &[Entry]) -> Drawn {
     let rs = results(all);
     let idle: Evidence = if rs.is_empty() {
         none()
+    } else if let Some(e) = nothing_freed(&rs) {
+        e
     } else {
         let groups: Vec<String> = ["glibc", "mimalloc", "jemalloc"].iter().filter_map(|a| judged(&rs, a)).collect();
         let ms: Vec<_> = groups.iter().filter_map(|g| m.metric(g, &IDLE_RETURNED)).collect();

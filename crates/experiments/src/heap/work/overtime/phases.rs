@@ -312,7 +312,9 @@ impl Ctx {
         let mut j = 0;
         for k in 0..t.len {
             let o = t.slots()[k];
-            if rng.below(1000) >= self.frees_permille {
+            // Kept below 1000 − freed: at 900 freed, exactly the objects
+            // the rule before --shrink-frees kept (below(10) == 0).
+            if rng.below(1000) < 1000 - self.frees_permille {
                 t.slots()[j] = o;
                 j += 1;
                 out.kept += o.n as u64;
