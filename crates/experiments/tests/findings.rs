@@ -518,3 +518,32 @@ fn wscap_memory_is_judged_where_the_capped_pages_could_leave_ram() {
     let v = verdicts("wscap", &own).into_iter().find(|v| v.id == "wscap.cap_saves_no_memory").unwrap();
     assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
 }
+
+/// heap's shares of what was freed mean nothing where shrink freed nothing
+/// (`--shrink-frees 0`, heap.malloc_trim's control): glibc_keeps and
+/// idle_gives_nothing are not checked, saying why, and malloc_trim is still
+/// judged. The same run with its frees is judged as before.
+#[test]
+fn heap_judges_no_share_of_what_was_never_freed() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-dirs/heap-over-time/run.json");
+    let run: Value = serde_json::from_slice(&std::fs::read(dir).unwrap()).unwrap();
+    let rs = run["results"].as_array().unwrap().clone();
+    let by = |v: &[Verdict], id: &str| v.iter().find(|x| x.id == id).unwrap().clone();
+    let as_run = verdicts("heap", &rs);
+    for id in ["heap.glibc_keeps", "heap.idle_gives_nothing", "heap.malloc_trim"] {
+        assert_ne!(by(&as_run, id).outcome, Outcome::NotChecked, "{id}: {:?}", by(&as_run, id));
+    }
+    let mut none_freed = rs.clone();
+    for e in &mut none_freed {
+        for r in e["over_time"]["runs"].as_array_mut().into_iter().flatten() {
+            r["freed_bytes"] = json!(0);
+        }
+    }
+    let v = verdicts("heap", &none_freed);
+    for id in ["heap.glibc_keeps", "heap.idle_gives_nothing"] {
+        let x = by(&v, id);
+        assert_eq!(x.outcome, Outcome::NotChecked, "{id}: {x:?}");
+        assert!(format!("{x:?}").contains("shrink freed nothing"), "{id}: {x:?}");
+    }
+    assert_ne!(by(&v, "heap.malloc_trim").outcome, Outcome::NotChecked);
+}
