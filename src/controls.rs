@@ -63,6 +63,14 @@ const CONTROLS: &[Control] = &[
         base: whole,
     },
     Control {
+        ids: &["eat.semi_fraction"],
+        experiment: "eat",
+        what: "--block 1: the semi pattern in blocks of one byte, so nothing in it repeats on purpose",
+        change: |a| Some(set(a, "--block", "1")),
+        lifts_gate: None,
+        base: whole,
+    },
+    Control {
         ids: &["wscap.cap_slowdown", "wscap.periodic_cheaper"],
         experiment: "wscap",
         what: "--cap at twice --size: a cap above the working set",
@@ -152,7 +160,6 @@ const NOT_RUN: &[(&str, &str)] = &[
          is `pagelab jank --arms zram:lz4,zram:zstd --cpu-only`",
     ),
     ("jank.min_ttl", "not checked anywhere: min_ttl_ms acts only in global reclaim, which pagelab never causes"),
-    ("eat.semi_fraction", "needs the semi pattern's label on random bytes; eat has no such pattern"),
     ("eat.read_back_alike", "its control (a slow decompressor) is not known to remove the fault path's share"),
     ("heap.growth", "needs more CPUs than twice the thread counts judged: its control is the step within the cores"),
     (
@@ -218,8 +225,13 @@ pub struct Turn {
     /// The control left the study's protocol by design, and its verdict is
     /// what the rules give on its estimate alone.
     pub control_gate_lifted: bool,
-    /// matches on one side and differs on the other.
+    /// matches on one side and differs on the other, or the control's
+    /// values were identical (a check, [`report::verdict`]) and its check
+    /// came out the other way: the configuration alone made the claim false
+    /// (or true), the plainest way a finding can come out otherwise.
     pub turned: bool,
+    /// It turned into a check's result, not a finding's.
+    pub turned_as_check: bool,
 }
 
 /// Runs `experiment` with `args` into `dir`; Err naming the run and its log
@@ -318,6 +330,19 @@ fn verdict_of(dir: &Path, id: &str, lift: Option<(Lift, usize)>) -> anyhow::Resu
     Ok(Judged { verdict, estimate: v.estimate, family: v.family })
 }
 
+/// Whether the control turned the verdict (matches ↔ differs), and whether
+/// it turned into a check's result (every value of the control the same,
+/// [`report::verdict`]'s rule, and the claim false there, or true where it
+/// differed). Inconclusive, not checked and the rest never turn.
+fn turned(base: &str, control: &str) -> (bool, bool) {
+    use report::verdict::Outcome::*;
+    let w = |o: report::verdict::Outcome| o.word();
+    let as_check =
+        (base == w(Matches) && control == w(CheckFailed)) || (base == w(Differs) && control == w(CheckPassed));
+    let plain = (base == w(Matches) && control == w(Differs)) || (base == w(Differs) && control == w(Matches));
+    (plain || as_check, as_check)
+}
+
 /// Whether every run in a control's directory broke the protocol only as
 /// the control must (Err: which did not).
 type Lift = fn(&Path) -> Result<(), String>;
@@ -407,8 +432,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             let b = verdict_of(&base, id, None)?;
             let k = verdict_of(&ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
             let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
-            let turned =
-                matches!((verdict.as_str(), control_verdict.as_str()), ("matches", "differs") | ("differs", "matches"));
+            let (turned, turned_as_check) = turned(&verdict, &control_verdict);
             turns.push(Turn {
                 id: id.to_string(),
                 control: c.what.to_string(),
@@ -418,6 +442,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 control_estimate,
                 control_gate_lifted: c.lifts_gate.is_some(),
                 turned,
+                turned_as_check,
             });
         }
     }
@@ -448,7 +473,11 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 t.control_verdict.clone()
             },
             f(t.control_estimate),
-            if t.turned { "yes" } else { "no" },
+            match (t.turned, t.turned_as_check) {
+                (true, true) => "yes (as a check: every value the same)",
+                (true, false) => "yes",
+                _ => "no",
+            },
             t.control
         );
     }
@@ -567,5 +596,17 @@ mod tests {
         assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
         assert_eq!(set(&["--cap".into(), "1".into()], "--cap", "2"), ["--cap", "2"]);
         assert_eq!(set(&[], "--pressure", "x"), ["--pressure", "x"]);
+        assert_eq!(turned("matches", "differs"), (true, false));
+        assert_eq!(turned("differs", "matches"), (true, false));
+        assert_eq!(turned("matches", "check failed"), (true, true));
+        assert_eq!(turned("differs", "check passed"), (true, true));
+        for (a, b) in [
+            ("matches", "inconclusive"),
+            ("matches", "check passed"),
+            ("differs", "differs"),
+            ("matches", "not checked"),
+        ] {
+            assert_eq!(turned(a, b), (false, false), "{a} -> {b}");
+        }
     }
 }

@@ -356,7 +356,7 @@ pub static FINDINGS: [Finding<EatResult>; 6] = [
             floor: 1e-4,
             own: false,
             check: false,
-            control: "random bytes in place of the semi pattern: nothing repeats inside 20 bytes, so the stored fraction is about 1, outside 0.13 – 0.30",
+            control: "the semi pattern in blocks of one byte (--block 1): no byte repeats its neighbour's on purpose, so the stored fraction is about 1, outside 0.13 – 0.30",
             yes: "both stores find the same redundancy in 20-byte blocks",
             no: "the compressor here finds more or less redundancy than Windows' Xpress in 20-byte blocks",
         },
