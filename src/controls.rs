@@ -28,7 +28,7 @@ struct Control {
     /// The part of the lab step the finding is judged on (the step as it
     /// is, or heap's speed sweep or memory over time alone): both the run
     /// as the lab makes it and the control start from this.
-    base: fn(&[String]) -> Vec<String>,
+    base: Base,
     change: fn(&[String]) -> Option<Vec<String>>,
     /// The control leaves the study's protocol by design (thrash's CPU-only
     /// control removes the overcommit the protocol requires): its verdict is
@@ -60,7 +60,7 @@ const CONTROLS: &[Control] = &[
         what: "--backing swapfile: a store that neither compresses nor detects same-value pages",
         change: |a| Some(set(a, "--backing", "swapfile")),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["eat.semi_fraction"],
@@ -68,7 +68,7 @@ const CONTROLS: &[Control] = &[
         what: "--block 1: the semi pattern in blocks of one byte, so nothing in it repeats on purpose",
         change: |a| Some(set(a, "--block", "1")),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["wscap.cap_slowdown", "wscap.periodic_cheaper"],
@@ -79,7 +79,7 @@ const CONTROLS: &[Control] = &[
             Some(set(a, "--cap", &(2 * size).to_string()))
         },
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["wscap.cap_saves_no_memory"],
@@ -87,7 +87,7 @@ const CONTROLS: &[Control] = &[
         what: "--memory-store zram: the memory arm on a store that keeps the capped pages in RAM",
         change: |a| Some(set(a, "--memory-store", "zram")),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
@@ -95,7 +95,7 @@ const CONTROLS: &[Control] = &[
         what: "--pressure: the lazily freed pages are reclaimed before they are used again",
         change: |a| Some([a, &["--pressure".to_string()]].concat()),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["mapping.shared_costlier"],
@@ -104,7 +104,16 @@ const CONTROLS: &[Control] = &[
                allocation is not paid per cycle",
         change: |a| Some([a, &["--memfd-keep".to_string()]].concat()),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
+    },
+    Control {
+        ids: &["heap.glibc_keeps"],
+        experiment: "heap",
+        what: "--glibc-mmap-threshold 128KiB: glibc's default mmap threshold, fixed, so blocks of 128 KiB and up are \
+               mmap'd on their own and go back on free (no dynamic raise keeps them in the heap)",
+        change: |a| Some(set(a, "--glibc-mmap-threshold", "128KiB")),
+        lifts_gate: None,
+        base: HEAP_OVER_TIME,
     },
     Control {
         ids: &["heap.concurrent_linux"],
@@ -112,7 +121,7 @@ const CONTROLS: &[Control] = &[
         what: "--heap-mode shared: one heap for every thread (glibc with one arena)",
         change: |a| Some(set(a, "--heap-mode", "shared")),
         lifts_gate: None,
-        base: heap_speed_only,
+        base: HEAP_SPEED,
     },
     Control {
         ids: &["heap.malloc_trim"],
@@ -121,7 +130,7 @@ const CONTROLS: &[Control] = &[
                millisecond of churn), so malloc_trim has nothing to give back",
         change: |a| Some(set(&set(a, "--shrink-frees", "0"), "--churn", "1ms")),
         lifts_gate: None,
-        base: heap_over_time_only,
+        base: HEAP_OVER_TIME,
     },
     Control {
         ids: &["thrash.deep", "thrash.writes", "thrash.sleep", "thrash.stagger"],
@@ -130,7 +139,7 @@ const CONTROLS: &[Control] = &[
                design, so judged on its estimate alone)",
         change: |a| Some([a, &["--cpu-only".to_string()]].concat()),
         lifts_gate: Some(thrash_cpu_only),
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["thrash.recovery"],
@@ -139,7 +148,7 @@ const CONTROLS: &[Control] = &[
                falls back",
         change: |a| Some(set(&set(a, "--after-load", "stays"), "--preset", "e2")),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
     Control {
         ids: &["jank.zram_tenfold"],
@@ -148,7 +157,7 @@ const CONTROLS: &[Control] = &[
                nothing pages",
         change: |a| Some([set(a, "--arms", "zram:lz4,swapfile"), vec!["--cpu-only".to_string()]].concat()),
         lifts_gate: None,
-        base: whole,
+        base: WHOLE,
     },
 ];
 
@@ -162,14 +171,21 @@ const NOT_RUN: &[(&str, &str)] = &[
     ("jank.min_ttl", "not checked anywhere: min_ttl_ms acts only in global reclaim, which pagelab never causes"),
     ("eat.read_back_alike", "its control (a slow decompressor) is not known to remove the fault path's share"),
     ("heap.growth", "needs more CPUs than twice the thread counts judged: its control is the step within the cores"),
-    (
-        "heap.glibc_keeps",
-        "its control is glibc with malloc_trim after the shrink, which pagelab makes only as an arm of its own \
-         (glibc+malloc_trim), not as the glibc the finding judges; freeing every object (--shrink-frees 100%) is not \
-         its control: glibc still kept 0.81 [0.74, 0.88] of what was freed on the project's VM (docs/bench.md)",
-    ),
     ("assess.far_memory", "needs a synthetic program that touches what was trimmed"),
 ];
+
+/// The part of a lab step a control starts from, and the suffix of its
+/// run's directory (`<experiment>-as-the-lab<suffix>`): named, so that a
+/// control added later renames no run (`--resume` finds them).
+#[derive(Clone, Copy)]
+struct Base {
+    suffix: &'static str,
+    args: fn(&[String]) -> Vec<String>,
+}
+
+const WHOLE: Base = Base { suffix: "", args: whole };
+const HEAP_SPEED: Base = Base { suffix: "-speed", args: heap_speed_only };
+const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", args: heap_over_time_only };
 
 /// The lab step as it is.
 fn whole(args: &[String]) -> Vec<String> {
@@ -393,7 +409,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
     let mut turns: Vec<Turn> = Vec::new();
     // One run as the lab makes it per experiment and part of its step.
-    let mut base_dirs: Vec<(&str, Vec<String>, PathBuf)> = Vec::new();
+    let mut base_dirs: Vec<PathBuf> = Vec::new();
     for c in CONTROLS {
         if !a.only.is_empty() && !a.only.iter().any(|o| o == c.experiment) {
             continue;
@@ -404,25 +420,16 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             eprintln!("{}: not planned on this machine; skipped", c.experiment);
             continue;
         };
-        let args = (c.base)(&step.argv());
+        let args = (c.base.args)(&step.argv());
         let Some(changed) = (c.change)(&args) else {
             anyhow::bail!("{}: the lab step's arguments have no value to change ({})", c.experiment, c.what);
         };
         eprintln!("{}: {}", c.ids.join(", "), c.what);
-        let base = match base_dirs.iter().find(|(e, a, _)| *e == c.experiment && *a == args) {
-            Some((_, _, d)) => d.clone(),
-            None => {
-                // The first of an experiment keeps the name it always had.
-                let n = base_dirs.iter().filter(|(e, _, _)| *e == c.experiment).count();
-                let d = out.join(match n {
-                    0 => format!("{}-as-the-lab", c.experiment),
-                    n => format!("{}-as-the-lab-{}", c.experiment, n + 1),
-                });
-                run_or_keep(&exe, c.experiment, &args, &d)?;
-                base_dirs.push((c.experiment, args.clone(), d.clone()));
-                d
-            }
-        };
+        let base = out.join(format!("{}-as-the-lab{}", c.experiment, c.base.suffix));
+        if !base_dirs.contains(&base) {
+            run_or_keep(&exe, c.experiment, &args, &base)?;
+            base_dirs.push(base.clone());
+        }
         // Named after its first finding, so that a control added to the
         // list does not rename the others' directories (--resume finds them).
         let first = c.ids[0].split_once('.').map_or(c.ids[0], |x| x.1);
@@ -567,7 +574,7 @@ mod tests {
         let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
         for c in CONTROLS {
             let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
-            let args = (c.base)(&s.argv());
+            let args = (c.base.args)(&s.argv());
             let changed = (c.change)(&args).unwrap_or_else(|| panic!("{}: {:?}", c.experiment, args));
             assert_ne!(changed, args, "{}: the control changes nothing", c.what);
             // Both command lines are ones pagelab takes.

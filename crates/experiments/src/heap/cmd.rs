@@ -129,6 +129,9 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
 /// The most RSS samples one over-time worker keeps (24 bytes each: 24 MB).
 pub const MAX_OVER_TIME_SAMPLES: u64 = 1_000_000;
 
+use crate::heap::work::alloc::Allocator;
+use crate::heap::work::overtime::GLIBC_MMAP_THRESHOLD;
+
 /// The over-time plan from the flags: every allocator as it comes, then the knob arms.
 fn over_time_config(
     a: &HeapArgs,
@@ -147,9 +150,24 @@ fn over_time_config(
             ))
             .into());
         }
+        if a.glibc_mmap_threshold.is_some()
+            && k.knob.as_ref().and_then(|x| x.env.as_ref()).is_some_and(|(n, _)| n == GLIBC_MMAP_THRESHOLD)
+        {
+            return Err(sandbox::SandboxError::Invalid(format!(
+                "--knobs {}: --glibc-mmap-threshold already sets {GLIBC_MMAP_THRESHOLD} for every glibc arm",
+                k.label()
+            ))
+            .into());
+        }
         if !arms.contains(&k) {
             arms.push(k);
         }
+    }
+    if a.glibc_mmap_threshold.is_some() && !arms.iter().any(|x| x.allocator == Allocator::Glibc) {
+        return Err(sandbox::SandboxError::Invalid(
+            "--glibc-mmap-threshold: no glibc arm runs (add glibc to --allocators)".into(),
+        )
+        .into());
     }
     // The sampler keeps every sample of a worker in memory: bounded, refused in
     // one line rather than an abort on a failed allocation (issue 46 item 11:
@@ -178,6 +196,7 @@ fn over_time_config(
         // At the resolution the worker applies (0.1 %), so that what is
         // recorded is what ran.
         shrink_frees: (a.shrink_frees * 1000.0).round() / 1000.0,
+        glibc_mmap_threshold: a.glibc_mmap_threshold,
         repeat: a.repeat.unwrap_or(3),
         sample: a.sample_every,
         seed: cfg.seed,
@@ -199,6 +218,12 @@ fn note_over_time(run: &ExperimentRun, ot: &crate::heap::work::overtime::OverTim
         ot.sample.as_millis(),
         if ot.charge { ", and each worker's cgroup charge" } else { " (not root: no cgroup charge)" }
     ));
+    if let Some(t) = ot.glibc_mmap_threshold {
+        run.note(&format!(
+            "every glibc arm ran with {GLIBC_MMAP_THRESHOLD}={t} (--glibc-mmap-threshold): \"glibc\" is not glibc's \
+             defaults in this run"
+        ));
+    }
     let inherited: Vec<String> = std::env::vars()
         .map(|(k, _)| k)
         .filter(|k| {
@@ -311,6 +336,16 @@ fn parse_allocator(s: &str) -> Result<crate::heap::work::alloc::Allocator, Strin
     Ok(a)
 }
 
+/// glibc's mmap threshold: at most HEAP_MAX_SIZE / 2, 32 MiB on 64-bit
+/// (a larger value is ignored by glibc, which would make the flag a no-op).
+fn parse_mmap_threshold(s: &str) -> Result<u64, String> {
+    let v = units::parse_size(s)?;
+    if v > 32 << 20 {
+        return Err(format!("'{s}': glibc takes an mmap threshold of at most 32MiB"));
+    }
+    Ok(v)
+}
+
 fn parse_pattern(s: &str) -> Result<crate::heap::work::overtime::Pattern, String> {
     crate::heap::work::overtime::Pattern::parse(s)
 }
@@ -389,6 +424,12 @@ pub struct HeapArgs {
     /// leaves no survivor to pin a page (heap.glibc_keeps' control).
     #[arg(long, default_value = "90%", value_parser = crate::kit::cli::parse_share, allow_hyphen_values = true, requires = "over_time")]
     pub shrink_frees: f64,
+    /// Over time: every glibc arm (plain and with knobs) runs with this
+    /// mmap threshold, fixed (MALLOC_MMAP_THRESHOLD_: no dynamic raise as
+    /// large blocks are freed), 0 to 32MiB. Blocks at or above it are mmap'd
+    /// on their own and go back on free (heap.glibc_keeps' control).
+    #[arg(long, value_parser = parse_mmap_threshold, allow_hyphen_values = true, requires = "over_time")]
+    pub glibc_mmap_threshold: Option<u64>,
     /// Over time: the live size all threads hold together in grow and churn.
     #[arg(long, default_value = "256MiB", value_parser = units::parse_nonzero_size, allow_hyphen_values = true)]
     pub live: u64,

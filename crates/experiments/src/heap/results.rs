@@ -375,6 +375,9 @@ pub struct OverTimeConfig {
     /// The share of the objects shrink frees (0.9 before it could be set).
     #[serde(default = "ninety_percent")]
     pub shrink_frees: f64,
+    /// Every glibc arm's fixed mmap threshold, where one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub glibc_mmap_threshold: Option<u64>,
     pub repeat: u32,
     pub sample_ms: u64,
     /// Whether the charge of a memory cgroup per worker was recorded (root).

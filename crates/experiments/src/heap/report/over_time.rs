@@ -279,9 +279,9 @@ pub const KEEPS: Finding<Entry> = Finding {
         floor: 0.001,
         own: true,
         check: false,
-        control: "glibc with malloc_trim after the shrink (the glibc+malloc_trim arm): the free pages are given back, so the share kept falls below 0.5",
-        yes: "glibc kept more than half of what the program freed: free() gives pages back only from a heap's \
-              top, and the chunks still in use or in glibc's caches below it hold the rest",
+        control: "glibc with its default mmap threshold fixed (--glibc-mmap-threshold 128KiB: no dynamic raise as large blocks are freed): blocks of 128 KiB and up, most of the mixed pattern's bytes, are mmap'd on their own and go back on free, so the share kept falls below 0.5",
+        yes: "glibc kept more than half of what the program freed: freeing large blocks raises its mmap \
+              threshold, so later ones live in the heap, and free() gives a heap's pages back only from its top",
         no: "glibc gave back more than half of what the program freed (large blocks are mmap'd and return on free)",
     },
     draw: draw_keeps,

@@ -247,6 +247,7 @@ mod tests {
             churn: std::time::Duration::from_secs(2),
             idle: std::time::Duration::from_secs(2),
             shrink_frees: 0.9,
+            glibc_mmap_threshold: None,
             repeat: 3,
             sample: std::time::Duration::from_millis(100),
             seed: 1,

@@ -208,6 +208,9 @@ pub struct Spec {
     pub pressure: bool,
 }
 
+/// glibc's environment name for a fixed mmap threshold (mallopt's M_MMAP_THRESHOLD).
+pub const GLIBC_MMAP_THRESHOLD: &str = "MALLOC_MMAP_THRESHOLD_";
+
 /// The worker's request to be squeezed (event `squeeze`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -257,6 +260,8 @@ pub struct OverTimeConfig {
     pub idle: Duration,
     /// The share of the objects shrink frees (0 to 1; 0.9 by default).
     pub shrink_frees: f64,
+    /// Every glibc arm's fixed mmap threshold (`--glibc-mmap-threshold`).
+    pub glibc_mmap_threshold: Option<u64>,
     pub repeat: u32,
     pub sample: Duration,
     pub seed: u64,
@@ -279,6 +284,7 @@ impl OverTimeConfig {
             churn_s: self.churn.as_secs_f64(),
             idle_s: self.idle.as_secs_f64(),
             shrink_frees: self.shrink_frees,
+            glibc_mmap_threshold: self.glibc_mmap_threshold,
             repeat: self.repeat,
             sample_ms: self.sample.as_millis() as u64,
             charge: self.charge,
@@ -462,6 +468,9 @@ fn one<O: Observer<Entry = crate::heap::results::Entry>>(
         other => (other.name(), vec![]),
     };
     env.extend(arm.knob.as_ref().and_then(|k| k.env.clone()));
+    if let (Some(t), Allocator::Glibc) = (cfg.glibc_mmap_threshold, &arm.allocator) {
+        env.push((GLIBC_MMAP_THRESHOLD.to_string(), t.to_string()));
+    }
     let spec = Spec {
         allocator: name,
         pattern,
@@ -607,6 +616,7 @@ mod tests {
             churn: Duration::from_millis(200),
             idle: Duration::from_millis(300),
             shrink_frees: 0.9,
+            glibc_mmap_threshold: None,
             repeat: 2,
             sample: Duration::from_millis(10),
             seed: 7,
@@ -635,6 +645,14 @@ mod tests {
         let mut refusing = Recorder { refuse_results: true, ..Default::default() };
         let e = run_with(&cfg, &mut refusing, || false, &mut threads, &sandbox).unwrap_err();
         assert!(matches!(e, ExperimentError::Record(_)), "{e}");
+        // --glibc-mmap-threshold is the glibc workers' environment (which a
+        // thread cannot be given: the in-process spawner refuses it by name);
+        // another allocator's workers get none.
+        let fixed = OverTimeConfig { glibc_mmap_threshold: Some(128 << 10), ..cfg.clone() };
+        let e = run_with(&fixed, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap_err();
+        assert!(e.to_string().contains("MALLOC_MMAP_THRESHOLD_"), "{e}");
+        let mi = OverTimeConfig { arms: vec![Arm { allocator: Allocator::Mimalloc, knob: None }], repeat: 1, ..fixed };
+        run_with(&mi, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap();
         let charged = OverTimeConfig { charge: true, ..cfg };
         let e = run_with(&charged, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap_err();
         assert!(e.to_string().contains("cannot be placed in a cgroup"), "{e}");
@@ -699,6 +717,7 @@ mod tests {
             churn: Duration::from_secs(1),
             idle: Duration::from_secs(2),
             shrink_frees: 0.9,
+            glibc_mmap_threshold: None,
             repeat: 2,
             sample: Duration::from_millis(50),
             seed: 1,
