@@ -86,7 +86,7 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
         max_read_bytes: *max_read,
         swapfile_dir: swapfile_dir.to_string_lossy(),
     };
-    let run = ExperimentRun::start("assess", &a.run, &config)?;
+    let run = ExperimentRun::start("assess", &a.run, &config, &mut p)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
         crate::assess::work::run(&cfg, &mut obs, &record::stop::requested, &mut p).map_err(crate::Error::from)

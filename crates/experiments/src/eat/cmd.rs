@@ -72,7 +72,7 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         swapfile_dir: swapfile_dir.to_string_lossy(),
         interval_s: a.run.interval.as_secs_f64(),
     };
-    let run = ExperimentRun::start("eat", &a.run, &config)?;
+    let run = ExperimentRun::start("eat", &a.run, &config, &mut p)?;
     let r = {
         let mut obs = RunObserver::new(&run, a.run.json);
         crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)

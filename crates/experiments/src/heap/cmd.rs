@@ -67,7 +67,7 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
         over_time: ot.as_ref().map(|o| o.record()),
         speed,
     };
-    let run = ExperimentRun::start("heap", &a.run, &config)?;
+    let run = ExperimentRun::start("heap", &a.run, &config, &mut p)?;
     if speed {
         run.note(&format!(
             "timer: {} at {:.3} ns/tick, overhead {:.1} ns per call (subtracted){}; {cores} cores",

@@ -249,7 +249,7 @@ pub fn run(a: &JankArgs) -> crate::Result<()> {
         touch_pages: cfg.touch_pages(),
         work: crate::jank::work::FRAME_WORK,
     };
-    let run = ExperimentRun::start_with("jank", &a.run, &config, true)?;
+    let run = ExperimentRun::start_with("jank", &a.run, &config, true, &mut p)?;
     let runs = cfg.arms.len() as u32 * a.repeat;
     match &cfg.command {
         None => run.note(&format!(

@@ -39,8 +39,15 @@ pub fn take_run_lock(what: &str, no_wait: bool) -> crate::Result<sandbox::runloc
 impl ExperimentRun {
     /// Creates the run directory and starts sampling. The sampler aborts the run
     /// (a process-wide stop with the reason) if MemAvailable drops below the floor.
-    pub fn start(experiment: &str, args: &RunArgs, config: &impl Serialize) -> crate::Result<ExperimentRun> {
-        Self::start_with(experiment, args, config, false)
+    /// The machine's environment and memory are read through `p`, the
+    /// command's probe.
+    pub fn start(
+        experiment: &str,
+        args: &RunArgs,
+        config: &impl Serialize,
+        p: &mut Probe,
+    ) -> crate::Result<ExperimentRun> {
+        Self::start_with(experiment, args, config, false, p)
     }
 
     /// [`ExperimentRun::start`], also keeping every sample in memory
@@ -50,12 +57,12 @@ impl ExperimentRun {
         args: &RunArgs,
         config: &impl Serialize,
         keep_samples: bool,
+        p: &mut Probe,
     ) -> crate::Result<ExperimentRun> {
         // Typed where it is made (each command's `Recorded`), a value here.
         let config = serde_json::to_value(config)?;
         let RunArgs { out, interval, host_floor, lock: LockArgs { no_wait }, .. } = args;
         let lock = take_run_lock(experiment, *no_wait)?;
-        let mut p = Probe::default();
         let env = p.environment();
         let damon: Vec<String> = env.damon.iter().filter(|k| k.moves_pages()).map(|k| k.describe()).collect();
         let meminfo = p.meminfo()?.unwrap_or_default();

@@ -26,7 +26,9 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
-    crate::mapping::work::validate(&cfg, &mut probe::Probe::default())?;
+    // The command's one reader of the machine: its edge.
+    let mut p = probe::Probe::default();
+    crate::mapping::work::validate(&cfg, &mut p)?;
     // Every field of the configuration, by name (no `..`): one added to
     // MappingConfig and left out here is a compile error.
     let MappingConfig {
@@ -55,7 +57,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         pressure: *pressure,
         memfd_keep: *memfd_keep,
     };
-    let run = ExperimentRun::start("mapping", &a.run, &config)?;
+    let run = ExperimentRun::start("mapping", &a.run, &config, &mut p)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
         crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)

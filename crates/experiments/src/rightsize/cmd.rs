@@ -287,7 +287,7 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
                 .collect::<Vec<_>>(),
         );
     }
-    let run = ExperimentRun::start("rightsize", &a.run, &config)?;
+    let run = ExperimentRun::start("rightsize", &a.run, &config, &mut p)?;
     let mut unverified: Vec<String> = Vec::new();
     let r = {
         let mut obs = RunObserver::new(&run, true);

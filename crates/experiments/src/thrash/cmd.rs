@@ -40,7 +40,9 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         after_load: a.after_load,
         cpu_only: a.cpu_only,
     };
-    let plans = crate::thrash::work::validate(&cfg, &mut probe::Probe::default())?;
+    // The command's one reader of the machine: its edge.
+    let mut p = probe::Probe::default();
+    let plans = crate::thrash::work::validate(&cfg, &mut p)?;
     let expected_s: f64 = plans
         .iter()
         .map(|p| (p.baseline().as_secs_f64() + p.planned_duration_ms / 1e3 + 10.0) * a.repeat as f64)
@@ -59,7 +61,7 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         probe_ws_bytes: crate::thrash::work::PROBE_WS,
     };
     // thrash analyses its own collector's samples: keep them in memory.
-    let run = ExperimentRun::start_with("thrash", &a.run, &config, true)?;
+    let run = ExperimentRun::start_with("thrash", &a.run, &config, true, &mut p)?;
     run.note(&format!(
         "expected time: about {:.0} min ({} preset(s) × {} repeat(s) × {} store(s)); Ctrl-C stops and restores everything",
         expected_s / 60.0,

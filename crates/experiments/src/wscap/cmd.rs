@@ -115,7 +115,7 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         memory_store_note: memory_store_note.as_deref(),
         swapfile_dir: swapfile_dir.to_string_lossy(),
     };
-    let run = ExperimentRun::start("wscap", &a.run, &config)?;
+    let run = ExperimentRun::start("wscap", &a.run, &config, &mut p)?;
     let r = {
         let mut obs = RunObserver::new(&run, true);
         crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
