@@ -465,10 +465,16 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&doc);
     }
+    print_table(&turns, &out);
+    Ok(())
+}
+
+/// The text table of `turns`, what was not run and why, and the count.
+fn print_table(turns: &[Turn], out: &Path) {
     let f = |x: Option<f64>| x.map_or("-".into(), record::stats::claim::num);
     println!("| finding | as the lab runs it | under its control | turned | control |");
     println!("|---|---|---|---|---|");
-    for t in &turns {
+    for t in turns {
         println!(
             "| {} | {} ({}) | {} ({}) | {} | {} |",
             t.id,
@@ -498,7 +504,6 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         turns.len(),
         out.display()
     );
-    Ok(())
 }
 
 #[cfg(test)]

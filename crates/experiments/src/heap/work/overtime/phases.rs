@@ -408,14 +408,9 @@ fn now_ns() -> u64 {
     probe::sample::monotonic_ns()
 }
 
-/// Runs the phases with heap `H` and returns what was seen; the process's
-/// anonymous RSS is read from `statm` (opened through the worker's probe).
-fn run_with<H: ThreadHeap + Copy + Send>(
-    spec: &Spec,
-    heap: H,
-    statm: &Statm,
-    squeeze: SqueezeHook,
-) -> Result<Seen, String> {
+/// The threads' shared state for `spec`: their tables (room for twice
+/// their share of the live size), the rings of cross-thread frees, barriers.
+fn context(spec: &Spec) -> Result<Ctx, String> {
     let t = spec.threads as usize;
     let target = (spec.live_bytes / t as u64).max(1);
     let cap = (2.0 * target as f64 / spec.pattern.mean_size()) as usize + 4096;
@@ -425,7 +420,7 @@ fn run_with<H: ThreadHeap + Copy + Send>(
     } else {
         vec![]
     };
-    let ctx = Ctx {
+    Ok(Ctx {
         threads: t,
         pattern: spec.pattern,
         target,
@@ -440,7 +435,19 @@ fn run_with<H: ThreadHeap + Copy + Send>(
         kept: AtomicU64::new(0),
         regrow: spec.pressure,
         frees_permille: (spec.shrink_frees.clamp(0.0, 1.0) * 1000.0).round() as u64,
-    };
+    })
+}
+
+/// Runs the phases with heap `H` and returns what was seen; the process's
+/// anonymous RSS is read from `statm` (opened through the worker's probe).
+fn run_with<H: ThreadHeap + Copy + Send>(
+    spec: &Spec,
+    heap: H,
+    statm: &Statm,
+    squeeze: SqueezeHook,
+) -> Result<Seen, String> {
+    let t = spec.threads as usize;
+    let ctx = context(spec)?;
     let charge_path =
         spec.charge_file.as_ref().and_then(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok());
     let sampling = AtomicBool::new(true);
