@@ -128,6 +128,11 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
         (&["bench", "probe", "--iterations", "-3"], "'--iterations <ITERATIONS>'"),
         (&["report", "--html", "--markdown", "x"], "'--html' cannot be used with '--markdown'"),
         (&["thrash", "--backing", "zswap"], "unknown backing 'zswap'"),
+        (
+            &["heap", "--threads", "1,4", "--growth-from", "2"],
+            "--growth-from 2: the step is from 2 threads to 4, so --threads must hold both (it has 1,4)",
+        ),
+        (&["heap", "--growth-from", "0"], "'--growth-from <GROWTH_FROM>': 0 threads: expected 1 to"),
     ] {
         bad(args, want);
     }

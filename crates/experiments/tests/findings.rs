@@ -153,6 +153,18 @@ fn heap_growth_is_judged_from_the_cores_to_twice_as_many_threads() {
     let v = growth(&[on6(1, true, 10.0), on6(2, true, 10.2), on6(4, true, 10.4), on6(8, false, 14.0)]);
     assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
     assert!(v.why.contains("from 6 threads") && v.why.contains("to 12"), "{}", v.why);
+    // `--growth-from 1` on 2 CPUs (the control, within the cores): the step
+    // is 1 → 2 threads, whatever the CPUs say, and the text says so.
+    let from1 = |t: u32, ns: f64| {
+        let mut v = r(t, true, ns);
+        v["result"]["cpus"] = json!(2);
+        v["result"]["growth_from"] = json!(1);
+        v
+    };
+    let v = growth(&[from1(1, 10.0), from1(2, 10.5)]);
+    assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
+    assert!(v.values.iter().all(|x| (1.0..1.2).contains(x)), "judged at 2 ÷ 1 threads: {v:?}");
+    assert!(v.ours.contains("--growth-from 1") && v.ours.contains("within the cores"), "{}", v.ours);
 }
 
 #[test]

@@ -36,6 +36,7 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
             let names: Vec<String> = a.allocators.iter().map(|x| x.name()).collect();
             if names.iter().any(|n| n == "glibc") { "glibc".into() } else { names.first().cloned().unwrap_or_default() }
         }),
+        growth_from: a.growth_from,
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
@@ -61,6 +62,7 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
         repeat: cfg.repeat,
         seed: cfg.seed,
         baseline: cfg.baseline.clone(),
+        growth_from: cfg.growth_from,
         cores: cores as u64,
         timer: serde_json::to_value(timer)?,
         timer_overhead_ns: timer.overhead_ns,
@@ -75,6 +77,13 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
             timer.ns_per_tick,
             timer.overhead_ns,
             if timer.invariant { "" } else { "; the CPU does not advertise an invariant TSC" }
+        ));
+    }
+    if let Some(n) = cfg.growth_from {
+        run.note(&format!(
+            "heap.growth is judged from {n} threads to {} (--growth-from), on {cores} CPUs{}",
+            2 * n,
+            if 2 * n as usize <= cores { ": within the cores, its control" } else { "" }
         ));
     }
     if let Some(ot) = &ot {
@@ -394,6 +403,12 @@ pub struct HeapArgs {
     /// runs, else the first of --allocators).
     #[arg(long, allow_hyphen_values = true)]
     pub baseline: Option<String>,
+    /// heap.growth's step: from this many threads to twice as many (default:
+    /// as many as CPUs, the study's step from 4 to 8 threads on 4 cores).
+    /// Both counts must be in --threads. At half the CPUs or fewer the step
+    /// stays within the cores: heap.growth's negative control.
+    #[arg(long, value_parser = parse_threads, allow_hyphen_values = true)]
+    pub growth_from: Option<u32>,
     /// Memory over time instead of speed: each arm grows to --live, churns,
     /// frees 90 % (a scattered 10 % survives) and idles, while its RSS is
     /// sampled; peak, steady ÷ live, after shrink, after idle and the

@@ -147,6 +147,10 @@ pub struct HeapResult {
     /// with twice as many); null in runs recorded before it.
     #[serde(default)]
     pub cpus: Option<u32>,
+    /// `--growth-from`: heap.growth's step starts at this many threads in
+    /// place of `cpus` (its control, within the cores); absent when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_from: Option<u32>,
     pub malloc_provider: Option<String>,
     #[serde(default)]
     pub runs: Vec<Repeat>,
@@ -340,6 +344,10 @@ pub struct Config {
     pub seed: u64,
     /// The allocator the relative table compares against.
     pub baseline: String,
+    /// `--growth-from`: heap.growth's step starts at this many threads
+    /// (absent: at as many as CPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_from: Option<u32>,
     /// CPUs this process may use.
     pub cores: u64,
     /// The parent's timer calibration (crate::heap::work::timer::Calibration).

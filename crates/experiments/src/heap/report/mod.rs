@@ -430,12 +430,14 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
     // own CPU, as HeapPerf's threads had a core each) to twice as many (4 → 8
     // on its 4 cores). The cores are the CPUs the run recorded; a run from
     // before that record takes the most threads it pinned.
+    // `--growth-from N` moves the step to N → 2N: at half the CPUs or fewer
+    // it stays within the cores (the finding's control).
     let rs = results_of(results);
     let glibc = || rs.iter().filter(|r| r.allocator == "glibc");
-    let cores = glibc()
-        .filter_map(|r| r.cpus)
-        .max()
-        .map(u64::from)
+    let from = glibc().find_map(|r| r.growth_from).map(u64::from);
+    let cpus = glibc().filter_map(|r| r.cpus).max().map(u64::from);
+    let cores = from
+        .or(cpus)
         .or_else(|| glibc().filter(|r| r.pinned).map(|r| u64::from(r.threads)).max());
     let at = cores.and_then(|c| Some((group("glibc", c)?, group("glibc", 2 * c)?)));
     let growth: Evidence = match (cores, &at) {
@@ -465,7 +467,15 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
             }
         ));
     }
-    Drawn { more, ..growth.into() }
+    let label = match (from, cpus) {
+        (Some(n), Some(c)) => Some(format!(
+            "{} ÷ {n} threads on {c} CPUs (--growth-from {n}{})",
+            2 * n,
+            if 2 * n <= c { ", within the cores: the finding's control" } else { "" }
+        )),
+        _ => None,
+    };
+    Drawn { more, label, ..growth.into() }
 }
 
 /// The comparator is named before the data (issue 43: choosing the allocator

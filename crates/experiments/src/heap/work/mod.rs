@@ -35,6 +35,9 @@ pub struct HeapConfig {
     pub repeat: u32,
     pub seed: u64,
     pub baseline: String,
+    /// heap.growth's step starts here (`--growth-from`): from N threads to
+    /// 2N. None: from as many threads as CPUs.
+    pub growth_from: Option<u32>,
     pub exe: std::path::PathBuf,
     pub host_floor: Option<u64>,
 }
@@ -85,6 +88,15 @@ pub fn validate(cfg: &HeapConfig, p: &mut probe::Probe) -> Result<(), sandbox::S
     }
     if cfg.ops == 0 || cfg.repeat == 0 {
         return Err(Invalid("--ops and --repeat must be at least 1".into()));
+    }
+    if let Some(n) = cfg.growth_from
+        && !(cfg.threads.contains(&n) && cfg.threads.contains(&(2 * n)))
+    {
+        return Err(Invalid(format!(
+            "--growth-from {n}: the step is from {n} threads to {}, so --threads must hold both (it has {})",
+            2 * n,
+            cfg.threads.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        )));
     }
     let names: Vec<String> = cfg.allocators.iter().map(Allocator::name).collect();
     if !names.contains(&cfg.baseline) {
@@ -292,6 +304,7 @@ mod tests {
             repeat: 2,
             seed: 7,
             baseline: "glibc".into(),
+            growth_from: None,
             exe: "/nonexistent".into(),
             host_floor: None,
         };

@@ -114,6 +114,7 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
         timer_overhead_ns: med(&runs, |r| r.timer_overhead_ns),
         pinned: runs.iter().all(|r| r.pinned),
         cpus: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
+        growth_from: cfg.growth_from,
         malloc_provider: runs.first().and_then(|r| r.malloc_provider.clone()),
         runs,
     }
