@@ -55,9 +55,10 @@ fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 
 const CONTROLS: &[Control] = &[
     Control {
-        ids: &["eat.trim_random_semi", "eat.trim_const_semi"],
+        ids: &["eat.trim_random_semi", "eat.trim_const_semi", "eat.read_back_alike"],
         experiment: "eat",
-        what: "--backing swapfile: a store that neither compresses nor detects same-value pages",
+        what: "--backing swapfile: a store that neither compresses nor detects same-value pages (every pattern is \
+               written out and read back from the file alike)",
         change: |a| Some(set(a, "--backing", "swapfile")),
         lifts_gate: None,
         base: WHOLE,
@@ -187,7 +188,6 @@ const NOT_RUN: &[(&str, &str)] = &[
          is `pagelab jank --arms zram:lz4,zram:zstd --cpu-only`",
     ),
     ("jank.min_ttl", "not checked anywhere: min_ttl_ms acts only in global reclaim, which pagelab never causes"),
-    ("eat.read_back_alike", "its control (a slow decompressor) is not known to remove the fault path's share"),
     ("assess.far_memory", "needs a synthetic program that touches what was trimmed"),
 ];
 

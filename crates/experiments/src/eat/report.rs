@@ -440,7 +440,9 @@ pub static FINDINGS: [Finding<EatResult>; 6] = [
             floor: 0.001,
             own: false,
             check: false,
-            control: "zram with zstd, whose decompression of every semi page (const pages need none) is the slowest of the kernel's compressors: the ratio leaves 0.67 – 1.5 when decompression, not the fault path, sets the read-back",
+            control: "a store that neither compresses nor detects same-value pages (--backing swapfile): semi and const \
+                      pages are read back from the file alike, so the ratio lies in 0.67 – 1.5 there; on zram, where \
+                      semi pages are decompressed and const ones are not, it can leave that range",
             yes: "read-back is dominated by the fault path, not by decompression",
             no: "semi pages must be decompressed on every fault, while zram returns same-value and raw pages without \
                  decompressing; the study saw no such difference",
