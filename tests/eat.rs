@@ -27,6 +27,9 @@ fn eat(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
         // Every field of the configuration is recorded (issue 60 item 4).
         assert_eq!(run["config"]["settle_max_s"], 10.0, "{}", run["config"]);
         assert!(run["config"]["swapfile_dir"].is_string(), "{}", run["config"]);
+        // What --json printed (the results as the run made them, typed,
+        // issue 60 item 1) is what run.json holds, field for field.
+        assert_eq!(v["results"], run["results"], "--json's results are run.json's");
     }
     (out.status.code(), v, String::from_utf8_lossy(&out.stderr).to_string())
 }

@@ -87,13 +87,15 @@ pub fn run(a: &AssessArgs) -> crate::Result<()> {
         swapfile_dir: swapfile_dir.to_string_lossy(),
     };
     let run = ExperimentRun::start("assess", &a.run, &config, &mut p)?;
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        crate::assess::work::run(&cfg, &mut obs, &record::stop::requested, &mut p).map_err(crate::Error::from)
+        let r = crate::assess::work::run(&cfg, &mut obs, &record::stop::requested, &mut p).map_err(crate::Error::from);
+        (r, obs.into_entries())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::assess::report::Assess,
         |entries| Doc { experiment: "assess", results: entries.to_vec() },

@@ -73,13 +73,15 @@ pub fn run(a: &EatArgs) -> crate::Result<()> {
         interval_s: a.run.interval.as_secs_f64(),
     };
     let run = ExperimentRun::start("eat", &a.run, &config, &mut p)?;
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, a.run.json);
-        crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+        let r = crate::eat::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from);
+        (r, obs.into_entries())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::eat::report::Eat,
         |entries| Doc { experiment: "eat", results: entries.to_vec() },

@@ -89,21 +89,23 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
     if let Some(ot) = &ot {
         note_over_time(&run, ot);
     }
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
         let sweep =
             if speed { crate::heap::work::run(&cfg, &mut obs, record::stop::requested).map(|_| ()) } else { Ok(()) };
-        sweep
+        let r = sweep
             .and_then(|_| match &ot {
                 Some(ot) => crate::heap::work::overtime::run(ot, &mut obs, record::stop::requested).map(|_| ()),
                 None => Ok(()),
             })
-            .map_err(crate::Error::from)
+            .map_err(crate::Error::from);
+        (r, obs.into_entries())
     };
     let baseline = cfg.baseline.clone();
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::heap::report::Heap,
         |all| Output {

@@ -267,13 +267,15 @@ pub fn run(a: &JankArgs) -> crate::Result<()> {
             (h.timeout + crate::jank::command::BEFORE + h.watch).as_secs_f64() + 3.0
         )),
     }
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        crate::jank::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+        let r = crate::jank::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from);
+        (r, obs.into_entries().into_iter().map(|e| e.result).collect())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::jank::report::Jank,
         |all| Output {

@@ -188,16 +188,24 @@ impl Drop for ExperimentRun {
 pub struct RunObserver<'a, E> {
     run: &'a ExperimentRun,
     quiet: bool,
-    entry: std::marker::PhantomData<fn(&E)>,
+    /// Every result written to run.json, as the experiment made it: what
+    /// [`conclude`] renders, typed (run.json's JSON is the file's edge, not
+    /// the way back).
+    entries: Vec<E>,
 }
 
 impl<'a, E> RunObserver<'a, E> {
     pub fn new(run: &'a ExperimentRun, quiet: bool) -> Self {
-        Self { run, quiet, entry: std::marker::PhantomData }
+        Self { run, quiet, entries: Vec::new() }
+    }
+
+    /// The results written, in order.
+    pub fn into_entries(self) -> Vec<E> {
+        self.entries
     }
 }
 
-impl<E: Serialize> workloads::observe::Observer for RunObserver<'_, E> {
+impl<E: Serialize + Clone> workloads::observe::Observer for RunObserver<'_, E> {
     type Entry = E;
     fn event(&mut self, kind: &str, name: &str, t_ns: u64, detail: serde_json::Value) {
         self.run.event(kind, name, t_ns, detail.clone());
@@ -210,7 +218,9 @@ impl<E: Serialize> workloads::observe::Observer for RunObserver<'_, E> {
         self.run.targets(pids, cgroup, zram);
     }
     fn result(&mut self, r: &E) -> Result<(), workloads::observe::ExperimentError> {
-        self.run.push_result(r)
+        self.run.push_result(r)?;
+        self.entries.push(r.clone());
+        Ok(())
     }
     fn note(&mut self, msg: &str) {
         self.run.note(msg);
@@ -266,34 +276,38 @@ pub struct WithDir<D> {
 /// The results are parsed once, from the run.json just written (so the live
 /// run renders from the same file as `pagelab report`), into the experiment's
 /// own entries; the charts and the text read those.
+///
+/// `entries` are the results as the experiment made them
+/// ([`RunObserver::into_entries`]): rendered and printed typed, never read
+/// back from run.json's JSON (the record is read for its timeline, notes and
+/// configuration, which the charts draw).
 pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     mut run: ExperimentRun,
     r: crate::Result<T>,
+    entries: Vec<S::Entry>,
     json: bool,
     study: &S,
     json_doc: impl FnOnce(&[S::Entry]) -> D,
     text: impl FnOnce(&[S::Entry]) -> String,
 ) -> crate::Result<()> {
     run.finish(ExperimentRun::status_for(&r))?;
-    let rec = record::RunRecord::load(run.dir.path())?;
-    let results = rec.run.results.as_array().cloned().unwrap_or_default();
     // A refusal (bad input or environment, exit 2) before any result measured
     // nothing and changed nothing: it leaves no run directory behind either.
     if let Err(e) = &r
-        && results.is_empty()
+        && entries.is_empty()
         && run.made_dir
         && matches!(e.root(), crate::Error::Sandbox(s) if s.is_usage())
     {
         let _ = std::fs::remove_dir_all(run.dir.path());
         return r.map(|_| ());
     }
-    // A run that failed keeps its own error (and exit code) even if what it
-    // wrote cannot be read back.
-    let entries = match study.parse(&results) {
-        Ok(e) => e,
+    // A run that failed keeps its own error (and exit code) even if its
+    // record cannot be read back.
+    let rec = match record::RunRecord::load(run.dir.path()) {
+        Ok(rec) => rec,
         Err(e) => {
             r?;
-            return Err(crate::Error::Failed(format!("{}: {e}", run.dir.path().join("run.json").display())));
+            return Err(e.into());
         }
     };
     match study.render(&rec, &entries) {
@@ -303,7 +317,7 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     }
     if json {
         crate::kit::print_json(&WithDir { doc: json_doc(&entries), dir: run.dir.path().display().to_string() })?;
-    } else if !results.is_empty() {
+    } else if !entries.is_empty() {
         print!("{}", text(&entries));
         println!("\nrun directory: {}", run.dir.path().display());
     }

@@ -58,13 +58,15 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         memfd_keep: *memfd_keep,
     };
     let run = ExperimentRun::start("mapping", &a.run, &config, &mut p)?;
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+        let r = crate::mapping::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from);
+        (r, obs.into_entries())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::mapping::report::Mapping,
         |all| Output {

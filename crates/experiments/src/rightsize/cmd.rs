@@ -289,19 +289,21 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
     }
     let run = ExperimentRun::start("rightsize", &a.run, &config, &mut p)?;
     let mut unverified: Vec<String> = Vec::new();
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        match (&mode, &batch) {
+        let r = match (&mode, &batch) {
             (Some(c), _) => {
                 rs::service::run(c, &mut obs, &record::stop::requested).and_then(|r| obs.result(&r)).map_err(crate::Error::from)
             }
             (_, Some(bs)) => batch_arms(bs, a.check.as_ref(), &mut unverified, &mut obs),
             _ => unreachable!("one mode"),
-        }
+        };
+        (r, obs.into_entries())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::rightsize::report::Rightsize,
         |entries| crate::kit::run::Doc { experiment: "rightsize", results: entries.to_vec() },

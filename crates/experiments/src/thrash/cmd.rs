@@ -69,13 +69,15 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
         a.repeat,
         a.backing.0.len()
     ));
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+        let r = crate::thrash::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from);
+        (r, obs.into_entries().into_iter().map(|e| e.result).collect())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::thrash::report::Thrash,
         |all| Output {

@@ -116,13 +116,15 @@ pub fn run(a: &WscapArgs) -> crate::Result<()> {
         swapfile_dir: swapfile_dir.to_string_lossy(),
     };
     let run = ExperimentRun::start("wscap", &a.run, &config, &mut p)?;
-    let r = {
+    let (r, entries) = {
         let mut obs = RunObserver::new(&run, true);
-        crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from)
+        let r = crate::wscap::work::run(&cfg, &mut obs, record::stop::requested).map_err(crate::Error::from);
+        (r, obs.into_entries())
     };
     conclude(
         run,
         r,
+        entries,
         a.run.json,
         &crate::wscap::report::Wscap,
         |entries| Doc { experiment: "wscap", results: entries.to_vec() },
