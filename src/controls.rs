@@ -425,6 +425,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     // The quick lab's steps, thrash's and jank's at the budget that holds them.
     let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
     let mut turns: Vec<Turn> = Vec::new();
+    // Controls this machine cannot make, and why (beside NOT_RUN's).
+    let mut not_here: Vec<(String, String)> = Vec::new();
+    let zswap = probe::Probe::default().environment().zswap;
     // One run as the lab makes it per experiment and part of its step.
     let mut base_dirs: Vec<PathBuf> = Vec::new();
     for c in CONTROLS {
@@ -439,8 +442,16 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         };
         let args = (c.base.args)(&step.argv());
         let Some(changed) = (c.change)(&args) else {
-            anyhow::bail!("{}: the lab step's arguments have no value to change ({})", c.experiment, c.what);
+            let why = format!("its control cannot be made from this machine's lab step ({})", c.what);
+            eprintln!("{}: {why}; skipped", c.ids.join(", "));
+            not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
+            continue;
         };
+        if let Some(why) = swap_file_compresses(&changed, &zswap) {
+            eprintln!("{}: {why}; skipped", c.ids.join(", "));
+            not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
+            continue;
+        }
         eprintln!("{}: {}", c.ids.join(", "), c.what);
         let base = out.join(format!("{}-as-the-lab{}", c.experiment, c.base.suffix));
         if !base_dirs.contains(&base) {
@@ -470,10 +481,12 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             });
         }
     }
+    let not_run: Vec<(String, String)> =
+        not_here.into_iter().chain(NOT_RUN.iter().map(|(id, why)| (id.to_string(), why.to_string()))).collect();
     let doc = serde_json::json!({
         "out": out,
         "controls": turns,
-        "not_run": NOT_RUN.iter().map(|(id, why)| serde_json::json!({"id": id, "why": why})).collect::<Vec<_>>(),
+        "not_run": not_run.iter().map(|(id, why)| serde_json::json!({"id": id, "why": why})).collect::<Vec<_>>(),
     });
     // As root: never through a link swapped in, never over what is not a
     // regular file of ours (record::safe).
@@ -482,12 +495,24 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&doc);
     }
-    print_table(&turns, &out);
+    print_table(&turns, &not_run, &out);
     Ok(())
 }
 
+/// Why a control on a swap file would not be one here: with zswap on,
+/// pages bound for the file are compressed (and same-value ones kept) in
+/// RAM first, so the file is no longer "a store that neither compresses nor
+/// detects same-value pages". pagelab leaves the host's zswap as it is.
+fn swap_file_compresses(args: &[String], zswap: &probe::environment::Zswap) -> Option<String> {
+    (value(args, "--backing") == Some("swapfile") && zswap.enabled == Some(true)).then(|| {
+        "zswap is on here: pages bound for the swap file are compressed in RAM first, so the swap file is not a store \
+         that neither compresses nor detects same-value pages"
+            .to_string()
+    })
+}
+
 /// The text table of `turns`, what was not run and why, and the count.
-fn print_table(turns: &[Turn], out: &Path) {
+fn print_table(turns: &[Turn], not_run: &[(String, String)], out: &Path) {
     let f = |x: Option<f64>| x.map_or("-".into(), record::stats::claim::num);
     println!("| finding | as the lab runs it | under its control | turned | control |");
     println!("|---|---|---|---|---|");
@@ -512,7 +537,7 @@ fn print_table(turns: &[Turn], out: &Path) {
         );
     }
     println!("\nNot run here:");
-    for (id, why) in NOT_RUN {
+    for (id, why) in not_run {
         println!("- {id}: {why}");
     }
     println!(
@@ -626,6 +651,13 @@ mod tests {
             assert_eq!([value(&g, "--threads").unwrap(), value(&g, "--growth-from").unwrap()], want, "{cpus}: {g:?}");
         }
         assert_eq!(growth_within_the_cores(&["--threads".into(), "1,2".into()]), None, "one CPU: no such step");
+        // A swap-file control is no control where zswap compresses in front of the file.
+        let sf: Vec<String> = ["--backing", "swapfile"].map(String::from).to_vec();
+        let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };
+        let off = probe::environment::Zswap { enabled: Some(false), ..on.clone() };
+        assert!(swap_file_compresses(&sf, &on).is_some_and(|w| w.contains("zswap is on")));
+        assert_eq!(swap_file_compresses(&sf, &off), None);
+        assert_eq!(swap_file_compresses(&set(&sf, "--backing", "zram"), &on), None);
         // thrash's CPU-only control is the one that leaves the protocol.
         let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().argv();
         let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(th).unwrap();

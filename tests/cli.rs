@@ -129,13 +129,19 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
         (&["report", "--html", "--markdown", "x"], "'--html' cannot be used with '--markdown'"),
         (&["thrash", "--backing", "zswap"], "unknown backing 'zswap'"),
         (
-            &["heap", "--threads", "1,4", "--growth-from", "2"],
-            "--growth-from 2: the step is from 2 threads to 4, so --threads must hold both (it has 1,4)",
+            &["heap", "--threads", "2,4", "--growth-from", "1"],
+            "--growth-from 1: the step is from 1 threads to 2, so --threads must hold both (it has 2,4)",
         ),
         (&["heap", "--growth-from", "0"], "'--growth-from <GROWTH_FROM>': 0 threads: expected 1 to"),
+        (&["heap", "--over-time", "--growth-from", "1"], "--growth-from sets heap.growth's step in the speed sweep"),
     ] {
         bad(args, want);
     }
+    // A step that starts past the cores but not at them is neither the
+    // finding's nor its control's.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let n = (cpus + 1).to_string();
+    bad(&["heap", "--growth-from", &n], &format!("--growth-from {n}: expected {cpus} (the CPUs here"));
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("a-file");
     std::fs::write(&file, "x").unwrap();

@@ -165,6 +165,10 @@ fn heap_growth_is_judged_from_the_cores_to_twice_as_many_threads() {
     assert_eq!(v.outcome, Outcome::Differs, "{v:?}");
     assert!(v.values.iter().all(|x| (1.0..1.2).contains(x)), "judged at 2 ÷ 1 threads: {v:?}");
     assert!(v.ours.contains("--growth-from 1") && v.ours.contains("within the cores"), "{}", v.ours);
+    // Results of two commands merged, one with the step moved: no one step.
+    let v = growth(&[from1(1, 10.0), from1(2, 10.5), r(4, false, 20.0)]);
+    assert_eq!(v.outcome, Outcome::NotChecked, "{v:?}");
+    assert!(v.why.contains("disagree on --growth-from"), "{}", v.why);
 }
 
 #[test]

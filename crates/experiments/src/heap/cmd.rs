@@ -17,13 +17,7 @@ const SWEEP_THREADS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
 pub fn run(a: &HeapArgs) -> crate::Result<()> {
     let speed = !a.over_time || a.speed;
-    if a.over_time && !a.speed && a.threads.is_some() {
-        return Err(sandbox::SandboxError::Invalid(
-            "--threads sets the speed sweep's threads: with --over-time use --over-time-threads (or add --speed)"
-                .into(),
-        )
-        .into());
-    }
+    refuse_misused(a, speed)?;
     let cfg = HeapConfig {
         threads: a.threads.clone().unwrap_or_else(|| SWEEP_THREADS.to_vec()),
         allocators: a.allocators.clone(),
@@ -135,6 +129,38 @@ pub fn run(a: &HeapArgs) -> crate::Result<()> {
             s
         },
     )
+}
+
+/// The flags that set the speed sweep, refused without it, and a
+/// `--growth-from` that is neither the study's step nor its control's.
+fn refuse_misused(a: &HeapArgs, speed: bool) -> crate::Result<()> {
+    if a.over_time && !a.speed && a.threads.is_some() {
+        return Err(sandbox::SandboxError::Invalid(
+            "--threads sets the speed sweep's threads: with --over-time use --over-time-threads (or add --speed)"
+                .into(),
+        )
+        .into());
+    }
+    if a.growth_from.is_some() && !speed {
+        return Err(sandbox::SandboxError::Invalid(
+            "--growth-from sets heap.growth's step in the speed sweep: with --over-time add --speed".into(),
+        )
+        .into());
+    }
+    let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    if let Some(n) = a.growth_from
+        && n != cpus
+        && 2 * n > cpus
+    {
+        return Err(sandbox::SandboxError::Invalid(format!(
+            "--growth-from {n}: expected {cpus} (the CPUs here: the study's step past the cores) or at most {} (a step \
+             within the cores, the finding's control); {n} → {} threads would start past the cores",
+            cpus / 2,
+            2 * n
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// The most RSS samples one over-time worker keeps (24 bytes each: 24 MB).

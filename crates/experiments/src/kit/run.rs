@@ -273,14 +273,12 @@ pub struct WithDir<D> {
 /// What every experiment command does after the run: record the status, render
 /// the charts, then print JSON (`json_doc` of the results) or text (`text`).
 ///
-/// The results are parsed once, from the run.json just written (so the live
-/// run renders from the same file as `pagelab report`), into the experiment's
-/// own entries; the charts and the text read those.
-///
 /// `entries` are the results as the experiment made them
-/// ([`RunObserver::into_entries`]): rendered and printed typed, never read
+/// ([`RunObserver::into_entries`]): rendered and printed typed, not read
 /// back from run.json's JSON (the record is read for its timeline, notes and
-/// configuration, which the charts draw).
+/// configuration, which the charts draw). run.json's results are still
+/// parsed once, so that a run whose file `pagelab report` could not read
+/// fails now, naming the file, rather than later.
 pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
     mut run: ExperimentRun,
     r: crate::Result<T>,
@@ -310,6 +308,10 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
             return Err(e.into());
         }
     };
+    if let Err(e) = study.parse(rec.run.results.as_array().map_or(&[][..], Vec::as_slice)) {
+        r?;
+        return Err(crate::Error::Failed(format!("{}: {e}", run.dir.path().join("run.json").display())));
+    }
     match study.render(&rec, &entries) {
         Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
         Ok(_) => {}

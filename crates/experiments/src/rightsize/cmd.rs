@@ -254,22 +254,7 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
             alpha: 0.05,
             insist: a.insist,
         };
-        // The baselines, one probe pair and a verification's first look (a
-        // check: each limit's first look).
-        let limits = a.check.as_ref().map_or(0, |c| c.0.len() as u32);
-        let least =
-            if limits > 0 { BASELINES + 2 * a.repeat * limits } else { BASELINES + 2 + 2 * a.repeat };
-        if a.runs < least {
-            return Err(usage(format!(
-                "--runs {} leaves no room for {BASELINES} unlimited runs and {}: give --runs {least} or more",
-                a.runs,
-                if limits > 0 {
-                    format!("a first look of --repeat {} pairs at each of {limits} limits", a.repeat)
-                } else {
-                    format!("a probe and a verification of --repeat {} pairs", a.repeat)
-                }
-            )));
-        }
+        check_runs(a)?;
         check_fits(a, guard_max)?;
         config = Recorded::batch(a, &command, &arms, guard_max, node);
         batch = Some(
@@ -324,6 +309,28 @@ pub fn run(a: &RightsizeArgs) -> crate::Result<()> {
             unverified.join(", ")
         )))
     }
+}
+
+/// `--runs` leaves room for the unlimited runs and a first look (a check:
+/// one at each limit); refused in one line otherwise.
+fn check_runs(a: &RightsizeArgs) -> crate::Result<()> {
+    // The baselines, one probe pair and a verification's first look (a
+    // check: each limit's first look).
+    let limits = a.check.as_ref().map_or(0, |c| c.0.len() as u32);
+    let least =
+        if limits > 0 { BASELINES + 2 * a.repeat * limits } else { BASELINES + 2 + 2 * a.repeat };
+    if a.runs < least {
+        return Err(usage(format!(
+            "--runs {} leaves no room for {BASELINES} unlimited runs and {}: give --runs {least} or more",
+            a.runs,
+            if limits > 0 {
+                format!("a first look of --repeat {} pairs at each of {limits} limits", a.repeat)
+            } else {
+                format!("a probe and a verification of --repeat {} pairs", a.repeat)
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// Each arm's search in turn (a store, and its compressor), each result

@@ -435,6 +435,12 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
     let rs = results_of(results);
     let glibc = || rs.iter().filter(|r| r.allocator == "glibc");
     let from = glibc().find_map(|r| r.growth_from).map(u64::from);
+    if glibc().any(|r| r.growth_from.map(u64::from) != from) {
+        return Err("the glibc results disagree on --growth-from (runs of different commands merged): no one step to \
+                    judge"
+            .to_string())
+        .into();
+    }
     let cpus = glibc().filter_map(|r| r.cpus).max().map(u64::from);
     let cores = from
         .or(cpus)
@@ -445,8 +451,8 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
                           for glibc"
             .into()),
         (Some(c), None) => Err(format!(
-            "growth is judged from {c} threads (one per CPU) to {}, the study's step from 4 to 8 threads on 4 cores; \
-             this run did not run both for glibc",
+            "growth is judged from {c} threads (one per CPU, or --growth-from) to {}, the study's step from 4 to 8 \
+             threads on 4 cores; this run did not run both for glibc",
             2 * c
         )),
         (Some(_), Some((one, two))) => m.ratios((two, &CALL), (one, &CALL)),
