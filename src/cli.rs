@@ -325,7 +325,8 @@ pub struct BenchArgs {
     /// controls: a new directory for the runs (default runs/<time>-controls).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// controls: only these experiments' controls (eat, wscap, mapping, heap, thrash).
+    /// controls: only these experiments' controls (eat, wscap, mapping, heap,
+    /// thrash, jank), or these findings' (e.g. heap.growth), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// controls: --out exists; keep its finished runs of the same commands

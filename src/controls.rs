@@ -395,10 +395,13 @@ fn thrash_cpu_only(dir: &Path) -> Result<(), String> {
 }
 
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
-    if let Some(o) = a.only.iter().find(|o| !CONTROLS.iter().any(|c| c.experiment == o.as_str())) {
+    if let Some(o) = a.only.iter().find(|o| !CONTROLS.iter().any(|c| selected(c, std::slice::from_ref(o)))) {
         let mut with: Vec<&str> = CONTROLS.iter().map(|c| c.experiment).collect();
         with.dedup();
-        return Err(crate::usage(format!("--only {o}: expected experiments with controls: {}", with.join(", "))));
+        return Err(crate::usage(format!(
+            "--only {o}: expected experiments with controls ({}) or findings with one (e.g. heap.growth)",
+            with.join(", ")
+        )));
     }
     let m = Machine::here();
     if !m.root {
@@ -431,7 +434,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     // One run as the lab makes it per experiment and part of its step.
     let mut base_dirs: Vec<PathBuf> = Vec::new();
     for c in CONTROLS {
-        if !a.only.is_empty() && !a.only.iter().any(|o| o == c.experiment) {
+        if !a.only.is_empty() && !selected(c, &a.only) {
             continue;
         }
         let Some(step) =
@@ -497,6 +500,12 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     }
     print_table(&turns, &not_run, &out);
     Ok(())
+}
+
+/// `--only`: the control runs when its experiment or one of its findings
+/// is named (`heap`, `heap.growth`).
+fn selected(c: &Control, only: &[String]) -> bool {
+    only.iter().any(|o| o == c.experiment || c.ids.contains(&o.as_str()))
 }
 
 /// Why a control on a swap file would not be one here: with zswap on,
@@ -651,6 +660,18 @@ mod tests {
             assert_eq!([value(&g, "--threads").unwrap(), value(&g, "--growth-from").unwrap()], want, "{cpus}: {g:?}");
         }
         assert_eq!(growth_within_the_cores(&["--threads".into(), "1,2".into()]), None, "one CPU: no such step");
+        // --only names an experiment or a finding.
+        let only = |o: &[&str]| -> Vec<&str> {
+            let o: Vec<String> = o.iter().map(|x| x.to_string()).collect();
+            CONTROLS.iter().filter(|c| selected(c, &o)).map(|c| c.ids[0]).collect()
+        };
+        assert_eq!(only(&["heap.growth"]), ["heap.growth"]);
+        assert_eq!(
+            only(&["eat.read_back_alike", "mapping.lazy_reset"]),
+            ["eat.trim_random_semi", "mapping.lazy_reset"]
+        );
+        assert_eq!(only(&["heap"]).len(), CONTROLS.iter().filter(|c| c.experiment == "heap").count());
+        assert!(only(&["heap.nothing", "jank.min_ttl"]).is_empty(), "a finding without a control run selects none");
         // A swap-file control is no control where zswap compresses in front of the file.
         let sf: Vec<String> = ["--backing", "swapfile"].map(String::from).to_vec();
         let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };

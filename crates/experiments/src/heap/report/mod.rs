@@ -451,8 +451,9 @@ fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {
                           for glibc"
             .into()),
         (Some(c), None) => Err(format!(
-            "growth is judged from {c} threads (one per CPU, or --growth-from) to {}, the study's step from 4 to 8 \
-             threads on 4 cores; this run did not run both for glibc",
+            "growth is judged from {c} threads ({}) to {}, the study's step from 4 to 8 threads on 4 cores; this run \
+             did not run both for glibc",
+            if from.is_some() { "--growth-from" } else { "one per CPU" },
             2 * c
         )),
         (Some(_), Some((one, two))) => m.ratios((two, &CALL), (one, &CALL)),
