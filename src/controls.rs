@@ -143,12 +143,21 @@ const CONTROLS: &[Control] = &[
         base: HEAP_OVER_TIME,
     },
     Control {
-        ids: &["thrash.deep", "thrash.writes", "thrash.sleep", "thrash.stagger"],
+        ids: &["thrash.deep", "thrash.sleep", "thrash.stagger"],
         experiment: "thrash",
         what: "--cpu-only: a limit that holds every consumer twice over, so nothing pages (outside the protocol by \
                design, so judged on its estimate alone)",
         change: |a| Some([a, &["--cpu-only".to_string()]].concat()),
         lifts_gate: Some(thrash_cpu_only),
+        base: WHOLE,
+    },
+    Control {
+        ids: &["thrash.writes"],
+        experiment: "thrash",
+        what: "--sleep 0s: no sleep between cycles, so each consumer writes nonstop and W no longer sets its write \
+               rate; the paging stays (outside the protocol only by its custom t_s, so judged on its estimate alone)",
+        change: |a| Some(set(a, "--sleep", "0s")),
+        lifts_gate: Some(thrash_sleep_removed),
         base: WHOLE,
     },
     Control {
@@ -383,11 +392,22 @@ type Lift = fn(&Path) -> Result<(), String>;
 /// thrash's CPU-only control: every run in `dir` only had its paging
 /// taken away ([`experiments::thrash::protocol::only_paging_removed`]).
 fn thrash_cpu_only(dir: &Path) -> Result<(), String> {
+    each_thrash_run(dir, experiments::thrash::protocol::only_paging_removed)
+}
+
+/// thrash.writes' control: every run in `dir` only had its sleep taken
+/// away ([`experiments::thrash::protocol::only_sleep_removed`]).
+fn thrash_sleep_removed(dir: &Path) -> Result<(), String> {
+    each_thrash_run(dir, experiments::thrash::protocol::only_sleep_removed)
+}
+
+/// Whether every thrash run in `dir` passes `ok` (Err: the first that does not).
+fn each_thrash_run(dir: &Path, ok: fn(&experiments::thrash::results::ThrashResult) -> bool) -> Result<(), String> {
     let b = std::fs::read(dir.join("run.json")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let run: serde_json::Value = serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", dir.display()))?;
     let entries: Vec<experiments::thrash::results::Entry> = serde_json::from_value(run["results"].clone())
         .map_err(|e| format!("{}: its results are not thrash's: {e}", dir.display()))?;
-    match entries.iter().find(|e| !experiments::thrash::protocol::only_paging_removed(&e.result)) {
+    match entries.iter().find(|e| !ok(&e.result)) {
         Some(e) => Err(format!("{} repeat {} broke more", e.result.preset, e.result.repeat_index + 1)),
         None if entries.is_empty() => Err("it has no runs".into()),
         None => Ok(()),
@@ -683,6 +703,12 @@ mod tests {
         let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().argv();
         let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(th).unwrap();
         assert!(cpu.contains(&"--cpu-only".to_string()) && !th.contains(&"--cpu-only".to_string()), "{cpu:?}");
+        // thrash.writes': the step with no sleep, every preset as it is.
+        let w = CONTROLS.iter().find(|c| c.ids == ["thrash.writes"]).unwrap();
+        let nosleep = (w.change)(th).unwrap();
+        assert_eq!(value(&nosleep, "--sleep"), Some("0s"));
+        assert_eq!(value(&nosleep, "--preset"), value(th, "--preset"), "{nosleep:?}");
+        assert!(w.lifts_gate.is_some());
         assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
         assert_eq!(set(&["--cap".into(), "1".into()], "--cap", "2"), ["--cap", "2"]);
         assert_eq!(set(&[], "--pressure", "x"), ["--pressure", "x"]);

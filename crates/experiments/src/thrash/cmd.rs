@@ -335,8 +335,10 @@ pub struct ThrashArgs {
     /// Random byte writes per cycle W.
     #[arg(long, value_parser = parse_nonzero_u64, allow_hyphen_values = true)]
     pub writes: Option<u64>,
-    /// Sleep after each cycle's writes, t_s.
-    #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
+    /// Sleep after each cycle's writes, t_s. 0s: no sleep, so each consumer
+    /// writes nonstop and W no longer sets its write rate (thrash.writes'
+    /// negative control in `bench controls`).
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     pub sleep: Option<Duration>,
     /// Stagger between consumer starts, t_c (activity lasts N t_c + t_c).
     #[arg(long, value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
@@ -351,8 +353,8 @@ pub struct ThrashArgs {
     /// The CPU-only control: the group's limit holds the idle workers and
     /// twice N × S, so that nothing pages and only the CPU is shared. Every
     /// paging figure is read against it; its runs are outside the study's
-    /// protocol by definition (the control of deep, writes, sleep and
-    /// stagger in `bench controls`).
+    /// protocol by definition (the control of deep, sleep and stagger in
+    /// `bench controls`).
     #[arg(long, conflicts_with = "limit")]
     pub cpu_only: bool,
     /// What takes the paged-out memory: zram, swapfile (a swap file on disk, the

@@ -122,7 +122,9 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             floor: 0.001,
             own: false,
             check: false,
-            control: "e1 and e2 under a limit above N x S: neither pages, so pages out are about equal (under one page each), and the ratio is not above 1.10",
+            control: "e1 and e2 with no sleep between cycles (--sleep 0s), overcommitted as the study's: each \
+                      consumer writes nonstop, so W no longer sets how fast it writes, and both page about alike: the \
+                      ratio is not above 1.10",
             yes: "more writes touch more of each working set per cycle, so more of it must be paged in and out",
             no: "e1 paged about as much as e2",
         },

@@ -137,6 +137,33 @@ pub fn only_paging_removed(r: &ThrashResult) -> bool {
         && p.overcommit.is_some_and(|x| x < 1.0)
 }
 
+/// Whether a run broke the protocol only as thrash.writes' control
+/// (`--sleep 0s`) must: its preset is the study's but for t_s, which is 0
+/// (so each consumer writes nonstop, and W no longer sets its write rate);
+/// N, S, W and t_c are the preset's under the size and time factors; and
+/// the protocol held otherwise (overcommit, depth, every consumer
+/// completed, none OOM-killed). `bench controls` judges such a run on its
+/// estimates alone, and no other.
+pub fn only_sleep_removed(r: &ThrashResult) -> bool {
+    let Some(plan) = r.plan.as_ref() else { return false };
+    let Some(study) = plan.preset.strip_suffix("-custom").and_then(|n| {
+        crate::thrash::work::PRESETS.iter().find(|p| p.0 == n)
+    }) else {
+        return false;
+    };
+    let scaled = |d: std::time::Duration| d.as_secs_f64() * 1e3 * plan.time_scale;
+    let near = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    let p = current(r);
+    plan.sleep_ms == 0.0
+        && !plan.cpu_only
+        && plan.consumers == crate::thrash::work::DEFAULT_CONSUMERS
+        && plan.writes == ((study.1 as f64 * plan.scale).round() as u64).max(1)
+        && near(plan.stagger_ms, scaled(study.3))
+        && p.breaks.iter().all(|b| b == CUSTOM)
+        && r.protocol_held
+        && r.oom_kills == Some(0)
+}
+
 /// Why a v2 run whose highest charge was not read is outside the protocol.
 pub const UNREAD_CHARGE: &str = "overcommit and depth: the group's highest charge under memory.high was not read, so \
 the room's largest extent is unknown";
@@ -360,6 +387,36 @@ mod tests {
         assert!(!control(&|r| r.consumer_details[0].cycles = 1), "a consumer made too few passes");
         assert!(!control(&|r| r.plan.as_mut().unwrap().preset = "e2-custom".into()), "not the study's preset");
         assert!(!control(&|r| r.limit_bytes = 20 << 20), "overcommitted after all");
+    }
+
+    /// thrash.writes' control is judged on its estimates only where the
+    /// sleep alone was taken away: the study's N, W and t_c under its
+    /// factors, t_s 0, and the protocol held otherwise.
+    #[test]
+    fn only_the_sleep_controls_own_break_is_lifted() {
+        // e2 at size × 0.1, time × 0.035: 25 × 10 MiB under 100 MiB is 2.5;
+        // the overflow, 150 MiB, paged out three times over; 100 passes.
+        let control = |f: &dyn Fn(&mut ThrashResult)| {
+            let mut r = run("e2-custom", 100 << 20, 100 << 20, 3 * 38_400 + 1, 2560);
+            r.consumer_details = (0..25).map(|_| Consumer { cycles: 2560, ..Default::default() }).collect();
+            let plan = r.plan.as_mut().unwrap();
+            (plan.consumers, plan.sleep_ms, plan.stagger_ms) = (25, 0.0, 1050.0);
+            (r.protocol_held, r.oom_kills) = (true, Some(0));
+            f(&mut r);
+            r.protocol = Some(of(&r));
+            only_sleep_removed(&r)
+        };
+        assert!(control(&|_| {}));
+        assert!(!control(&|r| r.plan.as_mut().unwrap().sleep_ms = 3.5), "it slept");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().writes = 100), "W is not the preset's");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().stagger_ms = 35.0), "t_c is not the preset's");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().consumers = 4), "N is not the study's");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().preset = "e9-custom".into()), "no such preset");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().cpu_only = true), "the CPU-only control's limit");
+        assert!(!control(&|r| r.protocol_held = false), "a consumer did not complete");
+        assert!(!control(&|r| r.oom_kills = None), "OOM kills unread");
+        assert!(!control(&|r| (r.limit_bytes, r.guard.limit_max_bytes) = (60 << 20, 60 << 20)), "overcommit off");
+        assert!(!control(&|r| r.pswpout_total = 100), "not deep: it filled and ended");
     }
 
     /// A companion inside the group (jank's frame probe) counts with N × S:

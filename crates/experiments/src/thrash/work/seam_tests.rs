@@ -101,6 +101,17 @@ fn the_run_drives_its_workers_and_group_without_root() {
     assert!(std::fs::read_dir(&groups).map_or(true, |mut d| d.next().is_none()), "a group was left");
     let journals: Vec<_> = std::fs::read_dir(tree.path().join("journal")).into_iter().flatten().flatten().collect();
     assert!(journals.is_empty(), "a journal was left: {journals:?}");
+    // No sleep (thrash.writes' control): the consumers write nonstop, fall
+    // back, and still hear the parent's `exit` (each cycle looks without
+    // waiting); they kept a bounded sample of their cycle times.
+    let nosleep = ThrashConfig { sleep: Some(Duration::ZERO), ..cfg.clone() };
+    let rs = run_with(&nosleep, &mut Recorder::default(), || false, &mut threads, &sandbox).unwrap();
+    let r = &rs[0];
+    assert_eq!(r.plan.as_ref().map(|p| p.sleep_ms), Some(0.0));
+    assert_eq!((r.consumers, r.consumers_completed), (2, 2), "{:?}", r.consumer_details);
+    for c in &r.consumer_details {
+        assert!(c.cycles > 0 && c.cycle_ms_min <= c.cycle_ms_p50 && c.cycle_ms_p50 <= c.cycle_ms_max, "{c:?}");
+    }
     let e = run_with(&cfg, &mut Recorder::default(), || true, &mut threads, &sandbox).unwrap_err();
     assert!(matches!(e, ExperimentError::Interrupted), "{e}");
     let mut refusing = Recorder { refuse_results: true, ..Default::default() };

@@ -136,17 +136,38 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let buf = m.as_mut_slice();
     let mut x = seed | 1;
     let mut cycles = 0u64;
+    // The cycle times, for the fastest, median and slowest cycle: every one
+    // up to CYCLE_SAMPLES (the study's presets make at most t_p ÷ t_s = 7800
+    // cycles unthrashed), then a uniform sample of them (reservoir), so that
+    // a consumer that never sleeps (`--sleep 0s`) keeps a bounded buffer in
+    // the group it is thrashing.
     let mut cycle_ns: Vec<u64> = Vec::new();
+    let (mut fastest, mut slowest) = (u64::MAX, 0u64);
+    let mut pick = seed.rotate_left(17) | 1;
     let mut bins: Vec<u32> = Vec::new();
     // Until t_p has passed (counted from the allocation, as the study's consumer does).
     let end_at = alloc_ns + active_ns;
     while probe::sample::monotonic_ns() < end_at {
         let c0 = probe::sample::monotonic_ns();
         write_cycle(buf, size, writes, &mut x);
-        sleep_until(probe::sample::monotonic_ns() + sleep_ns);
+        if sleep_ns > 0 {
+            sleep_until(probe::sample::monotonic_ns() + sleep_ns);
+        }
         cycles += 1;
         let now = probe::sample::monotonic_ns();
-        cycle_ns.push(now - c0);
+        let took = now - c0;
+        (fastest, slowest) = (fastest.min(took), slowest.max(took));
+        if cycle_ns.len() < CYCLE_SAMPLES {
+            cycle_ns.push(took);
+        } else {
+            pick ^= pick << 13;
+            pick ^= pick >> 7;
+            pick ^= pick << 17;
+            let i = pick % cycles;
+            if (i as usize) < CYCLE_SAMPLES {
+                cycle_ns[i as usize] = took;
+            }
+        }
         let b = ((now.saturating_sub(t0)) / (BIN_MS * 1_000_000)) as usize;
         if bins.len() <= b {
             bins.resize(b + 1, 0);
@@ -156,7 +177,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let after = (s.after_bytes as usize).min(size);
     let end_ns = probe::sample::monotonic_ns();
     cycle_ns.sort_unstable();
-    let min = cycle_ns.first().copied().unwrap_or(0) as f64;
+    let min = if cycles > 0 { fastest as f64 } else { 0.0 };
     let p50 = record::stats::percentile_u64(&mut cycle_ns, 0.5).unwrap_or(0) as f64;
     let expected = if min > 0.0 { active_ns as f64 / min } else { 0.0 };
     io.emit(
@@ -171,7 +192,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
             "start_lateness_s": (alloc_ns as f64 - planned_start as f64) / 1e9,
             "cycle_ms_min": min / 1e6,
             "cycle_ms_p50": p50 / 1e6,
-            "cycle_ms_max": cycle_ns.last().copied().unwrap_or(0) as f64 / 1e6,
+            "cycle_ms_max": slowest as f64 / 1e6,
             "end_ns": end_ns,
             "start_s": (alloc_ns as f64 - t0 as f64) / 1e9,
             "end_s": (end_ns as f64 - t0 as f64) / 1e9,
@@ -186,7 +207,14 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     // bytes, until the parent's `exit` (or its end: stdin closed).
     loop {
         write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
-        if wait_input_until(io, probe::sample::monotonic_ns() + sleep_ns) {
+        // Without a sleep, a look at the parent's line without waiting, each
+        // cycle (the wait below would never look).
+        let asked = if sleep_ns == 0 {
+            io.wait_input(std::time::Duration::ZERO)
+        } else {
+            wait_input_until(io, probe::sample::monotonic_ns() + sleep_ns)
+        };
+        if asked {
             match io.command::<Command>() {
                 Some(Ok(Command::Start(_))) => continue,
                 Some(Ok(Command::Exit(_))) | None => break,
@@ -197,6 +225,10 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     drop(m);
     Ok(())
 }
+
+/// The cycle times a consumer keeps exactly; past them, a uniform sample
+/// of this many (64 KiB).
+const CYCLE_SAMPLES: usize = 8192;
 
 /// One cycle's `writes` random bytes at random positions of `buf[..size]`
 /// (xorshift64*: position and value from one draw).
