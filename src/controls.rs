@@ -14,12 +14,24 @@
 use crate::cli::BenchArgs;
 use crate::lab::{Machine, Scale, plan};
 use anyhow::Context;
+use experiments::eat::cmd::EatLab;
+use experiments::heap::cmd::HeapLab;
+use experiments::heap::work::alloc::HeapMode;
+use experiments::jank::cmd::JankLab;
+use experiments::jank::work::Store;
+use experiments::kit::lab_args::{Dur, LabArgs, Size};
+use experiments::mapping::cmd::MappingLab;
+use experiments::thrash::cmd::ThrashLab;
+use experiments::thrash::work::AfterLoad;
+use experiments::wscap::cmd::{MemoryStore, WscapLab};
+use report::lab::Step;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use workloads::backing::BackingKind;
 
 /// One control run: the findings it is the control of, the experiment, and
-/// how the lab step's arguments change.
+/// how the lab step's typed arguments change.
 struct Control {
     ids: &'static [&'static str],
     experiment: &'static str,
@@ -29,7 +41,13 @@ struct Control {
     /// is, or heap's speed sweep or memory over time alone): both the run
     /// as the lab makes it and the control start from this.
     base: Base,
-    change: fn(&[String]) -> Option<Vec<String>>,
+    /// The control's step from the base's; None where this machine's step
+    /// cannot make it (heap.growth's on one CPU).
+    change: fn(&Step) -> anyhow::Result<Option<Step>>,
+    /// The control is a store that neither compresses nor detects
+    /// same-value pages: a swap file, which is no such store where zswap
+    /// compresses in front of it ([`swap_file_compresses`]).
+    plain_swap_file: bool,
     /// The control leaves the study's protocol by design (thrash's CPU-only
     /// control removes the overcommit the protocol requires): its verdict is
     /// what the same rules give on its estimate alone
@@ -38,19 +56,20 @@ struct Control {
     lifts_gate: Option<Lift>,
 }
 
-/// `args` with `flag` set to `value` (replaced where given, else added).
-fn set(args: &[String], flag: &str, value: &str) -> Vec<String> {
-    let mut a = args.to_vec();
-    match a.iter().position(|x| x == flag) {
-        Some(i) if i + 1 < a.len() => a[i + 1] = value.to_string(),
-        _ => a.extend([flag.to_string(), value.to_string()]),
-    }
-    a
+/// Step `s` with its typed arguments ([`LabArgs`]) changed by `f`; None
+/// where `f` finds nothing to change. Err where the step is not `L`'s or its
+/// command would refuse it (a bug of the plan, not of this machine).
+fn with<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L) -> Option<()>) -> anyhow::Result<Option<Step>> {
+    let mut a = L::of(s).map_err(|e| anyhow::anyhow!("the lab's {} step: {e}", s.experiment))?;
+    Ok(f(&mut a).map(|()| a.step(s.repeat, s.expect_s)))
 }
 
-/// The value after `flag`.
-fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
-    args.iter().position(|x| x == flag).and_then(|i| args.get(i + 1)).map(String::as_str)
+/// [`with`], for a change every such step can take.
+fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<Step>> {
+    with(s, |a: &mut L| {
+        f(a);
+        Some(())
+    })
 }
 
 const CONTROLS: &[Control] = &[
@@ -59,7 +78,8 @@ const CONTROLS: &[Control] = &[
         experiment: "eat",
         what: "--backing swapfile: a store that neither compresses nor detects same-value pages (every pattern is \
                written out and read back from the file alike)",
-        change: |a| Some(set(a, "--backing", "swapfile")),
+        change: |s| set(s, |a: &mut EatLab| a.backing = BackingKind::Swapfile),
+        plain_swap_file: true,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -67,7 +87,8 @@ const CONTROLS: &[Control] = &[
         ids: &["eat.semi_fraction"],
         experiment: "eat",
         what: "--block 1: the semi pattern in blocks of one byte, so nothing in it repeats on purpose",
-        change: |a| Some(set(a, "--block", "1")),
+        change: |s| set(s, |a: &mut EatLab| a.block = 1),
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -75,10 +96,8 @@ const CONTROLS: &[Control] = &[
         ids: &["wscap.cap_slowdown", "wscap.periodic_cheaper"],
         experiment: "wscap",
         what: "--cap at twice --size: a cap above the working set",
-        change: |a| {
-            let size = experiments::kit::units::parse_size(value(a, "--size")?).ok()?;
-            Some(set(a, "--cap", &(2 * size).to_string()))
-        },
+        change: |s| set(s, |a: &mut WscapLab| a.cap = Size(2 * a.size.0)),
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -86,7 +105,8 @@ const CONTROLS: &[Control] = &[
         ids: &["wscap.cap_saves_no_memory"],
         experiment: "wscap",
         what: "--memory-store zram: the memory arm on a store that keeps the capped pages in RAM",
-        change: |a| Some(set(a, "--memory-store", "zram")),
+        change: |s| set(s, |a: &mut WscapLab| a.memory_store = MemoryStore::Zram),
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -94,7 +114,8 @@ const CONTROLS: &[Control] = &[
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
         experiment: "mapping",
         what: "--pressure: the lazily freed pages are reclaimed before they are used again",
-        change: |a| Some([a, &["--pressure".to_string()]].concat()),
+        change: |s| set(s, |a: &mut MappingLab| a.pressure = true),
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -103,7 +124,8 @@ const CONTROLS: &[Control] = &[
         experiment: "mapping",
         what: "--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle, so the page-cache \
                allocation is not paid per cycle",
-        change: |a| Some([a, &["--memfd-keep".to_string()]].concat()),
+        change: |s| set(s, |a: &mut MappingLab| a.memfd_keep = true),
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -112,7 +134,13 @@ const CONTROLS: &[Control] = &[
         experiment: "heap",
         what: "--glibc-mmap-threshold 128KiB: glibc's default mmap threshold, fixed, so blocks of 128 KiB and up are \
                mmap'd on their own and go back on free (no dynamic raise keeps them in the heap)",
-        change: |a| Some(set(a, "--glibc-mmap-threshold", "128KiB")),
+        change: |s| {
+            with(s, |a: &mut HeapLab| {
+                a.over_time.as_mut()?.glibc_mmap_threshold = Some(Size(128 << 10));
+                Some(())
+            })
+        },
+        plain_swap_file: false,
         lifts_gate: None,
         base: HEAP_OVER_TIME,
     },
@@ -120,7 +148,13 @@ const CONTROLS: &[Control] = &[
         ids: &["heap.concurrent_linux"],
         experiment: "heap",
         what: "--heap-mode shared: one heap for every thread (glibc with one arena)",
-        change: |a| Some(set(a, "--heap-mode", "shared")),
+        change: |s| {
+            with(s, |a: &mut HeapLab| {
+                a.sweep.as_mut()?.heap_mode = HeapMode::Shared;
+                Some(())
+            })
+        },
+        plain_swap_file: false,
         lifts_gate: None,
         base: HEAP_SPEED,
     },
@@ -129,7 +163,8 @@ const CONTROLS: &[Control] = &[
         experiment: "heap",
         what: "--growth-from at half the CPUs: the step from N threads to 2N stays within the cores, each thread pinned \
                to its own CPU, so no thread waits for one (Table 2 within the cores: 80 → 89 ms, 1.11)",
-        change: growth_within_the_cores,
+        change: |s| with(s, growth_within_the_cores),
+        plain_swap_file: false,
         lifts_gate: None,
         base: HEAP_SPEED,
     },
@@ -138,7 +173,14 @@ const CONTROLS: &[Control] = &[
         experiment: "heap",
         what: "--shrink-frees 0 --churn 1ms: a program that frees next to nothing before the trim (no shrink, a \
                millisecond of churn), so malloc_trim has nothing to give back",
-        change: |a| Some(set(&set(a, "--shrink-frees", "0"), "--churn", "1ms")),
+        change: |s| {
+            with(s, |a: &mut HeapLab| {
+                let ot = a.over_time.as_mut()?;
+                (ot.shrink_frees, ot.churn) = (0.0, Dur(std::time::Duration::from_millis(1)));
+                Some(())
+            })
+        },
+        plain_swap_file: false,
         lifts_gate: None,
         base: HEAP_OVER_TIME,
     },
@@ -147,7 +189,8 @@ const CONTROLS: &[Control] = &[
         experiment: "thrash",
         what: "--cpu-only: a limit that holds every consumer twice over, so nothing pages (outside the protocol by \
                design, so judged on its estimate alone)",
-        change: |a| Some([a, &["--cpu-only".to_string()]].concat()),
+        change: |s| set(s, |a: &mut ThrashLab| a.cpu_only = true),
+        plain_swap_file: false,
         lifts_gate: Some(thrash_cpu_only),
         base: WHOLE,
     },
@@ -156,7 +199,8 @@ const CONTROLS: &[Control] = &[
         experiment: "thrash",
         what: "--sleep 0s: no sleep between cycles, so each consumer writes nonstop and W no longer sets its write \
                rate; the paging stays (outside the protocol only by its custom t_s, so judged on its estimate alone)",
-        change: |a| Some(set(a, "--sleep", "0s")),
+        change: |s| set(s, |a: &mut ThrashLab| a.sleep = Some(Dur(std::time::Duration::ZERO))),
+        plain_swap_file: false,
         lifts_gate: Some(thrash_sleep_removed),
         base: WHOLE,
     },
@@ -165,7 +209,13 @@ const CONTROLS: &[Control] = &[
         experiment: "thrash",
         what: "--after-load stays, e2 alone: each consumer keeps writing its whole region after t_p, so the load never \
                falls back",
-        change: |a| Some(set(&set(a, "--after-load", "stays"), "--preset", "e2")),
+        change: |s| {
+            with(s, |a: &mut ThrashLab| {
+                (a.after_load, a.preset) = (AfterLoad::Stays, vec!["e2".to_string()]);
+                Some(())
+            })
+        },
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -174,7 +224,13 @@ const CONTROLS: &[Control] = &[
         experiment: "jank",
         what: "--cpu-only, zram:lz4 and swapfile: both stores under a limit that holds the hog twice over, so \
                nothing pages",
-        change: |a| Some([set(a, "--arms", "zram:lz4,swapfile"), vec!["--cpu-only".to_string()]].concat()),
+        change: |s| {
+            with(s, |a: &mut JankLab| {
+                (a.arms, a.cpu_only) = (vec![Store::Zram(Some("lz4".into())), Store::Swapfile], true);
+                Some(())
+            })
+        },
+        plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -183,10 +239,10 @@ const CONTROLS: &[Control] = &[
 /// heap.growth's control from the lab's speed sweep (`--threads 1,C,2C`):
 /// the sweep at N = C/2 and 2N = C threads, judged from N (`--growth-from`).
 /// None on one CPU, where no step of two counts stays within the cores.
-fn growth_within_the_cores(a: &[String]) -> Option<Vec<String>> {
-    let most: u32 = value(a, "--threads")?.split(',').filter_map(|t| t.parse().ok()).max()?;
-    let n = most / 4;
-    (n >= 1).then(|| set(&set(a, "--threads", &format!("{n},{}", 2 * n)), "--growth-from", &n.to_string()))
+fn growth_within_the_cores(a: &mut HeapLab) -> Option<()> {
+    let sweep = a.sweep.as_mut()?;
+    let n = sweep.threads.as_ref()?.iter().max()? / 4;
+    (n >= 1).then(|| (sweep.threads, sweep.growth_from) = (Some(vec![n, 2 * n]), Some(n)))
 }
 
 /// The findings whose control is named but not run here, and why.
@@ -206,54 +262,17 @@ const NOT_RUN: &[(&str, &str)] = &[
 #[derive(Clone, Copy)]
 struct Base {
     suffix: &'static str,
-    args: fn(&[String]) -> Vec<String>,
+    part: fn(&Step) -> anyhow::Result<Option<Step>>,
 }
-
-const WHOLE: Base = Base { suffix: "", args: whole };
-const HEAP_SPEED: Base = Base { suffix: "-speed", args: heap_speed_only };
-const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", args: heap_over_time_only };
 
 /// The lab step as it is.
-fn whole(args: &[String]) -> Vec<String> {
-    args.to_vec()
-}
-
-/// The heap step's memory over time alone (its speed sweep is another
-/// finding's, and most of the step's time).
-fn heap_over_time_only(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--speed" => i += 1,
-            // The speed sweep's own (heap refuses them without --speed).
-            "--threads" | "--ops" => i += 2,
-            _ => {
-                out.push(args[i].clone());
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
+const WHOLE: Base = Base { suffix: "", part: |s| Ok(Some(s.clone())) };
 /// The heap step without its over-time part (the control is about the
 /// speed sweep; the over-time arms take most of the step's time).
-fn heap_speed_only(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--over-time" | "--speed" => i += 1,
-            "--over-time-threads" | "--live" | "--churn" | "--idle" | "--patterns" | "--knobs" => i += 2,
-            _ => {
-                out.push(args[i].clone());
-                i += 1;
-            }
-        }
-    }
-    out
-}
+const HEAP_SPEED: Base = Base { suffix: "-speed", part: |s| set(s, |a: &mut HeapLab| a.over_time = None) };
+/// The heap step's memory over time alone (its speed sweep is another
+/// finding's, and most of the step's time).
+const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", part: |s| set(s, |a: &mut HeapLab| a.sweep = None) };
 
 /// One finding judged on a run and on its control.
 #[derive(Debug, Serialize)]
@@ -463,14 +482,15 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             eprintln!("{}: not planned on this machine; skipped", c.experiment);
             continue;
         };
-        let args = (c.base.args)(&step.argv());
-        let Some(changed) = (c.change)(&args) else {
+        let part = (c.base.part)(step)?
+            .ok_or_else(|| anyhow::anyhow!("the lab's {} step has no such part ({})", c.experiment, c.base.suffix))?;
+        let Some(changed) = (c.change)(&part)? else {
             let why = format!("its control cannot be made from this machine's lab step ({})", c.what);
             eprintln!("{}: {why}; skipped", c.ids.join(", "));
             not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
             continue;
         };
-        if let Some(why) = swap_file_compresses(&changed, &zswap) {
+        if let Some(why) = c.plain_swap_file.then(|| swap_file_compresses(&zswap)).flatten() {
             eprintln!("{}: {why}; skipped", c.ids.join(", "));
             not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
             continue;
@@ -478,14 +498,14 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         eprintln!("{}: {}", c.ids.join(", "), c.what);
         let base = out.join(format!("{}-as-the-lab{}", c.experiment, c.base.suffix));
         if !base_dirs.contains(&base) {
-            run_or_keep(&exe, c.experiment, &args, &base)?;
+            run_or_keep(&exe, c.experiment, &part.argv(), &base)?;
             base_dirs.push(base.clone());
         }
         // Named after its first finding, so that a control added to the
         // list does not rename the others' directories (--resume finds them).
         let first = c.ids[0].split_once('.').map_or(c.ids[0], |x| x.1);
         let ctl = out.join(format!("{}-control-{first}", c.experiment));
-        run_or_keep(&exe, c.experiment, &changed, &ctl)?;
+        run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
         for id in c.ids {
             let b = verdict_of(&base, id, None)?;
             let k = verdict_of(&ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
@@ -532,8 +552,8 @@ fn selected(c: &Control, only: &[String]) -> bool {
 /// pages bound for the file are compressed (and same-value ones kept) in
 /// RAM first, so the file is no longer "a store that neither compresses nor
 /// detects same-value pages". pagelab leaves the host's zswap as it is.
-fn swap_file_compresses(args: &[String], zswap: &probe::environment::Zswap) -> Option<String> {
-    (value(args, "--backing") == Some("swapfile") && zswap.enabled == Some(true)).then(|| {
+fn swap_file_compresses(zswap: &probe::environment::Zswap) -> Option<String> {
+    (zswap.enabled == Some(true)).then(|| {
         "zswap is on here: pages bound for the swap file are compressed in RAM first, so the swap file is not a store \
          that neither compresses nor detects same-value pages"
             .to_string()
@@ -648,13 +668,14 @@ mod tests {
     fn each_control_changes_its_lab_steps_arguments() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
         let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
+        let step = |e: &str| steps.iter().find(|s| s.experiment == e).unwrap().clone();
         for c in CONTROLS {
-            let s = steps.iter().find(|s| s.experiment == c.experiment).unwrap();
-            let args = (c.base.args)(&s.argv());
-            let changed = (c.change)(&args).unwrap_or_else(|| panic!("{}: {:?}", c.experiment, args));
-            assert_ne!(changed, args, "{}: the control changes nothing", c.what);
+            let part = (c.base.part)(&step(c.experiment)).unwrap().unwrap();
+            let changed = (c.change)(&part).unwrap().unwrap_or_else(|| panic!("{}: {:?}", c.experiment, part.argv()));
+            assert_ne!(changed.argv(), part.argv(), "{}: the control changes nothing", c.what);
+            assert_eq!(changed.repeat, part.repeat, "{}: the same repeats", c.what);
             // Both command lines are ones pagelab takes.
-            for a in [&args, &changed] {
+            for a in [part.argv(), changed.argv()] {
                 let line = ["pagelab", c.experiment].into_iter().chain(a.iter().map(String::as_str));
                 crate::cli::command()
                     .try_get_matches_from(line)
@@ -667,19 +688,27 @@ mod tests {
                 assert!(!claim.check && !claim.control.is_empty(), "{id}");
             }
         }
-        let heap = heap_speed_only(&steps.iter().find(|s| s.experiment == "heap").unwrap().argv());
-        assert!(!heap.iter().any(|a| a.starts_with("--over-time") || a == "--idle"), "{heap:?}");
-        let ot = heap_over_time_only(&steps.iter().find(|s| s.experiment == "heap").unwrap().argv());
-        assert!(ot.contains(&"--over-time".to_string()), "{ot:?}");
-        assert!(!ot.iter().any(|a| ["--speed", "--threads", "--ops"].contains(&a.as_str())), "{ot:?}");
+        let heap = |part: &Base, s: &Step| HeapLab::of(&(part.part)(s).unwrap().unwrap()).unwrap();
+        let speed = heap(&HEAP_SPEED, &step("heap"));
+        assert!(speed.over_time.is_none() && speed.sweep.is_some(), "{speed:?}");
+        assert!(!(HEAP_SPEED.part)(&step("heap")).unwrap().unwrap().argv().iter().any(|a| a.starts_with("--over")));
+        let ot = heap(&HEAP_OVER_TIME, &step("heap"));
+        assert!(ot.sweep.is_none() && ot.over_time.is_some(), "{ot:?}");
+        let ot_argv = (HEAP_OVER_TIME.part)(&step("heap")).unwrap().unwrap().argv();
+        assert!(ot_argv.contains(&"--over-time".to_string()), "{ot_argv:?}");
+        assert!(!ot_argv.iter().any(|a| ["--speed", "--threads", "--ops"].contains(&a.as_str())), "{ot_argv:?}");
         // heap.growth's control: N → 2N within the cores, judged from N.
-        for (cpus, want) in [(2, ["1,2", "1"]), (16, ["8,16", "8"]), (3, ["1,2", "1"])] {
+        let growth = CONTROLS.iter().find(|c| c.ids == ["heap.growth"]).unwrap();
+        for (cpus, want) in [(2, (vec![1, 2], 1)), (16, (vec![8, 16], 8)), (3, (vec![1, 2], 1))] {
             let m = Machine { cpus, ..m };
             let s = plan(&m, Scale::Quick, None, &[]).into_iter().find(|s| s.experiment == "heap").unwrap();
-            let g = growth_within_the_cores(&heap_speed_only(&s.argv())).unwrap();
-            assert_eq!([value(&g, "--threads").unwrap(), value(&g, "--growth-from").unwrap()], want, "{cpus}: {g:?}");
+            let g = (growth.change)(&(HEAP_SPEED.part)(&s).unwrap().unwrap()).unwrap().unwrap();
+            let sw = HeapLab::of(&g).unwrap().sweep.unwrap();
+            assert_eq!((sw.threads.unwrap(), sw.growth_from.unwrap()), want, "{cpus}: {:?}", g.argv());
         }
-        assert_eq!(growth_within_the_cores(&["--threads".into(), "1,2".into()]), None, "one CPU: no such step");
+        let mut one = speed.clone();
+        one.sweep.as_mut().unwrap().threads = Some(vec![1, 2]);
+        assert_eq!(growth_within_the_cores(&mut one), None, "one CPU: no such step");
         // --only names an experiment or a finding.
         let only = |o: &[&str]| -> Vec<&str> {
             let o: Vec<String> = o.iter().map(|x| x.to_string()).collect();
@@ -693,25 +722,28 @@ mod tests {
         assert_eq!(only(&["heap"]).len(), CONTROLS.iter().filter(|c| c.experiment == "heap").count());
         assert!(only(&["heap.nothing", "jank.min_ttl"]).is_empty(), "a finding without a control run selects none");
         // A swap-file control is no control where zswap compresses in front of the file.
-        let sf: Vec<String> = ["--backing", "swapfile"].map(String::from).to_vec();
         let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };
         let off = probe::environment::Zswap { enabled: Some(false), ..on.clone() };
-        assert!(swap_file_compresses(&sf, &on).is_some_and(|w| w.contains("zswap is on")));
-        assert_eq!(swap_file_compresses(&sf, &off), None);
-        assert_eq!(swap_file_compresses(&set(&sf, "--backing", "zram"), &on), None);
+        assert!(swap_file_compresses(&on).is_some_and(|w| w.contains("zswap is on")));
+        assert_eq!(swap_file_compresses(&off), None);
+        let plain: Vec<&str> = CONTROLS.iter().filter(|c| c.plain_swap_file).map(|c| c.ids[0]).collect();
+        assert_eq!(plain, ["eat.trim_random_semi"]);
+        let eat = CONTROLS.iter().find(|c| c.plain_swap_file).unwrap();
+        assert_eq!(EatLab::of(&(eat.change)(&step("eat")).unwrap().unwrap()).unwrap().backing, BackingKind::Swapfile);
         // thrash's CPU-only control is the one that leaves the protocol.
-        let th = &steps.iter().find(|s| s.experiment == "thrash").unwrap().argv();
-        let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(th).unwrap();
-        assert!(cpu.contains(&"--cpu-only".to_string()) && !th.contains(&"--cpu-only".to_string()), "{cpu:?}");
+        let th = step("thrash");
+        let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
+        assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
         // thrash.writes': the step with no sleep, every preset as it is.
         let w = CONTROLS.iter().find(|c| c.ids == ["thrash.writes"]).unwrap();
-        let nosleep = (w.change)(th).unwrap();
-        assert_eq!(value(&nosleep, "--sleep"), Some("0s"));
-        assert_eq!(value(&nosleep, "--preset"), value(th, "--preset"), "{nosleep:?}");
+        let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
+        assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
+        assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
         assert!(w.lifts_gate.is_some());
         assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
-        assert_eq!(set(&["--cap".into(), "1".into()], "--cap", "2"), ["--cap", "2"]);
-        assert_eq!(set(&[], "--pressure", "x"), ["--pressure", "x"]);
+        // A step that is not the control's experiment's is a bug of the
+        // plan, said as one, not a control this machine cannot make.
+        assert!((w.change)(&step("eat")).unwrap_err().to_string().contains("not thrash's"));
         assert_eq!(turned("matches", "differs"), (true, false));
         assert_eq!(turned("differs", "matches"), (true, false));
         assert_eq!(turned("matches", "check failed"), (true, true));

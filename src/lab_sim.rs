@@ -21,6 +21,7 @@
 //! break those bounds, so the simulation can fail.
 
 use crate::lab::{Machine, Scale, choose_more, plan};
+use experiments::{jank::cmd::JankLab, kit::lab_args::LabArgs, thrash::cmd::ThrashLab};
 use record::stats::claim::Region;
 use record::stats::rng::SplitMix64;
 use report::lab::{Lab, Step, StepState};
@@ -141,7 +142,9 @@ fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
         // not simulated (issue 57 item 1).
         for c in e.report.claims().into_iter().filter(|c| !c.check) {
             // jank judges only the findings whose two arms its step runs.
-            if e.name() == "jank" && !experiments::jank::cmd::judged_in(&s.args, c.id) {
+            if e.name() == "jank"
+                && !experiments::jank::cmd::judged_in(&JankLab::of(s).expect("the lab's jank step"), c.id)
+            {
                 continue;
             }
             let presets = if e.name() == "thrash" {
@@ -388,10 +391,7 @@ fn one_lab(
     let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
         .into_iter()
         .map(|m| {
-            let presets =
-                m.step.args.iter().position(|a| a == "--preset").map_or_else(Vec::new, |i| {
-                    m.step.args[i + 1].split(',').map(str::to_string).collect::<Vec<String>>()
-                });
+            let presets = ThrashLab::of(&m.step).map_or_else(|_| Vec::new(), |t| t.preset);
             (m.step.experiment.clone(), m.k, presets)
         })
         .collect();

@@ -1,7 +1,13 @@
 //! The lab's planning and pacing, tested without running a lab.
 
 use super::*;
-use experiments::kit::plan::{arg, more_repeats, repeat_of, step};
+use experiments::eat::cmd::EatLab;
+use experiments::heap::cmd::HeapLab;
+use experiments::kit::lab_args::{Dur, LabArgs};
+use experiments::kit::plan::{more_repeats, repeat_of, step};
+use experiments::thrash::cmd::ThrashLab;
+use experiments::wscap::cmd::WscapLab;
+use workloads::backing::BackingKind;
 
 fn machine(root: bool, swap: bool) -> Machine {
     Machine { root, cpus: 2, ram_bytes: 24 << 30, swap_active: swap }
@@ -51,20 +57,20 @@ fn quick_plan_as_root_runs_everything_in_five_minutes() {
     // later steps are cut to fit: fit_step); what it leaves in practice
     // (its plan errs long here) goes to extra repeats.
     assert!(total > 60.0 && total < 300.0 - REPORT_RESERVE_S, "{total}");
-    let heap = p.iter().find(|s| s.experiment == "heap").unwrap();
-    let h = heap.argv().join(" ");
+    let heap = HeapLab::of(p.iter().find(|s| s.experiment == "heap").unwrap()).unwrap();
     // 1, the cores and twice the cores: heap.growth is Table 2's step from the
     // cores to twice as many (issue 57).
-    assert!(h.contains("--threads 1,2,4 "), "{h}");
+    assert_eq!(heap.sweep.as_ref().unwrap().threads, Some(vec![1, 2, 4]), "{heap:?}");
     // The short memory-over-time part, at the core count, beside the speed sweep.
-    assert!(h.contains("--over-time --speed --over-time-threads 2") && h.contains("--idle 1s"), "{h}");
+    let ot = heap.over_time.as_ref().unwrap();
+    assert_eq!((ot.over_time_threads.as_slice(), ot.idle), (&[2][..], Dur(std::time::Duration::from_secs(1))));
     // What thrash left goes to a second pass over what is still open.
     assert_eq!(passes_for(Some(300.0), &p), BUDGET_PASSES);
     assert_eq!(passes_for(None, &p), 1);
     let full = plan(&machine(true, false), Scale::Full, None, &[]);
-    let t = full.iter().find(|s| s.experiment == "thrash").unwrap().argv().join(" ");
+    let t = full.iter().find(|s| s.experiment == "thrash").unwrap();
     // A whole Williams square on the findings' store (issue 57 item 5).
-    assert!(t.contains("--backing zram --repeat 4"), "{t}");
+    assert_eq!((ThrashLab::of(t).unwrap().backing, t.repeat), (vec![BackingKind::Zram], Some(4)), "{:?}", t.argv());
 }
 
 /// The quick plan names the budget that holds thrash's protocol, and that
@@ -85,7 +91,8 @@ fn a_quick_lab_names_the_budget_that_holds_thrash_and_runs_it_there() {
     let s = th(Some(need));
     assert_eq!(s.state, StepState::Planned);
     let a = s.argv().join(" ");
-    assert!(a.contains("--preset all") && a.contains("--repeat 4") && a.contains("--backing swapfile"), "{a}");
+    let t = ThrashLab::of(&s).unwrap();
+    assert_eq!((t.preset.join(","), t.backing, s.repeat), ("e1,e2,e3,e4".into(), vec![BackingKind::Swapfile], Some(4)));
     // Only the size and time factors change the study's presets.
     for custom in ["--consumers", "--size", "--writes", "--sleep", "--stagger", "--limit"] {
         assert!(!a.contains(custom), "{a}");
@@ -135,13 +142,16 @@ fn without_root_thrash_and_wscap_are_skipped_with_reasons() {
     assert_eq!(by("thrash").state, StepState::Skipped);
     assert!(by("thrash").reason.as_deref().unwrap().contains("root"));
     assert_eq!(by("wscap").state, StepState::Skipped);
-    assert!(by("eat").args.contains(&"none".to_string()));
+    assert_eq!(EatLab::of(by("eat")).unwrap().backing, BackingKind::None);
     assert!(by("eat").note.is_some());
     // With a swap area already active, wscap runs its periodic modes.
     let p = plan(&machine(false, true), Scale::Quick, None, &[]);
     let w = p.iter().find(|s| s.experiment == "wscap").unwrap();
     assert_eq!(w.state, StepState::Planned);
-    assert!(w.argv().join(" ").contains("--backing existing --modes none,periodic-pageout,periodic-cold"));
+    let w = WscapLab::of(w).unwrap();
+    use experiments::wscap::work::Mode;
+    assert_eq!(w.backing, BackingKind::Existing);
+    assert_eq!(w.modes, [Mode::None, Mode::PeriodicPageout, Mode::PeriodicCold]);
 }
 
 #[test]
@@ -161,7 +171,7 @@ fn an_extra_pass_repeats_the_same_arms() {
     let a = t.argv().join(" ");
     assert!(a.contains("--preset e2,e3") && a.contains("--repeat 1") && a.contains("--backing swapfile"), "{a}");
     assert!(t.expect_s < thrash.expect_s / 2.0 / 1.5, "{} vs {}", t.expect_s, thrash.expect_s);
-    let s = step("x", vec![arg("--size"), arg("1MiB")], 3.0);
+    let s = step("x", vec!["--size".to_string(), "1MiB".to_string()], 3.0);
     assert!(more_repeats(&s, &[], 1).is_none(), "no --repeat: cannot repeat");
 }
 
@@ -238,7 +248,7 @@ fn full_is_longer_and_only_filters() {
 /// changed in one experiment fails here, not in a lab an hour in.
 #[test]
 fn every_lab_step_parses_through_the_real_command_line() {
-    let mut checked = 0;
+    let (mut checked, mut typed) = (0, 0);
     for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
         for (root, swap, cpus) in [(true, false, 2), (false, false, 2), (false, true, 2), (true, false, 16)] {
             let m = Machine { root, cpus, ram_bytes: 24 << 30, swap_active: swap };
@@ -249,6 +259,13 @@ fn every_lab_step_parses_through_the_real_command_line() {
                     let mut argv = vec!["pagelab".to_string(), t.experiment.clone()];
                     argv.extend(t.argv());
                     argv.extend(["--out".to_string(), "/nonexistent/lab/step".to_string()]);
+                    // Typed both ways: read back through the experiment's
+                    // lab arguments, it renders the same line.
+                    let e = experiments::find(&t.experiment).unwrap();
+                    if t.state == StepState::Planned {
+                        assert_eq!((e.lab_args)(&t).as_ref(), Ok(&t.args), "{} ({scale:?})", t.experiment);
+                        typed += 1;
+                    }
                     match crate::cli::command().try_get_matches_from(&argv) {
                         Ok(m) => assert_eq!(m.subcommand_name(), Some(t.experiment.as_str()), "{argv:?}"),
                         Err(e) => panic!(
@@ -262,7 +279,7 @@ fn every_lab_step_parses_through_the_real_command_line() {
         }
     }
     // Seven experiments, three scales, four machines, and their variants.
-    assert!(checked >= 7 * 3 * 4, "{checked}");
+    assert!(checked >= 7 * 3 * 4 && typed >= 7 * 3 * 2, "{checked}, {typed}");
     // And the same parse refuses what no experiment takes.
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "eat", "--size", "16 furlongs"]).is_err());
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "thrash", "--preset", "e9"]).is_err());

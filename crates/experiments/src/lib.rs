@@ -58,6 +58,10 @@ pub struct Experiment {
     /// A budgeted lab's extra pass: `k` more repeats of the first pass's step,
     /// for these inconclusive claims (by id); None when it cannot repeat.
     pub lab_more: fn(&Step, &[&str], u32) -> Option<Step>,
+    /// A step's arguments read back through its typed lab arguments
+    /// ([`kit::lab_args::LabArgs`]) and rendered again: the round trip that
+    /// shows every flag the plan sets is one the command takes, as it takes it.
+    pub lab_args: fn(&Step) -> Result<Vec<String>, String>,
     /// The worker kinds it starts, and their entry points.
     pub workers: &'static [(&'static str, WorkerMain)],
     /// Its subcommand: name (the report's), help line and arguments.

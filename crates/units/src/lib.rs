@@ -25,7 +25,7 @@ pub fn whole_mib(b: u64) -> u64 {
 /// A byte count for people, in binary units with two decimals past bytes
 /// ("512 B", "1.50 KiB", "24.00 GiB"): pagelab's one byte formatter (text,
 /// reports, the monitor, errors). Flag values are written by
-/// `experiments::kit::plan::mib` instead, in a form the flags parse.
+/// `experiments::kit::lab_args::Size` instead, in a form the flags parse.
 pub fn bytes(v: u64) -> String {
     const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut x = v as f64;

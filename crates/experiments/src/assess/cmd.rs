@@ -3,7 +3,9 @@
 
 use crate::assess::work::AssessConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
+use crate::kit::lab_args::{Dur, LabArgs, Size};
+use crate::kit::plan::{MIB, Machine, Scale};
+use workloads::backing::BackingKind;
 use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use clap::Args;
@@ -142,23 +144,57 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Smoke => 16 * MIB,
     }
     .max(16 * MIB);
+    let s = Duration::from_millis;
     let (warmup, windows, last, rep) = match scale {
-        Scale::Full => ("1s", "1s,10s,60s", 60.0, 3u32),
+        Scale::Full => (s(1000), vec![s(1000), s(10_000), s(60_000)], 60.0, 3u32),
         // Quick: two repeats, an even count; its one finding (zstd against
         // lzo-rle on the same pages) has no spread to speak of.
-        Scale::Quick => ("1s", "1s,3s", 3.0, 2),
-        Scale::Smoke => ("500ms", "500ms,1s", 1.0, 2),
+        Scale::Quick => (s(1000), vec![s(1000), s(3000)], 3.0, 2),
+        Scale::Smoke => (s(500), vec![s(500), s(1000)], 1.0, 2),
     };
-    let mut args = vec![arg("--synthetic"), mib(size), arg("--hot"), arg("25%"), arg("--warmup"), arg(warmup)];
-    args.extend([arg("--windows"), arg(windows)]);
+    let mut args = AssessLab {
+        synthetic: Some(Size(size)),
+        hot: 0.25,
+        warmup: Dur(warmup),
+        windows: windows.iter().map(|&w| Dur(w)).collect(),
+        trim: None,
+        duration: Dur(Duration::from_secs(30)),
+    };
     // A repeat is its longest window and a fill: 10.8 s for three repeats
     // of 64 MiB with a 3 s window on the 2-vCPU VM (Intel, 2026-11-26).
     let mut expect = 2.0 + rep as f64 * (last + (size / MIB) as f64 * 0.01);
     if full && (m.root || m.swap_active) {
-        args.extend([arg("--trim"), arg("auto"), arg("--duration"), arg("30s")]);
+        args.trim = Some(BackingKind::Auto);
         expect += 32.0;
     }
-    repeated("assess", args, rep, expect)
+    args.step(Some(rep), expect)
+}
+
+/// The lab's assess step, typed: the flags the lab sets, rendered and read
+/// back through [`AssessArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssessLab {
+    pub synthetic: Option<Size>,
+    pub hot: f64,
+    pub warmup: Dur,
+    pub windows: Vec<Dur>,
+    pub trim: Option<BackingKind>,
+    pub duration: Dur,
+}
+
+impl LabArgs for AssessLab {
+    type Cli = AssessArgs;
+    const EXPERIMENT: &'static str = "assess";
+    fn from_cli(a: AssessArgs) -> AssessLab {
+        AssessLab {
+            synthetic: a.synthetic.map(Size),
+            hot: a.hot,
+            warmup: Dur(a.warmup),
+            windows: a.windows.into_iter().map(Dur).collect(),
+            trim: a.trim,
+            duration: Dur(a.duration),
+        }
+    }
 }
 
 // Its command-line arguments (its subcommand, under its name in `crate::ALL`).

@@ -19,6 +19,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     ],
     lab_step: cmd::lab_step,
     lab_more: crate::kit::plan::more_repeats,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::AssessLab>,
     workers: &[(work::TOUCHER, work::toucher_main)],
     command: || crate::kit::command::<cmd::AssessArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

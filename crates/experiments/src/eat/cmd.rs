@@ -3,7 +3,9 @@
 
 use crate::eat::work::EatConfig;
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
+use crate::kit::lab_args::{LabArgs, Size};
+use crate::kit::plan::{MIB, Machine, Scale};
+use workloads::backing::BackingKind;
 use crate::kit::run::{Doc, ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
@@ -146,29 +148,50 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Full => 3,
     };
     let compressors = if full && m.root { 3.0 } else { 1.0 };
-    let mut eat_args = vec![arg("--size"), mib(eat_size)];
-    if full && m.root {
-        eat_args.extend([arg("--compressor"), arg("all")]);
-    }
+    let mut args = EatLab {
+        size: Size(eat_size),
+        compressor: (full && m.root).then(|| "all".to_string()),
+        backing: BackingKind::Auto,
+        block: 20,
+    };
     let mut eat_note = None;
     if !m.root && !m.swap_active {
-        eat_args.extend([arg("--backing"), arg("none")]);
+        args.backing = BackingKind::None;
         eat_note = Some(
             "ran without swap: creating zram needs root and no swap is active, so nothing could be trimmed \
              and the store figures are missing; the fill and read-back are measured"
                 .to_string(),
         );
     } else if !m.root {
-        eat_args.extend([arg("--backing"), arg("existing")]);
+        args.backing = BackingKind::Existing;
         eat_note = Some("used the swap already active (creating zram needs root)".to_string());
     }
     // Four patterns a repeat, each a fill, a trim and a read-back: 1.5 s a
     // repeat at 128 MiB on the 2-vCPU VM (Intel, 2026-11-26); planned at
     // twice that.
     let eat_expect = 2.0 + 4.0 * eat_repeat as f64 * compressors * (0.1 + (eat_size / MIB) as f64 * 0.005);
-    let mut e = repeated("eat", eat_args, eat_repeat, eat_expect);
+    let mut e = args.step(Some(eat_repeat), eat_expect);
     e.note = eat_note;
     e
+}
+
+/// The lab's eat step, typed: the flags the lab sets (and its controls
+/// change), rendered and read back through [`EatArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EatLab {
+    pub size: Size,
+    pub compressor: Option<String>,
+    pub backing: BackingKind,
+    /// The semi pattern's block, bytes (eat.semi_fraction's control: 1).
+    pub block: u32,
+}
+
+impl LabArgs for EatLab {
+    type Cli = EatArgs;
+    const EXPERIMENT: &'static str = "eat";
+    fn from_cli(a: EatArgs) -> EatLab {
+        EatLab { size: Size(a.size), compressor: a.compressor, backing: a.backing, block: a.block }
+    }
 }
 
 // Its command-line arguments (its subcommand, under its name in `crate::ALL`).

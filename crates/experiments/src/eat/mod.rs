@@ -20,6 +20,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     ],
     lab_step: cmd::lab_step,
     lab_more: crate::kit::plan::more_repeats,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::EatLab>,
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::EatArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

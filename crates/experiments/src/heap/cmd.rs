@@ -3,7 +3,8 @@
 
 use crate::heap::work::HeapConfig;
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{Machine, Scale, arg, list, repeated};
+use crate::kit::lab_args::{Dur, LabArgs, Size};
+use crate::kit::plan::{MIB, Machine, Scale};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -304,14 +305,19 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     let calls = ops as f64 + procs * 300_000.0;
     let speed_expect =
         1.0 + 3.0 * hrep as f64 * (threads.len() as f64 * 0.08 * procs + calls * thread_ops * 40e-9 / c as f64);
-    let mut args = vec![arg("--threads"), list(&threads), arg("--ops"), ops.to_string()];
     // Memory over time: the quick lab's short version at the core count (the
     // allocators at their defaults and glibc with malloc_trim, which the
     // findings compare); the full lab's at 1 and 4 threads, two patterns, and
     // a documented setting of each allocator.
-    let ot = over_time_plan(c, scale);
-    args.extend([arg("--over-time"), arg("--speed")]);
-    args.extend(ot.iter().map(|s| s.to_string()));
+    let args = HeapLab {
+        sweep: Some(SpeedSweep {
+            threads: Some(threads),
+            ops,
+            heap_mode: crate::heap::work::alloc::HeapMode::Default,
+            growth_from: None,
+        }),
+        over_time: Some(over_time_plan(c, scale)),
+    };
     let workers = if full { 7.0 * 3.0 * hrep as f64 } else { 4.0 * hrep as f64 };
     let (live, churn, idle) = match scale {
         Scale::Full => (256.0, 5.0, 10.0),
@@ -321,35 +327,115 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // Measured here: a worker takes its churn and idle plus about 0.15 s and
     // 1 ms per MiB of live size (start, grow, shrink).
     let ot_expect = workers * (churn + idle + 0.15 + live / 1000.0);
-    repeated("heap", args, hrep, speed_expect + ot_expect)
+    args.step(Some(hrep), speed_expect + ot_expect)
 }
 
-/// The lab's `--over-time` flags.
-fn over_time_plan(cores: u32, scale: Scale) -> Vec<String> {
-    let v: Vec<String> = if scale == Scale::Full {
-        vec![
-            "--over-time-threads".into(),
-            "1,4".into(),
-            "--patterns".into(),
-            "mixed,cross-thread".into(),
-            "--knobs".into(),
-            "glibc:malloc_trim,glibc:MALLOC_ARENA_MAX=1,jemalloc:background_thread:true,mimalloc:MIMALLOC_PURGE_DELAY=0"
-                .into(),
-        ]
-    } else {
-        let (live, churn, idle) = if scale == Scale::Smoke { ("8MiB", "100ms", "200ms") } else { ("32MiB", "300ms", "1s") };
-        vec![
-            "--over-time-threads".into(),
-            cores.to_string(),
-            "--live".into(),
-            live.into(),
-            "--churn".into(),
-            churn.into(),
-            "--idle".into(),
-            idle.into(),
-        ]
+/// The lab's memory over time.
+fn over_time_plan(cores: u32, scale: Scale) -> OverTimeLab {
+    use crate::heap::work::overtime::{Arm, Pattern};
+    let knob = |k: &str| KnobArg(Some(Arm::parse_knob(k).expect("a knob of the lab's plan")));
+    let ms = Duration::from_millis;
+    let mut ot = OverTimeLab {
+        over_time_threads: vec![1, 4],
+        live: Size(256 * MIB),
+        churn: Dur(ms(5000)),
+        idle: Dur(ms(10_000)),
+        patterns: vec![Pattern::Mixed],
+        knobs: vec![knob("glibc:malloc_trim")],
+        shrink_frees: 0.9,
+        glibc_mmap_threshold: None,
     };
-    v
+    match scale {
+        Scale::Full => {
+            ot.patterns = vec![Pattern::Mixed, Pattern::CrossThread];
+            ot.knobs = ["glibc:malloc_trim", "glibc:MALLOC_ARENA_MAX=1", "jemalloc:background_thread:true", "mimalloc:MIMALLOC_PURGE_DELAY=0"]
+                .map(knob)
+                .to_vec();
+        }
+        Scale::Quick => {
+            (ot.over_time_threads, ot.live, ot.churn, ot.idle) = (vec![cores], Size(32 * MIB), Dur(ms(300)), Dur(ms(1000)));
+        }
+        Scale::Smoke => {
+            (ot.over_time_threads, ot.live, ot.churn, ot.idle) = (vec![cores], Size(8 * MIB), Dur(ms(100)), Dur(ms(200)));
+        }
+    }
+    ot
+}
+
+/// The lab's heap step, typed: the speed sweep, memory over time, or both
+/// (`--over-time --speed`), with the flags the lab sets (and its controls
+/// change), rendered and read back through [`HeapArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeapLab {
+    /// The speed sweep; None: memory over time alone.
+    pub sweep: Option<SpeedSweep>,
+    /// Memory over time; None: the speed sweep alone.
+    pub over_time: Option<OverTimeLab>,
+}
+
+/// The speed sweep's flags.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpeedSweep {
+    pub threads: Option<Vec<u32>>,
+    pub ops: u64,
+    pub heap_mode: crate::heap::work::alloc::HeapMode,
+    pub growth_from: Option<u32>,
+}
+
+/// Memory over time's flags.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OverTimeLab {
+    pub over_time_threads: Vec<u32>,
+    pub live: Size,
+    pub churn: Dur,
+    pub idle: Dur,
+    pub patterns: Vec<crate::heap::work::overtime::Pattern>,
+    pub knobs: Vec<KnobArg>,
+    pub shrink_frees: f64,
+    pub glibc_mmap_threshold: Option<Size>,
+}
+
+impl Serialize for HeapLab {
+    /// `--over-time` where memory over time runs, `--speed` where the
+    /// sweep runs beside it, then each part's flags.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            over_time: bool,
+            speed: bool,
+            #[serde(flatten)]
+            sweep: Option<&'a SpeedSweep>,
+            #[serde(flatten)]
+            ot: Option<&'a OverTimeLab>,
+        }
+        let (sweep, ot) = (self.sweep.as_ref(), self.over_time.as_ref());
+        Wire { over_time: ot.is_some(), speed: ot.is_some() && sweep.is_some(), sweep, ot }.serialize(s)
+    }
+}
+
+impl LabArgs for HeapLab {
+    type Cli = HeapArgs;
+    const EXPERIMENT: &'static str = "heap";
+    fn from_cli(a: HeapArgs) -> HeapLab {
+        HeapLab {
+            sweep: (!a.over_time || a.speed).then(|| SpeedSweep {
+                threads: a.threads.clone(),
+                ops: a.ops,
+                heap_mode: a.heap_mode,
+                growth_from: a.growth_from,
+            }),
+            over_time: a.over_time.then(|| OverTimeLab {
+                over_time_threads: a.over_time_threads,
+                live: Size(a.live),
+                churn: Dur(a.churn),
+                idle: Dur(a.idle),
+                patterns: a.patterns,
+                knobs: a.knobs,
+                shrink_frees: a.shrink_frees,
+                glibc_mmap_threshold: a.glibc_mmap_threshold.map(Size),
+            }),
+        }
+    }
 }
 
 // Its command-line arguments (its subcommand, under its name in `crate::ALL`).
@@ -388,8 +474,22 @@ fn parse_pattern(s: &str) -> Result<crate::heap::work::overtime::Pattern, String
 }
 
 /// One `--knobs` entry: an arm, or `none`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KnobArg(pub Option<crate::heap::work::overtime::Arm>);
+
+impl Serialize for KnobArg {
+    /// As `--knobs` takes it: `glibc:malloc_trim`, or `none`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text = match &self.0 {
+            None => "none".to_string(),
+            Some(a) => match &a.knob {
+                Some(k) => format!("{}:{}", a.allocator.name(), k.text),
+                None => a.allocator.name(),
+            },
+        };
+        s.serialize_str(&text)
+    }
+}
 
 fn parse_knob(s: &str) -> Result<KnobArg, String> {
     if s.trim() == "none" {

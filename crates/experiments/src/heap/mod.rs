@@ -15,6 +15,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     needs: &[],
     lab_step: cmd::lab_step,
     lab_more: crate::kit::plan::more_repeats,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::HeapLab>,
     workers: &[(work::WORKER, work::worker_main), (work::overtime::WORKER, work::overtime::worker_main)],
     command: || crate::kit::command::<cmd::HeapArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

@@ -4,7 +4,8 @@
 use crate::jank::results::{Config, JankResult};
 use crate::jank::work::{Arm, JankConfig, Store};
 use crate::kit::cli::{RunArgs, SwapfileArgs};
-use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
+use crate::kit::lab_args::LabArgs;
+use crate::kit::plan::{Machine, Scale, skip, step};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::thrash::work::{AfterLoad, PlanExt, ThrashConfig};
@@ -315,20 +316,71 @@ fn per_run(n: f64, time_scale: f64) -> f64 {
 /// 0.02 and a time factor of 0.02, zram (lz4), zswap, a swap file and the
 /// CPU-only control, four repeats (one Williams square).
 pub fn budgeted() -> Step {
-    let (arms, rep, ts) = ("zram:lz4,zswap,swapfile,cpu-only", 4u32, 0.02);
-    repeated("jank", vec![arg("--arms"), arg(arms), arg("--time-scale"), ts.to_string()], rep, expect_s(4, 25.0, ts, rep))
+    let (rep, ts) = (4u32, 0.02);
+    JankLab::new(ALL_ARMS, None, 0.02, ts).step(Some(rep), expect_s(4, 25.0, ts, rep))
+}
+
+/// The default arms (`--arms`' default).
+const ALL_ARMS: &str = "zram:lz4,zswap,swapfile,cpu-only";
+
+/// The lab's jank step, typed: the flags the lab sets (and its controls
+/// change), rendered and read back through [`JankArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JankLab {
+    pub arms: Vec<Store>,
+    pub consumers: Option<u32>,
+    pub scale: f64,
+    pub time_scale: f64,
+    /// Settings crossed into every arm (none in the lab).
+    pub swappiness: Vec<u32>,
+    pub page_cluster: Vec<u32>,
+    pub min_ttl_ms: Vec<u32>,
+    /// Every arm under the CPU-only limit (jank.zram_tenfold's control).
+    pub cpu_only: bool,
+}
+
+impl JankLab {
+    /// `arms` (as `--arms` takes them, from the lab's own lists).
+    fn new(arms: &str, consumers: Option<u32>, scale: f64, time_scale: f64) -> JankLab {
+        JankLab {
+            arms: parse_stores(arms).expect("the lab's arms").0,
+            consumers,
+            scale,
+            time_scale,
+            swappiness: vec![],
+            page_cluster: vec![],
+            min_ttl_ms: vec![],
+            cpu_only: false,
+        }
+    }
+}
+
+impl LabArgs for JankLab {
+    type Cli = JankArgs;
+    const EXPERIMENT: &'static str = "jank";
+    fn from_cli(a: JankArgs) -> JankLab {
+        JankLab {
+            arms: a.arms.0,
+            consumers: a.consumers,
+            scale: a.scale,
+            time_scale: a.time_scale,
+            swappiness: a.swappiness,
+            page_cluster: a.page_cluster,
+            min_ttl_ms: a.min_ttl_ms,
+            cpu_only: a.cpu_only,
+        }
+    }
 }
 
 /// Whether a lab step with these arguments judges finding `id`: it runs
 /// both arms the finding compares, under their own names (no setting
 /// crossed in) and not all under the CPU-only limit. The lab's simulation
 /// (src/lab_sim.rs) simulates only these.
-pub fn judged_in(args: &[String], id: &str) -> bool {
+pub fn judged_in(args: &JankLab, id: &str) -> bool {
     let Some((a, b)) = crate::jank::report::arms_of(id) else { return false };
-    let given = |flag: &str| args.iter().any(|x| x == flag);
-    let arms = args.iter().position(|x| x == "--arms").and_then(|i| args.get(i + 1)).map_or("zram:lz4,zswap,swapfile,cpu-only", |s| s);
-    let has = |x: &str| arms.split(',').any(|y| y.trim() == x);
-    has(a) && has(b) && !["--cpu-only", "--swappiness", "--page-cluster", "--min-ttl-ms"].iter().any(|f| given(f))
+    let has = |x: &str| args.arms.iter().any(|s| Arm::of(s.clone()).name() == x);
+    let crossed = !(args.swappiness.is_empty() && args.page_cluster.is_empty() && args.min_ttl_ms.is_empty());
+    has(a) && has(b) && !args.cpu_only && !crossed
 }
 
 /// The least `lab --budget` that lets jank into a quick lab: thrash's
@@ -360,28 +412,14 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         },
         Scale::Full => {
             let (rep, ts) = (4u32, 0.05);
-            repeated(
-                "jank",
-                vec![
-                    arg("--arms"),
-                    arg("zram:lz4,zswap,swapfile,cpu-only"),
-                    arg("--scale"),
-                    arg("0.1"),
-                    arg("--time-scale"),
-                    ts.to_string(),
-                ],
-                rep,
-                expect_s(4, 25.0, ts, rep),
-            )
+            JankLab::new(ALL_ARMS, None, 0.1, ts).step(Some(rep), expect_s(4, 25.0, ts, rep))
         }
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth
         // of the times, once, on a swap file and the CPU-only control: the
         // step and every part of its report (outside the protocol: four
         // consumers are not the study's 25).
-        Scale::Smoke => repeated(
-            "jank",
-            vec![arg("--arms"), arg("swapfile,cpu-only"), arg("--consumers"), arg("4"), arg("--time-scale"), arg("0.01")],
-            1,
+        Scale::Smoke => JankLab::new("swapfile,cpu-only", Some(4), 0.02, 0.01).step(
+            Some(1),
             // Both runs took 20.2 s together on the 2-vCPU VM (2026-11-29):
             // four consumers never hold the watch open.
             2.0 * 10.5,
@@ -479,7 +517,7 @@ pub struct JankArgs {
     /// file), swapfile, none (no swap: the hog meets the OOM killer, and the
     /// report says so) and cpu-only (the control: the hog's group holds it
     /// twice over, nothing pages), comma-separated.
-    #[arg(long, default_value = "zram:lz4,zswap,swapfile,cpu-only", value_parser = parse_stores)]
+    #[arg(long, default_value = ALL_ARMS, value_parser = parse_stores)]
     pub arms: StoreList,
     /// vm.swappiness values, comma-separated: each store runs under each
     /// (journaled and restored). Default: the kernel's own.
@@ -605,7 +643,9 @@ mod tests {
     fn the_smoke_and_budgeted_steps_plan_their_time() {
         let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
         let s = lab_step(&m, Scale::Smoke, None);
-        assert!(s.args.contains(&"swapfile,cpu-only".to_string()) && s.expect_s > 15.0 && s.expect_s < 60.0, "{s:?}");
+        let smoke = JankLab::of(&s).unwrap();
+        assert_eq!(smoke.arms, [Store::Swapfile, Store::CpuOnly]);
+        assert!(s.expect_s > 15.0 && s.expect_s < 60.0, "{s:?}");
         let q = lab_step(&m, Scale::Quick, None);
         assert!(q.reason.as_deref().unwrap().contains(&format!("--budget {:.0}m", quick_budget_s() / 60.0)), "{q:?}");
         let b = lab_step(&m, Scale::Quick, Some(quick_budget_s()));
@@ -614,10 +654,12 @@ mod tests {
         assert!((budgeted().expect_s - 16.0 * ((1500.0 + 10.0) * 0.02 + 22.0)).abs() < 1e-6);
         // The budgeted step judges the tenfold finding only: it runs no zstd
         // and no min_ttl_ms.
-        assert!(judged_in(&b.args, "jank.zram_tenfold"));
-        assert!(!judged_in(&b.args, "jank.zstd_stutters") && !judged_in(&b.args, "jank.min_ttl"));
-        let crossed: Vec<String> = b.args.iter().cloned().chain(["--swappiness".into(), "100".into()]).collect();
-        assert!(!judged_in(&crossed, "jank.zram_tenfold"));
+        let b = JankLab::of(&b).unwrap();
+        assert!(judged_in(&b, "jank.zram_tenfold"));
+        assert!(!judged_in(&b, "jank.zstd_stutters") && !judged_in(&b, "jank.min_ttl"));
+        assert!(!judged_in(&JankLab { swappiness: vec![100], ..b.clone() }, "jank.zram_tenfold"), "a setting crossed in");
+        assert!(!judged_in(&JankLab { cpu_only: true, ..b.clone() }, "jank.zram_tenfold"), "all under the CPU-only limit");
+        assert!(!judged_in(&JankLab { arms: vec![Store::Swapfile], ..b }, "jank.zram_tenfold"), "one arm missing");
         let nr = lab_step(&Machine { root: false, cpus: 2, ram_bytes: 24 << 30, swap_active: false }, Scale::Full, None);
         assert!(nr.reason.as_deref().unwrap().starts_with("needs root"));
     }

@@ -136,6 +136,13 @@ pub enum Store {
     CpuOnly,
 }
 
+impl serde::Serialize for Store {
+    /// As `--arms` takes it: `zram:lz4`, `swapfile`, `cpu-only`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&Arm::of(self.clone()).name())
+    }
+}
+
 /// One arm: a store and the global settings it runs under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arm {

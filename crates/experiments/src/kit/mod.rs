@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod lab_args;
 pub mod names;
 pub mod pages;
 pub mod plan;

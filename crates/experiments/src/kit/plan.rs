@@ -68,16 +68,6 @@ impl Machine {
     }
 }
 
-/// A size argument, in whole MiB.
-pub fn mib(b: u64) -> String {
-    format!("{}MiB", b / MIB)
-}
-
-/// A comma-separated list argument.
-pub fn list<T: ToString>(v: &[T]) -> String {
-    v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
-}
-
 /// A planned step that takes no `--repeat` (or whose repeats are no lab's
 /// to change).
 pub fn step(experiment: &str, args: Vec<String>, expect_s: f64) -> Step {
@@ -96,11 +86,6 @@ pub fn skip(mut s: Step, why: &str) -> Step {
     s.reason = Some(why.into());
     s.expect_s = 0.0;
     s
-}
-
-/// An argument of a step.
-pub fn arg(x: &str) -> String {
-    x.to_string()
 }
 
 /// `k` more repeats of a first pass's step: the same arms with `--repeat k`,

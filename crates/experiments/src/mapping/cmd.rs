@@ -2,7 +2,8 @@
 //! the report.
 
 use crate::kit::cli::RunArgs;
-use crate::kit::plan::{MIB, Machine, Scale, arg, mib, repeated};
+use crate::kit::lab_args::{LabArgs, Size};
+use crate::kit::plan::{MIB, Machine, Scale};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -102,10 +103,42 @@ struct Recorded<'a> {
     memfd_keep: bool,
 }
 
-/// The lab's `mapping` step for this machine.
 /// The methods mapping's findings compare (crate::mapping::report).
 const FINDING_METHODS: &str = "mmap-munmap,dontneed,free,memfd";
 
+/// Every method (`--methods`' default).
+const ALL_METHODS: &str = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate";
+
+/// The lab's mapping step, typed: the flags the lab sets (and its controls
+/// change), rendered and read back through [`MappingArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MappingLab {
+    pub size: Size,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub methods: Vec<String>,
+    /// mapping.lazy_reset's control.
+    pub pressure: bool,
+    /// mapping.shared_costlier's control.
+    pub memfd_keep: bool,
+}
+
+impl LabArgs for MappingLab {
+    type Cli = MappingArgs;
+    const EXPERIMENT: &'static str = "mapping";
+    fn from_cli(a: MappingArgs) -> MappingLab {
+        MappingLab {
+            size: Size(a.size),
+            iterations: a.iterations,
+            warmup: a.warmup,
+            methods: a.methods,
+            pressure: a.pressure,
+            memfd_keep: a.memfd_keep,
+        }
+    }
+}
+
+/// The lab's `mapping` step for this machine.
 pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // mapping: the study's 300 MiB (full) or 128 MiB (quick), as RAM allows.
     let map_size = match scale {
@@ -121,29 +154,26 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Quick => (2, 1, 4),
         Scale::Smoke => (1, 0, 2),
     };
-    let mut args = vec![
-        arg("--size"),
-        mib(map_size),
-        arg("--iterations"),
-        iters.to_string(),
-        arg("--warmup"),
-        warm.to_string(),
-    ];
     // The quick lab runs only the methods its findings compare; the full lab
     // all seven, for the tables.
-    let methods = if scale == Scale::Quick {
-        args.extend([arg("--methods"), arg(FINDING_METHODS)]);
-        FINDING_METHODS.split(',').count()
-    } else {
-        7
+    let methods: Vec<String> = if scale == Scale::Quick { FINDING_METHODS } else { ALL_METHODS }
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let args = MappingLab {
+        size: Size(map_size),
+        iterations: iters,
+        warmup: warm,
+        methods: methods.clone(),
+        pressure: false,
+        memfd_keep: false,
     };
+    let methods = methods.len();
     // Each method a fresh worker: 7.8 s for 4 repeats of seven methods at
     // 128 MiB on the 2-vCPU VM (Intel, 2026-11-26); planned at 1.3 times that.
     let per_method = 5.0 / 7.0;
-    repeated(
-        "mapping",
-        args,
-        reps,
+    args.step(
+        Some(reps),
         1.0 + per_method
             * methods as f64
             * reps as f64
@@ -176,7 +206,7 @@ pub struct MappingArgs {
     #[arg(long, default_value_t = 3, value_parser = units::uint32::<1, 1000>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Comma-separated: mmap-munmap, dontneed, free, memfd, memfd-punch, mremap, populate.
-    #[arg(long, value_delimiter = ',', default_value = "mmap-munmap,dontneed,free,memfd,memfd-punch,mremap,populate")]
+    #[arg(long, value_delimiter = ',', default_value = ALL_METHODS)]
     pub methods: Vec<String>,
     /// Transparent huge pages for the regions: never or madvise.
     #[arg(long, value_enum, default_value_t = crate::mapping::work::Hugepages::Never)]

@@ -15,6 +15,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     needs: &[(Need::MemoryCgroup, "mapping --pressure"), (Need::QuietDamon, "mapping --pressure")],
     lab_step: cmd::lab_step,
     lab_more: crate::kit::plan::more_repeats,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::MappingLab>,
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::MappingArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

@@ -2,7 +2,8 @@
 //! the run directory and the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_share};
-use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
+use crate::kit::lab_args::{Dur, LabArgs, Size};
+use crate::kit::plan::{Machine, Scale, skip};
 use crate::kit::run::{ExperimentRun, RunObserver, conclude};
 use crate::kit::units;
 use crate::kit::usage;
@@ -382,26 +383,30 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         // A small program with a sharp knee, a handful of short runs (the
         // fewest pairs of 2 the command takes): the step and its report
         // section, not a recommendation worth keeping.
-        let args = [
-            "--synthetic-hot",
-            "8MiB",
-            "--synthetic-cold",
-            "24MiB",
-            "--synthetic-passes",
-            "12000",
-            "--slowdown",
-            "50%",
-            "--runs",
-            "10",
-            "--insist",
-            "--time-cap",
-            "3",
-        ];
+        let args = RightsizeLab {
+            synthetic_hot: Some(Size(8 * MIB)),
+            synthetic_cold: Some(Size(24 * MIB)),
+            synthetic_passes: 12_000,
+            slowdown: 0.5,
+            runs: 10,
+            insist: true,
+            time_cap: 3.0,
+            budget: Dur(Duration::from_secs(600)),
+        };
         // `--repeat`: the pairs of a look.
-        repeated("rightsize", args.iter().map(|a| arg(a)).collect(), 2, 20.0)
+        args.step(Some(2), 20.0)
     } else {
-        let args = ["--synthetic-hot", "64MiB", "--synthetic-cold", "192MiB", "--slowdown", "20%", "--budget", "4m"];
-        step("rightsize", args.iter().map(|a| arg(a)).collect(), 240.0)
+        let args = RightsizeLab {
+            synthetic_hot: Some(Size(64 * MIB)),
+            synthetic_cold: Some(Size(192 * MIB)),
+            synthetic_passes: 8000,
+            slowdown: 0.2,
+            runs: 40,
+            insist: false,
+            time_cap: 2.0,
+            budget: Dur(Duration::from_secs(240)),
+        };
+        args.step(None, 240.0)
     };
     if scale == Scale::Quick {
         skip(s, "the full lab runs it: two dozen runs of a program take about four minutes")
@@ -500,6 +505,37 @@ fn parse_cap_factor(s: &str) -> Result<f64, String> {
     match s.trim_end_matches('x').parse::<f64>() {
         Ok(f) if (1.2..=100.0).contains(&f) => Ok(f),
         _ => Err(format!("'{s}': expected a factor from 1.2 to 100, e.g. 3 or 3x")),
+    }
+}
+
+/// The lab's rightsize step, typed: the flags the lab sets, rendered and
+/// read back through [`RightsizeArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RightsizeLab {
+    pub synthetic_hot: Option<Size>,
+    pub synthetic_cold: Option<Size>,
+    pub synthetic_passes: u64,
+    pub slowdown: f64,
+    pub runs: u32,
+    pub insist: bool,
+    pub time_cap: f64,
+    pub budget: Dur,
+}
+
+impl LabArgs for RightsizeLab {
+    type Cli = RightsizeArgs;
+    const EXPERIMENT: &'static str = "rightsize";
+    fn from_cli(a: RightsizeArgs) -> RightsizeLab {
+        RightsizeLab {
+            synthetic_hot: a.synthetic_hot.map(Size),
+            synthetic_cold: a.synthetic_cold.map(Size),
+            synthetic_passes: a.synthetic_passes,
+            slowdown: a.slowdown,
+            runs: a.runs,
+            insist: a.insist,
+            time_cap: a.time_cap,
+            budget: Dur(a.budget),
+        }
     }
 }
 

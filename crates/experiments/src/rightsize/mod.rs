@@ -23,6 +23,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     // Its runs are its own search: more of them is a longer --runs, not a
     // second pass.
     lab_more: |_, _, _| None,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::RightsizeLab>,
     workers: &[],
     command: || crate::kit::command::<cmd::RightsizeArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

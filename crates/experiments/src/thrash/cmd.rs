@@ -2,7 +2,9 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs};
-use crate::kit::plan::{MIB, Machine, Scale, arg, repeated, skip, step};
+use crate::kit::lab_args::{Dur, LabArgs};
+use crate::kit::plan::{MIB, Machine, Scale, skip, step};
+use workloads::backing::BackingKind;
 use crate::kit::run::RunObserver;
 use crate::kit::run::{ExperimentRun, conclude};
 use crate::kit::units;
@@ -90,37 +92,60 @@ pub fn run(a: &ThrashArgs) -> crate::Result<()> {
     )
 }
 
-/// A thrash lab step's arguments, typed, rendered in one place and one
-/// order (the full, budgeted and smoke steps differ only in these values).
-struct StepArgs {
-    presets: &'static str,
-    scale: f64,
+/// The lab's thrash step, typed: the flags the lab sets (and its controls
+/// and later passes change), rendered and read back through [`ThrashArgs`]
+/// ([`LabArgs`]). The full, budgeted and smoke steps differ only in these
+/// values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThrashLab {
+    pub preset: Vec<String>,
+    pub scale: f64,
     /// None: the size factor's (thrash's default).
-    time_scale: Option<f64>,
+    pub time_scale: Option<f64>,
     /// None: the preset's own (the study's 25).
-    consumers: Option<u32>,
-    backing: &'static str,
-    repeat: u32,
+    pub consumers: Option<u32>,
+    pub backing: Vec<workloads::backing::BackingKind>,
+    /// None: the preset's t_s (thrash.writes' control: 0).
+    pub sleep: Option<Dur>,
+    pub after_load: crate::thrash::work::AfterLoad,
+    /// The CPU-only control.
+    pub cpu_only: bool,
 }
 
-impl StepArgs {
-    /// The lab's step of these arguments, planned at `expect_s`.
-    fn step(&self, expect_s: f64) -> Step {
-        repeated("thrash", self.argv(), self.repeat, expect_s)
-    }
-
-    fn argv(&self) -> Vec<String> {
-        let mut v = vec![arg("--preset"), arg(self.presets), arg("--scale"), self.scale.to_string()];
-        if let Some(t) = self.time_scale {
-            v.extend([arg("--time-scale"), t.to_string()]);
+impl ThrashLab {
+    fn new(presets: &[&str], scale: f64, time_scale: Option<f64>, consumers: Option<u32>, backing: BackingKind) -> ThrashLab {
+        ThrashLab {
+            preset: presets.iter().map(|p| p.to_string()).collect(),
+            scale,
+            time_scale,
+            consumers,
+            backing: vec![backing],
+            sleep: None,
+            after_load: Default::default(),
+            cpu_only: false,
         }
-        if let Some(n) = self.consumers {
-            v.extend([arg("--consumers"), n.to_string()]);
-        }
-        v.extend([arg("--backing"), arg(self.backing)]);
-        v
     }
 }
+
+impl LabArgs for ThrashLab {
+    type Cli = ThrashArgs;
+    const EXPERIMENT: &'static str = "thrash";
+    fn from_cli(a: ThrashArgs) -> ThrashLab {
+        ThrashLab {
+            preset: a.preset.0,
+            scale: a.scale,
+            time_scale: a.time_scale,
+            consumers: a.consumers,
+            backing: a.backing.0,
+            sleep: a.sleep.map(Dur),
+            after_load: a.after_load,
+            cpu_only: a.cpu_only,
+        }
+    }
+}
+
+/// The study's four presets.
+const ALL: [&str; 4] = ["e1", "e2", "e3", "e4"];
 
 /// The lab's `thrash` step for this machine.
 pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
@@ -153,8 +178,7 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         // ran two on zram and two on a swap file before, in the same time:
         // the findings read only the first store, so they had two repeats,
         // and two rounds of four presets do not identify the carryover.
-        let args = StepArgs { presets: "all", scale, time_scale: None, consumers: None, backing: "zram", repeat: 4 };
-        args.step(4.0 * (3.0 * per(30.0) + per(1.0)))
+        ThrashLab::new(&ALL, scale, None, None, BackingKind::Zram).step(Some(4), 4.0 * (3.0 * per(30.0) + per(1.0)))
     } else {
         // Smoke: four consumers at a fiftieth of the sizes and a hundredth of
         // the times, once, for e2: the step and every part of its report.
@@ -169,8 +193,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
         let (n, scale, time_scale, rep) = (4u32, 0.02, 0.01, 1u32);
         // Per run: the baseline, the recovery's watch, the plan, setup.
         let per = |tc: f64| 14.0 + (2.0 * n as f64 * tc + 10.0) * time_scale;
-        let args = StepArgs { presets: "e2", scale, time_scale: Some(time_scale), consumers: Some(n), backing: "swapfile", repeat: rep };
-        args.step(rep as f64 * per(30.0))
+        ThrashLab::new(&["e2"], scale, Some(time_scale), Some(n), BackingKind::Swapfile)
+            .step(Some(rep), rep as f64 * per(30.0))
     }
 }
 
@@ -191,8 +215,8 @@ pub fn lab_step(m: &Machine, scale: Scale, budget: Option<f64>) -> Step {
 pub fn budgeted() -> Step {
     let (n, scale, time_scale, rep) = (25.0, 0.02, 0.05, 4u32);
     let per = |tc: f64| (2.0 * n * tc + 10.0) * time_scale + 12.0;
-    let args = StepArgs { presets: "all", scale, time_scale: Some(time_scale), consumers: None, backing: "swapfile", repeat: rep };
-    args.step(rep as f64 * (3.0 * per(30.0) + per(1.0)))
+    ThrashLab::new(&ALL, scale, Some(time_scale), None, BackingKind::Swapfile)
+        .step(Some(rep), rep as f64 * (3.0 * per(30.0) + per(1.0)))
 }
 
 /// The least `lab --budget` that lets thrash into a quick lab: its step
@@ -247,20 +271,15 @@ pub fn lab_more(first: &Step, claims: &[&str], k: u32) -> Option<Step> {
         k
     };
     let weight = |p: &str| if p == "e4" { 1.0 / 3.0 } else { 1.0 };
-    let mut s = crate::kit::plan::more_repeats(first, claims, k)?;
-    let i = s.args.iter().position(|a| a == "--preset")?;
+    let s = crate::kit::plan::more_repeats(first, claims, k)?;
+    let mut args = ThrashLab::of(first).ok()?;
     // The share of the first pass's presets (all four, or the smoke lab's
-    // e2 and e4) that these take.
-    let ran: Vec<&str> = match s.args.get(i + 1)?.as_str() {
-        "all" => vec!["e1", "e2", "e3", "e4"],
-        list => list.split(',').collect(),
-    };
-    let all: f64 = ran.iter().map(|p| weight(p)).sum();
+    // e2) that these take.
+    let all: f64 = args.preset.iter().map(|p| weight(p)).sum();
     let part: f64 = want.iter().map(|p| weight(p)).sum::<f64>() / all;
-    s.args[i + 1] = want.join(",");
+    args.preset = want.iter().map(|p| p.to_string()).collect();
     // Per backing and repeat, the share of the runs these presets take.
-    s.expect_s *= part;
-    Some(s)
+    Some(args.step(s.repeat, s.expect_s * part))
 }
 
 // Its command-line arguments (its subcommand, under its name in `crate::ALL`).

@@ -23,6 +23,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     ],
     lab_step: cmd::lab_step,
     lab_more: cmd::lab_more,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::ThrashLab>,
     workers: &[(work::CONSUMER, work::consumer_main), (work::PROBE, work::probe_main)],
     command: || crate::kit::command::<cmd::ThrashArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),

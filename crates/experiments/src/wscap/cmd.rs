@@ -2,7 +2,8 @@
 //! the report.
 
 use crate::kit::cli::{RunArgs, SwapfileArgs, parse_backing};
-use crate::kit::plan::{Machine, Scale, arg, repeated, skip, step};
+use crate::kit::lab_args::{Dur, LabArgs, Size};
+use crate::kit::plan::{MIB, Machine, Scale, skip, step};
 use crate::kit::run::RunObserver;
 use crate::kit::run::{Doc, ExperimentRun, conclude};
 use crate::kit::units;
@@ -175,35 +176,38 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Quick => (1.0, 3),
         Scale::Smoke => (0.3, 2),
     };
-    let (size, cap) = if scale == Scale::Smoke { ("16MiB", "8MiB") } else { ("64MiB", "32MiB") };
-    let mut w_args = vec![
-        arg("--size"),
-        arg(size),
-        arg("--cap"),
-        arg(cap),
-        arg("--duration"),
-        format!("{dur}s"),
-    ];
+    use crate::wscap::work::Mode;
+    let (size, cap) = if scale == Scale::Smoke { (16 * MIB, 8 * MIB) } else { (64 * MIB, 32 * MIB) };
+    let mut args = WscapLab {
+        size: Size(size),
+        cap: Size(cap),
+        duration: Dur(Duration::from_secs_f64(dur)),
+        modes: <Mode as clap::ValueEnum>::value_variants().to_vec(),
+        backing: BackingKind::Auto,
+        memory_store: MemoryStore::Auto,
+        sweep_cap: vec![],
+    };
     let mut modes = 6.0;
     let mut w_note = None;
     if scale == Scale::Quick && m.root {
         // Only the modes the findings compare (cap-high is in none of them).
-        w_args.extend([arg("--modes"), arg("none,cap-max,periodic-pageout,periodic-cold,periodic-reclaim")]);
+        args.modes = vec![Mode::None, Mode::CapMax, Mode::PeriodicPageout, Mode::PeriodicCold, Mode::PeriodicReclaim];
         modes = 5.0;
     }
     if full {
-        w_args.extend([arg("--sweep-cap"), arg("56MiB,48MiB,40MiB,24MiB,16MiB")]);
+        args.sweep_cap = [56, 48, 40, 24, 16].map(|m| Size(m * MIB)).to_vec();
         modes += 5.0 / rep as f64;
     }
     let wscap = if m.root {
         // The memory arm (--memory-store auto: a swap file beside zram): two
         // more modes per repeat, at most 1 s each, and the swap file's setup.
         let memory_arm = 2.0 * rep as f64 * (f64::min(dur, 1.0) + WSCAP_MODE_OVERHEAD_S) + 1.0;
-        Some(repeated("wscap", w_args, rep, 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S) + memory_arm))
+        Some(args.step(Some(rep), 1.0 + modes * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S) + memory_arm))
     } else if m.swap_active {
-        w_args.extend([arg("--backing"), arg("existing"), arg("--modes"), arg("none,periodic-pageout,periodic-cold")]);
+        args.backing = BackingKind::Existing;
+        args.modes = vec![Mode::None, Mode::PeriodicPageout, Mode::PeriodicCold];
         w_note = Some("the cap modes need a memory cgroup, which needs root: only the periodic modes ran".into());
-        Some(repeated("wscap", w_args, rep, 1.0 + 3.0 * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S)))
+        Some(args.step(Some(rep), 1.0 + 3.0 * rep as f64 * (dur + WSCAP_MODE_OVERHEAD_S)))
     } else {
         None
     };
@@ -265,6 +269,35 @@ pub struct WscapArgs {
     pub run: RunArgs,
     #[command(flatten)]
     pub swapfile: SwapfileArgs,
+}
+
+/// The lab's wscap step, typed: the flags the lab sets (and its controls
+/// change), rendered and read back through [`WscapArgs`] ([`LabArgs`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WscapLab {
+    pub size: Size,
+    pub cap: Size,
+    pub duration: Dur,
+    pub modes: Vec<crate::wscap::work::Mode>,
+    pub backing: BackingKind,
+    pub memory_store: MemoryStore,
+    pub sweep_cap: Vec<Size>,
+}
+
+impl LabArgs for WscapLab {
+    type Cli = WscapArgs;
+    const EXPERIMENT: &'static str = "wscap";
+    fn from_cli(a: WscapArgs) -> WscapLab {
+        WscapLab {
+            size: Size(a.size),
+            cap: Size(a.cap),
+            duration: Dur(a.duration),
+            modes: a.modes.0,
+            backing: a.backing,
+            memory_store: a.memory_store,
+            sweep_cap: a.sweep_cap.into_iter().map(Size).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ pub static EXPERIMENT: Experiment = Experiment {
     needs: &[(Need::Root, "wscap"), (Need::MemoryCgroup, "wscap"), (Need::Zram, "wscap"), (Need::QuietDamon, "wscap")],
     lab_step: cmd::lab_step,
     lab_more: crate::kit::plan::more_repeats,
+    lab_args: crate::kit::lab_args::round_trip::<cmd::WscapLab>,
     workers: &[(work::WORKER, work::worker_main)],
     command: || crate::kit::command::<cmd::WscapArgs>(EXPERIMENT.name(), ABOUT),
     run: |m| crate::kit::dispatch(m, cmd::run),
