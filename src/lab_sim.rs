@@ -391,7 +391,10 @@ fn one_lab(
     let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
         .into_iter()
         .map(|m| {
-            let presets = ThrashLab::of(&m.step).map_or_else(|_| Vec::new(), |t| t.preset);
+            let presets = match m.step.experiment.as_str() {
+                "thrash" => ThrashLab::of(&m.step).expect("the lab's thrash step").preset,
+                _ => Vec::new(),
+            };
             (m.step.experiment.clone(), m.k, presets)
         })
         .collect();

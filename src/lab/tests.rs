@@ -5,6 +5,7 @@ use experiments::eat::cmd::EatLab;
 use experiments::heap::cmd::HeapLab;
 use experiments::kit::lab_args::{Dur, LabArgs};
 use experiments::kit::plan::{more_repeats, repeat_of, step};
+use experiments::mapping::cmd::MappingLab;
 use experiments::thrash::cmd::ThrashLab;
 use experiments::wscap::cmd::WscapLab;
 use workloads::backing::BackingKind;
@@ -250,9 +251,19 @@ fn full_is_longer_and_only_filters() {
 fn every_lab_step_parses_through_the_real_command_line() {
     let (mut checked, mut typed) = (0, 0);
     for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
-        for (root, swap, cpus) in [(true, false, 2), (false, false, 2), (false, true, 2), (true, false, 16)] {
-            let m = Machine { root, cpus, ram_bytes: 24 << 30, swap_active: swap };
-            for s in plan(&m, scale, None, &[]) {
+        // A budget that lets thrash and jank into the quick lab, and a
+        // machine whose RAM is no whole number of MiB (its steps' shares
+        // of RAM still are).
+        let budget = Some(experiments::jank::cmd::quick_budget_s());
+        for (root, swap, cpus, ram) in [
+            (true, false, 2, 24 << 30),
+            (false, false, 2, 24 << 30),
+            (false, true, 2, 24 << 30),
+            (true, false, 16, 24 << 30),
+            (true, false, 2, (8 << 30) - (123 << 10)),
+        ] {
+            let m = Machine { root, cpus, ram_bytes: ram, swap_active: swap };
+            for s in plan(&m, scale, budget, &[]) {
                 let cut = fit_step(&s, 4.0, 1e6, 1.0);
                 let more = more_repeats(&s, &[], 2);
                 for t in std::iter::once(s.clone()).chain(cut).chain(more) {
@@ -265,6 +276,10 @@ fn every_lab_step_parses_through_the_real_command_line() {
                     if t.state == StepState::Planned {
                         assert_eq!((e.lab_args)(&t).as_ref(), Ok(&t.args), "{} ({scale:?})", t.experiment);
                         typed += 1;
+                        let sizes = [EatLab::of(&t).map(|a| a.size.0), MappingLab::of(&t).map(|a| a.size.0)];
+                        for b in sizes.into_iter().flatten() {
+                            assert_eq!(b % (1 << 20), 0, "{} ({scale:?}, {ram} B of RAM): {b}", t.experiment);
+                        }
                     }
                     match crate::cli::command().try_get_matches_from(&argv) {
                         Ok(m) => assert_eq!(m.subcommand_name(), Some(t.experiment.as_str()), "{argv:?}"),
@@ -279,7 +294,7 @@ fn every_lab_step_parses_through_the_real_command_line() {
         }
     }
     // Seven experiments, three scales, four machines, and their variants.
-    assert!(checked >= 7 * 3 * 4 && typed >= 7 * 3 * 2, "{checked}, {typed}");
+    assert!(checked >= 7 * 3 * 5 && typed >= 7 * 3 * 3, "{checked}, {typed}");
     // And the same parse refuses what no experiment takes.
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "eat", "--size", "16 furlongs"]).is_err());
     assert!(crate::cli::command().try_get_matches_from(["pagelab", "thrash", "--preset", "e9"]).is_err());

@@ -153,7 +153,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         Scale::Smoke => (s(500), vec![s(500), s(1000)], 1.0, 2),
     };
     let mut args = AssessLab {
-        synthetic: Some(Size(size)),
+        synthetic: Some(Size::whole_mib(size)),
         hot: 0.25,
         warmup: Dur(warmup),
         windows: windows.iter().map(|&w| Dur(w)).collect(),

@@ -149,7 +149,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     };
     let compressors = if full && m.root { 3.0 } else { 1.0 };
     let mut args = EatLab {
-        size: Size(eat_size),
+        size: Size::whole_mib(eat_size),
         compressor: (full && m.root).then(|| "all".to_string()),
         backing: BackingKind::Auto,
         block: 20,

@@ -161,7 +161,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         .map(str::to_string)
         .collect();
     let args = MappingLab {
-        size: Size(map_size),
+        size: Size::whole_mib(map_size),
         iterations: iters,
         warmup: warm,
         methods: methods.clone(),
