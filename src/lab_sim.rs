@@ -21,7 +21,8 @@
 //! break those bounds, so the simulation can fail.
 
 use crate::lab::{Machine, Scale, choose_more, plan};
-use experiments::{jank::cmd::JankLab, kit::lab_args::LabArgs, thrash::cmd::ThrashLab};
+use experiments::jank::cmd::{JankLab, judged_in};
+use experiments::{kit::lab_args::LabArgs, thrash::cmd::ThrashLab};
 use record::stats::claim::Region;
 use record::stats::rng::SplitMix64;
 use report::lab::{Lab, Step, StepState};
@@ -129,6 +130,11 @@ impl Truth {
     }
 }
 
+/// A later pass's thrash presets (none for another experiment's step).
+fn thrash_presets(s: &Step) -> Vec<String> {
+    (s.experiment == "thrash").then(|| ThrashLab::of(s).expect("the lab's thrash step").preset).unwrap_or_default()
+}
+
 /// The quick lab as planned on a 2-core machine with root for a `budget`
 /// (seconds), and its findings (thrash's too, at the budget that holds its
 /// protocol: [`experiments::thrash::cmd::quick_budget_s`]).
@@ -142,9 +148,7 @@ fn quick_lab(budget: f64) -> (Lab, Vec<Finding>) {
         // not simulated (issue 57 item 1).
         for c in e.report.claims().into_iter().filter(|c| !c.check) {
             // jank judges only the findings whose two arms its step runs.
-            if e.name() == "jank"
-                && !experiments::jank::cmd::judged_in(&JankLab::of(s).expect("the lab's jank step"), c.id)
-            {
+            if e.name() == "jank" && !judged_in(&JankLab::of(s).expect("the lab's jank step"), c.id) {
                 continue;
             }
             let presets = if e.name() == "thrash" {
@@ -390,13 +394,7 @@ fn one_lab(
         fs.iter().zip(&vs).filter(|(_, v)| v.outcome == Outcome::Inconclusive).map(|(f, v)| (f.exp, v)).collect();
     let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
         .into_iter()
-        .map(|m| {
-            let presets = match m.step.experiment.as_str() {
-                "thrash" => ThrashLab::of(&m.step).expect("the lab's thrash step").preset,
-                _ => Vec::new(),
-            };
-            (m.step.experiment.clone(), m.k, presets)
-        })
+        .map(|m| (m.step.experiment.clone(), m.k, thrash_presets(&m.step)))
         .collect();
     let weights = lab.pass_weights();
     for (i, f) in fs.iter().enumerate() {
