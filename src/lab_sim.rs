@@ -22,7 +22,7 @@
 
 use crate::lab::{Machine, Scale, choose_more, plan};
 use experiments::jank::cmd::{JankLab, judged_in};
-use experiments::{kit::lab_args::LabArgs, thrash::cmd::ThrashLab};
+use experiments::kit::lab_args::LabArgs;
 use record::stats::claim::Region;
 use record::stats::rng::SplitMix64;
 use report::lab::{Lab, Step, StepState};
@@ -128,11 +128,6 @@ impl Truth {
     fn covered_by(&self, ci: Option<[f64; 2]>) -> Option<bool> {
         ci.map(|[lo, hi]| lo.ln() <= self.log && self.log <= hi.ln())
     }
-}
-
-/// A later pass's thrash presets (none for another experiment's step).
-fn thrash_presets(s: &Step) -> Vec<String> {
-    (s.experiment == "thrash").then(|| ThrashLab::of(s).expect("the lab's thrash step").preset).unwrap_or_default()
 }
 
 /// The quick lab as planned on a 2-core machine with root for a `budget`
@@ -394,7 +389,7 @@ fn one_lab(
         fs.iter().zip(&vs).filter(|(_, v)| v.outcome == Outcome::Inconclusive).map(|(f, v)| (f.exp, v)).collect();
     let more: Vec<(String, u32, Vec<String>)> = choose_more(&lab, &open, 2, left)
         .into_iter()
-        .map(|m| (m.step.experiment.clone(), m.k, thrash_presets(&m.step)))
+        .map(|m| (m.step.experiment.clone(), m.k, experiments::thrash::cmd::step_presets(&m.step)))
         .collect();
     let weights = lab.pass_weights();
     for (i, f) in fs.iter().enumerate() {

@@ -144,6 +144,15 @@ impl LabArgs for ThrashLab {
     }
 }
 
+/// A step's presets, typed: a thrash step's, none for another
+/// experiment's (the lab's simulation reads a later pass's).
+pub fn step_presets(s: &Step) -> Vec<String> {
+    if s.experiment != ThrashLab::EXPERIMENT {
+        return Vec::new();
+    }
+    ThrashLab::of(s).expect("a thrash step pagelab planned").preset
+}
+
 /// The study's four presets.
 const ALL: [&str; 4] = ["e1", "e2", "e3", "e4"];
 
