@@ -333,7 +333,10 @@ pub fn lines(
         let xmin = pts.clone().map(|p| p.0).fold(f64::INFINITY, f64::min).min(xmax);
         let ymax = pts.clone().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
         let ymin = pts.map(|p| p.1).filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min);
-        let palette = [RGBColor(214, 39, 40), RGBColor(31, 119, 180), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
+        // The series' colours: PALETTE without its grey, nine before one
+        // repeats (heap's chart has six lines; four colours drew two pairs
+        // of them alike).
+        let palette: Vec<RGBColor> = PALETTE.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, c)| *c).collect();
         let mut b = ChartBuilder::on(&root);
         b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(40).y_label_area_size(70);
         macro_rules! body {
