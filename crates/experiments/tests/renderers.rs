@@ -164,3 +164,27 @@ fn jank_renders() {
 fn rightsize_renders() {
     check("rightsize");
 }
+
+/// eat's published-figures row for the read-back is the finding's arms,
+/// semi ÷ const, named before the data: where random reads back slowest,
+/// the row is not the slowest ÷ fastest of three (issue 57's biased
+/// estimator).
+#[test]
+fn eat_reads_back_semi_over_const_not_slowest_over_fastest() {
+    let rec = record::RunRecord::load(&fixture("eat")).unwrap();
+    let mut rs: Vec<experiments::eat::results::EatResult> = serde_json::from_value(rec.run.results.clone()).unwrap();
+    let read = |rs: &[experiments::eat::results::EatResult], p: &str| {
+        rs.iter().filter(|r| r.pattern == p).map(|r| r.phases["read"].seconds).next().unwrap()
+    };
+    let row = |rs: &[experiments::eat::results::EatResult]| {
+        let md = experiments::eat::report::reference_markdown(rs);
+        md.lines().find(|l| l.starts_with("| read-back time, semi ÷ const")).expect(&md).to_string()
+    };
+    let before = row(&rs);
+    let (semi, konst) = (read(&rs, "semi"), read(&rs, "const"));
+    for r in rs.iter_mut().filter(|r| r.pattern == "random") {
+        r.phases.get_mut("read").unwrap().seconds = 10.0 * semi.max(konst);
+    }
+    assert_eq!(row(&rs), before, "random's slow read-back must not enter the row");
+    assert!(!before.ends_with("| - |"), "{before}");
+}
