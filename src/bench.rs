@@ -115,6 +115,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
         hugepages: experiments::mapping::work::Hugepages::Never,
         pressure: false,
         memfd_keep: false,
+        free_pageout: false,
         exe: std::env::current_exe()?,
         host_floor: None,
     };

@@ -113,8 +113,9 @@ const CONTROLS: &[Control] = &[
     Control {
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
         experiment: "mapping",
-        what: "--pressure: the lazily freed pages are reclaimed before they are used again",
-        change: |s| set(s, |a: &mut MappingLab| a.pressure = true),
+        what: "--free-pageout: each MADV_FREE is followed at once by MADV_PAGEOUT inside the timed release, so the \
+               lazy release gives its pages up as an eager one does, and the re-touch faults them in anew",
+        change: |s| set(s, |a: &mut MappingLab| a.free_pageout = true),
         plain_swap_file: false,
         lifts_gate: None,
         base: WHOLE,

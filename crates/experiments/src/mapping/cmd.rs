@@ -24,6 +24,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         hugepages: a.hugepages,
         pressure: a.pressure,
         memfd_keep: a.memfd_keep,
+        free_pageout: a.free_pageout,
         exe: std::env::current_exe()?,
         host_floor: a.run.host_floor,
     };
@@ -43,6 +44,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         hugepages,
         pressure,
         memfd_keep,
+        free_pageout,
         exe: _,        // this binary: the run's own, recorded as pagelab's version
         host_floor: _, // a safety floor, not part of the experiment
     } = &cfg;
@@ -57,6 +59,7 @@ pub fn run(a: &MappingArgs) -> crate::Result<()> {
         hugepages: *hugepages,
         pressure: *pressure,
         memfd_keep: *memfd_keep,
+        free_pageout: *free_pageout,
     };
     let run = ExperimentRun::start("mapping", &a.run, &config, &mut p)?;
     let (r, entries) = {
@@ -101,6 +104,7 @@ struct Recorded<'a> {
     hugepages: crate::mapping::work::Hugepages,
     pressure: bool,
     memfd_keep: bool,
+    free_pageout: bool,
 }
 
 /// The methods mapping's findings compare (crate::mapping::report).
@@ -117,8 +121,9 @@ pub struct MappingLab {
     pub iterations: u32,
     pub warmup: u32,
     pub methods: Vec<String>,
-    /// mapping.lazy_reset's control.
-    pub pressure: bool,
+    /// A control's: each MADV_FREE paged out at once (mapping.lazy_reset's
+    /// and mapping.fresh_cheapest's control).
+    pub free_pageout: bool,
     /// mapping.shared_costlier's control.
     pub memfd_keep: bool,
 }
@@ -132,7 +137,7 @@ impl LabArgs for MappingLab {
             iterations: a.iterations,
             warmup: a.warmup,
             methods: a.methods,
-            pressure: a.pressure,
+            free_pageout: a.free_pageout,
             memfd_keep: a.memfd_keep,
         }
     }
@@ -165,7 +170,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
         iterations: iters,
         warmup: warm,
         methods: methods.clone(),
-        pressure: false,
+        free_pageout: false,
         memfd_keep: false,
     };
     let methods = methods.len();
@@ -219,6 +224,11 @@ pub struct MappingArgs {
     /// page-cache allocation is paid once).
     #[arg(long)]
     pub memfd_keep: bool,
+    /// The free method's release pages its region out at once (MADV_PAGEOUT
+    /// after MADV_FREE, inside the timed release): a lazy release made eager,
+    /// mapping.lazy_reset's and mapping.fresh_cheapest's control (Linux 5.4).
+    #[arg(long)]
+    pub free_pageout: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -51,6 +51,10 @@ pub struct MappingResult {
     /// The memfd method kept one memfd across cycles (`--memfd-keep`).
     #[serde(default)]
     pub memfd_keep: bool,
+    /// The free method's release paged its region out at once
+    /// (`--free-pageout`).
+    #[serde(default)]
+    pub free_pageout: bool,
     #[serde(default)]
     pub obtain: StepStats,
     #[serde(default)]

@@ -219,6 +219,11 @@ pub struct Spec {
     /// each cycle maps and unmaps it (`--memfd-keep`).
     #[serde(default)]
     pub memfd_keep: bool,
+    /// The free method's release pages its region out at once
+    /// (MADV_PAGEOUT after MADV_FREE, timed): a lazy release made eager
+    /// (`--free-pageout`).
+    #[serde(default)]
+    pub free_pageout: bool,
 }
 
 /// The worker's reply: each step's statistics over the counted iterations,
@@ -313,7 +318,16 @@ impl<'a> Regions<'a> {
             match self.spec.method.as_str() {
                 "mmap-munmap" | "populate" => unmap(p, size),
                 "dontneed" => mm::madvise(p, size, libc::MADV_DONTNEED).map_err(|e| e.to_string())?,
-                "free" => mm::madvise(p, size, libc::MADV_FREE).map_err(|e| e.to_string())?,
+                "free" => {
+                    mm::madvise(p, size, libc::MADV_FREE).map_err(|e| e.to_string())?;
+                    if self.spec.free_pageout {
+                        // Lazily freed pages are clean and not swap-backed:
+                        // the page-out discards them now, with no swap, and
+                        // the release pays what MADV_FREE would defer.
+                        mm::madvise(p, size, mm::MADV_PAGEOUT)
+                            .map_err(|e| format!("--free-pageout needs MADV_PAGEOUT (Linux 5.4): {e}"))?;
+                    }
+                }
                 "memfd" if self.kept_memfd.is_some() => unmap(p, size),
                 "memfd" => {
                     unmap(p, size);
@@ -461,6 +475,8 @@ pub struct MappingConfig {
     pub pressure: bool,
     /// The memfd method keeps one memfd across cycles (`--memfd-keep`).
     pub memfd_keep: bool,
+    /// The free method's release pages its region out at once (`--free-pageout`).
+    pub free_pageout: bool,
     pub exe: std::path::PathBuf,
     pub host_floor: Option<u64>,
 }
@@ -482,6 +498,9 @@ pub fn validate(cfg: &MappingConfig, p: &mut probe::Probe) -> Result<(), sandbox
     }
     if cfg.memfd_keep && !cfg.methods.iter().any(|m| m == "memfd") {
         return Err(Invalid("--memfd-keep changes only the memfd method, which --methods does not run".into()));
+    }
+    if cfg.free_pageout && !cfg.methods.iter().any(|m| m == "free") {
+        return Err(Invalid("--free-pageout changes only the free method, which --methods does not run".into()));
     }
     if cfg.pressure {
         sandbox::privilege::require_admin("--pressure (creating a memory cgroup)", "run without --pressure")?;
@@ -559,6 +578,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::mapping::results:
             hugepages: cfg.hugepages,
             pressure: cfg.pressure,
             memfd_keep: cfg.memfd_keep,
+            free_pageout: cfg.free_pageout,
         };
         let mut w = spawn.spawn(sandbox::worker::WorkerSpec {
             exe: cfg.exe.clone(),
@@ -607,7 +627,14 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
     if method == "memfd" && cfg.memfd_keep {
         notes.push("--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle".into());
     }
-    if method == "free" && !cfg.pressure {
+    if method == "free" && cfg.free_pageout {
+        notes.push(
+            "--free-pageout: each MADV_FREE is followed at once by MADV_PAGEOUT inside the timed release, so the \
+             lazily freed pages are discarded and the re-touch faults them in anew"
+                .into(),
+        );
+    }
+    if method == "free" && !cfg.pressure && !cfg.free_pageout {
         notes.push("without --pressure nothing forces the kernel to reclaim MADV_FREE pages, so the re-touch finds them in place".into());
     }
     let retouch = d.retouch;
@@ -622,6 +649,7 @@ fn result(cfg: &MappingConfig, spec: &Spec, repeat: u32, d: Done) -> MappingResu
         hugepages: crate::kit::names::name(&cfg.hugepages),
         pressure: cfg.pressure,
         memfd_keep: cfg.memfd_keep && method == "memfd",
+        free_pageout: cfg.free_pageout && method == "free",
         obtain_ms_p50: d.obtain.ms_p50,
         touch_ms_p50: d.touch.ms_p50,
         release_ms_p50: d.release.ms_p50,

@@ -13,6 +13,7 @@ fn spec(method: &str) -> Spec {
         hugepages: Hugepages::Never,
         pressure: false,
         memfd_keep: false,
+        free_pageout: false,
     }
 }
 
@@ -28,6 +29,7 @@ fn cfg() -> MappingConfig {
         hugepages: Hugepages::Never,
         pressure: false,
         memfd_keep: false,
+        free_pageout: false,
         exe: "/nonexistent".into(),
         host_floor: None,
     }
@@ -110,6 +112,32 @@ fn a_kept_memfd_keeps_its_pages_between_cycles() {
     assert!(e.unwrap_err().to_string().contains("--memfd-keep changes only the memfd method"));
 }
 
+/// `--free-pageout`: the free method's release pages the region out at
+/// once, so its pages leave (no swap is needed: lazily freed pages are
+/// clean) and the re-touch faults every one in anew, as after
+/// MADV_DONTNEED; without it the re-touch finds them in place. Where the
+/// kernel has no MADV_PAGEOUT (before 5.4) the run says so.
+#[test]
+fn a_free_paged_out_at_once_is_faulted_in_again() {
+    let pages = (4u64 << 20) / mm::page_size() as u64;
+    let lazy = run_method(&spec("free"), &mut probe::Probe::default()).unwrap();
+    assert!(lazy.retouch.as_ref().unwrap().minor_faults_p50 < pages as f64 * 0.1, "{lazy:?}");
+    let eager = Spec { free_pageout: true, ..spec("free") };
+    match run_method(&eager, &mut probe::Probe::default()) {
+        Ok(d) => {
+            let r = d.retouch.as_ref().unwrap();
+            assert!(r.minor_faults_p50 >= pages as f64 * 0.9, "{d:?}");
+            assert!(d.release.rss_after_bytes + (2 << 20) <= d.touch.rss_after_bytes, "{d:?}");
+        }
+        Err(e) => assert!(e.contains("--free-pageout needs MADV_PAGEOUT"), "{e}"),
+    }
+    let r = result(&MappingConfig { free_pageout: true, ..cfg() }, &eager, 1, lazy);
+    assert!(r.free_pageout && r.notes.iter().any(|n| n.starts_with("--free-pageout")), "{:?}", r.notes);
+    assert!(!r.notes.iter().any(|n| n.contains("finds them in place")), "{:?}", r.notes);
+    let e = validate(&MappingConfig { free_pageout: true, methods: vec!["dontneed".into()], ..cfg() }, &mut probe::Probe::default());
+    assert!(e.unwrap_err().to_string().contains("--free-pageout changes only the free method"));
+}
+
 /// The worker reads its own memory through the probe its starter gave
 /// it: one over a tree with no /proc/self is an error that says what
 /// could not be read, never a reply of zeros.
@@ -163,6 +191,7 @@ fn the_run_drives_its_workers_without_root() {
         hugepages: Hugepages::Never,
         pressure: false,
         memfd_keep: false,
+        free_pageout: false,
         exe: "/nonexistent".into(),
         host_floor: None,
     };
