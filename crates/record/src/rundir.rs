@@ -421,11 +421,17 @@ pub fn brief(e: &impl std::fmt::Display) -> String {
     // One line, always: a control character from the file (a newline, a
     // carriage return, an escape sequence) is shown escaped, never sent to
     // the terminal (a value holding "a\nb" made the refusal two lines).
-    if out.chars().any(char::is_control) {
-        out =
-            out.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect();
+    one_line(out)
+}
+
+/// `s` with every control character shown escaped (a newline, a carriage
+/// return, an escape sequence from a file), so that a message quoting a file
+/// stays one line and sends nothing to the terminal.
+pub fn one_line(s: String) -> String {
+    if !s.chars().any(char::is_control) {
+        return s;
     }
-    out
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// Refuses a run.json or lab.json written in a newer format than

@@ -19,7 +19,26 @@ pub fn list<E: ValueEnum>() -> String {
 /// The value called `s` (exactly: case matters), or an error naming `what`
 /// and every accepted name.
 pub fn parse<E: ValueEnum>(what: &str, s: &str) -> Result<E, String> {
-    E::from_str(s, false).map_err(|_| format!("unknown {what} '{s}': expected {}", list::<E>()))
+    E::from_str(s, false).map_err(|_| format!("unknown {what} '{}': expected {}", shown(s), list::<E>()))
+}
+
+/// A value as an error quotes it: control characters escaped, so that the
+/// refusal stays one line whatever a file held (a run.json's mode of
+/// "a b\r c" made two), and at most 40 characters of it.
+fn shown(s: &str) -> String {
+    let n = s.chars().count();
+    let mut out = String::new();
+    for c in s.chars().take(40) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if n > 40 {
+        out.push_str(&format!("… ({n} characters)"));
+    }
+    out
 }
 
 /// Serialize, Deserialize, Display and a JSON schema (a string, one of its
@@ -86,5 +105,19 @@ mod tests {
         assert_eq!(format!("[{:>8}]", Way::Mine), "[    self]", "a table's width holds");
         let schema = serde_json::to_value(schemars::schema_for!(Way)).unwrap();
         assert_eq!(schema["enum"], serde_json::json!(["self", "cap-max"]), "{schema}");
+    }
+
+    /// A name read from a file is quoted on one line, and briefly: the
+    /// hostile round's run.json whose mode was "a b\r c" made a two-line
+    /// refusal.
+    #[test]
+    fn an_unknown_name_is_quoted_on_one_line_and_briefly() {
+        let e = parse::<Way>("way", "a b\r c\n\u{1b}[2J").unwrap_err();
+        assert_eq!(e, "unknown way 'a b\\r c\\n\\u{1b}[2J': expected self, cap-max");
+        assert!(!e.chars().any(char::is_control), "{e:?}");
+        let e = parse::<Way>("way", &"x".repeat(1000)).unwrap_err();
+        assert!(e.starts_with(&format!("unknown way '{}… (1000 characters)'", "x".repeat(40))), "{e}");
+        let e = serde_json::from_str::<Way>("\"a\\nb\"").unwrap_err().to_string();
+        assert!(e.contains("unknown way 'a\\nb'") && !e.contains('\n'), "{e}");
     }
 }

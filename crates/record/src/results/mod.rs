@@ -57,7 +57,7 @@ pub fn entry<T: serde::de::DeserializeOwned>(index: usize, v: &serde_json::Value
         serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
             let path = e.path().to_string();
             let at = if path == "." { String::new() } else { format!(".{path}") };
-            EntryError { index, at, message: e.into_inner().to_string() }
+            EntryError { index, at, message: crate::rundir::one_line(e.into_inner().to_string()) }
         })
     };
     match read(v) {
@@ -215,5 +215,27 @@ mod tests {
         // A null in a required field is a missing field: still an error.
         let e = typed::<E>(&[json!({"pattern": null})]).unwrap_err();
         assert!(e.to_string().contains("missing field `pattern`"), "{e}");
+    }
+
+    /// A type's own error that quotes a file's value with a control character
+    /// in it (a carriage return, a newline) still makes one line.
+    #[test]
+    fn an_entry_error_is_one_line_whatever_the_value_held() {
+        #[derive(Debug)]
+        struct Mode;
+        impl<'de> Deserialize<'de> for Mode {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+                let s = String::deserialize(d)?;
+                Err(serde::de::Error::custom(format!("unknown mode '{s}'")))
+            }
+        }
+        #[derive(Deserialize, Debug)]
+        struct E {
+            #[allow(dead_code)]
+            mode: Mode,
+        }
+        let e = typed::<E>(&[json!({"mode": "a b\r c\nd"})]).unwrap_err();
+        assert_eq!(e.to_string(), "results[0].mode: unknown mode 'a b\\r c\\nd'");
+        assert!(!e.to_string().chars().any(char::is_control), "{e:?}");
     }
 }
