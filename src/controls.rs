@@ -114,7 +114,8 @@ const CONTROLS: &[Control] = &[
         ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
         experiment: "mapping",
         what: "--free-pageout: each MADV_FREE is followed at once by MADV_PAGEOUT inside the timed release, so the \
-               lazy release gives its pages up as an eager one does, and the re-touch faults them in anew",
+               lazy release gives its pages up as an eager one does, and the re-touch faults them in anew (for \
+               fresh_cheapest an instrument check: no positive control is known)",
         change: |s| set(s, |a: &mut MappingLab| a.free_pageout = true),
         plain_swap_file: false,
         lifts_gate: None,

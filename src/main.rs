@@ -237,28 +237,45 @@ fn finish(r: anyhow::Result<()>) -> ! {
                 130
             } else if let Some(x) = experiment_error(&e).filter(|x| x.exit_code() == 3) {
                 // A verdict, not a failure: rightsize --check found a limit not verified.
-                eprintln!("pagelab: {x}");
+                eprintln!("pagelab: {}", record::rundir::one_line(x.to_string().replace('\n', " ")));
                 3
             } else {
                 let usage = is_usage(&e);
-                // Some errors already print their cause; do not repeat it.
-                let mut msg = String::new();
-                for c in e.chain() {
-                    let t = c.to_string();
-                    if !msg.contains(&t) {
-                        if !msg.is_empty() {
-                            msg.push_str(": ");
-                        }
-                        msg.push_str(&t);
-                    }
-                }
-                eprintln!("pagelab: {}", msg.replace('\n', " "));
+                eprintln!("pagelab: {}", refusal(&e));
                 if usage { 2 } else { 1 }
             };
             std::process::exit(code);
         }
     }
     std::process::exit(0)
+}
+
+/// What pagelab prints of an error: its chain, each cause once (some
+/// errors already print theirs), on one line whatever a file's value held
+/// (a newline, a carriage return, an escape sequence): the last place a
+/// value from a file passes before the terminal.
+fn refusal(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for c in e.chain() {
+        let t = c.to_string();
+        if !msg.contains(&t) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&t);
+        }
+    }
+    record::rundir::one_line(msg.replace('\n', " "))
+}
+
+#[cfg(test)]
+#[test]
+fn a_refusal_is_one_line_whatever_a_file_held() {
+    let e = anyhow::anyhow!("lab.json has mode 'a\rb\u{1b}[2J': expected quick, smoke or full").context("--resume d");
+    let r = refusal(&e);
+    assert_eq!(r, "--resume d: lab.json has mode 'a\\rb\\u{1b}[2J': expected quick, smoke or full");
+    assert!(!r.chars().any(char::is_control), "{r:?}");
+    assert_eq!(refusal(&anyhow::anyhow!("two\nlines")), "two lines");
 }
 
 fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {

@@ -325,7 +325,7 @@ impl<'a> Regions<'a> {
                         // the page-out discards them now, with no swap, and
                         // the release pays what MADV_FREE would defer.
                         mm::madvise(p, size, mm::MADV_PAGEOUT)
-                            .map_err(|e| format!("--free-pageout needs MADV_PAGEOUT (Linux 5.4): {e}"))?;
+                            .map_err(|e| format!("--free-pageout: madvise(MADV_PAGEOUT): {e}"))?;
                     }
                 }
                 "memfd" if self.kept_memfd.is_some() => unmap(p, size),
@@ -501,6 +501,18 @@ pub fn validate(cfg: &MappingConfig, p: &mut probe::Probe) -> Result<(), sandbox
     }
     if cfg.free_pageout && !cfg.methods.iter().any(|m| m == "free") {
         return Err(Invalid("--free-pageout changes only the free method, which --methods does not run".into()));
+    }
+    if cfg.free_pageout && cfg.pressure {
+        return Err(Invalid(
+            "--free-pageout and --pressure are two ways of giving the lazily freed pages up (timed, or untimed \
+             after a squeeze): give one"
+                .into(),
+        ));
+    }
+    if cfg.free_pageout {
+        // Refused before any run, not in the free method's worker after the others ran.
+        mm::try_madvise_pageout()
+            .map_err(|e| sandbox::SandboxError::Unsupported(format!("--free-pageout: {e}")))?;
     }
     if cfg.pressure {
         sandbox::privilege::require_admin("--pressure (creating a memory cgroup)", "run without --pressure")?;

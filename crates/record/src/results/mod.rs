@@ -56,8 +56,10 @@ pub fn entry<T: serde::de::DeserializeOwned>(index: usize, v: &serde_json::Value
     let read = |v: &serde_json::Value| {
         serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
             let path = e.path().to_string();
-            let at = if path == "." { String::new() } else { format!(".{path}") };
-            EntryError { index, at, message: crate::rundir::one_line(e.into_inner().to_string()) }
+            let at = if path == "." { String::new() } else { crate::rundir::one_line(format!(".{path}")) };
+            // brief: a value a derived enum quotes whole ("unknown variant
+            // `…`") is cut short, and control characters are escaped.
+            EntryError { index, at, message: crate::rundir::brief(&e.into_inner()) }
         })
     };
     match read(v) {
@@ -237,5 +239,21 @@ mod tests {
         let e = typed::<E>(&[json!({"mode": "a b\r c\nd"})]).unwrap_err();
         assert_eq!(e.to_string(), "results[0].mode: unknown mode 'a b\\r c\\nd'");
         assert!(!e.to_string().chars().any(char::is_control), "{e:?}");
+        // A map key is part of the path; a derived enum quotes the value whole.
+        #[derive(Deserialize, Debug)]
+        enum Answer {
+            Verified,
+        }
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct F {
+            phases: std::collections::BTreeMap<String, u32>,
+            answer: Option<Answer>,
+        }
+        let e = typed::<F>(&[json!({"phases": {"a\rb": "x"}})]).unwrap_err();
+        assert_eq!(e.at, ".phases.a\\rb", "{e}");
+        let e = typed::<F>(&[json!({"phases": {}, "answer": "v".repeat(100_000)})]).unwrap_err();
+        assert!(e.to_string().len() < 300 && e.to_string().contains("100000 characters"), "{e}");
+        let _ = Answer::Verified;
     }
 }
