@@ -122,7 +122,7 @@ pub struct MappingLab {
     pub warmup: u32,
     pub methods: Vec<String>,
     /// A control's: each MADV_FREE paged out at once (mapping.lazy_reset's
-    /// and mapping.fresh_cheapest's control).
+    /// control, fresh_cheapest's instrument check).
     pub free_pageout: bool,
     /// mapping.shared_costlier's control.
     pub memfd_keep: bool,
@@ -226,7 +226,8 @@ pub struct MappingArgs {
     pub memfd_keep: bool,
     /// The free method's release pages its region out at once (MADV_PAGEOUT
     /// after MADV_FREE, inside the timed release): a lazy release made eager,
-    /// mapping.lazy_reset's and mapping.fresh_cheapest's control (Linux 5.4).
+    /// mapping.lazy_reset's control and fresh_cheapest's instrument check
+    /// (Linux 5.4).
     #[arg(long)]
     pub free_pageout: bool,
     #[command(flatten)]
