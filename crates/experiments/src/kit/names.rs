@@ -27,14 +27,7 @@ pub fn parse<E: ValueEnum>(what: &str, s: &str) -> Result<E, String> {
 /// "a b\r c" made two), and at most 40 characters of it.
 fn shown(s: &str) -> String {
     let n = s.chars().count();
-    let mut out = String::new();
-    for c in s.chars().take(40) {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
+    let mut out = record::rundir::one_line(s.chars().take(40).collect());
     if n > 40 {
         out.push_str(&format!("… ({n} characters)"));
     }
