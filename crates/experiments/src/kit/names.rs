@@ -24,10 +24,11 @@ pub fn parse<E: ValueEnum>(what: &str, s: &str) -> Result<E, String> {
 
 /// A value as an error quotes it: control characters escaped, so that the
 /// refusal stays one line whatever a file held (a run.json's mode of
-/// "a b\r c" made two), and at most 40 characters of it.
+/// "a b\r c" made two), a backslash doubled, so that an escaped carriage
+/// return and a literal `\r` read apart, and at most 40 characters of it.
 fn shown(s: &str) -> String {
     let n = s.chars().count();
-    let mut out = record::rundir::one_line(s.chars().take(40).collect());
+    let mut out = record::rundir::one_line(s.chars().take(40).collect::<String>().replace('\\', "\\\\"));
     if n > 40 {
         out.push_str(&format!("… ({n} characters)"));
     }
@@ -112,5 +113,12 @@ mod tests {
         assert!(e.starts_with(&format!("unknown way '{}… (1000 characters)'", "x".repeat(40))), "{e}");
         let e = serde_json::from_str::<Way>("\"a\\nb\"").unwrap_err().to_string();
         assert!(e.contains("unknown way 'a\\nb'") && !e.contains('\n'), "{e}");
+        // A literal backslash-r and a carriage return read apart.
+        let literal = parse::<Way>("way", "a\\rb").unwrap_err();
+        let cr = parse::<Way>("way", "a\rb").unwrap_err();
+        assert_eq!(
+            (literal.as_str(), cr.as_str()),
+            ("unknown way 'a\\\\rb': expected self, cap-max", "unknown way 'a\\rb': expected self, cap-max")
+        );
     }
 }
