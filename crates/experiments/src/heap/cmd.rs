@@ -510,7 +510,8 @@ pub struct HeapArgs {
     #[arg(long, value_delimiter = ',', default_value = "glibc,mimalloc,jemalloc", value_parser = parse_allocator, allow_hyphen_values = true)]
     pub allocators: Vec<crate::heap::work::alloc::Allocator>,
     /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
-    /// arena); per-thread (a mimalloc heap or jemalloc arena per thread).
+    /// arena); per-thread (a mimalloc heap or jemalloc arena per thread);
+    /// glibc-shared (glibc shared, the others their own way).
     #[arg(long, value_enum, default_value_t = crate::heap::work::alloc::HeapMode::Default)]
     pub heap_mode: crate::heap::work::alloc::HeapMode,
     /// The allocation pattern.

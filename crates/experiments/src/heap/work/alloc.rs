@@ -7,6 +7,9 @@
 //! | mimalloc (linked) | mi_malloc/mi_free | unsupported: a `mi_heap_t` belongs to one thread | one `mi_heap_new()` per thread |
 //! | jemalloc (linked, prefixed `_rjem_`) | malloc/free | one created arena, every thread bound to it | one created arena per thread |
 //! | preload:PATH | plain malloc/free resolved to PATH via LD_PRELOAD | unsupported | unsupported |
+//!
+//! `glibc-shared` runs glibc as `shared` and every other allocator as
+//! `default` ([`HeapMode::of`]); each result records the mode it ran in.
 
 use std::ffi::c_void;
 
@@ -62,6 +65,22 @@ pub enum HeapMode {
     Shared,
     /// A heap per thread: a mimalloc heap or a jemalloc arena.
     PerThread,
+    /// glibc with one arena (as `shared`), every other allocator its own way
+    // heap.concurrent_linux's control: glibc's per-thread arenas taken away,
+    // its comparator left as it is.
+    GlibcShared,
+}
+
+impl HeapMode {
+    /// The mode `a` runs in under this one: `glibc-shared` is `shared` for
+    /// glibc and `default` for the others.
+    pub fn of(self, a: &Allocator) -> HeapMode {
+        match (self, a) {
+            (HeapMode::GlibcShared, Allocator::Glibc) => HeapMode::Shared,
+            (HeapMode::GlibcShared, _) => HeapMode::Default,
+            (m, _) => m,
+        }
+    }
 }
 crate::serde_by_name!(HeapMode, "heap mode");
 
@@ -101,7 +120,7 @@ impl Allocator {
 
     /// None if the allocator can run in this mode, else why not.
     pub fn unsupported(&self, mode: HeapMode) -> Option<&'static str> {
-        match (self, mode) {
+        match (self, mode.of(self)) {
             (_, HeapMode::Default) => None,
             (Allocator::Glibc, HeapMode::Shared) | (Allocator::Jemalloc, _) => None,
             (Allocator::Mimalloc, HeapMode::PerThread) => None,
@@ -392,6 +411,14 @@ mod tests {
         assert!(Allocator::Glibc.unsupported(HeapMode::PerThread).is_some());
         assert!(Allocator::Mimalloc.unsupported(HeapMode::Shared).is_some());
         assert!(Allocator::Jemalloc.unsupported(HeapMode::PerThread).is_none());
+        // glibc-shared: glibc shared, every other allocator its own way.
+        let g = HeapMode::GlibcShared;
+        assert_eq!(g.of(&Allocator::Glibc), HeapMode::Shared);
+        for a in [Allocator::Mimalloc, Allocator::Jemalloc, Allocator::Preload("/x.so".into())] {
+            assert_eq!(g.of(&a), HeapMode::Default, "{a:?}");
+            assert!(a.unsupported(g).is_none(), "{a:?}");
+        }
+        assert_eq!(HeapMode::PerThread.of(&Allocator::Glibc), HeapMode::PerThread);
     }
 
     #[test]

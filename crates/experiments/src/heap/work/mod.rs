@@ -153,7 +153,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
         let why = a.unsupported(cfg.heap_mode).unwrap_or_default();
         obs.note(&format!("{} does not support heap mode {mode}: {why}", a.name()));
         let unsupported =
-            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode, reason: why.to_string() };
+            crate::heap::results::Unsupported { allocator: a.name(), heap_mode: cfg.heap_mode.of(a), reason: why.to_string() };
         obs.result(&crate::heap::results::Entry {
             unsupported: Some(unsupported),
             ..Default::default()
@@ -189,7 +189,7 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
                     };
                     let spec = Spec {
                         allocator: name,
-                        mode: cfg.heap_mode,
+                        mode: cfg.heap_mode.of(a),
                         threads,
                         ops: proc_ops,
                         seed: cfg.seed,
@@ -331,6 +331,16 @@ mod tests {
         };
         let e = run_with(&preload, &mut Recorder::default(), || false, &mut threads).unwrap_err();
         assert!(e.to_string().contains("cannot be given LD_PRELOAD"), "{e}");
+        // glibc-shared runs mimalloc too, each result in the mode it ran in.
+        let gs = HeapConfig {
+            allocators: vec![Allocator::Glibc, Allocator::Mimalloc],
+            heap_mode: alloc::HeapMode::GlibcShared,
+            repeat: 1,
+            ..preload
+        };
+        let rs = run_with(&gs, &mut Recorder::default(), || false, &mut threads).unwrap();
+        let modes: Vec<(&str, alloc::HeapMode)> = rs.iter().map(|r| (r.allocator.as_str(), r.heap_mode)).collect();
+        assert_eq!(modes, [("glibc", alloc::HeapMode::Shared), ("mimalloc", alloc::HeapMode::Default)]);
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub fn aggregate(cfg: &HeapConfig, allocator: &Allocator, threads: u32, runs: Ve
     let free_means: Vec<f64> = runs.iter().map(|r| r.free_ns_mean).collect();
     HeapResult {
         allocator: allocator.name(),
-        heap_mode: cfg.heap_mode,
+        heap_mode: cfg.heap_mode.of(allocator),
         workload: cfg.workload,
         threads,
         ops_per_thread: cfg.ops,
