@@ -33,8 +33,13 @@ use workloads::backing::BackingKind;
 /// One control run: the findings it is the control of, the experiment, and
 /// how the lab step's typed arguments change.
 struct Control {
-    ids: &'static [&'static str],
+    /// The findings it is the control of, each with what the control does
+    /// to its claim (fixed from the mechanism, before any run).
+    ids: &'static [(&'static str, Role)],
     experiment: &'static str,
+    /// Appended to its run's directory (`<experiment>-control-<first
+    /// finding><tag>`), where a finding has more than one control.
+    tag: &'static str,
     /// The change, in words.
     what: &'static str,
     /// The part of the lab step the finding is judged on (the step as it
@@ -44,10 +49,10 @@ struct Control {
     /// The control's step from the base's; None where this machine's step
     /// cannot make it (heap.growth's on one CPU).
     change: fn(&Step) -> anyhow::Result<Option<Step>>,
-    /// The control is a store that neither compresses nor detects
-    /// same-value pages: a swap file, which is no such store where zswap
-    /// compresses in front of it ([`swap_file_compresses`]).
-    plain_swap_file: bool,
+    /// Why this machine cannot make the control (Some), though its lab step
+    /// runs: a swap file where zswap compresses in front of it
+    /// ([`swap_file_compresses`]), a compressor the kernel does not offer.
+    unavailable: Option<fn(&Here) -> Option<String>>,
     /// The control leaves the study's protocol by design (thrash's CPU-only
     /// control removes the overcommit the protocol requires): its verdict is
     /// what the same rules give on its estimate alone
@@ -72,68 +77,148 @@ fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<St
     })
 }
 
+/// What a control does to its finding's claim, fixed from the mechanism
+/// before any run: the verdict it should give, and so the only way it can
+/// turn. A control that gives its verdict where the run as the lab makes it
+/// gave the same shows nothing either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// It removes the mechanism the claim is about, so the claim is false
+    /// there: it turns a finding that matches to differs.
+    Negative,
+    /// It makes the mechanism hold, so the claim is true there: it turns a
+    /// finding that differs to matches.
+    Positive,
+    /// It shows only that the instrument can read the other way (the same
+    /// fact as another finding's turn): never counted as a turn.
+    Instrument,
+}
+use Role::{Instrument, Negative, Positive};
+
+impl Role {
+    /// The verdict the control should give, and the check's result that
+    /// says the same where every value of the control was alike.
+    fn expects(self) -> (report::verdict::Outcome, report::verdict::Outcome) {
+        use report::verdict::Outcome::*;
+        match self {
+            Negative => (Differs, CheckFailed),
+            Positive | Instrument => (Matches, CheckPassed),
+        }
+    }
+}
+
+/// What this machine offers that a control may need, read once.
+struct Here {
+    zswap: probe::environment::Zswap,
+    zswap_compressors: Vec<String>,
+}
+
+/// eat.trim_random_semi's positive control's compressor.
+const DEFLATE: &str = "deflate";
+
+/// Why zswap with deflate cannot be made here (None: it can).
+fn no_zswap_deflate(h: &Here) -> Option<String> {
+    if !h.zswap.present {
+        Some("needs zswap, which this kernel does not have (/sys/module/zswap)".into())
+    } else if !h.zswap_compressors.iter().any(|c| c == DEFLATE) {
+        Some(format!(
+            "needs zswap's deflate, which this kernel does not offer (it offers: {})",
+            if h.zswap_compressors.is_empty() { "none".into() } else { h.zswap_compressors.join(", ") }
+        ))
+    } else {
+        None
+    }
+}
+
 const CONTROLS: &[Control] = &[
     Control {
-        ids: &["eat.trim_random_semi", "eat.trim_const_semi", "eat.read_back_alike"],
+        ids: &[
+            ("eat.trim_random_semi", Negative),
+            ("eat.trim_const_semi", Negative),
+            ("eat.read_back_alike", Positive),
+        ],
         experiment: "eat",
+        tag: "",
         what: "--backing swapfile: a store that neither compresses nor detects same-value pages (every pattern is \
                written out and read back from the file alike)",
         change: |s| set(s, |a: &mut EatLab| a.backing = BackingKind::Swapfile),
-        plain_swap_file: true,
+        unavailable: Some(|h| swap_file_compresses(&h.zswap)),
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["eat.semi_fraction"],
+        ids: &[("eat.trim_random_semi", Positive)],
         experiment: "eat",
+        tag: "-zswap-deflate",
+        what: "--backing zswap --compressor deflate: a compressor with no skip over incompressible input (every \
+               byte of a random page is hashed, searched and coded as a literal, while the semi pattern's repeats \
+               are passed over as matches), so compressing random data costs the most, as the study found; lzo, \
+               lzo-rle and lz4 skip ahead through data that does not compress",
+        change: |s| {
+            set(s, |a: &mut EatLab| (a.backing, a.compressor) = (BackingKind::Zswap, Some(DEFLATE.to_string())))
+        },
+        unavailable: Some(no_zswap_deflate),
+        lifts_gate: None,
+        base: WHOLE,
+    },
+    Control {
+        ids: &[("eat.semi_fraction", Negative)],
+        experiment: "eat",
+        tag: "",
         what: "--block 1: the semi pattern in blocks of one byte, so nothing in it repeats on purpose",
         change: |s| set(s, |a: &mut EatLab| a.block = 1),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["wscap.cap_slowdown", "wscap.periodic_cheaper"],
+        ids: &[("wscap.cap_slowdown", Negative), ("wscap.periodic_cheaper", Negative)],
         experiment: "wscap",
+        tag: "",
         what: "--cap at twice --size: a cap above the working set",
         change: |s| set(s, |a: &mut WscapLab| a.cap = Size(2 * a.size.0)),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["wscap.cap_saves_no_memory"],
+        ids: &[("wscap.cap_saves_no_memory", Positive)],
         experiment: "wscap",
+        tag: "",
         what: "--memory-store zram: the memory arm on a store that keeps the capped pages in RAM",
         change: |s| set(s, |a: &mut WscapLab| a.memory_store = MemoryStore::Zram),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["mapping.lazy_reset", "mapping.fresh_cheapest"],
+        ids: &[("mapping.lazy_reset", Negative), ("mapping.fresh_cheapest", Instrument)],
         experiment: "mapping",
+        tag: "",
         what: "--free-pageout: each MADV_FREE is followed at once by MADV_PAGEOUT inside the timed release, so the \
                lazy release gives its pages up as an eager one does, and the re-touch faults them in anew (for \
                fresh_cheapest an instrument check: no positive control is known)",
         change: |s| set(s, |a: &mut MappingLab| a.free_pageout = true),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["mapping.shared_costlier"],
+        ids: &[("mapping.shared_costlier", Negative)],
         experiment: "mapping",
+        tag: "",
         what: "--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle, so the page-cache \
                allocation is not paid per cycle",
         change: |s| set(s, |a: &mut MappingLab| a.memfd_keep = true),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["heap.glibc_keeps"],
+        ids: &[("heap.glibc_keeps", Negative)],
         experiment: "heap",
+        tag: "",
         what: "--glibc-mmap-threshold 128KiB: glibc's default mmap threshold, fixed, so blocks of 128 KiB and up are \
                mmap'd on their own and go back on free (no dynamic raise keeps them in the heap)",
         change: |s| {
@@ -142,37 +227,41 @@ const CONTROLS: &[Control] = &[
                 Some(())
             })
         },
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: HEAP_OVER_TIME,
     },
     Control {
-        ids: &["heap.concurrent_linux"],
+        ids: &[("heap.concurrent_linux", Negative)],
         experiment: "heap",
-        what: "--heap-mode shared: one heap for every thread (glibc with one arena)",
+        tag: "",
+        what: "--heap-mode glibc-shared: glibc with one arena for every thread (M_ARENA_MAX=1), mimalloc as it is, \
+               so every glibc call contends for one lock and glibc falls more than 10 % behind",
         change: |s| {
             with(s, |a: &mut HeapLab| {
-                a.sweep.as_mut()?.heap_mode = HeapMode::Shared;
+                a.sweep.as_mut()?.heap_mode = HeapMode::GlibcShared;
                 Some(())
             })
         },
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: HEAP_SPEED,
     },
     Control {
-        ids: &["heap.growth"],
+        ids: &[("heap.growth", Negative)],
         experiment: "heap",
+        tag: "",
         what: "--growth-from at half the CPUs: the step from N threads to 2N stays within the cores, each thread pinned \
                to its own CPU, so no thread waits for one (Table 2 within the cores: 80 → 89 ms, 1.11)",
         change: |s| with(s, growth_within_the_cores),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: HEAP_SPEED,
     },
     Control {
-        ids: &["heap.malloc_trim"],
+        ids: &[("heap.malloc_trim", Negative)],
         experiment: "heap",
+        tag: "",
         what: "--shrink-frees 0 --churn 1ms: a program that frees next to nothing before the trim (no shrink, a \
                millisecond of churn), so malloc_trim has nothing to give back",
         change: |s| {
@@ -182,33 +271,36 @@ const CONTROLS: &[Control] = &[
                 Some(())
             })
         },
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: HEAP_OVER_TIME,
     },
     Control {
-        ids: &["thrash.deep", "thrash.sleep", "thrash.stagger"],
+        ids: &[("thrash.deep", Negative), ("thrash.sleep", Negative), ("thrash.stagger", Negative)],
         experiment: "thrash",
+        tag: "",
         what: "--cpu-only: a limit that holds every consumer twice over, so nothing pages (outside the protocol by \
                design, so judged on its estimate alone)",
         change: |s| set(s, |a: &mut ThrashLab| a.cpu_only = true),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: Some(thrash_cpu_only),
         base: WHOLE,
     },
     Control {
-        ids: &["thrash.writes"],
+        ids: &[("thrash.writes", Negative)],
         experiment: "thrash",
+        tag: "",
         what: "--sleep 0s: no sleep between cycles, so each consumer writes nonstop and W no longer sets its write \
                rate; the paging stays (outside the protocol only by its custom t_s, so judged on its estimate alone)",
         change: |s| set(s, |a: &mut ThrashLab| a.sleep = Some(Dur(std::time::Duration::ZERO))),
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: Some(thrash_sleep_removed),
         base: WHOLE,
     },
     Control {
-        ids: &["thrash.recovery"],
+        ids: &[("thrash.recovery", Negative)],
         experiment: "thrash",
+        tag: "",
         what: "--after-load stays, e2 alone: each consumer keeps writing its whole region after t_p, so the load never \
                falls back",
         change: |s| {
@@ -217,13 +309,14 @@ const CONTROLS: &[Control] = &[
                 Some(())
             })
         },
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
     Control {
-        ids: &["jank.zram_tenfold"],
+        ids: &[("jank.zram_tenfold", Negative)],
         experiment: "jank",
+        tag: "",
         what: "--cpu-only, zram:lz4 and swapfile: both stores under a limit that holds the hog twice over, so \
                nothing pages",
         change: |s| {
@@ -232,7 +325,7 @@ const CONTROLS: &[Control] = &[
                 Some(())
             })
         },
-        plain_swap_file: false,
+        unavailable: None,
         lifts_gate: None,
         base: WHOLE,
     },
@@ -281,6 +374,8 @@ const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", part: |s| set(s, |a: &
 pub struct Turn {
     pub id: String,
     pub control: String,
+    /// What the control does to the claim, fixed before the run.
+    pub role: Role,
     pub verdict: String,
     pub estimate: Option<f64>,
     pub control_verdict: String,
@@ -288,13 +383,42 @@ pub struct Turn {
     /// The control left the study's protocol by design, and its verdict is
     /// what the rules give on its estimate alone.
     pub control_gate_lifted: bool,
-    /// matches on one side and differs on the other, or the control's
-    /// values were identical (a check, [`report::verdict`]) and its check
-    /// came out the other way: the configuration alone made the claim false
-    /// (or true), the plainest way a finding can come out otherwise.
+    /// Turned the way its role says: a negative control from matches to
+    /// differs, a positive one from differs to matches, or to the check's
+    /// result that says the same where the control's values were identical
+    /// ([`report::verdict`]: the configuration alone made the claim false,
+    /// or true). Never the other way: a negative control whose run matches
+    /// has shown nothing about the claim.
     pub turned: bool,
     /// It turned into a check's result, not a finding's.
     pub turned_as_check: bool,
+    /// The run as the lab makes it already gave the verdict the control
+    /// should give: this control cannot turn it (it needs one of the other
+    /// role).
+    pub cannot_turn: bool,
+}
+
+/// Whether a control of `role` turned `base` into `control` its way, as a
+/// check's result, and whether `base` was already what the control should
+/// give. Inconclusive, not checked and the rest never turn.
+fn turned(base: &str, control: &str, role: Role) -> (bool, bool, bool) {
+    use report::verdict::Outcome::*;
+    let (want, want_check) = role.expects();
+    let from = if want == Matches { Differs } else { Matches };
+    let as_check = base == from.word() && control == want_check.word();
+    let plain = base == from.word() && control == want.word();
+    (plain || as_check, as_check, base == want.word())
+}
+
+/// The count the table ends with: findings with a control of theirs run
+/// (instrument checks apart), and those a control turned.
+fn count(turns: &[Turn]) -> (usize, usize) {
+    let mut run: Vec<&str> = turns.iter().filter(|t| t.role != Instrument).map(|t| t.id.as_str()).collect();
+    run.dedup();
+    run.sort();
+    run.dedup();
+    let turned = run.iter().filter(|id| turns.iter().any(|t| t.id == **id && t.role != Instrument && t.turned)).count();
+    (turned, run.len())
 }
 
 /// Runs `experiment` with `args` into `dir`; Err naming the run and its log
@@ -393,19 +517,6 @@ fn verdict_of(dir: &Path, id: &str, lift: Option<(Lift, usize)>) -> anyhow::Resu
     Ok(Judged { verdict, estimate: v.estimate, family: v.family })
 }
 
-/// Whether the control turned the verdict (matches ↔ differs), and whether
-/// it turned into a check's result (every value of the control the same,
-/// [`report::verdict`]'s rule, and the claim false there, or true where it
-/// differed). Inconclusive, not checked and the rest never turn.
-fn turned(base: &str, control: &str) -> (bool, bool) {
-    use report::verdict::Outcome::*;
-    let w = |o: report::verdict::Outcome| o.word();
-    let as_check =
-        (base == w(Matches) && control == w(CheckFailed)) || (base == w(Differs) && control == w(CheckPassed));
-    let plain = (base == w(Matches) && control == w(Differs)) || (base == w(Differs) && control == w(Matches));
-    (plain || as_check, as_check)
-}
-
 /// Whether every run in a control's directory broke the protocol only as
 /// the control must (Err: which did not).
 type Lift = fn(&Path) -> Result<(), String>;
@@ -471,7 +582,8 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let mut turns: Vec<Turn> = Vec::new();
     // Controls this machine cannot make, and why (beside NOT_RUN's).
     let mut not_here: Vec<(String, String)> = Vec::new();
-    let zswap = probe::Probe::default().environment().zswap;
+    let mut p = probe::Probe::default();
+    let here = Here { zswap: p.environment().zswap, zswap_compressors: workloads::backing::zswap_compressors(&mut p) };
     // One run as the lab makes it per experiment and part of its step.
     let mut base_dirs: Vec<PathBuf> = Vec::new();
     for c in CONTROLS {
@@ -486,36 +598,40 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         };
         let part = (c.base.part)(step)?
             .ok_or_else(|| anyhow::anyhow!("the lab's {} step has no such part ({})", c.experiment, c.base.suffix))?;
-        let Some(changed) = (c.change)(&part)? else {
-            let why = format!("its control cannot be made from this machine's lab step ({})", c.what);
-            eprintln!("{}: {why}; skipped", c.ids.join(", "));
-            not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
-            continue;
+        let why_not = match (c.change)(&part)? {
+            None => Err(format!("its control cannot be made from this machine's lab step ({})", c.what)),
+            Some(changed) => c.unavailable.and_then(|u| u(&here)).map_or(Ok(changed), Err),
         };
-        if let Some(why) = c.plain_swap_file.then(|| swap_file_compresses(&zswap)).flatten() {
-            eprintln!("{}: {why}; skipped", c.ids.join(", "));
-            not_here.extend(c.ids.iter().map(|id| (id.to_string(), why.clone())));
-            continue;
-        }
-        eprintln!("{}: {}", c.ids.join(", "), c.what);
+        let changed = match why_not {
+            Ok(changed) => changed,
+            Err(why) => {
+                let why = format!("{}: {why}", c.flags());
+                eprintln!("{}: {why}; skipped", c.names());
+                not_here.extend(c.ids.iter().map(|(id, _)| (id.to_string(), why.clone())));
+                continue;
+            }
+        };
+        eprintln!("{}: {}", c.names(), c.what);
         let base = out.join(format!("{}-as-the-lab{}", c.experiment, c.base.suffix));
         if !base_dirs.contains(&base) {
             run_or_keep(&exe, c.experiment, &part.argv(), &base)?;
             base_dirs.push(base.clone());
         }
-        // Named after its first finding, so that a control added to the
-        // list does not rename the others' directories (--resume finds them).
-        let first = c.ids[0].split_once('.').map_or(c.ids[0], |x| x.1);
-        let ctl = out.join(format!("{}-control-{first}", c.experiment));
+        // Named after its first finding (and its tag), so that a control
+        // added to the list does not rename the others' directories
+        // (--resume finds them).
+        let first = c.ids[0].0.split_once('.').map_or(c.ids[0].0, |x| x.1);
+        let ctl = out.join(format!("{}-control-{first}{}", c.experiment, c.tag));
         run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
-        for id in c.ids {
+        for &(id, role) in c.ids {
             let b = verdict_of(&base, id, None)?;
             let k = verdict_of(&ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
             let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
-            let (turned, turned_as_check) = turned(&verdict, &control_verdict);
+            let (turned, turned_as_check, cannot_turn) = turned(&verdict, &control_verdict, role);
             turns.push(Turn {
                 id: id.to_string(),
                 control: c.what.to_string(),
+                role,
                 verdict,
                 estimate,
                 control_verdict,
@@ -523,13 +639,17 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
                 control_gate_lifted: c.lifts_gate.is_some(),
                 turned,
                 turned_as_check,
+                cannot_turn,
             });
         }
     }
     let not_run: Vec<(String, String)> =
         not_here.into_iter().chain(NOT_RUN.iter().map(|(id, why)| (id.to_string(), why.to_string()))).collect();
+    let (turned_n, findings_n) = count(&turns);
     let doc = serde_json::json!({
         "out": out,
+        "findings_run": findings_n,
+        "findings_turned": turned_n,
         "controls": turns,
         "not_run": not_run.iter().map(|(id, why)| serde_json::json!({"id": id, "why": why})).collect::<Vec<_>>(),
     });
@@ -547,7 +667,18 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
 /// `--only`: the control runs when its experiment or one of its findings
 /// is named (`heap`, `heap.growth`).
 fn selected(c: &Control, only: &[String]) -> bool {
-    only.iter().any(|o| o == c.experiment || c.ids.contains(&o.as_str()))
+    only.iter().any(|o| o == c.experiment || c.ids.iter().any(|(id, _)| id == o))
+}
+
+impl Control {
+    /// Its findings' names, comma-separated.
+    fn names(&self) -> String {
+        self.ids.iter().map(|(id, _)| *id).collect::<Vec<_>>().join(", ")
+    }
+    /// Its flags: `what` up to the first colon.
+    fn flags(&self) -> &'static str {
+        self.what.split_once(':').map_or(self.what, |x| x.0)
+    }
 }
 
 /// Why a control on a swap file would not be one here: with zswap on,
@@ -564,199 +695,53 @@ fn swap_file_compresses(zswap: &probe::environment::Zswap) -> Option<String> {
 
 /// The text table of `turns`, what was not run and why, and the count.
 fn print_table(turns: &[Turn], not_run: &[(String, String)], out: &Path) {
-    let f = |x: Option<f64>| x.map_or("-".into(), record::stats::claim::num);
-    println!("| finding | as the lab runs it | under its control | turned | control |");
-    println!("|---|---|---|---|---|");
+    println!("| finding | as the lab runs it | under its control | role | turned | control |");
+    println!("|---|---|---|---|---|---|");
     for t in turns {
-        println!(
-            "| {} | {} ({}) | {} ({}) | {} | {} |",
-            t.id,
-            t.verdict,
-            f(t.estimate),
-            if t.control_gate_lifted {
-                format!("{} (estimate alone)", t.control_verdict)
-            } else {
-                t.control_verdict.clone()
-            },
-            f(t.control_estimate),
-            match (t.turned, t.turned_as_check) {
-                (true, true) => "yes (as a check: every value the same)",
-                (true, false) => "yes",
-                _ => "no",
-            },
-            t.control
-        );
+        println!("{}", row(t));
     }
     println!("\nNot run here:");
     for (id, why) in not_run {
         println!("- {id}: {why}");
     }
+    let (turned, run) = count(turns);
     println!(
-        "\n{} of {} controls run turned their finding's verdict; runs in {}",
-        turns.iter().filter(|t| t.turned).count(),
-        turns.len(),
+        "\n{turned} of {run} findings with a control run here were turned by one, the way its role says (a negative \
+         control from matches to differs, a positive one from differs to matches; instrument checks apart); runs in {}",
         out.display()
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every finding (checks apart) is in `bench controls`' lists exactly
-    /// once: run (CONTROLS) or named with why not (NOT_RUN). The
-    /// eighth-experiment trial added a thrash finding that neither list
-    /// named, and the benchmark left it out without a word.
-    #[test]
-    fn every_finding_is_run_or_said_not_run() {
-        let mut listed: Vec<&str> = CONTROLS.iter().flat_map(|c| c.ids.iter().copied()).collect();
-        listed.extend(NOT_RUN.iter().map(|(id, _)| *id));
-        let mut findings: Vec<&str> = Vec::new();
-        for e in experiments::ALL {
-            findings.extend(e.report.claims().into_iter().filter(|c| !c.check).map(|c| c.id));
-        }
-        for id in &findings {
-            let n = listed.iter().filter(|x| *x == id).count();
-            assert_eq!(n, 1, "{id}: in bench controls' lists {n} times (CONTROLS or NOT_RUN, src/controls.rs)");
-        }
-        for id in &listed {
-            assert!(findings.contains(id), "{id}: listed in bench controls but not a finding");
-        }
-    }
-
-    /// `--resume` keeps a finished run of exactly the same command, and
-    /// refuses (naming the directory, deleting nothing) one that is not.
-    #[test]
-    fn a_resumed_bench_keeps_only_finished_runs_of_the_same_command() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("thrash-as-the-lab");
-        std::fs::create_dir(&dir).unwrap();
-        let args: Vec<String> = ["--preset", "all", "--repeat", "4"].iter().map(|x| x.to_string()).collect();
-        let write = |state: &str, line: &[&str]| {
-            let r = serde_json::json!({
-                "status": {"state": state},
-                "pagelab_version": env!("CARGO_PKG_VERSION"),
-                "command_line": line,
-            });
-            std::fs::write(dir.join("run.json"), r.to_string()).unwrap();
-        };
-        // No binary to run: a kept run must not need one.
-        let exe = tmp.path().join("no-such-pagelab");
-        let line = ["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--out", "d"];
-        write("complete", &line);
-        run_or_keep(&exe, "thrash", &args, &dir).expect("kept");
-        // Stopped, failed or still running: refused, and left in place.
-        for state in ["interrupted", "failed", "running"] {
-            write(state, &line);
-            let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
-            assert!(e.contains("thrash-as-the-lab") && e.contains("no complete run"), "{state}: {e}");
-        }
-        // Another command (the control's extra flag): refused, either way round.
-        write("complete", &["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--cpu-only", "--out", "d"]);
-        let more: Vec<String> = args.iter().cloned().chain(["--cpu-only".to_string()]).collect();
-        assert!(run_or_keep(&exe, "thrash", &args, &dir).is_err());
-        run_or_keep(&exe, "thrash", &more, &dir).expect("the control's own run is kept");
-        write("complete", &line);
-        assert!(run_or_keep(&exe, "thrash", &more, &dir).is_err());
-        // A directory others may write is not trusted.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
-        assert!(e.contains("written by others"), "{e}");
-        assert!(dir.join("run.json").exists(), "nothing was deleted");
-    }
-
-    #[test]
-    fn each_control_changes_its_lab_steps_arguments() {
-        let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
-        let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
-        let step = |e: &str| steps.iter().find(|s| s.experiment == e).unwrap().clone();
-        for c in CONTROLS {
-            let part = (c.base.part)(&step(c.experiment)).unwrap().unwrap();
-            let changed = (c.change)(&part).unwrap().unwrap_or_else(|| panic!("{}: {:?}", c.experiment, part.argv()));
-            assert_ne!(changed.argv(), part.argv(), "{}: the control changes nothing", c.what);
-            assert_eq!(changed.repeat, part.repeat, "{}: the same repeats", c.what);
-            // Both command lines are ones pagelab takes.
-            for a in [part.argv(), changed.argv()] {
-                let line = ["pagelab", c.experiment].into_iter().chain(a.iter().map(String::as_str));
-                crate::cli::command()
-                    .try_get_matches_from(line)
-                    .unwrap_or_else(|e| panic!("{}: pagelab {} {a:?}: {e}", c.what, c.experiment));
-            }
-            // Every finding named exists, and names a control of its own.
-            for id in c.ids {
-                let e = experiments::catalog().find(c.experiment).unwrap();
-                let claim = e.claims().into_iter().find(|x| x.id == *id).unwrap_or_else(|| panic!("{id}"));
-                assert!(!claim.check && !claim.control.is_empty(), "{id}");
-            }
-        }
-        let heap = |part: &Base, s: &Step| HeapLab::of(&(part.part)(s).unwrap().unwrap()).unwrap();
-        let speed = heap(&HEAP_SPEED, &step("heap"));
-        assert!(speed.over_time.is_none() && speed.sweep.is_some(), "{speed:?}");
-        assert!(!(HEAP_SPEED.part)(&step("heap")).unwrap().unwrap().argv().iter().any(|a| a.starts_with("--over")));
-        let ot = heap(&HEAP_OVER_TIME, &step("heap"));
-        assert!(ot.sweep.is_none() && ot.over_time.is_some(), "{ot:?}");
-        let ot_argv = (HEAP_OVER_TIME.part)(&step("heap")).unwrap().unwrap().argv();
-        assert!(ot_argv.contains(&"--over-time".to_string()), "{ot_argv:?}");
-        assert!(!ot_argv.iter().any(|a| ["--speed", "--threads", "--ops"].contains(&a.as_str())), "{ot_argv:?}");
-        // heap.growth's control: N → 2N within the cores, judged from N.
-        let growth = CONTROLS.iter().find(|c| c.ids == ["heap.growth"]).unwrap();
-        for (cpus, want) in [(2, (vec![1, 2], 1)), (16, (vec![8, 16], 8)), (3, (vec![1, 2], 1))] {
-            let m = Machine { cpus, ..m };
-            let s = plan(&m, Scale::Quick, None, &[]).into_iter().find(|s| s.experiment == "heap").unwrap();
-            let g = (growth.change)(&(HEAP_SPEED.part)(&s).unwrap().unwrap()).unwrap().unwrap();
-            let sw = HeapLab::of(&g).unwrap().sweep.unwrap();
-            assert_eq!((sw.threads.unwrap(), sw.growth_from.unwrap()), want, "{cpus}: {:?}", g.argv());
-        }
-        let mut one = speed.clone();
-        one.sweep.as_mut().unwrap().threads = Some(vec![1, 2]);
-        assert_eq!(growth_within_the_cores(&mut one), None, "one CPU: no such step");
-        // --only names an experiment or a finding.
-        let only = |o: &[&str]| -> Vec<&str> {
-            let o: Vec<String> = o.iter().map(|x| x.to_string()).collect();
-            CONTROLS.iter().filter(|c| selected(c, &o)).map(|c| c.ids[0]).collect()
-        };
-        assert_eq!(only(&["heap.growth"]), ["heap.growth"]);
-        assert_eq!(
-            only(&["eat.read_back_alike", "mapping.lazy_reset"]),
-            ["eat.trim_random_semi", "mapping.lazy_reset"]
-        );
-        assert_eq!(only(&["heap"]).len(), CONTROLS.iter().filter(|c| c.experiment == "heap").count());
-        assert!(only(&["heap.nothing", "jank.min_ttl"]).is_empty(), "a finding without a control run selects none");
-        // A swap-file control is no control where zswap compresses in front of the file.
-        let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };
-        let off = probe::environment::Zswap { enabled: Some(false), ..on.clone() };
-        assert!(swap_file_compresses(&on).is_some_and(|w| w.contains("zswap is on")));
-        assert_eq!(swap_file_compresses(&off), None);
-        let plain: Vec<&str> = CONTROLS.iter().filter(|c| c.plain_swap_file).map(|c| c.ids[0]).collect();
-        assert_eq!(plain, ["eat.trim_random_semi"]);
-        let eat = CONTROLS.iter().find(|c| c.plain_swap_file).unwrap();
-        assert_eq!(EatLab::of(&(eat.change)(&step("eat")).unwrap().unwrap()).unwrap().backing, BackingKind::Swapfile);
-        // thrash's CPU-only control is the one that leaves the protocol.
-        let th = step("thrash");
-        let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
-        assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
-        // thrash.writes': the step with no sleep, every preset as it is.
-        let w = CONTROLS.iter().find(|c| c.ids == ["thrash.writes"]).unwrap();
-        let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
-        assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
-        assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
-        assert!(w.lifts_gate.is_some());
-        assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
-        // A step that is not the control's experiment's is a bug of the
-        // plan, said as one, not a control this machine cannot make.
-        assert!((w.change)(&step("eat")).unwrap_err().to_string().contains("not thrash's"));
-        assert_eq!(turned("matches", "differs"), (true, false));
-        assert_eq!(turned("differs", "matches"), (true, false));
-        assert_eq!(turned("matches", "check failed"), (true, true));
-        assert_eq!(turned("differs", "check passed"), (true, true));
-        for (a, b) in [
-            ("matches", "inconclusive"),
-            ("matches", "check passed"),
-            ("differs", "differs"),
-            ("matches", "not checked"),
-        ] {
-            assert_eq!(turned(a, b), (false, false), "{a} -> {b}");
-        }
-    }
+/// One row of the table.
+fn row(t: &Turn) -> String {
+    let f = |x: Option<f64>| x.map_or("-".into(), record::stats::claim::num);
+    let lifted = if t.control_gate_lifted { " (estimate alone)" } else { "" };
+    let turned = match (t.role, t.turned, t.turned_as_check, t.cannot_turn) {
+        (Instrument, true, ..) => "it reads the other way (an instrument check, not a turn)".to_string(),
+        (_, true, true, _) => "yes (as a check: every value the same)".to_string(),
+        (_, true, false, _) => "yes".to_string(),
+        (role, false, _, true) => format!(
+            "cannot: the lab's run already {}; it needs a {} control",
+            t.verdict,
+            if role == Negative { "positive" } else { "negative" }
+        ),
+        _ => "no".to_string(),
+    };
+    let role = match t.role {
+        Negative => "negative",
+        Positive => "positive",
+        Instrument => "instrument",
+    };
+    format!(
+        "| {} | {} ({}) | {}{lifted} ({}) | {role} | {turned} | {} |",
+        t.id,
+        t.verdict,
+        f(t.estimate),
+        t.control_verdict,
+        f(t.control_estimate),
+        t.control
+    )
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! `bench controls`' lists, roles, turns and resumes.
+
+use super::*;
+
+/// Every finding (checks apart) is in `bench controls`' lists: run
+/// (CONTROLS, at most one control of each role) or named once with why
+/// not (NOT_RUN), never both. The eighth-experiment trial added a thrash
+/// finding that neither list named, and the benchmark left it out
+/// without a word.
+#[test]
+fn every_finding_is_run_or_said_not_run() {
+    let run: Vec<(&str, Role)> = CONTROLS.iter().flat_map(|c| c.ids.iter().copied()).collect();
+    let mut findings: Vec<&str> = Vec::new();
+    for e in experiments::ALL {
+        findings.extend(e.report.claims().into_iter().filter(|c| !c.check).map(|c| c.id));
+    }
+    for id in &findings {
+        let not = NOT_RUN.iter().filter(|x| x.0 == *id).count();
+        let roles: Vec<Role> = run.iter().filter(|x| x.0 == *id).map(|x| x.1).collect();
+        assert!(
+            (not == 1 && roles.is_empty()) || (not == 0 && !roles.is_empty()),
+            "{id}: run by {} controls and said not run {not} times (CONTROLS or NOT_RUN, src/controls.rs)",
+            roles.len()
+        );
+        for r in [Negative, Positive, Instrument] {
+            let n = roles.iter().filter(|x| **x == r).count();
+            assert!(n <= 1, "{id}: {n} {r:?} controls");
+        }
+    }
+    for id in run.iter().map(|x| x.0).chain(NOT_RUN.iter().map(|x| x.0)) {
+        assert!(findings.contains(&id), "{id}: listed in bench controls but not a finding");
+    }
+    // Two controls of one finding have directories of their own.
+    let mut dirs: Vec<String> = CONTROLS.iter().map(|c| format!("{}{}", c.ids[0].0, c.tag)).collect();
+    dirs.sort();
+    let n = dirs.len();
+    dirs.dedup();
+    assert_eq!(dirs.len(), n, "two controls would share a directory: {dirs:?}");
+}
+
+/// `--resume` keeps a finished run of exactly the same command, and
+/// refuses (naming the directory, deleting nothing) one that is not.
+#[test]
+fn a_resumed_bench_keeps_only_finished_runs_of_the_same_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("thrash-as-the-lab");
+    std::fs::create_dir(&dir).unwrap();
+    let args: Vec<String> = ["--preset", "all", "--repeat", "4"].iter().map(|x| x.to_string()).collect();
+    let write = |state: &str, line: &[&str]| {
+        let r = serde_json::json!({
+            "status": {"state": state},
+            "pagelab_version": env!("CARGO_PKG_VERSION"),
+            "command_line": line,
+        });
+        std::fs::write(dir.join("run.json"), r.to_string()).unwrap();
+    };
+    // No binary to run: a kept run must not need one.
+    let exe = tmp.path().join("no-such-pagelab");
+    let line = ["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--out", "d"];
+    write("complete", &line);
+    run_or_keep(&exe, "thrash", &args, &dir).expect("kept");
+    // Stopped, failed or still running: refused, and left in place.
+    for state in ["interrupted", "failed", "running"] {
+        write(state, &line);
+        let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
+        assert!(e.contains("thrash-as-the-lab") && e.contains("no complete run"), "{state}: {e}");
+    }
+    // Another command (the control's extra flag): refused, either way round.
+    write("complete", &["/x/pagelab", "thrash", "--preset", "all", "--repeat", "4", "--cpu-only", "--out", "d"]);
+    let more: Vec<String> = args.iter().cloned().chain(["--cpu-only".to_string()]).collect();
+    assert!(run_or_keep(&exe, "thrash", &args, &dir).is_err());
+    run_or_keep(&exe, "thrash", &more, &dir).expect("the control's own run is kept");
+    write("complete", &line);
+    assert!(run_or_keep(&exe, "thrash", &more, &dir).is_err());
+    // A directory others may write is not trusted.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = run_or_keep(&exe, "thrash", &args, &dir).unwrap_err().to_string();
+    assert!(e.contains("written by others"), "{e}");
+    assert!(dir.join("run.json").exists(), "nothing was deleted");
+}
+
+#[test]
+fn each_control_changes_its_lab_steps_arguments() {
+    let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+    let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
+    let step = |e: &str| steps.iter().find(|s| s.experiment == e).unwrap().clone();
+    for c in CONTROLS {
+        let part = (c.base.part)(&step(c.experiment)).unwrap().unwrap();
+        let changed = (c.change)(&part).unwrap().unwrap_or_else(|| panic!("{}: {:?}", c.experiment, part.argv()));
+        assert_ne!(changed.argv(), part.argv(), "{}: the control changes nothing", c.what);
+        assert_eq!(changed.repeat, part.repeat, "{}: the same repeats", c.what);
+        // Both command lines are ones pagelab takes.
+        for a in [part.argv(), changed.argv()] {
+            let line = ["pagelab", c.experiment].into_iter().chain(a.iter().map(String::as_str));
+            crate::cli::command()
+                .try_get_matches_from(line)
+                .unwrap_or_else(|e| panic!("{}: pagelab {} {a:?}: {e}", c.what, c.experiment));
+        }
+        // Every finding named exists, and names a control of its own.
+        for (id, _) in c.ids {
+            let e = experiments::catalog().find(c.experiment).unwrap();
+            let claim = e.claims().into_iter().find(|x| x.id == *id).unwrap_or_else(|| panic!("{id}"));
+            assert!(!claim.check && !claim.control.is_empty(), "{id}");
+        }
+    }
+    let heap = |part: &Base, s: &Step| HeapLab::of(&(part.part)(s).unwrap().unwrap()).unwrap();
+    let speed = heap(&HEAP_SPEED, &step("heap"));
+    assert!(speed.over_time.is_none() && speed.sweep.is_some(), "{speed:?}");
+    assert!(!(HEAP_SPEED.part)(&step("heap")).unwrap().unwrap().argv().iter().any(|a| a.starts_with("--over")));
+    let ot = heap(&HEAP_OVER_TIME, &step("heap"));
+    assert!(ot.sweep.is_none() && ot.over_time.is_some(), "{ot:?}");
+    let ot_argv = (HEAP_OVER_TIME.part)(&step("heap")).unwrap().unwrap().argv();
+    assert!(ot_argv.contains(&"--over-time".to_string()), "{ot_argv:?}");
+    assert!(!ot_argv.iter().any(|a| ["--speed", "--threads", "--ops"].contains(&a.as_str())), "{ot_argv:?}");
+    // heap.growth's control: N → 2N within the cores, judged from N.
+    let growth = CONTROLS.iter().find(|c| c.ids == [("heap.growth", Negative)]).unwrap();
+    for (cpus, want) in [(2, (vec![1, 2], 1)), (16, (vec![8, 16], 8)), (3, (vec![1, 2], 1))] {
+        let m = Machine { cpus, ..m };
+        let s = plan(&m, Scale::Quick, None, &[]).into_iter().find(|s| s.experiment == "heap").unwrap();
+        let g = (growth.change)(&(HEAP_SPEED.part)(&s).unwrap().unwrap()).unwrap().unwrap();
+        let sw = HeapLab::of(&g).unwrap().sweep.unwrap();
+        assert_eq!((sw.threads.unwrap(), sw.growth_from.unwrap()), want, "{cpus}: {:?}", g.argv());
+    }
+    let mut one = speed.clone();
+    one.sweep.as_mut().unwrap().threads = Some(vec![1, 2]);
+    assert_eq!(growth_within_the_cores(&mut one), None, "one CPU: no such step");
+    // --only names an experiment or a finding.
+    let only = |o: &[&str]| -> Vec<&str> {
+        let o: Vec<String> = o.iter().map(|x| x.to_string()).collect();
+        CONTROLS.iter().filter(|c| selected(c, &o)).map(|c| c.ids[0].0).collect()
+    };
+    assert_eq!(only(&["heap.growth"]), ["heap.growth"]);
+    assert_eq!(only(&["eat.read_back_alike", "mapping.lazy_reset"]), ["eat.trim_random_semi", "mapping.lazy_reset"]);
+    assert_eq!(only(&["heap"]).len(), CONTROLS.iter().filter(|c| c.experiment == "heap").count());
+    assert!(only(&["heap.nothing", "jank.min_ttl"]).is_empty(), "a finding without a control run selects none");
+    // A swap-file control is no control where zswap compresses in front of the file.
+    let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };
+    let off = probe::environment::Zswap { enabled: Some(false), ..on.clone() };
+    assert!(swap_file_compresses(&on).is_some_and(|w| w.contains("zswap is on")));
+    assert_eq!(swap_file_compresses(&off), None);
+    // The swap-file control is unavailable where zswap is on; the
+    // deflate one where zswap or its deflate is missing.
+    let here = |zswap: &probe::environment::Zswap, comp: &[&str]| Here {
+        zswap: zswap.clone(),
+        zswap_compressors: comp.iter().map(|x| x.to_string()).collect(),
+    };
+    let why = |c: &Control, h: &Here| c.unavailable.and_then(|u| u(h));
+    let swapfile = CONTROLS.iter().find(|c| c.tag.is_empty() && c.ids[0].0 == "eat.trim_random_semi").unwrap();
+    assert_eq!(EatLab::of(&(swapfile.change)(&step("eat")).unwrap().unwrap()).unwrap().backing, BackingKind::Swapfile);
+    assert!(why(swapfile, &here(&on, &["deflate"])).is_some_and(|w| w.contains("zswap is on")));
+    assert_eq!(why(swapfile, &here(&off, &[])), None);
+    let deflate = CONTROLS.iter().find(|c| c.tag == "-zswap-deflate").unwrap();
+    let d = EatLab::of(&(deflate.change)(&step("eat")).unwrap().unwrap()).unwrap();
+    assert_eq!((d.backing, d.compressor.as_deref()), (BackingKind::Zswap, Some("deflate")));
+    assert_eq!(why(deflate, &here(&off, &["deflate", "lzo"])), None);
+    assert_eq!(
+        why(deflate, &here(&on, &["deflate"])),
+        None,
+        "zswap on already: eat sets its compressor and restores it (journaled)"
+    );
+    let absent = probe::environment::Zswap::default();
+    assert!(why(deflate, &here(&absent, &["deflate"])).is_some_and(|w| w.contains("needs zswap,")));
+    assert!(why(deflate, &here(&off, &["lz4", "lzo"])).is_some_and(|w| w.contains("offers: lz4, lzo")));
+    assert!(why(deflate, &here(&off, &[])).is_some_and(|w| w.contains("offers: none")));
+    // Only eat's controls need anything of the machine beyond the lab step.
+    assert!(CONTROLS.iter().filter(|c| c.unavailable.is_some()).all(|c| c.experiment == "eat"));
+    // thrash's CPU-only control is the one that leaves the protocol.
+    let th = step("thrash");
+    let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
+    assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
+    // thrash.writes': the step with no sleep, every preset as it is.
+    let w = CONTROLS.iter().find(|c| c.ids == [("thrash.writes", Negative)]).unwrap();
+    let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
+    assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
+    assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
+    assert!(w.lifts_gate.is_some());
+    assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
+    // A step that is not the control's experiment's is a bug of the
+    // plan, said as one, not a control this machine cannot make.
+    assert!((w.change)(&step("eat")).unwrap_err().to_string().contains("not thrash's"));
+}
+
+/// A control turns its finding only the way its role says: a negative
+/// one from matches to differs, a positive one from differs to matches
+/// (or to the check's result that says the same); the review found a
+/// negative control counted as turned from differs to matches.
+#[test]
+fn a_control_turns_only_the_way_its_role_says() {
+    for (base, control, role, want) in [
+        ("matches", "differs", Negative, (true, false, false)),
+        ("matches", "check failed", Negative, (true, true, false)),
+        ("differs", "matches", Negative, (false, false, true)),
+        ("differs", "differs", Negative, (false, false, true)),
+        ("matches", "inconclusive", Negative, (false, false, false)),
+        ("matches", "check passed", Negative, (false, false, false)),
+        ("matches", "not checked", Negative, (false, false, false)),
+        ("differs", "matches", Positive, (true, false, false)),
+        ("differs", "check passed", Positive, (true, true, false)),
+        ("matches", "differs", Positive, (false, false, true)),
+        ("differs", "check failed", Positive, (false, false, false)),
+        ("inconclusive", "matches", Positive, (false, false, false)),
+        ("differs", "matches", Instrument, (true, false, false)),
+    ] {
+        assert_eq!(turned(base, control, role), want, "{base} -> {control} ({role:?})");
+    }
+    let t = |id: &str, role, turned| Turn {
+        id: id.into(),
+        control: "c".into(),
+        role,
+        verdict: "differs".into(),
+        estimate: Some(1.0),
+        control_verdict: "matches".into(),
+        control_estimate: None,
+        control_gate_lifted: false,
+        turned,
+        turned_as_check: false,
+        cannot_turn: !turned,
+    };
+    // A finding with two controls counts once, turned if either turned
+    // it; an instrument check is counted neither way.
+    let turns = [
+        t("eat.a", Negative, false),
+        t("eat.a", Positive, true),
+        t("eat.b", Negative, false),
+        t("mapping.c", Instrument, true),
+        t("mapping.d", Negative, true),
+    ];
+    assert_eq!(count(&turns), (2, 3));
+    assert!(row(&turns[0]).contains("cannot: the lab's run already differs; it needs a positive control"));
+    assert!(row(&turns[1]).contains("| positive | yes |"));
+    assert!(row(&turns[3]).contains("not a turn"));
+}
