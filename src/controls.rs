@@ -1,10 +1,13 @@
 //! `pagelab bench controls` (issue 57 item 1): a finding is evidence only if
-//! it could have come out the other way. Each finding whose negative control
-//! pagelab can run is judged twice, at the quick lab's scale and repeats
-//! (its lab step's own arguments): on a run as the lab makes it, and on the
-//! same run with the control in place, which removes the mechanism the claim
-//! is about. The control has turned the verdict when one of the two matches
-//! and the other differs; a control that ends inconclusive has not turned.
+//! it could have come out the other way. Each finding whose control pagelab
+//! can run is judged twice, at the quick lab's scale and repeats (its lab
+//! step's own arguments): on a run as the lab makes it, and on the same run
+//! with the control in place. A control's [`Role`] for each finding, fixed
+//! from the mechanism before any run, says which way it may turn the
+//! verdict: a negative one (the mechanism removed) from matches to differs,
+//! on the side of the region it predicts; a positive one (the mechanism made
+//! to hold) from differs to matches. A control that ends inconclusive, or
+//! goes the other way, has not turned.
 //!
 //! Runs are made as `lab` makes them (the binary, one experiment at a time,
 //! under its lock), into `--out DIR` (one directory per run), and judged by
@@ -77,36 +80,10 @@ fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<St
     })
 }
 
-/// What a control does to its finding's claim, fixed from the mechanism
-/// before any run: the verdict it should give, and so the only way it can
-/// turn. A control that gives its verdict where the run as the lab makes it
-/// gave the same shows nothing either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// It removes the mechanism the claim is about, so the claim is false
-    /// there: it turns a finding that matches to differs.
-    Negative,
-    /// It makes the mechanism hold, so the claim is true there: it turns a
-    /// finding that differs to matches.
-    Positive,
-    /// It shows only that the instrument can read the other way (the same
-    /// fact as another finding's turn): never counted as a turn.
-    Instrument,
-}
-use Role::{Instrument, Negative, Positive};
-
-impl Role {
-    /// The verdict the control should give, and the check's result that
-    /// says the same where every value of the control was alike.
-    fn expects(self) -> (report::verdict::Outcome, report::verdict::Outcome) {
-        use report::verdict::Outcome::*;
-        match self {
-            Negative => (Differs, CheckFailed),
-            Positive | Instrument => (Matches, CheckPassed),
-        }
-    }
-}
+mod role;
+pub use role::Role;
+use role::{Above, Below};
+use role::{Instrument, Negative, Positive};
 
 /// What this machine offers that a control may need, read once.
 struct Here {
@@ -134,8 +111,8 @@ fn no_zswap_deflate(h: &Here) -> Option<String> {
 const CONTROLS: &[Control] = &[
     Control {
         ids: &[
-            ("eat.trim_random_semi", Negative),
-            ("eat.trim_const_semi", Negative),
+            ("eat.trim_random_semi", Negative(Below)),
+            ("eat.trim_const_semi", Negative(Above)),
             ("eat.read_back_alike", Positive),
         ],
         experiment: "eat",
@@ -152,9 +129,9 @@ const CONTROLS: &[Control] = &[
         experiment: "eat",
         tag: "-zswap-deflate",
         what: "--backing zswap --compressor deflate: a compressor with no skip over incompressible input (every \
-               byte of a random page is hashed, searched and coded as a literal, while the semi pattern's repeats \
-               are passed over as matches), so compressing random data costs the most, as the study found; lzo, \
-               lzo-rle and lz4 skip ahead through data that does not compress",
+               byte of a random page is searched for a match and Huffman-coded as a literal, where the semi \
+               pattern's repeats are coded as matches), so random pages cost more to compress than semi ones, the \
+               direction the study found; lzo, lzo-rle and lz4 skip ahead through data that does not compress",
         change: |s| {
             set(s, |a: &mut EatLab| (a.backing, a.compressor) = (BackingKind::Zswap, Some(DEFLATE.to_string())))
         },
@@ -163,7 +140,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("eat.semi_fraction", Negative)],
+        ids: &[("eat.semi_fraction", Negative(Above))],
         experiment: "eat",
         tag: "",
         what: "--block 1: the semi pattern in blocks of one byte, so nothing in it repeats on purpose",
@@ -173,7 +150,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("wscap.cap_slowdown", Negative), ("wscap.periodic_cheaper", Negative)],
+        ids: &[("wscap.cap_slowdown", Negative(Below)), ("wscap.periodic_cheaper", Negative(Below))],
         experiment: "wscap",
         tag: "",
         what: "--cap at twice --size: a cap above the working set",
@@ -193,7 +170,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("mapping.lazy_reset", Negative), ("mapping.fresh_cheapest", Instrument)],
+        ids: &[("mapping.lazy_reset", Negative(Above)), ("mapping.fresh_cheapest", Instrument)],
         experiment: "mapping",
         tag: "",
         what: "--free-pageout: each MADV_FREE is followed at once by MADV_PAGEOUT inside the timed release, so the \
@@ -205,7 +182,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("mapping.shared_costlier", Negative)],
+        ids: &[("mapping.shared_costlier", Negative(Below))],
         experiment: "mapping",
         tag: "",
         what: "--memfd-keep: one memfd, its pages allocated once, mapped and unmapped each cycle, so the page-cache \
@@ -216,7 +193,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("heap.glibc_keeps", Negative)],
+        ids: &[("heap.glibc_keeps", Negative(Below))],
         experiment: "heap",
         tag: "",
         what: "--glibc-mmap-threshold 128KiB: glibc's default mmap threshold, fixed, so blocks of 128 KiB and up are \
@@ -232,7 +209,7 @@ const CONTROLS: &[Control] = &[
         base: HEAP_OVER_TIME,
     },
     Control {
-        ids: &[("heap.concurrent_linux", Negative)],
+        ids: &[("heap.concurrent_linux", Negative(Above))],
         experiment: "heap",
         tag: "",
         what: "--heap-mode glibc-shared: glibc with one arena for every thread (M_ARENA_MAX=1), mimalloc as it is, \
@@ -248,7 +225,7 @@ const CONTROLS: &[Control] = &[
         base: HEAP_SPEED,
     },
     Control {
-        ids: &[("heap.growth", Negative)],
+        ids: &[("heap.growth", Negative(Below))],
         experiment: "heap",
         tag: "",
         what: "--growth-from at half the CPUs: the step from N threads to 2N stays within the cores, each thread pinned \
@@ -259,7 +236,7 @@ const CONTROLS: &[Control] = &[
         base: HEAP_SPEED,
     },
     Control {
-        ids: &[("heap.malloc_trim", Negative)],
+        ids: &[("heap.malloc_trim", Negative(Above))],
         experiment: "heap",
         tag: "",
         what: "--shrink-frees 0 --churn 1ms: a program that frees next to nothing before the trim (no shrink, a \
@@ -276,7 +253,11 @@ const CONTROLS: &[Control] = &[
         base: HEAP_OVER_TIME,
     },
     Control {
-        ids: &[("thrash.deep", Negative), ("thrash.sleep", Negative), ("thrash.stagger", Negative)],
+        ids: &[
+            ("thrash.deep", Negative(Above)),
+            ("thrash.sleep", Negative(Above)),
+            ("thrash.stagger", Negative(Below)),
+        ],
         experiment: "thrash",
         tag: "",
         what: "--cpu-only: a limit that holds every consumer twice over, so nothing pages (outside the protocol by \
@@ -287,7 +268,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("thrash.writes", Negative)],
+        ids: &[("thrash.writes", Negative(Below))],
         experiment: "thrash",
         tag: "",
         what: "--sleep 0s: no sleep between cycles, so each consumer writes nonstop and W no longer sets its write \
@@ -298,7 +279,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("thrash.recovery", Negative)],
+        ids: &[("thrash.recovery", Negative(Above))],
         experiment: "thrash",
         tag: "",
         what: "--after-load stays, e2 alone: each consumer keeps writing its whole region after t_p, so the load never \
@@ -314,7 +295,7 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("jank.zram_tenfold", Negative)],
+        ids: &[("jank.zram_tenfold", Negative(Below))],
         experiment: "jank",
         tag: "",
         what: "--cpu-only, zram:lz4 and swapfile: both stores under a limit that holds the hog twice over, so \
@@ -384,40 +365,44 @@ pub struct Turn {
     /// what the rules give on its estimate alone.
     pub control_gate_lifted: bool,
     /// Turned the way its role says: a negative control from matches to
-    /// differs, a positive one from differs to matches, or to the check's
-    /// result that says the same where the control's values were identical
-    /// ([`report::verdict`]: the configuration alone made the claim false,
-    /// or true). Never the other way: a negative control whose run matches
-    /// has shown nothing about the claim.
+    /// differs on the side it predicts, a positive one from differs to
+    /// matches, or to the check's result that says the same where the
+    /// control's values were identical ([`report::verdict`]: the
+    /// configuration alone made the claim false, or true). Never the other
+    /// way, and never an instrument check.
     pub turned: bool,
     /// It turned into a check's result, not a finding's.
     pub turned_as_check: bool,
+    /// An instrument check read the other way (not a turn).
+    pub reads_other_way: bool,
     /// The run as the lab makes it already gave the verdict the control
     /// should give: this control cannot turn it (it needs one of the other
     /// role).
     pub cannot_turn: bool,
 }
 
-/// Whether a control of `role` turned `base` into `control` its way, as a
-/// check's result, and whether `base` was already what the control should
-/// give. Inconclusive, not checked and the rest never turn.
-fn turned(base: &str, control: &str, role: Role) -> (bool, bool, bool) {
+/// How a control of `role` moved `base` to `control`: (turned its way, as
+/// a check's result, `base` already what the control should give). `side`
+/// says whether the control's estimate lay on the side a negative control
+/// predicts. Inconclusive, not checked and the rest never turn.
+fn turned(base: &str, control: &str, role: Role, side: bool) -> (bool, bool, bool) {
     use report::verdict::Outcome::*;
     let (want, want_check) = role.expects();
     let from = if want == Matches { Differs } else { Matches };
-    let as_check = base == from.word() && control == want_check.word();
-    let plain = base == from.word() && control == want.word();
+    let side = side || !matches!(role, Negative(_));
+    let as_check = base == from.word() && control == want_check.word() && side;
+    let plain = base == from.word() && control == want.word() && side;
     (plain || as_check, as_check, base == want.word())
 }
 
-/// The count the table ends with: findings with a control of theirs run
-/// (instrument checks apart), and those a control turned.
+/// The count the table ends with: the findings with a control run (one
+/// whose only control is an instrument check counts, and never turns), and
+/// those a control turned its way.
 fn count(turns: &[Turn]) -> (usize, usize) {
-    let mut run: Vec<&str> = turns.iter().filter(|t| t.role != Instrument).map(|t| t.id.as_str()).collect();
-    run.dedup();
+    let mut run: Vec<&str> = turns.iter().map(|t| t.id.as_str()).collect();
     run.sort();
     run.dedup();
-    let turned = run.iter().filter(|id| turns.iter().any(|t| t.id == **id && t.role != Instrument && t.turned)).count();
+    let turned = run.iter().filter(|id| turns.iter().any(|t| t.id == **id && t.turned)).count();
     (turned, run.len())
 }
 
@@ -546,6 +531,13 @@ fn each_thrash_run(dir: &Path, ok: fn(&experiments::thrash::results::ThrashResul
     }
 }
 
+/// The region of finding `id` of `experiment`, as its claim fixes it.
+fn region(experiment: &str, id: &str) -> anyhow::Result<record::stats::claim::Region> {
+    let e = experiments::catalog().find(experiment).ok_or_else(|| anyhow::anyhow!("no experiment {experiment}"))?;
+    let claim = e.claims().into_iter().find(|c| c.id == id).ok_or_else(|| anyhow::anyhow!("no finding {id}"))?;
+    Ok(claim.region)
+}
+
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(o) = a.only.iter().find(|o| !CONTROLS.iter().any(|c| selected(c, std::slice::from_ref(o)))) {
         let mut with: Vec<&str> = CONTROLS.iter().map(|c| c.experiment).collect();
@@ -623,25 +615,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let first = c.ids[0].0.split_once('.').map_or(c.ids[0].0, |x| x.1);
         let ctl = out.join(format!("{}-control-{first}{}", c.experiment, c.tag));
         run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
-        for &(id, role) in c.ids {
-            let b = verdict_of(&base, id, None)?;
-            let k = verdict_of(&ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
-            let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
-            let (turned, turned_as_check, cannot_turn) = turned(&verdict, &control_verdict, role);
-            turns.push(Turn {
-                id: id.to_string(),
-                control: c.what.to_string(),
-                role,
-                verdict,
-                estimate,
-                control_verdict,
-                control_estimate,
-                control_gate_lifted: c.lifts_gate.is_some(),
-                turned,
-                turned_as_check,
-                cannot_turn,
-            });
-        }
+        judge(c, &base, &ctl, &mut turns)?;
     }
     let not_run: Vec<(String, String)> =
         not_here.into_iter().chain(NOT_RUN.iter().map(|(id, why)| (id.to_string(), why.to_string()))).collect();
@@ -661,6 +635,38 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         return crate::print_json(&doc);
     }
     print_table(&turns, &not_run, &out);
+    Ok(())
+}
+
+/// Judges each finding of `c` on the run as the lab makes it (`base`) and
+/// on its control (`ctl`), and adds a row per finding to `turns`.
+fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow::Result<()> {
+    for &(id, role) in c.ids {
+        let b = verdict_of(base, id, None)?;
+        let k = verdict_of(ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
+        let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
+        let side = match role {
+            Negative(side) => side.holds(control_estimate, &region(c.experiment, id)?),
+            _ => true,
+        };
+        let (turned, turned_as_check, cannot_turn) = turned(&verdict, &control_verdict, role, side);
+        let reads_other_way = role == Instrument && turned;
+        let turned = turned && role != Instrument;
+        turns.push(Turn {
+            id: id.to_string(),
+            control: c.what.to_string(),
+            role,
+            verdict,
+            estimate,
+            control_verdict,
+            control_estimate,
+            control_gate_lifted: c.lifts_gate.is_some(),
+            turned,
+            turned_as_check,
+            reads_other_way,
+            cannot_turn,
+        });
+    }
     Ok(())
 }
 
@@ -707,7 +713,8 @@ fn print_table(turns: &[Turn], not_run: &[(String, String)], out: &Path) {
     let (turned, run) = count(turns);
     println!(
         "\n{turned} of {run} findings with a control run here were turned by one, the way its role says (a negative \
-         control from matches to differs, a positive one from differs to matches; instrument checks apart); runs in {}",
+         control from matches to differs on the side it predicts, a positive one from differs to matches; an \
+         instrument check never counts); runs in {}",
         out.display()
     );
 }
@@ -716,21 +723,17 @@ fn print_table(turns: &[Turn], not_run: &[(String, String)], out: &Path) {
 fn row(t: &Turn) -> String {
     let f = |x: Option<f64>| x.map_or("-".into(), record::stats::claim::num);
     let lifted = if t.control_gate_lifted { " (estimate alone)" } else { "" };
-    let turned = match (t.role, t.turned, t.turned_as_check, t.cannot_turn) {
-        (Instrument, true, ..) => "it reads the other way (an instrument check, not a turn)".to_string(),
-        (_, true, true, _) => "yes (as a check: every value the same)".to_string(),
-        (_, true, false, _) => "yes".to_string(),
-        (role, false, _, true) => format!(
-            "cannot: the lab's run already {}; it needs a {} control",
-            t.verdict,
-            if role == Negative { "positive" } else { "negative" }
-        ),
+    let turned = match (t.turned, t.turned_as_check, t.reads_other_way, t.cannot_turn) {
+        (_, _, true, _) => "it reads the other way (an instrument check, not a turn)".to_string(),
+        (true, true, ..) => "yes (as a check: every value the same)".to_string(),
+        (true, false, ..) => "yes".to_string(),
+        (false, _, _, true) => format!("cannot: the lab's run already {}", t.verdict),
         _ => "no".to_string(),
     };
     let role = match t.role {
-        Negative => "negative",
-        Positive => "positive",
-        Instrument => "instrument",
+        Negative(Above) => "negative (above)",
+        Negative(Below) => "negative (below)",
+        r => r.word(),
     };
     format!(
         "| {} | {} ({}) | {}{lifted} ({}) | {role} | {turned} | {} |",

@@ -132,6 +132,10 @@ fn bad_heap_input_exits_2() {
         (&["--threads", "0"][..], "expected 1 to"),
         (&["--threads", "1,x"][..], "not a thread count"),
         (&["--heap-mode", "per-thread", "--allocators", "glibc"][..], "per-thread: mimalloc, jemalloc"),
+        (
+            &["--heap-mode", "glibc-shared", "--allocators", "mimalloc,jemalloc"][..],
+            "glibc-shared: changes glibc alone",
+        ),
         (&["--baseline", "tcmalloc"][..], "--baseline"),
         (&["--ops", "0"][..], "--ops"),
     ] {

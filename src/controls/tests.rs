@@ -22,8 +22,8 @@ fn every_finding_is_run_or_said_not_run() {
             "{id}: run by {} controls and said not run {not} times (CONTROLS or NOT_RUN, src/controls.rs)",
             roles.len()
         );
-        for r in [Negative, Positive, Instrument] {
-            let n = roles.iter().filter(|x| **x == r).count();
+        for r in ["negative", "positive", "instrument"] {
+            let n = roles.iter().filter(|x| x.word() == r).count();
             assert!(n <= 1, "{id}: {n} {r:?} controls");
         }
     }
@@ -114,7 +114,7 @@ fn each_control_changes_its_lab_steps_arguments() {
     assert!(ot_argv.contains(&"--over-time".to_string()), "{ot_argv:?}");
     assert!(!ot_argv.iter().any(|a| ["--speed", "--threads", "--ops"].contains(&a.as_str())), "{ot_argv:?}");
     // heap.growth's control: N → 2N within the cores, judged from N.
-    let growth = CONTROLS.iter().find(|c| c.ids == [("heap.growth", Negative)]).unwrap();
+    let growth = CONTROLS.iter().find(|c| c.ids == [("heap.growth", Negative(Below))]).unwrap();
     for (cpus, want) in [(2, (vec![1, 2], 1)), (16, (vec![8, 16], 8)), (3, (vec![1, 2], 1))] {
         let m = Machine { cpus, ..m };
         let s = plan(&m, Scale::Quick, None, &[]).into_iter().find(|s| s.experiment == "heap").unwrap();
@@ -170,7 +170,7 @@ fn each_control_changes_its_lab_steps_arguments() {
     let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
     assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
     // thrash.writes': the step with no sleep, every preset as it is.
-    let w = CONTROLS.iter().find(|c| c.ids == [("thrash.writes", Negative)]).unwrap();
+    let w = CONTROLS.iter().find(|c| c.ids == [("thrash.writes", Negative(Below))]).unwrap();
     let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
     assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
     assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
@@ -187,47 +187,88 @@ fn each_control_changes_its_lab_steps_arguments() {
 /// negative control counted as turned from differs to matches.
 #[test]
 fn a_control_turns_only_the_way_its_role_says() {
-    for (base, control, role, want) in [
-        ("matches", "differs", Negative, (true, false, false)),
-        ("matches", "check failed", Negative, (true, true, false)),
-        ("differs", "matches", Negative, (false, false, true)),
-        ("differs", "differs", Negative, (false, false, true)),
-        ("matches", "inconclusive", Negative, (false, false, false)),
-        ("matches", "check passed", Negative, (false, false, false)),
-        ("matches", "not checked", Negative, (false, false, false)),
-        ("differs", "matches", Positive, (true, false, false)),
-        ("differs", "check passed", Positive, (true, true, false)),
-        ("matches", "differs", Positive, (false, false, true)),
-        ("differs", "check failed", Positive, (false, false, false)),
-        ("inconclusive", "matches", Positive, (false, false, false)),
-        ("differs", "matches", Instrument, (true, false, false)),
+    let n = Negative(Above);
+    for (base, control, role, side, want) in [
+        ("matches", "differs", n, true, (true, false, false)),
+        ("matches", "check failed", n, true, (true, true, false)),
+        ("matches", "differs", n, false, (false, false, false)),
+        ("matches", "check failed", n, false, (false, false, false)),
+        ("differs", "matches", n, true, (false, false, true)),
+        ("differs", "differs", n, true, (false, false, true)),
+        ("inconclusive", "differs", n, true, (false, false, false)),
+        ("check passed", "differs", n, true, (false, false, false)),
+        ("matches", "inconclusive", n, true, (false, false, false)),
+        ("matches", "check passed", n, true, (false, false, false)),
+        ("matches", "not checked", n, true, (false, false, false)),
+        ("differs", "matches", Positive, false, (true, false, false)),
+        ("differs", "check passed", Positive, true, (true, true, false)),
+        ("matches", "differs", Positive, true, (false, false, true)),
+        ("differs", "check failed", Positive, true, (false, false, false)),
+        ("inconclusive", "matches", Positive, true, (false, false, false)),
+        ("check failed", "matches", Positive, true, (false, false, false)),
+        ("differs", "matches", Instrument, true, (true, false, false)),
+        ("matches", "differs", Instrument, true, (false, false, true)),
     ] {
-        assert_eq!(turned(base, control, role), want, "{base} -> {control} ({role:?})");
+        assert_eq!(turned(base, control, role, side), want, "{base} -> {control} ({role:?}, side {side})");
     }
-    let t = |id: &str, role, turned| Turn {
-        id: id.into(),
-        control: "c".into(),
-        role,
-        verdict: "differs".into(),
-        estimate: Some(1.0),
-        control_verdict: "matches".into(),
-        control_estimate: None,
-        control_gate_lifted: false,
-        turned,
-        turned_as_check: false,
-        cannot_turn: !turned,
+    // The side: beyond the region's edge on the predicted side only.
+    let r = |lo, hi| record::stats::claim::Region { lo, hi };
+    assert!(Above.holds(Some(1.2), &r(Some(0.9), Some(1.1))));
+    assert!(!Above.holds(Some(0.8), &r(Some(0.9), Some(1.1))), "differs below is no turn of an above");
+    assert!(Below.holds(Some(0.8), &r(Some(0.9), None)));
+    assert!(!Below.holds(Some(0.8), &r(None, Some(1.1))), "a region without a lower edge has no side below");
+    assert!(!Above.holds(None, &r(None, Some(1.1))));
+    // A turn as the run loop makes it, from the verdicts.
+    let t = |id: &str, role: Role, base: &str, control: &str| {
+        let (turned, turned_as_check, cannot_turn) = turned(base, control, role, true);
+        Turn {
+            id: id.into(),
+            control: "c".into(),
+            role,
+            verdict: base.into(),
+            estimate: Some(1.0),
+            control_verdict: control.into(),
+            control_estimate: None,
+            control_gate_lifted: false,
+            turned: turned && role != Instrument,
+            turned_as_check,
+            reads_other_way: turned && role == Instrument,
+            cannot_turn,
+        }
     };
-    // A finding with two controls counts once, turned if either turned
-    // it; an instrument check is counted neither way.
+    // A finding with two controls counts once, turned if either turned it
+    // its way; a finding whose only control is an instrument check counts,
+    // and never turns.
     let turns = [
-        t("eat.a", Negative, false),
-        t("eat.a", Positive, true),
-        t("eat.b", Negative, false),
-        t("mapping.c", Instrument, true),
-        t("mapping.d", Negative, true),
+        t("eat.a", n, "differs", "differs"),
+        t("eat.a", Positive, "differs", "matches"),
+        t("eat.b", n, "differs", "matches"),
+        t("mapping.c", Instrument, "differs", "matches"),
+        t("mapping.d", n, "matches", "differs"),
     ];
-    assert_eq!(count(&turns), (2, 3));
-    assert!(row(&turns[0]).contains("cannot: the lab's run already differs; it needs a positive control"));
+    assert_eq!(count(&turns), (2, 4));
+    assert!(
+        row(&turns[0]).contains("| negative (above) | cannot: the lab's run already differs |"),
+        "{}",
+        row(&turns[0])
+    );
     assert!(row(&turns[1]).contains("| positive | yes |"));
-    assert!(row(&turns[3]).contains("not a turn"));
+    assert!(row(&turns[2]).contains("| cannot: "), "a negative control's move to matches is no turn");
+    assert!(!turns[3].turned && turns[3].reads_other_way && row(&turns[3]).contains("not a turn"));
+}
+
+/// A negative control's side is one its finding's region has: an edge to be
+/// beyond (a region at most x has no side below it).
+#[test]
+fn each_negative_control_predicts_a_side_its_region_has() {
+    for c in CONTROLS {
+        for &(id, role) in c.ids {
+            let r = region(c.experiment, id).unwrap();
+            match role {
+                Negative(Above) => assert!(r.hi.is_some(), "{id}: no upper edge to be above"),
+                Negative(Below) => assert!(r.lo.is_some(), "{id}: no lower edge to be below"),
+                _ => {}
+            }
+        }
+    }
 }

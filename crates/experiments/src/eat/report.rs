@@ -401,9 +401,9 @@ pub static FINDINGS: [Finding<EatResult>; 6] = [
             control: "negative: a store that does not compress (--backing swapfile): random and semi pages cost the \
                       same to write out, so the ratio is about 1, below 1.33; positive: a compressor with no skip over \
                       incompressible input (--backing zswap --compressor deflate): every byte of a random page is \
-                      hashed, searched and coded as a literal while the semi pattern's repeats are passed over as \
-                      matches, so random pages cost the most to compress, as on Windows (lzo, lzo-rle and lz4 skip \
-                      ahead through data that does not compress)",
+                      searched for a match and Huffman-coded as a literal, where the semi pattern's repeats are coded \
+                      as matches, so random pages cost more to compress than semi ones, the direction the study \
+                      found (lzo, lzo-rle and lz4 skip ahead through data that does not compress)",
             yes: "compressing incompressible data costs the most, as on Windows",
             no: "this compressor gives up on incompressible pages sooner or later than Xpress, so random pages do not cost \
                  twice the semi pattern here",
@@ -420,7 +420,7 @@ pub static FINDINGS: [Finding<EatResult>; 6] = [
             floor: 0.001,
             own: false,
             check: false,
-            control: "a store that neither compresses nor detects same-value pages (--backing disk): const and semi pages cost the same to write out, so the ratio is about 1, above 0.75",
+            control: "a store that neither compresses nor detects same-value pages (--backing swapfile): const and semi pages cost the same to write out, so the ratio is about 1, above 0.75",
             yes: "same-value pages need no compression at all",
             no: "on this machine the per-page cost of the swap path, not the compression saved, sets the ratio",
         },

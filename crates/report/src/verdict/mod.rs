@@ -38,8 +38,9 @@ pub enum Outcome {
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A claim that could come out either way on this machine: judged by its
-    /// interval, in a family (Holm), counted in the decided share. It names a
-    /// negative control under which it is false ([`Claim::control`]).
+    /// interval, in a family (Holm), counted in the decided share. It names
+    /// its controls ([`Claim::control`]): under a negative one the claim is
+    /// false, under a positive one true.
     Finding,
     /// A value the configuration alone fixes (identical in every repeat, or
     /// declared so: [`Claim::check`]): shown as passed or failed, outside
@@ -92,9 +93,9 @@ pub struct Claim {
     /// value (a stored fraction of random bytes, a clip in the worker). An
     /// entry whose repeats are all identical is judged as a check too.
     pub check: bool,
-    /// The negative control: a configuration, input or perturbation under
-    /// which the claim is false, so that its verdict can turn
-    /// (`pagelab bench controls` runs them). Empty for a check.
+    /// Its controls: a configuration, input or perturbation under which the
+    /// claim is false (negative) or, where one is known, true (positive),
+    /// so that its verdict can turn (`pagelab bench controls`). Empty for a check.
     pub control: &'static str,
     /// Why, when it matches; and when it differs.
     pub yes: &'static str,
@@ -109,7 +110,7 @@ pub struct Verdict {
     pub id: &'static str,
     /// A finding (evidence) or a check (a value the configuration fixes).
     pub kind: Kind,
-    /// A finding's negative control ([`Claim::control`]); null for a check.
+    /// A finding's controls ([`Claim::control`]); null for a check.
     pub control: Option<&'static str>,
     /// The claim, in a sentence.
     pub claim: &'static str,

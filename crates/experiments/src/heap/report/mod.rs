@@ -383,8 +383,7 @@ pub static FINDINGS: [Finding<Entry>; 5] = [
             control: "negative: glibc with one arena for every thread, mimalloc as it is (heap --heap-mode \
                       glibc-shared, mallopt M_ARENA_MAX=1): every glibc call that misses its thread cache contends \
                       for one lock, so glibc falls more than 10 % behind mimalloc. It cannot turn a run where glibc \
-                      is already more than 10 % behind (on the project's VM it is, at 1 thread as at the most: the \
-                      difference is the cost of a call, not concurrency); no positive control is known",
+                      is already more than 10 % behind; no positive control is known (docs/heap.md)",
             yes: "glibc's per-thread arenas keep up with an allocator built for concurrency",
             no: "glibc and mimalloc differ by more than 10 % per call here, unlike the study's lock-free heap and the \
                  default heap on Linux",
@@ -421,7 +420,8 @@ fn sweep(m: &Ms) -> Result<Vec<(String, u64)>, String> {
 
 /// `who`'s group at `t` threads in the sweep.
 fn group_at(threads: &[(String, u64)], who: &str, t: u64) -> Option<String> {
-    threads.iter().find(|a| a.0.starts_with(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0))
+    // The allocator's name is the group's first word ("glibc shared ×4").
+    threads.iter().find(|a| a.0.split(' ').next() == Some(who) && a.1 == t).map(|a| format!("{} ×{t}", a.0))
 }
 
 fn draw_growth(m: &Ms, results: &[Entry]) -> Drawn {

@@ -106,6 +106,13 @@ pub fn validate(cfg: &HeapConfig, p: &mut probe::Probe) -> Result<(), sandbox::S
             names.join(", ")
         )));
     }
+    if cfg.heap_mode == alloc::HeapMode::GlibcShared && !cfg.allocators.contains(&Allocator::Glibc) {
+        return Err(Invalid(format!(
+            "--heap-mode glibc-shared: changes glibc alone, which is not among --allocators ({}); add glibc, or give \
+             --heap-mode default",
+            names.join(", ")
+        )));
+    }
     if cfg.allocators.iter().all(|a| a.unsupported(cfg.heap_mode).is_some()) {
         let why: Vec<String> = cfg
             .allocators

@@ -1,0 +1,66 @@
+//! What a control does to its finding's claim, and which way it may turn it.
+
+use serde::Serialize;
+
+/// What a control does to its finding's claim, fixed from the mechanism
+/// before any run: the verdict it should give, and so the only way it can
+/// turn. A control that gives its verdict where the run as the lab makes it
+/// gave the same shows nothing either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// It removes the mechanism the claim is about, so the claim is false
+    /// there, on the side of the region it names: it turns a finding that
+    /// matches to differs there.
+    Negative(Side),
+    /// It makes the mechanism hold, so the claim is true there: it turns a
+    /// finding that differs to matches.
+    Positive,
+    /// It shows only that the instrument can read the other way (the same
+    /// fact as another finding's turn): never counted as a turn.
+    Instrument,
+}
+pub(super) use Role::{Instrument, Negative, Positive};
+
+/// The side of a finding's region where a negative control predicts its
+/// estimate: a "differs" on the other side is no turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// Above the region's upper edge.
+    Above,
+    /// Below its lower edge.
+    Below,
+}
+pub(super) use Side::{Above, Below};
+
+impl Side {
+    /// Whether `x` lies beyond `r` on this side (a region without that edge
+    /// has no such side).
+    pub(super) fn holds(self, x: Option<f64>, r: &record::stats::claim::Region) -> bool {
+        match (self, x) {
+            (Above, Some(x)) => r.hi.is_some_and(|hi| x > hi),
+            (Below, Some(x)) => r.lo.is_some_and(|lo| x < lo),
+            (_, None) => false,
+        }
+    }
+}
+
+impl Role {
+    /// The verdict the control should give, and the check's result that
+    /// says the same where every value of the control was alike.
+    pub(super) fn expects(self) -> (report::verdict::Outcome, report::verdict::Outcome) {
+        use report::verdict::Outcome::*;
+        match self {
+            Negative(_) => (Differs, CheckFailed),
+            Positive | Instrument => (Matches, CheckPassed),
+        }
+    }
+    pub(super) fn word(self) -> &'static str {
+        match self {
+            Negative(_) => "negative",
+            Positive => "positive",
+            Instrument => "instrument",
+        }
+    }
+}
