@@ -355,7 +355,10 @@ const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", part: |s| set(s, |a: &
 pub struct Turn {
     pub id: String,
     pub control: String,
-    /// What the control does to the claim, fixed before the run.
+    /// What the control does to the claim, fixed before the run (in JSON:
+    /// `role`, "negative", "positive" or "instrument", and a negative
+    /// one's `side`, "above" or "below" the region).
+    #[serde(flatten, serialize_with = "role::flat")]
     pub role: Role,
     pub verdict: String,
     pub estimate: Option<f64>,
@@ -599,7 +602,8 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             Err(why) => {
                 let why = format!("{}: {why}", c.flags());
                 eprintln!("{}: {why}; skipped", c.names());
-                not_here.extend(c.ids.iter().map(|(id, _)| (id.to_string(), why.clone())));
+                not_here
+                    .extend(c.ids.iter().map(|(id, role)| (id.to_string(), format!("{} control, {why}", role.word()))));
                 continue;
             }
         };

@@ -64,3 +64,13 @@ impl Role {
         }
     }
 }
+
+/// [`Role`] as `role` and, for a negative one, `side`: one shape for every
+/// row of `controls.json`.
+pub(super) fn flat<S: serde::Serializer>(r: &Role, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("role", r.word())?;
+    m.serialize_entry("side", &if let Negative(side) = r { Some(side) } else { None })?;
+    m.end()
+}

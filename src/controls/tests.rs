@@ -255,6 +255,14 @@ fn a_control_turns_only_the_way_its_role_says() {
     assert!(row(&turns[1]).contains("| positive | yes |"));
     assert!(row(&turns[2]).contains("| cannot: "), "a negative control's move to matches is no turn");
     assert!(!turns[3].turned && turns[3].reads_other_way && row(&turns[3]).contains("not a turn"));
+    // One shape in controls.json: role as a word, a negative one's side beside it.
+    let j = |t: &Turn| serde_json::to_value(t).unwrap();
+    assert_eq!((j(&turns[0])["role"].clone(), j(&turns[0])["side"].clone()), ("negative".into(), "above".into()));
+    assert_eq!(
+        (j(&turns[1])["role"].clone(), j(&turns[1])["side"].clone()),
+        ("positive".into(), serde_json::Value::Null)
+    );
+    assert_eq!(j(&turns[3])["reads_other_way"], true);
 }
 
 /// A negative control's side is one its finding's region has: an edge to be
