@@ -213,7 +213,8 @@ const CONTROLS: &[Control] = &[
         experiment: "heap",
         tag: "",
         what: "--heap-mode glibc-shared: glibc with one arena for every thread (M_ARENA_MAX=1), mimalloc as it is, \
-               so every glibc call contends for one lock and glibc falls more than 10 % behind",
+               so every glibc call that misses its thread cache contends for one lock and glibc falls more than 10 % \
+               behind",
         change: |s| {
             with(s, |a: &mut HeapLab| {
                 a.sweep.as_mut()?.heap_mode = HeapMode::GlibcShared;
@@ -384,18 +385,36 @@ pub struct Turn {
     pub cannot_turn: bool,
 }
 
-/// How a control of `role` moved `base` to `control`: (turned its way, as
-/// a check's result, `base` already what the control should give). `side`
-/// says whether the control's estimate lay on the side a negative control
-/// predicts. Inconclusive, not checked and the rest never turn.
-fn turned(base: &str, control: &str, role: Role, side: bool) -> (bool, bool, bool) {
+/// How a control moved a finding's verdict ([`turned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Moved {
+    /// Turned its way (never an instrument check).
+    turned: bool,
+    /// It turned into a check's result (never an instrument check).
+    as_check: bool,
+    /// An instrument check read the other way.
+    reads_other_way: bool,
+    /// The run as the lab makes it already gave the control's verdict.
+    cannot: bool,
+}
+
+/// How a control of `role` moved `base` to `control`. `side` says whether
+/// the control's estimate lay on the side a negative control predicts.
+/// Inconclusive, not checked and the rest never turn.
+fn turned(base: &str, control: &str, role: Role, side: bool) -> Moved {
     use report::verdict::Outcome::*;
     let (want, want_check) = role.expects();
     let from = if want == Matches { Differs } else { Matches };
     let side = side || !matches!(role, Negative(_));
     let as_check = base == from.word() && control == want_check.word() && side;
     let plain = base == from.word() && control == want.word() && side;
-    (plain || as_check, as_check, base == want.word())
+    let instrument = role == Instrument;
+    Moved {
+        turned: (plain || as_check) && !instrument,
+        as_check: as_check && !instrument,
+        reads_other_way: (plain || as_check) && instrument,
+        cannot: base == want.word(),
+    }
 }
 
 /// The count the table ends with: the findings with a control run (one
@@ -472,6 +491,8 @@ struct Judged {
     estimate: Option<f64>,
     /// How many findings its family judged (the Holm family it was decided in).
     family: usize,
+    /// The region it was judged against.
+    region: Option<record::stats::claim::Region>,
 }
 
 /// The verdict of `id` in the run at `dir`. With `lift`, a verdict the
@@ -486,7 +507,7 @@ fn verdict_of(dir: &Path, id: &str, lift: Option<(Lift, usize)>) -> anyhow::Resu
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let f = r.findings();
     let Some(v) = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v) else {
-        return Ok(Judged { verdict: "not judged".into(), estimate: None, family: 0 });
+        return Ok(Judged { verdict: "not judged".into(), estimate: None, family: 0, region: None });
     };
     let verdict = match (lift, v.ungated) {
         (Some((ok, family)), Some((o, p))) => {
@@ -502,7 +523,7 @@ fn verdict_of(dir: &Path, id: &str, lift: Option<(Lift, usize)>) -> anyhow::Resu
         }
         _ => v.outcome.word().to_string(),
     };
-    Ok(Judged { verdict, estimate: v.estimate, family: v.family })
+    Ok(Judged { verdict, estimate: v.estimate, family: v.family, region: Some(v.region) })
 }
 
 /// Whether every run in a control's directory broke the protocol only as
@@ -532,13 +553,6 @@ fn each_thrash_run(dir: &Path, ok: fn(&experiments::thrash::results::ThrashResul
         None if entries.is_empty() => Err("it has no runs".into()),
         None => Ok(()),
     }
-}
-
-/// The region of finding `id` of `experiment`, as its claim fixes it.
-fn region(experiment: &str, id: &str) -> anyhow::Result<record::stats::claim::Region> {
-    let e = experiments::catalog().find(experiment).ok_or_else(|| anyhow::anyhow!("no experiment {experiment}"))?;
-    let claim = e.claims().into_iter().find(|c| c.id == id).ok_or_else(|| anyhow::anyhow!("no finding {id}"))?;
-    Ok(claim.region)
 }
 
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
@@ -649,13 +663,14 @@ fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow:
         let b = verdict_of(base, id, None)?;
         let k = verdict_of(ctl, id, c.lifts_gate.map(|l| (l, b.family)))?;
         let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
-        let side = match role {
-            Negative(side) => side.holds(control_estimate, &region(c.experiment, id)?),
+        // The side against the region the control's verdict was judged by
+        // (a region may depend on the run: eat.semi_fraction's compressor).
+        let side = match (role, &k.region) {
+            (Negative(side), Some(r)) => side.holds(control_estimate, r),
+            (Negative(_), None) => false,
             _ => true,
         };
-        let (turned, turned_as_check, cannot_turn) = turned(&verdict, &control_verdict, role, side);
-        let reads_other_way = role == Instrument && turned;
-        let turned = turned && role != Instrument;
+        let m = turned(&verdict, &control_verdict, role, side);
         turns.push(Turn {
             id: id.to_string(),
             control: c.what.to_string(),
@@ -665,10 +680,10 @@ fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow:
             control_verdict,
             control_estimate,
             control_gate_lifted: c.lifts_gate.is_some(),
-            turned,
-            turned_as_check,
-            reads_other_way,
-            cannot_turn,
+            turned: m.turned,
+            turned_as_check: m.as_check,
+            reads_other_way: m.reads_other_way,
+            cannot_turn: m.cannot,
         });
     }
     Ok(())

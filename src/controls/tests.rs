@@ -189,27 +189,30 @@ fn each_control_changes_its_lab_steps_arguments() {
 fn a_control_turns_only_the_way_its_role_says() {
     let n = Negative(Above);
     for (base, control, role, side, want) in [
-        ("matches", "differs", n, true, (true, false, false)),
-        ("matches", "check failed", n, true, (true, true, false)),
-        ("matches", "differs", n, false, (false, false, false)),
-        ("matches", "check failed", n, false, (false, false, false)),
-        ("differs", "matches", n, true, (false, false, true)),
-        ("differs", "differs", n, true, (false, false, true)),
-        ("inconclusive", "differs", n, true, (false, false, false)),
-        ("check passed", "differs", n, true, (false, false, false)),
-        ("matches", "inconclusive", n, true, (false, false, false)),
-        ("matches", "check passed", n, true, (false, false, false)),
-        ("matches", "not checked", n, true, (false, false, false)),
-        ("differs", "matches", Positive, false, (true, false, false)),
-        ("differs", "check passed", Positive, true, (true, true, false)),
-        ("matches", "differs", Positive, true, (false, false, true)),
-        ("differs", "check failed", Positive, true, (false, false, false)),
-        ("inconclusive", "matches", Positive, true, (false, false, false)),
-        ("check failed", "matches", Positive, true, (false, false, false)),
-        ("differs", "matches", Instrument, true, (true, false, false)),
-        ("matches", "differs", Instrument, true, (false, false, true)),
+        ("matches", "differs", n, true, (true, false, false, false)),
+        ("matches", "check failed", n, true, (true, true, false, false)),
+        ("matches", "differs", n, false, (false, false, false, false)),
+        ("matches", "check failed", n, false, (false, false, false, false)),
+        ("differs", "matches", n, true, (false, false, false, true)),
+        ("differs", "differs", n, true, (false, false, false, true)),
+        ("inconclusive", "differs", n, true, (false, false, false, false)),
+        ("check passed", "differs", n, true, (false, false, false, false)),
+        ("matches", "inconclusive", n, true, (false, false, false, false)),
+        ("matches", "check passed", n, true, (false, false, false, false)),
+        ("matches", "not checked", n, true, (false, false, false, false)),
+        ("differs", "matches", Positive, false, (true, false, false, false)),
+        ("differs", "check passed", Positive, true, (true, true, false, false)),
+        ("matches", "differs", Positive, true, (false, false, false, true)),
+        ("differs", "check failed", Positive, true, (false, false, false, false)),
+        ("inconclusive", "matches", Positive, true, (false, false, false, false)),
+        ("check failed", "matches", Positive, true, (false, false, false, false)),
+        ("differs", "matches", Instrument, true, (false, false, true, false)),
+        ("differs", "check passed", Instrument, true, (false, false, true, false)),
+        ("matches", "differs", Instrument, true, (false, false, false, true)),
     ] {
-        assert_eq!(turned(base, control, role, side), want, "{base} -> {control} ({role:?}, side {side})");
+        let (turned, as_check, reads_other_way, cannot) = want;
+        let want = Moved { turned, as_check, reads_other_way, cannot };
+        assert_eq!(super::turned(base, control, role, side), want, "{base} -> {control} ({role:?}, side {side})");
     }
     // The side: beyond the region's edge on the predicted side only.
     let r = |lo, hi| record::stats::claim::Region { lo, hi };
@@ -220,7 +223,7 @@ fn a_control_turns_only_the_way_its_role_says() {
     assert!(!Above.holds(None, &r(None, Some(1.1))));
     // A turn as the run loop makes it, from the verdicts.
     let t = |id: &str, role: Role, base: &str, control: &str| {
-        let (turned, turned_as_check, cannot_turn) = turned(base, control, role, true);
+        let m = turned(base, control, role, true);
         Turn {
             id: id.into(),
             control: "c".into(),
@@ -230,10 +233,10 @@ fn a_control_turns_only_the_way_its_role_says() {
             control_verdict: control.into(),
             control_estimate: None,
             control_gate_lifted: false,
-            turned: turned && role != Instrument,
-            turned_as_check,
-            reads_other_way: turned && role == Instrument,
-            cannot_turn,
+            turned: m.turned,
+            turned_as_check: m.as_check,
+            reads_other_way: m.reads_other_way,
+            cannot_turn: m.cannot,
         }
     };
     // A finding with two controls counts once, turned if either turned it
@@ -279,4 +282,11 @@ fn each_negative_control_predicts_a_side_its_region_has() {
             }
         }
     }
+}
+
+/// The region of finding `id` of `experiment`, as its claim fixes it.
+fn region(experiment: &str, id: &str) -> anyhow::Result<record::stats::claim::Region> {
+    let e = experiments::catalog().find(experiment).ok_or_else(|| anyhow::anyhow!("no experiment {experiment}"))?;
+    let claim = e.claims().into_iter().find(|c| c.id == id).ok_or_else(|| anyhow::anyhow!("no finding {id}"))?;
+    Ok(claim.region)
 }
