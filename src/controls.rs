@@ -80,6 +80,7 @@ fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<St
     })
 }
 
+mod mark;
 mod role;
 pub use role::Role;
 use role::{Above, Below};
@@ -633,6 +634,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let first = c.ids[0].0.split_once('.').map_or(c.ids[0].0, |x| x.1);
         let ctl = out.join(format!("{}-control-{first}{}", c.experiment, c.tag));
         run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
+        mark::mark(c, &ctl)?;
         judge(c, &base, &ctl, &mut turns)?;
     }
     let not_run: Vec<(String, String)> =

@@ -192,8 +192,16 @@ fn run_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         let f = report.findings_doc();
         let csv = wrote.is_ok().then_some(&shown);
         let timeline_csv = csv.map(|p| p.display().to_string());
-        crate::print_json(&RunReportOutput { timeline_csv, summary: s.clone(), findings: f })?;
+        crate::print_json(&RunReportOutput {
+            timeline_csv,
+            summary: s.clone(),
+            findings: f,
+            control: report.control.as_ref(),
+        })?;
     } else {
+        if let Some(m) = &report.control {
+            println!("This is {}", m.sentence());
+        }
         print!("{}", report::summary::render_text(&s));
         if wrote.is_ok() {
             println!("wrote {} ({} rows)", shown.display(), iv.len());
@@ -250,6 +258,11 @@ pub struct RunReportOutput<'a> {
     /// The run's headline numbers.
     pub summary: report::summary::Summary,
     pub findings: report::verdict::Findings<'a>,
+    /// A run `pagelab bench controls` made under a control (its
+    /// control.json): its verdicts say whether a finding can turn, not what
+    /// this machine gives as the study ran. Absent for any other run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<&'a report::control::Mark>,
 }
 
 /// `pagelab report LAB_DIR --json`: the lab's report.html and its findings.

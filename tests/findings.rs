@@ -71,6 +71,40 @@ fn report_json_lists_every_finding_with_its_interval() {
     assert_eq!(f["family"].as_u64().unwrap() + 2, rows.len() as u64, "{f:#}");
 }
 
+/// A run `bench controls` made under a control says so first, in JSON,
+/// text, HTML and Markdown; any other run says nothing of it, and a mark
+/// that is not one is refused by name.
+#[test]
+fn a_control_runs_report_says_it_is_one_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wscap");
+    common::copy_fixture("wscap", &dir);
+    assert!(report_json(&dir, &[]).get("control").is_none(), "a plain run is no control run");
+    let mark = serde_json::json!({
+        "made_by": "pagelab bench controls",
+        "control": "--cap at twice --size: a cap above the working set",
+        "findings": [{"id": "wscap.cap_slowdown", "role": "negative", "side": "below"}],
+    });
+    std::fs::write(dir.join("control.json"), mark.to_string()).unwrap();
+    let v = report_json(&dir, &[]);
+    common::assert_schema("report-output", &v);
+    assert_eq!(v["control"], mark);
+    let text = Command::new(common::bin()).arg("report").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let first = "This is a control run, made by pagelab bench controls for wscap.cap_slowdown (negative, below): --cap";
+    assert!(text.starts_with(first), "{text}");
+    let md = Command::new(common::bin()).arg("report").arg(&dir).arg("--markdown").output().unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).contains(&format!("**{first}")));
+    Command::new(common::bin()).arg("report").arg(&dir).arg("--html").output().unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<strong>This is a control run, made by pagelab bench controls"), "no banner");
+    std::fs::write(dir.join("control.json"), "{\"made_by\": \"me\"}").unwrap();
+    let out = Command::new(common::bin()).arg("report").arg(&dir).arg("--json").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("control.json") && err.lines().count() == 1, "{err}");
+}
+
 #[test]
 fn a_lab_judges_each_studys_findings_as_one_family() {
     // A lab directory of two fixture runs, as `pagelab lab` lays it out.

@@ -290,3 +290,32 @@ fn region(experiment: &str, id: &str) -> anyhow::Result<record::stats::claim::Re
     let claim = e.claims().into_iter().find(|c| c.id == id).ok_or_else(|| anyhow::anyhow!("no finding {id}"))?;
     Ok(claim.region)
 }
+
+/// A control run is marked as one (report::control), once: a kept run's
+/// mark stays, and a link at its name is neither followed nor replaced.
+#[test]
+fn a_control_run_is_marked_once_and_never_through_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = CONTROLS.iter().find(|c| c.ids.len() == 3 && c.experiment == "eat").unwrap();
+    mark::mark(c, tmp.path()).unwrap();
+    let m = report::control::Mark::load(tmp.path()).unwrap().unwrap();
+    let roles: Vec<(&str, &str, Option<&str>)> =
+        m.findings.iter().map(|f| (f.id.as_str(), f.role.as_str(), f.side.as_deref())).collect();
+    assert_eq!(
+        roles,
+        [
+            ("eat.trim_random_semi", "negative", Some("below")),
+            ("eat.trim_const_semi", "negative", Some("above")),
+            ("eat.read_back_alike", "positive", None)
+        ]
+    );
+    assert_eq!(m.control, c.what);
+    let other = CONTROLS.iter().find(|c| c.experiment == "heap").unwrap();
+    mark::mark(other, tmp.path()).unwrap();
+    assert_eq!(report::control::Mark::load(tmp.path()).unwrap().unwrap(), m, "the first mark stays");
+    let linked = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("target");
+    std::os::unix::fs::symlink(&target, linked.path().join(report::control::FILE)).unwrap();
+    mark::mark(c, linked.path()).unwrap();
+    assert!(!target.exists(), "nothing written through the link");
+}

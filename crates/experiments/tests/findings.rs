@@ -395,6 +395,7 @@ fn report(experiment: &str, metrics_json: Vec<Value>) -> Report {
     Report {
         dir: PathBuf::from(format!("{experiment}-run")),
         unwritten: Vec::new(),
+        control: None,
         lab: None,
         sections: vec![Section {
             experiment: experiment.into(),

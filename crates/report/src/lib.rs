@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod control;
 pub mod error;
 pub mod experiment;
 pub mod finding_chart;

@@ -198,6 +198,9 @@ pub struct Report {
     /// Charts and Markdown a full disk kept from being written: the report
     /// is read whole without them (issue 59), and says which.
     pub unwritten: Vec<String>,
+    /// A run that `pagelab bench controls` made under a control says so
+    /// ([`crate::control`]); a lab never is one.
+    pub control: Option<crate::control::Mark>,
 }
 
 /// Why a step of a lab whose process is gone reads "killed".
@@ -241,6 +244,7 @@ impl Report {
             Report::load_lab(dir, render, cat, budget)
         } else if dir.join("run.json").exists() {
             let (rec, parsed) = load_run(dir, cat, budget)?;
+            let control = crate::control::Mark::load(dir)?;
             let unwritten: Vec<String> =
                 render_run(cat, dir, &rec, &parsed, wants_render(render, dir, &rec))?.into_iter().collect();
             let (state, reason) = run_state(&rec);
@@ -248,6 +252,7 @@ impl Report {
             Ok(Report {
                 dir: dir.to_path_buf(),
                 unwritten,
+                control,
                 lab: None,
                 sections: vec![Section {
                     experiment: rec.run.experiment.clone(),
@@ -346,7 +351,7 @@ impl Report {
             });
         }
         let unwritten = render_lab(&sections, &later, render, cat)?;
-        Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections, unwritten }.judge(cat))
+        Ok(Report { dir: dir.to_path_buf(), lab: Some(lab), sections, unwritten, control: None }.judge(cat))
     }
 
     /// Judges the findings: one family per study (its experiment's findings)

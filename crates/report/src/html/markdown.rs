@@ -122,6 +122,9 @@ fn verdict_markdown(v: &[Verdict]) -> String {
 /// The report's tables as Markdown (`pagelab report DIR --markdown`).
 pub fn markdown(r: &Report) -> String {
     let mut o = String::from("# pagelab report\n\n");
+    if let Some(m) = &r.control {
+        let _ = writeln!(o, "**This is {}**\n", m.sentence().replace('|', "/"));
+    }
     if let Some(lab) = &r.lab {
         let _ = writeln!(
             o,

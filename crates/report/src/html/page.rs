@@ -128,6 +128,9 @@ pub fn html(r: &Report) -> String {
         );
     }
     let _ = writeln!(o, "<p>{}</p></header>", esc(&sub));
+    if let Some(m) = &r.control {
+        let _ = writeln!(o, "<p class=\"control\"><strong>This is {}</strong></p>", esc(&m.sentence()));
+    }
     o += "<nav><a href=\"#findings\">Findings</a><a href=\"#summary\">Summary</a><a href=\"#environment\">Environment</a>";
     for s in &r.sections {
         let _ = write!(o, "<a href=\"#exp-{0}\">{0}</a>", esc(&s.experiment));
