@@ -751,10 +751,9 @@ fn row(t: &Turn) -> String {
         (false, _, _, true) => format!("cannot: the lab's run already {}", t.verdict),
         _ => "no".to_string(),
     };
-    let role = match t.role {
-        Negative(Above) => "negative (above)",
-        Negative(Below) => "negative (below)",
-        r => r.word(),
+    let role = match t.role.side() {
+        Some(side) => format!("{} ({side})", t.role.word()),
+        None => t.role.word().to_string(),
     };
     format!(
         "| {} | {} ({}) | {}{lifted} ({}) | {role} | {turned} | {} |",

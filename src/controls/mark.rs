@@ -1,7 +1,6 @@
 //! A control run's mark (report::control), written by `bench controls`.
 
 use super::Control;
-use super::role::{Above, Below, Negative};
 use anyhow::Context;
 use std::path::Path;
 
@@ -22,11 +21,7 @@ pub(super) fn mark(c: &Control, ctl: &Path) -> anyhow::Result<()> {
             .map(|&(id, role)| report::control::MarkedFinding {
                 id: id.into(),
                 role: role.word().into(),
-                side: match role {
-                    Negative(Above) => Some("above".into()),
-                    Negative(Below) => Some("below".into()),
-                    _ => None,
-                },
+                side: role.side().map(String::from),
             })
             .collect(),
     };

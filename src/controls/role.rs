@@ -1,13 +1,10 @@
 //! What a control does to its finding's claim, and which way it may turn it.
 
-use serde::Serialize;
-
 /// What a control does to its finding's claim, fixed from the mechanism
 /// before any run: the verdict it should give, and so the only way it can
 /// turn. A control that gives its verdict where the run as the lab makes it
 /// gave the same shows nothing either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// It removes the mechanism the claim is about, so the claim is false
     /// there, on the side of the region it names: it turns a finding that
@@ -24,8 +21,7 @@ pub(super) use Role::{Instrument, Negative, Positive};
 
 /// The side of a finding's region where a negative control predicts its
 /// estimate: a "differs" on the other side is no turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
     /// Above the region's upper edge.
     Above,
@@ -42,6 +38,18 @@ impl Side {
             (Above, Some(x)) => r.hi.is_some_and(|hi| x > hi),
             (Below, Some(x)) => r.lo.is_some_and(|lo| x < lo),
             (_, None) => false,
+        }
+    }
+}
+
+impl Role {
+    /// A negative control's side, as `controls.json`, the table and a
+    /// control run's mark spell it ("above", "below").
+    pub(super) fn side(self) -> Option<&'static str> {
+        match self {
+            Negative(Above) => Some("above"),
+            Negative(Below) => Some("below"),
+            Positive | Instrument => None,
         }
     }
 }
@@ -71,6 +79,6 @@ pub(super) fn flat<S: serde::Serializer>(r: &Role, s: S) -> Result<S::Ok, S::Err
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(2))?;
     m.serialize_entry("role", r.word())?;
-    m.serialize_entry("side", &if let Negative(side) = r { Some(side) } else { None })?;
+    m.serialize_entry("side", &r.side())?;
     m.end()
 }
