@@ -169,12 +169,25 @@ fn each_control_changes_its_lab_steps_arguments() {
     let th = step("thrash");
     let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
     assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
-    // thrash.writes': the step with no sleep, every preset as it is.
+    // thrash.writes': the step with no sleep, e1 and e2 alone (the two it
+    // compares: e4's short t_p with no sleep is a fill burst, which broke
+    // depth and so the control's every run on 2026-11-30).
     let w = CONTROLS.iter().find(|c| c.ids == [("thrash.writes", Negative(Below))]).unwrap();
     let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
     assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
-    assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
+    assert_eq!(nosleep.preset, ["e1", "e2"]);
+    assert_eq!(
+        (nosleep.scale, nosleep.time_scale),
+        (ThrashLab::of(&th).unwrap().scale, ThrashLab::of(&th).unwrap().time_scale)
+    );
     assert!(w.lifts_gate.is_some());
+    // thrash.deep's positive control: e2 alone at a larger size factor, the
+    // time factor as it is, inside the protocol (no gate lifted).
+    let d = CONTROLS.iter().find(|c| c.ids == [("thrash.deep", Positive)]).unwrap();
+    let (base, deep) = (ThrashLab::of(&th).unwrap(), ThrashLab::of(&(d.change)(&th).unwrap().unwrap()).unwrap());
+    assert_eq!((deep.preset.as_slice(), deep.scale, deep.time_scale), (&["e2".to_string()][..], 0.1, base.time_scale));
+    assert!(deep.scale > base.scale && !deep.cpu_only && deep.sleep.is_none() && deep.consumers.is_none());
+    assert!(d.lifts_gate.is_none() && d.tag == "-scale");
     assert!(CONTROLS.iter().filter(|c| c.lifts_gate.is_some()).all(|c| c.experiment == "thrash"));
     // A step that is not the control's experiment's is a bug of the
     // plan, said as one, not a control this machine cannot make.
@@ -189,29 +202,36 @@ fn each_control_changes_its_lab_steps_arguments() {
 fn a_control_turns_only_the_way_its_role_says() {
     let n = Negative(Above);
     for (base, control, role, side, want) in [
-        ("matches", "differs", n, true, (true, false, false, false)),
-        ("matches", "check failed", n, true, (true, true, false, false)),
-        ("matches", "differs", n, false, (false, false, false, false)),
-        ("matches", "check failed", n, false, (false, false, false, false)),
-        ("differs", "matches", n, true, (false, false, false, true)),
-        ("differs", "differs", n, true, (false, false, false, true)),
-        ("inconclusive", "differs", n, true, (false, false, false, false)),
-        ("check passed", "differs", n, true, (false, false, false, false)),
-        ("matches", "inconclusive", n, true, (false, false, false, false)),
-        ("matches", "check passed", n, true, (false, false, false, false)),
-        ("matches", "not checked", n, true, (false, false, false, false)),
-        ("differs", "matches", Positive, false, (true, false, false, false)),
-        ("differs", "check passed", Positive, true, (true, true, false, false)),
-        ("matches", "differs", Positive, true, (false, false, false, true)),
-        ("differs", "check failed", Positive, true, (false, false, false, false)),
-        ("inconclusive", "matches", Positive, true, (false, false, false, false)),
-        ("check failed", "matches", Positive, true, (false, false, false, false)),
-        ("differs", "matches", Instrument, true, (false, false, true, false)),
-        ("differs", "check passed", Instrument, true, (false, false, true, false)),
-        ("matches", "differs", Instrument, true, (false, false, false, true)),
+        ("matches", "differs", n, true, (true, false, false, false, false)),
+        ("matches", "check failed", n, true, (true, true, false, false, false)),
+        ("matches", "differs", n, false, (false, false, false, false, false)),
+        ("matches", "check failed", n, false, (false, false, false, false, false)),
+        ("differs", "matches", n, true, (false, false, false, false, true)),
+        ("differs", "differs", n, true, (false, false, false, false, true)),
+        ("inconclusive", "differs", n, true, (false, false, false, false, false)),
+        // From a check's result of the same direction (every value of the
+        // lab's run the same): it turns, and says so.
+        ("check passed", "differs", n, true, (true, false, true, false, false)),
+        ("check passed", "check failed", n, true, (true, true, true, false, false)),
+        ("check passed", "differs", n, false, (false, false, false, false, false)),
+        ("check failed", "differs", n, true, (false, false, false, false, true)),
+        ("matches", "inconclusive", n, true, (false, false, false, false, false)),
+        ("matches", "check passed", n, true, (false, false, false, false, false)),
+        ("matches", "not checked", n, true, (false, false, false, false, false)),
+        ("differs", "matches", Positive, false, (true, false, false, false, false)),
+        ("differs", "check passed", Positive, true, (true, true, false, false, false)),
+        ("matches", "differs", Positive, true, (false, false, false, false, true)),
+        ("differs", "check failed", Positive, true, (false, false, false, false, false)),
+        ("inconclusive", "matches", Positive, true, (false, false, false, false, false)),
+        ("check failed", "matches", Positive, true, (true, false, true, false, false)),
+        ("check passed", "matches", Positive, true, (false, false, false, false, true)),
+        ("check failed", "matches", Instrument, true, (false, false, false, true, false)),
+        ("differs", "matches", Instrument, true, (false, false, false, true, false)),
+        ("differs", "check passed", Instrument, true, (false, false, false, true, false)),
+        ("matches", "differs", Instrument, true, (false, false, false, false, true)),
     ] {
-        let (turned, as_check, reads_other_way, cannot) = want;
-        let want = Moved { turned, as_check, reads_other_way, cannot };
+        let (turned, as_check, from_check, reads_other_way, cannot) = want;
+        let want = Moved { turned, as_check, from_check, reads_other_way, cannot };
         assert_eq!(super::turned(base, control, role, side), want, "{base} -> {control} ({role:?}, side {side})");
     }
     // The side: beyond the region's edge on the predicted side only.
@@ -235,6 +255,7 @@ fn a_control_turns_only_the_way_its_role_says() {
             control_gate_lifted: false,
             turned: m.turned,
             turned_as_check: m.as_check,
+            turned_from_check: m.from_check,
             reads_other_way: m.reads_other_way,
             cannot_turn: m.cannot,
         }

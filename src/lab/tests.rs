@@ -101,6 +101,16 @@ fn a_quick_lab_names_the_budget_that_holds_thrash_and_runs_it_there() {
     let p = plan(&m, Scale::Quick, Some(need), &[]);
     let first: f64 = p.iter().map(|s| s.expect_s).sum();
     assert!(first + REPORT_RESERVE_S <= need, "the first pass ({first} s) fits the named budget ({need} s)");
+    // The room: where the steps before it ran at 1.2 times their plan (eat
+    // took 30 s of its 15 on a fresh VM, 2026-11-30), thrash keeps its
+    // whole Williams square; with five minutes alone it was cut to two.
+    let i = p.iter().position(|x| x.experiment == "thrash").unwrap();
+    let planned = |r: &[Step]| r.iter().filter(|x| x.state == StepState::Planned).map(|x| x.expect_s).sum::<f64>();
+    let (before, after) = (planned(&p[..i]), planned(&p[i + 1..]));
+    let pace = pace_of(1.2 * before, before);
+    assert!(fit_step(&p[i], pace, after, need - 1.2 * before).is_none(), "pace {pace}");
+    let tight = ((p[i].expect_s + 300.0) / 60.0).ceil() * 60.0;
+    assert!(fit_step(&p[i], pace, after, tight - 1.2 * before).is_some_and(|t| t.repeat == Some(2)));
     // Without root it stays out whatever the budget, and says why.
     let p = plan(&machine(false, false), Scale::Quick, Some(need), &[]);
     let t = p.iter().find(|s| s.experiment == "thrash").unwrap();

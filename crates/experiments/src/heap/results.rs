@@ -278,6 +278,16 @@ impl Spread {
         Spread { median: record::stats::median(&v), ci95: e.map(|e| e.ci95), n: v.len() }
     }
 
+    /// Amounts where 0 is common (MiB swapped in a squeeze): t on the
+    /// values themselves, clipped to 0, for the same reason as
+    /// [`Spread::of_share`]: [`Spread::of`] leaves the zeros out, and four
+    /// repeats of [0, 0, 0.004, 30] read "0 (0–111508)" there.
+    pub fn of_amount(v: &[f64]) -> Spread {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let ci95 = record::stats::mean_ci95(&v).map(|(m, half)| [(m - half).max(0.0), m + half]);
+        Spread { median: record::stats::median(&v), ci95, n: v.len() }
+    }
+
     /// Shares (0 to 1, where 0 is common): t on the values themselves, clipped
     /// to 0 and 1; the logarithm of a share near 0 would make the interval
     /// span decades.
@@ -412,5 +422,21 @@ mod spread_tests {
         let one = Spread::of_share(&[0.5]);
         assert_eq!((one.median, one.ci95, one.n), (Some(0.5), None, 1));
         assert!(Spread::of_share(&[0.9, 1.0, 0.95]).ci95.unwrap()[1] <= 1.0);
+    }
+
+    #[test]
+    fn an_amount_with_zeros_keeps_them_in_its_interval() {
+        // Four squeezes, three of which swapped next to nothing.
+        let v = [0.0, 0.0, 0.004, 30.0];
+        let s = Spread::of_amount(&v);
+        assert_eq!((s.median, s.n), (Some(0.002), 4));
+        let [lo, hi] = s.ci95.unwrap();
+        // mean 7.501, sd 14.999, t(3) 3.182: 7.501 + 23.86, clipped below at 0.
+        assert_eq!(lo, 0.0);
+        assert!((hi - 31.36).abs() < 0.05, "{hi}");
+        // The log interval reads the positives alone, decades wide.
+        assert!(Spread::of(&v).ci95.unwrap()[1] > 1e4);
+        // Not clipped at 1, as a share is.
+        assert!(Spread::of_amount(&[2.0, 3.0, 4.0]).ci95.unwrap()[1] > 3.0);
     }
 }

@@ -104,7 +104,10 @@ pub static FINDINGS: [Finding<ThrashResult>; 5] = [
             floor: 0.01,
             own: false,
             check: false,
-            control: "a limit above N x S (the CPU-only arm): nothing pages, so the consumers progress at full speed, far above 0.5",
+            control: "negative: a limit above N x S (the CPU-only arm): nothing pages, so the consumers progress at full \
+                      speed, far above 0.5; positive: e2 at five times the size factor (--scale 0.1, inside the \
+                      protocol): W scales with the size factor and t_s does not, so each cycle faults five times the \
+                      pages within the same sleep, and the consumers progress at most half as fast as unthrashed",
             yes: "while memory was overcommitted the median consumer completed at most half the cycles it would have \
                   unthrashed",
             no: "the consumers were slowed too little to call it deep thrashing (a fast store such as zram makes each \

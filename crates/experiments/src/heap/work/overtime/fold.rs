@@ -104,9 +104,13 @@ fn timeline(seen: &Seen, heap: &dyn Fn(u64) -> u64, secs: &dyn Fn(u64) -> f64) -
 }
 
 /// A figure of the squeezed repeats, if any was.
-fn pressed(runs: &[OverTimeRun], f: fn(&PressureRun, &OverTimeRun) -> f64) -> Option<Spread> {
+fn pressed(
+    runs: &[OverTimeRun],
+    spread: fn(&[f64]) -> Spread,
+    f: fn(&PressureRun, &OverTimeRun) -> f64,
+) -> Option<Spread> {
     let v: Vec<f64> = runs.iter().filter_map(|r| r.pressure.as_ref().map(|p| f(p, r))).collect();
-    (!v.is_empty()).then(|| Spread::of(&v))
+    (!v.is_empty()).then(|| spread(&v))
 }
 
 /// An arm's repeats as one result.
@@ -133,8 +137,8 @@ pub fn aggregate(arm: &Arm, p: Pattern, threads: u32, cfg: &OverTimeConfig, runs
         returned_fraction: Spread::of_share(&runs.iter().map(|r| r.returned_fraction).collect::<Vec<_>>()),
         churn_ns_per_op: of(|r| r.churn_ns_per_op),
         grow_s: of(|r| r.grow_s),
-        swapped_mib: pressed(&runs, |p, _| p.swapped_bytes as f64 / MIB),
-        regrow_over_grow: pressed(&runs, |p, r| p.regrow_s / r.grow_s),
+        swapped_mib: pressed(&runs, Spread::of_amount, |p, _| p.swapped_bytes as f64 / MIB),
+        regrow_over_grow: pressed(&runs, Spread::of, |p, r| p.regrow_s / r.grow_s),
         runs,
     }
 }
