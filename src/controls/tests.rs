@@ -1,5 +1,6 @@
 //! `bench controls`' lists, roles, turns and resumes.
 
+use super::turn::{Moved, row};
 use super::*;
 
 /// Every finding (checks apart) is in `bench controls`' lists: run
@@ -169,13 +170,13 @@ fn each_control_changes_its_lab_steps_arguments() {
     let th = step("thrash");
     let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();
     assert!(ThrashLab::of(&cpu).unwrap().cpu_only && !ThrashLab::of(&th).unwrap().cpu_only);
-    // thrash.writes': the step with no sleep, e1 and e2 alone (the two it
-    // compares: e4's short t_p with no sleep is a fill burst, which broke
-    // depth and so the control's every run on 2026-11-30).
+    // thrash.writes': the step with no sleep, every preset as it is (its
+    // Williams square, the same rules); only e1's and e2's runs lift its
+    // gate (thrash_sleep_removed).
     let w = CONTROLS.iter().find(|c| c.ids == [("thrash.writes", Negative(Below))]).unwrap();
     let nosleep = ThrashLab::of(&(w.change)(&th).unwrap().unwrap()).unwrap();
     assert_eq!(nosleep.sleep, Some(Dur(std::time::Duration::ZERO)));
-    assert_eq!(nosleep.preset, ["e1", "e2"]);
+    assert_eq!(nosleep.preset, ThrashLab::of(&th).unwrap().preset);
     assert_eq!(
         (nosleep.scale, nosleep.time_scale),
         (ThrashLab::of(&th).unwrap().scale, ThrashLab::of(&th).unwrap().time_scale)
@@ -210,10 +211,11 @@ fn a_control_turns_only_the_way_its_role_says() {
         ("differs", "differs", n, true, (false, false, false, false, true)),
         ("inconclusive", "differs", n, true, (false, false, false, false, false)),
         // From a check's result of the same direction (every value of the
-        // lab's run the same): it turns, and says so.
-        ("check passed", "differs", n, true, (true, false, true, false, false)),
-        ("check passed", "check failed", n, true, (true, true, true, false, false)),
+        // lab's run the same): shown as moved, never counted as a turn.
+        ("check passed", "differs", n, true, (false, false, true, false, false)),
+        ("check passed", "check failed", n, true, (false, false, true, false, false)),
         ("check passed", "differs", n, false, (false, false, false, false, false)),
+        ("check passed", "inconclusive", n, true, (false, false, false, false, false)),
         ("check failed", "differs", n, true, (false, false, false, false, true)),
         ("matches", "inconclusive", n, true, (false, false, false, false, false)),
         ("matches", "check passed", n, true, (false, false, false, false, false)),
@@ -223,9 +225,9 @@ fn a_control_turns_only_the_way_its_role_says() {
         ("matches", "differs", Positive, true, (false, false, false, false, true)),
         ("differs", "check failed", Positive, true, (false, false, false, false, false)),
         ("inconclusive", "matches", Positive, true, (false, false, false, false, false)),
-        ("check failed", "matches", Positive, true, (true, false, true, false, false)),
+        ("check failed", "matches", Positive, true, (false, false, true, false, false)),
         ("check passed", "matches", Positive, true, (false, false, false, false, true)),
-        ("check failed", "matches", Instrument, true, (false, false, false, true, false)),
+        ("check failed", "matches", Instrument, true, (false, false, false, false, false)),
         ("differs", "matches", Instrument, true, (false, false, false, true, false)),
         ("differs", "check passed", Instrument, true, (false, false, false, true, false)),
         ("matches", "differs", Instrument, true, (false, false, false, false, true)),
@@ -269,8 +271,13 @@ fn a_control_turns_only_the_way_its_role_says() {
         t("eat.b", n, "differs", "matches"),
         t("mapping.c", Instrument, "differs", "matches"),
         t("mapping.d", n, "matches", "differs"),
+        t("thrash.e", n, "check passed", "differs"),
     ];
-    assert_eq!(count(&turns), (2, 4));
+    // thrash.e moved its way from a check: run, shown, not turned.
+    assert_eq!(count(&turns), (2, 5));
+    assert!(turns[5].turned_from_check && !turns[5].turned);
+    assert!(row(&turns[5]).contains("| no: it moved its way from a check"), "{}", row(&turns[5]));
+    assert_eq!(serde_json::to_value(&turns[5]).unwrap()["turned_from_check"], true);
     assert!(
         row(&turns[0]).contains("| negative (above) | cannot: the lab's run already differs |"),
         "{}",
@@ -339,4 +346,19 @@ fn a_control_run_is_marked_once_and_never_through_a_link() {
     std::os::unix::fs::symlink(&target, linked.path().join(report::control::FILE)).unwrap();
     mark::mark(c, linked.path()).unwrap();
     assert!(!target.exists(), "nothing written through the link");
+}
+
+/// A lifted gate reads only the runs of the presets its finding compares:
+/// thrash.writes' control is not refused for an e4 run it never reads.
+#[test]
+fn a_lifted_gate_reads_only_its_findings_presets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/crates/experiments/tests/fixtures/run-dirs/thrash/run.json");
+    std::fs::copy(fixture, tmp.path().join("run.json")).unwrap();
+    // The fixture holds e1 and e2 (custom), two repeats each.
+    assert_eq!(each_thrash_run(tmp.path(), &["e2"], |_| true), Ok(()));
+    let e = each_thrash_run(tmp.path(), &["e2"], |r| !r.preset.starts_with("e2")).unwrap_err();
+    assert!(e.contains("e2-custom repeat 1"), "{e}");
+    assert_eq!(each_thrash_run(tmp.path(), &["e1"], |r| !r.preset.starts_with("e2")), Ok(()));
+    assert_eq!(each_thrash_run(tmp.path(), &["e4"], |_| true), Err("it has no runs".into()));
 }
