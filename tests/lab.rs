@@ -276,7 +276,7 @@ fn a_killed_lab_child_is_a_failed_step_and_its_changes_are_undone() {
     let step = &lab["steps"][0];
     assert_eq!(step["state"], "failed", "{lab}");
     assert_eq!(step["reason"], "killed by signal 9 (SIGKILL)", "{step}");
-    assert_eq!(system_state(), before, "the lab undid what its killed child left");
+    assert_eq!(system_state(), before, "the lab undid what its killed child left: {err}");
     assert!(dir.join("report.html").exists());
 }
 

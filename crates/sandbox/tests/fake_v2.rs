@@ -194,3 +194,45 @@ fn a_fake_trees_groups_get_their_kernel_files() {
     drop(cg);
     sb.restore().unwrap();
 }
+
+/// A journal whose owner is dead but whose lock is still held (a child the
+/// owner forked, caught between fork and exec when the owner was killed,
+/// holds the same open file until its parent-death signal ends it): restore
+/// waits for the lock and undoes it, where it used to call it live and leave
+/// it (CI, stop 80: a lab's killed thrash child left its zram and cgroup).
+#[test]
+fn a_dead_owners_journal_held_by_an_inheritor_is_waited_for_and_restored() {
+    use std::os::fd::AsRawFd;
+    let t = fake_v2();
+    let p = t.path().join("proc/sys/vm");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join("swappiness"), "60\n").unwrap();
+    let jdir = t.path().join("j");
+    let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
+    sb.sysctl("vm.swappiness", "10").unwrap();
+    // A dead owner: a child that has exited and been reaped.
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let text = std::fs::read_to_string(sb.journal_path().unwrap()).unwrap();
+    let me = format!("\"pid\":{}", std::process::id());
+    assert!(text.contains(&me), "{text}");
+    let copy = jdir.join(format!("{dead}-0-0.journal"));
+    std::fs::write(&copy, text.replacen(&me, &format!("\"pid\":{dead}"), 1)).unwrap();
+    // The inheritor: another open file of the journal, locked, let go 300 ms on.
+    let held = std::fs::File::open(&copy).unwrap();
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    let t0 = std::time::Instant::now();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(held);
+    });
+    let rep = sandbox::journal::restore_stale(&jdir, false);
+    release.join().unwrap();
+    assert!(t0.elapsed() >= std::time::Duration::from_millis(300), "it waited for the lock");
+    assert!(rep.restored.contains(&copy), "{rep:?}");
+    assert_eq!(read(&p.join("swappiness")), "60");
+    // The live owner's own journal (this process's pid) was left at once.
+    assert_eq!(rep.live.len(), 1, "{rep:?}");
+    drop(sb);
+}
