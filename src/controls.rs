@@ -242,6 +242,23 @@ const CONTROLS: &[Control] = &[
         base: HEAP_SPEED,
     },
     Control {
+        ids: &[("heap.concurrent_linux", Positive)],
+        experiment: "heap",
+        tag: "-cached",
+        what: "--heap-mode glibc-cached: glibc with a thread cache deep enough for the workload's batches \
+               (GLIBC_TUNABLES glibc.malloc.tcache_count=65535; 7 blocks a size by default), mimalloc as it is, so \
+               glibc too serves its calls from per-thread memory without a lock, as a heap built for concurrency does",
+        change: |s| {
+            with(s, |a: &mut HeapLab| {
+                a.sweep.as_mut()?.heap_mode = HeapMode::GlibcCached;
+                Some(())
+            })
+        },
+        unavailable: None,
+        lifts_gate: None,
+        base: HEAP_SPEED,
+    },
+    Control {
         ids: &[("heap.growth", Negative(Below))],
         experiment: "heap",
         tag: "",

@@ -124,6 +124,21 @@ fn unsupported_modes_are_reported_not_replaced() {
     assert_eq!(un[0]["allocator"], "mimalloc");
 }
 
+/// heap.concurrent_linux's positive control: glibc's workers run with the
+/// deep thread cache (their own check of it passes only if the tunable took
+/// effect), mimalloc's as they are; each result names the mode it ran in.
+#[test]
+fn glibc_cached_gives_glibc_alone_a_deep_cache() {
+    let v = heap(&["--allocators", "glibc,mimalloc", "--heap-mode", "glibc-cached", "--threads", "2"]);
+    let modes: Vec<(&str, &str)> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["allocator"].as_str().unwrap(), r["heap_mode"].as_str().unwrap()))
+        .collect();
+    assert_eq!(modes, [("glibc", "glibc-cached"), ("mimalloc", "default")]);
+}
+
 #[test]
 fn bad_heap_input_exits_2() {
     for (args, needle) in [
@@ -136,6 +151,7 @@ fn bad_heap_input_exits_2() {
             &["--heap-mode", "glibc-shared", "--allocators", "mimalloc,jemalloc"][..],
             "glibc-shared: changes glibc alone",
         ),
+        (&["--heap-mode", "glibc-cached", "--allocators", "mimalloc"][..], "glibc-cached: changes glibc alone"),
         (&["--baseline", "tcmalloc"][..], "--baseline"),
         (&["--ops", "0"][..], "--ops"),
     ] {

@@ -511,7 +511,9 @@ pub struct HeapArgs {
     pub allocators: Vec<crate::heap::work::alloc::Allocator>,
     /// default; shared (one heap for all threads: glibc M_ARENA_MAX=1, one jemalloc
     /// arena); per-thread (a mimalloc heap or jemalloc arena per thread);
-    /// glibc-shared (glibc shared, the others their own way).
+    /// glibc-shared (glibc shared, the others their own way); glibc-cached (glibc
+    /// with a thread cache deep enough for the workload's batches, the others their
+    /// own way).
     #[arg(long, value_enum, default_value_t = crate::heap::work::alloc::HeapMode::Default)]
     pub heap_mode: crate::heap::work::alloc::HeapMode,
     /// The allocation pattern.

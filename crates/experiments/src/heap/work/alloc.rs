@@ -66,20 +66,74 @@ pub enum HeapMode {
     /// A heap per thread: a mimalloc heap or a jemalloc arena.
     PerThread,
     /// glibc with one arena (as `shared`), every other allocator its own way
-    // heap.concurrent_linux's control: glibc's per-thread arenas taken away,
-    // its comparator left as it is.
+    // heap.concurrent_linux's negative control: glibc's per-thread arenas
+    // taken away, its comparator left as it is.
     GlibcShared,
+    /// glibc with a thread cache deep enough for the workload's batches
+    /// (GLIBC_TUNABLES glibc.malloc.tcache_count=65535), every other
+    /// allocator its own way
+    // heap.concurrent_linux's positive control: glibc's per-thread cache
+    // holds 7 blocks a size by default, against batches of a thousand calls.
+    GlibcCached,
+}
+
+/// The tunable `glibc-cached` gives glibc's workers: the deepest thread
+/// cache glibc takes (a size class's count is 16 bits since glibc 2.30).
+pub const DEEP_TCACHE: &str = "glibc.malloc.tcache_count=65535";
+
+/// GLIBC_TUNABLES for a `glibc-cached` worker: pagelab's own, if any, with
+/// [`DEEP_TCACHE`] last (the last setting of a tunable wins).
+pub fn deep_tcache_tunables() -> String {
+    match std::env::var("GLIBC_TUNABLES") {
+        Ok(t) if !t.is_empty() => format!("{t}:{DEEP_TCACHE}"),
+        _ => DEEP_TCACHE.to_string(),
+    }
+}
+
+/// Whether this thread's glibc cache holds more than glibc's default of 7
+/// blocks a size, as [`DEEP_TCACHE`] makes it: 64 blocks of 600 B are
+/// freed and taken again, and they come back last-freed first only from a
+/// cache that kept all 64 (past 7 they go to the arena's bins, where
+/// neighbours merge). Untimed; a `glibc-cached` worker checks it before its
+/// threads start, so a tunable that did not take effect is an error, not a
+/// run of plain glibc under another name.
+pub fn deep_tcache() -> bool {
+    const N: usize = 64;
+    // SAFETY: plain malloc and free of blocks this function owns, each freed once.
+    unsafe {
+        let p: Vec<*mut c_void> = (0..N).map(|_| libc::malloc(600)).collect();
+        // Keeps the last block off the top chunk, which a free would grow.
+        let guard = libc::malloc(600);
+        if p.iter().any(|x| x.is_null()) || guard.is_null() {
+            p.iter().chain([&guard]).for_each(|&x| libc::free(x));
+            return false;
+        }
+        for &x in &p {
+            libc::free(x);
+        }
+        let q: Vec<*mut c_void> = (0..N).map(|_| libc::malloc(600)).collect();
+        let lifo = q.iter().zip(p.iter().rev()).all(|(a, b)| a == b);
+        q.iter().chain([&guard]).for_each(|&x| libc::free(x));
+        lifo
+    }
 }
 
 impl HeapMode {
     /// The mode `a` runs in under this one: `glibc-shared` is `shared` for
+    /// glibc and `default` for the others; `glibc-cached` is itself for
     /// glibc and `default` for the others.
     pub fn of(self, a: &Allocator) -> HeapMode {
         match (self, a) {
             (HeapMode::GlibcShared, Allocator::Glibc) => HeapMode::Shared,
-            (HeapMode::GlibcShared, _) => HeapMode::Default,
+            (HeapMode::GlibcCached, Allocator::Glibc) => HeapMode::GlibcCached,
+            (HeapMode::GlibcShared | HeapMode::GlibcCached, _) => HeapMode::Default,
             (m, _) => m,
         }
+    }
+
+    /// The modes that change glibc alone.
+    pub fn glibc_only(self) -> bool {
+        matches!(self, HeapMode::GlibcShared | HeapMode::GlibcCached)
     }
 }
 crate::serde_by_name!(HeapMode, "heap mode");
@@ -122,7 +176,7 @@ impl Allocator {
     pub fn unsupported(&self, mode: HeapMode) -> Option<&'static str> {
         match (self, mode.of(self)) {
             (_, HeapMode::Default) => None,
-            (Allocator::Glibc, HeapMode::Shared) | (Allocator::Jemalloc, _) => None,
+            (Allocator::Glibc, HeapMode::Shared | HeapMode::GlibcCached) | (Allocator::Jemalloc, _) => None,
             (Allocator::Mimalloc, HeapMode::PerThread) => None,
             (Allocator::Glibc, _) => Some("glibc has no per-thread heap handle (its arenas are assigned implicitly)"),
             (Allocator::Mimalloc, _) => {
@@ -419,6 +473,28 @@ mod tests {
             assert!(a.unsupported(g).is_none(), "{a:?}");
         }
         assert_eq!(HeapMode::PerThread.of(&Allocator::Glibc), HeapMode::PerThread);
+        // glibc-cached: glibc with its deep cache, every other allocator its own way.
+        let c = HeapMode::GlibcCached;
+        assert_eq!(c.of(&Allocator::Glibc), HeapMode::GlibcCached);
+        assert!(Allocator::Glibc.unsupported(c).is_none());
+        for a in [Allocator::Mimalloc, Allocator::Jemalloc, Allocator::Preload("/x.so".into())] {
+            assert_eq!(c.of(&a), HeapMode::Default, "{a:?}");
+        }
+        assert!(c.glibc_only() && g.glibc_only() && !HeapMode::Shared.glibc_only());
+    }
+
+    /// glibc's cache as it comes holds 7 blocks a size, so the check reads
+    /// no deep cache in this process (tests/heap.rs runs `glibc-cached`,
+    /// whose workers pass it only with the tunable in effect).
+    #[test]
+    fn glibcs_default_cache_is_not_deep() {
+        if std::env::var_os("GLIBC_TUNABLES").is_some() {
+            crate::kit::skip_test("GLIBC_TUNABLES is set in this test's environment");
+            return;
+        }
+        assert!(!deep_tcache());
+        let t = std::env::var("GLIBC_TUNABLES");
+        assert!(t.is_err() && deep_tcache_tunables() == DEEP_TCACHE);
     }
 
     #[test]

@@ -106,10 +106,11 @@ pub fn validate(cfg: &HeapConfig, p: &mut probe::Probe) -> Result<(), sandbox::S
             names.join(", ")
         )));
     }
-    if cfg.heap_mode == alloc::HeapMode::GlibcShared && !cfg.allocators.contains(&Allocator::Glibc) {
+    if cfg.heap_mode.glibc_only() && !cfg.allocators.contains(&Allocator::Glibc) {
         return Err(Invalid(format!(
-            "--heap-mode glibc-shared: changes glibc alone, which is not among --allocators ({}); add glibc, or give \
+            "--heap-mode {}: changes glibc alone, which is not among --allocators ({}); add glibc, or give \
              --heap-mode default",
+            crate::kit::names::name(&cfg.heap_mode),
             names.join(", ")
         )));
     }
@@ -191,6 +192,12 @@ pub fn run_with<O: workloads::observe::Observer<Entry = crate::heap::results::En
                             "preload".to_string(),
                             vec![("LD_PRELOAD".to_string(), p.display().to_string())],
                             Some(p.display().to_string()),
+                        ),
+                        // glibc-cached: glibc's workers alone get the deep cache.
+                        other if cfg.heap_mode.of(other) == alloc::HeapMode::GlibcCached => (
+                            other.name(),
+                            vec![("GLIBC_TUNABLES".to_string(), alloc::deep_tcache_tunables())],
+                            None,
                         ),
                         other => (other.name(), vec![], None),
                     };

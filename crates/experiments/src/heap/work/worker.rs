@@ -188,9 +188,20 @@ pub(super) fn drive(
     seed: u64,
     oh: u64,
 ) -> Result<(Vec<script::ThreadStats>, bool), String> {
-    use alloc::HeapMode::{Default, PerThread, Shared};
+    use alloc::HeapMode::{Default, GlibcCached, PerThread, Shared};
     Ok(match (allocator, mode) {
         ("glibc" | "preload", Default) => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
+        ("glibc", GlibcCached) => {
+            if !alloc::deep_tcache() {
+                return Err(format!(
+                    "heap mode glibc-cached: glibc's thread cache is not deeper than its default of 7 blocks a size \
+                     (GLIBC_TUNABLES={}): this glibc did not take {}",
+                    std::env::var("GLIBC_TUNABLES").unwrap_or_default(),
+                    alloc::DEEP_TCACHE
+                ));
+            }
+            run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?
+        }
         ("glibc", Shared) => {
             // SAFETY: mallopt before any workload thread exists.
             if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
