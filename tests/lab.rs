@@ -73,7 +73,7 @@ fn lab_as_root_writes_a_report_the_browser_opens_offline() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert_eq!(system_state(), before, "the lab left changes behind");
+    assert_eq!(system_state(), before, "the lab left changes behind: {err}");
     // Plain progress lines (stdout is not a terminal), on stderr because of --json.
     assert!(err.contains("[1/8] eat: running") && err.contains("[8/8] rightsize: complete"), "{err}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -20,10 +20,13 @@
 //! before each undo, so two undo passes (a panic hook, then a destructor) never
 //! undo twice.
 
+mod owner;
+
 use crate::cgroup::kill_and_remove;
 use crate::error::{Result, SandboxError};
 use crate::fault;
 use crate::swap;
+use owner::{INHERITED_LOCK_WAIT, Lock, holders, lock_unless_live, read_all};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -576,6 +579,8 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         return rep;
     }
     let mut open: Vec<Stale> = Vec::new();
+    // One wait for every journal of this pass (see `lock_unless_live`).
+    let deadline = std::time::Instant::now() + INHERITED_LOCK_WAIT;
     for path in journal_files(dir) {
         if let Err(why) = trusted_file(&path) {
             rep.errors.push(format!("journal {} left alone: {why}", path.display()));
@@ -586,11 +591,28 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         else {
             continue;
         };
-        if !lock_unless_live(&file, &path) {
-            rep.live.push(path);
+        match lock_unless_live(&file, deadline) {
+            Lock::Taken => {}
+            Lock::Live => {
+                rep.live.push(path);
+                continue;
+            }
+            Lock::HeldAfterOwner(pid) => {
+                rep.errors.push(format!(
+                    "journal {} left alone: the pagelab run that wrote it (pid {pid}) has ended, but {} still \
+                     holds it after {} s; run `pagelab restore` again once they have ended",
+                    path.display(),
+                    holders(&path),
+                    INHERITED_LOCK_WAIT.as_secs()
+                ));
+                continue;
+            }
+        }
+        // Another restorer undid it and removed it while this one waited.
+        if file.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) == 0) {
             continue;
         }
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_all(&file) {
             Ok(t) => t,
             Err(e) => {
                 rep.errors.push(format!("journal {} left alone: it could not be read: {e}", path.display()));
@@ -666,41 +688,6 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         rep.restored.push(j.path);
     }
     rep
-}
-
-/// Takes the journal's lock, which a live owner holds. The lock belongs to the
-/// open file, so a child the owner forked holds it too until it execs or dies
-/// (every descriptor is close-on-exec). A worker joins its group before exec,
-/// and its exec is charged there: in a thrashing group it can sit in reclaim
-/// for a while, the lock held, after its owner was killed, until its
-/// parent-death signal ends it. While the owner named in the header is gone,
-/// the lock is therefore waited for (up to 10 s, as a group's processes are
-/// in `kill_and_remove`), not taken as a sign of life; a live owner's journal
-/// is left at once.
-fn lock_unless_live(file: &File, path: &Path) -> bool {
-    let t0 = std::time::Instant::now();
-    loop {
-        // SAFETY: flock on an fd we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return true;
-        }
-        let owner = std::fs::read_to_string(path).ok().and_then(|t| parse(&t).0);
-        if owner.is_none_or(|h| owner_alive(&h)) || t0.elapsed() > std::time::Duration::from_secs(10) {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
-/// Whether the process a journal names is alive: its pid exists with the same
-/// start time (a header without one: the pid exists).
-fn owner_alive(h: &Header) -> bool {
-    match probe::Probe::default().pid_stat(h.pid as i32) {
-        Ok(Some(s)) => h.starttime.is_none_or(|t| t == s.starttime),
-        Ok(None) => false,
-        // Unreadable: assume alive, as before.
-        Err(_) => true,
-    }
 }
 
 /// A dead run's journal, locked, with what is left to undo.
