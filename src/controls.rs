@@ -247,7 +247,8 @@ const CONTROLS: &[Control] = &[
         tag: "-cached",
         what: "--heap-mode glibc-cached: glibc with a thread cache deep enough for the workload's batches \
                (GLIBC_TUNABLES glibc.malloc.tcache_count=65535; 7 blocks a size by default), mimalloc as it is, so \
-               glibc too serves its calls from per-thread memory without a lock, as a heap built for concurrency does",
+               glibc too serves from per-thread memory, without a lock, every call of up to 1032 B that finds a \
+               block cached, as a heap built for concurrency does",
         change: |s| {
             with(s, |a: &mut HeapLab| {
                 a.sweep.as_mut()?.heap_mode = HeapMode::GlibcCached;

@@ -90,13 +90,14 @@ pub fn deep_tcache_tunables() -> String {
     }
 }
 
-/// Whether this thread's glibc cache holds more than glibc's default of 7
-/// blocks a size, as [`DEEP_TCACHE`] makes it: 64 blocks of 600 B are
+/// Whether glibc's thread cache keeps 64 blocks a size or more (its
+/// default is 7), as [`DEEP_TCACHE`] makes it: 64 blocks of 600 B are
 /// freed and taken again, and they come back last-freed first only from a
-/// cache that kept all 64 (past 7 they go to the arena's bins, where
-/// neighbours merge). Untimed; a `glibc-cached` worker checks it before its
-/// threads start, so a tunable that did not take effect is an error, not a
-/// run of plain glibc under another name.
+/// cache that kept all 64 (past its count they go to the arena's bins,
+/// where neighbours merge). The count is glibc's, one for every thread.
+/// Untimed; a `glibc-cached` worker checks it (after checking that malloc
+/// is glibc's) before its threads start, so a tunable that did not take
+/// effect is an error, not a run of plain glibc under another name.
 pub fn deep_tcache() -> bool {
     const N: usize = 64;
     // SAFETY: plain malloc and free of blocks this function owns, each freed once.
@@ -488,8 +489,8 @@ mod tests {
     /// whose workers pass it only with the tunable in effect).
     #[test]
     fn glibcs_default_cache_is_not_deep() {
-        if std::env::var_os("GLIBC_TUNABLES").is_some() {
-            crate::kit::skip_test("GLIBC_TUNABLES is set in this test's environment");
+        if std::env::var_os("GLIBC_TUNABLES").is_some() || std::env::var_os("LD_PRELOAD").is_some() {
+            crate::kit::skip_test("GLIBC_TUNABLES or LD_PRELOAD is set in this test's environment");
             return;
         }
         assert!(!deep_tcache());

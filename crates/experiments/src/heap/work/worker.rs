@@ -192,9 +192,18 @@ pub(super) fn drive(
     Ok(match (allocator, mode) {
         ("glibc" | "preload", Default) => run_threads(threads, ops, seed, oh, |_| Ok(alloc::Libc))?,
         ("glibc", GlibcCached) => {
+            // The check reads whichever allocator malloc is: glibc's alone counts.
+            let provider = alloc::malloc_provider().unwrap_or_default();
+            let name = std::path::Path::new(&provider).file_name().map(|n| n.to_string_lossy().into_owned());
+            if !name.is_some_and(|n| n.starts_with("libc.so") || n.starts_with("libc-")) {
+                return Err(format!(
+                    "heap mode glibc-cached: malloc resolves to {provider:?}, not glibc's libc (an LD_PRELOAD in \
+                     pagelab's environment?): the run would not be glibc's"
+                ));
+            }
             if !alloc::deep_tcache() {
                 return Err(format!(
-                    "heap mode glibc-cached: glibc's thread cache is not deeper than its default of 7 blocks a size \
+                    "heap mode glibc-cached: glibc's thread cache keeps fewer than 64 blocks a size \
                      (GLIBC_TUNABLES={}): this glibc did not take {}",
                     std::env::var("GLIBC_TUNABLES").unwrap_or_default(),
                     alloc::DEEP_TCACHE
