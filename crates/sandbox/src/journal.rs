@@ -146,16 +146,24 @@ impl Journal {
         let pid = std::process::id();
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let path = dir.join(format!("{pid}-{n}-{}.journal", probe::sample::monotonic_ns()));
+        // Made under a name no restore reads (`journal_name`), locked and
+        // given its header there, and only then linked in place: a restore
+        // starting meanwhile (another pagelab's) never finds it unlocked and
+        // empty, which it would take for a dead run's and delete.
+        let mut making = path.clone().into_os_string();
+        making.push(".new");
+        let making = PathBuf::from(making);
         let file = io(
             "creating the journal",
-            &path,
-            OpenOptions::new().create_new(true).append(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path),
+            &making,
+            OpenOptions::new().create_new(true).append(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&making),
         )?;
         // SAFETY: flock on an fd we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(SandboxError::io("locking the journal", &path, std::io::Error::last_os_error()));
+            let _ = std::fs::remove_file(&making);
+            return Err(SandboxError::io("locking the journal", &making, std::io::Error::last_os_error()));
         }
-        let mut j = Journal { path, file, next_seq: 1 };
+        let mut j = Journal { path: making.clone(), file, next_seq: 1 };
         let header = Header {
             journal: 1,
             pid,
@@ -164,7 +172,13 @@ impl Journal {
             label: label.to_string(),
             created_unix_ms: probe::sample::realtime_ns() / 1_000_000,
         };
-        j.append(&serde_json::to_value(&header).expect("header"))?;
+        let placed = j.append(&serde_json::to_value(&header).expect("header")).and_then(|()| {
+            // A link never replaces a file at the new name (rename would).
+            io("naming the journal", &path, std::fs::hard_link(&making, &path))
+        });
+        let _ = std::fs::remove_file(&making);
+        placed?;
+        j.path = path;
         fsync_dir(dir);
         Ok(j)
     }

@@ -210,6 +210,11 @@ fn a_dead_owners_journal_held_by_an_inheritor_is_waited_for_and_restored() {
     let jdir = t.path().join("j");
     let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
     sb.sysctl("vm.swappiness", "10").unwrap();
+    // Made under another name and linked in place once locked with its
+    // header: only the journal's own name is left.
+    let names: Vec<String> =
+        std::fs::read_dir(&jdir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.len() == 1 && names[0].ends_with(".journal"), "{names:?}");
     // A dead owner: a child that has exited and been reaped.
     let mut c = std::process::Command::new("true").spawn().unwrap();
     let dead = c.id();
