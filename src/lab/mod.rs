@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod pace;
+pub use pace::{fit_step, later_left, pace_of};
+
 /// The steps for this machine, in the lab's order: each experiment plans its own
 /// (`lab_step` in its folder's `cmd.rs`). `Full` comes closer to the studies;
 /// the quick plan fits in about 5 minutes on a 2-core VM; the smoke plan in
@@ -208,7 +211,17 @@ impl Runner {
                 break;
             }
             let left = b - t0.elapsed().as_secs_f64() - REPORT_RESERVE_S;
-            let more = plan_more(&self.out, &self.lab, pass, left);
+            // Fitted at the first pass's pace, with room (`later_left`).
+            let (fit, pace) = later_left(&self.lab.steps, left);
+            if (pace - 1.0).abs() > 0.05 {
+                self.progress.line(&format!(
+                    "pass {pass}: the first pass ran at {}× its plan, so {} of plan is fitted into the {} left",
+                    record::stats::claim::num(pace),
+                    fmt_s(fit.max(0.0)),
+                    fmt_s(left.max(0.0))
+                ));
+            }
+            let more = plan_more(&self.out, &self.lab, pass, fit);
             if more.is_empty() {
                 self.progress.line(&format!(
                     "pass {pass}: nothing to repeat in the {} left (every finding decided, or none can be in that time)",
@@ -276,50 +289,6 @@ impl Runner {
         }
         Ok(())
     }
-}
-
-/// Planned seconds of prior weight in a pass's pace ([`pace_of`]).
-pub const PACE_PRIOR_S: f64 = 60.0;
-
-/// The pace of a first pass so far: its steps' `actual` ÷ `planned` seconds,
-/// shrunk toward the plan by a minute of planned time. The quick lab's first
-/// two steps are 26 s of plan: a machine 8 % slower than planned on them
-/// (wscap's 20.8 s against 17.5 one day, 19.8 the next) said the pass would
-/// overrun by 7 s, and halved heap's repeats, which left its findings open
-/// and the lab 50 s under its budget.
-pub fn pace_of(actual: f64, planned: f64) -> f64 {
-    (actual + PACE_PRIOR_S) / (planned + PACE_PRIOR_S)
-}
-
-/// The step `s` of a first pass, with fewer repeats when at the `pace` of
-/// the steps before it (their actual ÷ planned seconds, held within 0.25 –
-/// 4) it and the `rest` of the pass (planned seconds) would not fit in the
-/// `left` seconds of the budget: the most repeats that fit, an even count
-/// (ABBA's order effect cancels over pairs), never fewer than two (a finding
-/// needs two for an interval). None when it fits, has no
-/// `--repeat`, or has two already. The choice depends on times only, never
-/// on a finding's values, so the verdicts' error is what it was.
-pub fn fit_step(s: &Step, pace: f64, rest: f64, left: f64) -> Option<Step> {
-    let pace = if pace.is_finite() { pace.clamp(0.25, 4.0) } else { 1.0 };
-    if pace * (s.expect_s + rest) <= left {
-        return None;
-    }
-    let n = experiments::kit::plan::repeat_of(s)?;
-    if n <= 2 {
-        return None;
-    }
-    let per = s.expect_s / n as f64;
-    // An even count: ABBA's order effect cancels over pairs of repeats.
-    let fits = (2..n).rev().filter(|m| m % 2 == 0).find(|&m| pace * (per * m as f64 + rest) <= left).unwrap_or(2);
-    let mut t = s.clone();
-    t.repeat = Some(fits);
-    t.expect_s = per * fits as f64;
-    t.note = Some(format!(
-        "{fits} of its {n} planned repeats: the steps before it ran at {}× their plan, and {n} would have passed the \
-         budget",
-        record::stats::claim::num(pace)
-    ));
-    Some(t)
 }
 
 /// A step's state from how its child ended.

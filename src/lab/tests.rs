@@ -352,3 +352,34 @@ fn a_quick_lab_names_the_budget_that_runs_jank_and_fits_it() {
     let first: f64 = p.iter().map(|s| s.expect_s).sum();
     assert!(first + REPORT_RESERVE_S <= need, "the first pass ({first} s) fits the named budget ({need} s)");
 }
+
+/// A later pass is fitted at the first pass's pace, with room: the quick
+/// lab of 2026-11-30 whose first pass ran at 1.31× its plan bought heap × 10
+/// (planned 127 s) in the 154 s it had left by plan, ran it at 1.49×, and
+/// ended at 5 min 30 s. At its pace with room, 94 s of plan are bought.
+#[test]
+fn a_later_pass_is_fitted_at_the_first_pass_pace_with_room() {
+    let mut p = plan(&machine(true, false), Scale::Quick, Some(300.0), &[]);
+    let run: Vec<usize> = (0..p.len()).filter(|&i| p[i].state == StepState::Planned).collect();
+    // Before any step ran: the plan's own pace, with the room alone.
+    let (fit, pace) = later_left(&p, 154.0);
+    assert_eq!(pace, 1.0);
+    assert!((fit - 154.0 / 1.25).abs() < 1e-9, "{fit}");
+    // Every run step at 1.31 times its plan (a step not run counts nothing).
+    for &i in &run {
+        p[i].seconds = Some(1.31 * p[i].expect_s);
+    }
+    let (fit, pace) = later_left(&p, 154.0);
+    assert!((pace - 1.31).abs() < 1e-9, "{pace}");
+    assert!((fit - 154.0 / (1.31 * 1.25)).abs() < 1e-9 && fit < 127.0, "{fit}");
+    // A faster machine buys more than its plan's seconds left, and a later
+    // pass's own steps never count in the pace.
+    for &i in &run {
+        p[i].seconds = Some(0.5 * p[i].expect_s);
+    }
+    let mut later = p[run[0]].clone();
+    (later.pass, later.seconds) = (2, Some(100.0 * later.expect_s));
+    p.push(later);
+    let (fit, pace) = later_left(&p, 154.0);
+    assert!((pace - 0.5).abs() < 1e-9 && fit > 154.0, "{pace} {fit}");
+}
