@@ -136,8 +136,9 @@ fn settings_are_journaled_and_restored() {
     assert_eq!(read(&z.join("compressor")), "lzo");
 }
 
-#[test]
-fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
+/// A fake tree whose vm.swappiness (60) a live sandbox journaled and set
+/// to 10: the tree, /proc/sys/vm in it, the journal directory, the sandbox.
+fn swappiness_journaled() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, Sandbox) {
     let t = fake_v2();
     let p = t.path().join("proc/sys/vm");
     std::fs::create_dir_all(&p).unwrap();
@@ -145,6 +146,12 @@ fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
     let jdir = t.path().join("j");
     let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
     sb.sysctl("vm.swappiness", "10").unwrap();
+    (t, p, jdir, sb)
+}
+
+#[test]
+fn journal_of_a_dead_owner_is_restored_and_a_live_one_is_not() {
+    let (_tree, p, jdir, sb) = swappiness_journaled();
     // Live (locked by this process through the sandbox): left alone.
     let rep = sandbox::journal::restore_stale(&jdir, false);
     assert_eq!(rep.live.len(), 1);
@@ -203,13 +210,7 @@ fn a_fake_trees_groups_get_their_kernel_files() {
 #[test]
 fn a_dead_owners_journal_held_by_an_inheritor_is_waited_for_and_restored() {
     use std::os::fd::AsRawFd;
-    let t = fake_v2();
-    let p = t.path().join("proc/sys/vm");
-    std::fs::create_dir_all(&p).unwrap();
-    std::fs::write(p.join("swappiness"), "60\n").unwrap();
-    let jdir = t.path().join("j");
-    let mut sb = Sandbox::with_journal_dir("t", &jdir).with_roots(probe::Roots::under(t.path()));
-    sb.sysctl("vm.swappiness", "10").unwrap();
+    let (_tree, p, jdir, sb) = swappiness_journaled();
     // Made under another name and linked in place once locked with its
     // header: only the journal's own name is left.
     let names: Vec<String> =
