@@ -4,6 +4,7 @@
 pub mod backing;
 pub mod compress;
 pub mod fill;
+pub mod kernels;
 pub mod mm;
 pub mod noise;
 pub mod observe;

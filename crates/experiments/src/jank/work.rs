@@ -101,12 +101,7 @@ pub fn frame_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String]) ->
             unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(cursor * page + (x as usize % page)), x as u8) };
             cursor = (cursor + 1) % pages;
         }
-        for _ in 0..s.work {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-        }
-        std::hint::black_box(x);
+        x = std::hint::black_box(workloads::kernels::xorshift_steps(x, s.work));
         let done = probe::sample::monotonic_ns();
         let us = |a: u64, b: u64| (a.saturating_sub(b) / 1000).min(u32::MAX as u64) as u32;
         out.frames.push((due, us(woke, due), us(done, woke), major_faults()));

@@ -17,13 +17,6 @@ pub struct HotCold {
     pub passes: u64,
 }
 
-fn xorshift(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
-}
-
 /// Its resident memory; none (null in its lines) when unread, never 0.
 fn rss_bytes(p: &mut probe::Probe) -> Option<u64> {
     p.pid_status(std::process::id() as i32).ok().flatten().and_then(|s| s.vm_rss)
@@ -40,15 +33,9 @@ pub fn run(h: &HotCold, p: &mut probe::Probe) -> Result<(), String> {
         workloads::mm::Mapping::anon((h.cold as usize).max(page), 0).map_err(|e| format!("mmap cold: {e}"))?;
     // Cold pages: 256 random bytes, the rest zero (cheap to compress: the
     // one-time eviction of C costs little beside the runtime).
-    for p in cold.as_mut_slice().chunks_mut(page) {
-        for w in p[..256].chunks_mut(8) {
-            w.copy_from_slice(&xorshift(&mut seed).to_ne_bytes()[..w.len()]);
-        }
-    }
+    workloads::kernels::fill_page_heads(cold.as_mut_slice(), page, 256, &mut seed);
     let mut hot = workloads::mm::Mapping::anon((h.hot as usize).max(page), 0).map_err(|e| format!("mmap hot: {e}"))?;
-    for w in hot.as_mut_slice().chunks_mut(8) {
-        w.copy_from_slice(&xorshift(&mut seed).to_ne_bytes()[..w.len()]);
-    }
+    workloads::kernels::fill_xorshift(hot.as_mut_slice(), &mut seed);
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
@@ -61,19 +48,11 @@ pub fn run(h: &HotCold, p: &mut probe::Probe) -> Result<(), String> {
     let mut sum = 0u64;
     let mut n = 0u64;
     while h.passes == 0 || n < h.passes {
-        let buf = hot.as_mut_slice();
-        for p in buf.chunks_mut(page) {
-            // One word of every page read and written (every page stays
-            // referenced), then arithmetic in registers: the runtime is CPU
-            // time, not memory bandwidth, which neighbours on a shared host
-            // disturb far more.
-            let mut v = u64::from_ne_bytes(p[..8].try_into().expect("8 bytes"));
-            for _ in 0..WORK_PER_PAGE {
-                v = xorshift(&mut v.clone()).wrapping_add(v);
-            }
-            sum = sum.wrapping_add(v);
-            p[..8].copy_from_slice(&v.to_ne_bytes());
-        }
+        // One word of every page read and written (every page stays
+        // referenced), then arithmetic in registers: the runtime is CPU
+        // time, not memory bandwidth, which neighbours on a shared host
+        // disturb far more.
+        sum = sum.wrapping_add(workloads::kernels::sweep_pages(hot.as_mut_slice(), page, WORK_PER_PAGE));
         n += 1;
     }
     let _ = writeln!(

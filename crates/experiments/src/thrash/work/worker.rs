@@ -149,7 +149,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     let end_at = alloc_ns + active_ns;
     while probe::sample::monotonic_ns() < end_at {
         let c0 = probe::sample::monotonic_ns();
-        write_cycle(buf, size, writes, &mut x);
+        workloads::kernels::random_writes(buf, size, writes, &mut x);
         if sleep_ns > 0 {
             sleep_until(probe::sample::monotonic_ns() + sleep_ns);
         }
@@ -206,7 +206,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     // The load falls back (or stays): the same cycle over the first `after`
     // bytes, until the parent's `exit` (or its end: stdin closed).
     loop {
-        write_cycle(&mut m.as_mut_slice()[..after], after, writes, &mut x);
+        workloads::kernels::random_writes(&mut m.as_mut_slice()[..after], after, writes, &mut x);
         // Without a sleep, a look at the parent's line without waiting, each
         // cycle (the wait below would never look).
         let asked = if sleep_ns == 0 {
@@ -229,20 +229,6 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
 /// The cycle times a consumer keeps exactly; past them, a uniform sample
 /// of this many (64 KiB).
 const CYCLE_SAMPLES: usize = 8192;
-
-/// One cycle's `writes` random bytes at random positions of `buf[..size]`
-/// (xorshift64*: position and value from one draw).
-fn write_cycle(buf: &mut [u8], size: usize, writes: u64, x: &mut u64) {
-    for _ in 0..writes {
-        *x ^= *x >> 12;
-        *x ^= *x << 25;
-        *x ^= *x >> 27;
-        let v = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        let pos = (((v >> 8) as u128 * size as u128) >> 56) as usize;
-        // SAFETY: pos < size <= buf.len(); volatile so the writes are not elided.
-        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(pos), v as u8) };
-    }
-}
 
 fn sleep_until(t_ns: u64) {
     let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as _ };
