@@ -131,8 +131,8 @@ mod tests {
     #[test]
     fn a_sweep_mixes_the_first_word_of_every_page_and_sums_them() {
         let mut b = vec![0u8; 2 * 64 + 4];
-        b[0] = 1;
-        b[64] = 2;
+        b[..8].copy_from_slice(&1u64.to_ne_bytes());
+        b[64..72].copy_from_slice(&2u64.to_ne_bytes());
         let sum = sweep_pages(&mut b, 64, 3);
         let mix = |mut v: u64| {
             for _ in 0..3 {
@@ -151,6 +151,22 @@ mod tests {
 
     #[test]
     fn random_writes_stay_inside_the_size_and_follow_the_state() {
+        // One write, worked by hand (xorshift64*: >>12, <<25, >>27, times
+        // 0x2545f4914f6cdd1d): the state 0x69cf1fdabcd68fcc, the draw
+        // 0x7016343d3c81661c, its top 56 bits × 100 >> 56 = position 43, its
+        // low byte 0x1c the value.
+        let mut one = vec![0u8; 100];
+        let mut s = 0x1234_5678_9abc_def1u64;
+        random_writes(&mut one, 100, 1, &mut s);
+        assert_eq!(s, 0x69cf_1fda_bcd6_8fcc);
+        assert_eq!(one.iter().position(|&v| v != 0), Some(43));
+        assert_eq!(one[43], 0x1c);
+        // A size past the buffer is clamped to it.
+        let mut small = vec![0u8; 16];
+        let mut t = 99u64;
+        random_writes(&mut small, 1 << 40, 1000, &mut t);
+        assert!(small.iter().any(|&v| v != 0));
+
         let mut b = vec![0u8; 4096];
         let mut x = 0x1234_5678_9abc_def1u64;
         random_writes(&mut b, 100, 10_000, &mut x);
