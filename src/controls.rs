@@ -30,7 +30,7 @@ use experiments::thrash::work::AfterLoad;
 use experiments::wscap::cmd::{MemoryStore, WscapLab};
 use report::lab::Step;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use workloads::backing::BackingKind;
 
 /// One control run: the findings it is the control of, the experiment, and
@@ -409,7 +409,9 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
     let log = dir.with_extension("log");
     let f = record::safe::create(&log).with_context(|| format!("creating {}", log.display()))?;
     eprintln!("  pagelab {experiment} {} --out {}", args.join(" "), dir.display());
-    let st = Command::new(exe)
+    // Its own process group, told to stop if this process dies, and passed
+    // one SIGINT when a stop is requested (crate::child).
+    let mut child = crate::child::command(exe)
         .arg(experiment)
         .args(args)
         .arg("--out")
@@ -417,8 +419,18 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
         .stdin(Stdio::null())
         .stdout(f.try_clone()?)
         .stderr(f)
-        .status()
+        .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
+    let st = crate::child::wait(&mut child, |_| {})?;
+    if record::stop::requested() {
+        eprintln!(
+            "pagelab: bench controls stopped; pagelab {experiment} into {} was passed the stop (its log: {}). `--resume` \
+             with the same --out keeps the runs that completed; move that directory away first",
+            dir.display(),
+            log.display()
+        );
+        return Err(crate::interrupted());
+    }
     if !st.success() {
         anyhow::bail!("pagelab {experiment} into {} failed ({st}); its output: {}", dir.display(), log.display());
     }
@@ -583,6 +595,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     for c in CONTROLS {
         if !a.only.is_empty() && !selected(c, &a.only) {
             continue;
+        }
+        if record::stop::requested() {
+            return Err(crate::interrupted());
         }
         let Some(step) =
             steps.iter().find(|s| s.experiment == c.experiment && s.state == report::lab::StepState::Planned)

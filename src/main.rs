@@ -3,6 +3,7 @@
 //! the crates that do the work.
 
 mod bench;
+mod child;
 mod cli;
 mod compare_cmd;
 mod controls;

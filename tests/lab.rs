@@ -338,3 +338,55 @@ fn a_lab_killed_midway_is_named_killed_and_resumes_to_a_whole_report() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to resume"));
 }
+
+/// `bench controls` runs each experiment as its child, as the lab does: a
+/// SIGINT to `bench controls` alone (not its process group) is passed on
+/// once, the child stops and restores, and bench controls leaves with 130
+/// instead of going on to the next run; killed outright (SIGKILL), its child
+/// is told to stop (SIGTERM) and stops too.
+#[test]
+fn bench_controls_passes_a_stop_to_its_child() {
+    if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
+        common::skip("needs root and a memory cgroup controller (bench controls runs as root)");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = system_state();
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("controls");
+        let mut bench = Command::new(bin())
+            .env("PAGELAB_JOURNAL_DIR", journals())
+            .args(["bench", "controls", "--only", "mapping.shared_costlier", "--out", out.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its child, once it has written its run directory.
+        let run = out.join("mapping-as-the-lab/run.json");
+        let children = format!("/proc/{0}/task/{0}/children", bench.id());
+        let mut child = 0;
+        common::wait_until("bench controls' first run", std::time::Duration::from_secs(60), || {
+            assert!(bench.try_wait().unwrap().is_none(), "bench controls ended before its first run started");
+            let kids = std::fs::read_to_string(&children).unwrap_or_default();
+            child = kids.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            child > 0 && run.exists()
+        });
+        unsafe { libc::kill(bench.id() as i32, sig) };
+        let done = bench.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        // The child is gone (its parent waited for it, or it was told to stop).
+        common::wait_until("the child to leave", std::time::Duration::from_secs(60), || {
+            !Path::new(&format!("/proc/{child}")).exists()
+        });
+        let state: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+        assert_eq!(state["status"]["state"], "interrupted", "{sig}: {}\n{err}", state["status"]);
+        if sig == libc::SIGINT {
+            assert_eq!(done.status.code(), Some(130), "{err}");
+            assert!(err.contains("bench controls stopped"), "{err}");
+        }
+        // It went no further: no control run, no table.
+        assert!(!out.join("mapping-control-shared_costlier").exists() && !out.join("controls.json").exists());
+        assert_eq!(system_state(), before, "{sig}: {err}");
+    }
+}

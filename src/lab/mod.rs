@@ -10,9 +10,8 @@ use report::html::fmt_secs as fmt_s;
 use report::lab::{Lab, Step, StepState};
 use sandbox::worker::signal_name;
 use std::io::IsTerminal;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod pace;
@@ -693,8 +692,9 @@ fn run_child(
     lock_env: (&str, String),
 ) -> anyhow::Result<(i32, Option<i32>)> {
     let f = record::safe::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let mut cmd = Command::new(exe);
-    cmd.arg(&s.experiment)
+    // Its own process group, and told to stop if the lab dies (crate::child).
+    let mut child = crate::child::command(exe)
+        .arg(&s.experiment)
         .args(s.argv())
         .arg("--out")
         .arg(dir)
@@ -702,33 +702,12 @@ fn run_child(
         .stdout(f.try_clone()?)
         .stderr(f)
         .env(lock_env.0, lock_env.1)
-        // Its own process group: a Ctrl-C on the terminal reaches the lab only,
-        // which passes exactly one SIGINT on (a second signal makes a pagelab
-        // process leave at once, without its final status).
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe. If the lab dies, the child is told to stop.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().with_context(|| format!("starting {}", exe.display()))?;
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
     let expect_ms = (s.expect_s * 1e3) as u64;
     let bar = p.step_bar(&s.experiment, expect_ms);
-    let started = Instant::now();
-    let mut forwarded = false;
     let mut next_line = Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if record::stop::requested() && !forwarded {
-            // SAFETY: sending a signal to our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            forwarded = true;
-        }
-        let el = started.elapsed();
+    let status = crate::child::wait(&mut child, |el| {
         let el_ms = el.as_millis() as u64;
         if let Some(b) = &bar {
             // Hold at 99 % past the estimate: the ETA then says "any moment".
@@ -741,8 +720,7 @@ fn run_child(
             p.line(&format!("    {}: {} elapsed of ~{}", s.experiment, fmt_s(el.as_secs_f64()), fmt_s(s.expect_s)));
             next_line += Duration::from_secs(30);
         }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
