@@ -14,10 +14,17 @@ use std::time::{Duration, Instant};
 pub(crate) fn command(exe: &Path) -> Command {
     let mut cmd = Command::new(exe);
     cmd.process_group(0);
-    // SAFETY: prctl is async-signal-safe. If the parent dies, the child is told to stop.
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between
+    // fork and exec. If the parent dies, the child is told to stop.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            // The parent died between fork and prctl: no signal will come.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
             Ok(())
         });
     }
