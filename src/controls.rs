@@ -421,7 +421,15 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
         .stderr(f)
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
-    let st = crate::child::wait(&mut child, |_| {})?;
+    // A line a minute, so that a long run (thrash's take half an hour) shows
+    // it is alive; the runs' own progress is in their logs.
+    let mut next = std::time::Duration::from_secs(60);
+    let st = crate::child::wait(&mut child, |el| {
+        if el >= next {
+            eprintln!("    {experiment}: {} so far", report::html::fmt_secs(el.as_secs_f64()));
+            next += std::time::Duration::from_secs(60);
+        }
+    })?;
     if record::stop::requested() {
         eprintln!(
             "pagelab: bench controls stopped; pagelab {experiment} into {} was passed the stop (its log: {}). `--resume` \

@@ -168,18 +168,25 @@ impl Sandbox {
         self.write_setting_inner(&path, value)
     }
 
-    /// Sets a zswap parameter: `enabled`, `compressor` or `max_pool_percent`.
+    /// Sets a zswap parameter: `enabled`, `compressor`, `max_pool_percent`,
+    /// `shrinker_enabled` or `accept_threshold_percent`.
     pub fn zswap(&mut self, param: &str, value: &str) -> Result<()> {
-        if !["enabled", "compressor", "max_pool_percent", "shrinker_enabled", "accept_threshold_percent"]
-            .contains(&param)
-        {
+        const PARAMS: [&str; 5] =
+            ["enabled", "compressor", "max_pool_percent", "shrinker_enabled", "accept_threshold_percent"];
+        if !PARAMS.contains(&param) {
             return Err(SandboxError::Invalid(format!(
-                "unknown zswap parameter '{param}': expected enabled, compressor or max_pool_percent"
+                "unknown zswap parameter '{param}': expected {}",
+                PARAMS.join(", ")
             )));
         }
-        let path = self.roots.sys.join("module/zswap/parameters").join(param);
-        if !path.exists() {
+        let params = self.roots.sys.join("module/zswap/parameters");
+        let path = params.join(param);
+        if !params.exists() {
             return Err(SandboxError::Unsupported("zswap is not built into this kernel".into()));
+        }
+        if !path.exists() {
+            // shrinker_enabled came with Linux 6.8, accept_threshold_percent with 6.5.
+            return Err(SandboxError::Unsupported(format!("this kernel's zswap has no {param} ({})", path.display())));
         }
         self.require_admin(&format!("setting zswap {param}"), "use --backing existing")?;
         self.write_setting_inner(&path, value)

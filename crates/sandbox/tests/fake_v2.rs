@@ -129,11 +129,18 @@ fn settings_are_journaled_and_restored() {
     assert_eq!(read(&p.join("swappiness")), "100");
     assert!(sb.sysctl("vm/../../etc", "1").is_err());
     assert!(sb.zswap("bogus", "1").unwrap_err().is_usage());
+    // A zswap without the shrinker (before Linux 6.8) says which file it lacks.
+    let e = sb.zswap("shrinker_enabled", "Y").unwrap_err();
+    assert!(e.to_string().contains("has no shrinker_enabled"), "{e}");
+    std::fs::write(z.join("shrinker_enabled"), "N\n").unwrap();
+    sb.zswap("shrinker_enabled", "Y").unwrap();
+    assert_eq!(read(&z.join("shrinker_enabled")), "Y");
     let log = sb.restore().unwrap();
-    assert_eq!(log.len(), 3, "{log:?}");
+    assert_eq!(log.len(), 4, "{log:?}");
     assert_eq!(read(&p.join("swappiness")), "60");
     assert_eq!(read(&z.join("enabled")), "N");
     assert_eq!(read(&z.join("compressor")), "lzo");
+    assert_eq!(read(&z.join("shrinker_enabled")), "N");
 }
 
 /// A fake tree whose vm.swappiness (60) a live sandbox journaled and set

@@ -16,7 +16,8 @@ use std::time::Duration;
 use workloads::backing::BackingKind;
 
 /// The arms: stores, each crossed with every swappiness and page-cluster
-/// given (the CPU-only control once, under the kernel's own settings).
+/// given, zswap's also with every shrinker setting (the CPU-only control
+/// once, under the kernel's own settings).
 pub fn arms(a: &JankArgs) -> Vec<Arm> {
     let sw: Vec<Option<u32>> = if a.swappiness.is_empty() { vec![None] } else { a.swappiness.iter().map(|&s| Some(s)).collect() };
     let pc: Vec<Option<u32>> =
@@ -29,10 +30,23 @@ pub fn arms(a: &JankArgs) -> Vec<Arm> {
             v.push(Arm::of(Store::CpuOnly));
             continue;
         }
+        // zswap's shrinker is crossed into zswap's arms alone.
+        let shrink: Vec<Option<bool>> = match store {
+            Store::Zswap(_) if !a.zswap_shrinker.is_empty() => a.zswap_shrinker.iter().map(|&x| Some(x.0)).collect(),
+            _ => vec![None],
+        };
         for s in &sw {
             for p in &pc {
                 for t in &ttl {
-                    v.push(Arm { store: store.clone(), swappiness: *s, page_cluster: *p, min_ttl_ms: *t });
+                    for &z in &shrink {
+                        v.push(Arm {
+                            store: store.clone(),
+                            swappiness: *s,
+                            page_cluster: *p,
+                            min_ttl_ms: *t,
+                            zswap_shrinker: z,
+                        });
+                    }
                 }
             }
         }
@@ -100,6 +114,23 @@ fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Resu
     for (flag, v) in [("--swappiness", &a.swappiness), ("--page-cluster", &a.page_cluster), ("--min-ttl-ms", &a.min_ttl_ms)] {
         if let Some(x) = v.iter().find(|x| v.iter().filter(|y| y == x).count() > 1) {
             return Err(Invalid(format!("{flag}: {x} is listed twice; each value makes one arm")).into());
+        }
+    }
+    if !a.zswap_shrinker.is_empty() {
+        let z = &a.zswap_shrinker;
+        if z.len() > 1 && z[0] == z[1] || z.len() > 2 {
+            return Err(Invalid("--zswap-shrinker: expected on, off or on,off, each once".into()).into());
+        }
+        if !a.arms.0.iter().any(|s| matches!(s, Store::Zswap(_))) {
+            return Err(Invalid("--zswap-shrinker: it is crossed into zswap's arms, and --arms has none".into()).into());
+        }
+        let f = p.roots().sys.join("module/zswap/parameters/shrinker_enabled");
+        if !f.exists() {
+            return Err(Unsupported(format!(
+                "--zswap-shrinker: this kernel's zswap has no shrinker ({}; it came with Linux 6.8)",
+                f.display()
+            ))
+            .into());
         }
     }
     if let Some(&v) = a.swappiness.iter().find(|&&v| v > 100) {
@@ -502,6 +533,18 @@ fn parse_ttl(s: &str) -> Result<u32, String> {
     s.parse::<u32>().ok().filter(|&v| v <= 60_000).ok_or_else(|| format!("'{s}': expected milliseconds from 0 to 60000"))
 }
 
+/// `on` or `off`, as `--zswap-shrinker` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OnOff(pub bool);
+
+fn parse_on_off(s: &str) -> Result<OnOff, String> {
+    match s {
+        "on" => Ok(OnOff(true)),
+        "off" => Ok(OnOff(false)),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
+}
+
 fn parse_setting(s: &str) -> Result<u32, String> {
     s.parse::<u32>().ok().filter(|&v| v <= 200).ok_or_else(|| format!("'{s}': expected a whole number from 0 to 200"))
 }
@@ -533,6 +576,12 @@ pub struct JankArgs {
     /// checked".
     #[arg(long, value_delimiter = ',', value_parser = parse_ttl)]
     pub min_ttl_ms: Vec<u32>,
+    /// zswap's shrinker (Linux 6.8: it writes cold compressed pages back to
+    /// the swap file when the group's memory is short), on, off or both
+    /// (`on,off`), crossed into the zswap arms only (journaled and
+    /// restored). Default: the kernel's own setting.
+    #[arg(long, value_delimiter = ',', value_parser = parse_on_off)]
+    pub zswap_shrinker: Vec<OnOff>,
     /// Every arm under the CPU-only limit: the findings' negative control.
     #[arg(long)]
     pub cpu_only: bool,
@@ -637,6 +686,32 @@ mod tests {
         assert!(parse_store_size("0").is_err() && parse_store_size("1GiB").unwrap() == 1 << 30);
         assert!(parse_timeout("25h").is_err() && parse_timeout("10m").unwrap() == Duration::from_secs(600));
         assert!(parse_watch("0s").is_err() && parse_watch("11m").is_err() && parse_watch("3s").is_ok());
+    }
+
+    #[test]
+    fn zswaps_shrinker_is_crossed_into_zswaps_arms_alone() {
+        let argv = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let a: JankArgs = crate::kit::lab_args::parse(
+            "jank",
+            &argv(&["--arms", "zswap,swapfile,cpu-only", "--zswap-shrinker", "on,off", "--swappiness", "60,100"]),
+        )
+        .unwrap();
+        let names: Vec<String> = arms(&a).iter().map(Arm::name).collect();
+        assert_eq!(
+            names,
+            [
+                "zswap swappiness=60 shrinker=on",
+                "zswap swappiness=60 shrinker=off",
+                "zswap swappiness=100 shrinker=on",
+                "zswap swappiness=100 shrinker=off",
+                "swapfile swappiness=60",
+                "swapfile swappiness=100",
+                "cpu-only",
+            ]
+        );
+        let off: JankArgs = crate::kit::lab_args::parse("jank", &argv(&["--arms", "zswap", "--zswap-shrinker", "off"])).unwrap();
+        assert_eq!(arms(&off).iter().map(|a| a.zswap_shrinker).collect::<Vec<_>>(), [Some(false)]);
+        assert!(parse_on_off("yes").unwrap_err().contains("on or off"));
     }
 
     #[test]

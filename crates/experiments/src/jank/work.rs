@@ -146,15 +146,18 @@ pub struct Arm {
     pub page_cluster: Option<u32>,
     /// MGLRU's min_ttl_ms (MGLRU enabled for the run).
     pub min_ttl_ms: Option<u32>,
+    /// zswap's shrinker on or off (zswap arms only).
+    pub zswap_shrinker: Option<bool>,
 }
 
 impl Arm {
     pub fn of(store: Store) -> Arm {
-        Arm { store, swappiness: None, page_cluster: None, min_ttl_ms: None }
+        Arm { store, swappiness: None, page_cluster: None, min_ttl_ms: None, zswap_shrinker: None }
     }
 
     /// Its name: the store (`zram:lz4`, `zswap`, `swapfile`, `cpu-only`),
-    /// then its settings (` swappiness=100`, ` page-cluster=0`).
+    /// then its settings (` swappiness=100`, ` page-cluster=0`,
+    /// ` shrinker=on`).
     pub fn name(&self) -> String {
         let mut n = match &self.store {
             Store::Zram(c) => c.as_ref().map_or("zram".into(), |c| format!("zram:{c}")),
@@ -171,6 +174,9 @@ impl Arm {
         }
         if let Some(v) = self.min_ttl_ms {
             n += &format!(" min_ttl_ms={v}");
+        }
+        if let Some(v) = self.zswap_shrinker {
+            n += if v { " shrinker=on" } else { " shrinker=off" };
         }
         n
     }
@@ -361,7 +367,7 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::jank::results::Entry>>
                 obs.note(&format!("jank {} repeat {}", arm.name(), rep + 1));
                 let store_extra = cfg.store_extra(&plan);
                 let x =
-                    Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, companions: &companions };
+                    Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, zswap_shrinker: arm.zswap_shrinker, companions: &companions };
                 (crate::thrash::work::run_one(&cfg.hog, (&plan, kind, rep), obs, stop, &x)?, None)
             }
         };

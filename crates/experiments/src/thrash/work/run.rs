@@ -53,6 +53,9 @@ pub struct Extras<'a> {
     pub sysctls: &'a [(&'static str, String)],
     /// MGLRU's min_ttl_ms, with MGLRU enabled for the run (both journaled).
     pub min_ttl_ms: Option<u32>,
+    /// zswap's shrinker (`shrinker_enabled`, Linux 6.8), on or off for the
+    /// run (journaled); None leaves it as it is.
+    pub zswap_shrinker: Option<bool>,
     pub companions: &'a [Companion],
 }
 
@@ -274,8 +277,8 @@ pub fn consumer_spec(plan: &Plan, i: u32, rep: u32) -> ConsumerSpec {
 
 /// An arm's global settings (journaled; restored with the sandbox), and
 /// each as the kernel reads it back once set: (name, value), the sysctls
-/// by their names and MGLRU's as `lru_gen.min_ttl_ms` ("unread" where the
-/// file could not be read).
+/// by their names, MGLRU's as `lru_gen.min_ttl_ms` and zswap's shrinker as
+/// `zswap.shrinker_enabled` ("unread" where the file could not be read).
 pub(crate) fn settings(sb: &mut sandbox::Sandbox, x: &Extras) -> Result<Vec<(String, String)>, ExperimentError> {
     let roots = sb.roots().clone();
     let back = |p: std::path::PathBuf| std::fs::read_to_string(p).map_or("unread".into(), |s| s.trim().to_string());
@@ -288,6 +291,10 @@ pub(crate) fn settings(sb: &mut sandbox::Sandbox, x: &Extras) -> Result<Vec<(Str
         sb.lru_gen("enabled", "y")?;
         sb.lru_gen("min_ttl_ms", &ms.to_string())?;
         seen.push(("lru_gen.min_ttl_ms".into(), back(roots.sys.join("kernel/mm/lru_gen/min_ttl_ms"))));
+    }
+    if let Some(on) = x.zswap_shrinker {
+        sb.zswap("shrinker_enabled", if on { "Y" } else { "N" })?;
+        seen.push(("zswap.shrinker_enabled".into(), back(roots.sys.join("module/zswap/parameters/shrinker_enabled"))));
     }
     Ok(seen)
 }
