@@ -9,18 +9,26 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+/// Set in a child's environment: its signal handler then takes the
+/// signals its parent sends (the one forwarded stop, the SIGTERM of the
+/// parent's death) as a stop, never as the second signal that makes a
+/// pagelab process leave at once without restoring (src/main.rs).
+pub(crate) const SUPERVISED: &str = "PAGELAB_SUPERVISED";
+
 /// A command for `exe`, set up as above; the caller adds the arguments and
 /// where its output goes.
 pub(crate) fn command(exe: &Path) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.process_group(0);
+    cmd.process_group(0).env(SUPERVISED, "1");
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between
     // fork and exec. If the parent dies, the child is told to stop.
     unsafe {
         cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             // The parent died between fork and prctl: no signal will come.
             if libc::getppid() != parent {
                 libc::_exit(1);

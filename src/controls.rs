@@ -29,6 +29,7 @@ use experiments::thrash::findings::Which;
 use experiments::thrash::work::AfterLoad;
 use experiments::wscap::cmd::{MemoryStore, WscapLab};
 use report::lab::Step;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use workloads::backing::BackingKind;
@@ -426,12 +427,17 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
     let mut next = std::time::Duration::from_secs(60);
     let st = crate::child::wait(&mut child, |el| {
         if el >= next {
-            eprintln!("    {experiment}: {} so far", report::html::fmt_secs(el.as_secs_f64()));
+            // Not eprintln!, which panics when stderr is gone (a dropped
+            // ssh session, a `| tee` stopped by the same Ctrl-C): the run
+            // would lose its parent while it restores.
+            let _ =
+                writeln!(std::io::stderr(), "    {experiment}: {} so far", report::html::fmt_secs(el.as_secs_f64()));
             next += std::time::Duration::from_secs(60);
         }
     })?;
     if record::stop::requested() {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "pagelab: bench controls stopped; pagelab {experiment} into {} was passed the stop (its log: {}). `--resume` \
              with the same --out keeps the runs that completed; move that directory away first",
             dir.display(),
@@ -643,6 +649,10 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
         mark::mark(c, &ctl)?;
         judge(c, &base, &ctl, &mut turns)?;
+    }
+    // A stop while the last control's verdicts were read: no table.
+    if record::stop::requested() {
+        return Err(crate::interrupted());
     }
     let not_run: Vec<(String, String)> =
         not_here.into_iter().chain(NOT_RUN.iter().map(|(id, why)| (id.to_string(), why.to_string()))).collect();

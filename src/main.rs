@@ -57,7 +57,7 @@ pub fn experiment_error(e: &anyhow::Error) -> Option<&experiments::Error> {
 
 use cli::{Cli, Cmd};
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// A command's own exit code (`record` passes on the command's).
 #[derive(Debug)]
@@ -70,9 +70,23 @@ impl std::fmt::Display for ExitCode {
 impl std::error::Error for ExitCode {}
 
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
+/// The pid of the pagelab that started this process as its child (a lab's
+/// step, a `bench controls` run: [`child::SUPERVISED`]), 0 otherwise.
+static PARENT: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let parent = PARENT.load(Ordering::SeqCst);
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler;
+    // si_pid is only read (every signal here is one a process can send).
+    let from_parent = parent > 0 && !info.is_null() && unsafe { (*info).si_pid() } == parent;
+    if from_parent {
+        // The pagelab above passes a stop on once, and tells this process
+        // SIGTERM if it dies: neither is a user's second signal. A service
+        // manager's stop reaches this process and its parent both (systemd
+        // signals the whole group), and the parent's forward must not make
+        // this one leave without restoring.
+        record::stop::request_from_signal();
+    } else if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
         record::stop::request_from_signal();
     } else {
         // Second signal: leave at once. The journal restores at the next start.
@@ -82,11 +96,20 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 }
 
 fn install_signal_handlers() {
+    if std::env::var_os(child::SUPERVISED).is_some() {
+        // SAFETY: getppid has no preconditions.
+        PARENT.store(unsafe { libc::getppid() }, Ordering::SeqCst);
+        // SAFETY: at start-up, before any thread of pagelab's own: nothing
+        // reads the environment meanwhile. Not passed on to its workers.
+        unsafe { std::env::remove_var(child::SUPERVISED) };
+    }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that only touches atomics and calls _exit.
+        // SAFETY: installing a handler that only touches atomics, reads its
+        // siginfo and calls _exit.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }

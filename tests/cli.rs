@@ -57,7 +57,7 @@ fn malformed_invocations_exit_2_with_one_line() {
     bad(&["jank", "--limit", "64MiB", "--timeout", "0s", "--", "true"], "1s to 24h");
     bad(&["jank", "--limit", "64MiB"], "COMMAND");
     // zswap's shrinker: on or off, each once, and only where a zswap arm is.
-    bad(&["jank", "--zswap-shrinker", "yes"], "on or off");
+    bad(&["jank", "--zswap-shrinker", "yes"], "expected on, off or on,off");
     bad(&["jank", "--zswap-shrinker", "on,on"], "each once");
     bad(&["jank", "--arms", "swapfile,cpu-only", "--zswap-shrinker", "on"], "--arms has none");
 }

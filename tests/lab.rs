@@ -343,7 +343,10 @@ fn a_lab_killed_midway_is_named_killed_and_resumes_to_a_whole_report() {
 /// SIGINT to `bench controls` alone (not its process group) is passed on
 /// once, the child stops and restores, and bench controls leaves with 130
 /// instead of going on to the next run; killed outright (SIGKILL), its child
-/// is told to stop (SIGTERM) and stops too.
+/// is told to stop (SIGTERM) and stops too; and a SIGTERM to both at once,
+/// as a service manager stops a service, leaves the child's stop whole: the
+/// parent's forwarded SIGINT is not the second signal that would make it
+/// leave without restoring.
 #[test]
 fn bench_controls_passes_a_stop_to_its_child() {
     if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
@@ -352,7 +355,9 @@ fn bench_controls_passes_a_stop_to_its_child() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = system_state();
-    for sig in [libc::SIGINT, libc::SIGKILL] {
+    for (what, to_child, sig) in
+        [("SIGINT", false, libc::SIGINT), ("SIGKILL", false, libc::SIGKILL), ("SIGTERM to both", true, libc::SIGTERM)]
+    {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("controls");
         let mut bench = Command::new(bin())
@@ -367,26 +372,55 @@ fn bench_controls_passes_a_stop_to_its_child() {
         let children = format!("/proc/{0}/task/{0}/children", bench.id());
         let mut child = 0;
         common::wait_until("bench controls' first run", std::time::Duration::from_secs(60), || {
-            assert!(bench.try_wait().unwrap().is_none(), "bench controls ended before its first run started");
+            assert!(bench.try_wait().unwrap().is_none(), "{what}: bench controls ended before its first run started");
             let kids = std::fs::read_to_string(&children).unwrap_or_default();
             child = kids.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(0);
             child > 0 && run.exists()
         });
-        unsafe { libc::kill(bench.id() as i32, sig) };
+        if to_child {
+            // Both signals reach the child before it can act on either: it is
+            // stopped (SIGSTOP) until the parent's forwarded SIGINT is pending
+            // beside the SIGTERM sent to it, then continued. The lower number,
+            // SIGINT, is delivered first: before this change the SIGTERM after
+            // it was a second signal, and the child left without restoring.
+            let stat = format!("/proc/{child}/stat");
+            unsafe { libc::kill(child, libc::SIGSTOP) };
+            common::wait_until("the child to stop", std::time::Duration::from_secs(10), || {
+                std::fs::read_to_string(&stat)
+                    .is_ok_and(|st| st.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('T')))
+            });
+            unsafe { libc::kill(child, sig) };
+            unsafe { libc::kill(bench.id() as i32, sig) };
+            let pending = |st: &str| {
+                st.lines().find_map(|l| l.strip_prefix("ShdPnd:")).and_then(|x| u64::from_str_radix(x.trim(), 16).ok())
+            };
+            let both = (1u64 << (libc::SIGINT - 1)) | (1u64 << (libc::SIGTERM - 1));
+            common::wait_until("the forwarded SIGINT", std::time::Duration::from_secs(10), || {
+                std::fs::read_to_string(format!("/proc/{child}/status"))
+                    .ok()
+                    .and_then(|st| pending(&st))
+                    .is_some_and(|p| p & both == both)
+            });
+            unsafe { libc::kill(child, libc::SIGCONT) };
+        } else {
+            unsafe { libc::kill(bench.id() as i32, sig) };
+        }
         let done = bench.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&done.stderr);
-        // The child is gone (its parent waited for it, or it was told to stop).
-        common::wait_until("the child to leave", std::time::Duration::from_secs(60), || {
-            !Path::new(&format!("/proc/{child}")).exists()
+        // The child has ended: gone, or a zombie its new parent has not reaped yet.
+        common::wait_until("the child to end", std::time::Duration::from_secs(60), || {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .map_or(true, |st| st.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
         });
+        // It stopped as a stop (its record says interrupted), not cut short.
         let state: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
-        assert_eq!(state["status"]["state"], "interrupted", "{sig}: {}\n{err}", state["status"]);
-        if sig == libc::SIGINT {
-            assert_eq!(done.status.code(), Some(130), "{err}");
-            assert!(err.contains("bench controls stopped"), "{err}");
+        assert_eq!(state["status"]["state"], "interrupted", "{what}: {}\n{err}", state["status"]);
+        if sig != libc::SIGKILL {
+            assert_eq!(done.status.code(), Some(130), "{what}: {err}");
+            assert!(err.contains("bench controls stopped"), "{what}: {err}");
         }
         // It went no further: no control run, no table.
         assert!(!out.join("mapping-control-shared_costlier").exists() && !out.join("controls.json").exists());
-        assert_eq!(system_state(), before, "{sig}: {err}");
+        assert_eq!(system_state(), before, "{what}: {err}");
     }
 }

@@ -185,7 +185,7 @@ impl Sandbox {
             return Err(SandboxError::Unsupported("zswap is not built into this kernel".into()));
         }
         if !path.exists() {
-            // shrinker_enabled came with Linux 6.8, accept_threshold_percent with 6.5.
+            // shrinker_enabled came with Linux 6.8.
             return Err(SandboxError::Unsupported(format!("this kernel's zswap has no {param} ({})", path.display())));
         }
         self.require_admin(&format!("setting zswap {param}"), "use --backing existing")?;

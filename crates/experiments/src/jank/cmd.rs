@@ -118,13 +118,17 @@ fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Resu
     }
     if !a.zswap_shrinker.is_empty() {
         let z = &a.zswap_shrinker;
-        if z.len() > 1 && z[0] == z[1] || z.len() > 2 {
+        if z.len() > 2 || (z.len() == 2 && z[0] == z[1]) {
             return Err(Invalid("--zswap-shrinker: expected on, off or on,off, each once".into()).into());
         }
         if !a.arms.0.iter().any(|s| matches!(s, Store::Zswap(_))) {
             return Err(Invalid("--zswap-shrinker: it is crossed into zswap's arms, and --arms has none".into()).into());
         }
-        let f = p.roots().sys.join("module/zswap/parameters/shrinker_enabled");
+        let params = p.roots().sys.join("module/zswap/parameters");
+        if !params.exists() {
+            return Err(Unsupported("--zswap-shrinker: zswap is not built into this kernel".into()).into());
+        }
+        let f = params.join("shrinker_enabled");
         if !f.exists() {
             return Err(Unsupported(format!(
                 "--zswap-shrinker: this kernel's zswap has no shrinker ({}; it came with Linux 6.8)",
@@ -541,7 +545,7 @@ fn parse_on_off(s: &str) -> Result<OnOff, String> {
     match s {
         "on" => Ok(OnOff(true)),
         "off" => Ok(OnOff(false)),
-        _ => Err(format!("'{s}': expected on or off")),
+        _ => Err(format!("'{s}': expected on, off or on,off")),
     }
 }
 
@@ -711,7 +715,7 @@ mod tests {
         );
         let off: JankArgs = crate::kit::lab_args::parse("jank", &argv(&["--arms", "zswap", "--zswap-shrinker", "off"])).unwrap();
         assert_eq!(arms(&off).iter().map(|a| a.zswap_shrinker).collect::<Vec<_>>(), [Some(false)]);
-        assert!(parse_on_off("yes").unwrap_err().contains("on or off"));
+        assert!(parse_on_off("yes").unwrap_err().contains("on, off or on,off"));
     }
 
     #[test]
