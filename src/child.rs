@@ -9,19 +9,20 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Set in a child's environment: its signal handler then takes the
-/// signals its parent sends (the one forwarded stop, the SIGTERM of the
-/// parent's death) as a stop, never as the second signal that makes a
-/// pagelab process leave at once without restoring (src/main.rs).
+/// Set in a child's environment to the parent's pid: where that is the
+/// child's parent when it starts, its signal handler takes the signals the
+/// parent sends (the one forwarded stop, the SIGTERM of the parent's death)
+/// as a stop, never as the second signal that makes a pagelab process leave
+/// at once without restoring (src/main.rs).
 pub(crate) const SUPERVISED: &str = "PAGELAB_SUPERVISED";
 
 /// A command for `exe`, set up as above; the caller adds the arguments and
 /// where its output goes.
 pub(crate) fn command(exe: &Path) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.process_group(0).env(SUPERVISED, "1");
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
+    cmd.process_group(0).env(SUPERVISED, parent.to_string());
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between
     // fork and exec. If the parent dies, the child is told to stop.
     unsafe {

@@ -77,8 +77,11 @@ static PARENT: AtomicI32 = AtomicI32::new(0);
 extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let parent = PARENT.load(Ordering::SeqCst);
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler;
-    // si_pid is only read (every signal here is one a process can send).
-    let from_parent = parent > 0 && !info.is_null() && unsafe { (*info).si_pid() } == parent;
+    // si_code and si_pid are only read. kill(2) and the parent-death signal
+    // both come as SI_USER with the sender's pid (a sigqueue can claim any
+    // pid, and is not taken for the parent's).
+    let from_parent =
+        parent > 0 && !info.is_null() && unsafe { (*info).si_code == libc::SI_USER && (*info).si_pid() == parent };
     if from_parent {
         // The pagelab above passes a stop on once, and tells this process
         // SIGTERM if it dies: neither is a user's second signal. A service
@@ -96,9 +99,15 @@ extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
 }
 
 fn install_signal_handlers() {
-    if std::env::var_os(child::SUPERVISED).is_some() {
+    if let Some(v) = std::env::var_os(child::SUPERVISED) {
         // SAFETY: getppid has no preconditions.
-        PARENT.store(unsafe { libc::getppid() }, Ordering::SeqCst);
+        let ppid = unsafe { libc::getppid() };
+        // Only the pagelab that started this process, and only while it is
+        // still its parent: a variable set by hand, or a parent that died
+        // before this line, leaves the count of signals as it is.
+        if v.to_str().and_then(|s| s.parse::<i32>().ok()) == Some(ppid) && ppid > 1 {
+            PARENT.store(ppid, Ordering::SeqCst);
+        }
         // SAFETY: at start-up, before any thread of pagelab's own: nothing
         // reads the environment meanwhile. Not passed on to its workers.
         unsafe { std::env::remove_var(child::SUPERVISED) };

@@ -343,10 +343,12 @@ fn a_lab_killed_midway_is_named_killed_and_resumes_to_a_whole_report() {
 /// SIGINT to `bench controls` alone (not its process group) is passed on
 /// once, the child stops and restores, and bench controls leaves with 130
 /// instead of going on to the next run; killed outright (SIGKILL), its child
-/// is told to stop (SIGTERM) and stops too; and a SIGTERM to both at once,
-/// as a service manager stops a service, leaves the child's stop whole: the
-/// parent's forwarded SIGINT is not the second signal that would make it
-/// leave without restoring.
+/// is told to stop (SIGTERM) and stops too. Two cases with the child held
+/// stopped (SIGSTOP) until its parent's signal is pending beside another:
+/// a SIGTERM to both at once, as a service manager stops a service, and a
+/// second SIGINT that ends `bench controls` (its child then gets the SIGTERM
+/// of its parent's death). Neither signal from the parent may count as the
+/// second signal that makes a pagelab process leave without restoring.
 #[test]
 fn bench_controls_passes_a_stop_to_its_child() {
     if unsafe { libc::geteuid() } != 0 || probe::Probe::default().memory_controller().ok().flatten().is_none() {
@@ -355,72 +357,130 @@ fn bench_controls_passes_a_stop_to_its_child() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = system_state();
-    for (what, to_child, sig) in
-        [("SIGINT", false, libc::SIGINT), ("SIGKILL", false, libc::SIGKILL), ("SIGTERM to both", true, libc::SIGTERM)]
-    {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = tmp.path().join("controls");
-        let mut bench = Command::new(bin())
-            .env("PAGELAB_JOURNAL_DIR", journals())
-            .args(["bench", "controls", "--only", "mapping.shared_costlier", "--out", out.to_str().unwrap()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Its child, once it has written its run directory.
-        let run = out.join("mapping-as-the-lab/run.json");
-        let children = format!("/proc/{0}/task/{0}/children", bench.id());
-        let mut child = 0;
-        common::wait_until("bench controls' first run", std::time::Duration::from_secs(60), || {
-            assert!(bench.try_wait().unwrap().is_none(), "{what}: bench controls ended before its first run started");
-            let kids = std::fs::read_to_string(&children).unwrap_or_default();
-            child = kids.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(0);
-            child > 0 && run.exists()
-        });
-        if to_child {
-            // Both signals reach the child before it can act on either: it is
-            // stopped (SIGSTOP) until the parent's forwarded SIGINT is pending
-            // beside the SIGTERM sent to it, then continued. The lower number,
-            // SIGINT, is delivered first: before this change the SIGTERM after
-            // it was a second signal, and the child left without restoring.
-            let stat = format!("/proc/{child}/stat");
-            unsafe { libc::kill(child, libc::SIGSTOP) };
-            common::wait_until("the child to stop", std::time::Duration::from_secs(10), || {
-                std::fs::read_to_string(&stat)
-                    .is_ok_and(|st| st.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('T')))
-            });
-            unsafe { libc::kill(child, sig) };
-            unsafe { libc::kill(bench.id() as i32, sig) };
-            let pending = |st: &str| {
-                st.lines().find_map(|l| l.strip_prefix("ShdPnd:")).and_then(|x| u64::from_str_radix(x.trim(), 16).ok())
-            };
-            let both = (1u64 << (libc::SIGINT - 1)) | (1u64 << (libc::SIGTERM - 1));
-            common::wait_until("the forwarded SIGINT", std::time::Duration::from_secs(10), || {
-                std::fs::read_to_string(format!("/proc/{child}/status"))
-                    .ok()
-                    .and_then(|st| pending(&st))
-                    .is_some_and(|p| p & both == both)
-            });
-            unsafe { libc::kill(child, libc::SIGCONT) };
-        } else {
-            unsafe { libc::kill(bench.id() as i32, sig) };
-        }
-        let done = bench.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&done.stderr);
-        // The child has ended: gone, or a zombie its new parent has not reaped yet.
-        common::wait_until("the child to end", std::time::Duration::from_secs(60), || {
-            std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .map_or(true, |st| st.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
-        });
-        // It stopped as a stop (its record says interrupted), not cut short.
-        let state: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
-        assert_eq!(state["status"]["state"], "interrupted", "{what}: {}\n{err}", state["status"]);
-        if sig != libc::SIGKILL {
-            assert_eq!(done.status.code(), Some(130), "{what}: {err}");
-            assert!(err.contains("bench controls stopped"), "{what}: {err}");
-        }
-        // It went no further: no control run, no table.
-        assert!(!out.join("mapping-control-shared_costlier").exists() && !out.join("controls.json").exists());
-        assert_eq!(system_state(), before, "{what}: {err}");
+    for case in [Stop::Int, Stop::Kill, Stop::TermBoth, Stop::IntTwice] {
+        stop_bench_controls(case, &before);
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stop {
+    Int,
+    Kill,
+    TermBoth,
+    IntTwice,
+}
+
+/// If a case fails midway, its child must not stay stopped (a root run
+/// holding its group and the run lock would stall every test after it):
+/// continue it and kill `bench controls`, whose death tells it to stop.
+struct Release(i32, i32);
+impl Drop for Release {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            unsafe { libc::kill(self.1, libc::SIGCONT) };
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The state letter of `/proc/PID/stat` (None: gone).
+fn proc_state(pid: i32) -> Option<char> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    st.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next())
+}
+
+/// Waits until `sigs` are all pending for `pid` (process-wide: kill(2)'s).
+fn pending(pid: i32, sigs: &[i32]) {
+    let want = sigs.iter().fold(0u64, |m, s| m | 1 << (s - 1));
+    common::wait_until("the signals pending", std::time::Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|st| {
+                let x = st.lines().find_map(|l| l.strip_prefix("ShdPnd:"))?;
+                u64::from_str_radix(x.trim(), 16).ok()
+            })
+            .is_some_and(|p| p & want == want)
+    });
+}
+
+fn stop_bench_controls(case: Stop, before: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("controls");
+    let mut bench = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["bench", "controls", "--only", "mapping.shared_costlier", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let b = bench.id() as i32;
+    // Its child, once it has written its run directory.
+    let run = out.join("mapping-as-the-lab/run.json");
+    let children = format!("/proc/{b}/task/{b}/children");
+    let mut child = 0;
+    common::wait_until("bench controls' first run", std::time::Duration::from_secs(60), || {
+        assert!(bench.try_wait().unwrap().is_none(), "{case:?}: bench controls ended before its first run started");
+        let kids = std::fs::read_to_string(&children).unwrap_or_default();
+        child = kids.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        child > 0 && run.exists()
+    });
+    let _release = Release(b, child);
+    let hold = || {
+        unsafe { libc::kill(child, libc::SIGSTOP) };
+        common::wait_until("the child to stop", std::time::Duration::from_secs(10), || proc_state(child) == Some('T'));
+    };
+    match case {
+        Stop::Int => {
+            unsafe { libc::kill(b, libc::SIGINT) };
+        }
+        Stop::Kill => {
+            unsafe { libc::kill(b, libc::SIGKILL) };
+        }
+        Stop::TermBoth => {
+            hold();
+            unsafe { libc::kill(child, libc::SIGTERM) };
+            unsafe { libc::kill(b, libc::SIGTERM) };
+            // Both pending: whichever handler runs first, only the SIGTERM
+            // sent here may count (before this rule, both did).
+            pending(child, &[libc::SIGINT, libc::SIGTERM]);
+            unsafe { libc::kill(child, libc::SIGCONT) };
+        }
+        Stop::IntTwice => {
+            hold();
+            unsafe { libc::kill(b, libc::SIGINT) };
+            pending(child, &[libc::SIGINT]);
+            // The second ends bench controls at once; its death sends the
+            // child SIGTERM (and the kernel a SIGHUP and a SIGCONT to its
+            // process group, left without a parent in the session).
+            unsafe { libc::kill(b, libc::SIGINT) };
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = bench.try_wait().unwrap() {
+            break st;
+        }
+        assert!(std::time::Instant::now() < deadline, "{case:?}: bench controls never ended");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut bench.stderr.take().unwrap(), &mut err).unwrap();
+    unsafe { libc::kill(child, libc::SIGCONT) };
+    // The child has ended: gone, or a zombie its new parent has not reaped yet.
+    common::wait_until("the child to end", std::time::Duration::from_secs(60), || {
+        proc_state(child).is_none_or(|c| c == 'Z')
+    });
+    // It stopped as a stop (its record says interrupted), not cut short.
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    assert_eq!(state["status"]["state"], "interrupted", "{case:?}: {}\n{err}", state["status"]);
+    if matches!(case, Stop::Int | Stop::TermBoth) {
+        assert_eq!(status.code(), Some(130), "{case:?}: {err}");
+        assert!(err.contains("bench controls stopped"), "{case:?}: {err}");
+    }
+    if case == Stop::IntTwice {
+        assert_eq!(status.code(), Some(130), "{case:?}: the second signal ends it at once: {err}");
+    }
+    // It went no further: no control run, no table.
+    assert!(!out.join("mapping-control-shared_costlier").exists() && !out.join("controls.json").exists());
+    assert_eq!(system_state(), before, "{case:?}: {err}");
 }
