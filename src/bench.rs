@@ -69,14 +69,18 @@ fn fill_bench(a: &BenchArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&out);
     }
-    println!(
+    say::outln!(
         "fill (random) {:.2} GB/s, memset {:.2} GB/s, hash {:.2} GB/s (medians of {} passes of 256 MiB)",
         med(&fill),
         med(&memset),
         med(&hash),
         a.repeat
     );
-    println!("fill ÷ memset {:.2}, hash ÷ memset {:.2} (medians of the per-pass ratios)", med(&fill_r), med(&hash_r));
+    say::outln!(
+        "fill ÷ memset {:.2}, hash ÷ memset {:.2} (medians of the per-pass ratios)",
+        med(&fill_r),
+        med(&hash_r)
+    );
     Ok(())
 }
 
@@ -151,7 +155,7 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
         }
         ratios.push(record::stats::claim::estimate(&r).map_or(f64::NAN, |e| e.estimate));
         if !a.json {
-            eprintln!("trial {}/{}: A ÷ B = {:.3}", t + 1, a.trials, ratios.last().unwrap_or(&f64::NAN));
+            say::errln!("trial {}/{}: A ÷ B = {:.3}", t + 1, a.trials, ratios.last().unwrap_or(&f64::NAN));
         }
     }
     let rows: Vec<serde_json::Value> = regions
@@ -165,9 +169,9 @@ fn aa_bench(a: &BenchArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&json!({"bench": "aa", "repeat": a.repeat, "estimates": ratios, "claims": rows}));
     }
-    println!("A/A: mapping dontneed as both arms, {} trials of {} paired repeats each", a.trials, a.repeat);
+    say::outln!("A/A: mapping dontneed as both arms, {} trials of {} paired repeats each", a.trials, a.repeat);
     for r in &rows {
-        println!(
+        say::outln!(
             "  {:<18} ({:>11}): called differs {:>3} of {} ({:.1} %), matches {}",
             r["claim"].as_str().unwrap_or(""),
             r["region"].as_str().unwrap_or(""),
@@ -206,17 +210,17 @@ fn timer_bench(a: &BenchArgs) -> anyhow::Result<()> {
             "clock_monotonic_pair_ns_p50": mono50,
         }))?;
     } else {
-        println!(
+        say::outln!(
             "heap per-call timer ({}, invariant: {}), {} calibrations:",
             cals[0].source,
             cals[0].invariant,
             cals.len()
         );
-        println!(
+        say::outln!(
             "  overhead of an empty pair: median {oh50:.1} ns (min {oh_min:.1}, max {oh_max:.1}); target <= 30 ns"
         );
-        println!("  ns per tick: median {r50:.4} (min {r_min:.4}, max {r_max:.4})");
-        println!(
+        say::outln!("  ns per tick: median {r50:.4} (min {r_min:.4}, max {r_max:.4})");
+        say::outln!(
             "  reference, an empty CLOCK_MONOTONIC pair: median {mono50:.1} ns (the timer costs {:.2}x)",
             oh50 / mono50.max(1.0)
         );
@@ -262,27 +266,27 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
     let cpu_p50 = percentile(&mut cpu.clone(), 0.5);
     let base_p50 = percentile(&mut base_cpu.clone(), 0.5);
     if !a.json {
-        println!(
+        say::outln!(
             "full sample (system + pid {} + cgroup {} + zram {}), {} iterations:",
             std::process::id(),
             cg.as_ref().map(|c| c.name.as_str()).unwrap_or("none"),
             zram.map(|z| format!("zram{z}")).unwrap_or("none".into()),
             n
         );
-        println!(
+        say::outln!(
             "  CPU per sample: median {:.1} µs (p90 {:.1}, p99 {:.1}); target <= 100 µs",
             cpu_p50 / 1e3,
             percentile(&mut cpu.clone(), 0.9) / 1e3,
             percentile(&mut cpu.clone(), 0.99) / 1e3
         );
-        println!("  wall per sample: median {:.1} µs", percentile(&mut wall.clone(), 0.5) / 1e3);
-        println!(
+        say::outln!("  wall per sample: median {:.1} µs", percentile(&mut wall.clone(), 0.5) / 1e3);
+        say::outln!(
             "  reference, /proc/meminfo alone: median {:.1} µs CPU (full sample = {:.1}x); timer overhead {:.2} µs",
             base_p50 / 1e3,
             cpu_p50 / base_p50.max(1.0),
             timer_overhead / 1e3
         );
-        println!("sampler lateness at {:?} for {:?} (mlocked) ...", a.interval, a.duration);
+        say::outln!("sampler lateness at {:?} for {:?} (mlocked) ...", a.interval, a.duration);
     }
     let sampler =
         Sampler::start(SamplerConfig { interval: a.interval, ..Default::default() }, targets.clone(), |_| {
@@ -299,11 +303,15 @@ fn probe_bench(a: &BenchArgs) -> anyhow::Result<()> {
             "sampler": st,
         }))?;
     } else {
-        println!(
+        say::outln!(
             "  {} samples: lateness p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; missed deadlines {}; target p99 <= 2 ms",
-            st.samples, st.lateness_p50_ms, st.lateness_p99_ms, st.lateness_max_ms, st.missed_deadlines
+            st.samples,
+            st.lateness_p50_ms,
+            st.lateness_p99_ms,
+            st.lateness_max_ms,
+            st.missed_deadlines
         );
-        println!("  memory lock: {:?}", st.lock.unwrap_or(record::sampler::LockStatus::NotRequested));
+        say::outln!("  memory lock: {:?}", st.lock.unwrap_or(record::sampler::LockStatus::NotRequested));
     }
     Ok(())
 }

@@ -69,10 +69,10 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<()> {
             None => comparisons.iter().map(report::compare::text).collect::<Vec<_>>().join("\n"),
         }
     };
-    print!("{text}");
+    say::out!("{text}");
     if let Some(out) = &a.out {
         crate::write_output(out, text.as_bytes(), Some("--out"))?;
-        eprintln!("wrote {}", out.display());
+        say::errln!("wrote {}", out.display());
     }
     Ok(())
 }

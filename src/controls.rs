@@ -29,7 +29,6 @@ use experiments::thrash::findings::Which;
 use experiments::thrash::work::AfterLoad;
 use experiments::wscap::cmd::{MemoryStore, WscapLab};
 use report::lab::Step;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use workloads::backing::BackingKind;
@@ -409,7 +408,7 @@ const HEAP_OVER_TIME: Base = Base { suffix: "-over-time", part: |s| set(s, |a: &
 fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow::Result<()> {
     let log = dir.with_extension("log");
     let f = record::safe::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    eprintln!("  pagelab {experiment} {} --out {}", args.join(" "), dir.display());
+    say::errln!("  pagelab {experiment} {} --out {}", args.join(" "), dir.display());
     // Its own process group, told to stop if this process dies, and passed
     // one SIGINT when a stop is requested (crate::child).
     let mut child = crate::child::command(exe)
@@ -427,17 +426,15 @@ fn run_one(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> anyhow:
     let mut next = std::time::Duration::from_secs(60);
     let st = crate::child::wait(&mut child, |el| {
         if el >= next {
-            // Not eprintln!, which panics when stderr is gone (a dropped
-            // ssh session, a `| tee` stopped by the same Ctrl-C): the run
-            // would lose its parent while it restores.
-            let _ =
-                writeln!(std::io::stderr(), "    {experiment}: {} so far", report::html::fmt_secs(el.as_secs_f64()));
+            // say's, which never panics when stderr is gone (a dropped ssh
+            // session, a `| tee` stopped by the same Ctrl-C): the run would
+            // lose its parent while it restores.
+            say::errln!("    {experiment}: {} so far", report::html::fmt_secs(el.as_secs_f64()));
             next += std::time::Duration::from_secs(60);
         }
     })?;
     if record::stop::requested() {
-        let _ = writeln!(
-            std::io::stderr(),
+        say::errln!(
             "pagelab: bench controls stopped; pagelab {experiment} into {} was passed the stop (its log: {}). `--resume` \
              with the same --out keeps the runs that completed; move that directory away first",
             dir.display(),
@@ -482,7 +479,7 @@ fn run_or_keep(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> any
             args.join(" ")
         );
     }
-    eprintln!("  kept {} (complete before)", dir.display());
+    say::errln!("  kept {} (complete before)", dir.display());
     Ok(())
 }
 
@@ -616,7 +613,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let Some(step) =
             steps.iter().find(|s| s.experiment == c.experiment && s.state == report::lab::StepState::Planned)
         else {
-            eprintln!("{}: not planned on this machine; skipped", c.experiment);
+            say::errln!("{}: not planned on this machine; skipped", c.experiment);
             continue;
         };
         let part = (c.base.part)(step)?
@@ -629,13 +626,13 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
             Ok(changed) => changed,
             Err(why) => {
                 let why = format!("{}: {why}", c.flags());
-                eprintln!("{}: {why}; skipped", c.names());
+                say::errln!("{}: {why}; skipped", c.names());
                 not_here
                     .extend(c.ids.iter().map(|(id, role)| (id.to_string(), format!("{} control, {why}", role.word()))));
                 continue;
             }
         };
-        eprintln!("{}: {}", c.names(), c.what);
+        say::errln!("{}: {}", c.names(), c.what);
         let base = out.join(format!("{}-as-the-lab{}", c.experiment, c.base.suffix));
         if !base_dirs.contains(&base) {
             run_or_keep(&exe, c.experiment, &part.argv(), &base)?;

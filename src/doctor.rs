@@ -519,9 +519,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<()> {
     }
     for c in &f.checks {
         let status = c.status.word();
-        println!("{:<16} {:<11} {}", c.name, status, c.detail);
+        say::outln!("{:<16} {:<11} {}", c.name, status, c.detail);
         if !c.affects.is_empty() && c.status != Avail::Available {
-            println!("{:<16} {:<11} affects: {}", "", "", c.affects.join(", "));
+            say::outln!("{:<16} {:<11} affects: {}", "", "", c.affects.join(", "));
         }
     }
     Ok(())

@@ -78,7 +78,7 @@ pub fn run(a: &DrillArgs) -> anyhow::Result<()> {
     sandbox::fault::point("before restore");
     let log = sb.restore()?;
     out["restored"] = json!(log);
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    say::outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }
 

@@ -56,7 +56,6 @@ pub fn experiment_error(e: &anyhow::Error) -> Option<&experiments::Error> {
 }
 
 use cli::{Cli, Cmd};
-use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// A command's own exit code (`record` passes on the command's).
@@ -129,7 +128,7 @@ fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         for line in sandbox::sandbox::restore_own_journals() {
-            eprintln!("pagelab: restored after panic: {line}");
+            say::errln!("pagelab: restored after panic: {line}");
         }
         default(info);
     }));
@@ -195,7 +194,7 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
-            eprintln!("pagelab: {} (see pagelab --help)", one_line_clap_error(&e).trim_start_matches("error: "));
+            say::errln!("pagelab: {} (see pagelab --help)", one_line_clap_error(&e).trim_start_matches("error: "));
             std::process::exit(2);
         }
     };
@@ -204,7 +203,7 @@ fn main() {
         let h = experiments::rightsize::work::hotcold::HotCold { hot, cold, passes };
         // The program's one reader of its own /proc/self: its edge.
         if let Err(e) = experiments::rightsize::work::hotcold::run(&h, &mut probe::Probe::default()) {
-            eprintln!("pagelab __hotcold: {e}");
+            say::errln!("pagelab __hotcold: {e}");
             std::process::exit(1);
         }
         std::process::exit(0);
@@ -239,7 +238,10 @@ fn main() {
         Cmd::Restore(a) => restore(&a),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut cli::command(), "pagelab", &mut std::io::stdout());
+            // Into a buffer: clap_complete panics when its writer fails.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cli::command(), "pagelab", &mut buf);
+            say::out!("{}", String::from_utf8_lossy(&buf));
             Ok(())
         }
         Cmd::Man { out } => man(out),
@@ -249,13 +251,28 @@ fn main() {
     finish(r)
 }
 
-/// Flushes, then exits with the code the result calls for.
+/// Flushes, then exits with the code the result calls for. A write to
+/// stdout that failed is told here, not by a panic where it happened
+/// ([`say`]): a reader that left (`| head`) changes nothing, and any other
+/// failure (a full disk) makes a command that would have exited 0 exit 1.
 fn finish(r: anyhow::Result<()>) -> ! {
-    let _ = std::io::stdout().flush();
+    let code = exit_code(r);
+    let code = match say::stdout_failure() {
+        None | Some(say::Failure::ReaderLeft) => code,
+        Some(say::Failure::Incomplete(why)) => {
+            say::errln!("pagelab: writing to standard output failed: {why}; what it printed is incomplete");
+            if code == 0 { 1 } else { code }
+        }
+    };
+    std::process::exit(code)
+}
+
+/// The exit code for a command's result, after telling its error.
+fn exit_code(r: anyhow::Result<()>) -> i32 {
     match r {
-        Ok(()) => {}
+        Ok(()) => 0,
         Err(e) => {
-            let code = if let Some(ExitCode(c)) = e.downcast_ref::<ExitCode>() {
+            if let Some(ExitCode(c)) = e.downcast_ref::<ExitCode>() {
                 *c
             } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130)
                 && let Some(why) = record::stop::reason()
@@ -263,24 +280,22 @@ fn finish(r: anyhow::Result<()>) -> ! {
                 // Stopped by a guard of its own (the host guard, a sample
                 // file that could not be written), not by a user: a fault
                 // with its cause, exit 1 (issue 59).
-                eprintln!("pagelab: stopped: {why}");
+                say::errln!("pagelab: stopped: {why}");
                 1
             } else if experiment_error(&e).is_some_and(|x| x.exit_code() == 130) {
-                eprintln!("pagelab: interrupted");
+                say::errln!("pagelab: interrupted");
                 130
             } else if let Some(x) = experiment_error(&e).filter(|x| x.exit_code() == 3) {
                 // A verdict, not a failure: rightsize --check found a limit not verified.
-                eprintln!("pagelab: {}", record::rundir::one_line(x.to_string().replace('\n', " ")));
+                say::errln!("pagelab: {}", record::rundir::one_line(x.to_string().replace('\n', " ")));
                 3
             } else {
                 let usage = is_usage(&e);
-                eprintln!("pagelab: {}", refusal(&e));
+                say::errln!("pagelab: {}", refusal(&e));
                 if usage { 2 } else { 1 }
-            };
-            std::process::exit(code);
+            }
         }
     }
-    std::process::exit(0)
 }
 
 /// What pagelab prints of an error: its chain, each cause once (some
@@ -327,16 +342,16 @@ fn restore(a: &cli::RestoreArgs) -> anyhow::Result<()> {
         print_json(&rep)?;
     } else {
         if rep.restored.is_empty() && rep.actions.is_empty() {
-            println!("nothing to restore: no journals of dead pagelab runs in {}", dir.display());
+            say::outln!("nothing to restore: no journals of dead pagelab runs in {}", dir.display());
         }
         for l in &rep.actions {
-            println!("{l}");
+            say::outln!("{l}");
         }
         for l in &rep.live {
-            println!("left alone (its pagelab process is still running): {}", l.display());
+            say::outln!("left alone (its pagelab process is still running): {}", l.display());
         }
         for e in &rep.errors {
-            eprintln!("pagelab: {e}");
+            say::errln!("pagelab: {e}");
         }
     }
     if !rep.errors.is_empty() {
@@ -349,7 +364,9 @@ fn man(out: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     let cmd = cli::command();
     match out {
         None => {
-            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(cmd).render(&mut buf)?;
+            say::out!("{}", String::from_utf8_lossy(&buf));
         }
         Some(dir) => {
             std::fs::create_dir_all(&dir).map_err(|e| usage(format!("--out {}: {e}", dir.display())))?;
@@ -362,7 +379,7 @@ fn man(out: Option<std::path::PathBuf>) -> anyhow::Result<()> {
                 clap_mangen::Man::new(sub.clone().name(name.clone())).render(&mut buf)?;
                 write_output(&dir.join(format!("{name}.1")), &buf, Some("--out"))?;
             }
-            println!("wrote man pages to {}", dir.display());
+            say::outln!("wrote man pages to {}", dir.display());
         }
     }
     Ok(())

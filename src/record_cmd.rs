@@ -121,7 +121,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     let mut writer = rd.sample_writer()?;
     let publisher = server.as_ref().map(|s| s.publisher());
     if let Some(s) = &server {
-        eprintln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
+        say::errln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
     }
     let sampler =
         Sampler::start(SamplerConfig { interval: a.interval, ..Default::default() }, targets.clone(), move |s| {
@@ -134,7 +134,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
             }
         })?;
     if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
-        eprintln!("pagelab: warning: {why}");
+        say::errln!("pagelab: warning: {why}");
     }
 
     let mut exit_code = 0;
@@ -176,8 +176,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<()> {
     if a.json {
         crate::print_json(&RecordOutput { dir: rd.path().display().to_string(), summary })?;
     } else {
-        eprint!("{}", report::summary::render_text(&summary));
-        eprintln!(
+        say::err!("{}", report::summary::render_text(&summary));
+        say::errln!(
             "recorded {} samples to {}; render it with: pagelab report {}",
             stats.samples,
             rd.path().display(),

@@ -133,10 +133,10 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         .map_err(|e| usage(read_only_hint(e.to_string())))?;
         r.dir = named.shown.clone();
         for u in &r.unwritten {
-            eprintln!("pagelab: warning: {}", named.text(u));
+            say::errln!("pagelab: warning: {}", named.text(u));
         }
         if a.markdown {
-            print!("{}", report::html::markdown(&r));
+            say::out!("{}", report::html::markdown(&r));
         }
         if a.html || (is_lab && !a.markdown) {
             let path = match write_html(&r, &a.dir) {
@@ -144,7 +144,7 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
                 // A full disk (issue 59): what was read is whole; say it, then fail.
                 Err(e) if crate::experiment_error(&e).is_some_and(|x| x.disk_full()) => {
                     if !a.json {
-                        print!("{}", summary_text(&r));
+                        say::out!("{}", summary_text(&r));
                     }
                     return Err(e.context("report.html was not written; the summary above is whole"));
                 }
@@ -154,10 +154,10 @@ fn in_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
                 let f = r.findings_doc();
                 crate::print_json(&LabReportOutput { report_html: path.display().to_string(), findings: f })?;
             } else if !a.markdown {
-                print!("{}", summary_text(&r));
-                println!("wrote {}", path.display());
+                say::out!("{}", summary_text(&r));
+                say::outln!("wrote {}", path.display());
             } else {
-                eprintln!("wrote {}", path.display());
+                say::errln!("wrote {}", path.display());
             }
         }
         return Ok(());
@@ -200,11 +200,11 @@ fn run_dir(a: &ReportArgs, named: &Named) -> anyhow::Result<()> {
         })?;
     } else {
         if let Some(m) = &report.control {
-            println!("This is {}", m.sentence());
+            say::outln!("This is {}", m.sentence());
         }
-        print!("{}", report::summary::render_text(&s));
+        say::out!("{}", report::summary::render_text(&s));
         if wrote.is_ok() {
-            println!("wrote {} ({} rows)", shown.display(), iv.len());
+            say::outln!("wrote {} ({} rows)", shown.display(), iv.len());
         }
     }
     match wrote {
@@ -229,7 +229,7 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
     for (flag, key, path, text) in outputs {
         let Some(path) = path else { continue };
         if path.as_os_str() == "-" {
-            print!("{text}");
+            say::out!("{text}");
             continue;
         }
         crate::write_output(path, text.as_bytes(), Some(flag))?;
@@ -239,7 +239,7 @@ fn export(a: &ReportArgs) -> anyhow::Result<()> {
             _ => wrote.bmf = shown,
         }
         if !a.json {
-            eprintln!("wrote {}", path.display());
+            say::errln!("wrote {}", path.display());
         }
     }
     if a.json {

@@ -92,7 +92,7 @@ impl Server {
         })?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() {
-            eprintln!(
+            say::errln!(
                 "pagelab: warning: --serve {addr} listens beyond this machine: whoever can reach it reads this machine's memory figures"
             );
         }

@@ -242,3 +242,68 @@ fn a_panic_names_the_file_and_line_of_pagelab_s_own_frame() {
     let frame = err.lines().skip_while(|l| !l.contains("deliberate_panic")).nth(1).unwrap_or_default();
     assert!(frame.contains("src/main.rs:"), "no file and line after the deliberate_panic frame: {err}");
 }
+
+/// A pipe whose reader has already left: writes to it fail with EPIPE.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors this function then owns.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both were just returned by pipe2 and are owned here only.
+    let (r, w) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    drop(r);
+    w.into()
+}
+
+fn bin() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("pagelab"));
+    c.env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-cli-test-journals"));
+    c
+}
+
+/// A failed write to stdout or stderr is never a panic (crates/say): a
+/// reader that left (`| head -1`) ends nothing, a full disk is one line
+/// and exit 1, and a stderr that is gone keeps the exit code.
+#[test]
+fn a_closed_pipe_or_a_full_disk_is_not_a_panic() {
+    let out = bin().arg("doctor").stdout(closed_pipe()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "doctor | (reader gone): {err}");
+    assert!(!err.contains("panicked") && !err.contains("standard output"), "{err}");
+
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = bin().arg("doctor").stdout(full).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "doctor > /dev/full: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("pagelab: writing")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("standard output failed") && lines[0].contains("No space left"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let out = bin().arg("frobnicate").stderr(closed_pipe()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "bad input, stderr gone");
+    let out = bin().args(["report", "/no/such/run"]).stderr(closed_pipe()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "report of nothing, stderr gone");
+}
+
+/// A run whose terminal went away (stdout and stderr both closed pipes, as
+/// after a dropped ssh session or a `| tee` stopped first) completes and
+/// says so in its record: std's print would panic at its first note and
+/// leave the record `running`.
+#[test]
+fn a_run_whose_terminal_went_away_completes() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    let st = bin()
+        .args(["mapping", "--size", "8MiB", "--iterations", "1", "--warmup", "0", "--repeat", "1", "--out"])
+        .arg(&run)
+        .stdin(std::process::Stdio::null())
+        .stdout(closed_pipe())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(rec["status"]["state"], "complete", "{}", rec["status"]);
+    assert!(rec["results"].as_array().is_some_and(|r| !r.is_empty()), "no results");
+}

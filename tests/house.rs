@@ -390,3 +390,53 @@ fn every_proc_macro_is_built_unoptimized() {
         macros.iter().filter(|n| !manifest.contains(&format!("\n{n} = {{ opt-level = 0 }}"))).collect();
     assert!(missing.is_empty(), "not in Cargo.toml's [profile.dev.package] at opt-level 0: {missing:?}");
 }
+
+/// The files that only tests compile: each module declared under
+/// `#[cfg(test)]` as `mod name;`, and everything beneath it.
+fn test_only_files(sources: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for p in sources {
+        let src = std::fs::read_to_string(p).unwrap();
+        let lines: Vec<&str> = src.lines().collect();
+        let own = matches!(p.file_name().and_then(|n| n.to_str()), Some("mod.rs" | "lib.rs" | "main.rs"));
+        let here = if own { p.parent().unwrap().to_path_buf() } else { p.with_extension("") };
+        for w in lines.windows(2) {
+            let decl = w[1].trim().strip_prefix("mod ").and_then(|m| m.strip_suffix(';'));
+            if w[0].trim() == "#[cfg(test)]"
+                && let Some(name) = decl
+            {
+                dirs.push(here.join(name));
+            }
+        }
+    }
+    sources.iter().filter(|p| dirs.iter().any(|d| *p == &d.with_extension("rs") || p.starts_with(d))).cloned().collect()
+}
+
+/// std's print macros panic when a write fails (`pagelab doctor | head -1`,
+/// a terminal that hung up while a run restores, stdout on a full disk):
+/// pagelab prints through `say`'s, which never do (crates/say). Tests keep
+/// std's, which the harness captures.
+#[test]
+fn no_std_print_macro_outside_tests() {
+    let all = sources();
+    let tests = test_only_files(&all);
+    assert!(tests.iter().any(|p| p.ends_with("src/lab_sim.rs")), "test-only files not found: {tests:?}");
+    let mut found = Vec::new();
+    for p in all.iter().filter(|p| !tests.contains(p) && !p.starts_with(root().join("crates/say"))) {
+        let code = code_only(&std::fs::read_to_string(p).unwrap());
+        let lines: Vec<&str> = code.lines().collect();
+        for (k, l) in lines[..tests_start(&lines)].iter().enumerate() {
+            let b: Vec<char> = l.chars().collect();
+            for m in ["println!", "print!", "eprintln!", "eprint!"] {
+                let hit = l.match_indices(m).any(|(at, _)| {
+                    let i = l[..at].chars().count();
+                    !ident_before(&b, i) && l[at + m.len()..].trim_start().starts_with(['(', '[', '{'])
+                });
+                if hit {
+                    found.push(format!("{}:{}: {m}", rel(p), k + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "std's print macros (use say::outln!, say::out!, say::errln!, say::err!): {found:#?}");
+}

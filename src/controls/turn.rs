@@ -98,17 +98,17 @@ pub(super) fn count(turns: &[Turn]) -> (usize, usize) {
 
 /// The text table of `turns`, what was not run and why, and the count.
 pub(super) fn print_table(turns: &[Turn], not_run: &[(String, String)], out: &Path) {
-    println!("| finding | as the lab runs it | under its control | role | turned | control |");
-    println!("|---|---|---|---|---|---|");
+    say::outln!("| finding | as the lab runs it | under its control | role | turned | control |");
+    say::outln!("|---|---|---|---|---|---|");
     for t in turns {
-        println!("{}", row(t));
+        say::outln!("{}", row(t));
     }
-    println!("\nNot run here:");
+    say::outln!("\nNot run here:");
     for (id, why) in not_run {
-        println!("- {id}: {why}");
+        say::outln!("- {id}: {why}");
     }
     let (turned, run) = count(turns);
-    println!(
+    say::outln!(
         "\n{turned} of {run} findings with a control run here were turned by one, the way its role says (a negative \
          control from matches to differs on the side it predicts, a positive one from differs to matches; an \
          instrument check never counts); runs in {}",

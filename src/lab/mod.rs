@@ -62,8 +62,8 @@ impl Progress {
             Some((mp, _)) => {
                 let _ = mp.println(s);
             }
-            None if self.to_stderr => eprintln!("{s}"),
-            None => println!("{s}"),
+            None if self.to_stderr => say::errln!("{s}"),
+            None => say::outln!("{s}"),
         }
     }
 
@@ -472,7 +472,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
             expect.ceil()
         )));
     }
-    let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
+    let say = |s: &str| if a.json { say::errln!("{s}") } else { say::outln!("{s}") };
     let passes = passes_for(budget, &steps);
     print_plan(&say, &m, mode, &findings, &steps, expect, budget.map(|b| (b, passes)));
     if a.dry_run {
@@ -608,13 +608,13 @@ fn finish(a: &LabArgs, mut lab: Lab, out: &Path, wall: f64, budget: Option<f64>)
             report_html: Some(html.display().to_string()),
         })?;
     } else {
-        println!();
-        print!("{}", crate::report_cmd::summary_text(&r));
+        say::outln!();
+        say::out!("{}", crate::report_cmd::summary_text(&r));
         let plan = match budget {
             Some(b) => format!("first pass planned ~{}, budget {}", fmt_s(expect), fmt_s(b)),
             None => format!("planned ~{}", fmt_s(expect)),
         };
-        println!("\nwall time {} ({plan}); report: {}", fmt_s(wall), html.display());
+        say::outln!("\nwall time {} ({plan}); report: {}", fmt_s(wall), html.display());
     }
     let states: Vec<StepState> = lab.steps.iter().map(|s| s.state).collect();
     if record::stop::requested() || states.contains(&StepState::Interrupted) {

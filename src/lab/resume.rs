@@ -323,7 +323,7 @@ pub fn run(a: &LabArgs, dir: &Path) -> anyhow::Result<()> {
     }
     let done = reset_cut_steps(&mut lab, dir, &planned)?;
     let spent: f64 = lab.steps.iter().filter_map(|s| s.seconds).sum();
-    let say = |s: &str| if a.json { eprintln!("{s}") } else { println!("{s}") };
+    let say = |s: &str| if a.json { say::errln!("{s}") } else { say::outln!("{s}") };
     say(&format!(
         "pagelab lab --resume {}: {} kept, running again: {}",
         dir.display(),

@@ -71,6 +71,6 @@ pub fn demo_png(path: &std::path::Path, process: bool) -> anyhow::Result<()> {
         }
     }
     report::charts::terminal_png(path, w as usize, h as usize, &cells).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("wrote {}", path.display());
+    say::errln!("wrote {}", path.display());
     Ok(())
 }

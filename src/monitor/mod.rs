@@ -166,11 +166,11 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
     )?;
     let t0_ns = probe::sample::monotonic_ns();
     if let Some(s) = &server {
-        eprintln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
+        say::errln!("pagelab: serving OpenMetrics on http://{}/metrics", s.addr());
     }
     if headless {
         let what = if target == TargetKind::System { "the system".to_string() } else { target_line(&target) };
-        eprintln!("pagelab: monitoring {what} headless; stop with SIGINT or SIGTERM");
+        say::errln!("pagelab: monitoring {what} headless; stop with SIGINT or SIGTERM");
         while !record::stop::sleep(Duration::from_secs(3600)) {}
     } else {
         interactive(&mut app, &ring, &sampler, &dir, target, &zram)?;
@@ -185,7 +185,7 @@ pub fn run(a: &MonitorArgs) -> anyhow::Result<()> {
             record::rundir::RunStatus::new(record::rundir::State::Complete, None)
         };
         d.finish(status)?;
-        eprintln!(
+        say::errln!(
             "recorded {:.0} s to {} (render it with pagelab report)",
             (probe::sample::monotonic_ns() - t0_ns) as f64 / 1e9,
             d.path().display()
@@ -342,7 +342,7 @@ mod tests {
             Ok(text) => assert!(text.starts_with("trim: RSS "), "{text}"),
             Err(e) => {
                 assert!(e.contains("CAP_SYS_NICE"), "{e}");
-                println!("SKIP part: {e}");
+                say::outln!("SKIP part: {e}");
             }
         }
     }

@@ -16,10 +16,10 @@ pub fn point(what: &str) {
     let Some(t) = target else { return };
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     if std::env::var_os("PAGELAB_FAULT_TRACE").is_some() {
-        eprintln!("fault point {n}: {what}");
+        say::errln!("fault point {n}: {what}");
     }
     if n == t {
-        eprintln!("pagelab: injected SIGKILL at fault point {n} ({what})");
+        say::errln!("pagelab: injected SIGKILL at fault point {n} ({what})");
         // SAFETY: raising a signal on ourselves.
         unsafe { libc::raise(libc::SIGKILL) };
     }

@@ -479,7 +479,7 @@ impl Drop for Sandbox {
         if self.journal.is_some()
             && let Err(e) = self.restore()
         {
-            eprintln!("pagelab: restoring the system failed: {e}; run `pagelab restore`");
+            say::errln!("pagelab: restoring the system failed: {e}; run `pagelab restore`");
         }
     }
 }

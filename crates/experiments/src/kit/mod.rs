@@ -27,7 +27,7 @@ pub fn print_json(v: &impl serde::Serialize) -> Result<()> {
     if let Some(m) = v.as_object_mut() {
         m.insert("format".into(), JSON_FORMAT.into());
     }
-    println!("{}", serde_json::to_string_pretty(&v)?);
+    say::outln!("{}", serde_json::to_string_pretty(&v)?);
     Ok(())
 }
 
@@ -56,10 +56,10 @@ pub fn restore_stale_runs() {
     }
     let rep = sandbox::journal::restore_stale(&dir, false);
     for a in &rep.actions {
-        eprintln!("pagelab: restored after an earlier run that died: {a}");
+        say::errln!("pagelab: restored after an earlier run that died: {a}");
     }
     for e in &rep.errors {
-        eprintln!("pagelab: {e}; run `pagelab restore` as root");
+        say::errln!("pagelab: {e}; run `pagelab restore` as root");
     }
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn skip_test(why: &str) {
     let exe = std::env::current_exe().unwrap_or_default();
     let bin = exe.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let bin = bin.rsplit_once('-').map_or(bin.clone(), |(a, _)| a.to_string());
-    println!("SKIP {bin}::{test}: {why}");
+    say::outln!("SKIP {bin}::{test}: {why}");
     if let Some(target) = exe.ancestors().nth(3) {
         let path = target.join("tmp/skipped-tests.txt");
         let line = format!("{bin}::{test}: {why}\n");

@@ -29,7 +29,7 @@ pub struct ExperimentRun {
 /// left behind, so that `--backing auto` never mistakes it for the user's swap.
 pub fn take_run_lock(what: &str, no_wait: bool) -> crate::Result<sandbox::runlock::RunLock> {
     let lock = sandbox::runlock::acquire(what, !no_wait, &record::stop::requested, &mut |h| {
-        eprintln!("pagelab: waiting for {} to finish (--no-wait refuses instead)", h.describe());
+        say::errln!("pagelab: waiting for {} to finish (--no-wait refuses instead)", h.describe());
     })
     .map_err(|e| if record::stop::requested() { crate::Error::Interrupted } else { crate::Error::Sandbox(e) })?;
     crate::kit::restore_stale_runs();
@@ -80,7 +80,7 @@ impl ExperimentRun {
             let msg = format!(
                 "a DAMON worker that is not pagelab's is running ({k}): it may move this run's pages behind its back"
             );
-            eprintln!("pagelab: {msg}");
+            say::errln!("pagelab: {msg}");
             dir.update(|r| r.notes.push(msg))?;
         }
         let mut w = dir.sample_writer()?;
@@ -111,7 +111,7 @@ impl ExperimentRun {
             },
         )?;
         if let record::sampler::LockStatus::Failed(why) = sampler.lock_status() {
-            eprintln!("pagelab: warning: {why}");
+            say::errln!("pagelab: warning: {why}");
         }
         Ok(ExperimentRun { dir, sampler: Some(sampler), _lock: lock, made_dir, kept })
     }
@@ -147,7 +147,7 @@ impl ExperimentRun {
     /// A warning or a fact about the run: always on stderr (stdout may carry
     /// JSON), and kept in run.json.
     pub fn note(&self, msg: &str) {
-        eprintln!("pagelab: {msg}");
+        say::errln!("pagelab: {msg}");
         let _ = self.dir.update(|r| r.notes.push(msg.to_string()));
     }
 
@@ -211,7 +211,7 @@ impl<E: Serialize + Clone> workloads::observe::Observer for RunObserver<'_, E> {
         self.run.event(kind, name, t_ns, detail.clone());
         if !self.quiet && kind == "phase_end" {
             let secs = detail["seconds"].as_f64().unwrap_or(0.0);
-            eprintln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
+            say::errln!("  {name:<7} {secs:>9.4} s  major faults {}", detail["major_faults"].as_u64().unwrap_or(0));
         }
     }
     fn targets(&mut self, pids: Vec<i32>, cgroup: Option<probe::CgroupTarget>, zram: Vec<u32>) {
@@ -313,15 +313,15 @@ pub fn conclude<T, S: report::experiment::Study, D: Serialize>(
         return Err(crate::Error::Failed(format!("{}: {e}", run.dir.path().join("run.json").display())));
     }
     match study.render(&rec, &entries) {
-        Ok(files) if !json => files.iter().for_each(|f| eprintln!("wrote {}", f.display())),
+        Ok(files) if !json => files.iter().for_each(|f| say::errln!("wrote {}", f.display())),
         Ok(_) => {}
-        Err(e) => eprintln!("pagelab: warning: charts not written: {e}"),
+        Err(e) => say::errln!("pagelab: warning: charts not written: {e}"),
     }
     if json {
         crate::kit::print_json(&WithDir { doc: json_doc(&entries), dir: run.dir.path().display().to_string() })?;
     } else if !entries.is_empty() {
-        print!("{}", text(&entries));
-        println!("\nrun directory: {}", run.dir.path().display());
+        say::out!("{}", text(&entries));
+        say::outln!("\nrun directory: {}", run.dir.path().display());
     }
     r.map(|_| ())
 }

@@ -351,7 +351,7 @@ fn batch_arms(
             b.compressor.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
         );
         if bs.len() > 1 {
-            eprintln!("pagelab: {label}");
+            say::errln!("pagelab: {label}");
         }
         // A store that fails ends the run with the stores before it kept,
         // and says which it was and that the rest did not run.

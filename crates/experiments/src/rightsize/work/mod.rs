@@ -339,7 +339,7 @@ impl Runner for Real<'_> {
     fn run(&mut self, role: Role, limit: Option<u64>, cap_s: Option<f64>) -> Result<Trial, ExperimentError> {
         let n = self.runs.len() + 1;
         let what = limit.map(units::bytes).unwrap_or_else(|| "unlimited".into());
-        eprint!("pagelab: run {n:>2}/{} {:<8} {what:>10} … ", self.cfg.search.max_runs, role.name());
+        say::err!("pagelab: run {n:>2}/{} {:<8} {what:>10} … ", self.cfg.search.max_runs, role.name());
         let r = self.once(role, limit, cap_s)?;
         let base: Vec<f64> = self.runs.iter().filter(|r| r.limit_bytes.is_none()).map(|r| r.seconds).collect();
         let reference = record::stats::median(&base);
@@ -350,7 +350,7 @@ impl Runner for Real<'_> {
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = self.cfg.search.max_runs.saturating_sub(n as u32) as f64;
         let eta = reference.map(|m| format!(", at most ~{:.0} s to go", left * m * 1.05)).unwrap_or_default();
-        eprintln!("{:.2} s {}{rel} · {:.0} s so far{eta}", r.seconds, r.outcome, elapsed);
+        say::errln!("{:.2} s {}{rel} · {:.0} s so far{eta}", r.seconds, r.outcome, elapsed);
         if role == Role::Baseline && r.outcome == "oom" {
             return Err(err(format!(
                 "'{}' needed more than the host guard allows ({} MiB: MemAvailable less --host-floor) and was \
@@ -389,7 +389,7 @@ impl Runner for Real<'_> {
         Ok(trial)
     }
     fn progress(&mut self, msg: &str) {
-        eprintln!("pagelab: {msg}");
+        say::errln!("pagelab: {msg}");
     }
 }
 

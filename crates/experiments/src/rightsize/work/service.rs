@@ -401,7 +401,7 @@ fn follow(
             // A reading that failed is not a calm one: hold (reclaim nothing
             // more), and keep no point; the run still ends at --duration.
             unread += 1;
-            eprintln!("pagelab: {name}: this interval's readings failed; holding");
+            say::errln!("pagelab: {name}: this interval's readings failed; holding");
             if unread == 1 {
                 obs.note(&format!("{name}: a reading failed; pagelab held (reclaimed nothing) until one succeeded"));
             }
@@ -461,7 +461,7 @@ fn follow(
                 point.action = "nothing_cold".into();
             }
         }
-        eprintln!(
+        say::errln!(
             "pagelab: {:>5.0} s of {:.0}  footprint {:>6} MiB  psi some {:>6.3} %  major faults {:>6}  {}",
             point.t_s,
             cfg.duration.as_secs_f64(),
