@@ -82,6 +82,26 @@ fn identical_values_are_not_a_certainty() {
     }
 }
 
+#[test]
+fn values_the_floor_made_identical_stay_a_finding() {
+    // thrash.recovery read on 0.1 s steps: four recoveries under a step
+    // differed as measured, so no configuration fixed them. They are raised
+    // to 0.1 s and judged as a finding, far under its 10 s edge.
+    let c = Claim { region: Region::at_most(10.0), floor: 0.1, ..C };
+    let all: Vec<Metric> = Vec::new();
+    let ok = Ms { all: &all, protocol: Ok(()) };
+    let v = judge(&c, &ok, Ok(vec![0.007, 0.02, 0.09, 0.05]));
+    assert_eq!(v.values, vec![0.1; 4]);
+    assert_eq!((v.kind, v.outcome), (Kind::Finding, Outcome::Matches), "{v:?}");
+    assert!(v.p.is_some() && v.family != 0, "{v:?}");
+    // The same values measured alike are what the configuration fixes.
+    let same = judge(&c, &ok, Ok(vec![0.05; 4]));
+    assert_eq!((same.kind, same.outcome), (Kind::Check, Outcome::CheckPassed), "{same:?}");
+    // Zeros in every repeat are identical as measured too.
+    let zeros = judge(&c, &ok, Ok(vec![0.0; 3]));
+    assert_eq!(zeros.kind, Kind::Check, "{zeros:?}");
+}
+
 const C: Claim = Claim {
     id: "x.c",
     claim: "A is at least 10 % costlier than B",
