@@ -73,7 +73,7 @@ static SIGNALS: AtomicU32 = AtomicU32::new(0);
 /// step, a `bench controls` run: [`child::SUPERVISED`]), 0 otherwise.
 static PARENT: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let parent = PARENT.load(Ordering::SeqCst);
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler;
     // si_code and si_pid are only read. kill(2) and the parent-death signal
@@ -81,12 +81,15 @@ extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
     // pid, and is not taken for the parent's).
     let from_parent =
         parent > 0 && !info.is_null() && unsafe { (*info).si_code == libc::SI_USER && (*info).si_pid() == parent };
-    if from_parent {
+    if from_parent || sig == libc::SIGHUP {
         // The pagelab above passes a stop on once, and tells this process
         // SIGTERM if it dies: neither is a user's second signal. A service
         // manager's stop reaches this process and its parent both (systemd
         // signals the whole group), and the parent's forward must not make
-        // this one leave without restoring.
+        // this one leave without restoring. Nor is a hang-up anyone's
+        // insistence: a terminal that closed, or a service manager that
+        // follows its SIGTERM with a SIGHUP (systemd's SendSIGHUP=yes). Each
+        // requests the stop and never forces the run out.
         record::stop::request_from_signal();
     } else if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
         record::stop::request_from_signal();
