@@ -194,8 +194,18 @@ fn main() {
         Err(e) => {
             use clap::error::ErrorKind::*;
             if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
-                let _ = e.print();
-                std::process::exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
+                use std::io::IsTerminal;
+                // Through say, so that `--help > /dev/full` is told, not
+                // dropped; styled only for a terminal, as clap's own print.
+                let text = e.render();
+                if e.use_stderr() {
+                    let styled = std::io::stderr().is_terminal();
+                    say::err!("{}", if styled { text.ansi().to_string() } else { text.to_string() });
+                } else {
+                    let styled = std::io::stdout().is_terminal();
+                    say::out!("{}", if styled { text.ansi().to_string() } else { text.to_string() });
+                }
+                exit(if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
             say::errln!("pagelab: {} (see pagelab --help)", one_line_clap_error(&e).trim_start_matches("error: "));
             std::process::exit(2);
@@ -259,7 +269,11 @@ fn main() {
 /// ([`say`]): a reader that left (`| head`) changes nothing, and any other
 /// failure (a full disk) makes a command that would have exited 0 exit 1.
 fn finish(r: anyhow::Result<()>) -> ! {
-    let code = exit_code(r);
+    exit(exit_code(r))
+}
+
+/// Exits with `code`, after telling a failed write to stdout ([`finish`]).
+fn exit(code: i32) -> ! {
     let code = match say::stdout_failure() {
         None | Some(say::Failure::ReaderLeft) => code,
         Some(say::Failure::Incomplete(why)) => {

@@ -279,6 +279,9 @@ fn a_closed_pipe_or_a_full_disk_is_not_a_panic() {
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("standard output failed") && lines[0].contains("No space left"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = bin().arg("--help").stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "--help > /dev/full: {}", String::from_utf8_lossy(&out.stderr));
 
     let out = bin().arg("frobnicate").stderr(closed_pipe()).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "bad input, stderr gone");

@@ -154,14 +154,23 @@ fn ident_before(b: &[char], i: usize) -> bool {
     i > 0 && (b[i - 1].is_alphanumeric() || b[i - 1] == '_')
 }
 
-/// The line (0-based) where `#[cfg(test)]` first opens a module: what follows
-/// it is tests, by this codebase's habit of putting them last.
+/// The line (0-based) where `#[cfg(test)]` first opens a module with a
+/// body (`mod tests {`, `pub(crate) mod tests {`): what follows it is tests,
+/// by this codebase's habit of putting them last. A module declared
+/// `#[cfg(test)] mod name;` is a file of its own (`test_only_files`), and the
+/// code after its declaration is not tests.
 fn tests_start(lines: &[&str]) -> usize {
+    let opens_a_module = |l: &str| {
+        let l = l.trim();
+        let l = l.strip_prefix("pub(crate) ").or_else(|| l.strip_prefix("pub ")).unwrap_or(l);
+        l.starts_with("mod ") && l.ends_with('{')
+    };
     lines
         .iter()
         .enumerate()
         .find(|(k, l)| {
-            l.trim() == "#[cfg(test)]" && lines.get(k + 1).is_some_and(|n| n.trim_start().starts_with("mod "))
+            l.trim() == "#[cfg(test)]"
+                && lines[k + 1..].iter().find(|n| !n.trim().starts_with("#[")).is_some_and(|n| opens_a_module(n))
         })
         .map(|(k, _)| k)
         .unwrap_or(lines.len())

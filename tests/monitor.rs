@@ -135,3 +135,40 @@ fn monitor_without_a_terminal_refuses_with_a_hint() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
 }
+
+/// A monitor whose terminal goes away (its tmux session killed: a SIGHUP,
+/// then EIO on every write) finishes its record. ratatui's drop reported a
+/// failure to show the cursor with std's `eprintln!`, whose panic on the
+/// dead terminal left the record `running`.
+#[test]
+fn a_monitor_whose_terminal_hangs_up_finishes_its_record() {
+    if !tmux(&["-V"]) {
+        common::skip("tmux is not installed (Debian: tmux)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rec");
+    let session = format!("pagelab-hup-{}", std::process::id());
+    let cmd = format!("{} monitor --interval 200ms --record {}", bin().display(), dir.display());
+    assert!(tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]), "tmux new-session");
+    let drawn = || {
+        let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &session]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).contains("faults/s")
+    };
+    let t = Instant::now();
+    while !drawn() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let drew = drawn();
+    assert!(tmux(&["kill-session", "-t", &session]), "tmux kill-session");
+    assert!(drew, "the monitor never drew");
+    let state = || {
+        let text = std::fs::read(dir.join("run.json")).unwrap_or_default();
+        serde_json::from_slice::<serde_json::Value>(&text).map(|v| v["status"]["state"].clone()).unwrap_or_default()
+    };
+    let t = Instant::now();
+    while state() == "running" && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(state(), "interrupted", "the record after the hang-up");
+}

@@ -214,7 +214,13 @@ fn interactive(
     crossterm::terminal::enable_raw_mode()?;
     let _guard = TermGuard;
     crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen, crossterm::cursor::Hide)?;
-    let mut term = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+    // Never dropped: ratatui's drop shows the cursor again and, if that
+    // fails (a terminal that hung up), reports it with std's eprintln!,
+    // which panics on the same dead terminal and skips finishing the
+    // record. TermGuard shows the cursor, ignoring errors.
+    let mut term = std::mem::ManuallyDrop::new(ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(
+        std::io::stdout(),
+    ))?);
     let stdin_tty = std::io::stdin().is_terminal();
     let mut cur_target = target;
     let mut redraw = true;
@@ -262,7 +268,6 @@ fn interactive(
             }
         }
     }
-    drop(term);
     drop(_guard);
     Ok(())
 }

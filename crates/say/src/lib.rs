@@ -14,8 +14,14 @@
 //! - [`errln!`] and [`err!`] write to stderr, each call as one write, and
 //!   drop a failure: stderr is where a failure would be told.
 //!
-//! In a crate's own tests (`cfg(test)` where the macro is used) they are
-//! std's macros, so that the test harness captures them as before.
+//! Where the calling crate is compiled for its own tests (`cfg(test)` at
+//! the macro's use), they are std's macros, so that the harness captures
+//! them. A library's prints reached from another crate's tests (an
+//! integration test calling `experiments`) are `say`'s and go to the
+//! terminal uncaptured.
+//!
+//! Any failed write turns stdout off for good: a reader that left, a full
+//! disk, a stdout a parent made non-blocking (`WouldBlock`).
 
 use std::fmt;
 use std::io::{self, Write};
@@ -41,9 +47,14 @@ pub fn write_out(args: fmt::Arguments<'_>, newline: bool) {
     if FAILED.load(Ordering::SeqCst) {
         return;
     }
-    let mut o = io::stdout().lock();
-    let r = o.write_fmt(args).and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) });
-    if let Err(e) = r {
+    // Formatted before the lock, as `write_err` does: a Display that
+    // prints, or takes a lock another printing thread holds, cannot land
+    // inside this line or wait on it.
+    let mut s = fmt::format(args);
+    if newline {
+        s.push('\n');
+    }
+    if let Err(e) = io::stdout().lock().write_all(s.as_bytes()) {
         fail(&e);
     }
 }

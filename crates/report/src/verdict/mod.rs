@@ -42,11 +42,9 @@ pub enum Kind {
     /// its controls ([`Claim::control`]): under a negative one the claim is
     /// false, under a positive one true.
     Finding,
-    /// A value the configuration alone fixes (identical in every repeat as
-    /// measured, before any floor, or declared so: [`Claim::check`]): shown
-    /// as passed or failed, outside
-    /// Holm, the families and the decided share. An interval of identical
-    /// values is only the resolution's, and would decide at any n.
+    /// A value the configuration alone fixes (identical in every repeat as measured, or declared
+    /// so: [`Claim::check`]): shown as passed or failed, outside Holm, the families and the
+    /// decided share. An interval of identical values is only the resolution's, at any n.
     Check,
 }
 
@@ -92,8 +90,7 @@ pub struct Claim {
     pub own: bool,
     /// A check, not a finding ([`Kind::Check`]): the configuration fixes the
     /// value (a stored fraction of random bytes, a clip in the worker). An
-    /// entry whose repeats are all identical as measured (not merely after
-    /// the floor raised them) is judged as a check too.
+    /// entry whose repeats are all identical as measured is judged as a check too.
     pub check: bool,
     /// Its controls: a configuration, input or perturbation under which the
     /// claim is false (negative) or, where one is known, true (positive),
@@ -470,11 +467,7 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
         return v;
     }
     v.cv = record::stats::cv(&v.values);
-    // Identical as measured, not as raised to the floor: repeats that all
-    // fell under one step of the resolution differed (a recovery of 0.007
-    // and 0.09 s, both read as 0.1), so the configuration did not fix them;
-    // they stay a finding, and the floor's own rule (`floor_changes_of`)
-    // says whether the resolution decided it.
+    // As measured: values only the floor made alike stay a finding (`floor_changes_of` judges them).
     let measured: Vec<f64> = v.raw.iter().copied().filter(|x| x.max(c.floor) > 0.0).collect();
     let identical = v.n >= 2 && measured.iter().all(|x| *x == measured[0]);
     if c.check || identical {
