@@ -399,3 +399,50 @@ fn bad_input_exits_2_and_a_target_that_exits_leaves_a_partial_record() {
     assert_eq!(r["windows"].as_array().unwrap().len(), 1, "the 1 s window was measured: {r}");
     assert!(r["notes"][0].as_str().unwrap().starts_with("incomplete: pid"), "{r}");
 }
+
+/// `assess -- CMD` ends the program it started, and a pagelab killed
+/// outright (SIGKILL: no stop, no restore of its own) takes the program
+/// with it, as rightsize and jank do (`die_with_parent`): it ran on,
+/// orphaned, and in a memory cgroup it kept the group from being removed.
+#[test]
+fn a_killed_assess_takes_its_program_with_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 600", pidfile.display());
+    let mut a = Command::new(bin())
+        .env("PAGELAB_JOURNAL_DIR", journals())
+        .args(["assess", "--source", "referenced", "--windows", "1s", "--warmup", "60s", "--out"])
+        .arg(tmp.path().join("run"))
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+            break p;
+        }
+        assert!(a.try_wait().unwrap().is_none(), "assess ended before its program started");
+        assert!(t.elapsed() < Duration::from_secs(30), "the program never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    a.kill().unwrap();
+    a.wait().unwrap();
+    // Gone, or a zombie its new parent has yet to reap.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    };
+    let t = std::time::Instant::now();
+    while alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = alive();
+    if left {
+        // SAFETY: kill of the pid the program wrote itself, still its own.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!left, "the program (pid {pid}) outlived the assess that started it");
+}

@@ -314,6 +314,9 @@ fn start(
         // Into its group before exec, so that every page it maps is counted there.
         sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir).map_err(|e| err(format!("{}: {e}", cg.dir.display())))?;
     }
+    // Ended with this run, even one killed outright: an orphan would run on
+    // (and keep its group from being removed).
+    sandbox::worker::die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|e| err(format!("cannot run '{}': {e}", cfg.command[0])))?;
     target.command = cfg.command.clone();
     let pid = child.id() as i32;
