@@ -21,6 +21,63 @@ pub fn init_font() {
 
 type DynErr = Box<dyn std::error::Error + Send + Sync>;
 
+/// A log axis over `lo..hi` labelled at 1, 2 and 5 times the powers of ten
+/// inside it ([`log_ticks`]), with a light line at each whole multiple:
+/// plotters' own labels a log axis only at powers of ten, so a range inside
+/// one decade (p99s of 300 – 900 ns) had one label or none.
+fn log_axis(
+    lo: f64,
+    hi: f64,
+) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+    let light = decades(lo, hi).flat_map(|d| (1..10).map(move |k| k as f64 * d)).filter(|v| (lo..=hi).contains(v));
+    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)).with_light_points(light.collect::<Vec<_>>())
+}
+
+/// The powers of ten from the one at or below `lo` to the one at or below `hi`.
+fn decades(lo: f64, hi: f64) -> impl Iterator<Item = f64> {
+    let (a, b) = (lo.max(f64::MIN_POSITIVE).log10().floor() as i32, hi.max(f64::MIN_POSITIVE).log10().floor() as i32);
+    (a..=b.max(a)).map(|e| 10f64.powi(e))
+}
+
+/// The labels of a log axis over `lo..hi`: 1, 2 and 5 times each power of
+/// ten inside it; only the powers where that makes more than a dozen; and
+/// where fewer than two fall inside (a range narrower than 1 to 2), evenly
+/// spaced round values.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let inside = |v: &f64| (lo..=hi).contains(v);
+    let mut t: Vec<f64> = decades(lo, hi).flat_map(|d| [d, 2.0 * d, 5.0 * d]).filter(inside).collect();
+    if t.len() > 12 {
+        t.retain(|v| (v.log10() - v.log10().round()).abs() < 1e-9);
+    }
+    if t.len() < 2 {
+        let step = 10f64.powf(((hi - lo) / 4.0).log10().floor());
+        t = ((lo / step).ceil() as i64..=(hi / step).floor() as i64).map(|k| k as f64 * step).filter(inside).collect();
+    }
+    t
+}
+
+/// A log axis's label: whole numbers from 1 to 99 999 as they are, smaller
+/// ones to three significant digits, the rest as powers (`2e6`, `5e-5`).
+pub fn tick_label(v: &f64) -> String {
+    let v = *v;
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if (1e-3..1e5).contains(&a) {
+        let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+        let s = format!("{v:.digits$}");
+        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    } else {
+        let e = format!("{v:.2e}");
+        let (m, x) = e.split_once('e').unwrap_or((&e, "0"));
+        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        format!("{m}e{x}")
+    }
+}
+
 /// The series legend every chart uses, at `pos`.
 macro_rules! legend {
     ($chart:expr, $pos:expr) => {
@@ -217,14 +274,12 @@ where
     macro_rules! body {
         ($chart:expr, $y0:expr) => {{
             let mut chart = $chart;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_labels(ng * 2 + 1)
-                .x_label_formatter(&fmt_x)
-                .y_desc(y_desc)
-                .draw()
-                .map_err(err)?;
+            let mut mesh = chart.configure_mesh();
+            mesh.disable_x_mesh().x_labels(ng * 2 + 1).x_label_formatter(&fmt_x).y_desc(y_desc);
+            if log {
+                mesh.y_label_formatter(&tick_label);
+            }
+            mesh.draw().map_err(err)?;
             for (si, s) in series.iter().enumerate() {
                 let color = palette[si % palette.len()];
                 let w = 0.8 / ns as f64;
@@ -253,7 +308,7 @@ where
     b.caption(title, ("sans-serif", 20)).margin(10).x_label_area_size(35).y_label_area_size(70);
     if log {
         let lo = if vmin_pos.is_finite() { vmin_pos / 2.0 } else { vmax / 1e3 };
-        let chart = b.build_cartesian_2d(x_range, (lo..vmax * 2.0).log_scale()).map_err(err)?;
+        let chart = b.build_cartesian_2d(x_range, log_axis(lo, vmax * 2.0)).map_err(err)?;
         body!(chart, lo);
     } else {
         let chart = b.build_cartesian_2d(x_range, 0f64..vmax * 1.15).map_err(err)?;
@@ -342,7 +397,15 @@ pub fn lines(
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
-                chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(err)?;
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(x_desc).y_desc(y_desc);
+                if log_y {
+                    mesh.y_label_formatter(&tick_label);
+                }
+                if scale == Scale::LogLog {
+                    mesh.x_label_formatter(&tick_label);
+                }
+                mesh.draw().map_err(err)?;
                 for (i, (name, p)) in series.iter().enumerate() {
                     let c = palette[i % palette.len()];
                     let p: Vec<(f64, f64)> = p.iter().copied().filter(|(_, y)| !log_y || *y > 0.0).collect();
@@ -362,9 +425,9 @@ pub fn lines(
         let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
         if scale == Scale::LogLog {
             let xr = (xmin.max(1e-9) / 1.3)..(xmax * 1.3);
-            body!(b.build_cartesian_2d(xr.log_scale(), (lo..ymax * 2.0).log_scale()).map_err(err)?);
+            body!(b.build_cartesian_2d(log_axis(xr.start, xr.end), log_axis(lo, ymax * 2.0)).map_err(err)?);
         } else if log_y {
-            body!(b.build_cartesian_2d(xr, (lo..ymax * 2.0).log_scale()).map_err(err)?);
+            body!(b.build_cartesian_2d(xr, log_axis(lo, ymax * 2.0)).map_err(err)?);
         } else {
             body!(b.build_cartesian_2d(xr, 0f64..ymax * 1.1).map_err(err)?);
         }
@@ -461,7 +524,12 @@ pub fn traces_with(
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart.set_secondary_coord(xmin..xmax, 0f64..smax * 1.15);
-                chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(err)?;
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(x_desc).y_desc(y_desc);
+                if log_y {
+                    mesh.y_label_formatter(&tick_label);
+                }
+                mesh.draw().map_err(err)?;
                 if let Some((desc, st)) = secondary {
                     chart.configure_secondary_axes().y_desc(desc).draw().map_err(err)?;
                     for t in st {
@@ -515,7 +583,7 @@ pub fn traces_with(
         }
         if log_y {
             let lo = if ymin.is_finite() { ymin / 2.0 } else { ymax / 1e3 };
-            body!(b.build_cartesian_2d(xmin..xmax, (lo..ymax * 2.0).log_scale()).map_err(err)?);
+            body!(b.build_cartesian_2d(xmin..xmax, log_axis(lo, ymax * 2.0)).map_err(err)?);
         } else {
             body!(b.build_cartesian_2d(xmin..xmax, 0f64..ymax * 1.1).map_err(err)?);
         }
@@ -612,5 +680,31 @@ mod thin_tests {
         assert!(t.windows(2).all(|w| w[0].0 < w[1].0));
         let short: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, i as f64)).collect();
         assert_eq!(thin(&short, CHART_POINTS), short);
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+
+    #[test]
+    fn a_log_axis_inside_one_decade_has_labels() {
+        // heap's p99 chart: 150 – 1800 ns had one label (1000) under plotters' own.
+        assert_eq!(log_ticks(150.0, 1800.0), vec![200.0, 500.0, 1000.0]);
+        assert_eq!(log_ticks(9.0, 110.0), vec![10.0, 20.0, 50.0, 100.0]);
+        // Many decades: the powers only.
+        assert_eq!(log_ticks(1e-3, 1e6), (-3..=6).map(|e| 10f64.powi(e)).collect::<Vec<_>>());
+        // Narrower than 1 to 2: round values between.
+        let t = log_ticks(1.1, 1.9);
+        assert!(t.len() >= 2 && t.iter().all(|v| (1.1..=1.9).contains(v)), "{t:?}");
+        assert!(log_ticks(0.0, 10.0).is_empty() && log_ticks(5.0, 5.0).is_empty());
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        let l = |v: f64| tick_label(&v);
+        assert_eq!([l(1.0), l(2.0), l(500.0), l(20000.0)], ["1", "2", "500", "20000"]);
+        assert_eq!([l(0.5), l(0.02), l(0.001), l(1.5), l(12.5)], ["0.5", "0.02", "0.001", "1.5", "12.5"]);
+        assert_eq!([l(2e6), l(1e5), l(5e-5), l(0.0)], ["2e6", "1e5", "5e-5", "0"]);
     }
 }
