@@ -8,6 +8,11 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn mapping(args: &[&str]) -> serde_json::Value {
+    mapping_in(args).0
+}
+
+/// [`mapping`], and the directory that holds its run (`run`).
+fn mapping_in(args: &[&str]) -> (serde_json::Value, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", std::env::temp_dir().join("pagelab-mapping-test-journals"))
@@ -17,7 +22,7 @@ fn mapping(args: &[&str]) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    (serde_json::from_slice(&out.stdout).unwrap(), tmp)
 }
 
 fn get<'a>(v: &'a serde_json::Value, m: &str) -> &'a serde_json::Value {
@@ -35,8 +40,17 @@ fn releases_have_their_documented_semantics() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let size = 32u64 << 20;
     let pages = (size / 4096) as f64;
-    let v = mapping(&["--size", "32MiB", "--iterations", "3", "--warmup", "1", "--repeat", "2"]);
+    let (v, tmp) = mapping_in(&["--size", "32MiB", "--iterations", "3", "--warmup", "1", "--repeat", "2"]);
     assert_eq!(v["experiment"], "mapping");
+    // The charts have one group a method, over both repeats: each method's
+    // label once (a group a repeat drew each twice, the labels overlapping).
+    for chart in ["steps.svg", "totals.svg"] {
+        let svg = std::fs::read_to_string(tmp.path().join("run").join(chart)).unwrap();
+        assert!(svg.contains("the median of 2 repeats"), "{chart}: its title");
+        for m in ["mmap-munmap", "dontneed", "free", "memfd", "memfd-punch", "mremap", "populate"] {
+            assert_eq!(svg.matches(&format!(">\n{m}\n</text>")).count(), 1, "{chart}: the label {m}");
+        }
+    }
     // Repeats are separate runs, round-robin: every method once, then again
     // in the opposite order (ABBA).
     let runs: Vec<(String, u64)> = v["results"]

@@ -452,6 +452,24 @@ pub fn tables(config: &Config, rs: &[JankResult]) -> String {
 
 
 
+/// The share of frames longer than each bucket's upper edge (ms), from a
+/// histogram of [`crate::jank::frames::bucket_edges`], up to the longest
+/// frame: a share of 0 has no place on a log axis (it was drawn at 1e-6,
+/// out to 16 s, for every arm). Empty when there are no frames.
+fn ccdf_points(hist: &[u64]) -> Vec<(f64, f64)> {
+    let total: u64 = hist.iter().sum();
+    let mut above = total;
+    crate::jank::frames::bucket_edges()
+        .into_iter()
+        .zip(hist)
+        .map(|(e, n)| {
+            above -= n;
+            (e, above as f64 / total as f64)
+        })
+        .take_while(|p| p.1 > 0.0)
+        .collect()
+}
+
 /// The charts: each arm's longest frame per 0.25 s inside the group (its
 /// first repeat, the hog's start and end marked), and the distribution of
 /// frame times over every repeat (the share of frames longer than x).
@@ -480,20 +498,9 @@ pub fn render(rec: &RunRecord, rs: &[JankResult]) -> Result<Vec<PathBuf>, Box<dy
                 hist[i] += *n as u64;
             }
         }
-        let total: u64 = hist.iter().sum();
-        if total > 0 {
-            let edges = crate::jank::frames::bucket_edges();
-            let mut above = total;
-            let pts: Vec<(f64, f64)> = edges
-                .iter()
-                .zip(&hist)
-                .map(|(e, n)| {
-                    above -= n;
-                    (*e, (above as f64 / total as f64).max(1e-6))
-                })
-                .collect();
-            ccdf.push(Trace { name: a.clone(), color, points: pts, ..Default::default() });
-        }
+        // Every arm, drawn or not, so that each keeps its colour from the
+        // frames chart.
+        ccdf.push((a.clone(), ccdf_points(&hist)));
     }
     if !line.is_empty() {
         for x in [ts, te].into_iter().filter(|x| x.is_finite()) {
@@ -512,13 +519,14 @@ pub fn render(rec: &RunRecord, rs: &[JankResult]) -> Result<Vec<PathBuf>, Box<dy
     }
     if !ccdf.is_empty() {
         let stem = dir.join("jank-cdf");
-        charts::traces(
+        // Both axes log: frames of 1 ms and of seconds, shares of 1 and of 1e-5.
+        charts::lines(
             &stem,
             "pagelab jank: share of frames longer than x while the hog ran (every repeat)",
-            "frame time, ms",
+            "frame time, ms (log)",
             "share of frames (log)",
             &ccdf,
-            true,
+            charts::Scale::LogLog,
         )?;
         written.extend([stem.with_extension("svg"), stem.with_extension("png")]);
     }
@@ -590,6 +598,21 @@ impl Study for Jank {
 mod tests {
     use super::*;
     use crate::jank::frames::FrameFigures;
+
+    #[test]
+    fn the_ccdf_ends_at_the_longest_frame() {
+        // 90 frames within 1 ms, 9 within 2 ms, 1 within 4 ms (edges two an
+        // octave): 10 % longer than 1 ms, 1 % longer than 2 ms and than
+        // 2.83 ms, where the line ends (no share of 0, no floor).
+        let mut hist = vec![0u64; 30];
+        (hist[0], hist[2], hist[4]) = (90, 9, 1);
+        let p = ccdf_points(&hist);
+        assert_eq!(p.len(), 4, "{p:?}");
+        assert_eq!((p[0].0, p[0].1), (1.0, 0.1));
+        assert!((p[3].0 - 2f64.powf(1.5)).abs() < 1e-9 && (p[3].1 - 0.01).abs() < 1e-12, "{p:?}");
+        assert!(p.iter().all(|x| x.1 > 0.0));
+        assert!(ccdf_points(&[0; 30]).is_empty() && ccdf_points(&[5]).is_empty());
+    }
     use crate::jank::results::ProbeFigures;
     use crate::thrash::results::{Plan, ThrashResult};
     use report::verdict::Outcome;

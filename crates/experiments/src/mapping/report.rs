@@ -154,37 +154,52 @@ pub fn render(rec: &RunRecord, all: &[Entry]) -> Result<Vec<PathBuf>, Box<dyn st
     let rs = results(all);
     let dir = &rec.dir;
     let mut written = Vec::new();
-    let groups: Vec<BarGroup> = rs
+    // One group a method, each bar the median over its repeats: a group a
+    // repeat drew each method once per repeat under the same label, and the
+    // labels of a 14-group chart ran into each other.
+    let mut methods: Vec<(&str, Vec<&MappingResult>)> = Vec::new();
+    for r in &rs {
+        match methods.iter_mut().find(|(m, _)| *m == r.method) {
+            Some((_, v)) => v.push(r),
+            None => methods.push((&r.method, vec![r])),
+        }
+    }
+    let med = |v: &[&MappingResult], f: &dyn Fn(&MappingResult) -> Option<f64>| {
+        record::stats::median(&v.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let group = |label: &str, bars: Vec<(String, Option<f64>)>| BarGroup {
+        label: label.to_string(),
+        bars: bars.into_iter().filter_map(|(k, v)| Some((k, v?))).collect(),
+    };
+    let groups: Vec<BarGroup> = methods
         .iter()
-        .map(|r| BarGroup {
-            label: r.method.clone(),
-            bars: [
-                ("obtain", Some(&r.obtain)),
-                ("touch", Some(&r.touch_step)),
-                ("release", Some(&r.release)),
-                ("retouch", r.retouch.as_ref()),
-            ]
-            .into_iter()
-            .filter_map(|(k, st)| Some((k.to_string(), st?.ms_p50)))
-            .collect(),
+        .map(|(m, v)| {
+            let bars = vec![
+                ("obtain".into(), med(v, &|r| Some(r.obtain.ms_p50))),
+                ("touch".into(), med(v, &|r| Some(r.touch_step.ms_p50))),
+                ("release".into(), med(v, &|r| Some(r.release.ms_p50))),
+                ("retouch".into(), med(v, &|r| r.retouch.as_ref().map(|x| x.ms_p50))),
+            ];
+            group(m, bars)
         })
         .collect();
+    let n = methods.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    let of = if n > 1 { format!("; the median of {n} repeats") } else { String::new() };
     if !groups.is_empty() {
-        charts::bars(&dir.join("steps"), "pagelab mapping: median time per step (unnormalized)", "ms", &groups, false)?;
-        let norm: Vec<BarGroup> = rs
+        let title = format!("pagelab mapping: median time per step (unnormalized{of})");
+        charts::bars(&dir.join("steps"), &title, "ms", &groups, false)?;
+        let norm: Vec<BarGroup> = methods
             .iter()
-            .map(|r| BarGroup {
-                label: r.method.clone(),
-                bars: vec![("total".into(), r.total_ms_p50), ("minus touch alone".into(), r.normalized_ms_p50)],
+            .map(|(m, v)| {
+                let bars = vec![
+                    ("total".into(), med(v, &|r| Some(r.total_ms_p50))),
+                    ("minus touch alone".into(), med(v, &|r| Some(r.normalized_ms_p50))),
+                ];
+                group(m, bars)
             })
             .collect();
-        charts::bars(
-            &dir.join("totals"),
-            "pagelab mapping: total per iteration, and minus the touch alone",
-            "ms",
-            &norm,
-            false,
-        )?;
+        let title = format!("pagelab mapping: total per iteration, and minus the touch alone{of}");
+        charts::bars(&dir.join("totals"), &title, "ms", &norm, false)?;
         written.extend([dir.join("steps.svg"), dir.join("steps.png"), dir.join("totals.svg"), dir.join("totals.png")]);
     }
     report::write_file(dir.join("mapping.md"), format!("# pagelab mapping\n\n{}", tables(all)))?;
