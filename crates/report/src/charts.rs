@@ -454,6 +454,19 @@ pub struct Trace {
     pub band: Vec<(f64, f64, f64)>,
 }
 
+impl Trace {
+    /// At most about [`CHART_POINTS`] points ([`thin`]) and band steps (every k-th).
+    fn thinned(&self) -> Trace {
+        let band = if self.band.len() > CHART_POINTS {
+            let k = self.band.len().div_ceil(CHART_POINTS);
+            self.band.iter().step_by(k).copied().collect()
+        } else {
+            self.band.clone()
+        };
+        Trace { points: thin(&self.points, CHART_POINTS), band, ..self.clone() }
+    }
+}
+
 /// Index 5 is grey (markers, references); the rest are for series.
 pub const PALETTE: [RGBColor; 10] = [
     RGBColor(214, 39, 40),
@@ -590,18 +603,7 @@ pub fn traces_with(
         root.present().map_err(err)?;
         Ok(())
     }
-    let tr: Vec<Trace> = tr
-        .iter()
-        .map(|t| {
-            let band = if t.band.len() > CHART_POINTS {
-                let k = t.band.len().div_ceil(CHART_POINTS);
-                t.band.iter().step_by(k).copied().collect()
-            } else {
-                t.band.clone()
-            };
-            Trace { points: thin(&t.points, CHART_POINTS), band, ..t.clone() }
-        })
-        .collect();
+    let tr: Vec<Trace> = tr.iter().map(Trace::thinned).collect();
     let tr = &tr[..];
     svg_file(&stem.with_extension("svg"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y, secondary))?;
     png_file(&stem.with_extension("png"), (900, 480), |a| draw(a, title, x_desc, y_desc, tr, log_y, secondary))?;

@@ -20,6 +20,7 @@
 //! before each undo, so two undo passes (a panic hook, then a destructor) never
 //! undo twice.
 
+mod half_made;
 mod owner;
 
 use crate::cgroup::kill_and_remove;
@@ -592,6 +593,7 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         rep.errors.push(format!("journal directory {} left alone: {why}", dir.display()));
         return rep;
     }
+    half_made::clear(dir, dry_run, &mut rep);
     let mut open: Vec<Stale> = Vec::new();
     // One wait for every journal of this pass (see `lock_unless_live`).
     let deadline = std::time::Instant::now() + INHERITED_LOCK_WAIT;
@@ -666,12 +668,25 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
         }
         open.push(Stale { path, file, who, pending, ok: true });
     }
+    undo_all(&mut open, dry_run, &mut rep);
+    for j in open {
+        if j.ok && !dry_run {
+            let _ = std::fs::remove_file(&j.path);
+        }
+        rep.restored.push(j.path);
+    }
+    rep
+}
+
+/// Undoes what the stale journals in `open` hold, marking each change undone
+/// in its journal as it goes, and saying so in `rep`.
+fn undo_all(open: &mut [Stale], dry_run: bool, rep: &mut RestoreReport) {
     // Every journal's cgroups first, then the rest (issue 46 item 8: a run's
     // zram in one journal was swapped off while its cgroup, in another, still
     // held the program, which the kernel OOM-killed inside swapoff). Inside a
     // journal, newest first, as the changes were made.
     for first in [true, false] {
-        for j in &mut open {
+        for j in open.iter_mut() {
             let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut j.pending)
                 .into_iter()
                 .partition(|(_, c)| matches!(c, Change::CgroupDir { .. }) == first);
@@ -695,13 +710,6 @@ pub fn restore_stale(dir: &Path, dry_run: bool) -> RestoreReport {
             }
         }
     }
-    for j in open {
-        if j.ok && !dry_run {
-            let _ = std::fs::remove_file(&j.path);
-        }
-        rep.restored.push(j.path);
-    }
-    rep
 }
 
 /// A dead run's journal, locked, with what is left to undo.

@@ -168,3 +168,56 @@ fn every_journals_cgroups_are_undone_before_anything_else() {
     assert_eq!(std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap(), swappiness);
     assert_eq!(sandbox::journal::journal_files(dir.path()).len(), 0, "both journals are done");
 }
+
+/// A run killed while it made its journal left `<name>.journal.new`, which no
+/// restore read. A restore removes it only where no undo can be lost: a
+/// second name of a journal, or a header and nothing more whose maker is
+/// dead (no header: older than a minute). A live maker's, one holding
+/// changes under its only name, and a symbolic link stay.
+#[test]
+fn half_made_journals_go_only_when_nothing_can_be_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dead = journal(d, "1-1-1.journal.new", &[]);
+    let mine = d.join("2-1-1.journal.new");
+    let me = serde_json::json!({
+        "journal": 1, "pid": std::process::id(), "starttime": null,
+        "boot_id": sandbox::journal::boot_id(), "label": "alive", "created_unix_ms": 0
+    });
+    std::fs::write(&mine, format!("{me}\n")).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let fresh = d.join("3-1-1.journal.new");
+    std::fs::write(&fresh, "").unwrap();
+    std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let old = d.join("4-1-1.journal.new");
+    std::fs::write(&old, "").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let two_min_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::options().write(true).open(&old).unwrap().set_modified(two_min_ago).unwrap();
+    let named = journal(d, "5-1-1.journal", &[]);
+    let second = d.join("5-1-1.journal.new");
+    std::fs::hard_link(&named, &second).unwrap();
+    let change = Change::WriteFile { path: "/proc/sys/vm/swappiness".into(), previous: "60".into() };
+    let holds = journal(d, "6-1-1.journal.new", &[change]);
+    let victim = d.join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    let link = d.join("7-1-1.journal.new");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+
+    let rep = restore_stale(d, true);
+    let would: Vec<&String> = rep.actions.iter().filter(|a| a.contains("would remove the half-made")).collect();
+    assert_eq!(would.len(), 3, "{:#?}", rep.actions);
+    assert!([&dead, &old, &second, &named].iter().all(|p| p.exists()), "a dry run removes nothing");
+
+    let rep = restore_stale(d, false);
+    for gone in [&dead, &old, &second, &named] {
+        assert!(!gone.exists(), "{} stayed: {rep:#?}", gone.display());
+    }
+    for kept in [&mine, &fresh, &holds] {
+        assert!(kept.exists(), "{} was removed: {rep:#?}", kept.display());
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert!(rep.errors.iter().any(|e| e.contains("6-1-1.journal.new") && e.contains("holds 1 change")), "{rep:#?}");
+    assert!(rep.errors.iter().any(|e| e.contains("7-1-1.journal.new") && e.contains("not a regular file")), "{rep:#?}");
+}

@@ -66,7 +66,7 @@ pub(super) fn read_all(file: &File) -> std::io::Result<String> {
 
 /// Whether the process a journal names is alive: its pid exists with the same
 /// start time (a header without one: the pid exists), and is not a zombie.
-fn owner_alive(h: &Header) -> bool {
+pub(super) fn owner_alive(h: &Header) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", h.pid)) else {
         return false;
     };
