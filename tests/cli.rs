@@ -167,6 +167,27 @@ fn negative_numbers_and_bad_paths_name_the_flag_and_the_forms() {
                 "--swapfile-dir /nonexistent: no such directory",
             );
         }
+        // A restore undoes only an absolute swap file path: a relative one
+        // stayed on after the run. And only a directory no one else can
+        // change: another user could swap a link in for the swap file.
+        let eat = |dir: &str| {
+            ["eat", "--size", "4MiB", "--repeat", "1", "--backing", "swapfile", "--swapfile-dir", dir].map(String::from)
+        };
+        let (open, other) = (tmp.path().join("open"), tmp.path().join("other"));
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        std::fs::create_dir(&other).unwrap();
+        std::os::unix::fs::chown(&other, Some(65534), None).unwrap();
+        let (open, other) = (open.to_str().unwrap().to_string(), other.to_str().unwrap().to_string());
+        for (dir, why) in [
+            ("scratch".to_string(), "give an absolute path without `..`".to_string()),
+            (format!("{open}/.."), "give an absolute path without `..`".to_string()),
+            (open.clone(), format!("{open} is writable by others (mode 777) and not sticky")),
+            (other.clone(), format!("{other} is owned by uid 65534")),
+        ] {
+            let args = eat(&dir);
+            bad(&args.iter().map(String::as_str).collect::<Vec<_>>(), &why);
+        }
         // Item 8: refused runs leave no run directory (wscap ran its first mode,
         // then refused the cap, and left the directory).
         let out = tmp.path().join("refused");

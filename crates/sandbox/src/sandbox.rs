@@ -487,6 +487,14 @@ impl Drop for Sandbox {
 /// Whether `dir` can hold a swap file: an existing directory on a filesystem
 /// that supports swap files (not tmpfs, ramfs, overlayfs, NFS, or btrfs without NOCOW).
 pub fn check_swap_fs(dir: &Path) -> Result<()> {
+    // A restore undoes only an absolute swap file path without `..`
+    // (journal::validate_change): a relative one stayed on after the run.
+    if !dir.is_absolute() || dir.components().any(|c| c == std::path::Component::ParentDir) {
+        return Err(SandboxError::Invalid(format!(
+            "--swapfile-dir {}: give an absolute path without `..` (a restore undoes only such a swap file)",
+            dir.display()
+        )));
+    }
     if !dir.is_dir() {
         return Err(SandboxError::Invalid(format!(
             "--swapfile-dir {}: {}; give an existing directory on ext4 or xfs",
@@ -494,6 +502,7 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
             if dir.exists() { "not a directory" } else { "no such directory" }
         )));
     }
+    safe_chain(dir)?;
     const TMPFS: i64 = 0x01021994;
     // An initramfs's root where it is not tmpfs (statfs(2)).
     const RAMFS: i64 = 0x858458f6;
@@ -519,6 +528,39 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
         "{} is on {name}, which cannot hold a swap file; choose a directory on ext4 or xfs",
         dir.display()
     )))
+}
+
+/// Whether no one but root (or this user) can replace `dir` or anything on
+/// the way to it, as written and with its links resolved: each directory
+/// owned by root or this user, and writable by no one else unless sticky
+/// (as /tmp and /var/tmp). pagelab writes a swap header to, turns on, turns
+/// off and deletes its swap file by path; in a directory another user can
+/// change, that user could put a link or another file in its place.
+fn safe_chain(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no failure mode.
+    let me = unsafe { libc::geteuid() };
+    let real = std::fs::canonicalize(dir).map_err(|e| SandboxError::io("resolving", dir, e))?;
+    for d in dir.ancestors().chain(real.ancestors()) {
+        let Ok(m) = std::fs::symlink_metadata(d) else { continue };
+        // A link is as safe as the directory that holds it, checked in turn.
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        let why = if m.uid() != 0 && m.uid() != me {
+            format!("{} is owned by uid {}", d.display(), m.uid())
+        } else if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+            format!("{} is writable by others (mode {:o}) and not sticky", d.display(), m.mode() & 0o7777)
+        } else {
+            continue;
+        };
+        return Err(SandboxError::Invalid(format!(
+            "--swapfile-dir {}: {why}; pagelab makes a swap file only where no one but root can replace it (as \
+             /var/tmp)",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Undoes this process's own live journals (for the panic hook and fatal signals).
