@@ -182,7 +182,8 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
-    /// The default: every experiment in about 5 minutes on a 2-core VM.
+    /// The default: the experiments that fit 5 minutes on a 2-core VM (the plan names
+    /// those left out and the budget that runs them).
     #[arg(long, conflicts_with_all = ["full", "smoke"])]
     pub quick: bool,
     /// Every experiment and report section at toy sizes, in about a minute:
@@ -191,10 +192,11 @@ pub struct LabArgs {
     #[arg(long, conflicts_with = "full")]
     pub smoke: bool,
     /// Closer to the original studies' sizes and durations (the expected time is
-    /// printed before it starts; planned at about two hours on a 2-core VM).
+    /// printed before it starts; planned at about 2½ hours on a 2-core VM).
     #[arg(long)]
     pub full: bool,
-    /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash, assess.
+    /// Run only these experiments (comma-separated): eat, wscap, heap, mapping, thrash, jank,
+    /// assess, rightsize.
     #[arg(long, value_delimiter = ',', value_parser = parse_experiment, allow_hyphen_values = true)]
     pub only: Vec<String>,
     /// The lab directory (default: runs/<UTC timestamp>-lab).
@@ -304,19 +306,20 @@ pub enum BenchWhat {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     pub what: BenchWhat,
-    /// Samples to time for the cost figure.
+    /// probe: samples to time for the cost figure.
     #[arg(long, default_value_t = 2000, value_parser = units::uint64::<10, 1_000_000>, allow_hyphen_values = true)]
     pub iterations: u64,
-    /// Sampler interval for the lateness figure.
+    /// probe: sampler interval for the lateness figure.
     #[arg(long, default_value = "100ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
-    /// How long to run the sampler for the lateness figure.
+    /// probe: how long to run the sampler for the lateness figure.
     #[arg(long, default_value = "20s", value_parser = units::parse_positive_duration, allow_hyphen_values = true)]
     pub duration: Duration,
     /// aa: claims judged (each from its own --repeat pairs of runs).
     #[arg(long, default_value_t = 20, value_parser = units::uint32::<1, 10000>, allow_hyphen_values = true)]
     pub trials: u32,
-    /// aa: repeats per claim (each a run of arm A and one of arm B, side by side).
+    /// aa: repeats per claim (each a run of arm A and one of arm B, side by side); fill:
+    /// rounds of the fills side by side. At least 2.
     #[arg(long, default_value_t = 5, value_parser = units::uint32::<2, 1000>, allow_hyphen_values = true)]
     pub repeat: u32,
     /// Print JSON.

@@ -627,10 +627,11 @@ pub struct RightsizeArgs {
     #[arg(long, value_parser = parse_check, allow_hyphen_values = true, conflicts_with_all = ["pid", "cgroup"])]
     pub check: Option<CheckLimits>,
     /// The node for the Kubernetes terms (LimitedSwap's arithmetic): its
-    /// memory capacity; this machine's MemTotal if not given.
+    /// memory capacity (give --node-swap with it, or neither: this machine's
+    /// MemTotal and SwapTotal).
     #[arg(long, value_parser = parse_node_size, allow_hyphen_values = true)]
     pub node_memory: Option<u64>,
-    /// ... and its swap; this machine's SwapTotal if not given.
+    /// ... and its swap (with --node-memory, or neither).
     #[arg(long, value_parser = parse_node_size, allow_hyphen_values = true)]
     pub node_swap: Option<u64>,
     /// The command to size (after --).

@@ -62,7 +62,7 @@ pub const PROBE_CALM_MS: f64 = 10.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AfterLoad {
-    /// Falls back to [`FALL_BACK`] of each region (the recovery as measured).
+    /// Falls back to a fifth of each region (the recovery as measured).
     #[default]
     Falls,
     /// Stays on the whole region: nothing recovers while the consumers live
