@@ -115,6 +115,11 @@ fn install_signal_handlers() {
         unsafe { std::env::remove_var(child::SUPERVISED) };
     }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // A hang-up that was ignored when pagelab started (`nohup pagelab lab
+        // &`) stays ignored: the run was asked to outlive its terminal.
+        if sig == libc::SIGHUP && hangup_ignored() {
+            continue;
+        }
         // SAFETY: installing a handler that only touches atomics, reads its
         // siginfo and calls _exit.
         unsafe {
@@ -125,6 +130,15 @@ fn install_signal_handlers() {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
+}
+
+/// Whether SIGHUP's disposition, as this process inherited it, is to ignore it.
+fn hangup_ignored() -> bool {
+    // SAFETY: a C struct of integers and a mask, for which all-zero bytes are valid.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: reading the current disposition (a null new action changes nothing).
+    let ok = unsafe { libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) } == 0;
+    ok && old.sa_sigaction == libc::SIG_IGN
 }
 
 fn install_panic_hook() {

@@ -331,3 +331,42 @@ fn a_run_whose_terminal_went_away_completes() {
     assert_eq!(rec["status"]["state"], "complete", "{}", rec["status"]);
     assert!(rec["results"].as_array().is_some_and(|r| !r.is_empty()), "no results");
 }
+
+/// A SIGHUP stops a run as Ctrl-C does (and restores), unless SIGHUP was
+/// ignored when pagelab started (`nohup pagelab …`): then the run goes on
+/// to its end, as it was asked to outlive its terminal.
+#[test]
+fn a_hang_up_stops_a_run_unless_it_was_started_under_nohup() {
+    use std::os::unix::process::CommandExt;
+    for nohup in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("run");
+        let mut c = bin();
+        c.args(["mapping", "--size", "16MiB", "--iterations", "2", "--warmup", "0", "--repeat", "2", "--out"])
+            .arg(&run)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if nohup {
+            // SAFETY: signal() between fork and exec, async-signal-safe.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                    Ok(())
+                })
+            };
+        }
+        let mut child = c.spawn().unwrap();
+        let t = std::time::Instant::now();
+        while !run.join("events.jsonl").exists() {
+            assert!(child.try_wait().unwrap().is_none(), "nohup {nohup}: the run ended before it began");
+            assert!(t.elapsed() < std::time::Duration::from_secs(60), "nohup {nohup}: the run never began");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: kill of our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+        let code = child.wait().unwrap().code();
+        let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+        let want = if nohup { (Some(0), "complete") } else { (Some(130), "interrupted") };
+        assert_eq!((code, rec["status"]["state"].as_str().unwrap()), want, "nohup {nohup}");
+    }
+}

@@ -435,6 +435,11 @@ impl Sandbox {
         }
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         check_swap_fs(dir)?;
+        // Every step from here by the resolved path ([`safe_swap_dir`]).
+        let name =
+            path.file_name().ok_or_else(|| SandboxError::Invalid(format!("{}: no file name", path.display())))?;
+        let resolved = safe_swap_dir(dir)?.join(name);
+        let path = resolved.as_path();
         self.require_admin("creating a swap file", "run as root or use --backing existing")?;
         self.record(Change::SwapFile { path: path.to_path_buf() })?;
         {
@@ -502,7 +507,7 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
             if dir.exists() { "not a directory" } else { "no such directory" }
         )));
     }
-    safe_chain(dir)?;
+    safe_swap_dir(dir)?;
     const TMPFS: i64 = 0x01021994;
     // An initramfs's root where it is not tmpfs (statfs(2)).
     const RAMFS: i64 = 0x858458f6;
@@ -530,24 +535,24 @@ pub fn check_swap_fs(dir: &Path) -> Result<()> {
     )))
 }
 
-/// Whether no one but root (or this user) can replace `dir` or anything on
-/// the way to it, as written and with its links resolved: each directory
-/// owned by root or this user, and writable by no one else unless sticky
-/// (as /tmp and /var/tmp). pagelab writes a swap header to, turns on, turns
-/// off and deletes its swap file by path; in a directory another user can
-/// change, that user could put a link or another file in its place.
-fn safe_chain(dir: &Path) -> Result<()> {
+/// `dir` with every link resolved, when no one but root (or this user) can
+/// replace it or anything on the way to it: each directory owned by root
+/// or this user, and writable by no one else unless sticky (as /tmp and
+/// /var/tmp). pagelab writes a swap header to, turns on, turns off and
+/// deletes its swap file by path, so the path it uses is this one: with no
+/// link left in it, a link another user controls (on the way as written,
+/// or inside a link's target) cannot be pointed elsewhere between steps.
+/// A directory that cannot be read is refused, not passed over.
+pub fn safe_swap_dir(dir: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no failure mode.
     let me = unsafe { libc::geteuid() };
     let real = std::fs::canonicalize(dir).map_err(|e| SandboxError::io("resolving", dir, e))?;
-    for d in dir.ancestors().chain(real.ancestors()) {
-        let Ok(m) = std::fs::symlink_metadata(d) else { continue };
-        // A link is as safe as the directory that holds it, checked in turn.
-        if m.file_type().is_symlink() {
-            continue;
-        }
-        let why = if m.uid() != 0 && m.uid() != me {
+    for d in real.ancestors() {
+        let m = std::fs::symlink_metadata(d).map_err(|e| SandboxError::io("checking", d, e))?;
+        let why = if !m.file_type().is_dir() {
+            format!("{} is not a directory", d.display())
+        } else if m.uid() != 0 && m.uid() != me {
             format!("{} is owned by uid {}", d.display(), m.uid())
         } else if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
             format!("{} is writable by others (mode {:o}) and not sticky", d.display(), m.mode() & 0o7777)
@@ -560,7 +565,7 @@ fn safe_chain(dir: &Path) -> Result<()> {
             dir.display()
         )));
     }
-    Ok(())
+    Ok(real)
 }
 
 /// Undoes this process's own live journals (for the panic hook and fatal signals).

@@ -5,8 +5,8 @@
 //! stayed in the journal directory for good. Each pass of `restore_stale`
 //! now removes such a name when that cannot lose an undo:
 //!
-//! - it is a second name of a journal (two links): the journal keeps the
-//!   contents under its own name, and is restored from there;
+//! - it is a second name of its journal (`NAME.journal` is the same
+//!   file): the journal keeps the contents, and is restored from there;
 //! - it is the only name, and holds no change (a header at most), and its
 //!   maker is dead (by the header's pid, start time and boot, as a
 //!   journal's owner; a file with no header yet, by an age of a minute).
@@ -53,11 +53,17 @@ pub(super) fn clear(dir: &Path, dry_run: bool, rep: &mut RestoreReport) {
         // A second name is removed whoever is alive (its maker's own removal
         // then finds it gone, which it ignores), and an only name only once
         // its maker is known dead.
-        let Ok(meta) = file.metadata() else { continue };
         let Ok(text) = super::read_all(&file) else { continue };
+        let Ok(meta) = file.metadata() else { continue };
         let (header, pending) = parse(&text);
-        let what = if meta.nlink() >= 2 {
-            "a second name of a journal, which keeps its contents".to_string()
+        // A maker still alive is left alone whatever it has done so far.
+        if header.as_ref().is_some_and(|h| !maker_dead(Some(h), &meta)) {
+            continue;
+        }
+        let journal = path.with_extension("");
+        let second = std::fs::symlink_metadata(&journal).is_ok_and(|j| (j.dev(), j.ino()) == (meta.dev(), meta.ino()));
+        let what = if second {
+            format!("a second name of {}, which keeps its contents", journal.display())
         } else if !pending.is_empty() {
             rep.errors.push(format!(
                 "half-made journal {} left alone: it holds {} change(s) and is the journal's only name",
