@@ -203,6 +203,10 @@ pub fn validate_with_dir(
     Ok(())
 }
 
+/// Every name a kernel's zram has offered (its comp_algorithm lists a subset):
+/// what a compressor is checked against where no zram device can be read.
+pub const ZRAM_NAMES: [&str; 7] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+
 /// Checks a request without changing anything (so bad input exits before any
 /// change), on the machine `p` reads.
 pub fn validate(kind: BackingKind, compressor: Option<&str>, p: &mut probe::Probe) -> Result<(), SandboxError> {
@@ -210,6 +214,16 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>, p: &mut probe::Prob
     match (kind, compressor) {
         (BackingKind::Zram, Some(c)) => {
             let algs = sandbox::zram::algorithms(&p.roots().sys).unwrap_or_default();
+            // With no zram device to read the list from, the names zram has
+            // at all: a typo is refused here, not when its arm comes (hours
+            // into a run, after other arms changed the system).
+            if algs.is_empty() && !ZRAM_NAMES.contains(&c) {
+                return Err(SandboxError::Invalid(format!(
+                    "--compressor {c}: not a zram algorithm; expected one of {} (no zram device here to read this \
+                     kernel's own list from)",
+                    ZRAM_NAMES.join(", ")
+                )));
+            }
             if !algs.is_empty() && !algs.iter().any(|a| a == c) {
                 return Err(SandboxError::Invalid(format!(
                     "--compressor {c}: unknown zram algorithm; this kernel offers {}",
@@ -372,5 +386,13 @@ mod seam_tests {
         validate(BackingKind::Existing, None, &mut p).unwrap();
         let mut zram = probe::Probe::new(probe::Roots::under(d.path()));
         assert_eq!(all_compressors(BackingKind::Zram, &mut zram), ["lzo", "lz4", "zstd"]);
+        let e = validate(BackingKind::Zram, Some("lz5"), &mut zram).unwrap_err().to_string();
+        assert!(e.contains("this kernel offers lzo, lz4, zstd"), "{e}");
+        // No zram device to read the list from: a typo is still refused.
+        std::fs::remove_dir_all(d.path().join("sys/block/zram0")).unwrap();
+        let mut none = probe::Probe::new(probe::Roots::under(d.path()));
+        let e = validate(BackingKind::Zram, Some("bogus"), &mut none).unwrap_err().to_string();
+        assert!(e.contains("--compressor bogus: not a zram algorithm") && e.contains("lzo-rle"), "{e}");
+        validate(BackingKind::Zram, Some("zstd"), &mut none).unwrap();
     }
 }
