@@ -438,7 +438,23 @@ impl Sandbox {
         // Every step from here by the resolved path ([`safe_swap_dir`]).
         let name =
             path.file_name().ok_or_else(|| SandboxError::Invalid(format!("{}: no file name", path.display())))?;
-        let resolved = safe_swap_dir(dir)?.join(name);
+        let real_dir = safe_swap_dir(dir)?;
+        // Room for the file and a margin, counting only what users may fill
+        // (root's reserve, which fallocate as root could take, is the host's).
+        const MARGIN: u64 = 256 << 20;
+        if let Some(free) = crate::guard::disk_free(&real_dir)
+            && free < size + MARGIN
+        {
+            return Err(SandboxError::Invalid(format!(
+                "--swapfile-dir {}: a swap file of {} needs it and {} to spare, and its file system has {} free; \
+                 free some space or give another --swapfile-dir",
+                dir.display(),
+                units::bytes(size),
+                units::bytes(MARGIN),
+                units::bytes(free)
+            )));
+        }
+        let resolved = real_dir.join(name);
         let path = resolved.as_path();
         self.require_admin("creating a swap file", "run as root or use --backing existing")?;
         self.record(Change::SwapFile { path: path.to_path_buf() })?;
