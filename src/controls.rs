@@ -363,7 +363,37 @@ const CONTROLS: &[Control] = &[
         lifts_gate: None,
         base: WHOLE,
     },
+    Control {
+        ids: &[("jank.zram_tenfold", Positive)],
+        experiment: "jank",
+        tag: "-slow-disk",
+        what: "--arms zram:lz4,swapfile --swap-iops 3000: the swap file on a drive as slow as a memory card (the \
+               disk under it limited, for the hog's group, to 3000 reads and 3000 writes a second, between the \
+               SD card classes A1's and A2's least random reads, 1500 and 4000 a second, about 30 times a hard \
+               disk's and far below an SSD's; on cgroup v1 only the reads wait), so that \
+               every page the consumers fault back waits on a drive, as drive-based swap does; zram as it is. 3000 \
+               is the slowest of 100, 1000 and 3000 at which thrash's e2 stayed inside the protocol here: slower \
+               drives held the consumers back (one run each: 1.4 and 2.5 times the fill's overflow paged out, \
+               under the protocol's 3)",
+        change: |s| {
+            with(s, |a: &mut JankLab| {
+                (a.arms, a.swap_iops) = (vec![Store::Zram(Some("lz4".into())), Store::Swapfile], Some(SLOW_DISK_IOPS));
+                Some(())
+            })
+        },
+        unavailable: Some(|h| zswap_before_the_drive(&h.zswap)),
+        lifts_gate: None,
+        base: WHOLE,
+    },
 ];
+
+/// jank.zram_tenfold's positive control: the slowest drive, of 100, 1000
+/// and 3000 I/Os a second, at which the hog held thrash's protocol (one run
+/// of each on the project's VM, 2026-11-30, cgroup v1; on the two slower
+/// ones it paged out 1.4 and 2.5 times the fill's overflow, under the
+/// protocol's 3, so nothing there could be judged). Chosen with those runs'
+/// p99s in view: docs/jank.md gives them all.
+const SLOW_DISK_IOPS: u64 = 3000;
 
 /// heap.growth's control from the lab's speed sweep (`--threads 1,C,2C`):
 /// the sweep at N = C/2 and 2N = C threads, judged from N (`--growth-from`).
@@ -731,6 +761,16 @@ fn swap_file_compresses(zswap: &probe::environment::Zswap) -> Option<String> {
     (zswap.enabled == Some(true)).then(|| {
         "zswap is on here: pages bound for the swap file are compressed in RAM first, so the swap file is not a store \
          that neither compresses nor detects same-value pages"
+            .to_string()
+    })
+}
+
+/// Why jank's slow-drive control cannot run here: with zswap on, the pages
+/// bound for the swap file are kept compressed in RAM first.
+fn zswap_before_the_drive(zswap: &probe::environment::Zswap) -> Option<String> {
+    (zswap.enabled == Some(true)).then(|| {
+        "zswap is on here: pages bound for the swap file are compressed in RAM first, so they would not wait on the \
+         slowed drive"
             .to_string()
     })
 }

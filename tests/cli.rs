@@ -60,6 +60,9 @@ fn malformed_invocations_exit_2_with_one_line() {
     bad(&["jank", "--zswap-shrinker", "yes"], "expected on, off or on,off");
     bad(&["jank", "--zswap-shrinker", "on,on"], "each once");
     bad(&["jank", "--arms", "swapfile,cpu-only", "--zswap-shrinker", "on"], "--arms has none");
+    bad(&["jank", "--arms", "zram:lz4,cpu-only", "--swap-iops", "100"], "--swap-iops");
+    bad(&["jank", "--swap-iops", "0"], "from 1 to 1000000");
+    bad(&["jank", "--swap-iops", "100", "--limit", "64MiB", "--", "true"], "--swap-iops");
 }
 
 #[test]

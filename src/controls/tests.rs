@@ -164,8 +164,17 @@ fn each_control_changes_its_lab_steps_arguments() {
     assert!(why(deflate, &here(&absent, &["deflate"])).is_some_and(|w| w.contains("needs zswap,")));
     assert!(why(deflate, &here(&off, &["lz4", "lzo"])).is_some_and(|w| w.contains("offers: lz4, lzo")));
     assert!(why(deflate, &here(&off, &[])).is_some_and(|w| w.contains("offers: none")));
-    // Only eat's controls need anything of the machine beyond the lab step.
-    assert!(CONTROLS.iter().filter(|c| c.unavailable.is_some()).all(|c| c.experiment == "eat"));
+    // jank's slow drive: zram:lz4 beside the swap file, the drive slowed;
+    // refused where zswap would keep the file's pages in RAM first.
+    let slow = CONTROLS.iter().find(|c| c.tag == "-slow-disk").unwrap();
+    let j = JankLab::of(&(slow.change)(&step("jank")).unwrap().unwrap()).unwrap();
+    assert_eq!(j.arms, [Store::Zram(Some("lz4".into())), Store::Swapfile]);
+    assert_eq!((j.swap_iops, j.cpu_only), (Some(SLOW_DISK_IOPS), false));
+    assert!(why(slow, &here(&on, &[])).is_some_and(|w| w.contains("zswap is on")));
+    assert_eq!(why(slow, &here(&off, &[])), None);
+    // Only eat's controls and jank's slow drive need anything of the
+    // machine beyond the lab step.
+    assert!(CONTROLS.iter().filter(|c| c.unavailable.is_some()).all(|c| c.experiment == "eat" || c.tag == "-slow-disk"));
     // thrash's CPU-only control is the one that leaves the protocol.
     let th = step("thrash");
     let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();

@@ -62,6 +62,9 @@ pub struct MemCgroup {
     pub dir: PathBuf,
     /// Path relative to the hierarchy root, e.g. `pagelab/eat-812-1`.
     pub name: String,
+    /// Groups of other cgroup v1 hierarchies that every process started in
+    /// this one joins too (a blkio group: [`crate::Sandbox::io_limit`]).
+    pub also: Vec<PathBuf>,
     writes: Mutex<Vec<(String, String)>>,
 }
 
@@ -71,7 +74,7 @@ pub(crate) fn write_file(path: &Path, value: &str) -> Result<()> {
 
 impl MemCgroup {
     pub(crate) fn new(version: CgroupVersion, dir: PathBuf, name: String) -> Self {
-        MemCgroup { version, dir, name, writes: Mutex::new(Vec::new()) }
+        MemCgroup { version, dir, name, also: Vec::new(), writes: Mutex::new(Vec::new()) }
     }
 
     /// Writes one control file, remembering the write (file name, value) in order.

@@ -15,6 +15,7 @@
 
 pub mod cgroup;
 pub mod damon;
+pub mod disk;
 pub mod error;
 pub mod fault;
 pub mod guard;

@@ -117,7 +117,7 @@ impl Sandbox {
         )))
     }
 
-    fn require_admin(&self, op: &str, hint: &str) -> Result<()> {
+    pub(crate) fn require_admin(&self, op: &str, hint: &str) -> Result<()> {
         if self.check_privilege { require_admin(op, hint) } else { Ok(()) }
     }
 
@@ -135,7 +135,7 @@ impl Sandbox {
         self.journal.as_ref().map(|j| j.path())
     }
 
-    fn record(&mut self, change: Change) -> Result<u64> {
+    pub(crate) fn record(&mut self, change: Change) -> Result<u64> {
         if self.journal.is_none() {
             let j = Journal::create(&self.journal_dir, &self.label)?;
             ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).push(j.path().to_path_buf());

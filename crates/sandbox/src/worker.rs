@@ -350,20 +350,23 @@ impl Worker {
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }
+        // The group's cgroup.procs, then those of the groups of other v1
+        // hierarchies it has (blkio), each joined before exec.
         let procs = match spec.cgroup {
-            Some(cg) => {
-                let p = cg.dir.join("cgroup.procs");
-                Some(
+            Some(cg) => std::iter::once(&cg.dir)
+                .chain(&cg.also)
+                .map(|d| {
+                    let p = d.join("cgroup.procs");
                     std::fs::OpenOptions::new()
                         .write(true)
                         .custom_flags(libc::O_CLOEXEC)
                         .open(&p)
-                        .map_err(|e| SandboxError::io("opening", p, e))?,
-                )
-            }
-            None => None,
+                        .map_err(|e| SandboxError::io("opening", p, e))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
         };
-        let procs_fd = procs.as_ref().map(|f| f.as_raw_fd());
+        let procs_fds: Vec<i32> = procs.iter().map(|f| f.as_raw_fd()).collect();
         // Dies with this thread; then (closures run in the order they were
         // added) joins its group, before exec.
         die_with_parent(&mut cmd);
@@ -371,10 +374,10 @@ impl Worker {
         // between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                if let Some(fd) = procs_fd
-                    && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
-                {
-                    return Err(std::io::Error::last_os_error());
+                for &fd in &procs_fds {
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });

@@ -255,3 +255,31 @@ fn a_dead_owners_journal_held_by_an_inheritor_is_waited_for_and_restored() {
     assert_eq!(rep.live.len(), 1, "{rep:?}");
     drop(sb);
 }
+
+#[test]
+fn v2_io_limit_delegates_io_to_pagelabs_parent_and_writes_io_max() {
+    let t = fake_v2();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
+    let mut cg = sb.memory_cgroup("w", &Limits { max: Some(64 << 20), ..Default::default() }).unwrap();
+    let disk = sandbox::disk::DevNum { major: 254, minor: 0 };
+    sb.io_limit(&mut cg, disk, 100).unwrap();
+    assert_eq!(read(&cg.dir.join("io.max")), "254:0 riops=100 wiops=100");
+    assert_eq!(read(&t.path().join("sys/fs/cgroup/pagelab/cgroup.subtree_control")), "+io");
+    assert!(cg.also.is_empty(), "v2: the memory group is the io group");
+    sb.restore().unwrap();
+    assert!(!cg.dir.exists());
+}
+
+#[test]
+fn v2_io_limit_without_io_in_the_roots_subtree_control_is_refused_without_changes() {
+    let t = fake_v2();
+    std::fs::write(t.path().join("sys/fs/cgroup/cgroup.subtree_control"), "cpu memory pids\n").unwrap();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
+    let mut cg = sb.memory_cgroup("w", &Limits { max: Some(64 << 20), ..Default::default() }).unwrap();
+    let e = sb.io_limit(&mut cg, sandbox::disk::DevNum { major: 254, minor: 0 }, 100).unwrap_err();
+    assert!(e.to_string().contains("io controller is not enabled"), "{e}");
+    assert!(!cg.dir.join("io.max").exists());
+    assert_eq!(read(&t.path().join("sys/fs/cgroup/pagelab/cgroup.subtree_control")), "+memory");
+    assert!(sb.io_limit(&mut cg, sandbox::disk::DevNum { major: 254, minor: 0 }, 0).is_err(), "0 I/Os a second");
+    sb.restore().unwrap();
+}

@@ -214,3 +214,84 @@ fn a_v1_groups_swap_allowance_survives_a_new_limit() {
     drop((cg, free));
     sb.restore().unwrap();
 }
+
+/// `Sandbox::io_limit`: the disk under /var/tmp limited for a group; a
+/// process started in it has its direct reads counted against that group
+/// (the kernel's own count: blkio.throttle.io_serviced on v1, io.stat on
+/// v2), and restore removes the group it made (the blkio group on v1).
+#[test]
+fn a_groups_io_limit_counts_its_reads_and_goes_with_the_group() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (disk, name) = match sandbox::disk::disk_of(Path::new("/sys"), dir.path()) {
+        Ok(d) => d,
+        Err(e) => {
+            skip::skip(&format!("/var/tmp: {e}"));
+            return;
+        }
+    };
+    let file = dir.path().join("blocks");
+    std::fs::write(&file, vec![7u8; 64 << 10]).unwrap();
+    let jdir = tempfile::tempdir().unwrap();
+    let mut sb = Sandbox::with_journal_dir("test-io", jdir.path());
+    let limits = sandbox::cgroup::Limits { max: Some(64 << 20), ..Default::default() };
+    let mut cg = sb.memory_cgroup("io", &limits).unwrap();
+    let said = match sb.io_limit(&mut cg, disk, 50) {
+        Ok(s) => s,
+        Err(e @ sandbox::SandboxError::Unsupported(_)) => {
+            sb.restore().unwrap();
+            skip::skip(&e.to_string());
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(said.contains("50 reads") && said.contains(&disk.to_string()), "{said}");
+    let groups: Vec<std::path::PathBuf> = std::iter::once(cg.dir.clone()).chain(cg.also.clone()).collect();
+    let mut cmd = std::process::Command::new("dd");
+    cmd.args([&format!("if={}", file.display()), "of=/dev/null", "bs=4096", "count=16", "iflag=direct"]);
+    cmd.stderr(std::process::Stdio::null());
+    for g in &groups {
+        sandbox::cgroup::join_before_exec(&mut cmd, g).unwrap();
+    }
+    assert!(cmd.status().unwrap().success());
+    let reads = match cg.version {
+        probe::cgroup::CgroupVersion::V1 => {
+            let blkio = cg.also.first().expect("a blkio group beside the memory group on v1");
+            let t = std::fs::read_to_string(blkio.join("blkio.throttle.io_serviced")).unwrap();
+            t.lines()
+                .find_map(|l| l.strip_prefix(&format!("{disk} Read ")).and_then(|n| n.trim().parse::<u64>().ok()))
+                .unwrap_or(0)
+        }
+        probe::cgroup::CgroupVersion::V2 => {
+            let t = std::fs::read_to_string(cg.dir.join("io.stat")).unwrap();
+            t.lines()
+                .filter(|l| l.starts_with(&format!("{disk} ")))
+                .flat_map(|l| l.split_ascii_whitespace())
+                .find_map(|kv| kv.strip_prefix("rios=").and_then(|n| n.parse::<u64>().ok()))
+                .unwrap_or(0)
+        }
+    };
+    assert!(reads >= 16, "16 direct reads of {name} counted against the group: {reads}");
+    // The limit as the kernel reads it back.
+    let set = match cg.version {
+        probe::cgroup::CgroupVersion::V1 => {
+            std::fs::read_to_string(cg.also[0].join("blkio.throttle.read_iops_device")).unwrap()
+                + &std::fs::read_to_string(cg.also[0].join("blkio.throttle.write_iops_device")).unwrap()
+        }
+        probe::cgroup::CgroupVersion::V2 => std::fs::read_to_string(cg.dir.join("io.max")).unwrap(),
+    };
+    assert!(
+        set == format!("{disk} 50\n{disk} 50\n") || set.contains(&format!("{disk} rbps=max wbps=max riops=50 wiops=50")),
+        "{set:?}"
+    );
+    let j = std::fs::read_to_string(sb.journal_path().unwrap()).unwrap();
+    for g in &cg.also {
+        assert!(j.contains(&g.display().to_string()), "journaled before it was made: {}", g.display());
+    }
+    sb.restore().unwrap();
+    for g in &groups {
+        assert!(!g.exists(), "{} removed", g.display());
+    }
+}

@@ -114,6 +114,9 @@ pub struct Backing {
     pub zram_id: Option<u32>,
     /// The swap areas active during the run (ours and the user's).
     pub swap_areas: Vec<String>,
+    /// The swap file made for the run (a swap file's, or zswap's behind it),
+    /// as the sandbox resolved its path.
+    pub swap_file: Option<PathBuf>,
     pub notes: Vec<String>,
 }
 
@@ -310,7 +313,7 @@ pub fn setup(
         BackingKind::Zswap => {
             if sb.user_swaps().is_empty() {
                 let path = swapfile_path(swapfile_dir);
-                sb.swap_file(&path, size, 10)?;
+                b.swap_file = Some(sb.swap_file(&path, size, 10)?);
                 b.notes.push(format!("zswap needs a swap area behind it: created {}", path.display()));
             }
             sb.zswap("enabled", "Y")?;
@@ -322,7 +325,7 @@ pub fn setup(
         }
         BackingKind::Swapfile => {
             let path: PathBuf = swapfile_path(swapfile_dir);
-            sb.swap_file(&path, size, i16::MAX as i32)?;
+            b.swap_file = Some(sb.swap_file(&path, size, i16::MAX as i32)?);
             b.kind = BackingKind::Swapfile;
         }
         BackingKind::Existing => {

@@ -104,6 +104,7 @@ fn config(a: &JankArgs, p: &probe::Probe) -> crate::Result<JankConfig> {
         share: a.share,
         cpu_only: a.cpu_only,
         zram_offers: sandbox::zram::algorithms(&p.roots().sys).unwrap_or_default(),
+        swap_iops: a.swap_iops,
     })
 }
 
@@ -136,6 +137,16 @@ fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Resu
             ))
             .into());
         }
+    }
+    if a.swap_iops.is_some() {
+        if !a.arms.0.contains(&Store::Swapfile) {
+            return Err(Invalid("--swap-iops: it slows the disk under the swapfile arm's file, and --arms has none".into())
+                .into());
+        }
+        let dir = &cfg.hog.swapfile_dir;
+        sandbox::disk::disk_of(&p.roots().sys, dir)
+            .and_then(|_| sandbox::disk::io_limit_support(p))
+            .map_err(|e| Unsupported(format!("--swap-iops: {e}")))?;
     }
     if let Some(&v) = a.swappiness.iter().find(|&&v| v > 100) {
         let release = p.kernel_release();
@@ -284,6 +295,7 @@ pub fn run(a: &JankArgs) -> crate::Result<()> {
         ws_bytes: cfg.ws(),
         touch_pages: cfg.touch_pages(),
         work: crate::jank::work::FRAME_WORK,
+        swap_iops: a.swap_iops,
     };
     let run = ExperimentRun::start_with("jank", &a.run, &config, true, &mut p)?;
     let runs = cfg.arms.len() as u32 * a.repeat;
@@ -372,6 +384,9 @@ pub struct JankLab {
     pub min_ttl_ms: Vec<u32>,
     /// Every arm under the CPU-only limit (jank.zram_tenfold's control).
     pub cpu_only: bool,
+    /// The swap file's disk slowed to this many I/Os a second
+    /// (jank.zram_tenfold's positive control).
+    pub swap_iops: Option<u64>,
 }
 
 impl JankLab {
@@ -386,6 +401,7 @@ impl JankLab {
             page_cluster: vec![],
             min_ttl_ms: vec![],
             cpu_only: false,
+            swap_iops: None,
         }
     }
 }
@@ -403,19 +419,20 @@ impl LabArgs for JankLab {
             page_cluster: a.page_cluster,
             min_ttl_ms: a.min_ttl_ms,
             cpu_only: a.cpu_only,
+            swap_iops: a.swap_iops,
         }
     }
 }
 
 /// Whether a lab step with these arguments judges finding `id`: it runs
 /// both arms the finding compares, under their own names (no setting
-/// crossed in) and not all under the CPU-only limit. The lab's simulation
+/// crossed in), not all under the CPU-only limit and not on a slowed drive. The lab's simulation
 /// (src/lab_sim.rs) simulates only these.
 pub fn judged_in(args: &JankLab, id: &str) -> bool {
     let Some((a, b)) = crate::jank::report::arms_of(id) else { return false };
     let has = |x: &str| args.arms.iter().any(|s| Arm::of(s.clone()).name() == x);
     let crossed = !(args.swappiness.is_empty() && args.page_cluster.is_empty() && args.min_ttl_ms.is_empty());
-    has(a) && has(b) && !args.cpu_only && !crossed
+    has(a) && has(b) && !args.cpu_only && args.swap_iops.is_none() && !crossed
 }
 
 /// The least `lab --budget` that lets jank into a quick lab: thrash's
@@ -589,6 +606,14 @@ pub struct JankArgs {
     /// Every arm under the CPU-only limit: the findings' negative control.
     #[arg(long)]
     pub cpu_only: bool,
+    /// A slow drive: the disk under the swap file of the swapfile arms
+    /// limited, for the hog's group, to N reads and N writes a second
+    /// (cgroup v1 blkio throttle, v2 io.max; root). A hard disk reads about
+    /// 100 random blocks a second, an SD card of the A2 class at least 4000.
+    /// On cgroup v1 the kernel charges swap-outs to no group, so only the
+    /// swap-ins wait.
+    #[arg(long, value_name = "N", value_parser = units::uint64::<1, 1_000_000>, conflicts_with = "command")]
+    pub swap_iops: Option<u64>,
     /// The hog: one of thrash's presets (e2: 25 consumers, W = 10000, t_s =
     /// 0.1 s, t_c = 30 s at the study's scale).
     #[arg(long, default_value = "e2", value_parser = parse_preset, conflicts_with = "command")]

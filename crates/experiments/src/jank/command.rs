@@ -62,7 +62,7 @@ pub fn run_one<O: workloads::observe::Observer>(
     let (kind, compressor) = arm.backing();
     let sysctls = arm.sysctls();
     let companions = cfg.companions();
-    let x = Extras { compressor, store_extra: 0, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, zswap_shrinker: arm.zswap_shrinker, companions: &companions };
+    let x = Extras { compressor, store_extra: 0, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, zswap_shrinker: arm.zswap_shrinker, companions: &companions, swap_iops: None };
     // Read before the run's own store is made: the host's swap, not ours.
     let host_swap = !sb.user_swaps().is_empty();
     let seen = crate::thrash::work::settings(&mut sb, &x)?;

@@ -52,8 +52,11 @@ pub static FINDINGS: [Finding<JankResult>; 3] = [
             floor: 0.001,
             own: true,
             check: false,
-            control: "both stores under the CPU-only limit (jank --cpu-only): the group holds the hog twice over, \
-                      nothing pages, and the stores' p99s are alike (a ratio near 1)",
+            control: "negative: both stores under the CPU-only limit (jank --cpu-only): the group holds the hog \
+                      twice over, nothing pages, and the stores' p99s are alike (a ratio near 1). Positive: the swap \
+                      file on a drive as slow as a memory card (jank --swap-iops 3000: the disk under it limited to \
+                      3000 reads and writes a second for the hog's group), so that each page faulted back waits on a \
+                      drive, as drive-based swap does",
             yes: "frames waited on zram's in-memory store, not on the disk",
             no: "the disk swap's frames were less than ten times slower than zram's at the p99",
         },
@@ -432,6 +435,13 @@ pub fn tables(config: &Config, rs: &[JankResult]) -> String {
             ::units::bytes(config.limit_bytes.unwrap_or(0)),
             ::units::bytes(config.store_bytes.unwrap_or(0))
         )
+    };
+    let hog = match config.swap_iops {
+        Some(n) => format!(
+            "{hog}A slow drive: the disk under the swap file was limited, for the hog's group, to {n} reads and {n} \
+             writes a second (`--swap-iops`; on cgroup v1 only the swap-ins wait). "
+        ),
+        None => hog,
     };
     format!(
         "**{}.**\n\n{hog}Frames inside the hog's group while it {} (medians over the repeats; the ratios are paired \

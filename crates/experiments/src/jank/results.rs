@@ -126,4 +126,8 @@ pub struct Config {
     pub command: Vec<String>,
     pub limit_bytes: Option<u64>,
     pub store_bytes: Option<u64>,
+    /// The disk under the swap file limited, for the hog's group, to this
+    /// many reads and writes a second (`--swap-iops`: a slow drive); None:
+    /// the disk as it is.
+    pub swap_iops: Option<u64>,
 }

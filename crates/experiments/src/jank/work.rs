@@ -244,6 +244,9 @@ pub struct JankConfig {
     pub zram_offers: Vec<String>,
     /// A user's command as the hog, in place of thrash's consumers.
     pub command: Option<crate::jank::command::CommandHog>,
+    /// The swap file's disk limited to this many reads and writes a second
+    /// for the hog's group, in the swapfile arms (`--swap-iops`).
+    pub swap_iops: Option<u64>,
 }
 
 impl JankConfig {
@@ -366,8 +369,16 @@ pub fn run<O: workloads::observe::Observer<Entry = crate::jank::results::Entry>>
                 let sysctls = arm.sysctls();
                 obs.note(&format!("jank {} repeat {}", arm.name(), rep + 1));
                 let store_extra = cfg.store_extra(&plan);
-                let x =
-                    Extras { compressor, store_extra, sysctls: &sysctls, min_ttl_ms: arm.min_ttl_ms, zswap_shrinker: arm.zswap_shrinker, companions: &companions };
+                let swap_iops = cfg.swap_iops.filter(|_| arm.store == Store::Swapfile);
+                let x = Extras {
+                    compressor,
+                    store_extra,
+                    sysctls: &sysctls,
+                    min_ttl_ms: arm.min_ttl_ms,
+                    zswap_shrinker: arm.zswap_shrinker,
+                    companions: &companions,
+                    swap_iops,
+                };
                 (crate::thrash::work::run_one(&cfg.hog, (&plan, kind, rep), obs, stop, &x)?, None)
             }
         };

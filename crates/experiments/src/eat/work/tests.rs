@@ -26,6 +26,7 @@ fn zram() -> Backing {
         zram_id: Some(3),
         swap_areas: vec!["/dev/zram3".into()],
         notes: vec![],
+        swap_file: None,
     }
 }
 

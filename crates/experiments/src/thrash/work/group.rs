@@ -54,3 +54,23 @@ pub(crate) fn cap_swap(
     Ok(Some(format!("{UNCAPPED} and this kernel cannot cap a group's swap (no swap accounting): the run may have paged into it")))
 }
 
+
+/// Limits the I/O the group's processes make on the disk under the run's
+/// swap file to `iops` reads and writes a second (`jank --swap-iops`: a
+/// slow drive). Returns the note that says so; Err where the run made no
+/// swap file, its file system is on no block device, or the kernel cannot
+/// limit the group's I/O.
+pub(crate) fn slow_disk(
+    sb: &mut sandbox::Sandbox,
+    cg: &mut sandbox::cgroup::MemCgroup,
+    swap_file: Option<&std::path::Path>,
+    iops: u64,
+) -> Result<String, ExperimentError> {
+    let file = swap_file.ok_or_else(|| {
+        sandbox::SandboxError::Invalid("--swap-iops: this arm made no swap file (only swapfile and zswap do)".into())
+    })?;
+    let (disk, name) = sandbox::disk::disk_of(&sb.roots().sys, file)
+        .map_err(|e| sandbox::SandboxError::Unsupported(format!("--swap-iops: {e}")))?;
+    let said = sb.io_limit(cg, disk, iops)?;
+    Ok(format!("a slow drive: the swap file's disk, {name}: {said}"))
+}

@@ -57,6 +57,9 @@ pub struct Extras<'a> {
     /// run (journaled); None leaves it as it is.
     pub zswap_shrinker: Option<bool>,
     pub companions: &'a [Companion],
+    /// The swap file's disk limited to this many reads and writes a second
+    /// for the group (`jank --swap-iops`: a slow drive); None: as it is.
+    pub swap_iops: Option<u64>,
 }
 
 /// One run's result, its start signal, and its companions' replies (None:
@@ -115,7 +118,10 @@ pub(crate) fn run_one_with<O: workloads::observe::Observer>(
     // group's is capped at 0, and a store's at what it was made to hold.
     let stores = back.kind != BackingKind::None;
     let swap_cap = host_swap.then_some(if stores { total + x.store_extra } else { 0 });
-    let cg = make_group(&mut sb, &mut p, plan, x, swap_cap, &mut r)?;
+    let mut cg = make_group(&mut sb, &mut p, plan, x, swap_cap, &mut r)?;
+    if let Some(iops) = x.swap_iops {
+        r.notes.push(super::group::slow_disk(&mut sb, &mut cg, back.swap_file.as_deref(), iops)?);
+    }
     let uncapped = r.notes.iter().any(|n| n.starts_with(UNCAPPED));
     if !stores && !uncapped && (host_swap || !back.has_swap()) {
         r.notes.push("no swap backs this run: consumers beyond the limit can only be OOM-killed".into());
