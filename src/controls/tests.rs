@@ -174,7 +174,9 @@ fn each_control_changes_its_lab_steps_arguments() {
     assert_eq!(why(slow, &here(&off, &[])), None);
     // Only eat's controls and jank's slow drive need anything of the
     // machine beyond the lab step.
-    assert!(CONTROLS.iter().filter(|c| c.unavailable.is_some()).all(|c| c.experiment == "eat" || c.tag == "-slow-disk"));
+    assert!(
+        CONTROLS.iter().filter(|c| c.unavailable.is_some()).all(|c| c.experiment == "eat" || c.tag == "-slow-disk")
+    );
     // thrash's CPU-only control is the one that leaves the protocol.
     let th = step("thrash");
     let cpu = (CONTROLS.iter().find(|c| c.lifts_gate.is_some()).unwrap().change)(&th).unwrap().unwrap();

@@ -283,7 +283,8 @@ fn a_groups_io_limit_counts_its_reads_and_goes_with_the_group() {
         probe::cgroup::CgroupVersion::V2 => std::fs::read_to_string(cg.dir.join("io.max")).unwrap(),
     };
     assert!(
-        set == format!("{disk} 50\n{disk} 50\n") || set.contains(&format!("{disk} rbps=max wbps=max riops=50 wiops=50")),
+        set == format!("{disk} 50\n{disk} 50\n")
+            || set.contains(&format!("{disk} rbps=max wbps=max riops=50 wiops=50")),
         "{set:?}"
     );
     let j = std::fs::read_to_string(sb.journal_path().unwrap()).unwrap();
