@@ -62,7 +62,7 @@ fn malformed_invocations_exit_2_with_one_line() {
     bad(&["jank", "--arms", "swapfile,cpu-only", "--zswap-shrinker", "on"], "--arms has none");
     bad(&["jank", "--arms", "zram:lz4,cpu-only", "--swap-iops", "100"], "--swap-iops");
     bad(&["jank", "--swap-iops", "0"], "from 1 to 1000000");
-    bad(&["jank", "--swap-iops", "100", "--limit", "64MiB", "--", "true"], "--swap-iops");
+    bad(&["jank", "--arms", "zram:lz4", "--swap-iops", "100", "--limit", "64MiB", "--", "true"], "--swap-iops");
 }
 
 #[test]

@@ -139,13 +139,23 @@ fn jank_with_a_command_of_ones_own_pages_is_killed_at_its_timeout_and_restores()
     let dir = tmp.path().join("run");
     // A marker no other process carries: the sleeps it starts.
     let marker = format!("3{}.5", std::process::id() % 1000);
+    // The command says where it ran (its groups), then pages.
+    let where_file = tmp.path().join("cgroups");
     let script = format!(
-        "'{}' __hotcold --hot 40MiB --cold 16MiB --passes 30; sleep {marker} & exec sleep {marker}",
+        "cat /proc/self/cgroup > '{}'; '{}' __hotcold --hot 40MiB --cold 16MiB --passes 30; sleep {marker} & exec sleep {marker}",
+        where_file.display(),
         bin().display()
     );
+    // On a slowed drive (--swap-iops) where the kernel can limit a group's
+    // I/O: the command joins its blkio group too (cgroup v1).
+    let slow = sandbox::disk::io_limit_support(&mut probe::Probe::default());
+    if let Err(e) = &slow {
+        eprintln!("note: without --swap-iops here: {e}");
+    }
     let out = Command::new(bin())
         .env("PAGELAB_JOURNAL_DIR", journals())
         .args(["jank", "--arms", "swapfile", "--repeat", "1", "--limit", "48MiB", "--timeout", "2s", "--watch", "1s"])
+        .args(if slow.is_ok() { &["--swap-iops", "1000"][..] } else { &[] })
         .args(["--json", "--out", dir.to_str().unwrap(), "--", "sh", "-c", &script])
         .output()
         .unwrap();
@@ -177,6 +187,19 @@ fn jank_with_a_command_of_ones_own_pages_is_killed_at_its_timeout_and_restores()
     assert_eq!(r["inside"]["ws_bytes"], 12u64 << 20, "a quarter of the limit: {r}");
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["config"]["limit_bytes"], 48u64 << 20);
+    let groups = std::fs::read_to_string(&where_file).unwrap();
+    let memory = groups.lines().find(|l| l.contains(":memory:") || l.starts_with("0::")).unwrap_or_default();
+    assert!(memory.contains("/pagelab/jank-"), "the command ran in the run's memory group: {groups}");
+    if slow.is_ok() {
+        assert_eq!(run["config"]["swap_iops"], 1000);
+        assert!(notes.contains("a slow drive: the swap file's disk"), "{notes}");
+        if let Some(blkio) = groups.lines().find(|l| l.contains(":blkio:")) {
+            assert!(
+                blkio.contains("/pagelab/jank-"),
+                "on cgroup v1 it joined the slowed drive's blkio group: {groups}"
+            );
+        }
+    }
     let md = std::fs::read_to_string(dir.join("jank.md")).unwrap();
     assert!(md.contains("the command: killed at the timeout") && md.contains("no finding is judged"), "{md}");
     assert!(!md.contains("| matches") && !md.contains("| differs"), "a user's command judges no finding: {md}");

@@ -164,14 +164,6 @@ fn each_control_changes_its_lab_steps_arguments() {
     assert!(why(deflate, &here(&absent, &["deflate"])).is_some_and(|w| w.contains("needs zswap,")));
     assert!(why(deflate, &here(&off, &["lz4", "lzo"])).is_some_and(|w| w.contains("offers: lz4, lzo")));
     assert!(why(deflate, &here(&off, &[])).is_some_and(|w| w.contains("offers: none")));
-    // jank's slow drive: zram:lz4 beside the swap file, the drive slowed;
-    // refused where zswap would keep the file's pages in RAM first.
-    let slow = CONTROLS.iter().find(|c| c.tag == "-slow-disk").unwrap();
-    let j = JankLab::of(&(slow.change)(&step("jank")).unwrap().unwrap()).unwrap();
-    assert_eq!(j.arms, [Store::Zram(Some("lz4".into())), Store::Swapfile]);
-    assert_eq!((j.swap_iops, j.cpu_only), (Some(SLOW_DISK_IOPS), false));
-    assert!(why(slow, &here(&on, &[])).is_some_and(|w| w.contains("zswap is on")));
-    assert_eq!(why(slow, &here(&off, &[])), None);
     // Only eat's controls and jank's slow drive need anything of the
     // machine beyond the lab step.
     assert!(
@@ -372,4 +364,25 @@ fn a_lifted_gate_reads_only_its_findings_presets() {
     assert!(e.contains("e2-custom repeat 1"), "{e}");
     assert_eq!(each_thrash_run(tmp.path(), &["e1"], |r| !r.preset.starts_with("e2")), Ok(()));
     assert_eq!(each_thrash_run(tmp.path(), &["e4"], |_| true), Err("it has no runs".into()));
+}
+
+/// jank's slow drive: zram:lz4 beside the swap file, the drive slowed;
+/// refused where zswap would keep the file's pages in RAM first.
+#[test]
+fn janks_slow_drive_is_zram_beside_a_slowed_swap_file_where_zswap_is_off() {
+    let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+    let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
+    let jank = steps.iter().find(|s| s.experiment == "jank").unwrap();
+    let slow = CONTROLS.iter().find(|c| c.tag == "-slow-disk").unwrap();
+    assert_eq!(slow.ids, [("jank.zram_tenfold", Positive)]);
+    let j = JankLab::of(&(slow.change)(jank).unwrap().unwrap()).unwrap();
+    assert_eq!(j.arms, [Store::Zram(Some("lz4".into())), Store::Swapfile]);
+    assert_eq!((j.swap_iops, j.cpu_only), (Some(SLOW_DISK_IOPS), false));
+    assert_eq!(JankLab::of(jank).unwrap().swap_iops, None, "the lab's own step runs the disk as it is");
+    let on = probe::environment::Zswap { present: true, enabled: Some(true), ..Default::default() };
+    let off = probe::environment::Zswap { enabled: Some(false), ..on.clone() };
+    let here = |zswap: &probe::environment::Zswap| Here { zswap: zswap.clone(), zswap_compressors: vec![] };
+    let why = |h: &Here| slow.unavailable.and_then(|u| u(h));
+    assert!(why(&here(&on)).is_some_and(|w| w.contains("zswap is on")));
+    assert_eq!(why(&here(&off)), None);
 }

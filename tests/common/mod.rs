@@ -43,10 +43,12 @@ pub fn system_state() -> String {
         .filter(|n| n.starts_with("zram"))
         .collect();
     let cg = probe::Probe::default().memory_controller().ok().flatten().map(|(_, root)| root.join("pagelab").exists());
+    // A slowed drive's group on cgroup v1 (jank --swap-iops).
+    let blkio = std::path::Path::new("/sys/fs/cgroup/blkio/pagelab").exists();
     // DAMON's kdamond list (read only; absent without DAMON's sysfs).
     let damon = std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds").unwrap_or_default();
     format!(
-        "{zram:?} {} pagelab-cgroup:{cg:?} swappiness:{} kdamonds:{}",
+        "{zram:?} {} pagelab-cgroup:{cg:?} blkio:{blkio} swappiness:{} kdamonds:{}",
         std::fs::read_to_string("/proc/swaps").unwrap(),
         std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim(),
         damon.trim()

@@ -612,7 +612,7 @@ pub struct JankArgs {
     /// 100 random blocks a second, an SD card of the A2 class at least 4000.
     /// On cgroup v1 the kernel charges swap-outs to no group, so only the
     /// swap-ins wait.
-    #[arg(long, value_name = "N", value_parser = units::uint64::<1, 1_000_000>, conflicts_with = "command")]
+    #[arg(long, value_name = "N", value_parser = units::uint64::<1, 1_000_000>)]
     pub swap_iops: Option<u64>,
     /// The hog: one of thrash's presets (e2: 25 consumers, W = 10000, t_s =
     /// 0.1 s, t_c = 30 s at the study's scale).

@@ -44,6 +44,23 @@ impl CommandHog {
     }
 }
 
+/// The command, started in its memory group (and, on cgroup v1, the blkio
+/// group of a slowed drive), told SIGKILL if pagelab dies: when it started
+/// (monotonic ns), and its pid, which the caller reaps with wait4 (for its
+/// rusage), not through a `Child`.
+fn start(hog: &CommandHog, cg: &sandbox::cgroup::MemCgroup) -> Result<(u64, i32), ExperimentError> {
+    let mut cmd = std::process::Command::new(&hog.argv[0]);
+    cmd.args(&hog.argv[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    for g in std::iter::once(&cg.dir).chain(&cg.also) {
+        sandbox::cgroup::join_before_exec(&mut cmd, g)
+            .map_err(|e| ExperimentError::Worker(format!("{}: {e}", g.display())))?;
+    }
+    sandbox::worker::die_with_parent(&mut cmd);
+    let t0 = probe::sample::monotonic_ns();
+    let child = cmd.spawn().map_err(|e| ExperimentError::Worker(format!("cannot run '{}': {e}", hog.argv[0])))?;
+    Ok((t0, child.id() as i32))
+}
+
 /// One run of the command on `arm`: the store and settings set up (and
 /// undone), the group made at the arm's limit (and, beside a swap of the
 /// host's own, its swap capped at the store's room, or at none for an arm
@@ -73,12 +90,15 @@ pub fn run_one<O: workloads::observe::Observer>(
     let v1 = matches!(p.memory_controller(), Ok(Some((probe::cgroup::CgroupVersion::V1, _))));
     let swappiness = sysctls.iter().find(|(k, _)| *k == "vm.swappiness").and_then(|(_, v)| v.parse().ok()).filter(|_| v1);
     let mut limits = sandbox::cgroup::Limits { max: Some(limit), swappiness, ..Default::default() };
-    let cg = sb.memory_cgroup("jank", &limits)?;
+    let mut cg = sb.memory_cgroup("jank", &limits)?;
     if host_swap {
         // An arm without a store of its own (`none`, `cpu-only`; the Backing
         // lists the host's areas too) gets no swap.
         limits.swap_max = Some(if back.kind != BackingKind::None { hog.store } else { 0 });
         notes.extend(crate::thrash::work::cap_swap(&cg, &limits, v1)?);
+    }
+    if let Some(iops) = cfg.swap_iops.filter(|_| arm.store == Store::Swapfile) {
+        notes.push(crate::thrash::work::slow_disk(&mut sb, &mut cg, back.swap_file.as_deref(), iops)?);
     }
     for n in &notes {
         obs.note(n);
@@ -113,16 +133,7 @@ pub fn run_one<O: workloads::observe::Observer>(
         return Err(ExperimentError::Interrupted);
     }
     let v0 = p.vmstat().ok().flatten();
-    let mut cmd = std::process::Command::new(&hog.argv[0]);
-    cmd.args(&hog.argv[1..]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
-    sandbox::cgroup::join_before_exec(&mut cmd, &cg.dir)
-        .map_err(|e| ExperimentError::Worker(format!("{}: {e}", cg.dir.display())))?;
-    sandbox::worker::die_with_parent(&mut cmd);
-    let t0 = probe::sample::monotonic_ns();
-    let child = cmd.spawn().map_err(|e| ExperimentError::Worker(format!("cannot run '{}': {e}", hog.argv[0])))?;
-    let pid = child.id() as i32;
-    // Reaped below with wait4 (for its rusage), not through `child`.
-    drop(child);
+    let (t0, pid) = start(hog, &cg)?;
     obs.event("phase_start", "command", t0, json!({"repeat": rep}));
     let Ended { status, ru, t_end, timed_out, peak, vmstat: v1_end, oom_kills, left } =
         wait_command(&cg, pid, &probes, (hog.timeout, stop), &mut p)?;

@@ -33,7 +33,7 @@ mod worker;
 
 pub use analysis::*;
 pub use config::*;
-pub(crate) use group::{UNCAPPED, cap_swap};
+pub(crate) use group::{UNCAPPED, cap_swap, slow_disk};
 use group::make_group;
 pub(crate) use link::{Link, spawn, stop_and_collect, wait_ready};
 pub use run::*;

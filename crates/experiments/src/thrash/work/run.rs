@@ -120,7 +120,7 @@ pub(crate) fn run_one_with<O: workloads::observe::Observer>(
     let swap_cap = host_swap.then_some(if stores { total + x.store_extra } else { 0 });
     let mut cg = make_group(&mut sb, &mut p, plan, x, swap_cap, &mut r)?;
     if let Some(iops) = x.swap_iops {
-        r.notes.push(super::group::slow_disk(&mut sb, &mut cg, back.swap_file.as_deref(), iops)?);
+        r.notes.push(slow_disk(&mut sb, &mut cg, back.swap_file.as_deref(), iops)?);
     }
     let uncapped = r.notes.iter().any(|n| n.starts_with(UNCAPPED));
     if !stores && !uncapped && (host_swap || !back.has_swap()) {
