@@ -176,6 +176,8 @@ done
 mkdir -p /sys/fs/cgroup
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+# io too, so that jank --swap-iops can limit a group's drive (io.max).
+echo +io > /sys/fs/cgroup/cgroup.subtree_control || echo "PAGELAB-VM no io controller"
 echo "PAGELAB-VM kernel $(uname -r)"
 mount -t ext4 /dev/vda /mnt/disk || echo "PAGELAB-VM no disk"
 sh /scenarios.sh > /mnt/disk/scenarios.log 2>&1
@@ -215,6 +217,7 @@ state() {
     echo "lru_gen:"; cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms 2>/dev/null || echo none; } > $1
 }
 state $O/state-before
+cat /sys/block/vda/dev > $O/vda-devnum 2>&1
 $P doctor --json > $O/doctor-plain.json; echo $? > $O/doctor-plain.rc
 { ls /sys/block | grep zram || true; } > $O/zram-after-plain-doctor
 $P doctor --json --probe-zram > $O/doctor.json; echo $? > $O/doctor.rc
@@ -230,6 +233,10 @@ if [ $L = 6.12 ]; then
 cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms > $O/lru-before 2>&1
 $P jank --arms zram:lz4,cpu-only --min-ttl-ms 1000 --consumers 4 --time-scale 0.01 --repeat 1 --out $O/jank > /dev/null 2> $O/jank.err; echo $? > $O/jank.rc
 cat /sys/kernel/mm/lru_gen/enabled /sys/kernel/mm/lru_gen/min_ttl_ms > $O/lru-after 2>&1
+# A slowed drive on cgroup v2 (jank --swap-iops, io.max): the command reads
+# its own group's io.max.
+$P jank --arms swapfile --swap-iops 200 --limit 32MiB --repeat 1 --watch 1s --timeout 20s --swapfile-dir $S --out $O/jank-io -- /bin/busybox sh -c 'cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/io.max > /mnt/disk/out/jank-io.max' > /dev/null 2> $O/jank-io.err; echo $? > $O/jank-io.rc
+state $O/state-after-jank-io
 fi
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --trim zram --duration 3s --out $O/assess; echo $? > $O/assess.rc
 $P assess --synthetic 32MiB --windows 1s,3s --warmup 1s --source referenced --out $O/assess-ref; echo $? > $O/assess-ref.rc
@@ -656,6 +663,17 @@ fn jank_in_the_guest(g: &Guest, label: &str, ctx: &str) {
         "vm: {label}: jank with min_ttl_ms=1000 (read back as 1000) and undone; frames inside while the hog ran: {}",
         ttl["inside"]["during"]["frames"]
     );
+    // --swap-iops on v2: the command ran in a group whose io.max limits
+    // the swap file's disk (the guest's /dev/vda) to 200 a second.
+    assert_eq!(rc(g, "jank-io"), 0, "jank --swap-iops: {} {ctx}", read(&g.out.join("jank-io.err")));
+    let io = read(&g.out.join("jank-io.max"));
+    let vda = read(&g.out.join("vda-devnum"));
+    assert!(
+        io.lines().any(|l| l.starts_with(&format!("{} ", vda.trim())) && l.ends_with("riops=200 wiops=200")),
+        "the command's io.max: {io:?} (vda {vda:?}): {ctx}"
+    );
+    assert_eq!(read(&g.out.join("state-after-jank-io")), read(&g.out.join("state-before")), "{ctx}");
+    println!("vm: {label}: jank --swap-iops 200 on v2: the command's io.max read {:?}", io.trim());
 }
 
 /// rightsize: batch on v2 with zswap; every run in a group of its own, the

@@ -86,9 +86,14 @@ fn blkio_root(p: &mut probe::Probe) -> std::result::Result<PathBuf, String> {
     Ok(path)
 }
 
+/// Why a kernel without block throttling cannot limit a group's I/O.
+const NO_THROTTLING: &str = "this kernel does not throttle a group's I/O (CONFIG_BLK_DEV_THROTTLING)";
+
 /// Whether pagelab can limit a group's I/O here, without changing anything:
 /// on cgroup v1 a blkio hierarchy ([`blkio_root`]), on v2 `io` delegated
-/// by the root (its cgroup.subtree_control). Err: why not.
+/// by the root (its cgroup.subtree_control); on both, a kernel that
+/// throttles (CONFIG_BLK_DEV_THROTTLING: v1's blkio.throttle files, v2's
+/// io.max in a group given `io`). Err: why not.
 pub fn io_limit_support(p: &mut probe::Probe) -> std::result::Result<(), String> {
     let (version, root) = p
         .memory_controller()
@@ -96,11 +101,31 @@ pub fn io_limit_support(p: &mut probe::Probe) -> std::result::Result<(), String>
         .flatten()
         .ok_or("no memory cgroup controller is mounted, so there is no group to limit")?;
     match version {
-        CgroupVersion::V1 => blkio_root(p).map(|_| ()),
+        CgroupVersion::V1 => {
+            let b = blkio_root(p)?;
+            if b.join("blkio.throttle.read_iops_device").exists() {
+                Ok(())
+            } else {
+                Err(format!("{}: no blkio.throttle files; {NO_THROTTLING}", b.display()))
+            }
+        }
         CgroupVersion::V2 => {
             let sc = root.join("cgroup.subtree_control");
             if std::fs::read_to_string(&sc).unwrap_or_default().split_ascii_whitespace().any(|c| c == "io") {
-                Ok(())
+                // A group the root gives `io` has io.max where the kernel
+                // throttles; one with none to look at passes.
+                let given_io = |d: &Path| {
+                    let c = std::fs::read_to_string(d.join("cgroup.controllers")).unwrap_or_default();
+                    c.split_ascii_whitespace().any(|c| c == "io")
+                };
+                let child =
+                    std::fs::read_dir(&root).into_iter().flatten().flatten().map(|e| e.path()).find(|d| given_io(d));
+                match child {
+                    Some(d) if !d.join("io.max").exists() => {
+                        Err(format!("{} has the io controller but no io.max; {NO_THROTTLING}", d.display()))
+                    }
+                    _ => Ok(()),
+                }
             } else {
                 Err(format!(
                     "the io controller is not enabled for children of {} (cgroup.subtree_control lacks 'io'); \
@@ -157,8 +182,7 @@ impl Sandbox {
                         }
                     }
                     let dir = parent.join(&leaf);
-                    self.record(Change::CgroupDir { path: dir.clone() })?;
-                    std::fs::create_dir(&dir).map_err(|e| SandboxError::io("creating the cgroup", &dir, e))?;
+                    self.make_cgroup_dir(&dir)?;
                     fault::point(&format!("created cgroup {}", dir.display()));
                     cg.also.push(dir.clone());
                     dir

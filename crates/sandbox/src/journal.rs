@@ -210,6 +210,13 @@ impl Journal {
         self.append(&Line { seq, change: None, update: Some(change), undone: false })
     }
 
+    /// Marks change `seq` as never made (its making failed): a restore
+    /// must not undo what this run did not do, such as a directory that
+    /// already existed under the name it journaled.
+    pub fn forget(&mut self, seq: u64) -> Result<()> {
+        self.append(&Line { seq, change: None, update: None, undone: true })
+    }
+
     /// Undoes every change not yet undone, newest first. Returns what was done.
     /// On failure the journal keeps the changes still to undo.
     pub fn undo_all(&mut self) -> Result<Vec<String>> {

@@ -145,6 +145,26 @@ impl Sandbox {
         self.journal.as_mut().expect("journal").record(change)
     }
 
+    /// Marks the journaled change `seq` as never made ([`Journal::forget`]).
+    pub(crate) fn forget(&mut self, seq: u64) -> Result<()> {
+        match self.journal.as_mut() {
+            Some(j) => j.forget(seq),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the cgroup directory `dir`, journaled first; where the making
+    /// fails (it exists already, say), the record is taken back, so that a
+    /// restore never removes a directory this run did not make.
+    pub(crate) fn make_cgroup_dir(&mut self, dir: &Path) -> Result<()> {
+        let seq = self.record(Change::CgroupDir { path: dir.to_path_buf() })?;
+        if let Err(e) = std::fs::create_dir(dir) {
+            self.forget(seq)?;
+            return Err(SandboxError::io("creating the cgroup", dir, e));
+        }
+        Ok(())
+    }
+
     fn write_setting_inner(&mut self, path: &Path, value: &str) -> Result<()> {
         let previous = std::fs::read_to_string(path).map_err(|e| SandboxError::io("reading", path, e))?;
         // "a [b] c" files (zswap compressor is plain, THP is bracketed) keep the selection.
@@ -273,8 +293,7 @@ impl Sandbox {
         let n = GROUP_COUNTER.fetch_add(1, Ordering::SeqCst);
         let leaf = format!("{name}-{}-{n}", std::process::id());
         let dir = parent.join(&leaf);
-        self.record(Change::CgroupDir { path: dir.clone() })?;
-        std::fs::create_dir(&dir).map_err(|e| SandboxError::io("creating the cgroup", &dir, e))?;
+        self.make_cgroup_dir(&dir)?;
         // Only where no kernel is behind the group: never on a cgroup
         // filesystem, whichever roots led there.
         if let Some(f) =
@@ -439,21 +458,7 @@ impl Sandbox {
         let name =
             path.file_name().ok_or_else(|| SandboxError::Invalid(format!("{}: no file name", path.display())))?;
         let real_dir = safe_swap_dir(dir)?;
-        // Room for the file and a margin, counting only what users may fill
-        // (root's reserve, which fallocate as root could take, is the host's).
-        const MARGIN: u64 = 256 << 20;
-        if let Some(free) = crate::guard::disk_free(&real_dir)
-            && free < size + MARGIN
-        {
-            return Err(SandboxError::Invalid(format!(
-                "--swapfile-dir {}: a swap file of {} needs it and {} to spare, and its file system has {} free; \
-                 free some space or give another --swapfile-dir",
-                dir.display(),
-                units::bytes(size),
-                units::bytes(MARGIN),
-                units::bytes(free)
-            )));
-        }
+        check_swap_room(dir, &real_dir, size)?;
         let resolved = real_dir.join(name);
         let path = resolved.as_path();
         self.require_admin("creating a swap file", "run as root or use --backing existing")?;
@@ -502,6 +507,28 @@ impl Drop for Sandbox {
         {
             say::errln!("pagelab: restoring the system failed: {e}; run `pagelab restore`");
         }
+    }
+}
+
+/// Room beside a swap file, so that it never fills its file system.
+const SWAP_ROOM_MARGIN: u64 = 256 << 20;
+
+/// Whether the file system of `real` (`dir` with its links resolved) has
+/// room for a swap file of `size` bytes and [`SWAP_ROOM_MARGIN`] to spare,
+/// counting only what users may fill (root's reserve, which fallocate as
+/// root could take, is the host's). Read only; a file system whose free
+/// space cannot be read passes.
+pub fn check_swap_room(dir: &Path, real: &Path, size: u64) -> Result<()> {
+    match crate::guard::disk_free(real) {
+        Some(free) if free < size.saturating_add(SWAP_ROOM_MARGIN) => Err(SandboxError::Invalid(format!(
+            "--swapfile-dir {}: a swap file of {} needs it and {} to spare, and its file system has {} free; \
+             free some space or give another --swapfile-dir",
+            dir.display(),
+            units::bytes(size),
+            units::bytes(SWAP_ROOM_MARGIN),
+            units::bytes(free)
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -592,4 +619,32 @@ pub fn restore_own_journals() -> Vec<String> {
         out.extend(journal::restore_own(&p));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group's directory that exists already under the name a run
+    /// journals (a stale or planted one): the making fails, the record is
+    /// taken back, and the restore leaves that directory alone.
+    #[test]
+    fn a_cgroup_dir_that_was_there_is_never_restored_away() {
+        let t = tempfile::tempdir().unwrap();
+        crate::testing::fake_cgroup_v2(t.path()).unwrap();
+        let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(Roots::under(t.path()));
+        std::fs::create_dir(t.path().join("sys/fs/cgroup/pagelab")).unwrap();
+        let theirs = t.path().join("sys/fs/cgroup/pagelab/theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("a-file"), "").unwrap();
+        let e = sb.make_cgroup_dir(&theirs).unwrap_err();
+        assert!(e.to_string().contains("creating the cgroup"), "{e}");
+        let log = sb.restore().unwrap();
+        assert!(theirs.join("a-file").exists(), "the restore removed a directory the run did not make: {log:?}");
+        // One the run made is removed.
+        let ours = t.path().join("sys/fs/cgroup/pagelab/ours");
+        sb.make_cgroup_dir(&ours).unwrap();
+        sb.restore().unwrap();
+        assert!(!ours.exists(), "the run's own directory is removed");
+    }
 }

@@ -283,3 +283,24 @@ fn v2_io_limit_without_io_in_the_roots_subtree_control_is_refused_without_change
     assert!(sb.io_limit(&mut cg, sandbox::disk::DevNum { major: 254, minor: 0 }, 0).is_err(), "0 I/Os a second");
     sb.restore().unwrap();
 }
+
+/// A kernel without block throttling: a group the root gives `io` has no
+/// io.max, and the limit is refused before anything changes.
+#[test]
+fn v2_io_limit_without_throttling_in_the_kernel_is_refused_without_changes() {
+    let t = fake_v2();
+    let slice = t.path().join("sys/fs/cgroup/system.slice");
+    std::fs::create_dir_all(&slice).unwrap();
+    std::fs::write(slice.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+    let mut sb = Sandbox::with_journal_dir("t", &t.path().join("j")).with_roots(probe::Roots::under(t.path()));
+    let mut cg = sb.memory_cgroup("w", &Limits { max: Some(64 << 20), ..Default::default() }).unwrap();
+    let e = sb.io_limit(&mut cg, sandbox::disk::DevNum { major: 254, minor: 0 }, 100).unwrap_err();
+    assert!(e.to_string().contains("does not throttle a group's I/O (CONFIG_BLK_DEV_THROTTLING)"), "{e}");
+    assert!(!cg.dir.join("io.max").exists());
+    assert_eq!(read(&t.path().join("sys/fs/cgroup/pagelab/cgroup.subtree_control")), "+memory");
+    // With io.max there (a kernel that throttles), it is written.
+    std::fs::write(slice.join("io.max"), "").unwrap();
+    sb.io_limit(&mut cg, sandbox::disk::DevNum { major: 254, minor: 0 }, 100).unwrap();
+    assert_eq!(read(&cg.dir.join("io.max")), "254:0 riops=100 wiops=100");
+    sb.restore().unwrap();
+}

@@ -195,15 +195,35 @@ pub fn validate_with_dir(
     p: &mut probe::Probe,
 ) -> Result<(), SandboxError> {
     validate(kind, compressor, p)?;
-    let needs_file = match resolve(kind, p) {
-        BackingKind::Swapfile => true,
-        BackingKind::Zswap => sandbox::swap::user_areas_of(p).is_empty(),
-        _ => false,
-    };
+    let needs_file = matches!(resolve(kind, p), BackingKind::Swapfile | BackingKind::Zswap);
     if needs_file {
         sandbox::sandbox::check_swap_fs(swapfile_dir)?;
     }
     Ok(())
+}
+
+/// The size of the store [`setup`] makes to take `capacity` bytes: room
+/// for the data plus a margin, rounded to pages.
+pub fn store_size(capacity: u64) -> u64 {
+    let page = probe::environment::page_size();
+    capacity.saturating_add(capacity / 8 + (16 << 20)).div_ceil(page).saturating_mul(page)
+}
+
+/// Whether `--swapfile-dir` has room for the swap file a `kind` store
+/// for `capacity` bytes would be (swapfile and zswap make one), checked
+/// before any change so that a full disk refuses a run before it starts,
+/// not at its store. Read only.
+pub fn check_room(
+    kind: BackingKind,
+    capacity: u64,
+    swapfile_dir: &Path,
+    p: &mut probe::Probe,
+) -> Result<(), SandboxError> {
+    if !matches!(resolve(kind, p), BackingKind::Swapfile | BackingKind::Zswap) {
+        return Ok(());
+    }
+    let real = sandbox::sandbox::safe_swap_dir(swapfile_dir)?;
+    sandbox::sandbox::check_swap_room(swapfile_dir, &real, store_size(capacity))
 }
 
 /// Every name a kernel's zram has offered (its comp_algorithm lists a subset):
@@ -258,6 +278,21 @@ pub fn validate(kind: BackingKind, compressor: Option<&str>, p: &mut probe::Prob
         };
         return Err(SandboxError::Invalid(format!("--backing existing: {why}")));
     }
+    if matches!(kind, BackingKind::Zram | BackingKind::Zswap | BackingKind::Swapfile)
+        && let Some(a) = sandbox::swap::user_areas_of(p).into_iter().find(|a| a.priority >= i16::MAX as i64)
+    {
+        // The kernel takes turns between areas of one priority: the run's
+        // store could not come first, and its pages would go into the
+        // user's swap too.
+        return Err(SandboxError::Invalid(format!(
+            "--backing {}: the machine's swap {} has priority {}, the highest, so the store this run makes could not \
+             come before it and the run's pages would go into it too; give that swap a lower priority (swapon -p) \
+             or use --backing existing",
+            kind.name(),
+            a.filename,
+            a.priority
+        )));
+    }
     let op = match kind {
         BackingKind::Zram => Some(("creating a zram swap device", "run as root or use --backing existing")),
         BackingKind::Zswap => Some(("enabling zswap", "run as root or use --backing existing")),
@@ -290,9 +325,7 @@ pub fn setup(
 ) -> Result<Backing, SandboxError> {
     let kind = resolve(kind, &mut sb.probe());
     let mut b = Backing::default();
-    let page = probe::environment::page_size();
-    // Room for the data plus a margin, rounded to pages.
-    let size = (capacity + capacity / 8 + (16 << 20)).div_ceil(page) * page;
+    let size = store_size(capacity);
     match kind {
         BackingKind::Zram => {
             let z = sb.zram_swap(&ZramSpec {
@@ -311,10 +344,20 @@ pub fn setup(
             }
         }
         BackingKind::Zswap => {
-            if sb.user_swaps().is_empty() {
-                let path = swapfile_path(swapfile_dir);
-                b.swap_file = Some(sb.swap_file(&path, size, 10)?);
-                b.notes.push(format!("zswap needs a swap area behind it: created {}", path.display()));
+            // Always a swap file of its own, at the highest priority: what
+            // zswap writes back (and what it rejects) goes there, never into
+            // the user's swap, which pagelab did not make.
+            let users = sb.user_swaps();
+            let path = swapfile_path(swapfile_dir);
+            b.swap_file = Some(sb.swap_file(&path, size, i16::MAX as i32)?);
+            b.notes.push(format!("zswap writes back to a swap file of its own: created {}", path.display()));
+            if !users.is_empty() {
+                let names: Vec<&str> = users.iter().map(|a| a.filename.as_str()).collect();
+                b.notes.push(format!(
+                    "the machine's own swap ({}) is left as it is; the run's file has the highest priority, so its \
+                     pages go there first (zswap, while on, compresses the rest of the machine's swap-outs too)",
+                    names.join(", ")
+                ));
             }
             sb.zswap("enabled", "Y")?;
             if let Some(c) = compressor {
@@ -367,6 +410,26 @@ mod kind_tests {
 mod seam_tests {
     use super::*;
 
+    /// A swap file's room is checked before any change: a store larger
+    /// than the directory's file system can hold is refused with the flag
+    /// named and the sizes; one that fits, or a store that makes no file
+    /// (zram), passes.
+    #[test]
+    fn a_swap_file_without_room_is_refused_before_the_run() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = probe::Probe::default();
+        let free = sandbox::guard::disk_free(d.path()).expect("statvfs of a temporary directory");
+        for kind in [BackingKind::Swapfile, BackingKind::Zswap] {
+            let e = check_room(kind, free, d.path(), &mut p).unwrap_err().to_string();
+            let want = format!("--swapfile-dir {}: a swap file of ", d.path().display());
+            assert!(e.starts_with(&want) && e.contains("to spare, and its file system has"), "{e}");
+            check_room(kind, 1 << 20, d.path(), &mut p).unwrap();
+        }
+        check_room(BackingKind::Zram, free, d.path(), &mut p).unwrap();
+        assert_eq!(store_size(0) % probe::environment::page_size(), 0);
+        assert!(store_size(u64::MAX) >= u64::MAX / 2, "no overflow to a small size");
+    }
+
     /// `auto` and `existing` are decided on the machine the probe reads, not
     /// the host's: a fake tree whose /proc/swaps lists the user's partition
     /// resolves `auto` to it (the host here has no swap, so its answer
@@ -387,6 +450,20 @@ mod seam_tests {
             .unwrap();
         assert_eq!(resolve(BackingKind::Auto, &mut p), BackingKind::Existing);
         validate(BackingKind::Existing, None, &mut p).unwrap();
+        // A user's swap at the highest priority: a store of the run's own
+        // could not come first, so none is made; `existing` still runs.
+        std::fs::write(d.path().join("proc/swaps"), format!("{header}/dev/vdb2   partition\t1048572\t0\t32767\n"))
+            .unwrap();
+        for k in [BackingKind::Zram, BackingKind::Zswap, BackingKind::Swapfile] {
+            let e = validate(k, None, &mut p).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("--backing {}: the machine's swap /dev/vdb2 has priority 32767", k.name())),
+                "{e}"
+            );
+        }
+        validate(BackingKind::Existing, None, &mut p).unwrap();
+        std::fs::write(d.path().join("proc/swaps"), format!("{header}/dev/vdb2   partition\t1048572\t0\t-2\n"))
+            .unwrap();
         let mut zram = probe::Probe::new(probe::Roots::under(d.path()));
         assert_eq!(all_compressors(BackingKind::Zram, &mut zram), ["lzo", "lz4", "zstd"]);
         let e = validate(BackingKind::Zram, Some("lz5"), &mut zram).unwrap_err().to_string();

@@ -80,6 +80,7 @@ pub fn validate(cfg: &EatConfig, p: &mut probe::Probe) -> Result<(), SandboxErro
     if cfg.compressors.is_empty() {
         backing::validate_with_dir(cfg.backing, None, &cfg.swapfile_dir, p)?;
     }
+    backing::check_room(cfg.backing, cfg.size, &cfg.swapfile_dir, p)?;
     if cfg.trim == Trim::Cgroup {
         sandbox::privilege::require_admin("--trim cgroup (creating a memory cgroup)", "use --trim self or external")?;
         if p.memory_controller().ok().flatten().is_none() {

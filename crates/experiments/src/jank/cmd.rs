@@ -168,40 +168,8 @@ fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Resu
             vec![]
         }
     };
-    let sys = p.roots().sys.clone();
-    let sys = sys.as_path();
     for arm in &cfg.arms {
-        let (kind, comp) = arm.backing();
-        let name = arm.name();
-        match kind {
-            BackingKind::Zram if !sandbox::zram::can_add(sys) => {
-                return Err(Unsupported(format!(
-                    "--arms {name}: zram cannot add a device here (is the zram module loaded? `modprobe zram`)"
-                ))
-                .into());
-            }
-            BackingKind::Zswap if !sys.join("module/zswap/parameters/enabled").exists() => {
-                return Err(Unsupported(format!("--arms {name}: zswap is not built into this kernel")).into());
-            }
-            _ => {}
-        }
-        if kind != BackingKind::None {
-            workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir, p)
-                .map_err(|e| Invalid(format!("--arms {name}: {}", e.to_string().trim_start_matches("--compressor "))))?;
-        }
-        if arm.min_ttl_ms.is_some() && !sys.join("kernel/mm/lru_gen/min_ttl_ms").exists() {
-            return Err(Unsupported(
-                "--min-ttl-ms: this kernel has no multi-generational LRU (/sys/kernel/mm/lru_gen/min_ttl_ms)".into(),
-            )
-            .into());
-        }
-        for (k, _) in arm.sysctls() {
-            let path = std::path::Path::new("/proc/sys").join(k.replace('.', "/"));
-            if !path.exists() {
-                let flag = if k == "vm.swappiness" { "--swappiness" } else { "--page-cluster" };
-                return Err(Unsupported(format!("{flag}: {k} does not exist on this kernel")).into());
-            }
-        }
+        validate_arm(cfg, arm, p)?;
     }
     if let Some(h) = &cfg.command {
         return validate_command(cfg, h, p);
@@ -223,6 +191,56 @@ fn validate(cfg: &JankConfig, a: &JankArgs, p: &mut probe::Probe) -> crate::Resu
             cfg.period, a.time_scale
         ))
         .into());
+    }
+    Ok(())
+}
+
+/// One arm's store and settings, checked on the machine `p` reads.
+fn validate_arm(cfg: &JankConfig, arm: &Arm, p: &mut probe::Probe) -> crate::Result<()> {
+    use sandbox::SandboxError::{Invalid, Unsupported};
+    let sys = p.roots().sys.clone();
+    let sys = sys.as_path();
+    let (kind, comp) = arm.backing();
+    let name = arm.name();
+    match kind {
+        BackingKind::Zram if !sandbox::zram::can_add(sys) => {
+            return Err(Unsupported(format!(
+                "--arms {name}: zram cannot add a device here (is the zram module loaded? `modprobe zram`)"
+            ))
+            .into());
+        }
+        BackingKind::Zswap if !sys.join("module/zswap/parameters/enabled").exists() => {
+            return Err(Unsupported(format!("--arms {name}: zswap is not built into this kernel")).into());
+        }
+        _ => {}
+    }
+    if kind != BackingKind::None {
+        workloads::backing::validate_with_dir(kind, comp, &cfg.hog.swapfile_dir, p)
+            .map_err(|e| Invalid(format!("--arms {name}: {}", e.to_string().trim_start_matches("--compressor "))))?;
+        // The store the arm's runs make ([`crate::jank::command`] and
+        // thrash's run take the same capacities).
+        let capacity = match &cfg.command {
+            Some(h) => h.store,
+            None => {
+                let plan = cfg.plan(arm);
+                plan.consumers as u64 * plan.size_bytes + cfg.store_extra(&plan)
+            }
+        };
+        workloads::backing::check_room(kind, capacity, &cfg.hog.swapfile_dir, p)
+            .map_err(|e| Invalid(format!("--arms {name}: {e}")))?;
+    }
+    if arm.min_ttl_ms.is_some() && !sys.join("kernel/mm/lru_gen/min_ttl_ms").exists() {
+        return Err(Unsupported(
+            "--min-ttl-ms: this kernel has no multi-generational LRU (/sys/kernel/mm/lru_gen/min_ttl_ms)".into(),
+        )
+        .into());
+    }
+    for (k, _) in arm.sysctls() {
+        let path = std::path::Path::new("/proc/sys").join(k.replace('.', "/"));
+        if !path.exists() {
+            let flag = if k == "vm.swappiness" { "--swappiness" } else { "--page-cluster" };
+            return Err(Unsupported(format!("{flag}: {k} does not exist on this kernel")).into());
+        }
     }
     Ok(())
 }

@@ -41,8 +41,8 @@ pub struct RunArgs {
 /// Where an experiment that may need a swap file puts it.
 #[derive(Debug, Args)]
 pub struct SwapfileArgs {
-    /// Directory for a swap file pagelab makes (a swap file store, or zswap with no
-    /// swap active): an absolute path that no one but root can change (as /var/tmp)
+    /// Directory for a swap file pagelab makes (a swap file store, or the one
+    /// behind zswap): an absolute path that no one but root can change (as /var/tmp)
     #[arg(long, default_value = "/var/tmp")]
     pub swapfile_dir: PathBuf,
 }

@@ -42,7 +42,9 @@ fn memory_store(a: &WscapArgs, p: &mut probe::Probe) -> (Option<BackingKind>, Op
                 // A swap file (or the user's own swap) is judged on the modes' own runs.
                 return (None, None);
             }
-            match sandbox::sandbox::check_swap_fs(&a.swapfile.swapfile_dir) {
+            let dir = &a.swapfile.swapfile_dir;
+            let room = |p: &mut probe::Probe| workloads::backing::check_room(BackingKind::Swapfile, a.size, dir, p);
+            match sandbox::sandbox::check_swap_fs(dir).and_then(|()| room(p)) {
                 Ok(()) => (Some(BackingKind::Swapfile), None),
                 Err(e) => (
                     None,

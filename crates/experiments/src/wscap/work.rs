@@ -104,8 +104,10 @@ pub fn validate(cfg: &WscapConfig, p: &mut probe::Probe) -> Result<(), SandboxEr
         ));
     }
     backing::validate_with_dir(cfg.backing, cfg.compressor.as_deref(), &cfg.swapfile_dir, p)?;
+    backing::check_room(cfg.backing, cfg.size, &cfg.swapfile_dir, p)?;
     if let Some(k) = cfg.memory_store {
         backing::validate_with_dir(k, None, &cfg.swapfile_dir, p)
+            .and_then(|()| backing::check_room(k, cfg.size, &cfg.swapfile_dir, p))
             .map_err(|e| SandboxError::Invalid(format!("--memory-store {}: {e}", k.name())))?;
     }
     sandbox::privilege::require_admin("wscap (creating a memory cgroup for the worker)", "run as root")?;

@@ -269,6 +269,9 @@ pub fn validate(cfg: &ThrashConfig, p: &mut probe::Probe) -> Result<Vec<Plan>, s
             ));
         }
         backing::validate_with_dir(*b, None, &cfg.swapfile_dir, p)?;
+        // The largest store a run makes (N × S; thrash's own runs add nothing).
+        let most = plans.iter().map(|pl| pl.consumers as u64 * pl.size_bytes).max().unwrap_or(0);
+        backing::check_room(*b, most, &cfg.swapfile_dir, p)?;
     }
     Ok(plans)
 }

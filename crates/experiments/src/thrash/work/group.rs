@@ -72,5 +72,11 @@ pub(crate) fn slow_disk(
     let (disk, name) = sandbox::disk::disk_of(&sb.roots().sys, file)
         .map_err(|e| sandbox::SandboxError::Unsupported(format!("--swap-iops: {e}")))?;
     let said = sb.io_limit(cg, disk, iops)?;
-    Ok(format!("a slow drive: the swap file's disk, {name}: {said}"))
+    let zswap = if sb.probe().zswap().enabled == Some(true) {
+        "; zswap is on here, so the run's pages are kept compressed in RAM first and the drive sees only what zswap \
+         writes back or rejects"
+    } else {
+        ""
+    };
+    Ok(format!("a slow drive: the swap file's disk, {name}: {said}{zswap}"))
 }
