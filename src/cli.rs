@@ -297,9 +297,10 @@ pub enum BenchWhat {
     /// eat's fill (the random pattern) and hash against memset of the same
     /// 256 MiB, side by side --repeat times: GB/s and each one's ratio to memset.
     Fill,
-    /// Each finding's negative control, run beside it at the quick lab's
-    /// scale and repeats: does the verdict turn (matches ↔ differs)? As root;
-    /// the runs go to --out.
+    /// Each finding's controls (negative: the mechanism removed; positive:
+    /// made to hold), run beside it at the quick lab's scale and repeats
+    /// (thrash's at the budget that holds its protocol): does the verdict
+    /// turn the way the control's role says? As root; the runs go to --out.
     Controls,
 }
 
