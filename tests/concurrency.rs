@@ -63,7 +63,7 @@ impl UsersSwap {
     fn new() -> Self {
         let id = std::fs::read_to_string("/sys/class/zram-control/hot_add").unwrap().trim().to_string();
         let me = UsersSwap(id);
-        std::fs::write(format!("/sys/block/zram{}/disksize", me.0), "64M").unwrap();
+        std::fs::write(format!("/sys/block/zram{}/disksize", me.0), "16M").unwrap();
         let dev = me.dev();
         // udev makes the node a moment after hot_add.
         common::wait_until("the zram device's node", Duration::from_secs(5), || Path::new(&dev).exists());
@@ -77,14 +77,6 @@ impl UsersSwap {
     fn dev(&self) -> String {
         format!("/dev/zram{}", self.0)
     }
-
-    /// The sectors written to it since it was made (its block stat's
-    /// seventh field: cumulative, where /proc/swaps' Used falls back to 0
-    /// once a run's pages are freed).
-    fn sectors_written(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/sys/block/zram{}/stat", self.0)).unwrap();
-        stat.split_whitespace().nth(6).unwrap().parse().unwrap()
-    }
 }
 
 impl Drop for UsersSwap {
@@ -96,10 +88,13 @@ impl Drop for UsersSwap {
 }
 
 /// The review's reproduction of item 1, beside a swap of the user's own
-/// (64 MiB): each run's zswap stands in front of a file of its own, never
-/// the user's swap. Nothing is written to the user's swap, and the 128 MiB
-/// run trims all its pages, which the user's 64 MiB of swap slots could not
-/// take (before 2026-12-01 zswap used them, and that run trimmed 64 MiB).
+/// (16 MiB): each run's zswap stands in front of a file of its own, not
+/// the user's swap, so each trims all its pages (64 and 128 MiB), which
+/// the user's 16 MiB of swap slots could not take (before 2026-12-01 zswap
+/// used them: with 64 MiB there, the 128 MiB run trimmed 64 MiB), and each
+/// names the user's swap. (Its writes are not counted: between the runs'
+/// files it is the machine's only swap, and the host's own reclaim, or a
+/// DAMON pageout scheme, may write to it then.)
 #[test]
 fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
     if !root_with("/sys/module/zswap/parameters/enabled") || !root_with("/sys/class/zram-control/hot_add") {
@@ -111,7 +106,6 @@ fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
         return;
     }
     let users = UsersSwap::new();
-    let written = users.sectors_written(); // mkswap's header
     let zswap = || std::fs::read_to_string("/sys/module/zswap/parameters/enabled").unwrap();
     let (before, zswap_before) = (system_state(), zswap());
     let tmp = tempfile::tempdir().unwrap();
@@ -132,7 +126,6 @@ fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
     assert_eq!(b.status.code(), Some(0), "{eb}");
     assert!(eb.contains("waiting for `pagelab eat`"), "the second run says whom it waits for: {eb}");
     let (va, vb) = (json(&a), json(&b));
-    assert_eq!(users.sectors_written(), written, "a zswap run wrote into the user's swap");
     // Each run had its own swap file behind zswap, and trimmed its own pages.
     for (v, size) in [(&va, 64u64 << 20), (&vb, 128 << 20)] {
         let r = result(v, "random");
@@ -143,7 +136,8 @@ fn two_zswap_runs_at_once_leave_zswap_as_it_was() {
     let semi = result(&vb, "semi")["stored_fraction"].as_f64().unwrap();
     assert!((0.12..=0.35).contains(&semi), "semi stored_fraction {semi}");
     for e in [&ea, &eb] {
-        assert!(e.contains("the machine's own swap (") && e.contains("is left as it is"), "{e}");
+        let named = format!("the machine's own swap ({})", users.dev());
+        assert!(e.contains(&named) && e.contains("is left as it is"), "{e}");
     }
     assert_eq!(zswap(), zswap_before, "zswap must end as it began");
     assert_eq!(system_state(), before);

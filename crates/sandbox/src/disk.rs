@@ -113,15 +113,22 @@ pub fn io_limit_support(p: &mut probe::Probe) -> std::result::Result<(), String>
             let sc = root.join("cgroup.subtree_control");
             if std::fs::read_to_string(&sc).unwrap_or_default().split_ascii_whitespace().any(|c| c == "io") {
                 // A group the root gives `io` has io.max where the kernel
-                // throttles; one with none to look at passes.
+                // throttles. Refused only where groups given `io` exist and
+                // none has it (one may vanish while it is read); none to
+                // look at passes.
                 let given_io = |d: &Path| {
                     let c = std::fs::read_to_string(d.join("cgroup.controllers")).unwrap_or_default();
                     c.split_ascii_whitespace().any(|c| c == "io")
                 };
-                let child =
-                    std::fs::read_dir(&root).into_iter().flatten().flatten().map(|e| e.path()).find(|d| given_io(d));
-                match child {
-                    Some(d) if !d.join("io.max").exists() => {
+                let given: Vec<PathBuf> = std::fs::read_dir(&root)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|d| given_io(d))
+                    .collect();
+                match given.first() {
+                    Some(d) if !given.iter().any(|d| d.join("io.max").exists()) => {
                         Err(format!("{} has the io controller but no io.max; {NO_THROTTLING}", d.display()))
                     }
                     _ => Ok(()),

@@ -155,12 +155,17 @@ impl Sandbox {
 
     /// Makes the cgroup directory `dir`, journaled first; where the making
     /// fails (it exists already, say), the record is taken back, so that a
-    /// restore never removes a directory this run did not make.
+    /// restore never removes a directory this run did not make. (A crash
+    /// between the record and its taking back still leaves it to a later
+    /// restore, as any change journaled and not yet made is.)
     pub(crate) fn make_cgroup_dir(&mut self, dir: &Path) -> Result<()> {
         let seq = self.record(Change::CgroupDir { path: dir.to_path_buf() })?;
         if let Err(e) = std::fs::create_dir(dir) {
-            self.forget(seq)?;
-            return Err(SandboxError::io("creating the cgroup", dir, e));
+            let made = SandboxError::io("creating the cgroup", dir, e);
+            return Err(match self.forget(seq) {
+                Ok(()) => made,
+                Err(j) => SandboxError::Other(format!("{made}; and taking its record back failed: {j}")),
+            });
         }
         Ok(())
     }
@@ -516,10 +521,26 @@ const SWAP_ROOM_MARGIN: u64 = 256 << 20;
 /// Whether the file system of `real` (`dir` with its links resolved) has
 /// room for a swap file of `size` bytes and [`SWAP_ROOM_MARGIN`] to spare,
 /// counting only what users may fill (root's reserve, which fallocate as
-/// root could take, is the host's). Read only; a file system whose free
-/// space cannot be read passes.
+/// root could take, is the host's). The swap files of other pagelab runs
+/// on it count as free: a run checked before it waits for the machine
+/// finds them gone when its turn comes (runs hold the machine one at a
+/// time, and a dead run's is restored first). Read only; a file system
+/// whose free space cannot be read passes.
 pub fn check_swap_room(dir: &Path, real: &Path, size: u64) -> Result<()> {
-    match crate::guard::disk_free(real) {
+    check_swap_room_in(dir, real, size, &journal::dir())
+}
+
+/// [`check_swap_room`] with the runs' journals in `journals`.
+fn check_swap_room_in(dir: &Path, real: &Path, size: u64, journals: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(real).map(|m| m.dev()).ok();
+    let runs: u64 = journal::pagelab_swaps(journals)
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.file_type().is_file() && Some(m.dev()) == dev)
+        .map(|m| m.blocks().saturating_mul(512))
+        .sum();
+    match crate::guard::disk_free(real).map(|f| f.saturating_add(runs)) {
         Some(free) if free < size.saturating_add(SWAP_ROOM_MARGIN) => Err(SandboxError::Invalid(format!(
             "--swapfile-dir {}: a swap file of {} needs it and {} to spare, and its file system has {} free; \
              free some space or give another --swapfile-dir",
@@ -646,5 +667,30 @@ mod tests {
         sb.make_cgroup_dir(&ours).unwrap();
         sb.restore().unwrap();
         assert!(!ours.exists(), "the run's own directory is removed");
+    }
+
+    /// Another pagelab run's swap file on the same file system counts as
+    /// free room (it is gone when this run's turn comes): a size just over
+    /// what is free passes beside one, and is refused without.
+    #[test]
+    fn another_runs_swap_file_counts_as_room() {
+        use std::os::fd::AsRawFd;
+        let t = tempfile::tempdir().unwrap();
+        let theirs = t.path().join("pagelab-1-0.swap");
+        let f = std::fs::File::create(&theirs).unwrap();
+        // SAFETY: a valid fd; allocates 64 MiB of blocks.
+        assert_eq!(unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, 64 << 20) }, 0, "fallocate");
+        let journals = t.path().join("j");
+        std::fs::create_dir(&journals).unwrap();
+        let mut j = Journal::create(&journals, "other").unwrap();
+        j.record(Change::SwapFile { path: theirs.clone() }).unwrap();
+        let empty = t.path().join("none");
+        std::fs::create_dir(&empty).unwrap();
+        let free = crate::guard::disk_free(t.path()).unwrap();
+        // 32 MiB over what is free to users, past the margin.
+        let size = (free + (32 << 20)).saturating_sub(SWAP_ROOM_MARGIN);
+        check_swap_room_in(t.path(), t.path(), size, &journals).unwrap();
+        let e = check_swap_room_in(t.path(), t.path(), size, &empty).unwrap_err().to_string();
+        assert!(e.contains("to spare, and its file system has"), "{e}");
     }
 }
