@@ -410,7 +410,8 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
             let limit = rec["limit_bytes"].as_u64().unwrap();
             // Not below the hot set; a candidate that stopped as futile may
             // hand over to a larger limit, up to the peak.
-            assert!((16 * MIB..=peak.div_ceil(MIB) * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
+            let top = r["baseline"]["peak_bytes_max"].as_u64().unwrap();
+            assert!((16 * MIB..=top.div_ceil(MIB) * MIB).contains(&limit), "recommended {} MiB: {err}", limit / MIB);
             assert!(rec["upper_bound"].as_f64().unwrap() <= 1.30);
             // Under 48 MiB at least 40 MiB of random bytes sit in zram, held
             // in about as much RAM: the first line says zram saves nothing.
@@ -420,9 +421,13 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
             }
         }
         None => {
+            // The safe limit is the highest peak of the unlimited runs, not
+            // the first's (it was 1 MiB over the first's once, 2026-12-01).
             let u = &r["unverified"];
-            assert_eq!(u["safe_limit_bytes"].as_u64().unwrap(), peak.div_ceil(MIB) * MIB);
-            let line = format!("MemoryMax={}M", peak.div_ceil(MIB));
+            let top = r["baseline"]["peak_bytes_max"].as_u64().unwrap();
+            assert!(top >= peak, "the peaks' maximum {top} under the first run's {peak}");
+            assert_eq!(u["safe_limit_bytes"].as_u64().unwrap(), top.div_ceil(MIB) * MIB);
+            let line = format!("MemoryMax={}M", top.div_ceil(MIB));
             assert!(u["lines"][0].as_str().unwrap().contains(&line), "{u}");
             println!("not verified here: {}", u["summary"]);
         }
