@@ -205,7 +205,8 @@ pub struct LabArgs {
     /// Print lab.json (with the report's path) on stdout at the end.
     #[arg(long)]
     pub json: bool,
-    /// Print the plan and exit without running anything.
+    /// Print the plan and exit without running anything (with --json, the
+    /// plan as JSON on stdout: schema/lab-plan.schema.json).
     #[arg(long)]
     pub dry_run: bool,
     /// Time to spend (e.g. 5m, 300s): after the first pass, the experiments

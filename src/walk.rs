@@ -164,6 +164,10 @@ mod tests {
                 whole::<crate::lab::LabOutput>("pagelab/schema/lab.schema.json", "pagelab lab.json (and lab --json)"),
             ),
             (
+                "schema/lab-plan.schema.json",
+                whole::<crate::lab::LabPlan>("pagelab/schema/lab-plan.schema.json", "pagelab lab --dry-run --json"),
+            ),
+            (
                 "schema/findings.schema.json",
                 part::<report::verdict::Findings<'static>>("pagelab/schema/findings.schema.json", "pagelab findings"),
             ),

@@ -128,15 +128,37 @@ fn lab_without_root_completes_and_reports_what_it_skipped() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let dir = tmp.path().join("lab");
-    let out = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
-        .arg(common::bin_for_anyone(tmp.path()))
-        // --only: one pass, no budget (the VM test runs the whole smoke lab
-        // as nobody, where heap, mapping and assess complete too): a step that completes
-        // without root (eat, its store skipped) and two that are skipped.
-        .args(["lab", "--smoke", "--only", "eat,wscap,thrash", "--out", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let bin = common::bin_for_anyone(tmp.path());
+    let as_nobody = |args: &[&str]| {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+            .arg(&bin)
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    // The whole smoke lab's plan, as JSON, before anything runs: what needs
+    // no root is planned, the rest skipped with why.
+    let plan = as_nobody(&["lab", "--smoke", "--dry-run", "--json"]);
+    assert!(plan.status.success(), "{}", String::from_utf8_lossy(&plan.stderr));
+    let plan: Value = serde_json::from_slice(&plan.stdout).expect("lab --dry-run --json prints JSON");
+    common::assert_schema("lab-plan", &plan);
+    assert_eq!((plan["kind"].as_str(), plan["root"].as_bool()), (Some("lab-plan"), Some(false)), "{plan}");
+    let planned = |n: &str| plan["steps"].as_array().unwrap().iter().find(|s| s["experiment"] == n).unwrap().clone();
+    for n in ["heap", "mapping", "assess"] {
+        assert_eq!(planned(n)["state"], "planned", "{plan}");
+    }
+    for n in ["thrash", "jank", "rightsize"] {
+        assert_eq!(planned(n)["state"], "skipped", "{plan}");
+        assert!(planned(n)["reason"].as_str().unwrap().contains("needs root"), "{plan}");
+    }
+    // Run where nobody may write (its directory is 0777): a dry run wrote nothing there.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "a dry run wrote nothing beside the binary's copy");
+    // --only: one pass, no budget (the VM test runs a part of the smoke lab
+    // as nobody on pure cgroup v2): steps that complete without root (eat,
+    // its store skipped; heap; mapping) and two that are skipped.
+    let out = as_nobody(&["lab", "--smoke", "--only", "eat,heap,mapping,wscap,thrash", "--out", dir.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(system_state(), before);
@@ -152,8 +174,10 @@ fn lab_without_root_completes_and_reports_what_it_skipped() {
         assert_eq!(step("wscap")["state"], "skipped");
         assert!(step("eat")["note"].as_str().unwrap().contains("root"));
     }
-    assert_eq!(step("eat")["state"], "complete", "{}", step("eat"));
-    assert_eq!(lab["steps"].as_array().unwrap().len(), 3, "{lab}");
+    for n in ["eat", "heap", "mapping"] {
+        assert_eq!(step(n)["state"], "complete", "{}", step(n));
+    }
+    assert_eq!(lab["steps"].as_array().unwrap().len(), 5, "{lab}");
     // The text summary and the report both say what was skipped and why.
     assert!(text.contains("skipped: needs root"), "{text}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();

@@ -476,6 +476,21 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     let passes = passes_for(budget, &steps);
     print_plan(&say, &m, mode, &findings, &steps, expect, budget.map(|b| (b, passes)));
     if a.dry_run {
+        if a.json {
+            let plan = LabPlan {
+                kind: "lab-plan".into(),
+                mode: mode.into(),
+                root: m.root,
+                cpus: m.cpus,
+                ram_bytes: m.ram_bytes,
+                expect_s: expect,
+                budget_s: budget,
+                passes,
+                doctor: serde_json::to_value(&findings.json)?,
+                steps,
+            };
+            experiments::kit::print_json(&plan)?;
+        }
         return Ok(());
     }
 
@@ -590,6 +605,39 @@ pub struct LabOutput {
     /// Its report.html (lab --json only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_html: Option<String>,
+}
+
+/// `pagelab lab --dry-run --json`: the plan, as lab.json would begin it,
+/// before anything runs (schema/lab-plan.schema.json is generated from this
+/// type). The plan is made as a run makes it (the same machine, doctor and
+/// budget), so a skipped step's reason is the one the run would record.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct LabPlan {
+    /// Always "lab-plan".
+    #[schemars(extend("const" = "lab-plan"))]
+    pub kind: String,
+    /// The lab's mode.
+    #[schemars(extend("enum" = ["smoke", "quick", "full"]))]
+    pub mode: String,
+    pub root: bool,
+    pub cpus: u32,
+    pub ram_bytes: u64,
+    /// The first pass's estimate, seconds.
+    pub expect_s: f64,
+    /// The budget, seconds (`--budget`, or the quick and smoke labs' own);
+    /// absent where the plan runs once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub budget_s: Option<f64>,
+    /// The passes the budget plans before any data.
+    #[schemars(range(min = 1))]
+    pub passes: u32,
+    /// `pagelab doctor --json`, taken before the plan
+    /// (schema/doctor-output.schema.json).
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub doctor: serde_json::Value,
+    /// Each experiment's step: "planned", or "skipped" with its reason.
+    pub steps: Vec<Step>,
 }
 
 /// The report, the summary (or lab.json on stdout), and the lab's exit: an
