@@ -282,7 +282,7 @@ pub fn lab_step(m: &Machine, scale: Scale, _budget: Option<f64>) -> Step {
     // heap: thread counts up to 128 (full) or 2 × cores (quick). heap.growth
     // takes the study's Linux step (Table 2: 4 → 8 threads on 4 cores), the
     // cores to twice as many, so every scale runs both; concurrent_linux
-    // compares at the cores' count (a thread on every CPU).
+    // compares at the most threads up to the cores (each on a CPU of its own).
     let c = m.cpus;
     let mut threads: Vec<u32> = match scale {
         Scale::Full => vec![1, 2, 4, 8, 16, 32, 64, 128, c.min(64), (2 * c).min(128)],
