@@ -199,15 +199,18 @@ fn each_control_changes_its_lab_steps_arguments() {
 }
 
 /// A control turns its finding only the way its role says: a negative
-/// one from matches to differs, a positive one from differs to matches
-/// (or to the check's result that says the same); the review found a
-/// negative control counted as turned from differs to matches.
+/// one from matches to differs, a positive one from differs to matches;
+/// the review found a negative control counted as turned from differs to
+/// matches, and (2026-11-30) eat.semi_fraction's `--block 1` counted as
+/// turned into a check, the random pattern's fact.
 #[test]
 fn a_control_turns_only_the_way_its_role_says() {
     let n = Negative(Above);
     for (base, control, role, side, want) in [
         ("matches", "differs", n, true, (true, false, false, false, false)),
-        ("matches", "check failed", n, true, (true, true, false, false, false)),
+        // Into a check's result (every value of the control the same):
+        // shown as moved, never counted, as a check on the lab's side.
+        ("matches", "check failed", n, true, (false, true, false, false, false)),
         ("matches", "differs", n, false, (false, false, false, false, false)),
         ("matches", "check failed", n, false, (false, false, false, false, false)),
         ("differs", "matches", n, true, (false, false, false, false, true)),
@@ -224,7 +227,7 @@ fn a_control_turns_only_the_way_its_role_says() {
         ("matches", "check passed", n, true, (false, false, false, false, false)),
         ("matches", "not checked", n, true, (false, false, false, false, false)),
         ("differs", "matches", Positive, false, (true, false, false, false, false)),
-        ("differs", "check passed", Positive, true, (true, true, false, false, false)),
+        ("differs", "check passed", Positive, true, (false, true, false, false, false)),
         ("matches", "differs", Positive, true, (false, false, false, false, true)),
         ("differs", "check failed", Positive, true, (false, false, false, false, false)),
         ("inconclusive", "matches", Positive, true, (false, false, false, false, false)),
@@ -275,9 +278,13 @@ fn a_control_turns_only_the_way_its_role_says() {
         t("mapping.c", Instrument, "differs", "matches"),
         t("mapping.d", n, "matches", "differs"),
         t("thrash.e", n, "check passed", "differs"),
+        t("eat.f", n, "matches", "check failed"),
     ];
-    // thrash.e moved its way from a check: run, shown, not turned.
-    assert_eq!(count(&turns), (2, 5));
+    // thrash.e moved its way from a check, eat.f into one: run, shown, not
+    // turned.
+    assert_eq!(count(&turns), (2, 6));
+    assert!(turns[6].turned_as_check && !turns[6].turned);
+    assert!(row(&turns[6]).contains("| no: it moved its way into a check"), "{}", row(&turns[6]));
     assert!(turns[5].turned_from_check && !turns[5].turned);
     assert!(row(&turns[5]).contains("| no: it moved its way from a check"), "{}", row(&turns[5]));
     assert_eq!(serde_json::to_value(&turns[5]).unwrap()["turned_from_check"], true);

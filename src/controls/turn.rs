@@ -26,12 +26,13 @@ pub struct Turn {
     pub control_gate_lifted: bool,
     /// Turned the way its role says: a negative control from matches to
     /// differs on the side it predicts, a positive one from differs to
-    /// matches, or to the check's result that says the same where the
-    /// control's values were identical ([`report::verdict`]: the
-    /// configuration alone made the claim false, or true). Never the other
-    /// way, and never an instrument check.
+    /// matches. Never the other way, never into a check's result, and
+    /// never an instrument check.
     pub turned: bool,
-    /// It turned into a check's result, not a finding's.
+    /// It moved its way into a check's result: every value of the control
+    /// was the same ([`report::verdict`]: the configuration alone fixed
+    /// it). Shown, never counted as a turn: a check is no evidence, on the
+    /// control's side as on the lab's.
     pub turned_as_check: bool,
     /// It moved its way from a check's result: every value of the run as
     /// the lab makes it was the same (thrash.recovery's four repeats all
@@ -50,9 +51,10 @@ pub struct Turn {
 /// How a control moved a finding's verdict ([`turned`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Moved {
-    /// Turned its way (never an instrument check).
+    /// Turned its way (never into a check's result, never an instrument
+    /// check).
     pub(super) turned: bool,
-    /// It turned into a check's result (never an instrument check).
+    /// It moved its way into a check's result (shown, not a turn).
     pub(super) as_check: bool,
     /// It moved its way from a check's result (shown, not a turn).
     pub(super) from_check: bool,
@@ -65,9 +67,10 @@ pub(super) struct Moved {
 /// How a control of `role` moved `base` to `control`. `side` says whether
 /// the control's estimate lay on the side a negative control predicts.
 /// A base that is a check's result of the same direction (every value of
-/// the run as the lab makes it the same) is shown as moved, never counted:
-/// a check is no evidence. Inconclusive, not checked and the rest never
-/// turn.
+/// the run as the lab makes it the same), or a control that moved into
+/// one (every value of the control the same), is shown as moved, never
+/// counted: a check is no evidence. Inconclusive, not checked and the rest
+/// never turn.
 pub(super) fn turned(base: &str, control: &str, role: Role, side: bool) -> Moved {
     use report::verdict::Outcome::*;
     let (want, want_check) = role.expects();
@@ -77,7 +80,7 @@ pub(super) fn turned(base: &str, control: &str, role: Role, side: bool) -> Moved
     let as_check = base == from.word() && control == want_check.word() && side;
     let instrument = role == Instrument;
     Moved {
-        turned: moved(base) && !instrument,
+        turned: moved(base) && !as_check && !instrument,
         as_check: as_check && !instrument,
         from_check: base == from_check.word() && moved(from.word()) && !instrument,
         reads_other_way: moved(base) && instrument,
@@ -126,7 +129,9 @@ pub(super) fn row(t: &Turn) -> String {
                 .to_string()
         }
         (_, _, true, _) => "it reads the other way (an instrument check, not a turn)".to_string(),
-        (true, true, ..) => "yes (as a check: every value the same)".to_string(),
+        (_, true, ..) => {
+            "no: it moved its way into a check (every value of the control the same), which is no evidence".to_string()
+        }
         (true, false, ..) => "yes".to_string(),
         (false, _, _, true) => format!("cannot: the lab's run already {}", t.verdict),
         _ => "no".to_string(),

@@ -400,7 +400,7 @@ pub struct JankLab {
     pub swappiness: Vec<u32>,
     pub page_cluster: Vec<u32>,
     pub min_ttl_ms: Vec<u32>,
-    /// Every arm under the CPU-only limit (jank.zram_tenfold's control).
+    /// Every arm under the CPU-only limit (nothing pages: a baseline).
     pub cpu_only: bool,
     /// The swap file's disk slowed to this many I/Os a second
     /// (jank.zram_tenfold's positive control).

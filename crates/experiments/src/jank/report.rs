@@ -52,8 +52,9 @@ pub static FINDINGS: [Finding<JankResult>; 3] = [
             floor: 0.001,
             own: true,
             check: false,
-            control: "negative: both stores under the CPU-only limit (jank --cpu-only): the group holds the hog \
-                      twice over, nothing pages, and the stores' p99s are alike (a ratio near 1). Positive: the swap \
+            control: "negative: a swap file whose drive never waits (a RAM disk under it) would take away the \
+                      drive's wait the claim is about; pagelab has no such store, so none is run (the CPU-only limit \
+                      named here before 2026-12-02 touched neither store: a relabelled arm, not a control). Positive: the swap \
                       file on a drive as slow as a memory card (jank --swap-iops 3000: the disk under it limited to \
                       3000 reads and writes a second for the hog's group), so that each page faulted back waits on a \
                       drive, as drive-based swap does",

@@ -157,6 +157,12 @@ pub fn only_sleep_removed(r: &ThrashResult) -> bool {
     plan.sleep_ms == 0.0
         && !plan.cpu_only
         && plan.consumers == crate::thrash::work::DEFAULT_CONSUMERS
+        && plan.size_bytes
+            == crate::thrash::work::scaled_size(
+                crate::thrash::work::DEFAULT_SIZE,
+                plan.scale,
+                workloads::mm::page_size() as u64,
+            )
         && plan.writes == ((study.1 as f64 * plan.scale).round() as u64).max(1)
         && near(plan.stagger_ms, scaled(study.3))
         && p.breaks.iter().all(|b| b == CUSTOM)
@@ -409,6 +415,7 @@ mod tests {
         assert!(control(&|_| {}));
         assert!(!control(&|r| r.plan.as_mut().unwrap().sleep_ms = 3.5), "it slept");
         assert!(!control(&|r| r.plan.as_mut().unwrap().writes = 100), "W is not the preset's");
+        assert!(!control(&|r| r.plan.as_mut().unwrap().size_bytes = 20 << 20), "S is not the preset's");
         assert!(!control(&|r| r.plan.as_mut().unwrap().stagger_ms = 35.0), "t_c is not the preset's");
         assert!(!control(&|r| r.plan.as_mut().unwrap().consumers = 4), "N is not the study's");
         assert!(!control(&|r| r.plan.as_mut().unwrap().preset = "e9-custom".into()), "no such preset");

@@ -292,7 +292,7 @@ pub static FINDINGS: [Finding<WscapResult>; 3] = [
             floor: 0.001,
             own: false,
             check: false,
-            control: "a cap above the working set (cap-max at 1.5x what the scan touches): nothing is pushed out, so the slowdown is about 1, far below 100",
+            control: "a cap above the working set (--cap at twice --size, what the scan touches): nothing is pushed out, so the slowdown is about 1, far below 100",
             yes: "every scan faults the capped half back in from (compressed) swap, one page at a time",
             no: "the cap here costs far less than orders of magnitude: the swap-in path is much cheaper on this machine \
                  than the study's",

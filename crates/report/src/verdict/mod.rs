@@ -503,6 +503,50 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
     v
 }
 
+/// What `bench controls` holds a control's verdict to: the lab's own rule,
+/// Holm in its finding's family, over a family of the size it had where the
+/// finding was decided (`m`, from the run as the lab makes it). `others`
+/// are the p-values of the other findings the control's run judged in that
+/// family; each one the control's run could not judge counts as p = 1 (it
+/// is there, and decides nothing), so that a control whose run judged
+/// fewer findings does not get a smaller family and an easier turn (the
+/// review of 2026-11-30: thrash's controls of e2 alone, eat's swap file
+/// where semi_fraction has no p). The decision is `v`'s own test (its
+/// values read to its resolution, or its crossover fit) at that adjusted
+/// p, the floor rule tried at Holm's factor, and a censored value never
+/// matches. A verdict outside the protocol is decided as if it were inside
+/// (its [`Verdict::ungated`] p; whether the control may lift the gate is
+/// the caller's question). A check's result stays as it is (no p: no
+/// evidence either way), and so does a claim the run could not test.
+pub fn held_at(v: &Verdict, others: &[f64], m: usize) -> Outcome {
+    let own = match (v.outcome, v.ungated) {
+        (Outcome::OutsideProtocol, Some((o, _))) => o,
+        (o, _) => o,
+    };
+    if !matches!(own, Outcome::Matches | Outcome::Differs | Outcome::Inconclusive) || v.kind == Kind::Check {
+        return own;
+    }
+    let Some(test) = test_of(v, &v.region, v.resolution) else { return Outcome::Inconclusive };
+    let (p, lean) = test.p();
+    // v's own p first, then the others', then the family's absent members.
+    let n = (1 + others.len()).max(m);
+    let ps: Vec<Option<f64>> = std::iter::once(Some(p))
+        .chain(others.iter().map(|x| Some(*x)))
+        .chain(std::iter::repeat(Some(1.0)))
+        .take(n)
+        .collect();
+    let adjusted = claim::holm_adjust(&ps)[0].unwrap_or(1.0);
+    let d = if adjusted <= ALPHA { lean } else { Decision::Inconclusive };
+    let mult = if p > 0.0 { (adjusted / p).max(1.0) } else { n as f64 };
+    let d = if floor_changes_of(v, d, v.resolution, ALPHA, mult).is_some() { Decision::Inconclusive } else { d };
+    match d {
+        Decision::Matches if v.censored > 0 => Outcome::Inconclusive,
+        Decision::Matches => Outcome::Matches,
+        Decision::Differs => Outcome::Differs,
+        Decision::Inconclusive => Outcome::Inconclusive,
+    }
+}
+
 /// A check: passed when every repeat lies inside the region, failed
 /// otherwise; no interval, no p, no family ([`Kind::Check`]).
 fn judge_check(v: &mut Verdict, c: &Claim, identical: bool) {

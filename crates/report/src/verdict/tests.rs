@@ -366,3 +366,50 @@ fn the_floor_never_decides() {
     assert_eq!((at(1e-4), at(1e-3)), (Some(Decision::Matches), Some(Decision::Inconclusive)));
     assert_eq!((mixed.outcome, mixed.at_resolution), (Outcome::Inconclusive, true), "{mixed:?}");
 }
+
+/// `bench controls` holds every control's verdict to its finding's family
+/// as the lab's run judged it (Holm over that family's size), not to
+/// whatever family the control's own run judged it in: the review of
+/// 2026-11-30 found controls decided in families shrunk by findings their
+/// runs could not judge.
+#[test]
+fn a_control_is_held_to_its_findings_family() {
+    let all: Vec<Metric> = Vec::new();
+    let ok = Ms { all: &all, protocol: Ok(()) };
+    let v = judge(&C, &ok, Ok(vec![1.4, 1.3, 1.5, 1.35]));
+    assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
+    let p = v.p.unwrap();
+    assert!(p > 1e-4 && p < 0.05, "{p}");
+    assert_eq!(held_at(&v, &[], 1), Outcome::Matches);
+    // The largest family it survives alone, and one more: the members the
+    // control's run did not judge count, as p = 1.
+    let m = (0.05 / p).floor() as usize;
+    assert!(m >= 2, "{m}");
+    assert_eq!(held_at(&v, &[], m), Outcome::Matches, "p × {m} = {}", p * m as f64);
+    assert_eq!(held_at(&v, &[], m + 1), Outcome::Inconclusive, "p × {} = {}", m + 1, p * (m + 1) as f64);
+    assert_eq!(held_at(&v, &vec![0.9; m], m + 1), Outcome::Inconclusive, "larger p's change nothing");
+    // Holm, not Bonferroni: where the others' p's are smaller, v is
+    // tested last, at α alone.
+    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1), Outcome::Matches);
+    // A family larger in the control's run than in the lab's keeps its size.
+    assert_eq!(held_at(&v, &vec![0.9; m], 1), Outcome::Inconclusive);
+    // A differs is held alike.
+    let d = judge(&C, &ok, Ok(vec![0.5, 0.55, 0.52, 0.48]));
+    assert_eq!((d.outcome, held_at(&d, &[], 10)), (Outcome::Differs, Outcome::Differs));
+    // Outside the protocol: decided as if inside where the run kept what
+    // the rules gave (the caller says whether the control may lift it).
+    let mut out = v.clone();
+    (out.ungated, out.outcome) = (Some((out.outcome, out.p)), Outcome::OutsideProtocol);
+    assert_eq!((held_at(&out, &[], 1), held_at(&out, &[], m + 1)), (Outcome::Matches, Outcome::Inconclusive));
+    out.ungated = None;
+    assert_eq!(held_at(&out, &[], 1), Outcome::OutsideProtocol);
+    // A check's result has no p to hold: it stays, at any family.
+    let c = judge(&C, &ok, Ok(vec![1.5; 4]));
+    assert_eq!((c.kind, held_at(&c, &[], 1_000)), (Kind::Check, Outcome::CheckPassed));
+    // A lower bound never matches, whatever the level.
+    let cens = judge_censored(&C, &ok, Ok(vec![1.4, 1.3, 1.5, 1.35]), 1);
+    assert_ne!(held_at(&cens, &[], 1), Outcome::Matches);
+    // Not checked stays not checked.
+    let none = judge(&C, &ok, Err("no arm".into()));
+    assert_eq!(held_at(&none, &[], 1), Outcome::NotChecked);
+}

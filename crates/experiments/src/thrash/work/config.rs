@@ -207,9 +207,7 @@ impl ThrashConfig {
                 let ft = self.time_scale.unwrap_or(f);
                 let page = workloads::mm::page_size() as u64;
                 let n = self.consumers.unwrap_or(DEFAULT_CONSUMERS);
-                // `as u64` saturates; the page rounding must not wrap either.
-                let size =
-                    ((self.size.unwrap_or(DEFAULT_SIZE) as f64 * f) as u64).div_ceil(page).max(1).saturating_mul(page);
+                let size = scaled_size(self.size.unwrap_or(DEFAULT_SIZE), f, page);
                 let writes = ((self.writes.unwrap_or(p.1) as f64 * f).round() as u64).max(1);
                 let sleep = self.sleep.unwrap_or(p.2).as_secs_f64() * 1e3 * ft;
                 let stagger = self.stagger.unwrap_or(p.3).as_secs_f64() * 1e3 * ft;
@@ -234,6 +232,12 @@ impl ThrashConfig {
             })
             .collect()
     }
+}
+
+/// S under the size factor `f`, whole pages of `page` bytes, at least one.
+pub fn scaled_size(size: u64, f: f64, page: u64) -> u64 {
+    // `as u64` saturates; the page rounding must not wrap either.
+    ((size as f64 * f) as u64).div_ceil(page).max(1).saturating_mul(page)
 }
 
 pub fn parse_presets(s: &str) -> Result<Vec<String>, String> {
