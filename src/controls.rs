@@ -80,9 +80,13 @@ fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<St
     })
 }
 
+mod judged;
 mod mark;
 mod role;
 mod turn;
+#[cfg(test)]
+use judged::each_thrash_run;
+use judged::{Lift, judge, thrash_cpu_only, thrash_sleep_removed};
 pub use role::Role;
 use role::{Above, Below};
 use role::{Instrument, Negative, Positive};
@@ -94,7 +98,7 @@ struct Here {
     zswap_compressors: Vec<String>,
 }
 
-/// eat.semi_fraction's negative control's block, bytes: small enough that
+/// eat.semi_fraction's instrument check's block, bytes: small enough that
 /// the literal and match an LZ compressor spends per block come to more
 /// than 0.30 of it, large enough that the page still compresses (a block of
 /// 1 is the random pattern, stored at full size in every repeat: a check's
@@ -166,13 +170,13 @@ const CONTROLS: &[Control] = &[
         base: WHOLE,
     },
     Control {
-        ids: &[("eat.semi_fraction", Negative(Above))],
+        ids: &[("eat.semi_fraction", Instrument)],
         experiment: "eat",
         tag: "",
-        what: "--block 8: the semi pattern in blocks of 8 bytes, so each literal and match an LZ compressor spends \
-               on a block is paid every 8 bytes, not every 20 (lzo, lzo-rle: a byte and a two-byte match, about \
-               3/8; lz4: a token, a byte and an offset, about 1/2), above 0.30; a compressor with entropy coding \
-               (zstd) may code a block in under 2.4 bytes and not turn",
+        what: "--block 8: an instrument check, not a negative control (it removes no mechanism: the compressor \
+               still finds every block's repeat): the semi pattern in blocks of 8 bytes, so each literal and match \
+               an LZ compressor spends on a block is paid every 8 bytes, not every 20 (lzo, lzo-rle: a byte and a \
+               two-byte match, about 3/8; lz4: a token, a byte and an offset, about 1/2), above 0.30",
         change: |s| set(s, |a: &mut EatLab| a.block = SEMI_CONTROL_BLOCK),
         unavailable: None,
         lifts_gate: None,
@@ -510,104 +514,6 @@ fn run_or_keep(exe: &Path, experiment: &str, args: &[String], dir: &Path) -> any
     Ok(())
 }
 
-/// A finding's verdict in one run, as the table shows it.
-struct Judged {
-    verdict: String,
-    estimate: Option<f64>,
-    /// How many findings its family judged (the Holm family it was decided in).
-    family: usize,
-    /// The region it was judged against.
-    region: Option<record::stats::claim::Region>,
-}
-
-/// The verdict of `id` in the run at `dir`: as the run judged it (`held`
-/// None: the run as the lab makes it), or held to `held`'s family of `m`
-/// findings, the family its finding was decided in on the run as the lab
-/// makes it ([`report::verdict::held_at`]: Holm over a family of at least
-/// that size, each member the control's run could not judge counted at
-/// p = 1, the floor rule at Holm's factor), so that no control turns more
-/// easily than its finding was decided, whichever findings the control's
-/// own run could judge. With a
-/// [`Lift`], a verdict the protocol made "outside the protocol" is decided
-/// on its estimate alone where the lift accepts every run of the directory
-/// (it broke the protocol only as the control must).
-fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, usize)>) -> anyhow::Result<Judged> {
-    let r = report::html::Report::load(dir, report::html::Render::Never, experiments::catalog())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let f = r.findings();
-    let Some(v) = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v) else {
-        return Ok(Judged { verdict: "not judged".into(), estimate: None, family: 0, region: None });
-    };
-    use report::verdict::Outcome::{Differs, Inconclusive, Matches, OutsideProtocol};
-    let verdict = match held {
-        None => v.outcome.word().to_string(),
-        Some((lift, m)) => {
-            let lifted = lift.filter(|_| v.outcome == OutsideProtocol && v.ungated.is_some());
-            if let Some(Err(why)) = lifted.map(|ok| ok(dir)) {
-                format!("outside the protocol beyond what the control removes: {why}")
-            } else if v.outcome == OutsideProtocol && lifted.is_none() {
-                v.outcome.word().to_string()
-            } else {
-                let own = v.ungated.filter(|_| lifted.is_some()).map_or(v.outcome, |(o, _)| o);
-                // The others its run judged in its family (as lifted as it
-                // is, where the control lifts the gate).
-                let others: Vec<f64> = f
-                    .iter()
-                    .map(|(_, o)| *o)
-                    .filter(|o| o.id != id && o.family_name == v.family_name)
-                    .filter_map(|o| o.p.or_else(|| o.ungated.filter(|_| lifted.is_some()).and_then(|u| u.1)))
-                    .collect();
-                let at = report::verdict::held_at(v, &others, m);
-                if at == Inconclusive && matches!(own, Matches | Differs) {
-                    "inconclusive at the family's level".into()
-                } else {
-                    at.word().to_string()
-                }
-            }
-        }
-    };
-    Ok(Judged { verdict, estimate: v.estimate, family: v.family, region: Some(v.region) })
-}
-
-/// Whether every run in a control's directory broke the protocol only as
-/// the control must (Err: which did not).
-type Lift = fn(&Path) -> Result<(), String>;
-
-/// thrash's CPU-only control: every run in `dir` only had its paging
-/// taken away ([`experiments::thrash::protocol::only_paging_removed`]).
-fn thrash_cpu_only(dir: &Path) -> Result<(), String> {
-    each_thrash_run(dir, &["e1", "e2", "e3", "e4"], experiments::thrash::protocol::only_paging_removed)
-}
-
-/// thrash.writes' control: every run of the presets writes reads (e1 and
-/// e2) in `dir` only had its sleep taken away
-/// ([`experiments::thrash::protocol::only_sleep_removed`]). e4's short life
-/// with no sleep is a fill burst that breaks depth (every e4 run on
-/// 2026-11-29/30), which says nothing of e1 and e2.
-fn thrash_sleep_removed(dir: &Path) -> Result<(), String> {
-    each_thrash_run(dir, Which::Writes.presets(), experiments::thrash::protocol::only_sleep_removed)
-}
-
-/// Whether every thrash run of `presets` in `dir` passes `ok` (Err: the
-/// first that does not).
-fn each_thrash_run(
-    dir: &Path,
-    presets: &[&str],
-    ok: fn(&experiments::thrash::results::ThrashResult) -> bool,
-) -> Result<(), String> {
-    let b = std::fs::read(dir.join("run.json")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let run: serde_json::Value = serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let entries: Vec<experiments::thrash::results::Entry> = serde_json::from_value(run["results"].clone())
-        .map_err(|e| format!("{}: its results are not thrash's: {e}", dir.display()))?;
-    let read: Vec<_> =
-        entries.iter().filter(|e| presets.iter().any(|p| report::verdict::group_is(&e.result.preset, p))).collect();
-    match read.iter().find(|e| !ok(&e.result)) {
-        Some(e) => Err(format!("{} repeat {} broke more", e.result.preset, e.result.repeat_index + 1)),
-        None if read.is_empty() => Err("it has no runs".into()),
-        None => Ok(()),
-    }
-}
-
 pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(o) = a.only.iter().find(|o| !CONTROLS.iter().any(|c| selected(c, std::slice::from_ref(o)))) {
         let mut with: Vec<&str> = CONTROLS.iter().map(|c| c.experiment).collect();
@@ -714,44 +620,6 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         return crate::print_json(&doc);
     }
     print_table(&turns, &not_run, &out);
-    Ok(())
-}
-
-/// Judges each finding of `c` on the run as the lab makes it (`base`) and
-/// on its control (`ctl`), and adds a row per finding to `turns`.
-fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow::Result<()> {
-    for &(id, role) in c.ids {
-        let b = verdict_of(base, id, None)?;
-        let k = verdict_of(ctl, id, Some((c.lifts_gate, b.family)))?;
-        let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
-        // The side against both regions: the one the finding was judged by
-        // on the run as the lab makes it, and the one the control's verdict
-        // was (a region may depend on the run: eat.semi_fraction's
-        // compressor).
-        let side = match (role, &b.region, &k.region) {
-            (Negative(side), Some(rb), Some(rk)) => {
-                side.holds(control_estimate, rb) && side.holds(control_estimate, rk)
-            }
-            (Negative(_), ..) => false,
-            _ => true,
-        };
-        let m = turned(&verdict, &control_verdict, role, side);
-        turns.push(Turn {
-            id: id.to_string(),
-            control: c.what.to_string(),
-            role,
-            verdict,
-            estimate,
-            control_verdict,
-            control_estimate,
-            control_gate_lifted: c.lifts_gate.is_some(),
-            turned: m.turned,
-            turned_as_check: m.as_check,
-            turned_from_check: m.from_check,
-            reads_other_way: m.reads_other_way,
-            cannot_turn: m.cannot,
-        });
-    }
     Ok(())
 }
 

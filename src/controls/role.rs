@@ -13,8 +13,10 @@ pub enum Role {
     /// It makes the mechanism hold, so the claim is true there: it turns a
     /// finding that differs to matches.
     Positive,
-    /// It shows only that the instrument can read the other way (the same
-    /// fact as another finding's turn): never counted as a turn.
+    /// It shows only that the instrument can read the other way, matches to
+    /// differs or differs to matches (the same fact as another finding's
+    /// turn, or an input whose outcome the encoding alone predicts): never
+    /// counted as a turn.
     Instrument,
 }
 pub(super) use Role::{Instrument, Negative, Positive};

@@ -73,17 +73,22 @@ pub(super) struct Moved {
 /// never turn.
 pub(super) fn turned(base: &str, control: &str, role: Role, side: bool) -> Moved {
     use report::verdict::Outcome::*;
+    if role == Instrument {
+        // Either way between two decided verdicts; a check is no evidence.
+        let (m, d) = (Matches.word(), Differs.word());
+        let other = (base == m && control == d) || (base == d && control == m);
+        return Moved { turned: false, as_check: false, from_check: false, reads_other_way: other, cannot: false };
+    }
     let (want, want_check) = role.expects();
     let (from, from_check) = if want == Matches { (Differs, CheckFailed) } else { (Matches, CheckPassed) };
     let side = side || !matches!(role, Negative(_));
     let moved = |b: &str| b == from.word() && (control == want.word() || control == want_check.word()) && side;
     let as_check = base == from.word() && control == want_check.word() && side;
-    let instrument = role == Instrument;
     Moved {
-        turned: moved(base) && !as_check && !instrument,
-        as_check: as_check && !instrument,
-        from_check: base == from_check.word() && moved(from.word()) && !instrument,
-        reads_other_way: moved(base) && instrument,
+        turned: moved(base) && !as_check,
+        as_check,
+        from_check: base == from_check.word() && moved(from.word()),
+        reads_other_way: false,
         cannot: base == want.word() || base == want_check.word(),
     }
 }

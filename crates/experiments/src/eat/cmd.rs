@@ -182,7 +182,7 @@ pub struct EatLab {
     pub size: Size,
     pub compressor: Option<String>,
     pub backing: BackingKind,
-    /// The semi pattern's block, bytes (eat.semi_fraction's control: 8).
+    /// The semi pattern's block, bytes (eat.semi_fraction's instrument check: 8).
     pub block: u32,
 }
 

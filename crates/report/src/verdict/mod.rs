@@ -503,50 +503,6 @@ fn judge_fitted(c: &Claim, m: &Ms, evidence: Evidence, censored: usize, fit: Opt
     v
 }
 
-/// What `bench controls` holds a control's verdict to: the lab's own rule,
-/// Holm in its finding's family, over a family of the size it had where the
-/// finding was decided (`m`, from the run as the lab makes it). `others`
-/// are the p-values of the other findings the control's run judged in that
-/// family; each one the control's run could not judge counts as p = 1 (it
-/// is there, and decides nothing), so that a control whose run judged
-/// fewer findings does not get a smaller family and an easier turn (the
-/// review of 2026-11-30: thrash's controls of e2 alone, eat's swap file
-/// where semi_fraction has no p). The decision is `v`'s own test (its
-/// values read to its resolution, or its crossover fit) at that adjusted
-/// p, the floor rule tried at Holm's factor, and a censored value never
-/// matches. A verdict outside the protocol is decided as if it were inside
-/// (its [`Verdict::ungated`] p; whether the control may lift the gate is
-/// the caller's question). A check's result stays as it is (no p: no
-/// evidence either way), and so does a claim the run could not test.
-pub fn held_at(v: &Verdict, others: &[f64], m: usize) -> Outcome {
-    let own = match (v.outcome, v.ungated) {
-        (Outcome::OutsideProtocol, Some((o, _))) => o,
-        (o, _) => o,
-    };
-    if !matches!(own, Outcome::Matches | Outcome::Differs | Outcome::Inconclusive) || v.kind == Kind::Check {
-        return own;
-    }
-    let Some(test) = test_of(v, &v.region, v.resolution) else { return Outcome::Inconclusive };
-    let (p, lean) = test.p();
-    // v's own p first, then the others', then the family's absent members.
-    let n = (1 + others.len()).max(m);
-    let ps: Vec<Option<f64>> = std::iter::once(Some(p))
-        .chain(others.iter().map(|x| Some(*x)))
-        .chain(std::iter::repeat(Some(1.0)))
-        .take(n)
-        .collect();
-    let adjusted = claim::holm_adjust(&ps)[0].unwrap_or(1.0);
-    let d = if adjusted <= ALPHA { lean } else { Decision::Inconclusive };
-    let mult = if p > 0.0 { (adjusted / p).max(1.0) } else { n as f64 };
-    let d = if floor_changes_of(v, d, v.resolution, ALPHA, mult).is_some() { Decision::Inconclusive } else { d };
-    match d {
-        Decision::Matches if v.censored > 0 => Outcome::Inconclusive,
-        Decision::Matches => Outcome::Matches,
-        Decision::Differs => Outcome::Differs,
-        Decision::Inconclusive => Outcome::Inconclusive,
-    }
-}
-
 /// A check: passed when every repeat lies inside the region, failed
 /// otherwise; no interval, no p, no family ([`Kind::Check`]).
 fn judge_check(v: &mut Verdict, c: &Claim, identical: bool) {
@@ -582,61 +538,6 @@ fn judge_check(v: &mut Verdict, c: &Claim, identical: bool) {
     };
     let outcome = if inside { c.yes } else { c.no };
     v.why = format!("{why}; {outcome}{}", unusable_note(v));
-}
-
-/// The decision `d` taken at `floor`, tried again with the floor 10× larger
-/// and 10× smaller (`retry(f)`: the decision with floor f, at the same level):
-/// the floor it would change under, or None when it holds under both. A
-/// verdict that changes with the floor is the resolution's, not the data's
-/// (issue 57 item 4: stored fractions [0 ×6, 0.05 ×2] matched "≤ 0.01" with
-/// a floor of 1e-4 and were inconclusive with 1e-3).
-fn floor_changes(d: Decision, floor: f64, retry: impl Fn(f64) -> Decision) -> Option<f64> {
-    if d == Decision::Inconclusive || floor <= 0.0 {
-        return None;
-    }
-    [floor * 10.0, floor / 10.0].into_iter().find(|f| retry(*f) != d)
-}
-
-/// The test of a verdict: its crossover fit's ([`Verdict::fit`]) where it
-/// has one, else its values' read to `floor`.
-fn test_of(v: &Verdict, region: &Region, floor: f64) -> Option<claim::Test> {
-    match v.fit {
-        Some(f) => Some(claim::test_estimate(f.at, region)),
-        None => claim::test_at(&v.values, region, floor),
-    }
-}
-
-/// [`floor_changes`] for a verdict at level `alpha` after a multiplicity
-/// factor `mult`. A crossover fit is of the arms' own figures: it was fitted
-/// again with them read 10× coarser and 10× finer ([`Fit`]), and those
-/// decide at the same level or the verdict hangs on the resolution (the
-/// floor named is the claim's, 10× larger or smaller alike).
-fn floor_changes_of(v: &Verdict, d: Decision, floor: f64, alpha: f64, mult: f64) -> Option<f64> {
-    match v.fit {
-        Some(fit) => floor_changes(d, floor, |f| {
-            let refit = if f > floor { fit.coarser } else { fit.finer };
-            match refit.map(|e| claim::test_estimate(e, &v.region).p()) {
-                Some((p, lean)) if p * mult <= alpha => lean,
-                _ => Decision::Inconclusive,
-            }
-        }),
-        None => floor_changes(d, floor, |f| decide_at_floor(&v.raw, &v.region, f, alpha, mult)),
-    }
-}
-
-/// `raw` read to `floor`: each value at least one step.
-fn floored(raw: &[f64], floor: f64) -> Vec<f64> {
-    raw.iter().map(|x| x.max(floor)).filter(|x| *x > 0.0).collect()
-}
-
-/// The decision of values read to `floor` at level `alpha` after a
-/// multiplicity factor `mult` (1 alone; Holm's or Bonferroni's factor in a
-/// family).
-fn decide_at_floor(raw: &[f64], region: &Region, floor: f64, alpha: f64, mult: f64) -> Decision {
-    match claim::test_at(&floored(raw, floor), region, floor).map(|t| t.p()) {
-        Some((p, lean)) if p * mult <= alpha => lean,
-        _ => Decision::Inconclusive,
-    }
 }
 
 /// Whether an estimate and its interval are finite, positive numbers: values
@@ -836,8 +737,12 @@ pub fn alpha_by_pass(passes: u32) -> Vec<f64> {
 }
 
 mod doc;
+mod floor;
+mod held;
 mod passes;
 pub use doc::{FamilyDoc, Findings, GUARANTEE, METHOD, Row};
+use floor::{floor_changes, floor_changes_of, floored, test_of};
+pub use held::held_at;
 pub use passes::{judge_later, judge_stages};
 
 #[cfg(test)]

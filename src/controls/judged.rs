@@ -1,0 +1,169 @@
+//! A finding judged on the run as the lab makes it and under its control:
+//! each verdict read by the report's own code, the control's held to how
+//! its finding was decided ([`report::verdict::held_at`]), and the gates a
+//! control may lift by design.
+
+use super::{Control, Negative, Turn, turned};
+use experiments::thrash::findings::Which;
+use std::path::Path;
+
+/// A finding's verdict in one run, as the table shows it.
+struct Judged {
+    verdict: String,
+    estimate: Option<f64>,
+    /// How many findings its family judged (the Holm family it was decided in).
+    family: usize,
+    /// The others in that family with a p (their ids).
+    members: Vec<&'static str>,
+    /// The factor it was decided at: adjusted p ÷ p (Holm's, in its family);
+    /// without a p, the family's size (Bonferroni's).
+    factor: f64,
+    /// The region it was judged against.
+    region: Option<record::stats::claim::Region>,
+}
+
+/// The verdict of `id` in the run at `dir`: as the run judged it (`held`
+/// None: the run as the lab makes it, `b` below), or held to how its
+/// finding was decided there, `b` ([`report::verdict::held_at`]): its p
+/// times the larger of its Holm factor among `b`'s family's members (each
+/// one the control's run could not judge at p = 1) and the factor `b` was
+/// decided at, ≤ 5 %, the floor rule at that factor; so that no control
+/// turns more easily than its finding was decided, whichever findings the
+/// control's own run could judge and however the control moved them. With
+/// a [`Lift`], a verdict the protocol made "outside the protocol" is
+/// decided on its estimate alone where the lift accepts every run of the
+/// directory (it broke the protocol only as the control must); the other
+/// members' p's are only those their run gave inside the protocol.
+fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, &Judged)>) -> anyhow::Result<Judged> {
+    let r = report::html::Report::load(dir, report::html::Render::Never, experiments::catalog())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let f = r.findings();
+    let Some(v) = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v) else {
+        return Ok(Judged {
+            verdict: "not judged".into(),
+            estimate: None,
+            family: 0,
+            members: Vec::new(),
+            factor: 1.0,
+            region: None,
+        });
+    };
+    // The others of its family this run judged, with their p's.
+    let family: Vec<(&'static str, f64)> = f
+        .iter()
+        .map(|(_, o)| *o)
+        .filter(|o| o.id != id && o.family_name == v.family_name)
+        .filter_map(|o| o.p.map(|p| (o.id, p)))
+        .collect();
+    use report::verdict::Outcome::{Differs, Inconclusive, Matches, OutsideProtocol};
+    let verdict = match held {
+        None => v.outcome.word().to_string(),
+        Some((lift, b)) => {
+            let lifted = lift.filter(|_| v.outcome == OutsideProtocol && v.ungated.is_some());
+            if let Some(Err(why)) = lifted.map(|ok| ok(dir)) {
+                format!("outside the protocol beyond what the control removes: {why}")
+            } else if v.outcome == OutsideProtocol && lifted.is_none() {
+                v.outcome.word().to_string()
+            } else {
+                let own = v.ungated.filter(|_| lifted.is_some()).map_or(v.outcome, |(o, _)| o);
+                // Only the members of the family its finding was decided in.
+                let others: Vec<f64> = family.iter().filter(|(o, _)| b.members.contains(o)).map(|(_, p)| *p).collect();
+                let at = report::verdict::held_at(v, &others, b.family.max(1), b.factor);
+                if at == Inconclusive && matches!(own, Matches | Differs) {
+                    "inconclusive at the family's level".into()
+                } else {
+                    at.word().to_string()
+                }
+            }
+        }
+    };
+    let factor = match (v.p, v.p_adjusted) {
+        (Some(p), Some(a)) if p > 0.0 => (a / p).max(1.0),
+        _ => v.family.max(1) as f64,
+    };
+    Ok(Judged {
+        verdict,
+        estimate: v.estimate,
+        family: v.family,
+        members: family.iter().map(|(o, _)| *o).collect(),
+        factor,
+        region: Some(v.region),
+    })
+}
+
+/// Whether every run in a control's directory broke the protocol only as
+/// the control must (Err: which did not).
+pub(super) type Lift = fn(&Path) -> Result<(), String>;
+
+/// thrash's CPU-only control: every run in `dir` only had its paging
+/// taken away ([`experiments::thrash::protocol::only_paging_removed`]).
+pub(super) fn thrash_cpu_only(dir: &Path) -> Result<(), String> {
+    each_thrash_run(dir, &["e1", "e2", "e3", "e4"], experiments::thrash::protocol::only_paging_removed)
+}
+
+/// thrash.writes' control: every run of the presets writes reads (e1 and
+/// e2) in `dir` only had its sleep taken away
+/// ([`experiments::thrash::protocol::only_sleep_removed`]). e4's short life
+/// with no sleep is a fill burst that breaks depth (every e4 run on
+/// 2026-11-29/30), which says nothing of e1 and e2.
+pub(super) fn thrash_sleep_removed(dir: &Path) -> Result<(), String> {
+    each_thrash_run(dir, Which::Writes.presets(), experiments::thrash::protocol::only_sleep_removed)
+}
+
+/// Whether every thrash run of `presets` in `dir` passes `ok` (Err: the
+/// first that does not).
+pub(super) fn each_thrash_run(
+    dir: &Path,
+    presets: &[&str],
+    ok: fn(&experiments::thrash::results::ThrashResult) -> bool,
+) -> Result<(), String> {
+    let b = std::fs::read(dir.join("run.json")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let run: serde_json::Value = serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries: Vec<experiments::thrash::results::Entry> = serde_json::from_value(run["results"].clone())
+        .map_err(|e| format!("{}: its results are not thrash's: {e}", dir.display()))?;
+    let read: Vec<_> =
+        entries.iter().filter(|e| presets.iter().any(|p| report::verdict::group_is(&e.result.preset, p))).collect();
+    match read.iter().find(|e| !ok(&e.result)) {
+        Some(e) => Err(format!("{} repeat {} broke more", e.result.preset, e.result.repeat_index + 1)),
+        None if read.is_empty() => Err("it has no runs".into()),
+        None => Ok(()),
+    }
+}
+
+/// Judges each finding of `c` on the run as the lab makes it (`base`) and
+/// on its control (`ctl`), and adds a row per finding to `turns`.
+pub(super) fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow::Result<()> {
+    for &(id, role) in c.ids {
+        let b = verdict_of(base, id, None)?;
+        let k = verdict_of(ctl, id, Some((c.lifts_gate, &b)))?;
+        let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
+        // The side against both regions: the one the finding was judged by
+        // on the run as the lab makes it, and the one the control's verdict
+        // was (a region may depend on the run: eat.semi_fraction's
+        // compressor).
+        let side = match (role, &b.region, &k.region) {
+            (Negative(side), Some(rb), Some(rk)) => {
+                side.holds(control_estimate, rb) && side.holds(control_estimate, rk)
+            }
+            (Negative(_), ..) => false,
+            _ => true,
+        };
+        let m = turned(&verdict, &control_verdict, role, side);
+        turns.push(Turn {
+            id: id.to_string(),
+            control: c.what.to_string(),
+            role,
+            verdict,
+            estimate,
+            control_verdict,
+            control_estimate,
+            control_gate_lifted: c.lifts_gate.is_some(),
+            turned: m.turned,
+            turned_as_check: m.as_check,
+            turned_from_check: m.from_check,
+            reads_other_way: m.reads_other_way,
+            cannot_turn: m.cannot,
+        });
+    }
+    Ok(())
+}
