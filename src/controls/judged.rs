@@ -77,18 +77,31 @@ fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, &Judged)>) -> an
             }
         }
     };
-    let factor = match (v.p, v.p_adjusted) {
-        (Some(p), Some(a)) if p > 0.0 => (a / p).max(1.0),
-        _ => v.family.max(1) as f64,
-    };
+    let (family_n, factor) = decided_at(v.p, v.p_adjusted, v.family, family.len());
     Ok(Judged {
         verdict,
         estimate: v.estimate,
-        family: v.family,
+        family: family_n,
         members: family.iter().map(|(o, _)| *o).collect(),
         factor,
         region: Some(v.region),
     })
+}
+
+/// The size of the family a verdict was decided in and the factor it was
+/// decided at, from its p, its adjusted p, the family the report gave it
+/// and the `others` of that family with a p. With a p: that family, and
+/// Holm's factor (adjusted p ÷ p; the family's size where Holm capped the
+/// adjusted p at 1, which understates it). Without one (a check, a claim
+/// not judged, one outside the protocol: the report leaves its family at
+/// 1, or 0 for a check): its family is itself and the others, at
+/// Bonferroni's factor, its size.
+pub(super) fn decided_at(p: Option<f64>, adjusted: Option<f64>, family: usize, others: usize) -> (usize, f64) {
+    match (p, adjusted) {
+        (Some(p), Some(a)) if p > 0.0 && a < 1.0 => (family.max(1), (a / p).max(1.0)),
+        (Some(_), Some(_)) => (family.max(1), family.max(1) as f64),
+        _ => (1 + others, (1 + others) as f64),
+    }
 }
 
 /// Whether every run in a control's directory broke the protocol only as

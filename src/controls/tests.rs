@@ -309,6 +309,24 @@ fn a_control_turns_only_the_way_its_role_says() {
     assert_eq!(j(&turns[3])["reads_other_way"], true);
 }
 
+/// The factor a finding was decided at, which its control is held to:
+/// Holm's where the report gave a p, the family's size where Holm capped
+/// it or there was no p (a check, not judged, outside the protocol).
+#[test]
+fn a_finding_is_decided_at_holms_factor_or_its_familys_size() {
+    use super::judged::decided_at;
+    // Second of three by p: Holm's factor 2.
+    assert_eq!(decided_at(Some(0.01), Some(0.02), 3, 2), (3, 2.0));
+    // Holm's step-down may carry a larger p forward: never below 1.
+    assert_eq!(decided_at(Some(0.02), Some(0.02), 3, 2), (3, 1.0));
+    // Capped at 1: the family's size, not 1 ÷ p.
+    assert_eq!(decided_at(Some(0.4), Some(1.0), 3, 2), (3, 3.0));
+    // No p: the report left the family at 1 (0 for a check); it is itself
+    // and the others with a p.
+    assert_eq!(decided_at(None, None, 1, 2), (3, 3.0));
+    assert_eq!(decided_at(None, None, 0, 0), (1, 1.0));
+}
+
 /// A negative control's side is one its finding's region has: an edge to be
 /// beyond (a region at most x has no side below it).
 #[test]

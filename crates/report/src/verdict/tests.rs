@@ -413,6 +413,10 @@ fn a_control_is_held_to_its_findings_family() {
     // A lower bound never matches, whatever the level.
     let cens = judge_censored(&C, &ok, Ok(vec![1.4, 1.3, 1.5, 1.35]), 1);
     assert_ne!(held_at(&cens, &[], 1, 1.0), Outcome::Matches);
+    // A later pass's p is a combination the values do not give.
+    let mut later = v.clone();
+    later.pass = 2;
+    assert_eq!(held_at(&later, &[], 1, 1.0), Outcome::Inconclusive);
     // Not checked stays not checked.
     let none = judge(&C, &ok, Err("no arm".into()));
     assert_eq!(held_at(&none, &[], 1, 1.0), Outcome::NotChecked);
