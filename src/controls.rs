@@ -81,12 +81,13 @@ fn set<L: LabArgs>(s: &Step, f: impl FnOnce(&mut L)) -> anyhow::Result<Option<St
 }
 
 mod judged;
+mod later;
 mod mark;
 mod role;
 mod turn;
 #[cfg(test)]
 use judged::each_thrash_run;
-use judged::{Lift, judge, thrash_cpu_only, thrash_sleep_removed};
+use judged::{Lift, judge, open, thrash_cpu_only, thrash_sleep_removed};
 pub use role::Role;
 use role::{Above, Below};
 use role::{Instrument, Negative, Positive};
@@ -546,7 +547,10 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     };
     let exe = std::env::current_exe().context("finding pagelab's own binary")?;
     // The quick lab's steps, thrash's and jank's at the budget that holds them.
-    let steps = plan(&m, Scale::Quick, Some(experiments::jank::cmd::quick_budget_s()), &[]);
+    let budget = experiments::jank::cmd::quick_budget_s();
+    let steps = plan(&m, Scale::Quick, Some(budget), &[]);
+    // The lab's rules: the error each pass spends, and what a later pass buys.
+    let rules = later::Rules::of(&m, budget, &steps);
     let mut turns: Vec<Turn> = Vec::new();
     // Controls this machine cannot make, and why (beside NOT_RUN's).
     let mut not_here: Vec<(String, String)> = Vec::new();
@@ -596,7 +600,16 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let ctl = out.join(format!("{}-control-{first}{}", c.experiment, c.tag));
         run_or_keep(&exe, c.experiment, &changed.argv(), &ctl)?;
         mark::mark(c, &ctl)?;
-        judge(c, &base, &ctl, &mut turns)?;
+        // What the first pass left open gets the lab's second pass: the
+        // same later step for every control that shares the base (its size
+        // is fixed by the plan, not the data).
+        let (base_open, ctl_open) = open(c, &base, &ctl, &rules)?;
+        let base_later = run_later(&exe, c, &rules, (&part, &base), base_open)?;
+        let ctl_later = run_later(&exe, c, &rules, (&changed, &ctl), ctl_open)?;
+        if let Some(l) = &ctl_later {
+            mark::mark(c, l)?;
+        }
+        judge(c, (&base, &ctl), (base_later.as_deref(), ctl_later.as_deref()), &rules, &mut turns)?;
     }
     // A stop while the last control's verdicts were read: no table.
     if record::stop::requested() {
@@ -621,6 +634,26 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     }
     print_table(&turns, &not_run, &out);
     Ok(())
+}
+
+/// The lab's second pass of the step `first` (run into `dir`) where the
+/// first pass left it `open`, into `dir`'s `-pass2` beside it, or kept
+/// from before (`--resume`); None where it is not open or the lab would
+/// buy no second pass ([`later::Rules::later_step`]).
+fn run_later(
+    exe: &Path,
+    c: &Control,
+    rules: &later::Rules,
+    (first, dir): (&Step, &Path),
+    open: bool,
+) -> anyhow::Result<Option<PathBuf>> {
+    let ids: Vec<&str> = c.ids.iter().map(|(id, _)| *id).collect();
+    let Some(step) = open.then(|| rules.later_step(c.experiment, first, &ids)).flatten() else {
+        return Ok(None);
+    };
+    let later = later::dir_of(dir);
+    run_or_keep(exe, c.experiment, &step.argv(), &later)?;
+    Ok(Some(later))
 }
 
 /// `--only`: the control runs when its experiment or one of its findings

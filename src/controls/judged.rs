@@ -3,6 +3,7 @@
 //! its finding was decided ([`report::verdict::held_at`]), and the gates a
 //! control may lift by design.
 
+use super::later::Rules;
 use super::{Control, Negative, Turn, turned};
 use experiments::thrash::findings::Which;
 use std::path::Path;
@@ -20,23 +21,48 @@ struct Judged {
     factor: f64,
     /// The region it was judged against.
     region: Option<record::stats::claim::Region>,
+    /// Inconclusive after the first pass on a test the lab's second pass
+    /// would take up ([`super::later`]).
+    open: bool,
+    /// The pass that gave the verdict: 2 where the passes were combined.
+    pass: u32,
 }
 
-/// The verdict of `id` in the run at `dir`: as the run judged it (`held`
-/// None: the run as the lab makes it, `b` below), or held to how its
-/// finding was decided there, `b` ([`report::verdict::held_at`]): its p
-/// times the larger of its Holm factor among `b`'s family's members (each
-/// one the control's run could not judge at p = 1) and the factor `b` was
-/// decided at, ≤ 5 %, the floor rule at that factor; so that no control
-/// turns more easily than its finding was decided, whichever findings the
+/// A run's report, judged by the report's own code.
+fn load(dir: &Path) -> anyhow::Result<report::html::Report> {
+    report::html::Report::load(dir, report::html::Render::Never, experiments::catalog())
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The verdict of `id` in the run at `dir` at the lab's first pass's share
+/// of the error (`rules`): as the lab would judge it (`held` None: the run
+/// as the lab makes it, `b` below: Holm in its run's family), or held to
+/// how its finding was decided there, `b` ([`report::verdict::held_at`]):
+/// its p times the larger of its Holm factor among `b`'s family's members
+/// (each one the control's run could not judge at p = 1) and the factor `b`
+/// was decided at, the floor rule at that factor; so that no control turns
+/// more easily than its finding was decided, whichever findings the
 /// control's own run could judge and however the control moved them. With
 /// a [`Lift`], a verdict the protocol made "outside the protocol" is
 /// decided on its estimate alone where the lift accepts every run of the
 /// directory (it broke the protocol only as the control must); the other
 /// members' p's are only those their run gave inside the protocol.
-fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, &Judged)>) -> anyhow::Result<Judged> {
-    let r = report::html::Report::load(dir, report::html::Render::Never, experiments::catalog())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+///
+/// `later`: the run of the lab's second pass for this directory, where
+/// one was made ([`super::later`]). A verdict the first pass left open is
+/// judged again on both passes' repeats, each pass tested alone and
+/// combined as the lab combines them ([`report::verdict::judge_later`]), at
+/// the second pass's share ÷ the family's size (Bonferroni: for a control,
+/// the size of its finding's family as the lab's run had it, or its own
+/// run's, the larger).
+fn verdict_of(
+    dir: &Path,
+    later: Option<&Path>,
+    id: &str,
+    held: Option<(Option<Lift>, &Judged)>,
+    rules: &Rules,
+) -> anyhow::Result<Judged> {
+    let r = load(dir)?;
     let f = r.findings();
     let Some(v) = f.iter().find(|(_, v)| v.id == id).map(|(_, v)| *v) else {
         return Ok(Judged {
@@ -46,6 +72,8 @@ fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, &Judged)>) -> an
             members: Vec::new(),
             factor: 1.0,
             region: None,
+            open: false,
+            pass: 1,
         });
     };
     // The others of its family this run judged, with their p's.
@@ -56,36 +84,83 @@ fn verdict_of(dir: &Path, id: &str, held: Option<(Option<Lift>, &Judged)>) -> an
         .filter_map(|o| o.p.map(|p| (o.id, p)))
         .collect();
     use report::verdict::Outcome::{Differs, Inconclusive, Matches, OutsideProtocol};
-    let verdict = match held {
-        None => v.outcome.word().to_string(),
+    let tested = matches!(v.outcome, Matches | Differs | Inconclusive) && v.pass == 1;
+    // Bonferroni's family for a later pass.
+    let mut size = v.family.max(1 + family.len());
+    let (verdict, open) = match held {
+        None if tested => {
+            // Holm in its run's family, at the first pass's share.
+            let ps: Vec<f64> = family.iter().map(|(_, p)| *p).collect();
+            let at = report::verdict::held_at(v, &ps, size, 1.0, rules.first());
+            (at.word().to_string(), at == Inconclusive)
+        }
+        None => (v.outcome.word().to_string(), false),
         Some((lift, b)) => {
+            size = size.max(b.family);
             let lifted = lift.filter(|_| v.outcome == OutsideProtocol && v.ungated.is_some());
             if let Some(Err(why)) = lifted.map(|ok| ok(dir)) {
-                format!("outside the protocol beyond what the control removes: {why}")
+                (format!("outside the protocol beyond what the control removes: {why}"), false)
             } else if v.outcome == OutsideProtocol && lifted.is_none() {
-                v.outcome.word().to_string()
+                (v.outcome.word().to_string(), false)
             } else {
                 let own = v.ungated.filter(|_| lifted.is_some()).map_or(v.outcome, |(o, _)| o);
                 // Only the members of the family its finding was decided in.
                 let others: Vec<f64> = family.iter().filter(|(o, _)| b.members.contains(o)).map(|(_, p)| *p).collect();
-                let at = report::verdict::held_at(v, &others, b.family.max(1), b.factor);
+                let at = report::verdict::held_at(v, &others, b.family.max(1), b.factor, rules.first());
+                // A verdict on its estimate alone gets no later pass.
+                let open = at == Inconclusive && tested && lifted.is_none();
                 if at == Inconclusive && matches!(own, Matches | Differs) {
-                    "inconclusive at the family's level".into()
+                    ("inconclusive at the family's level".into(), open)
                 } else {
-                    at.word().to_string()
+                    (at.word().to_string(), open)
                 }
             }
         }
     };
     let (family_n, factor) = decided_at(v.p, v.p_adjusted, v.family, family.len());
-    Ok(Judged {
+    let mut j = Judged {
         verdict,
         estimate: v.estimate,
         family: family_n,
         members: family.iter().map(|(o, _)| *o).collect(),
         factor,
         region: Some(v.region),
-    })
+        open,
+        pass: 1,
+    };
+    if let (true, Some(later), Some(alpha)) = (open, later, rules.second()) {
+        let r2 = load(later)?;
+        let f2 = r2.findings();
+        let v2 = f2.iter().find(|(_, x)| x.id == id).map(|(_, x)| *x);
+        let c = experiments::catalog().claim(id).ok_or_else(|| anyhow::anyhow!("{id}: no such claim"))?;
+        let mut w = v.clone();
+        w.outcome = Inconclusive;
+        report::verdict::judge_later(&mut w, &c, &[Some(v), v2], &rules.weights, alpha, size, 2);
+        if w.pass == 2 {
+            j.pass = 2;
+            j.estimate = w.estimate;
+            j.verdict = w.outcome.word().to_string();
+            if w.outcome.decided() {
+                // The factor it was decided at: Bonferroni's.
+                (j.family, j.factor, j.open) = (size, size as f64, false);
+            }
+        }
+    }
+    Ok(j)
+}
+
+/// Whether the first pass left the run as the lab makes it (`base`) and
+/// the control (`ctl`) open for any finding of `c`: each then gets the
+/// lab's second pass ([`super::later`]).
+pub(super) fn open(c: &Control, base: &Path, ctl: &Path, rules: &Rules) -> anyhow::Result<(bool, bool)> {
+    let (mut b_open, mut k_open) = (false, false);
+    for &(id, _) in c.ids {
+        let b = verdict_of(base, None, id, None, rules)?;
+        let k = verdict_of(ctl, None, id, Some((c.lifts_gate, &b)), rules)?;
+        b_open |= b.open;
+        k_open |= k.open;
+    }
+    Ok((b_open, k_open))
 }
 
 /// The size of the family a verdict was decided in and the factor it was
@@ -144,11 +219,19 @@ pub(super) fn each_thrash_run(
 }
 
 /// Judges each finding of `c` on the run as the lab makes it (`base`) and
-/// on its control (`ctl`), and adds a row per finding to `turns`.
-pub(super) fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>) -> anyhow::Result<()> {
+/// on its control (`ctl`), each with its second pass where one was made
+/// (`later`: the base's, the control's), and adds a row per finding to
+/// `turns`.
+pub(super) fn judge(
+    c: &Control,
+    (base, ctl): (&Path, &Path),
+    later: (Option<&Path>, Option<&Path>),
+    rules: &Rules,
+    turns: &mut Vec<Turn>,
+) -> anyhow::Result<()> {
     for &(id, role) in c.ids {
-        let b = verdict_of(base, id, None)?;
-        let k = verdict_of(ctl, id, Some((c.lifts_gate, &b)))?;
+        let b = verdict_of(base, later.0, id, None, rules)?;
+        let k = verdict_of(ctl, later.1, id, Some((c.lifts_gate, &b)), rules)?;
         let (verdict, estimate, control_verdict, control_estimate) = (b.verdict, b.estimate, k.verdict, k.estimate);
         // The side against both regions: the one the finding was judged by
         // on the run as the lab makes it, and the one the control's verdict
@@ -168,8 +251,10 @@ pub(super) fn judge(c: &Control, base: &Path, ctl: &Path, turns: &mut Vec<Turn>)
             role,
             verdict,
             estimate,
+            pass: b.pass,
             control_verdict,
             control_estimate,
+            control_pass: k.pass,
             control_gate_lifted: c.lifts_gate.is_some(),
             turned: m.turned,
             turned_as_check: m.as_check,

@@ -261,8 +261,10 @@ fn a_control_turns_only_the_way_its_role_says() {
             role,
             verdict: base.into(),
             estimate: Some(1.0),
+            pass: 1,
             control_verdict: control.into(),
             control_estimate: None,
+            control_pass: 2,
             control_gate_lifted: false,
             turned: m.turned,
             turned_as_check: m.as_check,
@@ -297,6 +299,8 @@ fn a_control_turns_only_the_way_its_role_says() {
         row(&turns[0])
     );
     assert!(row(&turns[1]).contains("| positive | yes |"));
+    // Which pass gave a verdict: the second, where the passes were combined.
+    assert!(row(&turns[1]).contains("| differs (1.00) | matches in pass 2 (-) |"), "{}", row(&turns[1]));
     assert!(row(&turns[2]).contains("| cannot: "), "a negative control's move to matches is no turn");
     assert!(!turns[3].turned && turns[3].reads_other_way && row(&turns[3]).contains("not a turn"));
     // One shape in controls.json: role as a word, a negative one's side beside it.
@@ -413,4 +417,29 @@ fn janks_slow_drive_is_zram_beside_a_slowed_swap_file_where_zswap_is_off() {
     let why = |h: &Here| slow.unavailable.and_then(|u| u(h));
     assert!(why(&here(&on)).is_some_and(|w| w.contains("zswap is on")));
     assert_eq!(why(&here(&off)), None);
+}
+
+/// What the first pass left open gets the lab's own second pass (issue 57:
+/// "the same repeats and rules"): 4 % of the 5 % for the first pass, the
+/// rest for a second of up to ten more repeats of the same arms where the
+/// lab's budget leaves time for them, in a directory beside the first's.
+#[test]
+fn a_run_left_open_gets_the_labs_second_pass() {
+    let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+    let budget = experiments::jank::cmd::quick_budget_s();
+    let steps = plan(&m, Scale::Quick, Some(budget), &[]);
+    let rules = later::Rules::of(&m, budget, &steps);
+    assert_eq!(rules.alphas, report::verdict::alpha_by_pass(crate::lab::BUDGET_PASSES));
+    assert!(rules.first() < record::stats::claim::ALPHA && rules.second().is_some(), "{:?}", rules.alphas);
+    for e in ["eat", "wscap", "heap", "mapping"] {
+        let s = steps.iter().find(|s| s.experiment == e).unwrap();
+        let l = rules.later_step(e, s, &[]).unwrap_or_else(|| panic!("{e}: no later pass"));
+        assert_eq!((l.repeat, l.pass), (Some(crate::lab::MORE_MAX), 2), "{e}");
+        assert_eq!(l.args, s.args, "{e}: the same arms");
+    }
+    // thrash's step of about half an hour does not fit twice in what its
+    // budget leaves: no later pass, as its lab would take none.
+    let t = steps.iter().find(|s| s.experiment == "thrash").unwrap();
+    assert_eq!(rules.later_step("thrash", t, &["thrash.writes"]).map(|s| s.repeat), None);
+    assert_eq!(later::dir_of(Path::new("/x/heap-control-growth")), PathBuf::from("/x/heap-control-growth-pass2"));
 }

@@ -19,8 +19,13 @@ pub struct Turn {
     pub role: Role,
     pub verdict: String,
     pub estimate: Option<f64>,
+    /// The pass that gave `verdict`: 2 where the first left it open and the
+    /// lab's second pass was run and combined with it.
+    pub pass: u32,
     pub control_verdict: String,
     pub control_estimate: Option<f64>,
+    /// The pass that gave `control_verdict`.
+    pub control_pass: u32,
     /// The control left the study's protocol by design, and its verdict is
     /// what the rules give on its estimate alone.
     pub control_gate_lifted: bool,
@@ -145,12 +150,15 @@ pub(super) fn row(t: &Turn) -> String {
         Some(side) => format!("{} ({side})", t.role.word()),
         None => t.role.word().to_string(),
     };
+    let pass = |p: u32| if p > 1 { format!(" in pass {p}") } else { String::new() };
     format!(
-        "| {} | {} ({}) | {}{lifted} ({}) | {role} | {turned} | {} |",
+        "| {} | {}{} ({}) | {}{lifted}{} ({}) | {role} | {turned} | {} |",
         t.id,
         t.verdict,
+        pass(t.pass),
         f(t.estimate),
         t.control_verdict,
+        pass(t.control_pass),
         f(t.control_estimate),
         t.control
     )

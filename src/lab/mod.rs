@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod pace;
-pub use pace::{fit_step, later_left, pace_of};
+pub use pace::{LATER_ROOM, fit_step, later_left, pace_of};
 
 /// The steps for this machine, in the lab's order: each experiment plans its own
 /// (`lab_step` in its folder's `cmd.rs`). `Full` comes closer to the studies;
@@ -108,6 +108,12 @@ fn last_line(p: &Path) -> Option<String> {
 /// Why a step that a stop kept from starting was skipped: `--resume` runs
 /// such a step, unlike one the plan skipped.
 pub(crate) const NOT_STARTED: &str = "the lab was interrupted before it started";
+
+/// The quick lab's budget, seconds: five minutes.
+pub const QUICK_BUDGET_S: f64 = 300.0;
+
+/// The most repeats a later pass gives one step ([`choose_more`]).
+pub const MORE_MAX: u32 = 10;
 
 /// Time kept back from a budget for the report at the end, seconds.
 pub(crate) const REPORT_RESERVE_S: f64 = 5.0;
@@ -387,7 +393,7 @@ pub fn choose_more(lab: &Lab, open: &[(&str, &report::verdict::Verdict)], pass: 
                 let level = alpha / v.family.max(1) as f64;
                 let est = record::stats::claim::estimate_at(&v.values, v.resolution)?;
                 let need = record::stats::claim::repeats_to_decide(&est, &v.region, level)?;
-                Some((v.id, need.saturating_sub(v.n).clamp(2, 10) as u32))
+                Some((v.id, need.saturating_sub(v.n).clamp(2, MORE_MAX as usize) as u32))
             })
             .collect();
         for &(_, k) in &needs {
@@ -412,7 +418,7 @@ pub fn choose_more(lab: &Lab, open: &[(&str, &report::verdict::Verdict)], pass: 
     let mut grew = true;
     while grew {
         grew = false;
-        for (s, ids, k) in chosen.iter_mut().filter(|c| c.2 < 10) {
+        for (s, ids, k) in chosen.iter_mut().filter(|c| c.2 < MORE_MAX) {
             let e = experiments::ALL.iter().find(|e| e.name() == s.experiment);
             let first = lab.steps.iter().find(|f| f.experiment == s.experiment && f.pass == 1);
             if let (Some(e), Some(first)) = (e, first)
@@ -457,7 +463,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<()> {
     // again as its first pass (so that its second pass runs too); the full
     // one, and a part of any (--only), runs its plan once unless given a budget.
     let default_budget = match scale {
-        Scale::Quick => Some(300.0),
+        Scale::Quick => Some(QUICK_BUDGET_S),
         Scale::Smoke => Some((1.5 * expect).ceil()),
         Scale::Full => None,
     };

@@ -1,11 +1,12 @@
 //! How `bench controls` holds a control's verdict to the way its finding
 //! was decided ([`held_at`]).
 
-use super::{ALPHA, Decision, Kind, Outcome, Verdict, claim, floor_changes_of, test_of};
+use super::{Decision, Kind, Outcome, Verdict, claim, floor_changes_of, test_of};
 
 /// What `bench controls` holds a control's verdict to, so that no control
 /// turns more easily than its finding was decided: `v`'s p times the larger
-/// of two factors, ≤ 5 %.
+/// of two factors, ≤ `alpha` (the share of the 5 % the lab's first pass
+/// spends: 4 % where it plans a second, [`super::alpha_by_pass`]).
 /// - Holm's factor for `v` in its finding's family as the control's run
 ///   judged it: `others` are the p-values of the other members of the
 ///   family the finding was decided in (`m` findings, `v` included) that
@@ -30,7 +31,7 @@ use super::{ALPHA, Decision, Kind, Outcome, Verdict, claim, floor_changes_of, te
 /// does a claim the run could not test. For a verdict of one pass: a
 /// later pass's p is a combination that `v`'s values do not give
 /// (Inconclusive).
-pub fn held_at(v: &Verdict, others: &[f64], m: usize, base_factor: f64) -> Outcome {
+pub fn held_at(v: &Verdict, others: &[f64], m: usize, base_factor: f64, alpha: f64) -> Outcome {
     let own = match (v.outcome, v.ungated) {
         (Outcome::OutsideProtocol, Some((o, _))) => o,
         (o, _) => o,
@@ -52,8 +53,8 @@ pub fn held_at(v: &Verdict, others: &[f64], m: usize, base_factor: f64) -> Outco
         .collect();
     let holm = claim::holm_adjust(&ps)[0].unwrap_or(1.0);
     let mult = if p > 0.0 { (holm / p).max(1.0) } else { n as f64 }.max(base_factor);
-    let d = if p * mult <= ALPHA { lean } else { Decision::Inconclusive };
-    let d = if floor_changes_of(v, d, v.resolution, ALPHA, mult).is_some() { Decision::Inconclusive } else { d };
+    let d = if p * mult <= alpha { lean } else { Decision::Inconclusive };
+    let d = if floor_changes_of(v, d, v.resolution, alpha, mult).is_some() { Decision::Inconclusive } else { d };
     match d {
         Decision::Matches if v.censored > 0 => Outcome::Inconclusive,
         Decision::Matches => Outcome::Matches,

@@ -380,44 +380,55 @@ fn a_control_is_held_to_its_findings_family() {
     assert_eq!(v.outcome, Outcome::Matches, "{v:?}");
     let p = v.p.unwrap();
     assert!(p > 1e-4 && p < 0.05, "{p}");
-    assert_eq!(held_at(&v, &[], 1, 1.0), Outcome::Matches);
+    assert_eq!(held_at(&v, &[], 1, 1.0, ALPHA), Outcome::Matches);
     // The largest family it survives alone, and one more: the members the
     // control's run did not judge count, as p = 1.
     let m = (0.05 / p).floor() as usize;
     assert!(m >= 2, "{m}");
-    assert_eq!(held_at(&v, &[], m, 1.0), Outcome::Matches, "p × {m} = {}", p * m as f64);
-    assert_eq!(held_at(&v, &[], m + 1, 1.0), Outcome::Inconclusive, "p × {} = {}", m + 1, p * (m + 1) as f64);
-    assert_eq!(held_at(&v, &vec![0.9; m], m + 1, 1.0), Outcome::Inconclusive, "larger p's change nothing");
+    assert_eq!(held_at(&v, &[], m, 1.0, ALPHA), Outcome::Matches, "p × {m} = {}", p * m as f64);
+    assert_eq!(held_at(&v, &[], m + 1, 1.0, ALPHA), Outcome::Inconclusive, "p × {} = {}", m + 1, p * (m + 1) as f64);
+    assert_eq!(held_at(&v, &vec![0.9; m], m + 1, 1.0, ALPHA), Outcome::Inconclusive, "larger p's change nothing");
     // Holm's credit for the others' smaller p's: v is tested last, at α
     // alone, where its finding was too.
-    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, 1.0), Outcome::Matches);
+    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, 1.0, ALPHA), Outcome::Matches);
     // Not where its finding was decided at a larger factor: the others'
     // small p's in a control's run may be the control's own doing.
-    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, (m + 1) as f64), Outcome::Inconclusive);
-    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, m as f64), Outcome::Matches);
+    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, (m + 1) as f64, ALPHA), Outcome::Inconclusive);
+    assert_eq!(held_at(&v, &vec![p / 100.0; m], m + 1, m as f64, ALPHA), Outcome::Matches);
+    // At the first pass's share where the lab plans a second (4 %): the
+    // largest family it survives there, and one more.
+    let first = alpha_by_pass(2)[0];
+    let m4 = (first / p).floor() as usize;
+    if m4 >= 1 {
+        assert_eq!(held_at(&v, &[], m4, 1.0, first), Outcome::Matches);
+    }
+    assert_eq!(held_at(&v, &[], m4 + 1, 1.0, first), Outcome::Inconclusive, "p × {} at {first}", m4 + 1);
     // A family larger in the control's run than in the lab's keeps its size.
-    assert_eq!(held_at(&v, &vec![0.9; m], 1, 1.0), Outcome::Inconclusive);
+    assert_eq!(held_at(&v, &vec![0.9; m], 1, 1.0, ALPHA), Outcome::Inconclusive);
     // A differs is held alike.
     let d = judge(&C, &ok, Ok(vec![0.5, 0.55, 0.52, 0.48]));
-    assert_eq!((d.outcome, held_at(&d, &[], 10, 1.0)), (Outcome::Differs, Outcome::Differs));
+    assert_eq!((d.outcome, held_at(&d, &[], 10, 1.0, ALPHA)), (Outcome::Differs, Outcome::Differs));
     // Outside the protocol: decided as if inside where the run kept what
     // the rules gave (the caller says whether the control may lift it).
     let mut out = v.clone();
     (out.ungated, out.outcome) = (Some((out.outcome, out.p)), Outcome::OutsideProtocol);
-    assert_eq!((held_at(&out, &[], 1, 1.0), held_at(&out, &[], m + 1, 1.0)), (Outcome::Matches, Outcome::Inconclusive));
+    assert_eq!(
+        (held_at(&out, &[], 1, 1.0, ALPHA), held_at(&out, &[], m + 1, 1.0, ALPHA)),
+        (Outcome::Matches, Outcome::Inconclusive)
+    );
     out.ungated = None;
-    assert_eq!(held_at(&out, &[], 1, 1.0), Outcome::OutsideProtocol);
+    assert_eq!(held_at(&out, &[], 1, 1.0, ALPHA), Outcome::OutsideProtocol);
     // A check's result has no p to hold: it stays, at any family.
     let c = judge(&C, &ok, Ok(vec![1.5; 4]));
-    assert_eq!((c.kind, held_at(&c, &[], 1_000, 1.0)), (Kind::Check, Outcome::CheckPassed));
+    assert_eq!((c.kind, held_at(&c, &[], 1_000, 1.0, ALPHA)), (Kind::Check, Outcome::CheckPassed));
     // A lower bound never matches, whatever the level.
     let cens = judge_censored(&C, &ok, Ok(vec![1.4, 1.3, 1.5, 1.35]), 1);
-    assert_ne!(held_at(&cens, &[], 1, 1.0), Outcome::Matches);
+    assert_ne!(held_at(&cens, &[], 1, 1.0, ALPHA), Outcome::Matches);
     // A later pass's p is a combination the values do not give.
     let mut later = v.clone();
     later.pass = 2;
-    assert_eq!(held_at(&later, &[], 1, 1.0), Outcome::Inconclusive);
+    assert_eq!(held_at(&later, &[], 1, 1.0, ALPHA), Outcome::Inconclusive);
     // Not checked stays not checked.
     let none = judge(&C, &ok, Err("no arm".into()));
-    assert_eq!(held_at(&none, &[], 1, 1.0), Outcome::NotChecked);
+    assert_eq!(held_at(&none, &[], 1, 1.0, ALPHA), Outcome::NotChecked);
 }
