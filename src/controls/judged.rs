@@ -117,6 +117,15 @@ fn verdict_of(
             }
         }
     };
+    // As the lab's planner: a later pass only for what a number of repeats
+    // could decide at its level (not an estimate on an edge, nor one
+    // needing more than a thousand).
+    let open = open
+        && rules.second().is_some_and(|a| {
+            record::stats::claim::estimate_at(&v.values, v.resolution)
+                .and_then(|e| record::stats::claim::repeats_to_decide(&e, &v.region, a / size as f64))
+                .is_some()
+        });
     let (family_n, factor) = decided_at(v.p, v.p_adjusted, v.family, family.len());
     let mut j = Judged {
         verdict,
@@ -137,13 +146,14 @@ fn verdict_of(
         w.outcome = Inconclusive;
         report::verdict::judge_later(&mut w, &c, &[Some(v), v2], &rules.weights, alpha, size, 2);
         if w.pass == 2 {
+            // `family` and `factor` stay the first pass's: a control's first
+            // pass is held to its finding's first pass, whichever pass
+            // decided the finding (`open` asks the same before the second
+            // pass runs), and its second pass to Bonferroni over `size`.
             j.pass = 2;
             j.estimate = w.estimate;
             j.verdict = w.outcome.word().to_string();
-            if w.outcome.decided() {
-                // The factor it was decided at: Bonferroni's.
-                (j.family, j.factor, j.open) = (size, size as f64, false);
-            }
+            j.open = !w.outcome.decided();
         }
     }
     Ok(j)

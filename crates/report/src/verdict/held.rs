@@ -30,7 +30,10 @@ use super::{Decision, Kind, Outcome, Verdict, claim, floor_changes_of, test_of};
 /// A check's result stays as it is (no p: no evidence either way), and so
 /// does a claim the run could not test. For a verdict of one pass: a
 /// later pass's p is a combination that `v`'s values do not give
-/// (Inconclusive).
+/// (Inconclusive). The promise holds pass by pass: a control's first pass
+/// is held to its finding's first pass, and a later pass of either is
+/// judged at the later pass's share ÷ the family's size (Bonferroni), by
+/// [`super::judge_later`].
 pub fn held_at(v: &Verdict, others: &[f64], m: usize, base_factor: f64, alpha: f64) -> Outcome {
     let own = match (v.outcome, v.ungated) {
         (Outcome::OutsideProtocol, Some((o, _))) => o,
