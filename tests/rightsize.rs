@@ -191,6 +191,13 @@ fn synthetic(runs: &str, backing: &str, out: &std::path::Path, extra: &[&str]) -
     rightsize(&args)
 }
 
+/// Whether a run stopped at its plan: the budget judged short from the
+/// unlimited runs' spread, and no limited run made.
+fn stopped_at_the_plan(v: &Value) -> bool {
+    let r = &v["results"][0];
+    r["plan"]["enough"] == false && r["runs"].as_array().is_some_and(|x| x.iter().all(|x| x["limit_bytes"].is_null()))
+}
+
 /// 4000 passes: an unlimited run takes about 1.5 s on the project's 2-vCPU
 /// VM (8000 passes took 3.0 s, CV 4.5 %, and the test run that much longer),
 /// enough for a slowdown of 25 % to be verified in a handful of pairs; 2000
@@ -214,7 +221,18 @@ fn the_hot_set_is_found_and_verified() {
     // the verification's reserve left no room for a third: the peak, 67 MiB,
     // again. 40 buy the third probe (halfway to the peak), which the search
     // only spends when the first two miss.
-    let (code, v, err) = synthetic(&HOT_SET_RUNS.to_string(), "zram", &out, &[]);
+    let (mut code, mut v, mut err) = synthetic(&HOT_SET_RUNS.to_string(), "zram", &out, &[]);
+    // The plan is made from three unlimited runs, before any limited one: a
+    // single slow one among them (4.04 s beside 2.30 s twice, in a CI run of
+    // 2026-12-02) reads as ±55 % and the run stops there, as it must for a
+    // user. That says the machine was loud for a few seconds, not that the
+    // search or its verification erred, so such a stop gets one fresh run;
+    // a second stop, or any other failure, still fails.
+    if code == Some(0) && stopped_at_the_plan(&v) {
+        eprintln!("the plan stopped the run before any limited run ({}); once more", v["results"][0]["plan"]["said"]);
+        let _ = std::fs::remove_dir_all(&out);
+        (code, v, err) = synthetic(&HOT_SET_RUNS.to_string(), "zram", &out, &[]);
+    }
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(system_state(), before, "the run left changes behind");
     common::assert_schema("experiment-output", &v);
@@ -447,6 +465,8 @@ fn a_python_program_with_a_start_up_phase_gets_a_labelled_answer() {
     assert!(r["recommendation"].is_null());
     assert!(r["unverified"]["summary"].as_str().unwrap().starts_with("Nothing verified within 1 %"));
     assert!(r["unverified_reason"].as_str().unwrap().contains("--insist"));
+    // What the hot-set test reads as a stop at the plan.
+    assert!(stopped_at_the_plan(&v));
     assert_eq!(system_state(), before, "the run left changes behind");
 }
 

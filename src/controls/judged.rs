@@ -154,6 +154,11 @@ fn verdict_of(
             j.estimate = w.estimate;
             j.verdict = w.outcome.word().to_string();
             j.open = !w.outcome.decided();
+        } else {
+            // The second pass ran and could not be combined: said in the
+            // row, never silently the first pass's verdict alone.
+            let why = if v2.is_none() { "its run did not judge it".to_string() } else { w.why.clone() };
+            j.verdict = format!("{} (pass 2 not combined: {why})", j.verdict);
         }
     }
     Ok(j)
