@@ -433,7 +433,9 @@ pub fn search<R: Runner>(cfg: SearchConfig, runner: &mut R) -> Result<SearchResu
     let msg = the_plan.describe(&cfg);
     st.runner.progress(&msg);
     let (bracket, verifications, why_not) = if !the_plan.enough && !cfg.insist {
-        let why = format!("{msg}; give more --runs or a longer --budget, a larger --slowdown, or --insist to try anyway");
+        let lone = plan::lone_slow_run(&base).map(|h| format!("; {h}")).unwrap_or_default();
+        let why =
+            format!("{msg}; give more --runs or a longer --budget, a larger --slowdown, or --insist to try anyway{lone}");
         ((0, peak), Vec::new(), Some(why))
     } else {
         let first = cfg.pairs.max(2);

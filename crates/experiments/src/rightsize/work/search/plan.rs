@@ -110,6 +110,26 @@ pub fn plan(cfg: &SearchConfig, base_log_sd: f64, base_df: f64, reference_s: f64
     Plan { pair_sd, pairs_needed, runs_needed, runs_affordable, enough, verifiable_slowdown, probe_pairs }
 }
 
+/// Where one unlimited run of those the plan read stands apart (the
+/// slowest at 1.25 × their median or more, the next below it), the words
+/// that say so: a passing stall reads as noise every pair would have, and
+/// another try may plan otherwise. None where the runs are fewer than three
+/// or no single one stands apart.
+pub fn lone_slow_run(seconds: &[f64]) -> Option<String> {
+    let mut s: Vec<f64> = seconds.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    if s.len() < 3 {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let (median, slowest, next) = (s[(s.len() - 1) / 2], s[s.len() - 1], s[s.len() - 2]);
+    (slowest >= 1.25 * median && next < 1.25 * median).then(|| {
+        format!(
+            "one unlimited run took {slowest:.2} s against a median of {median:.2} s: if that was a passing \
+             stall, not the program, another try may plan otherwise"
+        )
+    })
+}
+
 impl Plan {
     /// The plan in words, for the user, before the first limited run.
     pub fn describe(&self, cfg: &SearchConfig) -> String {

@@ -245,6 +245,37 @@ fn a_target_the_budget_cannot_verify_is_said_before_any_limited_run() {
     assert!(t.1[0].starts_with("plan:") && t.1[0].ends_with("@4"), "{:?}", t.1);
 }
 
+/// A plan stopped by one slow unlimited run says so (the CI run of
+/// 2026-12-02: 4.04 s beside 2.30 s twice); two slow runs, or runs within
+/// a quarter of their median, are the machine's noise and get no hint.
+#[test]
+fn one_slow_unlimited_run_is_named_in_the_plans_stop() {
+    let h = plan::lone_slow_run(&[4.04, 2.30, 2.30]).expect("one run stands apart");
+    assert!(h.contains("4.04 s") && h.contains("2.30 s"), "{h}");
+    assert_eq!(plan::lone_slow_run(&[2.30, 2.80, 2.40]), None, "within a quarter");
+    assert_eq!(plan::lone_slow_run(&[4.0, 3.9, 2.3]), None, "two slow runs");
+    assert_eq!(plan::lone_slow_run(&[4.0, 2.3]), None, "too few runs");
+    // Through the search: the sim's runs at 1 s, one unlimited run stalled.
+    struct Stall(Sim, u32);
+    impl Runner for Stall {
+        type Error = ();
+        fn run(&mut self, role: Role, limit: Option<u64>, cap: Option<f64>) -> Result<Trial, ()> {
+            self.1 += 1;
+            let mut t = self.0.run(role, limit, cap)?;
+            if self.1 == 3 {
+                t.seconds *= 3.0;
+            }
+            Ok(t)
+        }
+    }
+    let mut sim = Sim::new(80, 256, 0.01, 7);
+    sim.hint = Some(80 * MIB);
+    let r = search(SearchConfig { max_runs: 20, ..cfg(0.05) }, &mut Stall(sim, 0)).unwrap();
+    assert!(!r.plan.unwrap().enough);
+    let why = r.why_not.unwrap();
+    assert!(why.contains("--insist") && why.contains("one unlimited run took"), "{why}");
+}
+
 /// At a quiet machine's noise a 20 % target is affordable; at a noisy
 /// one's a 5 % target is not, and the verifiable target is larger.
 #[test]
