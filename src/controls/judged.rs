@@ -280,3 +280,31 @@ pub(super) fn judge(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::{Machine, Scale, plan};
+
+    /// A verdict the first pass left open is judged again on both passes
+    /// where the second pass's run judged it; where that run did not, the
+    /// row says the second pass was not combined, never the first pass's
+    /// verdict alone.
+    #[test]
+    fn a_second_pass_that_cannot_be_combined_says_so() {
+        let m = Machine { root: true, cpus: 2, ram_bytes: 24 << 30, swap_active: false };
+        let budget = experiments::jank::cmd::quick_budget_s();
+        let rules = Rules::of(&m, budget, &plan(&m, Scale::Quick, Some(budget), &[]));
+        let dirs = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/crates/experiments/tests/fixtures/run-dirs"));
+        let (eat, mapping) = (dirs.join("eat"), dirs.join("mapping"));
+        // The fixture leaves read_back_alike inconclusive, four repeats from a decision.
+        let first = verdict_of(&eat, None, "eat.read_back_alike", None, &rules).unwrap();
+        assert!(first.open && first.pass == 1, "{}", first.verdict);
+        let combined = verdict_of(&eat, Some(&eat), "eat.read_back_alike", None, &rules).unwrap();
+        assert_eq!(combined.pass, 2, "{}", combined.verdict);
+        assert!(!combined.verdict.contains("not combined"), "{}", combined.verdict);
+        let lone = verdict_of(&eat, Some(&mapping), "eat.read_back_alike", None, &rules).unwrap();
+        assert_eq!(lone.pass, 1);
+        assert_eq!(lone.verdict, format!("{} (pass 2 not combined: its run did not judge it)", first.verdict));
+    }
+}
