@@ -139,9 +139,10 @@ fn a_lab_whose_runs_together_pass_the_budget_is_refused_naming_the_run() {
         let name = format!("eat{i}");
         let dir = lab.join(&name);
         common::copy_fixture("eat", &dir);
-        // About 12 MiB each by the estimate, so the lab passes 96 MiB at the eighth.
+        // About 24 MiB each by the estimate, so the lab passes the 256 MiB a
+        // report holds (record::weight::READ_BUDGET) at the eleventh.
         // One eat entry that also holds an array no experiment reads: charged as read.
-        set_results(&dir, &format!("[{{\"pattern\":\"zero\",\"repeat\":1,\"x\":[{}0]}}]", "0,".repeat(96 << 10)));
+        set_results(&dir, &format!("[{{\"pattern\":\"zero\",\"repeat\":1,\"x\":[{}0]}}]", "0,".repeat(192 << 10)));
         steps.push(serde_json::json!({"experiment": "eat", "args": [], "expect_s": 1.0, "state": "complete",
             "dir": name, "pass": if i == 0 { 1 } else { 2 }}));
     }
