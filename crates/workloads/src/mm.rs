@@ -40,6 +40,25 @@ impl Mapping {
         Ok(Mapping { ptr: p.cast(), len })
     }
 
+    /// [`Mapping::anon`], tried again every `pause` while it fails with
+    /// ENOMEM and `deadline` has not passed; with how many tries failed.
+    ///
+    /// In a memory cgroup at its limit, mmap itself can fail with ENOMEM: the
+    /// mapping's kernel structures are charged to the group from the system
+    /// call, where a charge that cannot reclaim fails instead of waiting (a
+    /// fault would wait, or the OOM killer act). On cgroup v1 with the OOM
+    /// killer off, under the guard that raises the limit, one of thrash's 25
+    /// consumers failed to start so in a lab on 2026-12-02. The limit is
+    /// raised or a page reclaimed within milliseconds, so the caller waits.
+    pub fn anon_retrying(
+        len: usize,
+        flags: i32,
+        deadline: std::time::Instant,
+        pause: std::time::Duration,
+    ) -> io::Result<(Mapping, u32)> {
+        retry_enomem(|| Mapping::anon(len, flags), deadline, pause)
+    }
+
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr..ptr+len is mapped readable for our lifetime.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
@@ -111,6 +130,27 @@ pub fn process_madvise(pidfd: &PidFd, ranges: &[(usize, usize)], advice: i32) ->
     Ok(total)
 }
 
+/// Calls `f` until it succeeds, fails with anything but ENOMEM, or fails with
+/// ENOMEM at or past `deadline` (sleeping `pause` between tries); with the
+/// number of tries that failed.
+pub fn retry_enomem<T>(
+    mut f: impl FnMut() -> io::Result<T>,
+    deadline: std::time::Instant,
+    pause: std::time::Duration,
+) -> io::Result<(T, u32)> {
+    let mut failed = 0u32;
+    loop {
+        match f() {
+            Ok(v) => return Ok((v, failed)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && std::time::Instant::now() < deadline => {
+                failed = failed.saturating_add(1);
+                std::thread::sleep(pause);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Whether MADV_PAGEOUT works here, tried on a small private mapping.
 pub fn try_madvise_pageout() -> Result<(), String> {
     let page = probe::environment::page_size() as usize;
@@ -134,4 +174,61 @@ pub fn try_process_madvise() -> Result<(), String> {
         Some(libc::EINVAL) => "process_madvise rejects MADV_PAGEOUT (needs Linux 5.10)".to_string(),
         _ => format!("process_madvise failed: {e}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn enomem() -> io::Error {
+        io::Error::from_raw_os_error(libc::ENOMEM)
+    }
+
+    #[test]
+    fn enomem_is_tried_again_until_it_passes() {
+        let mut left = 3;
+        let r = retry_enomem(
+            || {
+                if left > 0 {
+                    left -= 1;
+                    Err(enomem())
+                } else {
+                    Ok(7)
+                }
+            },
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_millis(1),
+        );
+        assert_eq!(r.unwrap(), (7, 3));
+    }
+
+    #[test]
+    fn other_errors_and_a_passed_deadline_fail_at_once() {
+        let mut calls = 0;
+        let r: io::Result<((), u32)> = retry_enomem(
+            || {
+                calls += 1;
+                Err(io::Error::from_raw_os_error(libc::EINVAL))
+            },
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_millis(1),
+        );
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(calls, 1);
+        let start = Instant::now();
+        let r: io::Result<((), u32)> =
+            retry_enomem(|| Err(enomem()), start + Duration::from_millis(30), Duration::from_millis(5));
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENOMEM));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn a_mapping_that_can_be_made_is_made_at_the_first_try() {
+        let page = page_size();
+        let (m, failed) =
+            Mapping::anon_retrying(4 * page, 0, Instant::now() + Duration::from_secs(1), Duration::from_millis(1))
+                .unwrap();
+        assert_eq!((m.len, failed), (4 * page, 0));
+    }
 }

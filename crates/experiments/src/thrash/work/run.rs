@@ -618,7 +618,12 @@ fn wait_consumers<O: workloads::observe::Observer>(
                     {
                         r.push(guard::Region { pid: c.w.pid(), pidfd: std::sync::Arc::new(fd), addr, len });
                     }
-                    obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, Value::Null);
+                    // A consumer whose mmap failed with ENOMEM and was tried again says so.
+                    let detail = match ev.data["enomem_retries"].as_u64() {
+                        Some(n) if n > 0 => serde_json::json!({ "enomem_retries": n }),
+                        _ => Value::Null,
+                    };
+                    obs.event("info", &format!("consumer {} allocated", c.index), ev.t_ns, detail);
                 }
                 Ok(Some(ev)) if ev.kind == EventKind::Done => {
                     obs.event("info", &format!("consumer {} done", c.index), ev.t_ns, Value::Null);

@@ -128,10 +128,15 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     };
     let planned_start = t0 + delay_ns;
     sleep_until(planned_start);
-    let mut m = workloads::mm::Mapping::anon(size, 0).map_err(|e| format!("allocating {size} bytes: {e}"))?;
+    // mmap can fail with ENOMEM in a group at its limit (the mapping's kernel
+    // structures are charged from the call): tried again until t_p is spent.
+    let until = std::time::Instant::now() + std::time::Duration::from_nanos(active_ns);
+    let (mut m, enomem) =
+        workloads::mm::Mapping::anon_retrying(size, 0, until, std::time::Duration::from_millis(1))
+            .map_err(|e| format!("allocating {size} bytes: {e}"))?;
     let alloc_ns = probe::sample::monotonic_ns();
     // Where the buffer is, for the v1 guard's reclaim ahead.
-    io.emit(EventKind::Alloc, "", json!({"addr": m.as_slice().as_ptr() as usize, "len": size}));
+    io.emit(EventKind::Alloc, "", json!({"addr": m.as_slice().as_ptr() as usize, "len": size, "enomem_retries": enomem}));
     let planned_end = planned_start + active_ns;
     let buf = m.as_mut_slice();
     let mut x = seed | 1;
