@@ -216,11 +216,37 @@ mod tests {
         );
         assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINVAL));
         assert_eq!(calls, 1);
+        // A deadline already passed: one try.
+        let mut calls = 0;
+        let r: io::Result<((), u32)> = retry_enomem(
+            || {
+                calls += 1;
+                Err(enomem())
+            },
+            Instant::now(),
+            Duration::from_millis(1),
+        );
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENOMEM));
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn enomem_is_tried_with_a_pause_until_the_deadline() {
+        let mut calls = 0u32;
         let start = Instant::now();
-        let r: io::Result<((), u32)> =
-            retry_enomem(|| Err(enomem()), start + Duration::from_millis(30), Duration::from_millis(5));
+        let r: io::Result<((), u32)> = retry_enomem(
+            || {
+                calls += 1;
+                Err(enomem())
+            },
+            start + Duration::from_millis(30),
+            Duration::from_millis(5),
+        );
         assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENOMEM));
         assert!(start.elapsed() >= Duration::from_millis(30));
+        // 5 ms apart over 30 ms: at most 7 tries (a sleep is never shorter
+        // than asked), and more than one.
+        assert!((2..=7).contains(&calls), "{calls} tries");
     }
 
     #[test]
