@@ -115,6 +115,20 @@ sandbox::commands! {
 /// past this the run fails as before, naming the allocation.
 const ALLOC_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The consumer's buffer, with how many tries failed. mmap can fail with
+/// ENOMEM in a group at its limit (the mapping's kernel structures are
+/// charged from the call): tried again for up to [`ALLOC_RETRY`], which the
+/// parent's give-up margin (≥ 2 min) covers.
+fn allocate(size: usize) -> Result<(workloads::mm::Mapping, u32), String> {
+    workloads::mm::Mapping::anon_retrying(
+        size,
+        0,
+        std::time::Instant::now() + ALLOC_RETRY,
+        std::time::Duration::from_millis(1),
+    )
+    .map_err(|e| format!("allocating {size} bytes (tried again for up to {ALLOC_RETRY:?}): {e}"))
+}
+
 /// The consumer: `__worker thrash-consumer --spec JSON` ([`ConsumerSpec`]).
 /// Waits for `start` {t0_ns}; reports `done` at t_p, then (with
 /// `after_bytes`) goes on at its fallen-back load until `exit`.
@@ -133,16 +147,7 @@ pub fn consumer_main(io: &mut sandbox::worker::child::WorkerIo, args: &[String])
     };
     let planned_start = t0 + delay_ns;
     sleep_until(planned_start);
-    // mmap can fail with ENOMEM in a group at its limit (the mapping's kernel
-    // structures are charged from the call): tried again for up to
-    // ALLOC_RETRY, which the parent's give-up margin (≥ 2 min) covers.
-    let (mut m, enomem) = workloads::mm::Mapping::anon_retrying(
-        size,
-        0,
-        std::time::Instant::now() + ALLOC_RETRY,
-        std::time::Duration::from_millis(1),
-    )
-    .map_err(|e| format!("allocating {size} bytes (tried again for up to {ALLOC_RETRY:?}): {e}"))?;
+    let (mut m, enomem) = allocate(size)?;
     let alloc_ns = probe::sample::monotonic_ns();
     // Where the buffer is, for the v1 guard's reclaim ahead.
     io.emit(EventKind::Alloc, "", json!({"addr": m.as_slice().as_ptr() as usize, "len": size, "enomem_retries": enomem}));
